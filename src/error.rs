@@ -1,0 +1,98 @@
+//! The one error type of the crate.
+
+use std::path::PathBuf;
+
+use crate::types::Seq;
+
+/// Everything that can go wrong in mnemon, with variants a caller can act on.
+///
+/// Expected outcomes (a duplicate write, nothing matched a forget) are values in
+/// the result types, not errors. Source errors are kept as `source()` chains.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The caller's input was rejected before anything was written: empty or
+    /// oversized text, malformed namespace, importance outside `0.0..=1.0`,
+    /// NaN or infinite vector components, wrong vector dimension, and so on.
+    #[error("invalid input: {field}: {reason}")]
+    InvalidInput {
+        /// Which argument or field was rejected (e.g. `"content"`, `"namespace"`).
+        field: &'static str,
+        /// Human-readable reason.
+        reason: String,
+    },
+    /// An id that does not exist in the given namespace (or was forgotten).
+    #[error("not found: {what}")]
+    NotFound {
+        /// What was looked up, e.g. `"memory 42 in namespace u1"`.
+        what: String,
+    },
+    /// The operation conflicts with the current state, e.g. superseding a
+    /// memory that is already superseded or forgotten.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A stored record failed its checksum or could not be decoded.
+    /// `seq` names the log position (or the key that held the bad record).
+    #[error("corrupted record at seq {seq}: {reason}")]
+    Corrupted {
+        /// Log position of the bad record.
+        seq: Seq,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The data directory is held by another process (or another open engine
+    /// in this process). Close that one first.
+    #[error("store is locked: {path} is in use by another process or engine")]
+    Locked {
+        /// The lock file that could not be taken.
+        path: PathBuf,
+    },
+    /// A write failed to reach the disk earlier; the engine refuses further
+    /// writes so that memory and disk never diverge. Reopen the store.
+    #[error("engine is poisoned after a failed write: {0}; reopen the store")]
+    Poisoned(String),
+    /// The engine was closed; no further calls are accepted.
+    #[error("engine is closed")]
+    Closed,
+    /// The store was written by an incompatible format or model; the message
+    /// names what was found and what was expected.
+    #[error("incompatible format: {0}")]
+    IncompatibleFormat(String),
+    /// Embedding failed (model missing, model error).
+    #[error("embedder error: {0}")]
+    Embedder(String),
+    /// Memory content was refused by the safety policy (personal data with
+    /// policy `reject`, or an injected instruction with policy `reject`).
+    #[error("rejected by policy: {0}")]
+    Rejected(String),
+    /// An operating-system I/O error.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An error from the storage backend (sled).
+    #[error("storage error: {0}")]
+    Storage(String),
+}
+
+impl Error {
+    /// Shorthand for [`Error::InvalidInput`].
+    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidInput { field, reason: reason.into() }
+    }
+
+    /// Shorthand for [`Error::NotFound`].
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Error::NotFound { what: what.into() }
+    }
+}
+
+impl From<sled::Error> for Error {
+    fn from(e: sled::Error) -> Self {
+        match e {
+            sled::Error::Io(io) => Error::Io(io),
+            other => Error::Storage(other.to_string()),
+        }
+    }
+}
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
