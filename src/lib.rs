@@ -42,6 +42,7 @@ mod writer;
 
 pub mod embed;
 pub mod index;
+pub mod recall;
 
 pub use engine::{
     AsOf, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation, OpenReport,
@@ -54,5 +55,6 @@ pub use event::{
 };
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore};
 pub use projection::{EventCounts, Memory, Observation};
+pub use recall::{estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, Weights};
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};
