@@ -207,7 +207,11 @@ pub enum ModelCmd {
         from: Option<PathBuf>,
     },
     /// List known models and whether they are installed.
-    List,
+    List {
+        /// Print only the model names, one per line.
+        #[arg(long)]
+        names: bool,
+    },
 }
 
 pub fn models_dir(cli: &Cli) -> PathBuf {
@@ -282,8 +286,12 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
             }
             Ok(())
         }
-        ModelCmd::List => {
+        ModelCmd::List { names } => {
             for spec in embed::all_specs() {
+                if *names {
+                    println!("{}", spec.name);
+                    continue;
+                }
                 let state = if embed::is_installed(spec, &dir) { "installed" } else { "not installed" };
                 println!("{:<10} {:<14} {}  ({})", spec.name, state, spec.pip_requirement, dir.join(spec.name).display());
             }
