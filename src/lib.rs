@@ -41,8 +41,10 @@ mod types;
 mod writer;
 
 pub mod embed;
+pub mod eval;
 pub mod index;
 pub mod recall;
+pub mod safety;
 
 pub use engine::{
     AsOf, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation, OpenReport,
