@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
+use crate::safety::PiiPolicy;
 use crate::types::{Kind, MemoryId, ObservationId, Role, Tier};
 use crate::writer::{DedupMode, RememberAction};
 
@@ -26,6 +27,7 @@ pub struct NewMemory {
     pub(crate) source_ref: Option<String>,
     pub(crate) vector: Option<Vec<f32>>,
     pub(crate) dedup: DedupMode,
+    pub(crate) pii_policy: Option<PiiPolicy>,
 }
 
 impl NewMemory {
@@ -106,6 +108,12 @@ impl NewMemory {
         self
     }
 
+    /// Personal-data policy for this call, overriding the engine's.
+    pub fn pii_policy(mut self, p: PiiPolicy) -> Self {
+        self.pii_policy = Some(p);
+        self
+    }
+
     /// Duplicate handling. Default [`DedupMode::Refresh`].
     pub fn dedup(mut self, d: DedupMode) -> Self {
         self.dedup = d;
@@ -121,13 +129,21 @@ pub struct NewObservation {
     pub(crate) text: String,
     pub(crate) event_time: Option<DateTime<Utc>>,
     pub(crate) source: Option<String>,
+    pub(crate) pii_policy: Option<PiiPolicy>,
 }
 
 impl NewObservation {
     /// An observation in `session` (1 ..= 128 bytes) by `role` with `text`
     /// (1 ..= `max_content_bytes` bytes).
     pub fn new(session: impl Into<String>, role: Role, text: impl Into<String>) -> NewObservation {
-        NewObservation { session: session.into(), role, text: text.into(), event_time: None, source: None }
+        NewObservation {
+            session: session.into(),
+            role,
+            text: text.into(),
+            event_time: None,
+            source: None,
+            pii_policy: None,
+        }
     }
 
     /// When it happened (e.g. the conversation's date).
@@ -139,6 +155,12 @@ impl NewObservation {
     /// Caller's reference (message id, dialog id; at most 256 bytes).
     pub fn source(mut self, s: impl Into<String>) -> Self {
         self.source = Some(s.into());
+        self
+    }
+
+    /// Personal-data policy for this call, overriding the engine's.
+    pub fn pii_policy(mut self, p: PiiPolicy) -> Self {
+        self.pii_policy = Some(p);
         self
     }
 }

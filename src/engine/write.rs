@@ -8,6 +8,7 @@ use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered}
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{Extracted, ForgetTarget, Observed, SupersedeReason};
+use crate::safety::{InjectionPolicy, PiiPolicy};
 use crate::types::{Kind, MemoryId, Namespace, ObservationId, Tier};
 use crate::writer::{Command, ForgetOutcome, Op, OpOutcome};
 
@@ -36,9 +37,23 @@ impl Engine {
         Ok(())
     }
 
-    /// Runs the safety stage on text bound for the log.
-    pub(crate) fn prepare_text(&self, text: &str) -> Result<Prepared> {
-        Ok(Prepared { text: text.to_string(), redactions: BTreeMap::new(), quarantine: None })
+    /// Runs the safety stage on text bound for the log: personal data per
+    /// `policy` (or the engine's), then, for memory content, the
+    /// injected-instruction check.
+    pub(crate) fn prepare_text(&self, text: &str, policy: Option<PiiPolicy>, is_memory: bool) -> Result<Prepared> {
+        let cfg = &self.inner.cfg;
+        let r = cfg.redactor.apply(text, policy.unwrap_or(cfg.pii_policy))?;
+        let mut quarantine = None;
+        if is_memory && cfg.injection_policy != InjectionPolicy::Allow {
+            if let Some(f) = cfg.injection.check(&r.text) {
+                let reason = format!("injected instruction (score {:.2}: {})", f.score, f.matched.join(", "));
+                if cfg.injection_policy == InjectionPolicy::Reject {
+                    return Err(Error::Rejected(reason));
+                }
+                quarantine = Some(reason);
+            }
+        }
+        Ok(Prepared { text: r.text, redactions: r.counts, quarantine })
     }
 
     fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
@@ -79,7 +94,7 @@ impl Engine {
             if let Some(s) = &o.source {
                 check_short("source", s, MAX_SOURCE_BYTES, false)?;
             }
-            let p = self.prepare_text(&o.text)?;
+            let p = self.prepare_text(&o.text, o.pii_policy, false)?;
             ops.push(Op::Observe(Observed {
                 session: o.session,
                 role: o.role,
@@ -135,7 +150,7 @@ impl Engine {
         if let Some(v) = &m.vector {
             crate::embed::validate_vector(v, self.inner.embedder.dim())?;
         }
-        self.prepare_text(&m.content)
+        self.prepare_text(&m.content, m.pii_policy, true)
     }
 
     /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.

@@ -149,7 +149,10 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     for mode in args.mode.split(',') {
         let mode: RecallMode = mode.trim().parse()?;
         let dir = tempfile::tempdir()?;
-        let engine = Engine::builder(dir.path().join("store")).embedder(embedder.clone()).open()?;
+        let engine = Engine::builder(dir.path().join("store"))
+            .embedder(embedder.clone())
+            .max_content_bytes(1 << 20)
+            .open()?;
         let mut weights = Weights::default();
         if let Some(w) = args.dense_weight {
             if !(0.0..=1.0).contains(&w) {
