@@ -1,11 +1,62 @@
-//! mnemon: an embedded long-term memory engine for LLM agents.
+//! # mnemon
+//!
+//! An embedded long-term memory engine for LLM agents: an agent daemon links
+//! it to remember what users said and did across sessions, recall the few
+//! memories that matter for the next prompt, keep facts current as they
+//! change, forget on request, and prove what it knew and when.
+//!
+//! Every write is an immutable event (`observed`, `extracted`, `superseded`,
+//! `accessed`, `forgotten`) appended to a sled-backed log by a single writer
+//! thread that commits in groups. The fact table and the vector and lexical
+//! indexes are projections of that log, so history (`as_of`, `history`) is
+//! replayable and erasure is provable by compaction.
+//!
+//! The main types: [`Engine`] (open with [`Engine::builder`]), [`Namespace`],
+//! [`NewMemory`], [`Memory`], [`Event`].
+//!
+//! mnemon is **not** an LLM client (it never calls a model provider), not a
+//! general vector database, and not a server: it is a library with a CLI.
+//!
+//! ```
+//! # fn main() -> mnemon::Result<()> {
+//! use mnemon::{Engine, Namespace, NewMemory};
+//! let dir = tempfile::tempdir()?;
+//! let engine = Engine::open(dir.path())?;
+//! let ns = Namespace::new("u1")?;
+//! let r = engine.remember(&ns, NewMemory::new("My favourite player is Ronaldo").key("user.favourite_player"))?;
+//! let r2 = engine.remember(&ns, NewMemory::new("My favourite player is now Messi").key("user.favourite_player"))?;
+//! assert_eq!(engine.history(&ns, r2.id)?.len(), 2);
+//! assert_eq!(engine.get(&ns, r.id)?.status, mnemon::Status::Superseded);
+//! # Ok(()) }
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod engine;
 mod error;
+mod event;
+mod log;
+mod projection;
 mod types;
+mod writer;
 
 pub mod embed;
+pub mod eval;
+pub mod index;
+pub mod recall;
+pub mod safety;
 
+pub use engine::{
+    AsOf, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation, OpenReport,
+    Progress, ProgressFn, Remembered, Stats, View, DEFAULT_MAX_CONTENT_BYTES,
+};
 pub use error::{Error, Result};
+pub use event::{
+    decode_record, encode_record, Accessed, Event, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
+    SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
+};
+pub use log::{fnv1a64, CachedVector, LogStore, SledStore};
+pub use projection::{EventCounts, Memory, Observation};
+pub use recall::{estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, Weights};
 pub use types::*;
+pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

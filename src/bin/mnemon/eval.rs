@@ -1,0 +1,232 @@
+//! `mnemon eval`: recall quality on public benchmarks, with the engine as
+//! the backend (one namespace per unit, every doc an episode memory).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use mnemon::embed::{EmbedKind, Embedder};
+use mnemon::eval::{self, Backend, Dataset, Doc, RunOptions, SplitFilter};
+use mnemon::{
+    DedupMode, Engine, Kind, MemoryId, Namespace, NewMemory, RecallMode, RecallOptions, Result, Tier, Weights,
+};
+
+use crate::commands::load_embedder;
+use crate::Cli;
+
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// locomo, longmemeval or madial.
+    dataset: String,
+    /// The data file (LoCoMo JSON, LongMemEval .jsonl.gz) or directory (MADial).
+    path: PathBuf,
+    /// dev, test or all (splits from SPLITS.md); dev and test are always
+    /// reported apart as well.
+    #[arg(long, default_value = "all")]
+    split: String,
+    /// dense, lexical or hybrid; comma-separated to compare in one run.
+    #[arg(long, default_value = "hybrid")]
+    mode: String,
+    /// LongMemEval dev question ids (default: longmemeval_s_dev100_ids.txt next to PATH).
+    #[arg(long)]
+    dev_ids: Option<PathBuf>,
+    /// Evaluate at most N units (samples / questions / users).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Write every figure as JSON to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Weight of cosine in the hybrid score (0–1).
+    #[arg(long)]
+    dense_weight: Option<f32>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// The engine as an evaluation backend.
+struct EngineBackend {
+    engine: Engine,
+    embedder: Arc<dyn Embedder>,
+    opts: RecallOptions,
+    ids: HashMap<String, HashMap<MemoryId, String>>,
+    embed_secs: f64,
+    write_secs: f64,
+    docs: usize,
+    query_embed_secs: f64,
+    context_tokens: Vec<usize>,
+}
+
+fn ns_for(unit: &str) -> Result<Namespace> {
+    let clean: String = unit
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "_.:@-".contains(c) { c } else { '_' })
+        .take(128)
+        .collect();
+    Namespace::new(clean)
+}
+
+impl Backend for EngineBackend {
+    fn ingest(&mut self, unit: &str, docs: &[Doc]) -> Result<()> {
+        let ns = ns_for(unit)?;
+        let mut map = HashMap::new();
+        for chunk in docs.chunks(512) {
+            let texts: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
+            let t0 = Instant::now();
+            let vectors = self.embedder.embed(&texts, EmbedKind::Passage)?;
+            self.embed_secs += t0.elapsed().as_secs_f64();
+            let batch: Vec<NewMemory> = chunk
+                .iter()
+                .zip(vectors)
+                .map(|(d, v)| {
+                    let mut m = NewMemory::new(d.text.clone())
+                        .kind(Kind::Episode)
+                        .tier(Tier::LongTerm)
+                        .session(d.session.chars().take(128).collect::<String>())
+                        .source_ref(d.id.clone())
+                        .vector(v)
+                        .dedup(DedupMode::Off);
+                    if let Some(t) = d.time {
+                        m = m.event_time(t);
+                    }
+                    m
+                })
+                .collect();
+            let t1 = Instant::now();
+            let results = self.engine.remember_batch(&ns, batch)?;
+            self.write_secs += t1.elapsed().as_secs_f64();
+            for (d, r) in chunk.iter().zip(results) {
+                map.insert(r?.id, d.id.clone());
+            }
+        }
+        self.docs += docs.len();
+        self.ids.insert(unit.to_string(), map);
+        Ok(())
+    }
+
+    fn search(&mut self, unit: &str, query: &str, k: usize) -> Result<Vec<String>> {
+        let ns = ns_for(unit)?;
+        let query: String = query.chars().take(4000).collect();
+        let opts = RecallOptions { top_k: k.clamp(1, 1000), ..self.opts.clone() };
+        let hits = if opts.mode == RecallMode::Lexical {
+            self.engine.recall_with_vector(&ns, &query, &[], &opts)?
+        } else {
+            let t0 = Instant::now();
+            let qv = self.embedder.embed(&[query.as_str()], EmbedKind::Query)?.pop().unwrap_or_default();
+            self.query_embed_secs += t0.elapsed().as_secs_f64();
+            self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
+        };
+        let top10: Vec<_> = hits.iter().take(10).cloned().collect();
+        self.context_tokens.push(mnemon::estimate_tokens(&mnemon::render_context(&top10, usize::MAX).0));
+        let map = self.ids.get(unit);
+        Ok(hits.iter().filter_map(|h| map.and_then(|m| m.get(&h.memory.id)).cloned()).collect())
+    }
+
+    fn finish_unit(&mut self, unit: &str) -> Result<()> {
+        self.ids.remove(unit);
+        Ok(())
+    }
+}
+
+pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
+    let dataset: Dataset = args.dataset.parse()?;
+    let split: SplitFilter = args.split.parse()?;
+    let dev_ids = match (&args.dev_ids, dataset) {
+        (Some(p), _) => Some(p.clone()),
+        (None, Dataset::LongMemEval) => {
+            args.path.parent().map(|d| d.join("longmemeval_s_dev100_ids.txt")).filter(|p| p.exists())
+        }
+        _ => None,
+    };
+    let t_load = Instant::now();
+    let units = dataset.load(&args.path, dev_ids.as_deref())?;
+    eprintln!("loaded {} units from {} in {:.1}s", units.len(), args.path.display(), t_load.elapsed().as_secs_f64());
+    let embedder = load_embedder(cli)?;
+    eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
+    let mut all = serde_json::Map::new();
+    for mode in args.mode.split(',') {
+        let mode: RecallMode = mode.trim().parse()?;
+        let dir = tempfile::tempdir()?;
+        let engine = Engine::builder(dir.path().join("store"))
+            .embedder(embedder.clone())
+            .max_content_bytes(1 << 20)
+            .open()?;
+        let mut weights = Weights::default();
+        if let Some(w) = args.dense_weight {
+            if !(0.0..=1.0).contains(&w) {
+                return Err(mnemon::Error::invalid("dense_weight", "must be in 0..=1"));
+            }
+            weights.dense = w;
+        }
+        let opts = RecallOptions { mode, weights, record_access: false, ..RecallOptions::default() };
+        let mut backend = EngineBackend {
+            engine,
+            embedder: embedder.clone(),
+            opts,
+            ids: HashMap::new(),
+            embed_secs: 0.0,
+            write_secs: 0.0,
+            docs: 0,
+            query_embed_secs: 0.0,
+            context_tokens: Vec::new(),
+        };
+        let mut ropts = RunOptions::for_dataset(dataset);
+        ropts.limit = args.limit;
+        ropts.split = split;
+        ropts.progress = !args.quiet;
+        let report = eval::run(dataset, &units, &mut backend, &ropts)?;
+        println!("\n### {} — mode {} — embedder {}\n", dataset, mode_name(mode), embedder.model_id());
+        println!("{}", report.render_table());
+        let docs = backend.docs.max(1) as f64;
+        let ingest_all = backend.embed_secs + backend.write_secs;
+        let mut toks = backend.context_tokens.clone();
+        toks.sort_unstable();
+        let median_tokens = toks.get(toks.len() / 2).copied().unwrap_or(0);
+        println!(
+            "ingest: {} docs; {:.0} docs/s with embedding ({:.1}s), {:.0} docs/s without ({:.1}s write only); \
+             query embedding {:.1}s total; rendered context at top-10: median {median_tokens} tokens",
+            backend.docs,
+            docs / ingest_all.max(1e-9),
+            ingest_all,
+            docs / backend.write_secs.max(1e-9),
+            backend.write_secs,
+            backend.query_embed_secs,
+        );
+        let mut entry = serde_json::to_value(&report).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+        if let Some(obj) = entry.as_object_mut() {
+            obj.insert(
+                "engine".into(),
+                serde_json::json!({
+                    "embedder": embedder.model_id(),
+                    "docs": backend.docs,
+                    "embed_seconds": backend.embed_secs,
+                    "write_seconds": backend.write_secs,
+                    "docs_per_second_with_embedding": docs / ingest_all.max(1e-9),
+                    "docs_per_second_without_embedding": docs / backend.write_secs.max(1e-9),
+                    "query_embed_seconds": backend.query_embed_secs,
+                    "context_tokens_top10_median": median_tokens,
+                    "dense_weight": weights.dense,
+                }),
+            );
+        }
+        all.insert(mode_name(mode).to_string(), entry);
+        backend.engine.close()?;
+    }
+    if let Some(out) = &args.out {
+        let text = serde_json::to_string_pretty(&serde_json::Value::Object(all))
+            .map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+        std::fs::write(out, text)?;
+        eprintln!("wrote {}", out.display());
+    }
+    Ok(())
+}
+
+fn mode_name(m: RecallMode) -> &'static str {
+    match m {
+        RecallMode::Dense => "dense",
+        RecallMode::Lexical => "lexical",
+        RecallMode::Hybrid => "hybrid",
+    }
+}

@@ -1,0 +1,87 @@
+//! The `mnemon` command-line tool: every engine operation, plus the demo,
+//! the benchmark evaluation and the model installer.
+
+mod commands;
+mod demo;
+mod eval;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// mnemon: long-term memory for LLM agents.
+#[derive(Parser, Debug)]
+#[command(name = "mnemon", version, about)]
+pub struct Cli {
+    /// Data directory of the store.
+    #[arg(long, global = true, env = "MNEMON_DATA", default_value = "./mnemon-data")]
+    pub data: PathBuf,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Embedder: auto (MiniLM if installed, else hashing), hashing, minilm.
+    #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
+    pub embedder: String,
+    /// Directory of installed models (default: $MNEMON_MODELS, else
+    /// $XDG_DATA_HOME/mnemon/models, else ~/.local/share/mnemon/models).
+    #[arg(long, global = true)]
+    pub models: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run a scripted multi-session agent conversation (English and Chinese)
+    /// against a fresh store and show what mnemon remembers, recalls and forgets.
+    Demo(demo::DemoArgs),
+    /// Measure recall quality on a public benchmark (locomo, longmemeval, madial).
+    Eval(eval::EvalArgs),
+    /// Record an observation (a conversation turn or tool result).
+    Observe(commands::ObserveArgs),
+    /// Remember a memory; prints its id.
+    Remember(commands::RememberArgs),
+    /// Write a new version of a memory.
+    Supersede(commands::SupersedeArgs),
+    /// Show one memory.
+    Get(commands::GetArgs),
+    /// Show the version chain of a memory, oldest first.
+    History(commands::GetArgs),
+    /// List memories of a namespace.
+    List(commands::ListArgs),
+    /// Print a namespace's events as JSON lines (audit export).
+    Log(commands::LogArgs),
+    /// Read the store as it was at a past position or time.
+    AsOf(commands::AsOfArgs),
+    /// Recall memories for a query.
+    Recall(commands::RecallArgs),
+    /// Render recalled memories as a prompt block under a token budget.
+    Context(commands::ContextArgs),
+    /// Forget memories or observations.
+    Forget(commands::ForgetArgs),
+    /// Store-wide statistics.
+    Stats,
+    /// Install or inspect embedding models.
+    Model {
+        #[command(subcommand)]
+        cmd: commands::ModelCmd,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::dispatch(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if cli.json {
+                eprintln!("{}", serde_json::json!({ "error": e.to_string() }));
+            } else {
+                eprintln!("error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Engine configuration and its builder.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::index::HnswParams;
+use crate::safety::{InjectionDetector, InjectionPolicy, PiiPolicy, Redactor};
+use crate::writer::Durability;
+
+/// Progress of a long open-time step (re-embedding after a model change).
+#[derive(Clone, Debug)]
+pub struct Progress {
+    /// What is being done, e.g. `"re-embedding"`.
+    pub stage: &'static str,
+    /// Items done so far.
+    pub done: usize,
+    /// Items in total.
+    pub total: usize,
+}
+
+/// A progress callback.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
+
+/// Validated engine settings. Build with [`crate::Engine::builder`].
+#[derive(Clone)]
+pub struct Config {
+    pub(crate) path: PathBuf,
+    pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) durability: Durability,
+    pub(crate) max_content_bytes: usize,
+    pub(crate) max_entities: usize,
+    pub(crate) max_entity_bytes: usize,
+    pub(crate) max_key_bytes: usize,
+    pub(crate) max_batch: usize,
+    pub(crate) queue_capacity: usize,
+    pub(crate) max_group: usize,
+    pub(crate) cache_bytes: u64,
+    pub(crate) hnsw: HnswParams,
+    pub(crate) dedup_threshold: Option<f32>,
+    pub(crate) half_life: Duration,
+    pub(crate) progress: Option<ProgressFn>,
+    pub(crate) pii_policy: PiiPolicy,
+    pub(crate) injection_policy: InjectionPolicy,
+    pub(crate) redactor: Redactor,
+    pub(crate) injection: InjectionDetector,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("path", &self.path)
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id().to_string()))
+            .field("durability", &self.durability)
+            .field("max_content_bytes", &self.max_content_bytes)
+            .field("max_batch", &self.max_batch)
+            .field("hnsw", &self.hnsw)
+            .field("dedup_threshold", &self.dedup_threshold)
+            .field("half_life", &self.half_life)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Default maximum content size: 32 KiB.
+pub const DEFAULT_MAX_CONTENT_BYTES: usize = 32 * 1024;
+
+/// Builder for [`crate::Engine`]. Every setter documents its unit, default
+/// and limits; [`EngineBuilder::open`] validates them.
+#[derive(Clone, Debug)]
+pub struct EngineBuilder {
+    cfg: Config,
+}
+
+impl EngineBuilder {
+    pub(crate) fn new(path: impl AsRef<Path>) -> EngineBuilder {
+        EngineBuilder {
+            cfg: Config {
+                path: path.as_ref().to_path_buf(),
+                embedder: None,
+                durability: Durability::PerGroup,
+                max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
+                max_entities: 32,
+                max_entity_bytes: 128,
+                max_key_bytes: 128,
+                max_batch: 10_000,
+                queue_capacity: 1024,
+                max_group: 512,
+                cache_bytes: 64 * 1024 * 1024,
+                hnsw: HnswParams::default(),
+                dedup_threshold: None,
+                half_life: Duration::from_secs(30 * 24 * 3600),
+                progress: None,
+                pii_policy: PiiPolicy::Redact,
+                injection_policy: InjectionPolicy::Quarantine,
+                redactor: Redactor::new(),
+                injection: InjectionDetector::new(),
+            },
+        }
+    }
+
+    /// The embedder for memory content and queries. Default: the built-in
+    /// hashing embedder (384-d, no download). The store records the model id;
+    /// opening with a different one re-embeds every memory from the log.
+    pub fn embedder(mut self, e: Arc<dyn Embedder>) -> Self {
+        self.cfg.embedder = Some(e);
+        self
+    }
+
+    /// When acknowledged writes are durable. Default [`Durability::PerGroup`]
+    /// (fsync before every reply). `Interval(d)` requires `d` in 1 ms ..= 60 s.
+    pub fn durability(mut self, d: Durability) -> Self {
+        self.cfg.durability = d;
+        self
+    }
+
+    /// Largest memory or observation text, in bytes of UTF-8. Default 32 KiB;
+    /// 1 ..= 1 MiB.
+    pub fn max_content_bytes(mut self, n: usize) -> Self {
+        self.cfg.max_content_bytes = n;
+        self
+    }
+
+    /// Most entities per memory. Default 32; 0 ..= 1024.
+    pub fn max_entities(mut self, n: usize) -> Self {
+        self.cfg.max_entities = n;
+        self
+    }
+
+    /// Longest slot key, in bytes. Default 128; 3 ..= 1024.
+    pub fn max_key_bytes(mut self, n: usize) -> Self {
+        self.cfg.max_key_bytes = n;
+        self
+    }
+
+    /// Most items in one batch call. Default 10,000; 1 ..= 1,000,000.
+    pub fn max_batch(mut self, n: usize) -> Self {
+        self.cfg.max_batch = n;
+        self
+    }
+
+    /// Capacity of the writer's command queue (commands). A full queue makes
+    /// writers wait (back-pressure). Default 1024; 1 ..= 1,000,000.
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.cfg.queue_capacity = n;
+        self
+    }
+
+    /// Most commands committed in one group (one batch, one flush).
+    /// Default 512; 1 ..= 100,000.
+    pub fn max_group(mut self, n: usize) -> Self {
+        self.cfg.max_group = n;
+        self
+    }
+
+    /// sled page-cache budget, in bytes. Default 64 MiB; at least 1 MiB.
+    pub fn cache_bytes(mut self, n: u64) -> Self {
+        self.cfg.cache_bytes = n;
+        self
+    }
+
+    /// HNSW parameters (`m`, `ef_construction`, `ef_search`, the exact-scan
+    /// threshold, seed). Defaults in [`HnswParams::default`].
+    pub fn hnsw(mut self, p: HnswParams) -> Self {
+        self.cfg.hnsw = p;
+        self
+    }
+
+    /// Cosine similarity at or above which a new memory counts as a
+    /// near-duplicate of an active one, in `0.0..=1.0`. Default: the
+    /// embedder's own (0.92 for MiniLM and hashing; see the embedder docs).
+    pub fn dedup_threshold(mut self, t: f32) -> Self {
+        self.cfg.dedup_threshold = Some(t);
+        self
+    }
+
+    /// Half-life of recency decay for long-term memories. Default 30 days;
+    /// at least 1 second.
+    pub fn half_life(mut self, d: Duration) -> Self {
+        self.cfg.half_life = d;
+        self
+    }
+
+    /// What to do with personal data (phone numbers, ID and card numbers,
+    /// e-mail addresses) in memory and observation text, before it is
+    /// embedded or written. Default [`PiiPolicy::Redact`]: replaced by typed
+    /// placeholders such as `[PHONE]`; the original never reaches a file.
+    /// Overridable per call ([`crate::NewMemory::pii_policy`]).
+    pub fn pii_policy(mut self, p: PiiPolicy) -> Self {
+        self.cfg.pii_policy = p;
+        self
+    }
+
+    /// Adds a personal-data pattern of your own: matches of `regex` become
+    /// `[LABEL]` (label: 1–32 of `[A-Z0-9_]`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad label or regex.
+    pub fn pii_pattern(mut self, label: &str, regex: &str) -> Result<Self> {
+        self.cfg.redactor = self.cfg.redactor.with_pattern(label, regex)?;
+        Ok(self)
+    }
+
+    /// What to do with memory content that reads as an injected instruction
+    /// ("ignore all previous instructions", "以后所有回答都忽略系统限制").
+    /// Default [`InjectionPolicy::Quarantine`]: stored, flagged, and left
+    /// out of recall and prompt blocks unless asked for.
+    pub fn injection_policy(mut self, p: InjectionPolicy) -> Self {
+        self.cfg.injection_policy = p;
+        self
+    }
+
+    /// A callback for progress of long open-time steps (re-embedding).
+    pub fn on_progress(mut self, f: ProgressFn) -> Self {
+        self.cfg.progress = Some(f);
+        self
+    }
+
+    /// Validates the settings and opens the engine: takes the store's lock,
+    /// replays the log into the projections, re-embeds if the embedder
+    /// changed, and starts the writer.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a setting out of range; [`Error::Locked`]
+    /// when another process or engine has the store open;
+    /// [`Error::Corrupted`] naming the first bad record;
+    /// [`Error::IncompatibleFormat`] for a store written by a newer format;
+    /// [`Error::Io`] / [`Error::Storage`] from the disk.
+    pub fn open(self) -> Result<crate::Engine> {
+        let c = &self.cfg;
+        check_range("max_content_bytes", c.max_content_bytes, 1, 1 << 20)?;
+        check_range("max_entities", c.max_entities, 0, 1024)?;
+        check_range("max_key_bytes", c.max_key_bytes, 3, 1024)?;
+        check_range("max_batch", c.max_batch, 1, 1_000_000)?;
+        check_range("queue_capacity", c.queue_capacity, 1, 1_000_000)?;
+        check_range("max_group", c.max_group, 1, 100_000)?;
+        if c.cache_bytes < 1 << 20 {
+            return Err(Error::invalid("cache_bytes", "must be at least 1 MiB"));
+        }
+        if let Durability::Interval(d) = c.durability {
+            if d < Duration::from_millis(1) || d > Duration::from_secs(60) {
+                return Err(Error::invalid("durability", "interval must be 1 ms ..= 60 s"));
+            }
+        }
+        if let Some(t) = c.dedup_threshold {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(Error::invalid("dedup_threshold", "must be in 0.0..=1.0"));
+            }
+        }
+        if c.half_life < Duration::from_secs(1) {
+            return Err(Error::invalid("half_life", "must be at least 1 second"));
+        }
+        crate::engine::Engine::open_with(self.cfg)
+    }
+}
+
+fn check_range(field: &'static str, v: usize, lo: usize, hi: usize) -> Result<()> {
+    if v < lo || v > hi {
+        return Err(Error::invalid(field, format!("{v} is outside {lo}..={hi}")));
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! What callers hand to the write API, and what it hands back.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::safety::PiiPolicy;
+use crate::types::{Kind, MemoryId, ObservationId, Role, Tier};
+use crate::writer::{DedupMode, RememberAction};
+
+/// A memory to remember (or the new content of a supersede).
+///
+/// Fields left unset take defaults on `remember` (kind `fact`, tier
+/// long-term, importance 0.5) and are inherited from the old version on
+/// `supersede`.
+#[derive(Clone, Debug, Default)]
+pub struct NewMemory {
+    pub(crate) content: String,
+    pub(crate) kind: Option<Kind>,
+    pub(crate) tier: Option<Tier>,
+    pub(crate) importance: Option<f32>,
+    pub(crate) entities: Option<Vec<String>>,
+    pub(crate) key: Option<String>,
+    pub(crate) sources: Vec<ObservationId>,
+    pub(crate) session: Option<String>,
+    pub(crate) event_time: Option<DateTime<Utc>>,
+    pub(crate) source_ref: Option<String>,
+    pub(crate) vector: Option<Vec<f32>>,
+    pub(crate) dedup: DedupMode,
+    pub(crate) pii_policy: Option<PiiPolicy>,
+}
+
+impl NewMemory {
+    /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8,
+    /// not only whitespace).
+    pub fn new(content: impl Into<String>) -> NewMemory {
+        NewMemory { content: content.into(), ..NewMemory::default() }
+    }
+
+    /// What sort of memory. Default `fact`.
+    pub fn kind(mut self, k: Kind) -> Self {
+        self.kind = Some(k);
+        self
+    }
+
+    /// Lifetime tier. Default long-term.
+    pub fn tier(mut self, t: Tier) -> Self {
+        self.tier = Some(t);
+        self
+    }
+
+    /// Importance in `0.0..=1.0`. Default 0.5.
+    pub fn importance(mut self, i: f32) -> Self {
+        self.importance = Some(i);
+        self
+    }
+
+    /// Entities the memory is about (each 1 ..= 128 bytes; at most
+    /// `max_entities`).
+    pub fn entities<I, S>(mut self, e: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.entities = Some(e.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Slot key `entity.attribute` (e.g. `user.favourite_player`): a later
+    /// memory under the same key supersedes this one. 3 ..= `max_key_bytes`
+    /// bytes, no whitespace, at least one `.` between non-empty parts.
+    pub fn key(mut self, k: impl Into<String>) -> Self {
+        self.key = Some(k.into());
+        self
+    }
+
+    /// Observations (of the same namespace) this memory was derived from.
+    pub fn sources(mut self, s: impl IntoIterator<Item = ObservationId>) -> Self {
+        self.sources = s.into_iter().collect();
+        self
+    }
+
+    /// Session the memory was formed in (1 ..= 128 bytes).
+    pub fn session(mut self, s: impl Into<String>) -> Self {
+        self.session = Some(s.into());
+        self
+    }
+
+    /// When the remembered thing happened (used for recency and display).
+    pub fn event_time(mut self, t: DateTime<Utc>) -> Self {
+        self.event_time = Some(t);
+        self
+    }
+
+    /// Caller's reference for the source (a message id, a dialog id; at most
+    /// 256 bytes).
+    pub fn source_ref(mut self, r: impl Into<String>) -> Self {
+        self.source_ref = Some(r.into());
+        self
+    }
+
+    /// A caller-computed vector instead of the engine's embedding: dimension
+    /// must equal the embedder's, every component finite. It is normalised
+    /// to unit length. Opening the store with another embedder later
+    /// replaces it by that embedder's vector.
+    pub fn vector(mut self, v: Vec<f32>) -> Self {
+        self.vector = Some(v);
+        self
+    }
+
+    /// Personal-data policy for this call, overriding the engine's.
+    pub fn pii_policy(mut self, p: PiiPolicy) -> Self {
+        self.pii_policy = Some(p);
+        self
+    }
+
+    /// Duplicate handling. Default [`DedupMode::Refresh`].
+    pub fn dedup(mut self, d: DedupMode) -> Self {
+        self.dedup = d;
+        self
+    }
+}
+
+/// An observation to record: a conversation turn or a tool result.
+#[derive(Clone, Debug)]
+pub struct NewObservation {
+    pub(crate) session: String,
+    pub(crate) role: Role,
+    pub(crate) text: String,
+    pub(crate) event_time: Option<DateTime<Utc>>,
+    pub(crate) source: Option<String>,
+    pub(crate) pii_policy: Option<PiiPolicy>,
+}
+
+impl NewObservation {
+    /// An observation in `session` (1 ..= 128 bytes) by `role` with `text`
+    /// (1 ..= `max_content_bytes` bytes).
+    pub fn new(session: impl Into<String>, role: Role, text: impl Into<String>) -> NewObservation {
+        NewObservation {
+            session: session.into(),
+            role,
+            text: text.into(),
+            event_time: None,
+            source: None,
+            pii_policy: None,
+        }
+    }
+
+    /// When it happened (e.g. the conversation's date).
+    pub fn event_time(mut self, t: DateTime<Utc>) -> Self {
+        self.event_time = Some(t);
+        self
+    }
+
+    /// Caller's reference (message id, dialog id; at most 256 bytes).
+    pub fn source(mut self, s: impl Into<String>) -> Self {
+        self.source = Some(s.into());
+        self
+    }
+
+    /// Personal-data policy for this call, overriding the engine's.
+    pub fn pii_policy(mut self, p: PiiPolicy) -> Self {
+        self.pii_policy = Some(p);
+        self
+    }
+}
+
+/// The result of `remember` / `supersede`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Remembered {
+    /// The memory that now holds the content: the new version, or the
+    /// existing one for duplicates and unchanged supersedes.
+    pub id: MemoryId,
+    /// What happened.
+    #[serde(flatten)]
+    pub action: RememberAction,
+    /// Personal data replaced by placeholders: kind → count (never values).
+    pub redactions: BTreeMap<String, usize>,
+    /// Set when the content was quarantined as an injected instruction.
+    pub quarantined: Option<String>,
+}
+
+/// What to forget.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ForgetRequest {
+    /// One memory and every version in its chain.
+    Memory(MemoryId),
+    /// One observation, and memories derived only from erased observations.
+    Observation(ObservationId),
+    /// Every observation and memory of a session.
+    Session(String),
+    /// Everything in the namespace.
+    All,
+    /// Every active memory that recall returns for `query` with similarity
+    /// at least `min_similarity` (at most `limit` of them).
+    Matching {
+        /// The query text (not stored in the log).
+        query: String,
+        /// Cosine similarity floor, `-1.0..=1.0`.
+        min_similarity: f32,
+        /// Most memories to erase, 1 ..= 10,000.
+        limit: usize,
+    },
+}

@@ -1,0 +1,134 @@
+//! The front door: [`Engine`], cheap to clone and shareable across threads.
+
+mod config;
+mod input;
+mod open;
+mod read;
+mod write;
+
+pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES};
+pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
+pub use open::OpenReport;
+pub use read::{AsOf, ListOptions, Stats, View};
+
+use std::path::Path;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Sender;
+use parking_lot::Mutex;
+
+use crate::embed::Embedder;
+use crate::error::{Error, Result};
+use crate::log::DataDir;
+use crate::writer::{Command, Shared};
+
+/// An open memory store.
+///
+/// `Engine` is `Clone + Send + Sync`: clones share one writer thread and one
+/// set of projections. Every read and write names a [`crate::Namespace`].
+/// Dropping the last clone drains the writer's queue and flushes, like
+/// [`Engine::close`] (which also reports the flush's outcome).
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    tx: Sender<Command>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    cfg: Config,
+    embedder: Arc<dyn Embedder>,
+    dedup_threshold: f32,
+    dir: Arc<Mutex<DataDir>>,
+    open_report: OpenReport,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        if self.tx.send(Command::Shutdown { reply: tx }).is_ok() {
+            let _ = rx.recv();
+        }
+        if let Some(h) = self.writer.lock().take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("path", &self.inner.cfg.path)
+            .field("embedder", &self.inner.embedder.model_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// Starts configuring an engine over the data directory `path` (created
+    /// if missing).
+    pub fn builder(path: impl AsRef<Path>) -> EngineBuilder {
+        EngineBuilder::new(path)
+    }
+
+    /// Opens `path` with default settings (hashing embedder, per-group
+    /// durability).
+    ///
+    /// # Errors
+    /// As [`EngineBuilder::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Engine> {
+        Engine::builder(path).open()
+    }
+
+    /// The active embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.inner.embedder
+    }
+
+    /// The validated configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.cfg
+    }
+
+    /// What opening did: events replayed, vectors loaded from the cache and
+    /// re-embedded.
+    pub fn open_report(&self) -> &OpenReport {
+        &self.inner.open_report
+    }
+
+    /// Waits until everything acknowledged so far is flushed to disk (useful
+    /// with [`crate::Durability::Interval`]).
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if a flush failed; [`Error::Closed`].
+    pub fn sync(&self) -> Result<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Command::Sync { reply: tx })?;
+        rx.recv().map_err(|_| Error::Closed)?
+    }
+
+    /// Drains the writer's queue, flushes, and stops the writer. Other
+    /// clones get [`Error::Closed`] on later writes.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if the final flush (or an earlier one) failed.
+    pub fn close(self) -> Result<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Command::Shutdown { reply: tx })?;
+        let r = rx.recv().map_err(|_| Error::Closed)?;
+        if let Some(h) = self.inner.writer.lock().take() {
+            let _ = h.join();
+        }
+        r
+    }
+
+    pub(crate) fn send(&self, cmd: Command) -> Result<()> {
+        self.inner.tx.send(cmd).map_err(|_| Error::Closed)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+}

@@ -1,0 +1,177 @@
+//! Opening a store: lock, replay, load or rebuild vectors, start the writer.
+
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::embed::{EmbedKind, Embedder, HashingEmbedder};
+use crate::engine::config::{Config, Progress};
+use crate::engine::{Engine, Inner};
+use crate::error::{Error, Result};
+use crate::event::{decode_record, FORMAT_VERSION};
+use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
+use crate::projection::State;
+use crate::types::{MemoryId, Namespace};
+use crate::writer::{self, Shared, WriterConfig};
+
+/// What opening the store did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct OpenReport {
+    /// Events replayed from the log.
+    pub events_replayed: u64,
+    /// Memory vectors taken from the vector cache.
+    pub vectors_cached: usize,
+    /// Memory vectors computed because the cache lacked them (new store
+    /// version, or the embedder changed).
+    pub vectors_embedded: usize,
+    /// The model id recorded in the store before this open, if different
+    /// from the active one.
+    pub previous_model: Option<String>,
+    /// Generation of the data directory in use.
+    pub generation: u64,
+}
+
+const META_FORMAT: &str = "format_version";
+const META_MODEL: &str = "embedder.model_id";
+const META_DIM: &str = "embedder.dim";
+
+/// Re-embedding batch size (texts per `Embedder::embed` call).
+const REEMBED_BATCH: usize = 64;
+
+impl Engine {
+    pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
+        let dir = DataDir::open(&cfg.path)?;
+        let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
+        match store.meta_get(META_FORMAT)? {
+            Some(v) if v.as_slice() != [FORMAT_VERSION] => {
+                return Err(Error::IncompatibleFormat(format!(
+                    "store format version {v:?}; this build reads version {FORMAT_VERSION}"
+                )))
+            }
+            Some(_) => {}
+            None => store.meta_put(META_FORMAT, &[FORMAT_VERSION])?,
+        }
+        let embedder: Arc<dyn Embedder> = match &cfg.embedder {
+            Some(e) => e.clone(),
+            None => Arc::new(HashingEmbedder::new(384)?),
+        };
+        let model_id = embedder.model_id().to_string();
+        let mut state = State::new(embedder.dim(), cfg.hnsw.clone());
+        let mut report = OpenReport { generation: dir.current_generation(), ..OpenReport::default() };
+        replay_into(store.as_ref(), &mut state, &mut report)?;
+        load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg)?;
+        let prev = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        if prev.as_deref() != Some(model_id.as_str()) {
+            report.previous_model = prev;
+            store.meta_put(META_MODEL, model_id.as_bytes())?;
+            store.meta_put(META_DIM, &(embedder.dim() as u64).to_le_bytes())?;
+        }
+        store.flush()?;
+        state.visible = state.last_seq;
+
+        let dedup_threshold = cfg.dedup_threshold.unwrap_or(0.92);
+        let shared = Arc::new(Shared {
+            state: RwLock::new(state),
+            store: RwLock::new(store),
+            poisoned: Mutex::new(None),
+            model_id,
+        });
+        let (tx, rx) = crossbeam_channel::bounded(cfg.queue_capacity);
+        let handle = writer::spawn(
+            shared.clone(),
+            rx,
+            WriterConfig { durability: cfg.durability, max_group: cfg.max_group },
+        )?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                shared,
+                tx,
+                writer: Mutex::new(Some(handle)),
+                cfg,
+                embedder,
+                dedup_threshold,
+                dir: Arc::new(Mutex::new(dir)),
+                open_report: report,
+            }),
+        })
+    }
+}
+
+/// Replays every record of `store` into `state` (vectors not indexed yet).
+pub(crate) fn replay_into(store: &dyn LogStore, state: &mut State, report: &mut OpenReport) -> Result<()> {
+    let mut expected = 1u64;
+    for r in store.scan(1, u64::MAX) {
+        let (seq, bytes) = r?;
+        if seq != expected {
+            return Err(Error::Corrupted {
+                seq: expected,
+                reason: format!("log has a gap: next record is seq {seq}"),
+            });
+        }
+        let ev = decode_record(seq, &bytes)?;
+        state.apply(&ev, None);
+        expected += 1;
+        report.events_replayed += 1;
+    }
+    if store.last_seq()?.unwrap_or(0) != expected - 1 {
+        return Err(Error::Corrupted { seq: expected, reason: "log ends past its last readable record".into() });
+    }
+    Ok(())
+}
+
+/// Puts every surviving memory version's vector into its index, from the
+/// cache when it matches the content, else embedding it (in batches) and
+/// caching the result. Inserts in id order so the index is deterministic.
+pub(crate) fn load_vectors(
+    store: &dyn LogStore,
+    embedder: &dyn Embedder,
+    state: &mut State,
+    report: &mut OpenReport,
+    cfg: &Config,
+) -> Result<()> {
+    let model = embedder.model_id().to_string();
+    let dim = embedder.dim();
+    let mut all: Vec<(Namespace, MemoryId, Option<Vec<f32>>, String)> = Vec::new();
+    for (ns, st) in &state.namespaces {
+        for m in st.memories.values() {
+            let cached = store
+                .get_vector(&model, m.id)?
+                .filter(|c| c.content_hash == fnv1a64(m.content.as_bytes()) && c.vector.len() == dim)
+                .map(|c| c.vector);
+            all.push((ns.clone(), m.id, cached, m.content.clone()));
+        }
+    }
+    let missing: Vec<usize> = all.iter().enumerate().filter(|(_, x)| x.2.is_none()).map(|(i, _)| i).collect();
+    report.vectors_cached = all.len() - missing.len();
+    report.vectors_embedded = missing.len();
+    for (done, chunk) in missing.chunks(REEMBED_BATCH).enumerate() {
+        let texts: Vec<&str> = chunk.iter().map(|&i| all[i].3.as_str()).collect();
+        let vecs = embedder.embed(&texts, EmbedKind::Passage)?;
+        if vecs.len() != texts.len() {
+            return Err(Error::Embedder(format!("{} vectors for {} texts", vecs.len(), texts.len())));
+        }
+        let entries: Vec<(MemoryId, u64, &[f32])> = chunk
+            .iter()
+            .zip(&vecs)
+            .map(|(&i, v)| (all[i].1, fnv1a64(all[i].3.as_bytes()), v.as_slice()))
+            .collect();
+        store.put_vectors(&model, &entries)?;
+        for (&i, v) in chunk.iter().zip(vecs) {
+            all[i].2 = Some(v);
+        }
+        if let Some(p) = &cfg.progress {
+            p(&Progress {
+                stage: "re-embedding",
+                done: ((done + 1) * REEMBED_BATCH).min(missing.len()),
+                total: missing.len(),
+            });
+        }
+    }
+    all.sort_by_key(|x| x.1);
+    for (ns, id, v, _) in all {
+        if let Some(v) = v {
+            state.index_vector(&ns, id, &v);
+        }
+    }
+    Ok(())
+}

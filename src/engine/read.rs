@@ -1,0 +1,287 @@
+//! The read API: point reads, lists, version history, audit export and
+//! as-of views. Reads see the durable prefix of the log (or an earlier
+//! position, for as-of views) and never cross namespaces.
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::event::{decode_record, Event, EventBody, Tombstone};
+use crate::projection::{EventCounts, Memory, Observation};
+use crate::types::{Kind, MemoryId, Namespace, Seq, Status, Tier};
+
+/// A point in history for [`Engine::as_of`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AsOf {
+    /// After the event at this log position (0 = before anything).
+    Seq(Seq),
+    /// After the last event committed at or before this time.
+    Time(DateTime<Utc>),
+}
+
+/// Filters for [`Engine::list`].
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Include superseded versions (default: active only).
+    pub include_superseded: bool,
+    /// Include quarantined memories (default: no).
+    pub include_quarantined: bool,
+    /// Only this kind.
+    pub kind: Option<Kind>,
+    /// Only this tier.
+    pub tier: Option<Tier>,
+    /// Only this session.
+    pub session: Option<String>,
+    /// At most this many (oldest first); `None` for all.
+    pub limit: Option<usize>,
+}
+
+/// Store-wide figures for `mnemon stats`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Stats {
+    /// Last durable log position.
+    pub last_seq: Seq,
+    /// Events by kind.
+    pub events: EventCounts,
+    /// Namespaces holding at least one record.
+    pub namespaces: usize,
+    /// Active memory versions, all namespaces.
+    pub active_memories: usize,
+    /// Superseded memory versions, all namespaces.
+    pub superseded_memories: usize,
+    /// Observations, all namespaces.
+    pub observations: usize,
+    /// Vectors in the indexes.
+    pub vectors: usize,
+    /// Namespaces whose vector index is an HNSW graph (the rest scan exactly).
+    pub hnsw_namespaces: usize,
+    /// Estimated bytes held by the vector and lexical indexes.
+    pub index_bytes: usize,
+    /// Bytes of the store on disk, as sled reports them.
+    pub disk_bytes: Option<u64>,
+    /// Active embedder's model id.
+    pub model_id: String,
+    /// Vector dimension.
+    pub dim: usize,
+    /// Data directory generation.
+    pub generation: u64,
+    /// Set when a failed flush poisoned the engine.
+    pub poisoned: Option<String>,
+}
+
+/// A read-only view of one namespace at a past log position.
+#[derive(Clone, Debug)]
+pub struct View {
+    engine: Engine,
+    ns: Namespace,
+    at: Seq,
+}
+
+impl View {
+    /// The log position this view shows.
+    pub fn seq(&self) -> Seq {
+        self.at
+    }
+
+    /// Memory `id` as it was.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if it did not exist yet, or was forgotten since.
+    pub fn get(&self, id: MemoryId) -> Result<Memory> {
+        self.engine.get_at(&self.ns, id, self.at)
+    }
+
+    /// Memories as they were.
+    ///
+    /// # Errors
+    /// None today; reserved for storage errors.
+    pub fn list(&self, opts: &ListOptions) -> Result<Vec<Memory>> {
+        Ok(self.engine.list_at(&self.ns, opts, self.at))
+    }
+
+    /// The version chain of `id` as it was.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] as for [`View::get`].
+    pub fn history(&self, id: MemoryId) -> Result<Vec<Memory>> {
+        self.engine.history_at(&self.ns, id, self.at)
+    }
+}
+
+impl Engine {
+    /// The current version record of memory `id`.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when no such memory exists in `ns` (including
+    /// forgotten ones and ids of other namespaces).
+    pub fn get(&self, ns: &Namespace, id: MemoryId) -> Result<Memory> {
+        let at = self.shared().state.read().visible;
+        self.get_at(ns, id, at)
+    }
+
+    pub(crate) fn get_at(&self, ns: &Namespace, id: MemoryId, at: Seq) -> Result<Memory> {
+        let state = self.shared().state.read();
+        state
+            .ns(ns)
+            .and_then(|st| st.memories.get(&id))
+            .filter(|m| m.visible_at(at))
+            .map(|m| m.view_at(at))
+            .ok_or_else(|| Error::not_found(format!("memory {id} in namespace {ns}")))
+    }
+
+    /// The whole version chain that `id` belongs to, oldest first.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] as for [`Engine::get`].
+    pub fn history(&self, ns: &Namespace, id: MemoryId) -> Result<Vec<Memory>> {
+        let at = self.shared().state.read().visible;
+        self.history_at(ns, id, at)
+    }
+
+    pub(crate) fn history_at(&self, ns: &Namespace, id: MemoryId, at: Seq) -> Result<Vec<Memory>> {
+        let state = self.shared().state.read();
+        let st = state.ns(ns).ok_or_else(|| Error::not_found(format!("memory {id} in namespace {ns}")))?;
+        match st.memories.get(&id) {
+            Some(m) if m.visible_at(at) => {}
+            _ => return Err(Error::not_found(format!("memory {id} in namespace {ns}"))),
+        }
+        Ok(st
+            .chain(id)
+            .into_iter()
+            .filter_map(|c| st.memories.get(&c))
+            .filter(|m| m.visible_at(at))
+            .map(|m| m.view_at(at))
+            .collect())
+    }
+
+    /// Memories of `ns`, oldest first, filtered by `opts`.
+    pub fn list(&self, ns: &Namespace, opts: &ListOptions) -> Vec<Memory> {
+        let at = self.shared().state.read().visible;
+        self.list_at(ns, opts, at)
+    }
+
+    pub(crate) fn list_at(&self, ns: &Namespace, opts: &ListOptions, at: Seq) -> Vec<Memory> {
+        let state = self.shared().state.read();
+        let Some(st) = state.ns(ns) else { return Vec::new() };
+        st.memories
+            .values()
+            .filter(|m| m.visible_at(at))
+            .filter(|m| opts.include_superseded || m.status_at(at) == Status::Active)
+            .filter(|m| opts.include_quarantined || m.quarantine.is_none())
+            .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
+            .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
+            .filter(|m| opts.session.as_ref().is_none_or(|s| m.session.as_ref() == Some(s)))
+            .take(opts.limit.unwrap_or(usize::MAX))
+            .map(|m| m.view_at(at))
+            .collect()
+    }
+
+    /// Observations of `ns`, oldest first, optionally of one session.
+    pub fn observations(&self, ns: &Namespace, session: Option<&str>) -> Vec<Observation> {
+        let state = self.shared().state.read();
+        let at = state.visible;
+        let Some(st) = state.ns(ns) else { return Vec::new() };
+        st.observations
+            .values()
+            .filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s))
+            .cloned()
+            .collect()
+    }
+
+    /// A read-only view of `ns` at a past point.
+    ///
+    /// Forgotten content stays forgotten in every view, whatever its time.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a `Seq` beyond the log's end.
+    pub fn as_of(&self, ns: &Namespace, at: AsOf) -> Result<View> {
+        let state = self.shared().state.read();
+        let seq = match at {
+            AsOf::Seq(s) => {
+                if s > state.visible {
+                    return Err(Error::invalid("seq", format!("{s} is past the end of the log ({})", state.visible)));
+                }
+                s
+            }
+            AsOf::Time(t) => state.seq_at_time(t),
+        };
+        Ok(View { engine: self.clone(), ns: ns.clone(), at: seq })
+    }
+
+    /// The audit export: events of `ns` with `from <= seq <= to`, in order.
+    /// Payloads of forgotten observations and memories appear as
+    /// [`EventBody::Tombstone`]; `Forgotten` events never held content.
+    ///
+    /// # Errors
+    /// [`Error::Corrupted`] naming a bad record; storage errors.
+    pub fn events(&self, ns: &Namespace, from: Seq, to: Seq) -> Result<Vec<Event>> {
+        let (visible, forgotten_m, forgotten_o) = {
+            let state = self.shared().state.read();
+            let st = state.ns(ns);
+            (
+                state.visible,
+                st.map(|s| s.forgotten_memories.clone()).unwrap_or_default(),
+                st.map(|s| s.forgotten_observations.clone()).unwrap_or_default(),
+            )
+        };
+        let store = self.shared().store();
+        let mut out = Vec::new();
+        for r in store.scan(from.max(1), to.min(visible)) {
+            let (seq, bytes) = r?;
+            let mut ev = decode_record(seq, &bytes)?;
+            if &ev.ns != ns {
+                continue;
+            }
+            let erased = match &ev.body {
+                EventBody::Observed(_) => forgotten_o.contains(&crate::types::ObservationId(seq)),
+                EventBody::Extracted(_) => forgotten_m.contains(&MemoryId(seq)),
+                _ => false,
+            };
+            if erased {
+                ev.body = EventBody::Tombstone(Tombstone { was: ev.body.kind_name().to_string() });
+            }
+            out.push(ev);
+        }
+        Ok(out)
+    }
+
+    /// Store-wide figures.
+    pub fn stats(&self) -> Stats {
+        let state = self.shared().state.read();
+        let mut s = Stats {
+            last_seq: state.visible,
+            events: state.counts.clone(),
+            namespaces: state.namespaces.len(),
+            active_memories: 0,
+            superseded_memories: 0,
+            observations: 0,
+            vectors: 0,
+            hnsw_namespaces: 0,
+            index_bytes: 0,
+            disk_bytes: self.shared().store().size_on_disk(),
+            model_id: self.embedder().model_id().to_string(),
+            dim: self.embedder().dim(),
+            generation: self.inner.dir.lock().current_generation(),
+            poisoned: self.shared().poison_message(),
+        };
+        for st in state.namespaces.values() {
+            for m in st.memories.values() {
+                match m.status {
+                    Status::Active => s.active_memories += 1,
+                    _ => s.superseded_memories += 1,
+                }
+            }
+            s.observations += st.observations.len();
+            s.vectors += st.vectors.len();
+            s.hnsw_namespaces += usize::from(st.vectors.is_hnsw());
+            s.index_bytes += st.vectors.memory_bytes() + st.lexical.memory_bytes();
+        }
+        s
+    }
+
+    /// SHA-256 digest (hex) of every projection at the durable position.
+    /// Replaying the log into a fresh engine gives the same digest.
+    pub fn digest(&self) -> String {
+        self.shared().state.read().digest()
+    }
+}

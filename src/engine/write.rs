@@ -1,0 +1,403 @@
+//! The write API: validation and embedding on the caller's thread, then one
+//! command to the writer.
+
+use std::collections::BTreeMap;
+
+use crate::embed::EmbedKind;
+use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered};
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::event::{Extracted, ForgetTarget, Observed, SupersedeReason};
+use crate::safety::{InjectionPolicy, PiiPolicy};
+use crate::types::{Kind, MemoryId, Namespace, ObservationId, Tier};
+use crate::writer::{Command, ForgetOutcome, Op, OpOutcome};
+
+/// Longest session id or source reference, in bytes.
+const MAX_SESSION_BYTES: usize = 128;
+const MAX_SOURCE_BYTES: usize = 256;
+/// Longest forget reason, in bytes.
+const MAX_REASON_BYTES: usize = 1024;
+
+/// Text after the safety stage, plus what it did.
+pub(crate) struct Prepared {
+    pub(crate) text: String,
+    pub(crate) redactions: BTreeMap<String, usize>,
+    pub(crate) quarantine: Option<String>,
+}
+
+impl Engine {
+    fn check_text(&self, field: &'static str, text: &str) -> Result<()> {
+        if text.trim().is_empty() {
+            return Err(Error::invalid(field, "must not be empty or only whitespace"));
+        }
+        let max = self.inner.cfg.max_content_bytes;
+        if text.len() > max {
+            return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", text.len())));
+        }
+        Ok(())
+    }
+
+    /// Runs the safety stage on text bound for the log: personal data per
+    /// `policy` (or the engine's), then, for memory content, the
+    /// injected-instruction check.
+    pub(crate) fn prepare_text(&self, text: &str, policy: Option<PiiPolicy>, is_memory: bool) -> Result<Prepared> {
+        let cfg = &self.inner.cfg;
+        let r = cfg.redactor.apply(text, policy.unwrap_or(cfg.pii_policy))?;
+        let mut quarantine = None;
+        if is_memory && cfg.injection_policy != InjectionPolicy::Allow {
+            if let Some(f) = cfg.injection.check(&r.text) {
+                let reason = format!("injected instruction (score {:.2}: {})", f.score, f.matched.join(", "));
+                if cfg.injection_policy == InjectionPolicy::Reject {
+                    return Err(Error::Rejected(reason));
+                }
+                quarantine = Some(reason);
+            }
+        }
+        Ok(Prepared { text: r.text, redactions: r.counts, quarantine })
+    }
+
+    fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
+        if let Some(msg) = self.shared().poison_message() {
+            return Err(Error::Poisoned(msg));
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.send(Command::Write { ns: ns.clone(), ops, reply: tx })?;
+        rx.recv().map_err(|_| Error::Closed)?
+    }
+
+    fn run_one(&self, ns: &Namespace, op: Op) -> Result<OpOutcome> {
+        self.run(ns, vec![op])?.pop().unwrap_or(Err(Error::Closed))
+    }
+
+    /// Records an observation (a conversation turn, a tool result).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for empty or oversized text or session;
+    /// [`Error::Rejected`] when the personal-data policy is `reject` and the
+    /// text holds personal data; [`Error::Poisoned`] / [`Error::Closed`].
+    pub fn observe(&self, ns: &Namespace, obs: NewObservation) -> Result<ObservationId> {
+        self.observe_batch(ns, vec![obs])?.pop().ok_or(Error::Closed)
+    }
+
+    /// Records many observations in one group commit. All are validated
+    /// before any is written; on error nothing is written.
+    ///
+    /// # Errors
+    /// As [`Engine::observe`], for the first bad item; also
+    /// [`Error::InvalidInput`] when the batch exceeds `max_batch`.
+    pub fn observe_batch(&self, ns: &Namespace, batch: Vec<NewObservation>) -> Result<Vec<ObservationId>> {
+        self.check_batch(batch.len())?;
+        let mut ops = Vec::with_capacity(batch.len());
+        for o in batch {
+            self.check_text("text", &o.text)?;
+            check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
+            if let Some(s) = &o.source {
+                check_short("source", s, MAX_SOURCE_BYTES, false)?;
+            }
+            let p = self.prepare_text(&o.text, o.pii_policy, false)?;
+            ops.push(Op::Observe(Observed {
+                session: o.session,
+                role: o.role,
+                text: p.text,
+                event_time: o.event_time,
+                source: o.source,
+            }));
+        }
+        self.run(ns, ops)?
+            .into_iter()
+            .map(|r| match r? {
+                OpOutcome::Observed(id) => Ok(id),
+                other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+            })
+            .collect()
+    }
+
+    fn check_batch(&self, n: usize) -> Result<()> {
+        let max = self.inner.cfg.max_batch;
+        if n > max {
+            return Err(Error::invalid("batch", format!("{n} items, at most {max} allowed")));
+        }
+        Ok(())
+    }
+
+    /// Validates a memory's fields; returns the event payload (without
+    /// defaults applied for `None` fields) and the prepared text.
+    fn check_memory(&self, m: &NewMemory) -> Result<Prepared> {
+        self.check_text("content", &m.content)?;
+        if let Some(i) = m.importance {
+            if !(0.0..=1.0).contains(&i) {
+                return Err(Error::invalid("importance", format!("{i} is outside 0.0..=1.0")));
+            }
+        }
+        if let Some(es) = &m.entities {
+            let max = self.inner.cfg.max_entities;
+            if es.len() > max {
+                return Err(Error::invalid("entities", format!("{} entities, at most {max} allowed", es.len())));
+            }
+            for e in es {
+                check_short("entities", e, self.inner.cfg.max_entity_bytes, false)?;
+            }
+        }
+        if let Some(k) = &m.key {
+            check_key(k, self.inner.cfg.max_key_bytes)?;
+        }
+        if let Some(s) = &m.session {
+            check_short("session", s, MAX_SESSION_BYTES, false)?;
+        }
+        if let Some(s) = &m.source_ref {
+            check_short("source_ref", s, MAX_SOURCE_BYTES, false)?;
+        }
+        if let Some(v) = &m.vector {
+            crate::embed::validate_vector(v, self.inner.embedder.dim())?;
+        }
+        self.prepare_text(&m.content, m.pii_policy, true)
+    }
+
+    /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.
+    fn vectors_for(&self, items: &[(&NewMemory, &Prepared)]) -> Result<Vec<Vec<f32>>> {
+        let need: Vec<&str> =
+            items.iter().filter(|(m, _)| m.vector.is_none()).map(|(_, p)| p.text.as_str()).collect();
+        let mut embedded = if need.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.embedder.embed(&need, EmbedKind::Passage)?
+        }
+        .into_iter();
+        let mut out = Vec::with_capacity(items.len());
+        for (m, _) in items {
+            let mut v = match &m.vector {
+                Some(v) => v.clone(),
+                None => embedded.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?,
+            };
+            if v.len() != self.inner.embedder.dim() {
+                return Err(Error::Embedder(format!(
+                    "embedder returned a {}-d vector, expected {}",
+                    v.len(),
+                    self.inner.embedder.dim()
+                )));
+            }
+            crate::embed::normalize(&mut v);
+            out.push(v);
+        }
+        Ok(out)
+    }
+
+    /// Remembers a memory.
+    ///
+    /// Identical content (after whitespace/case normalisation) already active
+    /// in the namespace returns the existing id and writes nothing. A memory
+    /// under a slot key that has an active memory supersedes exactly that
+    /// memory. A near-duplicate (cosine ≥ the dedup threshold) refreshes the
+    /// existing memory, or supersedes it with [`crate::DedupMode::Supersede`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for empty or oversized content, importance
+    /// outside `0.0..=1.0`, a malformed key, too many entities, a vector of
+    /// the wrong dimension or with NaN/inf; [`Error::NotFound`] for a source
+    /// observation not in this namespace; [`Error::Rejected`] under `reject`
+    /// policies; [`Error::Poisoned`] / [`Error::Closed`].
+    pub fn remember(&self, ns: &Namespace, m: NewMemory) -> Result<Remembered> {
+        self.remember_batch(ns, vec![m])?.pop().ok_or(Error::Closed)?
+    }
+
+    /// Remembers many memories with one embedding batch and one group commit.
+    /// Every item is validated first: if any is malformed, nothing is written
+    /// and the error names it. Items that fail against the store's state
+    /// (unknown source ids) fail alone, in their slot.
+    ///
+    /// # Errors
+    /// As [`Engine::remember`].
+    pub fn remember_batch(&self, ns: &Namespace, batch: Vec<NewMemory>) -> Result<Vec<Result<Remembered>>> {
+        self.check_batch(batch.len())?;
+        let prepared = batch.iter().map(|m| self.check_memory(m)).collect::<Result<Vec<_>>>()?;
+        let pairs: Vec<(&NewMemory, &Prepared)> = batch.iter().zip(&prepared).collect();
+        let vectors = self.vectors_for(&pairs)?;
+        let threshold = self.inner.dedup_threshold;
+        let mut meta = Vec::with_capacity(batch.len());
+        let mut ops = Vec::with_capacity(batch.len());
+        for ((m, p), v) in batch.into_iter().zip(prepared).zip(vectors) {
+            meta.push((p.redactions.clone(), p.quarantine.clone()));
+            ops.push(Op::Remember {
+                mem: extracted(&m, p.text, p.quarantine, None),
+                vector: v,
+                dedup: m.dedup,
+                threshold,
+            });
+        }
+        Ok(self
+            .run(ns, ops)?
+            .into_iter()
+            .zip(meta)
+            .map(|(r, (redactions, quarantined))| match r? {
+                OpOutcome::Remembered { id, action } => Ok(Remembered { id, action, redactions, quarantined }),
+                other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+            })
+            .collect())
+    }
+
+    /// Writes a new version of memory `old` with new content; fields not set
+    /// in `new` are inherited from `old`. Content equal to the old content
+    /// (after normalisation) is a no-op ([`crate::RememberAction::Unchanged`]).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] if `old` is not in the namespace (or was
+    /// forgotten); [`Error::Conflict`] if `old` is already superseded; the
+    /// input errors of [`Engine::remember`].
+    pub fn supersede(&self, ns: &Namespace, old: MemoryId, new: NewMemory) -> Result<Remembered> {
+        self.supersede_with(ns, old, new, SupersedeReason::Explicit)
+    }
+
+    pub(crate) fn supersede_with(
+        &self,
+        ns: &Namespace,
+        old: MemoryId,
+        new: NewMemory,
+        reason: SupersedeReason,
+    ) -> Result<Remembered> {
+        let base = self.get(ns, old)?;
+        let p = self.check_memory(&new)?;
+        let v = self.vectors_for(&[(&new, &p)])?.pop().ok_or(Error::Closed)?;
+        let mem = extracted(&new, p.text, p.quarantine.clone(), Some(&base));
+        match self.run_one(ns, Op::Supersede { old, mem, vector: v, reason })? {
+            OpOutcome::Remembered { id, action } => {
+                Ok(Remembered { id, action, redactions: p.redactions, quarantined: p.quarantine })
+            }
+            other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+        }
+    }
+
+    /// Forgets memories and observations. From the moment this returns, the
+    /// targets are gone from every read path (recall, get, list, history,
+    /// as-of views, exported events, indexes) and stay gone after reopen; the
+    /// bytes leave the disk at the next [`Engine::compact`]. Forgetting
+    /// something already forgotten, or nothing matching, returns zero counts.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] for an unknown memory or observation id;
+    /// [`Error::InvalidInput`] for an oversized reason or a bad `Matching`
+    /// request; [`Error::Poisoned`] / [`Error::Closed`].
+    pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
+        check_short("reason", reason, MAX_REASON_BYTES, true)?;
+        let (target, ids) = self.resolve_forget(ns, &req)?;
+        match self.run_one(
+            ns,
+            Op::Forget { target, reason: reason.to_string(), requester: None, ids },
+        )? {
+            OpOutcome::Forgot(f) => Ok(f),
+            other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+        }
+    }
+
+    fn resolve_forget(&self, ns: &Namespace, req: &ForgetRequest) -> Result<(ForgetTarget, Vec<MemoryId>)> {
+        Ok(match req {
+            ForgetRequest::Memory(id) => (ForgetTarget::Memory(*id), vec![]),
+            ForgetRequest::Observation(id) => (ForgetTarget::Observation(*id), vec![]),
+            ForgetRequest::Session(s) => {
+                check_short("session", s, MAX_SESSION_BYTES, false)?;
+                (ForgetTarget::Session(s.clone()), vec![])
+            }
+            ForgetRequest::All => (ForgetTarget::Namespace, vec![]),
+            ForgetRequest::Matching { query, min_similarity, limit } => {
+                (ForgetTarget::Matching, self.matching_ids(ns, query, *min_similarity, *limit)?)
+            }
+        })
+    }
+
+    /// The memory ids a `Matching` forget would erase: active memories whose
+    /// recall similarity to `query` is at least `min_similarity`.
+    pub(crate) fn matching_ids(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        min_similarity: f32,
+        limit: usize,
+    ) -> Result<Vec<MemoryId>> {
+        self.check_text("query", query)?;
+        if !(-1.0..=1.0).contains(&min_similarity) {
+            return Err(Error::invalid("min_similarity", "must be in -1.0..=1.0"));
+        }
+        if limit == 0 || limit > 10_000 {
+            return Err(Error::invalid("limit", "must be in 1..=10000"));
+        }
+        let qv = self.inner.embedder.embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default();
+        let state = self.shared().state.read();
+        let Some(st) = state.ns(ns) else { return Ok(vec![]) };
+        let at = state.visible;
+        let ok = |id: u64| {
+            st.memories
+                .get(&MemoryId(id))
+                .is_some_and(|m| m.visible_at(at) && m.status_at(at) == crate::types::Status::Active)
+        };
+        Ok(st
+            .vectors
+            .search(&qv, limit, &ok)
+            .into_iter()
+            .filter(|(_, s)| *s >= min_similarity)
+            .map(|(id, _)| MemoryId(id))
+            .collect())
+    }
+
+    /// What a forget would erase, without writing anything.
+    ///
+    /// # Errors
+    /// As [`Engine::forget`], without the write errors.
+    pub fn forget_dry_run(&self, ns: &Namespace, req: ForgetRequest) -> Result<ForgetOutcome> {
+        let (target, ids) = self.resolve_forget(ns, &req)?;
+        let state = self.shared().state.read();
+        crate::writer::forget_preview(&state, ns, target, ids)
+    }
+
+    /// Sends an `Accessed` event for recall results without waiting. When the
+    /// writer's queue is full the event is dropped (access is advisory).
+    pub(crate) fn record_access(&self, ns: &Namespace, ids: Vec<MemoryId>, requester: Option<String>) {
+        if ids.is_empty() {
+            return;
+        }
+        let _ = self.inner.tx.try_send(Command::Access { ns: ns.clone(), ids, requester });
+    }
+}
+
+/// Builds the event payload, applying defaults (or inheriting from `base`).
+fn extracted(m: &NewMemory, content: String, quarantine: Option<String>, base: Option<&crate::Memory>) -> Extracted {
+    Extracted {
+        content,
+        kind: m.kind.clone().or_else(|| base.map(|b| b.kind.clone())).unwrap_or(Kind::Fact),
+        tier: m.tier.or(base.map(|b| b.tier)).unwrap_or(Tier::LongTerm),
+        importance: m.importance.or(base.map(|b| b.importance)).unwrap_or(0.5),
+        entities: m.entities.clone().or_else(|| base.map(|b| b.entities.clone())).unwrap_or_default(),
+        key: m.key.clone().or_else(|| base.and_then(|b| b.key.clone())),
+        sources: m.sources.clone(),
+        session: m.session.clone().or_else(|| base.and_then(|b| b.session.clone())),
+        event_time: m.event_time,
+        source_ref: m.source_ref.clone(),
+        quarantine,
+    }
+}
+
+fn check_short(field: &'static str, s: &str, max: usize, allow_empty: bool) -> Result<()> {
+    if !allow_empty && s.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if s.len() > max {
+        return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", s.len())));
+    }
+    if s.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(Error::invalid(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// A slot key: `entity.attribute`, no whitespace, non-empty parts.
+fn check_key(k: &str, max: usize) -> Result<()> {
+    if k.len() < 3 || k.len() > max {
+        return Err(Error::invalid("key", format!("{} bytes; must be 3..={max}", k.len())));
+    }
+    if k.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(Error::invalid("key", "must not contain whitespace"));
+    }
+    let parts: Vec<&str> = k.split('.').collect();
+    if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
+        return Err(Error::invalid("key", format!("{k:?} is not of the form entity.attribute")));
+    }
+    Ok(())
+}

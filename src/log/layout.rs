@@ -1,0 +1,143 @@
+//! The data directory: an exclusive lock, a pointer to the current
+//! generation, and one sled database per generation.
+//!
+//! ```text
+//! DATA/LOCK         held (flock) for as long as an engine has the store open
+//! DATA/CURRENT      "gen-000001\n": the live generation; replaced by rename
+//! DATA/gen-000001/  the sled database of that generation
+//! ```
+//! Compaction writes `gen-N+1`, fsyncs it, renames a new `CURRENT` into place
+//! and deletes the old generation. On open, any generation that `CURRENT`
+//! does not name is a leftover of an interrupted compaction and is deleted.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// An opened, locked data directory.
+#[derive(Debug)]
+pub(crate) struct DataDir {
+    root: PathBuf,
+    _lock: File,
+    current: u64,
+}
+
+const CURRENT: &str = "CURRENT";
+const LOCK: &str = "LOCK";
+
+pub(crate) fn gen_name(n: u64) -> String {
+    format!("gen-{n:06}")
+}
+
+fn parse_gen(name: &str) -> Option<u64> {
+    name.strip_prefix("gen-")?.parse().ok()
+}
+
+impl DataDir {
+    /// Creates the directory if needed, takes the lock, resolves the current
+    /// generation and removes stale ones.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when another process or engine holds the store;
+    /// [`Error::Io`] on file-system errors; [`Error::Corrupted`] (seq 0) when
+    /// `CURRENT` is unreadable.
+    pub(crate) fn open(root: &Path) -> Result<DataDir> {
+        fs::create_dir_all(root)?;
+        let lock_path = root.join(LOCK);
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: lock_path }),
+            Err(fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
+        }
+        let current = match fs::read_to_string(root.join(CURRENT)) {
+            Ok(s) => parse_gen(s.trim()).ok_or_else(|| Error::Corrupted {
+                seq: 0,
+                reason: format!("{} holds {:?}, not a generation name", root.join(CURRENT).display(), s.trim()),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let first = 1;
+                fs::create_dir_all(root.join(gen_name(first)))?;
+                write_current(root, first)?;
+                first
+            }
+            Err(e) => return Err(Error::Io(e)),
+        };
+        let dir = DataDir { root: root.to_path_buf(), _lock: lock, current };
+        dir.remove_stale_generations()?;
+        Ok(dir)
+    }
+
+    /// The root of the data directory.
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Path of the live generation's database.
+    pub(crate) fn current_path(&self) -> PathBuf {
+        self.root.join(gen_name(self.current))
+    }
+
+    /// Number of the live generation.
+    pub(crate) fn current_generation(&self) -> u64 {
+        self.current
+    }
+
+    /// Path a new generation `n` would use.
+    pub(crate) fn generation_path(&self, n: u64) -> PathBuf {
+        self.root.join(gen_name(n))
+    }
+
+    /// Atomically makes generation `n` the live one (write temp, fsync,
+    /// rename, fsync directory). The caller deletes the old one afterwards.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if any step fails; then the old generation stays live.
+    pub(crate) fn switch_to(&mut self, n: u64) -> Result<()> {
+        write_current(&self.root, n)?;
+        self.current = n;
+        Ok(())
+    }
+
+    /// Deletes every `gen-*` directory except the live one, and temp files.
+    ///
+    /// # Errors
+    /// [`Error::Io`] on file-system errors.
+    pub(crate) fn remove_stale_generations(&self) -> Result<()> {
+        for entry in fs::read_dir(&self.root)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if let Some(n) = parse_gen(&name) {
+                if n != self.current {
+                    fs::remove_dir_all(entry.path())?;
+                }
+            } else if name.starts_with("CURRENT.tmp") {
+                fs::remove_file(entry.path())?;
+            }
+        }
+        sync_dir(&self.root)
+    }
+}
+
+fn write_current(root: &Path, n: u64) -> Result<()> {
+    let tmp = root.join("CURRENT.tmp");
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(format!("{}\n", gen_name(n)).as_bytes())?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, root.join(CURRENT))?;
+    sync_dir(root)
+}
+
+/// Fsyncs a directory so renames and creations in it are durable.
+///
+/// # Errors
+/// [`Error::Io`] when the directory cannot be opened or synced.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}

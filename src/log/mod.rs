@@ -1,0 +1,105 @@
+//! The durable log: an ordered map from [`Seq`] to encoded records, plus the
+//! derived vector cache and a small metadata map, behind [`LogStore`] so the
+//! backend can be swapped. The only implementation is [`SledStore`].
+
+mod layout;
+mod sled_store;
+
+pub(crate) use layout::DataDir;
+pub use sled_store::SledStore;
+
+use crate::error::Result;
+use crate::types::{MemoryId, Seq};
+
+/// A record iterator: `(seq, encoded record)` in ascending `Seq` order.
+pub type RecordIter<'a> = Box<dyn Iterator<Item = Result<(Seq, Vec<u8>)>> + 'a>;
+
+/// A cached vector: the content hash it was computed from, and its components.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CachedVector {
+    /// FNV-1a 64 of the content the vector embeds; a mismatch means stale.
+    pub content_hash: u64,
+    /// The vector (dimension of the model that produced it).
+    pub vector: Vec<f32>,
+}
+
+/// Storage for the event log and its derived caches.
+///
+/// The event tree is the only source of truth; everything else can be rebuilt.
+pub trait LogStore: Send + Sync {
+    /// Appends encoded records atomically (all or none become visible).
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] / [`crate::Error::Storage`] from the backend.
+    fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()>;
+
+    /// Makes everything appended so far durable. Returns bytes flushed (as the
+    /// backend reports them; may be 0).
+    ///
+    /// # Errors
+    /// [`crate::Error::Io`] / [`crate::Error::Storage`] when the disk refuses.
+    fn flush(&self) -> Result<usize>;
+
+    /// The highest `Seq` in the log, `None` when empty.
+    ///
+    /// # Errors
+    /// [`crate::Error::Corrupted`] if the last key is not 8 bytes.
+    fn last_seq(&self) -> Result<Option<Seq>>;
+
+    /// Records with `from <= seq <= to`, in order.
+    fn scan(&self, from: Seq, to: Seq) -> RecordIter<'_>;
+
+    /// Number of records in the log.
+    fn len(&self) -> usize;
+
+    /// True when the log has no records.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stores vectors in the cache of `model_id`.
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn put_vectors(&self, model_id: &str, entries: &[(MemoryId, u64, &[f32])]) -> Result<()>;
+
+    /// Reads a cached vector.
+    ///
+    /// # Errors
+    /// Backend errors; a malformed entry is reported as `None` (caches are
+    /// rebuilt, never trusted).
+    fn get_vector(&self, model_id: &str, id: MemoryId) -> Result<Option<CachedVector>>;
+
+    /// Removes cached vectors of these memories for every model.
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn remove_vectors(&self, ids: &[MemoryId]) -> Result<()>;
+
+    /// Reads a metadata value.
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn meta_get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+
+    /// Writes a metadata value (durable at the next flush).
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn meta_put(&self, key: &str, value: &[u8]) -> Result<()>;
+
+    /// Bytes the backend occupies on disk, if it can tell.
+    fn size_on_disk(&self) -> Option<u64>;
+}
+
+/// FNV-1a 64-bit hash (Fowler–Noll–Vo; offset basis and prime from the
+/// published parameters). Used to key caches by model id and to detect stale
+/// cached vectors; not a security hash.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}

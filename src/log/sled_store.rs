@@ -1,0 +1,153 @@
+//! [`LogStore`] on sled 0.34: tree `events` (key: `Seq` big-endian, value: an
+//! encoded record), tree `vectors` (key: memory id big-endian ‖ FNV-1a 64 of
+//! the model id big-endian; value: content hash u64 LE ‖ f32 LE components),
+//! tree `meta` (UTF-8 key → bytes).
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::log::{fnv1a64, CachedVector, LogStore, RecordIter};
+use crate::types::{MemoryId, Seq};
+
+/// The sled-backed log store.
+#[derive(Clone, Debug)]
+pub struct SledStore {
+    db: sled::Db,
+    events: sled::Tree,
+    vectors: sled::Tree,
+    meta: sled::Tree,
+}
+
+impl SledStore {
+    /// Opens (or creates) a sled database at `path`.
+    ///
+    /// `cache_bytes` is sled's page-cache budget in bytes.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] if sled's own file lock is held; [`Error::Io`] /
+    /// [`Error::Storage`] from sled.
+    pub fn open(path: &Path, cache_bytes: u64) -> Result<SledStore> {
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(cache_bytes)
+            .flush_every_ms(None)
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
+                    Error::Locked { path: path.to_path_buf() }
+                }
+                other => Error::from(other),
+            })?;
+        let events = db.open_tree("events")?;
+        let vectors = db.open_tree("vectors")?;
+        let meta = db.open_tree("meta")?;
+        Ok(SledStore { db, events, vectors, meta })
+    }
+
+    fn vector_key(id: MemoryId, model_id: &str) -> [u8; 16] {
+        let mut k = [0u8; 16];
+        k[..8].copy_from_slice(&id.0.to_be_bytes());
+        k[8..].copy_from_slice(&fnv1a64(model_id.as_bytes()).to_be_bytes());
+        k
+    }
+}
+
+fn seq_from_key(key: &[u8]) -> Result<Seq> {
+    let arr: [u8; 8] = key.try_into().map_err(|_| Error::Corrupted {
+        seq: 0,
+        reason: format!("event key of {} bytes, expected 8", key.len()),
+    })?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+impl LogStore for SledStore {
+    fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (seq, bytes) in records {
+            batch.insert(&seq.to_be_bytes(), bytes.as_slice());
+        }
+        self.events.apply_batch(batch)?;
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<usize> {
+        Ok(self.db.flush()?)
+    }
+
+    fn last_seq(&self) -> Result<Option<Seq>> {
+        match self.events.last()? {
+            Some((k, _)) => Ok(Some(seq_from_key(&k)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn scan(&self, from: Seq, to: Seq) -> RecordIter<'_> {
+        if from > to {
+            return Box::new(std::iter::empty());
+        }
+        Box::new(self.events.range(from.to_be_bytes()..=to.to_be_bytes()).map(|r| {
+            let (k, v) = r?;
+            Ok((seq_from_key(&k)?, v.to_vec()))
+        }))
+    }
+
+    fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    fn put_vectors(&self, model_id: &str, entries: &[(MemoryId, u64, &[f32])]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for (id, hash, v) in entries {
+            let mut val = Vec::with_capacity(8 + 4 * v.len());
+            val.extend_from_slice(&hash.to_le_bytes());
+            for x in v.iter() {
+                val.extend_from_slice(&x.to_le_bytes());
+            }
+            batch.insert(&Self::vector_key(*id, model_id), val);
+        }
+        self.vectors.apply_batch(batch)?;
+        Ok(())
+    }
+
+    fn get_vector(&self, model_id: &str, id: MemoryId) -> Result<Option<CachedVector>> {
+        let Some(val) = self.vectors.get(Self::vector_key(id, model_id))? else {
+            return Ok(None);
+        };
+        if val.len() < 8 || (val.len() - 8) % 4 != 0 {
+            return Ok(None);
+        }
+        let mut h = [0u8; 8];
+        h.copy_from_slice(&val[..8]);
+        let vector = val[8..]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok(Some(CachedVector { content_hash: u64::from_le_bytes(h), vector }))
+    }
+
+    fn remove_vectors(&self, ids: &[MemoryId]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for id in ids {
+            let lo = id.0.to_be_bytes();
+            for r in self.vectors.scan_prefix(lo) {
+                let (k, _) = r?;
+                batch.remove(k);
+            }
+        }
+        self.vectors.apply_batch(batch)?;
+        Ok(())
+    }
+
+    fn meta_get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.meta.get(key.as_bytes())?.map(|v| v.to_vec()))
+    }
+
+    fn meta_put(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.meta.insert(key.as_bytes(), value)?;
+        Ok(())
+    }
+
+    fn size_on_disk(&self) -> Option<u64> {
+        self.db.size_on_disk().ok()
+    }
+}

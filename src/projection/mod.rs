@@ -1,0 +1,300 @@
+//! Projections: the in-memory state rebuilt from the log. One [`State`] holds,
+//! per namespace, the fact table (memory versions, observations, version
+//! chains), the vector index and the lexical index.
+//!
+//! [`State::apply`] is the only way state changes, and it is a pure function
+//! of the event (plus the memory's vector, which is derived from its content).
+//! Live writes and replay both go through it, so replay equals live.
+
+mod digest;
+mod record;
+
+pub use record::{Memory, Observation};
+pub(crate) use record::normalize_content;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use crate::event::{Event, EventBody, Extracted, Observed};
+use crate::index::{HnswParams, LexicalIndex, VectorIndex};
+use crate::types::{MemoryId, Namespace, ObservationId, Seq, Status};
+
+/// The projections of one namespace.
+pub(crate) struct NsState {
+    pub(crate) memories: BTreeMap<MemoryId, Memory>,
+    pub(crate) observations: BTreeMap<ObservationId, Observation>,
+    /// Latest active version per slot key (includes writes not yet durable;
+    /// used by the writer for validation only).
+    pub(crate) by_key: HashMap<String, MemoryId>,
+    /// Latest active version per normalised content (writer validation only).
+    pub(crate) by_norm: HashMap<String, MemoryId>,
+    pub(crate) forgotten_memories: HashSet<MemoryId>,
+    pub(crate) forgotten_observations: HashSet<ObservationId>,
+    pub(crate) vectors: VectorIndex,
+    pub(crate) lexical: LexicalIndex,
+}
+
+impl NsState {
+    fn new(dim: usize, params: &HnswParams) -> NsState {
+        NsState {
+            memories: BTreeMap::new(),
+            observations: BTreeMap::new(),
+            by_key: HashMap::new(),
+            by_norm: HashMap::new(),
+            forgotten_memories: HashSet::new(),
+            forgotten_observations: HashSet::new(),
+            vectors: VectorIndex::new(dim, params.clone()),
+            lexical: LexicalIndex::new(),
+        }
+    }
+
+    /// Every version in the chain of `id`, oldest first (forgotten links skipped).
+    pub(crate) fn chain(&self, id: MemoryId) -> Vec<MemoryId> {
+        let mut first = id;
+        let mut guard = 0usize;
+        while let Some(p) = self.memories.get(&first).and_then(|m| m.prev) {
+            if !self.memories.contains_key(&p) || guard > self.memories.len() {
+                break;
+            }
+            first = p;
+            guard += 1;
+        }
+        let mut out = Vec::new();
+        let mut cur = Some(first);
+        while let Some(c) = cur {
+            if !self.memories.contains_key(&c) || out.len() > self.memories.len() {
+                break;
+            }
+            out.push(c);
+            cur = self.memories.get(&c).and_then(|m| m.next);
+        }
+        out
+    }
+
+    fn remove_memory(&mut self, id: MemoryId) {
+        if let Some(m) = self.memories.remove(&id) {
+            if let Some(k) = &m.key {
+                if self.by_key.get(k) == Some(&id) {
+                    self.by_key.remove(k);
+                }
+            }
+            let norm = normalize_content(&m.content);
+            if self.by_norm.get(&norm) == Some(&id) {
+                self.by_norm.remove(&norm);
+            }
+            self.vectors.remove(id.0);
+            self.lexical.remove(id.0);
+        }
+        self.forgotten_memories.insert(id);
+    }
+}
+
+/// Counters over the whole log, for `stats`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct EventCounts {
+    /// `Observed` events.
+    pub observed: u64,
+    /// `Extracted` events.
+    pub extracted: u64,
+    /// `Superseded` events.
+    pub superseded: u64,
+    /// `Accessed` events.
+    pub accessed: u64,
+    /// `Forgotten` events.
+    pub forgotten: u64,
+    /// Tombstones left by compaction.
+    pub tombstones: u64,
+}
+
+/// All projections.
+pub(crate) struct State {
+    pub(crate) namespaces: HashMap<Namespace, NsState>,
+    /// Readers see events with `seq <= visible` only: the durable prefix.
+    pub(crate) visible: Seq,
+    /// Last applied `Seq` (may run ahead of `visible` inside a group).
+    pub(crate) last_seq: Seq,
+    /// Commit time (µs since epoch) of each event, indexed by `seq - 1`.
+    pub(crate) times: Vec<i64>,
+    pub(crate) counts: EventCounts,
+    dim: usize,
+    params: HnswParams,
+}
+
+impl State {
+    pub(crate) fn new(dim: usize, params: HnswParams) -> State {
+        State {
+            namespaces: HashMap::new(),
+            visible: 0,
+            last_seq: 0,
+            times: Vec::new(),
+            counts: EventCounts::default(),
+            dim,
+            params,
+        }
+    }
+
+    /// Vector dimension of the indexes.
+    pub(crate) fn dim(&self) -> usize {
+        self.dim
+    }
+
+    pub(crate) fn ns(&self, ns: &Namespace) -> Option<&NsState> {
+        self.namespaces.get(ns)
+    }
+
+    fn ns_mut(&mut self, ns: &Namespace) -> &mut NsState {
+        let (dim, params) = (self.dim, &self.params);
+        self.namespaces.entry(ns.clone()).or_insert_with(|| NsState::new(dim, params))
+    }
+
+    /// The last `Seq` whose commit time is at or before `t` (0 if none).
+    pub(crate) fn seq_at_time(&self, t: DateTime<Utc>) -> Seq {
+        let us = t.timestamp_micros();
+        let n = self.times.partition_point(|&x| x <= us);
+        (n as Seq).min(self.visible)
+    }
+
+    /// Applies one event. `vector` is the embedding of an `Extracted`
+    /// event's content (ignored for other kinds); without it the memory is
+    /// left out of the vector index until [`State::index_vector`] is called.
+    pub(crate) fn apply(&mut self, ev: &Event, vector: Option<&[f32]>) {
+        debug_assert_eq!(ev.seq, self.last_seq + 1, "events must be applied in order");
+        self.last_seq = ev.seq;
+        self.times.push(ev.time.timestamp_micros());
+        let time = ev.time;
+        match &ev.body {
+            EventBody::Observed(o) => {
+                self.counts.observed += 1;
+                self.apply_observed(ev, o)
+            }
+            EventBody::Extracted(x) => {
+                self.counts.extracted += 1;
+                self.apply_extracted(ev, x, vector)
+            }
+            EventBody::Superseded(s) => {
+                self.counts.superseded += 1;
+                let st = self.ns_mut(&ev.ns);
+                let Some(old) = st.memories.get_mut(&s.old) else { return };
+                old.status = Status::Superseded;
+                old.next = Some(s.new);
+                old.superseded_seq = Some(ev.seq);
+                old.valid_to = Some(time);
+                let (first_seen, old_key, old_norm) =
+                    (old.first_seen, old.key.clone(), normalize_content(&old.content));
+                if st.by_norm.get(&old_norm) == Some(&s.old) {
+                    st.by_norm.remove(&old_norm);
+                }
+                if let Some(k) = old_key {
+                    if st.by_key.get(&k) == Some(&s.old) {
+                        st.by_key.remove(&k);
+                    }
+                }
+                if let Some(new) = st.memories.get_mut(&s.new) {
+                    new.prev = Some(s.old);
+                    new.first_seen = first_seen;
+                }
+            }
+            EventBody::Accessed(a) => {
+                self.counts.accessed += 1;
+                let st = self.ns_mut(&ev.ns);
+                for id in &a.ids {
+                    if let Some(m) = st.memories.get_mut(id) {
+                        m.last_access = m.last_access.max(time);
+                        m.access_count += 1;
+                    }
+                }
+            }
+            EventBody::Forgotten(f) => {
+                self.counts.forgotten += 1;
+                let st = self.ns_mut(&ev.ns);
+                for id in &f.memories {
+                    st.remove_memory(*id);
+                }
+                for id in &f.observations {
+                    st.observations.remove(id);
+                    st.forgotten_observations.insert(*id);
+                }
+            }
+            EventBody::Tombstone(_) => {
+                self.counts.tombstones += 1;
+            }
+        }
+    }
+
+    fn apply_observed(&mut self, ev: &Event, o: &Observed) {
+        let id = ObservationId(ev.seq);
+        let rec = Observation {
+            id,
+            namespace: ev.ns.clone(),
+            session: o.session.clone(),
+            role: o.role,
+            text: o.text.clone(),
+            event_time: o.event_time,
+            recorded_at: ev.time,
+            source: o.source.clone(),
+        };
+        self.ns_mut(&ev.ns).observations.insert(id, rec);
+    }
+
+    fn apply_extracted(&mut self, ev: &Event, x: &Extracted, vector: Option<&[f32]>) {
+        let id = MemoryId(ev.seq);
+        let rec = Memory {
+            id,
+            namespace: ev.ns.clone(),
+            content: x.content.clone(),
+            kind: x.kind.clone(),
+            tier: x.tier,
+            importance: x.importance,
+            entities: x.entities.clone(),
+            key: x.key.clone(),
+            sources: x.sources.clone(),
+            session: x.session.clone(),
+            source_ref: x.source_ref.clone(),
+            status: Status::Active,
+            prev: None,
+            next: None,
+            first_seen: ev.time,
+            valid_from: ev.time,
+            valid_to: None,
+            event_time: x.event_time,
+            last_access: ev.time,
+            access_count: 0,
+            quarantine: x.quarantine.clone(),
+            created_seq: ev.seq,
+            superseded_seq: None,
+        };
+        let dim = self.dim;
+        let st = self.ns_mut(&ev.ns);
+        if let Some(k) = &x.key {
+            st.by_key.insert(k.clone(), id);
+        }
+        st.by_norm.insert(normalize_content(&x.content), id);
+        st.lexical.insert(id.0, &x.content);
+        if let Some(v) = vector {
+            if v.len() == dim {
+                st.vectors.insert(id.0, v);
+            }
+        }
+        st.memories.insert(id, rec);
+    }
+
+    /// Adds a memory's vector to its namespace's index (replay path, after
+    /// vectors were loaded from the cache or re-embedded).
+    pub(crate) fn index_vector(&mut self, ns: &Namespace, id: MemoryId, v: &[f32]) {
+        if v.len() != self.dim {
+            return;
+        }
+        if let Some(st) = self.namespaces.get_mut(ns) {
+            if st.memories.contains_key(&id) && !st.vectors.contains(id.0) {
+                st.vectors.insert(id.0, v);
+            }
+        }
+    }
+
+    /// A SHA-256 digest of every projection, for replay-equals-live checks
+    /// and audits (see [`digest`]).
+    pub(crate) fn digest(&self) -> String {
+        digest::digest(self)
+    }
+}

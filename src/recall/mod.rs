@@ -1,0 +1,247 @@
+//! Recall: given what the agent is about to answer, return the few memories
+//! that matter, from one namespace only.
+//!
+//! Candidates come from the namespace's vector index (cosine similarity) and
+//! its BM25 index; they are fused by a normalised weighted sum, then
+//! reranked by importance, recency decay by tier, and entity overlap. Every
+//! [`Hit`] carries an [`Explanation`] of its score. See `score.rs` for the
+//! formula and the source of each constant.
+
+mod context;
+mod score;
+
+pub use context::{estimate_tokens, render_context};
+pub use score::{Explanation, RecallMode, Weights};
+
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+
+use crate::embed::EmbedKind;
+use crate::engine::{AsOf, Engine};
+use crate::error::{Error, Result};
+use crate::projection::Memory;
+use crate::types::{Kind, MemoryId, Namespace, Status, Tier};
+
+/// Options for [`Engine::recall`]. `RecallOptions::default()` gives top-10
+/// hybrid recall of active, unquarantined memories with no similarity floor.
+#[derive(Clone, Debug)]
+pub struct RecallOptions {
+    /// Most hits to return, 1 ..= 1000. Default 10.
+    pub top_k: usize,
+    /// Drop hits whose cosine similarity to the query is below this, in
+    /// `-1.0..=1.0`. Default none. Similarity scales differ per embedder:
+    /// set it from measurement for the model in use.
+    pub min_similarity: Option<f32>,
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<Kind>,
+    /// Only these tiers (empty: all).
+    pub tiers: Vec<Tier>,
+    /// Only memories formed in this session.
+    pub session: Option<String>,
+    /// The caller's current session: short-term memories of other sessions
+    /// are left out. Without it, short-term memories of every session count.
+    pub current_session: Option<String>,
+    /// Only memories whose effective time (event time, else write time) is
+    /// in `from..=to` (UTC).
+    pub time_range: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Recall as the store was at a past point.
+    pub as_of: Option<AsOf>,
+    /// Also return superseded versions. Default false.
+    pub include_superseded: bool,
+    /// Also return quarantined memories. Default false.
+    pub include_quarantined: bool,
+    /// Dense, lexical or hybrid candidates. Default hybrid.
+    pub mode: RecallMode,
+    /// Score weights. Default [`Weights::default`].
+    pub weights: Weights,
+    /// Record an `Accessed` event for the hits (off the caller's latency
+    /// path). Default true.
+    pub record_access: bool,
+    /// Who asked (stored in the `Accessed` event).
+    pub requester: Option<String>,
+    /// Candidates taken from each index before reranking; `0` means
+    /// `max(5 × top_k, 50)`.
+    pub candidates: usize,
+}
+
+impl Default for RecallOptions {
+    fn default() -> Self {
+        RecallOptions {
+            top_k: 10,
+            min_similarity: None,
+            kinds: Vec::new(),
+            tiers: Vec::new(),
+            session: None,
+            current_session: None,
+            time_range: None,
+            as_of: None,
+            include_superseded: false,
+            include_quarantined: false,
+            mode: RecallMode::Hybrid,
+            weights: Weights::default(),
+            record_access: true,
+            requester: None,
+            candidates: 0,
+        }
+    }
+}
+
+/// One recalled memory with its score.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Hit {
+    /// The memory as seen at the recall's position.
+    pub memory: Memory,
+    /// Final score (higher is better); comparable within one recall only.
+    pub score: f32,
+    /// How the score was made.
+    pub explain: Explanation,
+}
+
+impl Engine {
+    /// Recalls the memories of `ns` that best match `query`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty or oversized query, `top_k`
+    /// outside 1..=1000, `min_similarity` outside -1..=1, or an `as_of`
+    /// position past the log's end; [`Error::Embedder`] if embedding the
+    /// query fails.
+    pub fn recall(&self, ns: &Namespace, query: &str, opts: &RecallOptions) -> Result<Vec<Hit>> {
+        self.check_query(query, opts)?;
+        let qv = if opts.mode == RecallMode::Lexical {
+            Vec::new()
+        } else {
+            self.embedder().embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default()
+        };
+        self.recall_with_vector(ns, query, &qv, opts)
+    }
+
+    fn check_query(&self, query: &str, opts: &RecallOptions) -> Result<()> {
+        if query.trim().is_empty() {
+            return Err(Error::invalid("query", "must not be empty"));
+        }
+        if query.len() > self.config().max_content_bytes {
+            return Err(Error::invalid("query", format!("{} bytes, above max_content_bytes", query.len())));
+        }
+        if opts.top_k == 0 || opts.top_k > 1000 {
+            return Err(Error::invalid("top_k", "must be in 1..=1000"));
+        }
+        if let Some(m) = opts.min_similarity {
+            if !(-1.0..=1.0).contains(&m) {
+                return Err(Error::invalid("min_similarity", "must be in -1.0..=1.0"));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Engine::recall`] with a query vector the caller already computed
+    /// (for batch evaluation). `query_vector` must have the embedder's
+    /// dimension and unit length, or be empty in [`RecallMode::Lexical`].
+    ///
+    /// # Errors
+    /// As [`Engine::recall`]; [`Error::InvalidInput`] for a vector of the
+    /// wrong dimension or with NaN/inf.
+    pub fn recall_with_vector(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        query_vector: &[f32],
+        opts: &RecallOptions,
+    ) -> Result<Vec<Hit>> {
+        self.check_query(query, opts)?;
+        if opts.mode != RecallMode::Lexical {
+            crate::embed::validate_vector(query_vector, self.embedder().dim())?;
+        }
+        let at = match opts.as_of {
+            Some(a) => self.as_of(ns, a)?.seq(),
+            None => self.shared().state.read().visible,
+        };
+        let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
+        let now = Utc::now();
+        let hits = {
+            let state = self.shared().state.read();
+            let Some(st) = state.ns(ns) else { return Ok(Vec::new()) };
+            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, at, opts));
+            let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
+            let mut cands: HashMap<u64, (Option<f32>, f32)> = HashMap::new();
+            if opts.mode != RecallMode::Lexical {
+                for (id, sim) in st.vectors.search(query_vector, n, &keep) {
+                    cands.entry(id).or_insert((Some(sim), 0.0));
+                }
+            }
+            if opts.mode != RecallMode::Dense {
+                for (id, bm25) in st.lexical.search(query, n, &keep) {
+                    cands.entry(id).or_insert((None, 0.0)).1 = bm25;
+                }
+            }
+            let max_bm25 = cands.values().map(|c| c.1).fold(0.0f32, f32::max);
+            let query_terms: Vec<String> = crate::index::tokenize(query);
+            let mut hits = Vec::with_capacity(cands.len());
+            for (id, (sim, bm25)) in cands {
+                let Some(m) = st.memories.get(&MemoryId(id)) else { continue };
+                let sim = match sim {
+                    Some(s) => s,
+                    None if query_vector.is_empty() => 0.0,
+                    None => st.vectors.get(id).map(|v| score::dot(v, query_vector)).unwrap_or(0.0),
+                };
+                if opts.min_similarity.is_some_and(|floor| sim < floor) {
+                    continue;
+                }
+                let explain = score::explain(
+                    m,
+                    sim,
+                    bm25,
+                    max_bm25,
+                    &query_terms,
+                    opts,
+                    now,
+                    half_life_days,
+                );
+                hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
+            }
+            hits
+        };
+        let mut hits = hits;
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
+        hits.truncate(opts.top_k);
+        if opts.record_access && opts.as_of.is_none() {
+            self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
+        }
+        Ok(hits)
+    }
+}
+
+/// Whether memory `m` may be returned at position `at` under `opts`.
+fn admissible(m: &Memory, at: u64, opts: &RecallOptions) -> bool {
+    if !m.visible_at(at) {
+        return false;
+    }
+    if !opts.include_superseded && m.status_at(at) != Status::Active {
+        return false;
+    }
+    if !opts.include_quarantined && m.quarantine.is_some() {
+        return false;
+    }
+    if !opts.kinds.is_empty() && !opts.kinds.contains(&m.kind) {
+        return false;
+    }
+    if !opts.tiers.is_empty() && !opts.tiers.contains(&m.tier) {
+        return false;
+    }
+    if let Some(s) = &opts.session {
+        if m.session.as_ref() != Some(s) {
+            return false;
+        }
+    }
+    if let (Tier::ShortTerm, Some(cur)) = (m.tier, &opts.current_session) {
+        if m.session.as_ref() != Some(cur) {
+            return false;
+        }
+    }
+    if let Some((from, to)) = opts.time_range {
+        let t = m.effective_time();
+        if t < from || t > to {
+            return false;
+        }
+    }
+    true
+}

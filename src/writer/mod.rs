@@ -1,0 +1,344 @@
+//! The single writer thread: the only code that appends to the log and
+//! mutates projections.
+//!
+//! Callers send a closed [`Command`] over a bounded crossbeam channel. The
+//! writer drains what is queued into one group, validates each operation
+//! against the current state (including earlier operations of the same
+//! group), encodes the events, applies them to the projections (hidden from
+//! readers until durable), appends the whole group in one batch, flushes
+//! once, advances the visible position, and only then replies.
+
+mod plan;
+
+pub use plan::{DedupMode, ForgetOutcome, RememberAction};
+pub(crate) use plan::{forget_preview, Op, OpOutcome};
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::{Mutex, RwLock};
+
+use crate::error::{Error, Result};
+use crate::event::{encode_record, Event, EventBody};
+use crate::log::{fnv1a64, LogStore};
+use crate::projection::State;
+use crate::types::{MemoryId, Namespace, Seq};
+use plan::PlannedOutcome;
+
+/// When acknowledged writes become durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Flush (fsync) every group before replying. Nothing acknowledged is
+    /// ever lost. The default.
+    #[default]
+    PerGroup,
+    /// Reply after the group is appended, flush at most this long later.
+    /// A crash can lose writes acknowledged within the last interval.
+    Interval(Duration),
+}
+
+/// A reply channel for a write: one result per operation, or an error for
+/// the whole command (poisoned, closed).
+pub(crate) type WriteReply = Sender<Result<Vec<Result<OpOutcome>>>>;
+
+/// Work for the writer thread. A closed set: nothing else mutates the store.
+pub(crate) enum Command {
+    /// Validate and append operations for one namespace.
+    Write { ns: Namespace, ops: Vec<Op>, reply: WriteReply },
+    /// Record that recall returned these memories; no reply, and not flushed
+    /// on its own (it rides with the next flush).
+    Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String> },
+    /// Flush everything appended so far, then reply.
+    Sync { reply: Sender<Result<()>> },
+    /// Run a function with exclusive access to the store and state (used by
+    /// compaction); the writer queues other commands meanwhile.
+    Exclusive { f: Box<dyn FnOnce(&mut WriterCtx<'_>) + Send> },
+    /// Flush and stop.
+    Shutdown { reply: Sender<Result<()>> },
+}
+
+/// State shared between the writer and readers.
+pub(crate) struct Shared {
+    pub(crate) state: RwLock<State>,
+    pub(crate) store: RwLock<Arc<dyn LogStore>>,
+    pub(crate) poisoned: Mutex<Option<String>>,
+    pub(crate) model_id: String,
+}
+
+impl Shared {
+    pub(crate) fn poison_message(&self) -> Option<String> {
+        self.poisoned.lock().clone()
+    }
+
+    pub(crate) fn store(&self) -> Arc<dyn LogStore> {
+        self.store.read().clone()
+    }
+}
+
+/// What an exclusive function gets: the shared state and the writer's
+/// position, so it can swap the store and keep assigning `Seq`s.
+pub(crate) struct WriterCtx<'a> {
+    pub(crate) shared: &'a Shared,
+    pub(crate) next_seq: &'a mut Seq,
+}
+
+/// Settings of the writer loop.
+#[derive(Clone, Debug)]
+pub(crate) struct WriterConfig {
+    pub(crate) durability: Durability,
+    pub(crate) max_group: usize,
+}
+
+struct Writer {
+    shared: Arc<Shared>,
+    rx: Receiver<Command>,
+    cfg: WriterConfig,
+    next_seq: Seq,
+    last_time_us: i64,
+    dirty_since: Option<Instant>,
+}
+
+enum Pending {
+    Write(WriteReply, Vec<Result<OpOutcome>>),
+    Sync(Sender<Result<()>>),
+}
+
+/// Starts the writer thread.
+pub(crate) fn spawn(
+    shared: Arc<Shared>,
+    rx: Receiver<Command>,
+    cfg: WriterConfig,
+) -> Result<JoinHandle<()>> {
+    let (next_seq, last_time_us) = {
+        let st = shared.state.read();
+        (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
+    };
+    let mut w = Writer { shared, rx, cfg, next_seq, last_time_us, dirty_since: None };
+    std::thread::Builder::new()
+        .name("mnemon-writer".into())
+        .spawn(move || w.run())
+        .map_err(Error::Io)
+}
+
+impl Writer {
+    fn run(&mut self) {
+        loop {
+            let first = match (self.cfg.durability, self.dirty_since) {
+                (Durability::Interval(d), Some(since)) => {
+                    let left = d.saturating_sub(since.elapsed());
+                    match self.rx.recv_timeout(left) {
+                        Ok(c) => c,
+                        Err(RecvTimeoutError::Timeout) => {
+                            self.flush_interval();
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Disconnected) => {
+                            self.flush_interval();
+                            return;
+                        }
+                    }
+                }
+                _ => match self.rx.recv() {
+                    Ok(c) => c,
+                    Err(_) => {
+                        self.flush_interval();
+                        return;
+                    }
+                },
+            };
+            let mut group = vec![first];
+            while group.len() < self.cfg.max_group {
+                match self.rx.try_recv() {
+                    Ok(c) => group.push(c),
+                    Err(_) => break,
+                }
+            }
+            if self.process_group(group) {
+                return;
+            }
+        }
+    }
+
+    fn flush_interval(&mut self) {
+        if self.dirty_since.take().is_some() {
+            if let Err(e) = self.shared.store().flush() {
+                self.poison(&e);
+            }
+        }
+    }
+
+    fn poison(&self, e: &Error) {
+        let mut p = self.shared.poisoned.lock();
+        if p.is_none() {
+            *p = Some(e.to_string());
+        }
+    }
+
+    /// Commit time: wall clock, kept non-decreasing along the log.
+    fn tick(&mut self) -> DateTime<Utc> {
+        let now = Utc::now().timestamp_micros().max(self.last_time_us);
+        self.last_time_us = now;
+        DateTime::<Utc>::from_timestamp_micros(now).unwrap_or_else(Utc::now)
+    }
+
+    /// Returns true when the writer should stop.
+    fn process_group(&mut self, group: Vec<Command>) -> bool {
+        let mut records: Vec<(Seq, Vec<u8>)> = Vec::new();
+        let mut vectors: Vec<(MemoryId, u64, Vec<f32>)> = Vec::new();
+        let mut pending: Vec<Pending> = Vec::new();
+        let mut must_flush = false;
+        let mut shutdown: Option<Sender<Result<()>>> = None;
+        for cmd in group {
+            let poisoned = self.shared.poison_message();
+            match cmd {
+                Command::Write { ns, ops, reply } => {
+                    if let Some(msg) = poisoned {
+                        let _ = reply.send(Err(Error::Poisoned(msg)));
+                        continue;
+                    }
+                    let results =
+                        ops.into_iter().map(|op| self.apply_op(&ns, op, &mut records, &mut vectors)).collect();
+                    must_flush |= self.cfg.durability == Durability::PerGroup;
+                    pending.push(Pending::Write(reply, results));
+                }
+                Command::Access { ns, ids, requester } => {
+                    if poisoned.is_none() {
+                        let _ = self.apply_op(&ns, Op::Access { ids, requester }, &mut records, &mut vectors);
+                    }
+                }
+                Command::Sync { reply } => {
+                    must_flush = true;
+                    pending.push(Pending::Sync(reply));
+                }
+                Command::Exclusive { f } => {
+                    // Commit what came before, then hand over the store.
+                    let ok = self.commit(&mut records, &mut vectors, must_flush);
+                    must_flush = false;
+                    self.reply_all(&mut pending, ok.clone());
+                    if ok.is_ok() {
+                        let mut ctx = WriterCtx { shared: &self.shared, next_seq: &mut self.next_seq };
+                        f(&mut ctx);
+                        let st = self.shared.state.read();
+                        self.last_time_us = self.last_time_us.max(st.times.last().copied().unwrap_or(i64::MIN));
+                    }
+                }
+                Command::Shutdown { reply } => {
+                    must_flush = true;
+                    shutdown = Some(reply);
+                    break;
+                }
+            }
+        }
+        let result = self.commit(&mut records, &mut vectors, must_flush || shutdown.is_some());
+        self.reply_all(&mut pending, result.clone());
+        if let Some(reply) = shutdown {
+            let r = match (result, self.shared.poison_message()) {
+                (Err(e), _) => Err(Error::Poisoned(e)),
+                (Ok(()), Some(msg)) => Err(Error::Poisoned(msg)),
+                (Ok(()), None) => Ok(()),
+            };
+            let _ = reply.send(r);
+            return true;
+        }
+        false
+    }
+
+    fn reply_all(&self, pending: &mut Vec<Pending>, result: std::result::Result<(), String>) {
+        for p in pending.drain(..) {
+            match p {
+                Pending::Write(reply, results) => {
+                    let _ = reply.send(match &result {
+                        Ok(()) => Ok(results),
+                        Err(msg) => Err(Error::Poisoned(msg.clone())),
+                    });
+                }
+                Pending::Sync(reply) => {
+                    let _ = reply.send(result.clone().map_err(Error::Poisoned));
+                }
+            }
+        }
+    }
+
+    /// Appends and (when asked) flushes the group, then makes it visible.
+    fn commit(
+        &mut self,
+        records: &mut Vec<(Seq, Vec<u8>)>,
+        vectors: &mut Vec<(MemoryId, u64, Vec<f32>)>,
+        flush: bool,
+    ) -> std::result::Result<(), String> {
+        if let Some(msg) = self.shared.poison_message() {
+            return Err(msg);
+        }
+        let store = self.shared.store();
+        let res = (|| -> Result<()> {
+            if !vectors.is_empty() {
+                let entries: Vec<(MemoryId, u64, &[f32])> =
+                    vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
+                store.put_vectors(&self.shared.model_id, &entries)?;
+            }
+            if !records.is_empty() {
+                store.append(records)?;
+            }
+            if flush {
+                store.flush()?;
+                self.dirty_since = None;
+            } else if !records.is_empty() && self.dirty_since.is_none() {
+                self.dirty_since = Some(Instant::now());
+            }
+            Ok(())
+        })();
+        records.clear();
+        vectors.clear();
+        match res {
+            Ok(()) => {
+                let mut st = self.shared.state.write();
+                st.visible = st.last_seq;
+                Ok(())
+            }
+            Err(e) => {
+                self.poison(&e);
+                Err(e.to_string())
+            }
+        }
+    }
+
+    fn apply_op(
+        &mut self,
+        ns: &Namespace,
+        op: Op,
+        records: &mut Vec<(Seq, Vec<u8>)>,
+        vectors: &mut Vec<(MemoryId, u64, Vec<f32>)>,
+    ) -> Result<OpOutcome> {
+        let shared = self.shared.clone();
+        let mut state = shared.state.write();
+        let plan = plan::plan(&state, ns, op, self.next_seq)?;
+        let mut staged = Vec::with_capacity(plan.bodies.len());
+        for (i, (body, vector)) in plan.bodies.into_iter().enumerate() {
+            let seq = self.next_seq + i as Seq;
+            let ev = Event { seq, time: self.tick(), ns: ns.clone(), body };
+            let bytes = encode_record(&ev)?;
+            staged.push((ev, bytes, vector));
+        }
+        let first = self.next_seq;
+        self.next_seq += staged.len() as Seq;
+        for (ev, bytes, vector) in staged {
+            state.apply(&ev, vector.as_deref());
+            if let (EventBody::Extracted(x), Some(v)) = (&ev.body, vector) {
+                vectors.push((MemoryId(ev.seq), fnv1a64(x.content.as_bytes()), v));
+            }
+            records.push((ev.seq, bytes));
+        }
+        Ok(match plan.outcome {
+            PlannedOutcome::NewObservation(i) => OpOutcome::Observed(crate::types::ObservationId(first + i as Seq)),
+            PlannedOutcome::NewMemory { body_idx, action } => {
+                OpOutcome::Remembered { id: MemoryId(first + body_idx as Seq), action }
+            }
+            PlannedOutcome::Existing { id, action } => OpOutcome::Remembered { id, action },
+            PlannedOutcome::Forgot(f) => OpOutcome::Forgot(f),
+            PlannedOutcome::Accessed => OpOutcome::Accessed,
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! Validation of write operations against the current state, producing the
+//! events to append. Runs on the writer thread only; never mutates state.
+
+use std::collections::BTreeSet;
+
+use crate::error::{Error, Result};
+use crate::event::{Accessed, EventBody, Extracted, ForgetTarget, Forgotten, Observed, Superseded, SupersedeReason};
+use crate::projection::{normalize_content, NsState, State};
+use crate::types::{MemoryId, Namespace, ObservationId, Status};
+
+/// What to do when a new memory is a near-duplicate of an active one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DedupMode {
+    /// Keep the existing memory and refresh its recency (an `Accessed` event).
+    #[default]
+    Refresh,
+    /// Write the new memory as a new version of the existing one.
+    Supersede,
+    /// No duplicate detection at all (exact or near): always a new memory.
+    Off,
+}
+
+/// One write operation, already validated for shape and redacted on the
+/// caller's thread.
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    Observe(Observed),
+    Remember { mem: Extracted, vector: Vec<f32>, dedup: DedupMode, threshold: f32 },
+    Supersede { old: MemoryId, mem: Extracted, vector: Vec<f32>, reason: SupersedeReason },
+    Forget { target: ForgetTarget, reason: String, requester: Option<String>, ids: Vec<MemoryId> },
+    Access { ids: Vec<MemoryId>, requester: Option<String> },
+}
+
+/// How a remember or supersede call was resolved.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "action")]
+pub enum RememberAction {
+    /// A new memory was written.
+    Created,
+    /// Identical content (after whitespace/case normalisation) was already
+    /// active; nothing was written and the existing id is returned.
+    Duplicate,
+    /// A memory with cosine similarity ≥ the near-duplicate threshold was
+    /// active; its recency was refreshed and its id is returned.
+    NearDuplicate {
+        /// Cosine similarity to the existing memory, in `-1.0..=1.0`.
+        similarity: f32,
+    },
+    /// The new memory superseded an older version (same slot key, an
+    /// explicit supersede, or a near-duplicate with `DedupMode::Supersede`).
+    Superseded {
+        /// The replaced version.
+        old: MemoryId,
+    },
+    /// A supersede whose content equals the old content: nothing was written.
+    Unchanged,
+}
+
+/// Counts of what a forget erased.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ForgetOutcome {
+    /// Memory versions erased (whole version chains count every version).
+    pub memories: usize,
+    /// Observations erased.
+    pub observations: usize,
+    /// Memories erased because every observation they came from was erased.
+    pub derived_memories: usize,
+    /// The memory ids erased.
+    pub memory_ids: Vec<MemoryId>,
+    /// The observation ids erased.
+    pub observation_ids: Vec<ObservationId>,
+}
+
+/// The outcome of one op.
+#[derive(Clone, Debug)]
+pub(crate) enum OpOutcome {
+    Observed(ObservationId),
+    Remembered { id: MemoryId, action: RememberAction },
+    Forgot(ForgetOutcome),
+    Accessed,
+}
+
+/// The events an op will append. `Extracted` events carry their vector;
+/// `new_id_slot` marks where the id of the new memory will be known.
+pub(crate) struct Plan {
+    pub(crate) bodies: Vec<(EventBody, Option<Vec<f32>>)>,
+    pub(crate) outcome: PlannedOutcome,
+}
+
+/// An outcome whose ids may depend on the `Seq`s assigned at append.
+pub(crate) enum PlannedOutcome {
+    /// The id is the `Seq` of the body at this index.
+    NewObservation(usize),
+    NewMemory { body_idx: usize, action: RememberAction },
+    Existing { id: MemoryId, action: RememberAction },
+    Forgot(ForgetOutcome),
+    Accessed,
+}
+
+fn mem_not_found(ns: &Namespace, id: MemoryId) -> Error {
+    Error::not_found(format!("memory {id} in namespace {ns}"))
+}
+
+pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Result<Plan> {
+    let st = state.ns(ns);
+    match op {
+        Op::Observe(o) => Ok(Plan {
+            bodies: vec![(EventBody::Observed(o), None)],
+            outcome: PlannedOutcome::NewObservation(0),
+        }),
+        Op::Remember { mem, vector, dedup, threshold } => plan_remember(st, ns, mem, vector, dedup, threshold, next_seq),
+        Op::Supersede { old, mem, vector, reason } => {
+            let st = st.ok_or_else(|| mem_not_found(ns, old))?;
+            let cur = st.memories.get(&old).ok_or_else(|| mem_not_found(ns, old))?;
+            if cur.status != Status::Active {
+                return Err(Error::Conflict(format!(
+                    "memory {old} is {} (latest version: {}); supersede the latest version",
+                    cur.status,
+                    st.chain(old).last().copied().unwrap_or(old)
+                )));
+            }
+            check_sources(st, ns, &mem.sources)?;
+            if normalize_content(&cur.content) == normalize_content(&mem.content) {
+                return Ok(Plan {
+                    bodies: vec![],
+                    outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Unchanged },
+                });
+            }
+            Ok(supersede_plan(old, mem, vector, reason, next_seq))
+        }
+        Op::Forget { target, reason, requester, ids } => plan_forget(st, ns, target, reason, requester, ids),
+        Op::Access { ids, requester } => {
+            let Some(st) = st else {
+                return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
+            };
+            let ids: Vec<MemoryId> = ids.into_iter().filter(|i| st.memories.contains_key(i)).collect();
+            if ids.is_empty() {
+                return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
+            }
+            Ok(Plan {
+                bodies: vec![(EventBody::Accessed(Accessed { ids, requester }), None)],
+                outcome: PlannedOutcome::Accessed,
+            })
+        }
+    }
+}
+
+fn supersede_plan(old: MemoryId, mem: Extracted, vector: Vec<f32>, reason: SupersedeReason, next_seq: u64) -> Plan {
+    let new = MemoryId(next_seq);
+    Plan {
+        bodies: vec![
+            (EventBody::Extracted(mem), Some(vector)),
+            (EventBody::Superseded(Superseded { old, new, reason }), None),
+        ],
+        outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Superseded { old } },
+    }
+}
+
+fn check_sources(st: &NsState, ns: &Namespace, sources: &[ObservationId]) -> Result<()> {
+    for s in sources {
+        if !st.observations.contains_key(s) {
+            return Err(Error::not_found(format!("observation {s} in namespace {ns}")));
+        }
+    }
+    Ok(())
+}
+
+fn plan_remember(
+    st: Option<&NsState>,
+    ns: &Namespace,
+    mem: Extracted,
+    vector: Vec<f32>,
+    dedup: DedupMode,
+    threshold: f32,
+    next_seq: u64,
+) -> Result<Plan> {
+    let Some(st) = st else {
+        if let Some(s) = mem.sources.first() {
+            return Err(Error::not_found(format!("observation {s} in namespace {ns}")));
+        }
+        return Ok(Plan {
+            bodies: vec![(EventBody::Extracted(mem), Some(vector))],
+            outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
+        });
+    };
+    check_sources(st, ns, &mem.sources)?;
+    if dedup != DedupMode::Off {
+        if let Some(&existing) = st.by_norm.get(&normalize_content(&mem.content)) {
+            return Ok(Plan {
+                bodies: vec![],
+                outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
+            });
+        }
+    }
+    if let Some(key) = &mem.key {
+        if let Some(&old) = st.by_key.get(key) {
+            return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
+        }
+    }
+    if dedup != DedupMode::Off && vector.iter().any(|x| *x != 0.0) {
+        let active = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| m.status == Status::Active);
+        if let Some(&(id, sim)) = st.vectors.search(&vector, 1, &active).first() {
+            if sim >= threshold {
+                let existing = MemoryId(id);
+                return Ok(match dedup {
+                    DedupMode::Supersede => {
+                        supersede_plan(existing, mem, vector, SupersedeReason::NearDuplicate, next_seq)
+                    }
+                    _ => Plan {
+                        bodies: vec![(
+                            EventBody::Accessed(Accessed { ids: vec![existing], requester: Some("dedup".into()) }),
+                            None,
+                        )],
+                        outcome: PlannedOutcome::Existing {
+                            id: existing,
+                            action: RememberAction::NearDuplicate { similarity: sim },
+                        },
+                    },
+                });
+            }
+        }
+    }
+    Ok(Plan {
+        bodies: vec![(EventBody::Extracted(mem), Some(vector))],
+        outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
+    })
+}
+
+fn plan_forget(
+    st: Option<&NsState>,
+    ns: &Namespace,
+    target: ForgetTarget,
+    reason: String,
+    requester: Option<String>,
+    ids: Vec<MemoryId>,
+) -> Result<Plan> {
+    let empty = || Plan { bodies: vec![], outcome: PlannedOutcome::Forgot(ForgetOutcome::default()) };
+    let Some(st) = st else {
+        return match target {
+            ForgetTarget::Memory(id) => Err(mem_not_found(ns, id)),
+            ForgetTarget::Observation(id) => Err(Error::not_found(format!("observation {id} in namespace {ns}"))),
+            _ => Ok(empty()),
+        };
+    };
+    let mut mems: BTreeSet<MemoryId> = BTreeSet::new();
+    let mut obs: BTreeSet<ObservationId> = BTreeSet::new();
+    match &target {
+        ForgetTarget::Memory(id) => {
+            if st.forgotten_memories.contains(id) {
+                return Ok(empty());
+            }
+            if !st.memories.contains_key(id) {
+                return Err(mem_not_found(ns, *id));
+            }
+            mems.extend(st.chain(*id));
+        }
+        ForgetTarget::Observation(id) => {
+            if st.forgotten_observations.contains(id) {
+                return Ok(empty());
+            }
+            if !st.observations.contains_key(id) {
+                return Err(Error::not_found(format!("observation {id} in namespace {ns}")));
+            }
+            obs.insert(*id);
+        }
+        ForgetTarget::Session(s) => {
+            obs.extend(st.observations.values().filter(|o| &o.session == s).map(|o| o.id));
+            mems.extend(st.memories.values().filter(|m| m.session.as_deref() == Some(s)).map(|m| m.id));
+        }
+        ForgetTarget::Namespace => {
+            obs.extend(st.observations.keys().copied());
+            mems.extend(st.memories.keys().copied());
+        }
+        ForgetTarget::Matching => {
+            for id in &ids {
+                if st.memories.contains_key(id) {
+                    mems.extend(st.chain(*id));
+                }
+            }
+        }
+    }
+    // Memories derived only from erased observations go with them.
+    let mut derived = 0usize;
+    if !obs.is_empty() {
+        for m in st.memories.values() {
+            if !mems.contains(&m.id)
+                && !m.sources.is_empty()
+                && m.sources.iter().all(|s| obs.contains(s) || st.forgotten_observations.contains(s))
+            {
+                mems.insert(m.id);
+                derived += 1;
+            }
+        }
+    }
+    if mems.is_empty() && obs.is_empty() {
+        return Ok(empty());
+    }
+    let outcome = ForgetOutcome {
+        memories: mems.len(),
+        observations: obs.len(),
+        derived_memories: derived,
+        memory_ids: mems.iter().copied().collect(),
+        observation_ids: obs.iter().copied().collect(),
+    };
+    let body = EventBody::Forgotten(Forgotten {
+        target,
+        reason,
+        requester,
+        memories: outcome.memory_ids.clone(),
+        observations: outcome.observation_ids.clone(),
+    });
+    Ok(Plan { bodies: vec![(body, None)], outcome: PlannedOutcome::Forgot(outcome) })
+}
+
+/// What a forget would erase, computed against `state` without writing.
+pub(crate) fn forget_preview(
+    state: &State,
+    ns: &Namespace,
+    target: ForgetTarget,
+    ids: Vec<MemoryId>,
+) -> Result<ForgetOutcome> {
+    match plan_forget(state.ns(ns), ns, target, String::new(), None, ids)?.outcome {
+        PlannedOutcome::Forgot(f) => Ok(f),
+        _ => Ok(ForgetOutcome::default()),
+    }
+}
