@@ -53,8 +53,9 @@ fn measure(e: &dyn Embedder, texts: &[String], batch: usize, min_time: Duration)
 }
 
 fn bench(name: &str, e: &dyn Embedder, min_time: Duration) {
-    // ~10 words; ~100 words ≈ 128 word pieces for MiniLM's tokenizer.
-    for (label, words) in [("short (10 words)", 10), ("long (~128 tokens)", 100)] {
+    // Every vocabulary word is one word piece for MiniLM's tokenizer, so 10
+    // words are 13 tokens and 125 words 128 tokens ([CLS], words, ".", [SEP]).
+    for (label, words) in [("short (10 words)", 10), ("long (128 tokens)", 125)] {
         let t = texts(128, words);
         for batch in [1, 32] {
             let rate = measure(e, &t, batch, min_time);
