@@ -86,7 +86,8 @@ impl Memory {
     pub(crate) fn status_at(&self, at: Seq) -> Status {
         match self.superseded_seq {
             Some(s) if s <= at => Status::Superseded,
-            _ => self.status,
+            Some(_) => Status::Active,
+            None => self.status,
         }
     }
 
