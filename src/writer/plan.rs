@@ -207,7 +207,7 @@ fn plan_remember(
         }
     }
     if dedup != DedupMode::Off {
-        if let Some(&existing) = st.by_norm.get(&norm) {
+        if let Some(&existing) = st.by_norm.get(&norm).and_then(|ids| ids.last()) {
             return Ok(Plan {
                 bodies: vec![],
                 outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
