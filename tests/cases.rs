@@ -65,6 +65,31 @@ fn c01_same_memory_twice() -> TestResult {
     Ok(())
 }
 
+/// The same text can be active twice (once under a slot key, once without);
+/// when one of the two goes, the other still catches the duplicate.
+#[test]
+fn c01_same_memory_twice_after_its_twin_goes() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    let text = "我每天早上喝一杯咖啡";
+    let loose = engine.remember(&u1, NewMemory::new(text))?;
+    engine.remember(&u1, NewMemory::new("I drink tea in the morning").key("user.morning_drink"))?;
+    let keyed = engine.remember(&u1, NewMemory::new(text).key("user.morning_drink").session("s2"))?;
+    assert!(matches!(keyed.action, RememberAction::Superseded { .. }));
+    engine.forget(&u1, ForgetRequest::Session("s2".into()), "session closed")?;
+    let seq = engine.stats().last_seq;
+    let again = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!((again.id, again.action), (loose.id, RememberAction::Duplicate));
+    assert_eq!(engine.stats().last_seq, seq, "a duplicate writes nothing");
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    let again = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!((again.id, again.action), (loose.id, RememberAction::Duplicate));
+    engine.close()?;
+    Ok(())
+}
+
 #[test]
 fn c02_preference_that_changes() -> TestResult {
     let dir = tempfile::tempdir()?;
