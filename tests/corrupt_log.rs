@@ -41,7 +41,19 @@ fn generation_path(dir: &Path) -> Result<PathBuf, Box<dyn StdError>> {
 
 /// Opens the store's sled database, runs `f` on its `events` tree, flushes.
 fn with_events<T>(dir: &Path, f: impl FnOnce(&sled::Tree) -> T) -> Result<T, Box<dyn StdError>> {
-    let db = sled::Config::new().path(generation_path(dir)?).open()?;
+    let path = generation_path(dir)?;
+    // sled's own threads may hold its file lock for a moment after a close.
+    let mut tries = 0;
+    let db = loop {
+        match sled::Config::new().path(&path).open() {
+            Ok(db) => break db,
+            Err(sled::Error::Io(e)) if tries < 100 && e.to_string().contains("could not acquire lock") => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let events = db.open_tree("events")?;
     let out = f(&events);
     db.flush()?;

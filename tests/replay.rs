@@ -645,3 +645,20 @@ proptest! {
         run_ops(dir.path(), &ops).map_err(TestCaseError::fail)?;
     }
 }
+
+/// Closing and at once reopening, many times over, never finds the store
+/// still locked by the engine that was just closed.
+#[test]
+fn reopen_right_after_close() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    for i in 0..25 {
+        let engine = Engine::open(dir.path())?;
+        assert_eq!(engine.stats().last_seq, 3 * i);
+        engine.observe(&u1, NewObservation::new("s1", Role::User, format!("Turn {i}: 今天天气很好")))?;
+        let batch = (0..2).map(|j| NewMemory::new(format!("Fact {j} of round {i} about the weather"))).collect();
+        engine.remember_batch(&u1, batch)?;
+        engine.close()?;
+    }
+    Ok(())
+}
