@@ -349,7 +349,7 @@ fn c06_two_processes_one_store() -> TestResult {
 fn c08_over_limit_write() -> TestResult {
     let dir = tempfile::tempdir()?;
     let u1 = ns("u1");
-    let engine = Engine::builder(dir.path()).max_content_bytes(1024).open()?;
+    let engine = Engine::builder(dir.path()).max_content_bytes(1024).max_batch(3).open()?;
     let kept = engine.remember(&u1, NewMemory::new("I prefer window seats on long flights").key("user.seat"))?;
     engine.observe(&u1, NewObservation::new("s1", Role::User, "I prefer window seats"))?;
     let dim = engine.embedder().dim();
@@ -378,6 +378,10 @@ fn c08_over_limit_write() -> TestResult {
         ("key without dot", NewMemory::new("I live in Berlin").key("usercity")),
         ("key with empty part", NewMemory::new("I live in Berlin").key("user.")),
         ("oversized key", NewMemory::new("I live in Berlin").key(format!("user.{}", "x".repeat(200)))),
+        ("too many entities", NewMemory::new("I met many people").entities((0..33).map(|i| format!("person {i}")))),
+        ("empty entity", NewMemory::new("I met Ana").entities(["Ana", " "])),
+        ("control character in session", NewMemory::new("I met Ana").session("s1\u{0}")),
+        ("oversized source_ref", NewMemory::new("I met Ana").source_ref("m".repeat(257))),
     ];
     let assert_unchanged = |engine: &Engine, what: &str| -> TestResult {
         assert_eq!(engine.stats().last_seq, seq, "{what}: the log grew");
@@ -402,6 +406,17 @@ fn c08_over_limit_write() -> TestResult {
     }
     let r = engine.observe(&u1, NewObservation::new("", Role::User, "text without a session"));
     assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
+    let r = engine.forget(&u1, ForgetRequest::Memory(kept.id), &"why ".repeat(300));
+    assert!(matches!(r, Err(Error::InvalidInput { field: "reason", .. })), "{r:?}");
+    let r = engine.forget(&u1, ForgetRequest::Session(String::new()), "no session");
+    assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
+    // Batches over the configured size are refused whole.
+    let big: Vec<NewMemory> = (0..4).map(|i| NewMemory::new(format!("Batch item {i}"))).collect();
+    let r = engine.remember_batch(&u1, big);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "batch", .. })), "{r:?}");
+    let obs: Vec<NewObservation> = (0..4).map(|i| NewObservation::new("s1", Role::User, format!("turn {i}"))).collect();
+    let r = engine.observe_batch(&u1, obs);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "batch", .. })), "{r:?}");
     for bad_ns in ["u 1", "", "用户", "u1/../u2", &"u".repeat(129)] {
         let r = Namespace::new(bad_ns);
         assert!(matches!(r, Err(Error::InvalidInput { field: "namespace", .. })), "{bad_ns:?}: {r:?}");

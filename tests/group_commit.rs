@@ -216,3 +216,59 @@ fn writes_after_close_are_refused() -> TestResult {
     engine.close()?;
     Ok(())
 }
+
+/// Writers racing on the same memory are serialised by the writer: one
+/// creation and duplicates of it, one chain through a slot key, one winner
+/// per supersede of a version.
+#[test]
+fn racing_writers_on_one_memory() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    let base = engine.remember(&u1, NewMemory::new("The office wifi password is on the fridge"))?;
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (engine, barrier, u1) = (engine.clone(), barrier.clone(), u1.clone());
+            std::thread::spawn(move || -> mnemon::Result<(RememberAction, RememberAction, Option<MemoryId>)> {
+                barrier.wait();
+                let same = engine.remember(&u1, NewMemory::new("我们下周五团建"))?;
+                let slot = engine.remember(&u1, NewMemory::new(format!("Thread {t} holds the desk booking")).key("office.desk"))?;
+                let sup = match engine.supersede(&u1, base.id, NewMemory::new(format!("The wifi password changed ({t})"))) {
+                    Ok(r) => Some(r.id),
+                    Err(mnemon::Error::Conflict(_)) => None,
+                    Err(e) => return Err(e),
+                };
+                Ok((same.action, slot.action, sup))
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for h in handles {
+        results.push(h.join().map_err(|_| "thread panicked")??);
+    }
+    let created = results.iter().filter(|r| r.0 == RememberAction::Created).count();
+    assert_eq!(created, 1, "{results:?}");
+    assert!(results.iter().all(|r| matches!(r.0, RememberAction::Created | RememberAction::Duplicate)));
+    let slot_created = results.iter().filter(|r| r.1 == RememberAction::Created).count();
+    assert_eq!(slot_created, 1, "{results:?}");
+    let winners: Vec<MemoryId> = results.iter().filter_map(|r| r.2).collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+
+    let check = |engine: &Engine| -> TestResult {
+        let active = engine.list(&u1, &ListOptions::default());
+        let desks: Vec<_> = active.iter().filter(|m| m.key.as_deref() == Some("office.desk")).collect();
+        assert_eq!(desks.len(), 1);
+        assert_eq!(engine.history(&u1, desks[0].id)?.len(), THREADS);
+        assert_eq!(active.iter().filter(|m| m.content == "我们下周五团建").count(), 1);
+        assert_eq!(engine.history(&u1, base.id)?.iter().map(|m| m.id).collect::<Vec<_>>(), vec![base.id, winners[0]]);
+        assert_eq!(active.len(), 3);
+        Ok(())
+    };
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+    engine.close()?;
+    Ok(())
+}
