@@ -326,12 +326,7 @@ fn c06_two_processes_one_store() -> TestResult {
     }
     let out = child.wait_with_output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed: {}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "child failed: {}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("CHILD-LOCKED"), "the child did not run its check: {stdout}");
     assert!(stdout.contains("store is locked"), "the error must say the store is locked: {stdout}");
 

@@ -11,8 +11,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, TimeZone, Utc};
 use mnemon::{
     decode_record, encode_record, Accessed, Error, Event, EventBody, Extracted, ForgetTarget, Forgotten, Kind,
-    MemoryId, Namespace, ObservationId, Observed, Role, SupersedeReason, Superseded, Tier, Tombstone,
-    FORMAT_VERSION,
+    MemoryId, Namespace, ObservationId, Observed, Role, SupersedeReason, Superseded, Tier, Tombstone, FORMAT_VERSION,
 };
 use proptest::prelude::*;
 
@@ -184,10 +183,7 @@ fn golden_fixtures_v1() -> TestResult {
 
 /// Every fixture record, with the seq it is stored under.
 fn valid_records() -> Vec<(u64, Vec<u8>)> {
-    fixture_events()
-        .into_iter()
-        .map(|(_, e)| (e.seq, encode_record(&e).expect("fixture events encode")))
-        .collect()
+    fixture_events().into_iter().map(|(_, e)| (e.seq, encode_record(&e).expect("fixture events encode"))).collect()
 }
 
 fn assert_corrupted_at(r: mnemon::Result<Event>, want: u64, what: &str) {

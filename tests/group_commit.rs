@@ -120,12 +120,8 @@ fn check(engine: &Engine, acked: &Acked) -> TestResult {
     for n in &namespaces {
         let listed: BTreeMap<MemoryId, String> =
             engine.list(n, &ListOptions::default()).into_iter().map(|m| (m.id, m.content)).collect();
-        let want: BTreeMap<MemoryId, String> = acked
-            .memories
-            .iter()
-            .filter(|(_, (mn, _))| mn == n)
-            .map(|(id, (_, text))| (*id, text.clone()))
-            .collect();
+        let want: BTreeMap<MemoryId, String> =
+            acked.memories.iter().filter(|(_, (mn, _))| mn == n).map(|(id, (_, text))| (*id, text.clone())).collect();
         assert_eq!(listed, want, "namespace {n}");
         let obs: Vec<Seq> = engine.observations(n, None).iter().map(|o| o.id.0).collect();
         let want: Vec<Seq> = acked.observations.iter().filter(|(on, _)| on == n).map(|(_, s)| *s).collect();
@@ -233,12 +229,14 @@ fn racing_writers_on_one_memory() -> TestResult {
             std::thread::spawn(move || -> mnemon::Result<(RememberAction, RememberAction, Option<MemoryId>)> {
                 barrier.wait();
                 let same = engine.remember(&u1, NewMemory::new("我们下周五团建"))?;
-                let slot = engine.remember(&u1, NewMemory::new(format!("Thread {t} holds the desk booking")).key("office.desk"))?;
-                let sup = match engine.supersede(&u1, base.id, NewMemory::new(format!("The wifi password changed ({t})"))) {
-                    Ok(r) => Some(r.id),
-                    Err(mnemon::Error::Conflict(_)) => None,
-                    Err(e) => return Err(e),
-                };
+                let slot = engine
+                    .remember(&u1, NewMemory::new(format!("Thread {t} holds the desk booking")).key("office.desk"))?;
+                let sup =
+                    match engine.supersede(&u1, base.id, NewMemory::new(format!("The wifi password changed ({t})"))) {
+                        Ok(r) => Some(r.id),
+                        Err(mnemon::Error::Conflict(_)) => None,
+                        Err(e) => return Err(e),
+                    };
                 Ok((same.action, slot.action, sup))
             })
         })

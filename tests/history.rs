@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use mnemon::{
-    AsOf, Engine, Error, ForgetRequest, Kind, ListOptions, Memory, MemoryId, Namespace, NewMemory,
-    RememberAction, Seq, Status, Tier,
+    AsOf, Engine, Error, ForgetRequest, Kind, ListOptions, Memory, MemoryId, Namespace, NewMemory, RememberAction, Seq,
+    Status, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -98,11 +98,8 @@ fn supersede_chain_of_four_versions() -> TestResult {
     let dir = tempfile::tempdir()?;
     let u1 = ns("u1");
     let engine = Engine::open(dir.path())?;
-    let first = NewMemory::new(VERSIONS[0])
-        .key("project.deadline")
-        .kind(Kind::Decision)
-        .tier(Tier::Permanent)
-        .importance(0.8);
+    let first =
+        NewMemory::new(VERSIONS[0]).key("project.deadline").kind(Kind::Decision).tier(Tier::Permanent).importance(0.8);
     let r = engine.remember(&u1, first)?;
     let mut steps = vec![Step { id: r.id, seq: engine.stats().last_seq, time: Utc::now() }];
     for text in &VERSIONS[1..] {
@@ -225,8 +222,11 @@ fn key_moves_when_content_exists_outside_the_slot() -> TestResult {
     assert_eq!(engine.get(&u1, paris.id)?.status, Status::Superseded);
     assert_eq!(engine.get(&u1, berlin.id)?.key.as_deref(), Some("user.city"));
     assert_eq!(engine.get(&u1, loose.id)?.status, Status::Active);
-    let keyed: Vec<Memory> =
-        engine.list(&u1, &ListOptions::default()).into_iter().filter(|m| m.key.as_deref() == Some("user.city")).collect();
+    let keyed: Vec<Memory> = engine
+        .list(&u1, &ListOptions::default())
+        .into_iter()
+        .filter(|m| m.key.as_deref() == Some("user.city"))
+        .collect();
     assert_eq!(ids(&keyed), vec![berlin.id]);
     let digest = engine.digest();
     engine.close()?;

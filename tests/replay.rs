@@ -7,8 +7,8 @@ use std::error::Error as StdError;
 use std::path::Path;
 
 use mnemon::{
-    AsOf, Engine, Error, EventBody, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
-    NewObservation, ObservationId, RememberAction, Role, Status,
+    AsOf, DedupMode, Engine, Error, EventBody, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace,
+    NewMemory, NewObservation, ObservationId, RememberAction, Role, Status,
 };
 use proptest::prelude::*;
 
@@ -113,15 +113,44 @@ enum Target {
 
 #[derive(Clone, Debug)]
 enum Op {
-    Observe { ns: usize, session: usize, text: usize },
-    Remember { ns: usize, text: usize, key: Option<usize>, session: Option<usize>, source: Option<Target> },
+    Observe {
+        ns: usize,
+        session: usize,
+        text: usize,
+    },
+    Remember {
+        ns: usize,
+        text: usize,
+        key: Option<usize>,
+        session: Option<usize>,
+        source: Option<Target>,
+        dedup_off: bool,
+    },
     /// Several memories in one call: one group, validated in order.
-    RememberBatch { ns: usize, items: Vec<(usize, Option<usize>)> },
-    Supersede { ns: usize, target: Target, text: usize },
-    ForgetMemory { ns: usize, target: Target },
-    ForgetObservation { ns: usize, target: Target },
-    ForgetSession { ns: usize, session: usize },
-    ForgetAll { ns: usize },
+    RememberBatch {
+        ns: usize,
+        items: Vec<(usize, Option<usize>)>,
+    },
+    Supersede {
+        ns: usize,
+        target: Target,
+        text: usize,
+    },
+    ForgetMemory {
+        ns: usize,
+        target: Target,
+    },
+    ForgetObservation {
+        ns: usize,
+        target: Target,
+    },
+    ForgetSession {
+        ns: usize,
+        session: usize,
+    },
+    ForgetAll {
+        ns: usize,
+    },
     Reopen,
 }
 
@@ -143,8 +172,16 @@ fn op() -> impl Strategy<Value = Op> {
             proptest::option::of(0..KEYS.len()),
             proptest::option::of(0..SESSIONS.len()),
             proptest::option::weighted(0.2, target()),
+            proptest::bool::weighted(0.2),
         )
-            .prop_map(|(ns, text, key, session, source)| Op::Remember { ns, text, key, session, source }),
+            .prop_map(|(ns, text, key, session, source, dedup_off)| Op::Remember {
+                ns,
+                text,
+                key,
+                session,
+                source,
+                dedup_off,
+            }),
         2 => (n.clone(), proptest::collection::vec((0..TEXTS.len(), proptest::option::of(0..KEYS.len())), 1..4))
             .prop_map(|(ns, items)| Op::RememberBatch { ns, items }),
         3 => (n.clone(), target(), 0..TEXTS.len()).prop_map(|(ns, target, text)| Op::Supersede { ns, target, text }),
@@ -225,12 +262,28 @@ impl Model {
         self.memories.get(&id).filter(|m| m.ns == ns)
     }
 
-    fn new_memory(&mut self, ns: usize, content: &str, key: Option<String>, session: Option<String>, sources: Vec<ObservationId>) -> MemoryId {
+    fn new_memory(
+        &mut self,
+        ns: usize,
+        content: &str,
+        key: Option<String>,
+        session: Option<String>,
+        sources: Vec<ObservationId>,
+    ) -> MemoryId {
         self.last_seq += 1;
         let id = MemoryId(self.last_seq);
         self.memories.insert(
             id,
-            MMem { ns, content: content.to_string(), key, session, sources, status: Status::Active, prev: None, next: None },
+            MMem {
+                ns,
+                content: content.to_string(),
+                key,
+                session,
+                sources,
+                status: Status::Active,
+                prev: None,
+                next: None,
+            },
         );
         self.memory_ids.push(id);
         id
@@ -248,7 +301,15 @@ impl Model {
         }
     }
 
-    fn remember(&mut self, ns: usize, text: &str, key: Option<String>, session: Option<String>, sources: Vec<ObservationId>) -> Expect {
+    fn remember(
+        &mut self,
+        ns: usize,
+        text: &str,
+        key: Option<String>,
+        session: Option<String>,
+        sources: Vec<ObservationId>,
+        dedup_off: bool,
+    ) -> Expect {
         if sources.iter().any(|s| self.observations.get(s).is_none_or(|o| o.ns != ns)) {
             return Expect::NotFound;
         }
@@ -260,7 +321,7 @@ impl Model {
                 .find(|(_, m)| m.ns == ns && m.status == Status::Active && m.key.as_ref() == Some(k))
                 .map(|(id, m)| (*id, normalize(&m.content)));
             if let Some((old, old_norm)) = holder {
-                if old_norm == norm {
+                if old_norm == norm && !dedup_off {
                     return Expect::Remembered(old, RememberAction::Duplicate);
                 }
                 let new = self.new_memory(ns, text, key, session, sources);
@@ -272,6 +333,7 @@ impl Model {
             .memories
             .iter()
             .rev()
+            .filter(|_| !dedup_off)
             .find(|(_, m)| m.ns == ns && m.status == Status::Active && normalize(&m.content) == norm);
         if let Some((id, _)) = dup {
             return Expect::Remembered(*id, RememberAction::Duplicate);
@@ -363,7 +425,8 @@ impl Model {
             .filter(|(_, m)| m.ns == ns && m.session.as_deref() == Some(session))
             .map(|(id, _)| *id)
             .collect();
-        let obs = self.observations.iter().filter(|(_, o)| o.ns == ns && o.session == session).map(|(id, _)| *id).collect();
+        let obs =
+            self.observations.iter().filter(|(_, o)| o.ns == ns && o.session == session).map(|(id, _)| *id).collect();
         self.forget(ns, mems, obs)
     }
 
@@ -413,8 +476,11 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
             model.observation_ids.push(want);
             (Expect::Id(id.0), Expect::Id(want.0))
         }
-        Op::Remember { ns, text, key, session, source } => {
+        Op::Remember { ns, text, key, session, source, dedup_off } => {
             let mut m = NewMemory::new(TEXTS[*text]);
+            if *dedup_off {
+                m = m.dedup(DedupMode::Off);
+            }
             let key = key.map(|k| KEYS[k].to_string());
             let session = session.map(|s| SESSIONS[s].to_string());
             let sources: Vec<ObservationId> = source.iter().map(|t| model.observation_target(t)).collect();
@@ -426,7 +492,7 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
             }
             m = m.sources(sources.clone());
             let got = outcome_of(engine.remember(&n(*ns), m))?;
-            (got, model.remember(*ns, TEXTS[*text], key, session, sources))
+            (got, model.remember(*ns, TEXTS[*text], key, session, sources, *dedup_off))
         }
         Op::RememberBatch { ns, items } => {
             let batch = items
@@ -440,7 +506,9 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
             let got = Expect::Batch(got.into_iter().map(outcome_of).collect::<Result<_, _>>()?);
             let want = items
                 .iter()
-                .map(|(text, key)| model.remember(*ns, TEXTS[*text], key.map(|k| KEYS[k].to_string()), None, vec![]))
+                .map(|(text, key)| {
+                    model.remember(*ns, TEXTS[*text], key.map(|k| KEYS[k].to_string()), None, vec![], false)
+                })
                 .collect();
             (got, Expect::Batch(want))
         }
@@ -485,11 +553,8 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
     }
     for (i, name) in NAMESPACES.iter().enumerate() {
         let namespace = ns(name);
-        let got: BTreeMap<MemoryId, MMem> = engine
-            .list(&namespace, &all_versions())
-            .into_iter()
-            .map(|m| (m.id, mmem(i, m)))
-            .collect();
+        let got: BTreeMap<MemoryId, MMem> =
+            engine.list(&namespace, &all_versions()).into_iter().map(|m| (m.id, mmem(i, m))).collect();
         let want: BTreeMap<MemoryId, MMem> =
             model.memories.iter().filter(|(_, m)| m.ns == i).map(|(id, m)| (*id, m.clone())).collect();
         if got != want {
