@@ -99,9 +99,16 @@ impl Engine {
 
 /// Replays every record of `store` into `state` (vectors not indexed yet).
 pub(crate) fn replay_into(store: &dyn LogStore, state: &mut State, report: &mut OpenReport) -> Result<()> {
+    // A malformed key has no seq of its own: name the position it took.
+    let at = |expected: u64| {
+        move |e| match e {
+            Error::Corrupted { seq: 0, reason } => Error::Corrupted { seq: expected, reason },
+            other => other,
+        }
+    };
     let mut expected = 1u64;
     for r in store.scan(1, u64::MAX) {
-        let (seq, bytes) = r?;
+        let (seq, bytes) = r.map_err(at(expected))?;
         if seq != expected {
             return Err(Error::Corrupted {
                 seq: expected,
@@ -113,7 +120,7 @@ pub(crate) fn replay_into(store: &dyn LogStore, state: &mut State, report: &mut 
         expected += 1;
         report.events_replayed += 1;
     }
-    if store.last_seq()?.unwrap_or(0) != expected - 1 {
+    if store.last_seq().map_err(at(expected))?.unwrap_or(0) != expected - 1 {
         return Err(Error::Corrupted { seq: expected, reason: "log ends past its last readable record".into() });
     }
     Ok(())

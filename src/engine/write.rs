@@ -184,10 +184,11 @@ impl Engine {
 
     /// Remembers a memory.
     ///
-    /// Identical content (after whitespace/case normalisation) already active
-    /// in the namespace returns the existing id and writes nothing. A memory
-    /// under a slot key that has an active memory supersedes exactly that
-    /// memory. A near-duplicate (cosine ≥ the dedup threshold) refreshes the
+    /// A memory under a slot key that has an active memory supersedes exactly
+    /// that memory (or, with identical content, returns it and writes
+    /// nothing). Otherwise identical content (after whitespace/case
+    /// normalisation) already active in the namespace returns the existing id
+    /// and writes nothing. A near-duplicate (cosine ≥ the dedup threshold) refreshes the
     /// existing memory, or supersedes it with [`crate::DedupMode::Supersede`].
     ///
     /// # Errors
@@ -241,8 +242,9 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::NotFound`] if `old` is not in the namespace (or was
-    /// forgotten); [`Error::Conflict`] if `old` is already superseded; the
-    /// input errors of [`Engine::remember`].
+    /// forgotten); [`Error::Conflict`] if `old` is already superseded, or if
+    /// `new` sets a slot key that another active memory holds; the input
+    /// errors of [`Engine::remember`].
     pub fn supersede(&self, ns: &Namespace, old: MemoryId, new: NewMemory) -> Result<Remembered> {
         self.supersede_with(ns, old, new, SupersedeReason::Explicit)
     }

@@ -4,6 +4,7 @@
 //! tree `meta` (UTF-8 key → bytes).
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::log::{fnv1a64, CachedVector, LogStore, RecordIter};
@@ -24,20 +25,30 @@ impl SledStore {
     /// `cache_bytes` is sled's page-cache budget in bytes.
     ///
     /// # Errors
-    /// [`Error::Locked`] if sled's own file lock is held; [`Error::Io`] /
+    /// [`Error::Locked`] if sled's own file lock is still held after 5 s;
+    /// [`Error::Io`] /
     /// [`Error::Storage`] from sled.
     pub fn open(path: &Path, cache_bytes: u64) -> Result<SledStore> {
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(cache_bytes)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
-                    Error::Locked { path: path.to_path_buf() }
+        // A dropped sled database finishes its last buffer writes on sled's
+        // own threads, which hold the file lock until they are done, so a
+        // reopen right after a close in this process can find the lock taken
+        // for a moment. Wait for it a while before calling the store locked.
+        let deadline = Instant::now() + LOCK_WAIT;
+        let mut pause = Duration::from_millis(1);
+        let db = loop {
+            let opened = sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open();
+            match opened {
+                Ok(db) => break db,
+                Err(sled::Error::Io(io)) if is_lock_error(&io) => {
+                    if Instant::now() >= deadline {
+                        return Err(Error::Locked { path: path.to_path_buf() });
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
                 }
-                other => Error::from(other),
-            })?;
+                Err(other) => return Err(Error::from(other)),
+            }
+        };
         let events = db.open_tree("events")?;
         let vectors = db.open_tree("vectors")?;
         let meta = db.open_tree("meta")?;
@@ -50,6 +61,14 @@ impl SledStore {
         k[8..].copy_from_slice(&fnv1a64(model_id.as_bytes()).to_be_bytes());
         k
     }
+}
+
+/// How long [`SledStore::open`] waits for sled's file lock.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// sled 0.34 reports a held file lock as an `Other` I/O error with this text.
+fn is_lock_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("could not acquire lock")
 }
 
 fn seq_from_key(key: &[u8]) -> Result<Seq> {

@@ -12,7 +12,7 @@ mod record;
 pub use record::{Memory, Observation};
 pub(crate) use record::normalize_content;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -27,8 +27,11 @@ pub(crate) struct NsState {
     /// Latest active version per slot key (includes writes not yet durable;
     /// used by the writer for validation only).
     pub(crate) by_key: HashMap<String, MemoryId>,
-    /// Latest active version per normalised content (writer validation only).
-    pub(crate) by_norm: HashMap<String, MemoryId>,
+    /// Every active version per normalised content (writer validation
+    /// only). A set, because two active memories can hold the same text
+    /// (under different slot keys, or written with dedup off): when one goes,
+    /// the other must still be found.
+    pub(crate) by_norm: HashMap<String, BTreeSet<MemoryId>>,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
     pub(crate) vectors: VectorIndex,
@@ -79,14 +82,20 @@ impl NsState {
                     self.by_key.remove(k);
                 }
             }
-            let norm = normalize_content(&m.content);
-            if self.by_norm.get(&norm) == Some(&id) {
-                self.by_norm.remove(&norm);
-            }
+            self.unindex_norm(&normalize_content(&m.content), id);
             self.vectors.remove(id.0);
             self.lexical.remove(id.0);
         }
         self.forgotten_memories.insert(id);
+    }
+
+    fn unindex_norm(&mut self, norm: &str, id: MemoryId) {
+        if let Some(ids) = self.by_norm.get_mut(norm) {
+            ids.remove(&id);
+            if ids.is_empty() {
+                self.by_norm.remove(norm);
+            }
+        }
     }
 }
 
@@ -182,9 +191,7 @@ impl State {
                 old.valid_to = Some(time);
                 let (first_seen, old_key, old_norm) =
                     (old.first_seen, old.key.clone(), normalize_content(&old.content));
-                if st.by_norm.get(&old_norm) == Some(&s.old) {
-                    st.by_norm.remove(&old_norm);
-                }
+                st.unindex_norm(&old_norm, s.old);
                 if let Some(k) = old_key {
                     if st.by_key.get(&k) == Some(&s.old) {
                         st.by_key.remove(&k);
@@ -269,7 +276,7 @@ impl State {
         if let Some(k) = &x.key {
             st.by_key.insert(k.clone(), id);
         }
-        st.by_norm.insert(normalize_content(&x.content), id);
+        st.by_norm.entry(normalize_content(&x.content)).or_default().insert(id);
         st.lexical.insert(id.0, &x.content);
         if let Some(v) = vector {
             if v.len() == dim {

@@ -120,6 +120,13 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                 )));
             }
             check_sources(st, ns, &mem.sources)?;
+            // At most one active memory holds a slot key.
+            if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|&&h| h != old) {
+                return Err(Error::Conflict(format!(
+                    "key {:?} is held by memory {holder}; supersede that memory instead",
+                    mem.key.as_deref().unwrap_or_default()
+                )));
+            }
             if normalize_content(&cur.content) == normalize_content(&mem.content) {
                 return Ok(Plan {
                     bodies: vec![],
@@ -184,17 +191,27 @@ fn plan_remember(
         });
     };
     check_sources(st, ns, &mem.sources)?;
+    let norm = normalize_content(&mem.content);
+    // A slot key names the current value: its holder is either the same
+    // content (a duplicate) or replaced, whatever else holds this text.
+    if let Some(key) = &mem.key {
+        if let Some(&old) = st.by_key.get(key) {
+            let same = st.memories.get(&old).is_some_and(|m| normalize_content(&m.content) == norm);
+            if same && dedup != DedupMode::Off {
+                return Ok(Plan {
+                    bodies: vec![],
+                    outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Duplicate },
+                });
+            }
+            return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
+        }
+    }
     if dedup != DedupMode::Off {
-        if let Some(&existing) = st.by_norm.get(&normalize_content(&mem.content)) {
+        if let Some(&existing) = st.by_norm.get(&norm).and_then(|ids| ids.last()) {
             return Ok(Plan {
                 bodies: vec![],
                 outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
             });
-        }
-    }
-    if let Some(key) = &mem.key {
-        if let Some(&old) = st.by_key.get(key) {
-            return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
         }
     }
     if dedup != DedupMode::Off && vector.iter().any(|x| *x != 0.0) {

@@ -1,0 +1,433 @@
+//! The failure cases of `shared/cases/README.md` that the core engine covers
+//! without recall: one test per case, named after it.
+
+use std::error::Error as StdError;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use mnemon::{
+    AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
+    NewObservation, RememberAction, Role, Status,
+};
+
+type TestResult = Result<(), Box<dyn StdError>>;
+
+fn ns(name: &str) -> Namespace {
+    Namespace::new(name).expect("valid namespace")
+}
+
+fn all_versions() -> ListOptions {
+    ListOptions { include_superseded: true, ..ListOptions::default() }
+}
+
+fn active(engine: &Engine, ns: &Namespace) -> Vec<(MemoryId, String)> {
+    engine.list(ns, &ListOptions::default()).into_iter().map(|m| (m.id, m.content)).collect()
+}
+
+#[test]
+fn c01_same_memory_twice() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    let text = "The dog descends from the grey wolf.";
+    let first = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!(first.action, RememberAction::Created);
+    let seq_after_first = engine.stats().last_seq;
+
+    let second = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!(second.id, first.id, "the duplicate returns the existing id");
+    assert_eq!(second.action, RememberAction::Duplicate);
+    assert_eq!(engine.stats().last_seq, seq_after_first, "a duplicate writes nothing");
+
+    // Case and whitespace differences are still the same memory; so is a
+    // duplicate in Chinese.
+    let third = engine.remember(&u1, NewMemory::new("  the dog DESCENDS from the grey   wolf.  "))?;
+    assert_eq!((third.id, third.action), (first.id, RememberAction::Duplicate));
+    let zh = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
+    let zh2 = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
+    assert_eq!((zh2.id, zh2.action), (zh.id, RememberAction::Duplicate));
+
+    let live = active(&engine, &u1);
+    assert_eq!(live, vec![(first.id, text.to_string()), (zh.id, "狗是由灰狼驯化而来的。".to_string())]);
+    for id in [first.id, zh.id] {
+        assert_eq!(engine.get(&u1, id)?.status, Status::Active, "a duplicate deletes nothing");
+    }
+    assert_eq!(engine.stats().events.forgotten, 0);
+    assert_eq!(engine.stats().events.superseded, 0);
+
+    // The same holds after reopening.
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    let again = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!((again.id, again.action), (first.id, RememberAction::Duplicate));
+    assert_eq!(active(&engine, &u1).len(), 2);
+    engine.close()?;
+    Ok(())
+}
+
+/// The same text can be active twice (once under a slot key, once without);
+/// when one of the two goes, the other still catches the duplicate.
+#[test]
+fn c01_same_memory_twice_after_its_twin_goes() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    let text = "我每天早上喝一杯咖啡";
+    let loose = engine.remember(&u1, NewMemory::new(text))?;
+    engine.remember(&u1, NewMemory::new("I drink tea in the morning").key("user.morning_drink"))?;
+    let keyed = engine.remember(&u1, NewMemory::new(text).key("user.morning_drink").session("s2"))?;
+    assert!(matches!(keyed.action, RememberAction::Superseded { .. }));
+    engine.forget(&u1, ForgetRequest::Session("s2".into()), "session closed")?;
+    let seq = engine.stats().last_seq;
+    let again = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!((again.id, again.action), (loose.id, RememberAction::Duplicate));
+    assert_eq!(engine.stats().last_seq, seq, "a duplicate writes nothing");
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    let again = engine.remember(&u1, NewMemory::new(text))?;
+    assert_eq!((again.id, again.action), (loose.id, RememberAction::Duplicate));
+    engine.close()?;
+    Ok(())
+}
+
+#[test]
+fn c02_preference_that_changes() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let key = "user.favourite_player";
+    let engine = Engine::open(dir.path())?;
+    let ronaldo = engine.remember(&u1, NewMemory::new("My favourite player is Ronaldo").key(key))?;
+    assert_eq!(ronaldo.action, RememberAction::Created);
+    let seq_between = engine.stats().last_seq;
+    // Commit times have microsecond precision; keep the two versions apart.
+    std::thread::sleep(Duration::from_millis(5));
+    let messi = engine.remember(&u1, NewMemory::new("My favourite player is now Messi").key(key))?;
+    assert_eq!(messi.action, RememberAction::Superseded { old: ronaldo.id });
+    assert_ne!(messi.id, ronaldo.id);
+
+    let check = |engine: &Engine| -> TestResult {
+        // Only the Messi memory is active.
+        let live = engine.list(&u1, &ListOptions::default());
+        assert_eq!(live.len(), 1);
+        assert_eq!(live[0].id, messi.id);
+        assert_eq!(live[0].content, "My favourite player is now Messi");
+        assert_eq!(live[0].key.as_deref(), Some(key));
+        assert_eq!(live[0].prev, Some(ronaldo.id));
+
+        // The Ronaldo memory is superseded and linked to it.
+        let old = engine.get(&u1, ronaldo.id)?;
+        assert_eq!(old.status, Status::Superseded);
+        assert_eq!(old.next, Some(messi.id));
+        let new = engine.get(&u1, messi.id)?;
+        assert_eq!(old.valid_to, Some(new.valid_from));
+        assert_eq!(new.first_seen, old.valid_from, "the lineage keeps its first time");
+
+        // History shows both, in order, from either end.
+        for id in [ronaldo.id, messi.id] {
+            let h = engine.history(&u1, id)?;
+            let ids: Vec<MemoryId> = h.iter().map(|m| m.id).collect();
+            assert_eq!(ids, vec![ronaldo.id, messi.id]);
+            assert_eq!(h[0].content, "My favourite player is Ronaldo");
+            assert_eq!(h[1].content, "My favourite player is now Messi");
+        }
+
+        // As of a point between the two versions, Ronaldo is the answer.
+        let first_time = old.valid_from;
+        for at in [AsOf::Seq(seq_between), AsOf::Time(first_time)] {
+            let view = engine.as_of(&u1, at)?;
+            let then = view.list(&ListOptions::default())?;
+            assert_eq!(then.len(), 1, "{at:?}");
+            assert_eq!(then[0].id, ronaldo.id, "{at:?}");
+            assert_eq!(then[0].status, Status::Active, "{at:?}");
+            assert_eq!(then[0].next, None, "{at:?}");
+            assert_eq!(then[0].valid_to, None, "{at:?}");
+            assert!(matches!(view.get(messi.id), Err(Error::NotFound { .. })), "{at:?}");
+            let h: Vec<MemoryId> = view.history(ronaldo.id)?.iter().map(|m| m.id).collect();
+            assert_eq!(h, vec![ronaldo.id], "{at:?}");
+        }
+        // Before anything, nothing; at the end, Messi.
+        assert!(engine.as_of(&u1, AsOf::Seq(0))?.list(&ListOptions::default())?.is_empty());
+        let now = engine.as_of(&u1, AsOf::Time(chrono::Utc::now()))?;
+        let ids: Vec<MemoryId> = now.list(&ListOptions::default())?.iter().map(|m| m.id).collect();
+        assert_eq!(ids, vec![messi.id]);
+        Ok(())
+    };
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+    engine.close()?;
+    Ok(())
+}
+
+#[test]
+fn c03_forgotten_but_still_found() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let secret = "My therapist appointment is every Tuesday at 8am";
+    let engine = Engine::open(dir.path())?;
+    let a = engine.remember(&u1, NewMemory::new("I work as a nurse in Lyon"))?;
+    let b = engine.remember(&u1, NewMemory::new(secret).key("user.appointment"))?;
+    let c = engine.remember(&u1, NewMemory::new("我每天早上跑步五公里"))?;
+    // A later version of the secret, so the whole chain must go.
+    let b2 = engine.supersede(&u1, b.id, NewMemory::new("My therapist appointment moved to Thursdays"))?;
+    let before_forget = engine.stats().last_seq;
+
+    let out = engine.forget(&u1, ForgetRequest::Memory(b.id), "user asked")?;
+    assert_eq!(out.memories, 2);
+    assert_eq!(out.memory_ids, vec![b.id, b2.id]);
+
+    let check = |engine: &Engine| -> TestResult {
+        for id in [b.id, b2.id] {
+            assert!(matches!(engine.get(&u1, id), Err(Error::NotFound { .. })), "get {id}");
+            assert!(matches!(engine.history(&u1, id), Err(Error::NotFound { .. })), "history {id}");
+            let view = engine.as_of(&u1, AsOf::Seq(before_forget))?;
+            assert!(matches!(view.get(id), Err(Error::NotFound { .. })), "as_of get {id}");
+        }
+        let ids: Vec<MemoryId> = engine.list(&u1, &all_versions()).iter().map(|m| m.id).collect();
+        assert_eq!(ids, vec![a.id, c.id]);
+        // Forgotten content stays forgotten in every past view.
+        for seq in 0..=engine.stats().last_seq {
+            let view = engine.as_of(&u1, AsOf::Seq(seq))?;
+            for m in view.list(&all_versions())? {
+                assert!(!m.content.contains("therapist"), "as_of {seq} shows {m:?}");
+            }
+        }
+        for id in [a.id, c.id] {
+            for m in engine.history(&u1, id)? {
+                assert!(!m.content.contains("therapist"));
+            }
+        }
+        // The exported log holds tombstones in place of the payloads.
+        let events = engine.events(&u1, 1, u64::MAX)?;
+        assert_eq!(events.len() as u64, engine.stats().last_seq);
+        for ev in &events {
+            let text = format!("{ev:?}");
+            assert!(!text.contains("therapist"), "event {} leaks: {text}", ev.seq);
+            if ev.seq == b.id.0 || ev.seq == b2.id.0 {
+                assert!(matches!(&ev.body, EventBody::Tombstone(t) if t.was == "extracted"), "{ev:?}");
+            }
+        }
+        // Forgetting again is a no-op, not an error.
+        let again = engine.forget_dry_run(&u1, ForgetRequest::Memory(b.id))?;
+        assert_eq!(again.memories, 0);
+        Ok(())
+    };
+    check(&engine)?;
+    let digest = engine.digest();
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+    assert_eq!(engine.digest(), digest);
+    // The freed slot key can be used again.
+    let r = engine.remember(&u1, NewMemory::new("My dentist appointment is in May").key("user.appointment"))?;
+    assert_eq!(r.action, RememberAction::Created);
+    let again = engine.forget(&u1, ForgetRequest::Memory(b2.id), "again")?;
+    assert_eq!(again.memories, 0);
+    engine.close()?;
+    Ok(())
+}
+
+#[test]
+fn c04_forgetting_one_user_wipes_another() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (u1, u2) = (ns("u1"), ns("u2"));
+    let engine = Engine::open(dir.path())?;
+    for i in 0..50 {
+        // Same keys, sessions and texts in both namespaces: nothing may leak across.
+        let text = format!("Reminder number {i}: water the plants on the balcony");
+        for u in [&u1, &u2] {
+            engine.remember(u, NewMemory::new(text.clone()).key(format!("plant.reminder{i}")).session("s1"))?;
+        }
+    }
+    engine.observe(&u1, NewObservation::new("s1", Role::User, "请帮我记住浇花"))?;
+    engine.observe(&u2, NewObservation::new("s1", Role::User, "请帮我记住浇花"))?;
+    let u2_before = engine.list(&u2, &all_versions());
+    let u2_obs_before = engine.observations(&u2, None);
+    let u2_events_before = engine.events(&u2, 1, u64::MAX)?;
+    assert_eq!(u2_before.len(), 50);
+
+    let out = engine.forget(&u1, ForgetRequest::All, "account deleted")?;
+    assert_eq!((out.memories, out.observations), (50, 1));
+    assert!(engine.list(&u1, &all_versions()).is_empty());
+    assert!(engine.observations(&u1, None).is_empty());
+
+    let check = |engine: &Engine| -> TestResult {
+        assert_eq!(engine.list(&u2, &all_versions()), u2_before);
+        assert_eq!(engine.observations(&u2, None), u2_obs_before);
+        assert_eq!(engine.events(&u2, 1, u64::MAX)?, u2_events_before);
+        for m in &u2_before {
+            assert_eq!(&engine.get(&u2, m.id)?, m);
+        }
+        Ok(())
+    };
+    check(&engine)?;
+    // Forgetting a session in u2's twin namespace, or all of an empty namespace, touches nothing.
+    engine.forget(&u1, ForgetRequest::Session("s1".into()), "again")?;
+    engine.forget(&ns("u3"), ForgetRequest::All, "nobody")?;
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+    assert!(engine.list(&u1, &all_versions()).is_empty());
+    engine.close()?;
+    Ok(())
+}
+
+const C06_CHILD_ENV: &str = "MNEMON_C06_CHILD_DIR";
+
+/// The second process of `c06_two_processes_one_store`: inert unless the
+/// parent sets the environment variable.
+#[test]
+fn c06_child_second_process() {
+    let Ok(dir) = std::env::var(C06_CHILD_ENV) else { return };
+    let start = Instant::now();
+    match Engine::open(&dir) {
+        Err(e @ Error::Locked { .. }) => {
+            println!("CHILD-LOCKED after {:?}: {e}", start.elapsed());
+        }
+        Err(e) => panic!("second process: expected Locked, got {e:?}"),
+        Ok(engine) => {
+            // Were the lock broken, this process would write its 20 memories too.
+            let u1 = ns("u1");
+            for i in 0..20 {
+                let _ = engine.remember(&u1, NewMemory::new(format!("second process memory {i}")));
+            }
+            panic!("second process opened a store held by another process");
+        }
+    }
+}
+
+#[test]
+fn c06_two_processes_one_store() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+
+    // In-process, a second open fails at once too.
+    let t = Instant::now();
+    match Engine::open(dir.path()) {
+        Err(Error::Locked { path }) => assert!(path.starts_with(dir.path()), "{path:?}"),
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(5));
+
+    let child = Command::new(std::env::current_exe()?)
+        .args(["--exact", "c06_child_second_process", "--nocapture", "--test-threads=1"])
+        .env(C06_CHILD_ENV, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let r = engine.remember(&u1, NewMemory::new(format!("First process memory {i}: 第{i}条记录")))?;
+        assert_eq!(r.action, RememberAction::Created);
+        ids.push(r.id);
+    }
+    let out = child.wait_with_output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "child failed: {}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("CHILD-LOCKED"), "the child did not run its check: {stdout}");
+    assert!(stdout.contains("store is locked"), "the error must say the store is locked: {stdout}");
+
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    let live = engine.list(&u1, &ListOptions::default());
+    assert_eq!(live.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    assert!(live.iter().all(|m| m.content.starts_with("First process")));
+    assert_eq!(engine.stats().last_seq, 20);
+    engine.close()?;
+    Ok(())
+}
+
+#[test]
+fn c08_over_limit_write() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::builder(dir.path()).max_content_bytes(1024).max_batch(3).open()?;
+    let kept = engine.remember(&u1, NewMemory::new("I prefer window seats on long flights").key("user.seat"))?;
+    engine.observe(&u1, NewObservation::new("s1", Role::User, "I prefer window seats"))?;
+    let dim = engine.embedder().dim();
+
+    let seq = engine.stats().last_seq;
+    let digest = engine.digest();
+    let events = engine.events(&u1, 1, u64::MAX)?;
+
+    let mut nan = vec![0.1f32; dim];
+    nan[7] = f32::NAN;
+    let mut inf = vec![0.1f32; dim];
+    inf[0] = f32::INFINITY;
+    // 1 KiB is 341 Chinese characters; 342 are over the limit.
+    let bad: Vec<(&str, NewMemory)> = vec![
+        ("oversized", NewMemory::new("a".repeat(1025))),
+        ("oversized chinese", NewMemory::new("记".repeat(342))),
+        ("empty", NewMemory::new("")),
+        ("whitespace only", NewMemory::new(" \t\n\u{3000} ")),
+        ("nan vector", NewMemory::new("A memory with a broken vector").vector(nan)),
+        ("infinite vector", NewMemory::new("A memory with a broken vector").vector(inf)),
+        ("wrong dimension", NewMemory::new("A memory with a short vector").vector(vec![1.0; dim - 1])),
+        ("importance 1.5", NewMemory::new("Very important").importance(1.5)),
+        ("importance -0.1", NewMemory::new("Not important").importance(-0.1)),
+        ("importance nan", NewMemory::new("Unknown importance").importance(f32::NAN)),
+        ("key with space", NewMemory::new("I live in Berlin").key("user city")),
+        ("key without dot", NewMemory::new("I live in Berlin").key("usercity")),
+        ("key with empty part", NewMemory::new("I live in Berlin").key("user.")),
+        ("oversized key", NewMemory::new("I live in Berlin").key(format!("user.{}", "x".repeat(200)))),
+        ("too many entities", NewMemory::new("I met many people").entities((0..33).map(|i| format!("person {i}")))),
+        ("empty entity", NewMemory::new("I met Ana").entities(["Ana", " "])),
+        ("control character in session", NewMemory::new("I met Ana").session("s1\u{0}")),
+        ("oversized source_ref", NewMemory::new("I met Ana").source_ref("m".repeat(257))),
+    ];
+    let assert_unchanged = |engine: &Engine, what: &str| -> TestResult {
+        assert_eq!(engine.stats().last_seq, seq, "{what}: the log grew");
+        assert_eq!(engine.digest(), digest, "{what}: the state changed");
+        Ok(())
+    };
+    for (what, m) in bad {
+        let r = engine.remember(&u1, m.clone());
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "{what}: {r:?}");
+        assert_unchanged(&engine, what)?;
+        // The same input is refused as a new version, and in a batch with good items.
+        let r = engine.supersede(&u1, kept.id, m.clone());
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "{what} (supersede): {r:?}");
+        let r = engine.remember_batch(&u1, vec![NewMemory::new("A good memory about tea"), m]);
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "{what} (batch): {r:?}");
+        assert_unchanged(&engine, what)?;
+    }
+    for (what, text) in [("oversized", "b".repeat(1025)), ("empty", String::new()), ("whitespace", "   ".into())] {
+        let r = engine.observe(&u1, NewObservation::new("s1", Role::User, text));
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "observe {what}: {r:?}");
+        assert_unchanged(&engine, what)?;
+    }
+    let r = engine.observe(&u1, NewObservation::new("", Role::User, "text without a session"));
+    assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
+    let r = engine.forget(&u1, ForgetRequest::Memory(kept.id), &"why ".repeat(300));
+    assert!(matches!(r, Err(Error::InvalidInput { field: "reason", .. })), "{r:?}");
+    let r = engine.forget(&u1, ForgetRequest::Session(String::new()), "no session");
+    assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
+    // Batches over the configured size are refused whole.
+    let big: Vec<NewMemory> = (0..4).map(|i| NewMemory::new(format!("Batch item {i}"))).collect();
+    let r = engine.remember_batch(&u1, big);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "batch", .. })), "{r:?}");
+    let obs: Vec<NewObservation> = (0..4).map(|i| NewObservation::new("s1", Role::User, format!("turn {i}"))).collect();
+    let r = engine.observe_batch(&u1, obs);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "batch", .. })), "{r:?}");
+    for bad_ns in ["u 1", "", "用户", "u1/../u2", &"u".repeat(129)] {
+        let r = Namespace::new(bad_ns);
+        assert!(matches!(r, Err(Error::InvalidInput { field: "namespace", .. })), "{bad_ns:?}: {r:?}");
+    }
+    assert_unchanged(&engine, "all")?;
+    assert_eq!(engine.events(&u1, 1, u64::MAX)?, events);
+
+    // At the limit is fine, and the engine keeps serving.
+    let at_limit = engine.remember(&u1, NewMemory::new("记".repeat(341)).dedup(DedupMode::Off))?;
+    assert_eq!(at_limit.action, RememberAction::Created);
+    let ok = engine.remember(&u1, NewMemory::new("I now prefer aisle seats").key("user.seat").importance(1.0))?;
+    assert_eq!(ok.action, RememberAction::Superseded { old: kept.id });
+    let digest = engine.digest();
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    assert_eq!(engine.digest(), digest, "the log replays cleanly");
+    engine.close()?;
+    Ok(())
+}

@@ -1,0 +1,729 @@
+//! Replay equals live: the projections rebuilt from the log on open are the
+//! ones the live engine had, checked by digest and by a state-machine test
+//! against a plain in-memory model.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::error::Error as StdError;
+use std::path::Path;
+
+use mnemon::{
+    AsOf, DedupMode, Engine, Error, EventBody, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace,
+    NewMemory, NewObservation, ObservationId, RememberAction, Role, Status,
+};
+use proptest::prelude::*;
+
+type TestResult = Result<(), Box<dyn StdError>>;
+
+fn ns(name: &str) -> Namespace {
+    Namespace::new(name).expect("valid namespace")
+}
+
+fn all_versions() -> ListOptions {
+    ListOptions { include_superseded: true, ..ListOptions::default() }
+}
+
+#[test]
+fn digest_after_reopen_equals_live() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (u1, u2, team) = (ns("u1"), ns("u2"), ns("team:alpha"));
+    let engine = Engine::open(dir.path())?;
+    let o1 = engine.observe(&u1, NewObservation::new("s1", Role::User, "I just adopted a cat called Miso"))?;
+    let o2 = engine.observe(&u1, NewObservation::new("s1", Role::Assistant, "Congratulations on adopting Miso!"))?;
+    engine.observe_batch(
+        &u2,
+        vec![
+            NewObservation::new("会话1", Role::User, "我下周二去上海出差"),
+            NewObservation::new("会话1", Role::Tool, "已预订上海酒店两晚"),
+        ],
+    )?;
+    let cat = engine.remember(&u1, NewMemory::new("The user has a cat called Miso").sources([o1, o2]).session("s1"))?;
+    engine.remember(&u1, NewMemory::new("The user lives in Berlin").key("user.city"))?;
+    engine.remember(&u1, NewMemory::new("The user lives in Paris now").key("user.city"))?;
+    engine.remember(&u1, NewMemory::new("The user has a cat called Miso"))?; // duplicate
+    engine.supersede(&u1, cat.id, NewMemory::new("The user has two cats, Miso and Tofu"))?;
+    let trip = engine.remember(&u2, NewMemory::new("用户下周二去上海出差").key("user.next_trip").session("会话1"))?;
+    engine.remember(&u2, NewMemory::new("用户对花生过敏").importance(0.95))?;
+    engine.remember_batch(
+        &team,
+        vec![
+            NewMemory::new("The team meets on Mondays at 10:00"),
+            NewMemory::new("Deploys are frozen during the last week of December").key("team.deploy_freeze"),
+        ],
+    )?;
+    engine.forget(&u1, ForgetRequest::Observation(o1), "user asked")?;
+    engine.forget(&u2, ForgetRequest::Session("会话1".into()), "trip cancelled")?;
+    assert!(matches!(engine.get(&u2, trip.id), Err(Error::NotFound { .. })));
+    engine.forget(&team, ForgetRequest::All, "team disbanded")?;
+    engine.remember(&team, NewMemory::new("A new team was formed in March"))?;
+
+    let live = engine.digest();
+    let stats = engine.stats();
+    engine.close()?;
+    for _ in 0..2 {
+        let engine = Engine::open(dir.path())?;
+        assert_eq!(engine.digest(), live);
+        let replayed = engine.stats();
+        assert_eq!(replayed.last_seq, stats.last_seq);
+        assert_eq!(replayed.events, stats.events);
+        assert_eq!(replayed.active_memories, stats.active_memories);
+        assert_eq!(replayed.observations, stats.observations);
+        assert_eq!(replayed.vectors, stats.vectors);
+        assert_eq!(engine.open_report().events_replayed, stats.last_seq);
+        assert_eq!(engine.open_report().vectors_embedded, 0, "vectors come from the cache");
+        engine.close()?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// State machine against a model.
+
+const NAMESPACES: [&str; 2] = ["u1", "u2"];
+const SESSIONS: [&str; 2] = ["s1", "会话2"];
+const KEYS: [&str; 2] = ["user.city", "user.drink"];
+/// Texts that differ only in case and spacing count as one memory; texts of
+/// different meaning are far apart for the hashing embedder (checked below),
+/// so no write is a near-duplicate.
+const TEXTS: [&str; 10] = [
+    "I live in Berlin",
+    "  i LIVE in   berlin ",
+    "My favourite drink is oolong tea",
+    "我每天早上喝一杯咖啡",
+    "我每天早上喝一杯咖啡  ",
+    "The cat is called Miso",
+    "下周二去上海出差",
+    "My sister works as a pilot",
+    "I am allergic to peanuts",
+    "MY FAVOURITE DRINK IS OOLONG TEA",
+];
+
+fn normalize(s: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let lowered: String = s.nfkc().flat_map(char::to_lowercase).collect();
+    lowered.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[derive(Clone, Debug)]
+enum Target {
+    /// The n-th memory or observation id ever handed out (modulo their number).
+    Known(usize),
+    /// An id that was never handed out.
+    Unknown(u64),
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Observe {
+        ns: usize,
+        session: usize,
+        text: usize,
+    },
+    Remember {
+        ns: usize,
+        text: usize,
+        key: Option<usize>,
+        session: Option<usize>,
+        source: Option<Target>,
+        dedup_off: bool,
+    },
+    /// Several memories in one call: one group, validated in order.
+    RememberBatch {
+        ns: usize,
+        items: Vec<(usize, Option<usize>)>,
+    },
+    Supersede {
+        ns: usize,
+        target: Target,
+        text: usize,
+    },
+    ForgetMemory {
+        ns: usize,
+        target: Target,
+    },
+    ForgetObservation {
+        ns: usize,
+        target: Target,
+    },
+    ForgetSession {
+        ns: usize,
+        session: usize,
+    },
+    ForgetAll {
+        ns: usize,
+    },
+    Reopen,
+}
+
+fn target() -> impl Strategy<Value = Target> {
+    prop_oneof![
+        6 => any::<usize>().prop_map(Target::Known),
+        1 => (1_000u64..2_000).prop_map(Target::Unknown),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let n = 0..NAMESPACES.len();
+    prop_oneof![
+        3 => (n.clone(), 0..SESSIONS.len(), 0..TEXTS.len())
+            .prop_map(|(ns, session, text)| Op::Observe { ns, session, text }),
+        6 => (
+            n.clone(),
+            0..TEXTS.len(),
+            proptest::option::of(0..KEYS.len()),
+            proptest::option::of(0..SESSIONS.len()),
+            proptest::option::weighted(0.2, target()),
+            proptest::bool::weighted(0.2),
+        )
+            .prop_map(|(ns, text, key, session, source, dedup_off)| Op::Remember {
+                ns,
+                text,
+                key,
+                session,
+                source,
+                dedup_off,
+            }),
+        2 => (n.clone(), proptest::collection::vec((0..TEXTS.len(), proptest::option::of(0..KEYS.len())), 1..4))
+            .prop_map(|(ns, items)| Op::RememberBatch { ns, items }),
+        3 => (n.clone(), target(), 0..TEXTS.len()).prop_map(|(ns, target, text)| Op::Supersede { ns, target, text }),
+        2 => (n.clone(), target()).prop_map(|(ns, target)| Op::ForgetMemory { ns, target }),
+        1 => (n.clone(), target()).prop_map(|(ns, target)| Op::ForgetObservation { ns, target }),
+        1 => (n.clone(), 0..SESSIONS.len()).prop_map(|(ns, session)| Op::ForgetSession { ns, session }),
+        1 => n.prop_map(|ns| Op::ForgetAll { ns }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct MMem {
+    ns: usize,
+    content: String,
+    key: Option<String>,
+    session: Option<String>,
+    sources: Vec<ObservationId>,
+    status: Status,
+    prev: Option<MemoryId>,
+    next: Option<MemoryId>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct MObs {
+    ns: usize,
+    session: String,
+    text: String,
+}
+
+/// What the store should hold: plain maps, no indexes.
+#[derive(Default, Debug)]
+struct Model {
+    last_seq: u64,
+    memories: BTreeMap<MemoryId, MMem>,
+    observations: BTreeMap<ObservationId, MObs>,
+    /// Forgotten ids, per namespace.
+    forgotten_m: BTreeSet<(usize, MemoryId)>,
+    forgotten_o: BTreeSet<(usize, ObservationId)>,
+    /// Every id ever handed out, in order.
+    memory_ids: Vec<MemoryId>,
+    observation_ids: Vec<ObservationId>,
+    /// The memories after each op, by log position, for as-of checks.
+    snapshots: Vec<(u64, BTreeMap<MemoryId, MMem>)>,
+}
+
+/// The expected result of an op.
+#[derive(Debug, PartialEq)]
+enum Expect {
+    Id(u64),
+    Batch(Vec<Expect>),
+    Remembered(MemoryId, RememberAction),
+    Forgot(Vec<MemoryId>, Vec<ObservationId>),
+    NotFound,
+    Conflict,
+}
+
+impl Model {
+    fn memory_target(&self, t: &Target) -> MemoryId {
+        match t {
+            Target::Known(i) if !self.memory_ids.is_empty() => self.memory_ids[i % self.memory_ids.len()],
+            Target::Known(i) => MemoryId(1_000 + *i as u64 % 1_000),
+            Target::Unknown(id) => MemoryId(*id),
+        }
+    }
+
+    fn observation_target(&self, t: &Target) -> ObservationId {
+        match t {
+            Target::Known(i) if !self.observation_ids.is_empty() => {
+                self.observation_ids[i % self.observation_ids.len()]
+            }
+            Target::Known(i) => ObservationId(1_000 + *i as u64 % 1_000),
+            Target::Unknown(id) => ObservationId(*id),
+        }
+    }
+
+    fn live_in(&self, ns: usize, id: MemoryId) -> Option<&MMem> {
+        self.memories.get(&id).filter(|m| m.ns == ns)
+    }
+
+    fn new_memory(
+        &mut self,
+        ns: usize,
+        content: &str,
+        key: Option<String>,
+        session: Option<String>,
+        sources: Vec<ObservationId>,
+    ) -> MemoryId {
+        self.last_seq += 1;
+        let id = MemoryId(self.last_seq);
+        self.memories.insert(
+            id,
+            MMem {
+                ns,
+                content: content.to_string(),
+                key,
+                session,
+                sources,
+                status: Status::Active,
+                prev: None,
+                next: None,
+            },
+        );
+        self.memory_ids.push(id);
+        id
+    }
+
+    /// A new version `new` of `old`: one more event after the `Extracted`.
+    fn link(&mut self, old: MemoryId, new: MemoryId) {
+        self.last_seq += 1;
+        if let Some(o) = self.memories.get_mut(&old) {
+            o.status = Status::Superseded;
+            o.next = Some(new);
+        }
+        if let Some(n) = self.memories.get_mut(&new) {
+            n.prev = Some(old);
+        }
+    }
+
+    fn remember(
+        &mut self,
+        ns: usize,
+        text: &str,
+        key: Option<String>,
+        session: Option<String>,
+        sources: Vec<ObservationId>,
+        dedup_off: bool,
+    ) -> Expect {
+        if sources.iter().any(|s| self.observations.get(s).is_none_or(|o| o.ns != ns)) {
+            return Expect::NotFound;
+        }
+        let norm = normalize(text);
+        if let Some(k) = &key {
+            let holder = self
+                .memories
+                .iter()
+                .find(|(_, m)| m.ns == ns && m.status == Status::Active && m.key.as_ref() == Some(k))
+                .map(|(id, m)| (*id, normalize(&m.content)));
+            if let Some((old, old_norm)) = holder {
+                if old_norm == norm && !dedup_off {
+                    return Expect::Remembered(old, RememberAction::Duplicate);
+                }
+                let new = self.new_memory(ns, text, key, session, sources);
+                self.link(old, new);
+                return Expect::Remembered(new, RememberAction::Superseded { old });
+            }
+        }
+        let dup = self
+            .memories
+            .iter()
+            .rev()
+            .filter(|_| !dedup_off)
+            .find(|(_, m)| m.ns == ns && m.status == Status::Active && normalize(&m.content) == norm);
+        if let Some((id, _)) = dup {
+            return Expect::Remembered(*id, RememberAction::Duplicate);
+        }
+        Expect::Remembered(self.new_memory(ns, text, key, session, sources), RememberAction::Created)
+    }
+
+    fn supersede(&mut self, ns: usize, old: MemoryId, text: &str) -> Expect {
+        let Some(base) = self.live_in(ns, old).cloned() else { return Expect::NotFound };
+        if base.status != Status::Active {
+            return Expect::Conflict;
+        }
+        if normalize(&base.content) == normalize(text) {
+            return Expect::Remembered(old, RememberAction::Unchanged);
+        }
+        let new = self.new_memory(ns, text, base.key.clone(), base.session.clone(), vec![]);
+        self.link(old, new);
+        Expect::Remembered(new, RememberAction::Superseded { old })
+    }
+
+    /// The contiguous version chain around `id`, oldest first.
+    fn chain(&self, id: MemoryId) -> Vec<MemoryId> {
+        let mut first = id;
+        while let Some(p) = self.memories.get(&first).and_then(|m| m.prev).filter(|p| self.memories.contains_key(p)) {
+            first = p;
+        }
+        let mut out = vec![first];
+        while let Some(n) = self.memories.get(out.last().unwrap_or(&first)).and_then(|m| m.next) {
+            if !self.memories.contains_key(&n) {
+                break;
+            }
+            out.push(n);
+        }
+        out
+    }
+
+    fn forget(&mut self, ns: usize, mut mems: BTreeSet<MemoryId>, obs: BTreeSet<ObservationId>) -> Expect {
+        // Memories derived only from erased observations go with them.
+        if !obs.is_empty() {
+            for (id, m) in &self.memories {
+                if m.ns == ns
+                    && !m.sources.is_empty()
+                    && m.sources.iter().all(|s| obs.contains(s) || self.forgotten_o.contains(&(ns, *s)))
+                {
+                    mems.insert(*id);
+                }
+            }
+        }
+        if mems.is_empty() && obs.is_empty() {
+            return Expect::Forgot(vec![], vec![]);
+        }
+        self.last_seq += 1;
+        for id in &mems {
+            self.memories.remove(id);
+            self.forgotten_m.insert((ns, *id));
+        }
+        for id in &obs {
+            self.observations.remove(id);
+            self.forgotten_o.insert((ns, *id));
+        }
+        Expect::Forgot(mems.into_iter().collect(), obs.into_iter().collect())
+    }
+
+    fn forget_memory(&mut self, ns: usize, id: MemoryId) -> Expect {
+        if self.forgotten_m.contains(&(ns, id)) {
+            return Expect::Forgot(vec![], vec![]);
+        }
+        if self.live_in(ns, id).is_none() {
+            return Expect::NotFound;
+        }
+        let chain = self.chain(id).into_iter().collect();
+        self.forget(ns, chain, BTreeSet::new())
+    }
+
+    fn forget_observation(&mut self, ns: usize, id: ObservationId) -> Expect {
+        if self.forgotten_o.contains(&(ns, id)) {
+            return Expect::Forgot(vec![], vec![]);
+        }
+        if self.observations.get(&id).is_none_or(|o| o.ns != ns) {
+            return Expect::NotFound;
+        }
+        self.forget(ns, BTreeSet::new(), BTreeSet::from([id]))
+    }
+
+    fn forget_session(&mut self, ns: usize, session: &str) -> Expect {
+        let mems = self
+            .memories
+            .iter()
+            .filter(|(_, m)| m.ns == ns && m.session.as_deref() == Some(session))
+            .map(|(id, _)| *id)
+            .collect();
+        let obs =
+            self.observations.iter().filter(|(_, o)| o.ns == ns && o.session == session).map(|(id, _)| *id).collect();
+        self.forget(ns, mems, obs)
+    }
+
+    fn forget_all(&mut self, ns: usize) -> Expect {
+        let mems = self.memories.iter().filter(|(_, m)| m.ns == ns).map(|(id, _)| *id).collect();
+        let obs = self.observations.iter().filter(|(_, o)| o.ns == ns).map(|(id, _)| *id).collect();
+        self.forget(ns, mems, obs)
+    }
+}
+
+fn outcome_of(r: mnemon::Result<mnemon::Remembered>) -> Result<Expect, String> {
+    match r {
+        Ok(r) => Ok(Expect::Remembered(r.id, r.action)),
+        Err(Error::NotFound { .. }) => Ok(Expect::NotFound),
+        Err(Error::Conflict(_)) => Ok(Expect::Conflict),
+        Err(e) => Err(format!("unexpected error {e:?}")),
+    }
+}
+
+fn forgot_of(r: mnemon::Result<ForgetOutcome>) -> Result<Expect, String> {
+    match r {
+        Ok(f) => {
+            if f.memories != f.memory_ids.len() || f.observations != f.observation_ids.len() {
+                return Err(format!("inconsistent counts {f:?}"));
+            }
+            Ok(Expect::Forgot(f.memory_ids, f.observation_ids))
+        }
+        Err(Error::NotFound { .. }) => Ok(Expect::NotFound),
+        Err(e) => Err(format!("unexpected error {e:?}")),
+    }
+}
+
+/// Runs one op on both; returns an error message on any disagreement.
+fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
+    let n = |i: usize| ns(NAMESPACES[i]);
+    let (got, want) = match op {
+        Op::Observe { ns, session, text } => {
+            let id = engine
+                .observe(&n(*ns), NewObservation::new(SESSIONS[*session], Role::User, TEXTS[*text]))
+                .map_err(|e| format!("observe: {e:?}"))?;
+            model.last_seq += 1;
+            let want = ObservationId(model.last_seq);
+            model.observations.insert(
+                want,
+                MObs { ns: *ns, session: SESSIONS[*session].to_string(), text: TEXTS[*text].to_string() },
+            );
+            model.observation_ids.push(want);
+            (Expect::Id(id.0), Expect::Id(want.0))
+        }
+        Op::Remember { ns, text, key, session, source, dedup_off } => {
+            let mut m = NewMemory::new(TEXTS[*text]);
+            if *dedup_off {
+                m = m.dedup(DedupMode::Off);
+            }
+            let key = key.map(|k| KEYS[k].to_string());
+            let session = session.map(|s| SESSIONS[s].to_string());
+            let sources: Vec<ObservationId> = source.iter().map(|t| model.observation_target(t)).collect();
+            if let Some(k) = &key {
+                m = m.key(k.clone());
+            }
+            if let Some(s) = &session {
+                m = m.session(s.clone());
+            }
+            m = m.sources(sources.clone());
+            let got = outcome_of(engine.remember(&n(*ns), m))?;
+            (got, model.remember(*ns, TEXTS[*text], key, session, sources, *dedup_off))
+        }
+        Op::RememberBatch { ns, items } => {
+            let batch = items
+                .iter()
+                .map(|(text, key)| {
+                    let m = NewMemory::new(TEXTS[*text]);
+                    key.map_or(m.clone(), |k| m.key(KEYS[k]))
+                })
+                .collect();
+            let got = engine.remember_batch(&n(*ns), batch).map_err(|e| format!("batch: {e:?}"))?;
+            let got = Expect::Batch(got.into_iter().map(outcome_of).collect::<Result<_, _>>()?);
+            let want = items
+                .iter()
+                .map(|(text, key)| {
+                    model.remember(*ns, TEXTS[*text], key.map(|k| KEYS[k].to_string()), None, vec![], false)
+                })
+                .collect();
+            (got, Expect::Batch(want))
+        }
+        Op::Supersede { ns, target, text } => {
+            let old = model.memory_target(target);
+            let got = outcome_of(engine.supersede(&n(*ns), old, NewMemory::new(TEXTS[*text])))?;
+            (got, model.supersede(*ns, old, TEXTS[*text]))
+        }
+        Op::ForgetMemory { ns, target } => {
+            let id = model.memory_target(target);
+            let got = forgot_of(engine.forget(&n(*ns), ForgetRequest::Memory(id), "test"))?;
+            (got, model.forget_memory(*ns, id))
+        }
+        Op::ForgetObservation { ns, target } => {
+            let id = model.observation_target(target);
+            let got = forgot_of(engine.forget(&n(*ns), ForgetRequest::Observation(id), "test"))?;
+            (got, model.forget_observation(*ns, id))
+        }
+        Op::ForgetSession { ns, session } => {
+            let s = SESSIONS[*session];
+            let got = forgot_of(engine.forget(&n(*ns), ForgetRequest::Session(s.into()), "test"))?;
+            (got, model.forget_session(*ns, s))
+        }
+        Op::ForgetAll { ns } => {
+            let got = forgot_of(engine.forget(&n(*ns), ForgetRequest::All, "test"))?;
+            (got, model.forget_all(*ns))
+        }
+        Op::Reopen => unreachable!("handled by the caller"),
+    };
+    if got != want {
+        return Err(format!("{op:?}: engine {got:?}, model {want:?}"));
+    }
+    model.snapshots.push((model.last_seq, model.memories.clone()));
+    Ok(())
+}
+
+/// Compares everything readable with the model.
+fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
+    let last = engine.stats().last_seq;
+    if last != model.last_seq {
+        return Err(format!("last_seq: engine {last}, model {}", model.last_seq));
+    }
+    for (i, name) in NAMESPACES.iter().enumerate() {
+        let namespace = ns(name);
+        let got: BTreeMap<MemoryId, MMem> =
+            engine.list(&namespace, &all_versions()).into_iter().map(|m| (m.id, mmem(i, m))).collect();
+        let want: BTreeMap<MemoryId, MMem> =
+            model.memories.iter().filter(|(_, m)| m.ns == i).map(|(id, m)| (*id, m.clone())).collect();
+        if got != want {
+            return Err(format!("memories of {name}:\n engine {got:#?}\n model {want:#?}"));
+        }
+        let got: BTreeMap<ObservationId, MObs> = engine
+            .observations(&namespace, None)
+            .into_iter()
+            .map(|o| (o.id, MObs { ns: i, session: o.session, text: o.text }))
+            .collect();
+        let want: BTreeMap<ObservationId, MObs> =
+            model.observations.iter().filter(|(_, o)| o.ns == i).map(|(id, o)| (*id, o.clone())).collect();
+        if got != want {
+            return Err(format!("observations of {name}: engine {got:?}, model {want:?}"));
+        }
+        for (fns, id) in &model.forgotten_m {
+            if engine.get(&ns(NAMESPACES[*fns]), *id).is_ok() {
+                return Err(format!("forgotten memory {id} is readable"));
+            }
+        }
+        if full {
+            // Each past view shows the memories as they were, less what was forgotten since.
+            for (seq, then) in &model.snapshots {
+                let view = engine.as_of(&namespace, AsOf::Seq(*seq)).map_err(|e| format!("as_of {seq}: {e:?}"))?;
+                let got: BTreeMap<MemoryId, MMem> = view
+                    .list(&all_versions())
+                    .map_err(|e| format!("as_of {seq}: {e:?}"))?
+                    .into_iter()
+                    .map(|m| (m.id, mmem(i, m)))
+                    .collect();
+                let want: BTreeMap<MemoryId, MMem> = then
+                    .iter()
+                    .filter(|(id, m)| m.ns == i && !model.forgotten_m.contains(&(i, **id)))
+                    .map(|(id, m)| (*id, m.clone()))
+                    .collect();
+                if got != want {
+                    return Err(format!("as_of {seq} in {name}:\n engine {got:#?}\n model {want:#?}"));
+                }
+                let active: Vec<MemoryId> = view
+                    .list(&ListOptions::default())
+                    .map_err(|e| format!("as_of {seq}: {e:?}"))?
+                    .iter()
+                    .map(|m| m.id)
+                    .collect();
+                let want_active: Vec<MemoryId> =
+                    want.iter().filter(|(_, m)| m.status == Status::Active).map(|(id, _)| *id).collect();
+                if active != want_active {
+                    return Err(format!("active as_of {seq} in {name}: engine {active:?}, model {want_active:?}"));
+                }
+            }
+            // Histories are the model's chains, and the export hides forgotten payloads.
+            for id in want_ids(model, i) {
+                let h: Vec<MemoryId> = engine
+                    .history(&namespace, id)
+                    .map_err(|e| format!("history {id}: {e:?}"))?
+                    .iter()
+                    .map(|m| m.id)
+                    .collect();
+                if h != model.chain(id) {
+                    return Err(format!("history of {id}: engine {h:?}, model {:?}", model.chain(id)));
+                }
+            }
+            let events = engine.events(&namespace, 1, u64::MAX).map_err(|e| format!("events: {e:?}"))?;
+            for ev in events {
+                let forgotten = model.forgotten_m.contains(&(i, MemoryId(ev.seq)))
+                    || model.forgotten_o.contains(&(i, ObservationId(ev.seq)));
+                let is_tombstone = matches!(ev.body, EventBody::Tombstone(_));
+                if forgotten != is_tombstone {
+                    return Err(format!("event {} exported as {:?}", ev.seq, ev.body));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn mmem(ns: usize, m: mnemon::Memory) -> MMem {
+    MMem {
+        ns,
+        content: m.content,
+        key: m.key,
+        session: m.session,
+        sources: m.sources,
+        status: m.status,
+        prev: m.prev,
+        next: m.next,
+    }
+}
+
+fn want_ids(model: &Model, ns: usize) -> Vec<MemoryId> {
+    model.memories.iter().filter(|(_, m)| m.ns == ns).map(|(id, _)| *id).collect()
+}
+
+fn run_ops(dir: &Path, ops: &[Op]) -> Result<(), String> {
+    let open = || Engine::open(dir).map_err(|e| format!("open: {e:?}"));
+    let mut engine = open()?;
+    let mut model = Model::default();
+    for (i, op) in ops.iter().enumerate() {
+        if let Op::Reopen = op {
+            let live = engine.digest();
+            engine.close().map_err(|e| format!("close: {e:?}"))?;
+            engine = open()?;
+            if engine.digest() != live {
+                return Err(format!("op {i}: digest after reopen differs from live"));
+            }
+            compare(&engine, &model, true).map_err(|e| format!("op {i} (after reopen): {e}"))?;
+        } else {
+            step(&engine, &mut model, op).map_err(|e| format!("op {i}: {e}"))?;
+            compare(&engine, &model, false).map_err(|e| format!("op {i} {op:?}: {e}"))?;
+        }
+    }
+    compare(&engine, &model, true).map_err(|e| format!("at the end: {e}"))?;
+    let live = engine.digest();
+    engine.close().map_err(|e| format!("close: {e:?}"))?;
+    let engine = open()?;
+    if engine.digest() != live {
+        return Err("final digest after reopen differs from live".into());
+    }
+    compare(&engine, &model, true).map_err(|e| format!("after the final reopen: {e}"))?;
+    engine.close().map_err(|e| format!("close: {e:?}"))?;
+    Ok(())
+}
+
+/// The model assumes no two texts of different meaning are near-duplicates.
+#[test]
+fn text_pool_has_no_near_duplicates() -> TestResult {
+    let embedder = mnemon::embed::HashingEmbedder::new(384)?;
+    for (i, a) in TEXTS.iter().enumerate() {
+        for b in &TEXTS[i + 1..] {
+            if normalize(a) == normalize(b) {
+                continue;
+            }
+            let (va, vb) = (embedder.embed_one(a), embedder.embed_one(b));
+            let cos: f32 = va.iter().zip(&vb).map(|(x, y)| x * y).sum();
+            assert!(cos < 0.8, "{a:?} and {b:?} have cosine {cos}");
+        }
+    }
+    Ok(())
+}
+
+/// Cases per run: 32 by default (each reopens the store several times);
+/// set `MNEMON_MODEL_CASES` for a deeper run.
+fn model_cases() -> u32 {
+    std::env::var("MNEMON_MODEL_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(32)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: model_cases(), max_shrink_iters: 2_000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_acts_like_the_model(ops in proptest::collection::vec(op(), 1..40)) {
+        let dir = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+        run_ops(dir.path(), &ops).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// Closing and at once reopening, many times over, never finds the store
+/// still locked by the engine that was just closed.
+#[test]
+fn reopen_right_after_close() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    for i in 0..25 {
+        let engine = Engine::open(dir.path())?;
+        assert_eq!(engine.stats().last_seq, 3 * i);
+        engine.observe(&u1, NewObservation::new("s1", Role::User, format!("Turn {i}: 今天天气很好")))?;
+        let batch = (0..2).map(|j| NewMemory::new(format!("Fact {j} of round {i} about the weather"))).collect();
+        engine.remember_batch(&u1, batch)?;
+        engine.close()?;
+    }
+    Ok(())
+}
