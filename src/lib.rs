@@ -12,7 +12,10 @@
 //! replayable and erasure is provable by compaction.
 //!
 //! The main types: [`Engine`] (open with [`Engine::builder`]), [`Namespace`],
-//! [`NewMemory`], [`Memory`], [`Event`].
+//! [`NewMemory`], [`Memory`], [`Event`]. [`Engine::forget`] removes content
+//! from every read path at once; [`Engine::compact`] then removes its bytes
+//! from the disk and returns an [`ErasureReceipt`] from an independent scan
+//! of every file ([`verify_erasure`]).
 //!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
 //! general vector database, and not a server: it is a library with a CLI.
@@ -33,6 +36,7 @@
 #![warn(missing_docs)]
 
 mod engine;
+mod erase;
 mod error;
 mod event;
 mod log;
@@ -50,12 +54,16 @@ pub use engine::{
     AsOf, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation, OpenReport,
     Progress, ProgressFn, Remembered, Stats, View, DEFAULT_MAX_CONTENT_BYTES,
 };
+pub use erase::{
+    verify_erasure, CompactionFigures, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch, ScanReport,
+    ScannedFile,
+};
 pub use error::{Error, Result};
 pub use event::{
     decode_record, encode_record, Accessed, Event, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
     SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
 };
-pub use log::{fnv1a64, CachedVector, LogStore, SledStore};
+pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
 pub use projection::{EventCounts, Memory, Observation};
 pub use recall::{estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, Weights};
 pub use types::*;

@@ -1,5 +1,6 @@
 //! The front door: [`Engine`], cheap to clone and shareable across threads.
 
+mod compact;
 mod config;
 mod input;
 mod open;

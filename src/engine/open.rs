@@ -29,6 +29,12 @@ pub struct OpenReport {
     pub previous_model: Option<String>,
     /// Generation of the data directory in use.
     pub generation: u64,
+    /// Forgotten memories and observations whose payload the log still
+    /// holds (erased by the next [`Engine::compact`]).
+    pub pending_erasure: u64,
+    /// The receipt of a compaction that an earlier process started and did
+    /// not finish, run again by this open.
+    pub erasure: Option<crate::ErasureReceipt>,
 }
 
 const META_FORMAT: &str = "format_version";
@@ -76,6 +82,14 @@ impl Engine {
             poisoned: Mutex::new(None),
             model_id,
         });
+        let dir = Arc::new(Mutex::new(dir));
+        // A compaction that did not finish is finished before anything else.
+        let interrupted = dir.lock().compaction_marked();
+        if interrupted {
+            report.erasure = Some(crate::erase::compact::run(&shared, &dir, cfg.cache_bytes)?);
+            report.generation = dir.lock().current_generation();
+        }
+        report.pending_erasure = shared.state.read().pending_erasure();
         let (tx, rx) = crossbeam_channel::bounded(cfg.queue_capacity);
         let handle = writer::spawn(
             shared.clone(),
@@ -90,7 +104,7 @@ impl Engine {
                 cfg,
                 embedder,
                 dedup_threshold,
-                dir: Arc::new(Mutex::new(dir)),
+                dir,
                 open_report: report,
             }),
         })

@@ -57,6 +57,9 @@ pub struct Stats {
     pub hnsw_namespaces: usize,
     /// Estimated bytes held by the vector and lexical indexes.
     pub index_bytes: usize,
+    /// Forgotten memories and observations whose payload is still in the
+    /// log's files: [`Engine::compact`] erases them.
+    pub pending_erasure: u64,
     /// Bytes of the store on disk, as sled reports them.
     pub disk_bytes: Option<u64>,
     /// Active embedder's model id.
@@ -258,6 +261,7 @@ impl Engine {
             vectors: 0,
             hnsw_namespaces: 0,
             index_bytes: 0,
+            pending_erasure: state.pending_erasure(),
             disk_bytes: self.shared().store().size_on_disk(),
             model_id: self.embedder().model_id().to_string(),
             dim: self.embedder().dim(),

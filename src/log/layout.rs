@@ -5,10 +5,13 @@
 //! DATA/LOCK         held (flock) for as long as an engine has the store open
 //! DATA/CURRENT      "gen-000001\n": the live generation; replaced by rename
 //! DATA/gen-000001/  the sled database of that generation
+//! DATA/COMPACTING   present (fsynced) while a compaction is under way
 //! ```
-//! Compaction writes `gen-N+1`, fsyncs it, renames a new `CURRENT` into place
-//! and deletes the old generation. On open, any generation that `CURRENT`
-//! does not name is a leftover of an interrupted compaction and is deleted.
+//! Compaction writes `COMPACTING`, then `gen-N+1`, fsyncs it, renames a new
+//! `CURRENT` into place, deletes the old generation and removes
+//! `COMPACTING`. On open, any generation that `CURRENT` does not name is a
+//! leftover of an interrupted compaction and is deleted; a remaining
+//! `COMPACTING` tells the engine to run the compaction again.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -26,6 +29,7 @@ pub(crate) struct DataDir {
 
 const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
+const COMPACTING: &str = "COMPACTING";
 
 pub(crate) fn gen_name(n: u64) -> String {
     format!("gen-{n:06}")
@@ -99,6 +103,48 @@ impl DataDir {
         write_current(&self.root, n)?;
         self.current = n;
         Ok(())
+    }
+
+    /// The generation `CURRENT` names on disk now (after a failed switch,
+    /// this tells whether the rename happened).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `CURRENT` cannot be read.
+    pub(crate) fn current_on_disk(&self) -> Result<Option<u64>> {
+        Ok(parse_gen(fs::read_to_string(self.root.join(CURRENT))?.trim()))
+    }
+
+    /// True when `COMPACTING` exists: a compaction started and did not finish.
+    pub(crate) fn compaction_marked(&self) -> bool {
+        self.root.join(COMPACTING).exists()
+    }
+
+    /// Durably records that a compaction from generation `from` to `to` has
+    /// started (write, fsync the file, fsync the directory), before anything
+    /// of generation `to` exists.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the marker cannot be written or synced.
+    pub(crate) fn mark_compaction(&self, from: u64, to: u64) -> Result<()> {
+        {
+            let mut f = File::create(self.root.join(COMPACTING))?;
+            f.write_all(format!("{} -> {}\n", gen_name(from), gen_name(to)).as_bytes())?;
+            f.sync_all()?;
+        }
+        sync_dir(&self.root)
+    }
+
+    /// Removes `COMPACTING` (and fsyncs the directory): the compaction is done.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the marker cannot be removed.
+    pub(crate) fn clear_compaction_mark(&self) -> Result<()> {
+        match fs::remove_file(self.root.join(COMPACTING)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::Io(e)),
+        }
+        sync_dir(&self.root)
     }
 
     /// Deletes every `gen-*` directory except the live one, and temp files.

@@ -5,7 +5,7 @@
 mod layout;
 mod sled_store;
 
-pub(crate) use layout::DataDir;
+pub(crate) use layout::{sync_dir, DataDir};
 pub use sled_store::SledStore;
 
 use crate::error::Result;
@@ -22,6 +22,21 @@ pub struct CachedVector {
     /// The vector (dimension of the model that produced it).
     pub vector: Vec<f32>,
 }
+
+/// One entry of the vector cache as stored, for copying the cache between
+/// generations: the memory, the FNV-1a 64 of the model id, the vector.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VectorEntry {
+    /// The memory the vector embeds.
+    pub id: MemoryId,
+    /// [`fnv1a64`] of the model id that produced it.
+    pub model_hash: u64,
+    /// The cached vector.
+    pub cached: CachedVector,
+}
+
+/// A vector-cache iterator, in key order (memory id, then model hash).
+pub type VectorIter<'a> = Box<dyn Iterator<Item = Result<VectorEntry>> + 'a>;
 
 /// Storage for the event log and its derived caches.
 ///
@@ -75,6 +90,22 @@ pub trait LogStore: Send + Sync {
     /// # Errors
     /// Backend errors.
     fn remove_vectors(&self, ids: &[MemoryId]) -> Result<()>;
+
+    /// Every well-formed entry of the vector cache, every model (malformed
+    /// entries are skipped: caches are rebuilt, never trusted).
+    fn vector_entries(&self) -> VectorIter<'_>;
+
+    /// Stores vector-cache entries as they are (used by compaction).
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn put_vector_entries(&self, entries: &[VectorEntry]) -> Result<()>;
+
+    /// Every metadata entry, in key order.
+    ///
+    /// # Errors
+    /// Backend errors; [`crate::Error::Corrupted`] for a key that is not UTF-8.
+    fn meta_entries(&self) -> Result<Vec<(String, Vec<u8>)>>;
 
     /// Reads a metadata value.
     ///

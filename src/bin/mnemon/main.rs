@@ -62,6 +62,12 @@ pub enum Cmd {
     Context(commands::ContextArgs),
     /// Forget memories or observations.
     Forget(commands::ForgetArgs),
+    /// Erase forgotten content from disk: rewrite the store without it, then
+    /// scan every file for it and print the receipt (exit status 3 if any
+    /// trace was found).
+    Compact,
+    /// Search every file of the store for texts (exit status 3 if found).
+    VerifyErasure(commands::VerifyErasureArgs),
     /// Store-wide statistics.
     Stats,
     /// Install or inspect embedding models.
@@ -74,7 +80,7 @@ pub enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match commands::dispatch(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             if cli.json {
                 eprintln!("{}", serde_json::json!({ "error": e.to_string() }));

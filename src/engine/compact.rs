@@ -1,0 +1,110 @@
+//! Compaction and erasure verification on an open engine.
+
+use chrono::Utc;
+
+use crate::engine::Engine;
+use crate::erase::compact::{self, surviving_strings};
+use crate::erase::{verify_erasure, ErasurePatterns, ErasureReceipt, MIN_TEXT_BYTES};
+use crate::error::{Error, Result};
+use crate::writer::Command;
+
+impl Engine {
+    /// Makes forgetting physical: rewrites the store into a new generation
+    /// without the payloads of forgotten memories and observations (each
+    /// becomes a content-free tombstone under the same `Seq`) and without
+    /// their cached vectors, switches to it atomically, deletes the old
+    /// generation, then scans every file under the data directory for the
+    /// erased content and returns the receipt.
+    ///
+    /// Writes issued meanwhile wait until it finishes; reads keep working.
+    /// A crash at any step leaves the old or the new generation usable, and
+    /// the next open finishes the compaction (its receipt is then in
+    /// [`crate::OpenReport::erasure`]); `docs/FORMAT.md` gives the steps.
+    ///
+    /// The receipt covers the files under the data directory only: blocks
+    /// an SSD or file system keeps after deletion, snapshots, backups and
+    /// copies sent elsewhere (such as to an LLM provider) are out of reach.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] if a write failed earlier (or the switch could not
+    /// be made durable); [`Error::Closed`]; [`Error::Io`] /
+    /// [`Error::Storage`] when the disk refuses; [`Error::Corrupted`] for a
+    /// record that does not decode.
+    ///
+    /// ```
+    /// # fn main() -> mnemon::Result<()> {
+    /// use mnemon::{Engine, ForgetRequest, Namespace, NewMemory};
+    /// let dir = tempfile::tempdir()?;
+    /// let engine = Engine::open(dir.path())?;
+    /// let ns = Namespace::new("u1")?;
+    /// let r = engine.remember(&ns, NewMemory::new("My locker code is 4711-2093-8812"))?;
+    /// engine.forget(&ns, ForgetRequest::Memory(r.id), "user request")?;
+    /// let receipt = engine.compact()?;
+    /// assert!(receipt.verified);
+    /// assert_eq!(receipt.forgotten_memories, vec![r.id]);
+    /// # Ok(()) }
+    /// ```
+    pub fn compact(&self) -> Result<ErasureReceipt> {
+        if let Some(msg) = self.shared().poison_message() {
+            return Err(Error::Poisoned(msg));
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let dir = self.inner.dir.clone();
+        let cache_bytes = self.inner.cfg.cache_bytes;
+        self.send(Command::Exclusive {
+            f: Box::new(move |ctx| {
+                let _ = tx.send(compact::run(ctx.shared, &dir, cache_bytes));
+            }),
+        })?;
+        match rx.recv() {
+            Ok(r) => r,
+            Err(_) => Err(self.shared().poison_message().map_or(Error::Closed, Error::Poisoned)),
+        }
+    }
+
+    /// Searches every file under the data directory for `texts` (each whole,
+    /// and in 32-byte windows for texts longer than 32 bytes; windows that
+    /// also occur in surviving content are not searched, whole texts always
+    /// are). For auditors: `verified` is true when none was found. Works
+    /// with the store open; writes are not held up.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty list or a text shorter than 8
+    /// bytes (too short to be evidence); [`Error::Io`] when a file cannot be
+    /// read.
+    pub fn verify_erasure_text(&self, texts: &[&str]) -> Result<ErasureReceipt> {
+        if texts.is_empty() {
+            return Err(Error::invalid("texts", "name at least one text"));
+        }
+        let mut patterns = ErasurePatterns::new();
+        for t in texts {
+            if t.len() < MIN_TEXT_BYTES {
+                return Err(Error::invalid("texts", format!("{} bytes; at least {MIN_TEXT_BYTES} needed", t.len())));
+            }
+            patterns.add_text(t);
+        }
+        let last_seq = {
+            let state = self.shared().state.read();
+            patterns.exclude_windows_found_in(surviving_strings(&state));
+            state.visible
+        };
+        let (root, generation) = {
+            let d = self.inner.dir.lock();
+            (d.root().to_path_buf(), d.current_generation())
+        };
+        let scan = verify_erasure(&root, &patterns)?;
+        Ok(ErasureReceipt {
+            at: Utc::now(),
+            generation,
+            last_seq,
+            forgotten_memories: Vec::new(),
+            forgotten_observations: Vec::new(),
+            compaction: None,
+            patterns_excluded_shared: patterns.excluded_shared(),
+            patterns_low_information: patterns.low_information(),
+            texts_too_short: patterns.too_short(),
+            verified: scan.is_clean(),
+            scan,
+        })
+    }
+}

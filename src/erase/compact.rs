@@ -1,0 +1,387 @@
+//! Compaction: rewrite the live generation into a fresh directory without
+//! forgotten payloads, switch to it atomically, delete the old one, then
+//! verify with the independent scanner.
+//!
+//! Steps, and what a crash after each leaves (see the module docs of
+//! [`crate::erase`] for the recovery rule):
+//!
+//! 1. write and fsync `COMPACTING`;
+//! 2. copy every event record of `gen-N` into `gen-N+1`: surviving records
+//!    byte for byte, forgotten `Observed`/`Extracted` payloads as a
+//!    `Tombstone` under the same `Seq`, time and namespace; copy the cached
+//!    vectors of surviving memories and all metadata (crash point `copy`);
+//! 3. flush sled, fsync every file, then every directory (crash point
+//!    `fsync` between the two);
+//! 4. rename a new `CURRENT` into place (crash point `switch` after it);
+//! 5. swap the engine's store, wait until no reader holds the old one, and
+//!    delete `gen-N` file by file (crash point `delete` after the first);
+//! 6. remove `COMPACTING`;
+//! 7. scan every file under the data directory for the erased content.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use parking_lot::Mutex;
+
+use crate::erase::crash_point;
+use crate::erase::receipt::{CompactionFigures, ErasureReceipt};
+use crate::erase::verify::{verify_erasure, ErasurePatterns};
+use crate::error::{Error, Result};
+use crate::event::{decode_record, encode_record, EventBody, Tombstone};
+use crate::log::{sync_dir, DataDir, LogStore, SledStore};
+use crate::projection::State;
+use crate::types::{MemoryId, ObservationId, Seq};
+use crate::writer::Shared;
+
+/// Records per append batch while copying.
+const COPY_BATCH: usize = 4096;
+/// Vector-cache entries per batch while copying.
+const VECTOR_BATCH: usize = 1024;
+/// How long to wait for readers to let go of the old store before deleting
+/// its files anyway (on Unix, open handles keep reading deleted files).
+const RELEASE_WAIT: Duration = Duration::from_secs(30);
+
+/// What the copy took out of the old generation: the erased content (kept
+/// in memory only, for the verification scan) and the erased ids.
+#[derive(Default)]
+struct Harvest {
+    texts: Vec<String>,
+    vectors: Vec<Vec<f32>>,
+    memories: Vec<MemoryId>,
+    observations: Vec<ObservationId>,
+    events_copied: u64,
+    vectors_dropped: u64,
+}
+
+/// Runs a whole compaction. The caller guarantees exclusive access to the
+/// store: the writer thread (inside `Command::Exclusive`) or `open` before
+/// the writer starts. Readers keep working throughout; projections do not
+/// change (only the event counts, which now see tombstones).
+///
+/// # Errors
+/// [`Error::Poisoned`] when the engine is poisoned; [`Error::Io`] /
+/// [`Error::Storage`] / [`Error::Corrupted`] from any step. A failure before
+/// the switch leaves the old generation live and removes the new one; a
+/// failure to make the switch durable poisons the engine; a failure after
+/// the switch leaves `COMPACTING` behind, so the next open compacts again.
+pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Result<ErasureReceipt> {
+    let started = Instant::now();
+    if let Some(msg) = shared.poison_message() {
+        return Err(Error::Poisoned(msg));
+    }
+    let (root, old_gen) = {
+        let d = dir.lock();
+        (d.root().to_path_buf(), d.current_generation())
+    };
+    let new_gen = old_gen + 1;
+    let (old_path, new_path) = {
+        let d = dir.lock();
+        (d.generation_path(old_gen), d.generation_path(new_gen))
+    };
+    let (last_seq, forgotten_m, forgotten_o) = forgotten_ids(&shared.state.read());
+    let old = shared.store();
+    let bytes_before = tree_bytes(&old_path);
+
+    dir.lock().mark_compaction(old_gen, new_gen)?;
+    let (new_store, harvest) = match write_generation(old.as_ref(), &new_path, cache_bytes, last_seq, &forgotten_m, &forgotten_o) {
+        Ok(x) => x,
+        Err(e) => {
+            if fs::remove_dir_all(&new_path).is_ok() {
+                let _ = dir.lock().clear_compaction_mark();
+            }
+            return Err(e);
+        }
+    };
+    let bytes_after = tree_bytes(&new_path);
+
+    // The switch. After the rename, the new generation is the store, so a
+    // failure that leaves the rename's durability unknown must stop writes.
+    let switched = dir.lock().switch_to(new_gen);
+    if let Err(e) = switched {
+        let on_disk = dir.lock().current_on_disk().ok().flatten();
+        if on_disk != Some(new_gen) {
+            drop(new_store);
+            if fs::remove_dir_all(&new_path).is_ok() {
+                let _ = dir.lock().clear_compaction_mark();
+            }
+            return Err(e);
+        }
+        poison(shared, &format!("compaction could not make the switch to {} durable: {e}", new_path.display()));
+        *shared.store.write() = Arc::new(new_store);
+        return Err(e);
+    }
+    crash_point("switch");
+    let replaced = std::mem::replace(&mut *shared.store.write(), Arc::new(new_store));
+    drop(replaced);
+    shared.state.write().note_tombstones(harvest.observations.len() as u64, harvest.memories.len() as u64);
+    release(old);
+    delete_generation(&old_path)?;
+    sync_dir(&root)?;
+    dir.lock().clear_compaction_mark()?;
+    let compact_ms = millis(started.elapsed());
+
+    // Verification: patterns from the erased payloads, minus what surviving
+    // content legitimately holds, searched in every file.
+    let verify_started = Instant::now();
+    let mut patterns = ErasurePatterns::new();
+    for t in &harvest.texts {
+        patterns.add_text(t);
+    }
+    for v in &harvest.vectors {
+        patterns.add_vector(v);
+    }
+    drop(harvest.texts);
+    drop(harvest.vectors);
+    if !patterns.is_empty() {
+        patterns.exclude_found_in(surviving_strings(&shared.state.read()));
+        let store = shared.store();
+        patterns.exclude_found_in(
+            store
+                .vector_entries()
+                .filter_map(|r| r.ok())
+                .map(|e| e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
+        );
+    }
+    let scan = verify_erasure(&root, &patterns)?;
+    let verify_ms = millis(verify_started.elapsed());
+    Ok(ErasureReceipt {
+        at: Utc::now(),
+        generation: new_gen,
+        last_seq,
+        forgotten_memories: harvest.memories,
+        forgotten_observations: harvest.observations,
+        compaction: Some(CompactionFigures {
+            previous_generation: old_gen,
+            events_copied: harvest.events_copied,
+            vectors_dropped: harvest.vectors_dropped,
+            bytes_before,
+            bytes_after,
+            compact_ms,
+            verify_ms,
+        }),
+        patterns_excluded_shared: patterns.excluded_shared(),
+        patterns_low_information: patterns.low_information(),
+        texts_too_short: patterns.too_short(),
+        verified: scan.is_clean(),
+        scan,
+    })
+}
+
+/// Every string field of surviving memories and observations: the content
+/// that legitimately stays on disk.
+pub(crate) fn surviving_strings(state: &State) -> impl Iterator<Item = &[u8]> + '_ {
+    state.namespaces.values().flat_map(|st| {
+        let mems = st.memories.values().flat_map(|m| {
+            [Some(m.content.as_str()), m.key.as_deref(), m.session.as_deref(), m.source_ref.as_deref()]
+                .into_iter()
+                .flatten()
+                .chain(m.entities.iter().map(String::as_str))
+                .map(str::as_bytes)
+        });
+        let obs = st.observations.values().flat_map(|o| {
+            [Some(o.text.as_str()), Some(o.session.as_str()), o.source.as_deref()]
+                .into_iter()
+                .flatten()
+                .map(str::as_bytes)
+        });
+        mems.chain(obs)
+    })
+}
+
+fn forgotten_ids(state: &State) -> (Seq, HashSet<u64>, HashSet<u64>) {
+    let mut m = HashSet::new();
+    let mut o = HashSet::new();
+    for st in state.namespaces.values() {
+        m.extend(st.forgotten_memories.iter().map(|i| i.0));
+        o.extend(st.forgotten_observations.iter().map(|i| i.0));
+    }
+    (state.visible, m, o)
+}
+
+/// Steps 2 and 3: the new generation, complete and durable.
+fn write_generation(
+    old: &dyn LogStore,
+    new_path: &Path,
+    cache_bytes: u64,
+    last_seq: Seq,
+    forgotten_m: &HashSet<u64>,
+    forgotten_o: &HashSet<u64>,
+) -> Result<(SledStore, Harvest)> {
+    if new_path.exists() {
+        fs::remove_dir_all(new_path)?;
+    }
+    let new = SledStore::open(new_path, cache_bytes)?;
+    let mut h = Harvest::default();
+
+    let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(COPY_BATCH);
+    for r in old.scan(1, last_seq) {
+        let (seq, bytes) = r?;
+        h.events_copied += 1;
+        if seq != h.events_copied {
+            return Err(Error::Corrupted { seq: h.events_copied, reason: format!("log has a gap: next record is seq {seq}") });
+        }
+        let record = if forgotten_m.contains(&seq) || forgotten_o.contains(&seq) {
+            erase_payload(seq, bytes, &mut h)?
+        } else {
+            bytes
+        };
+        batch.push((seq, record));
+        if batch.len() >= COPY_BATCH {
+            new.append(&batch)?;
+            batch.clear();
+        }
+    }
+    if h.events_copied != last_seq {
+        return Err(Error::Corrupted { seq: h.events_copied + 1, reason: format!("log ends before seq {last_seq}") });
+    }
+    if !batch.is_empty() {
+        new.append(&batch)?;
+    }
+    crash_point("copy");
+
+    let mut vbatch = Vec::with_capacity(VECTOR_BATCH);
+    for e in old.vector_entries() {
+        let e = e?;
+        if forgotten_m.contains(&e.id.0) {
+            h.vectors_dropped += 1;
+            h.vectors.push(e.cached.vector);
+            continue;
+        }
+        vbatch.push(e);
+        if vbatch.len() >= VECTOR_BATCH {
+            new.put_vector_entries(&vbatch)?;
+            vbatch.clear();
+        }
+    }
+    if !vbatch.is_empty() {
+        new.put_vector_entries(&vbatch)?;
+    }
+    for (k, v) in old.meta_entries()? {
+        new.meta_put(&k, &v)?;
+    }
+
+    new.flush()?;
+    sync_files(new_path)?;
+    crash_point("fsync");
+    sync_dirs(new_path)?;
+    if let Some(parent) = new_path.parent() {
+        sync_dir(parent)?;
+    }
+    Ok((new, h))
+}
+
+/// Replaces a forgotten `Observed`/`Extracted` payload by a tombstone,
+/// keeping `Seq`, time and namespace; keeps its content for the scan. Any
+/// other record (already a tombstone) is kept as it is.
+fn erase_payload(seq: Seq, bytes: Vec<u8>, h: &mut Harvest) -> Result<Vec<u8>> {
+    let mut ev = decode_record(seq, &bytes)?;
+    let was = match std::mem::replace(&mut ev.body, EventBody::Tombstone(Tombstone { was: String::new() })) {
+        EventBody::Observed(o) => {
+            h.texts.push(o.text);
+            h.observations.push(ObservationId(seq));
+            "observed"
+        }
+        EventBody::Extracted(x) => {
+            h.texts.push(x.content);
+            h.memories.push(MemoryId(seq));
+            "extracted"
+        }
+        _ => return Ok(bytes),
+    };
+    ev.body = EventBody::Tombstone(Tombstone { was: was.to_string() });
+    encode_record(&ev)
+}
+
+/// Fsyncs every regular file under `dir`.
+fn sync_files(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let ft = entry.file_type()?;
+        if ft.is_dir() {
+            sync_files(&entry.path())?;
+        } else if ft.is_file() {
+            fs::File::open(entry.path())?.sync_all()?;
+        }
+    }
+    Ok(())
+}
+
+/// Fsyncs `dir` and every directory below it (children first).
+fn sync_dirs(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            sync_dirs(&entry.path())?;
+        }
+    }
+    sync_dir(dir)
+}
+
+/// Waits (bounded) until the caller holds the only reference to the old
+/// store, then drops it, which flushes and closes sled's files.
+fn release(old: Arc<dyn LogStore>) {
+    let deadline = Instant::now() + RELEASE_WAIT;
+    while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(old);
+}
+
+/// Deletes a generation directory, file by file, then the directory.
+fn delete_generation(path: &Path) -> Result<()> {
+    let mut first = true;
+    delete_files(path, &mut first)?;
+    match fs::remove_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::Io(e)),
+    }
+}
+
+fn delete_files(dir: &Path, first: &mut bool) -> Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::Io(e)),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            delete_files(&entry.path(), first)?;
+        } else {
+            fs::remove_file(entry.path())?;
+            if std::mem::take(first) {
+                crash_point("delete");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Total bytes of the regular files under `dir` (0 when unreadable).
+fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+fn poison(shared: &Shared, msg: &str) {
+    let mut p = shared.poisoned.lock();
+    if p.is_none() {
+        *p = Some(msg.to_string());
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

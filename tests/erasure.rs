@@ -1,0 +1,516 @@
+//! Erasure: forgotten content leaves every read path at once (C03), never
+//! touches another namespace (C04), and leaves the disk at compaction (C05),
+//! with a receipt that says so; surviving data is unchanged by compaction.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mnemon::embed::EmbedKind;
+use mnemon::{
+    DedupMode, Engine, Error, ErasurePatterns, ForgetRequest, ListOptions, Memory, MemoryId, Namespace, NewMemory,
+    NewObservation, ObservationId, RecallOptions, Role,
+};
+use proptest::prelude::*;
+use rand::distributions::Alphanumeric;
+use rand::Rng;
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn ns(name: &str) -> Namespace {
+    Namespace::new(name).unwrap()
+}
+
+fn mem(text: &str) -> NewMemory {
+    NewMemory::new(text).dedup(DedupMode::Off)
+}
+
+fn all_memories(e: &Engine, n: &Namespace) -> Vec<Memory> {
+    e.list(n, &ListOptions { include_superseded: true, include_quarantined: true, ..ListOptions::default() })
+}
+
+/// Every regular file under `dir`, recursively (the test's own walk).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_file() {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+/// Files under `dir` whose bytes contain `needle` (plain search, no library code).
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| std::fs::read(p).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false))
+        .collect()
+}
+
+fn alnum_canary() -> String {
+    rand::thread_rng().sample_iter(&Alphanumeric).take(32).map(char::from).collect()
+}
+
+/// 32 characters drawn from the whole Unicode range (multi-byte UTF-8).
+fn unicode_canary() -> String {
+    let mut rng = rand::thread_rng();
+    let mut s = String::new();
+    while s.chars().count() < 32 {
+        if let Some(c) = char::from_u32(rng.gen_range(0x00A1..0x0002_FFFF)) {
+            if !c.is_control() && !c.is_whitespace() {
+                s.push(c);
+            }
+        }
+    }
+    s
+}
+
+/// The vector the engine caches for `content`, as little-endian bytes.
+fn vector_bytes(e: &Engine, content: &str) -> Vec<u8> {
+    let mut v = e.embedder().embed(&[content], EmbedKind::Passage).unwrap().pop().unwrap();
+    mnemon::embed::normalize(&mut v);
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// Asserts `text` is gone from every read path of `ns`.
+fn assert_gone(e: &Engine, n: &Namespace, text: &str, id: Option<MemoryId>) {
+    assert!(all_memories(e, n).iter().all(|m| m.content != text), "list shows {text:?}");
+    assert!(e.observations(n, None).iter().all(|o| o.text != text), "observations show {text:?}");
+    let events = serde_json::to_string(&e.events(n, 1, u64::MAX).unwrap()).unwrap();
+    let escaped = serde_json::to_string(text).unwrap();
+    assert!(!events.contains(&escaped[1..escaped.len() - 1]), "events show {text:?}");
+    let opts = RecallOptions { record_access: false, ..RecallOptions::default() };
+    let hits = e.recall(n, text, &opts).unwrap();
+    assert!(hits.iter().all(|h| h.memory.content != text), "recall returns {text:?}");
+    let hits = e.recall(n, text, &RecallOptions::default()).unwrap();
+    assert!(hits.iter().all(|h| h.memory.content != text), "recall returns {text:?}");
+    if let Some(id) = id {
+        assert!(matches!(e.get(n, id), Err(Error::NotFound { .. })));
+        assert!(matches!(e.history(n, id), Err(Error::NotFound { .. })));
+        for m in all_memories(e, n) {
+            for h in e.history(n, m.id).unwrap() {
+                assert_ne!(h.content, text, "history shows {text:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn c03_forgotten_never_found_on_any_read_path() -> R {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let texts = [
+        "I drink green tea every morning",
+        "My passport number is K4471-0093-XZ and it expires in 2031",
+        "I work at a bakery in Lisbon",
+    ];
+    let mut ids = Vec::new();
+    {
+        let e = Engine::open(dir.path())?;
+        for t in texts {
+            ids.push(e.remember(&u1, mem(t))?.id);
+        }
+        let out = e.forget(&u1, ForgetRequest::Memory(ids[1]), "user request")?;
+        assert_eq!(out.memory_ids, vec![ids[1]]);
+        assert_gone(&e, &u1, texts[1], Some(ids[1]));
+        for i in [0, 2] {
+            assert_eq!(e.get(&u1, ids[i])?.content, texts[i]);
+        }
+        e.close()?;
+    }
+    let e = Engine::open(dir.path())?;
+    assert_gone(&e, &u1, texts[1], Some(ids[1]));
+    e.compact()?;
+    assert_gone(&e, &u1, texts[1], Some(ids[1]));
+    e.close()?;
+    let e = Engine::open(dir.path())?;
+    assert_gone(&e, &u1, texts[1], Some(ids[1]));
+    assert_eq!(all_memories(&e, &u1).len(), 2);
+    Ok(())
+}
+
+#[test]
+fn c04_forgetting_one_user_leaves_another_untouched() -> R {
+    let dir = tempfile::tempdir()?;
+    let (u1, u2) = (ns("u1"), ns("u2"));
+    let e = Engine::open(dir.path())?;
+    for i in 0..50 {
+        // Same texts in both namespaces: erasing u1's copies must not touch u2's.
+        let t = format!("memory number {i}: the user mentioned topic {}", i * 7919);
+        e.remember(&u1, mem(&t))?;
+        e.remember(&u2, mem(&t))?;
+    }
+    let before = all_memories(&e, &u2);
+    let events_before = e.events(&u2, 1, u64::MAX)?;
+    assert_eq!(before.len(), 50);
+    let out = e.forget(&u1, ForgetRequest::All, "account deleted")?;
+    assert_eq!(out.memories, 50);
+    assert!(all_memories(&e, &u1).is_empty());
+    assert_eq!(all_memories(&e, &u2), before);
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    assert_eq!(receipt.forgotten_memories.len(), 50);
+    assert_eq!(all_memories(&e, &u2), before);
+    assert_eq!(e.events(&u2, 1, u64::MAX)?, events_before);
+    e.close()?;
+    let e = Engine::open(dir.path())?;
+    assert_eq!(all_memories(&e, &u2), before);
+    assert_eq!(e.events(&u2, 1, u64::MAX)?, events_before);
+    assert!(all_memories(&e, &u1).is_empty());
+    Ok(())
+}
+
+#[test]
+fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
+    let dir = tempfile::tempdir()?;
+    let (u1, u2) = (ns("u1"), ns("u2"));
+    let (a, b) = (alnum_canary(), unicode_canary());
+    let e = Engine::open(dir.path())?;
+    e.remember(&u2, mem("An unrelated memory of another user about sailing"))?;
+    let obs = e.observe(&u1, NewObservation::new("s1", Role::User, format!("my bank pin note: {a} {b}")))?;
+    let content = format!("User's recovery phrase is {a} / {b}");
+    let m = e.remember(&u1, mem(&content))?;
+    let keep = e.remember(&u1, mem("The user prefers window seats on long flights"))?;
+    let vbytes = vector_bytes(&e, &content);
+
+    // Sanity: the test's own scan sees the canaries and the vector on disk.
+    assert!(!files_containing(dir.path(), a.as_bytes()).is_empty());
+    assert!(!files_containing(dir.path(), b.as_bytes()).is_empty());
+    assert!(!files_containing(dir.path(), &vbytes).is_empty());
+
+    e.forget(&u1, ForgetRequest::Memory(m.id), "user request")?;
+    e.forget(&u1, ForgetRequest::Observation(obs), "user request")?;
+    // Forgetting alone does not remove bytes; the scanner must see them.
+    assert!(!files_containing(dir.path(), a.as_bytes()).is_empty());
+    let before = e.verify_erasure_text(&[&a, &b])?;
+    assert!(!before.verified && before.scan.matches_total > 0, "{before}");
+    assert_eq!(e.stats().pending_erasure, 2);
+
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    assert_eq!(receipt.scan.matches_total, 0);
+    assert!(receipt.scan.matches.is_empty());
+    assert_eq!(receipt.forgotten_memories, vec![m.id]);
+    assert_eq!(receipt.forgotten_observations, vec![obs]);
+    assert!(receipt.scan.patterns >= 4, "{receipt}");
+    assert!(!receipt.scan.files.is_empty());
+    assert_eq!(receipt.scan.files.iter().map(|f| f.len).sum::<u64>(), receipt.scan.bytes_scanned);
+    assert!(receipt.scan.files.iter().all(|f| f.sha256.len() == 64));
+    assert!(receipt.scan.files.iter().any(|f| f.path == "CURRENT"));
+    assert_eq!(receipt.generation, 2);
+    assert_eq!(receipt.last_seq, e.stats().last_seq);
+    let c = receipt.compaction.as_ref().unwrap();
+    assert_eq!(c.vectors_dropped, 1);
+    assert_eq!(e.stats().pending_erasure, 0);
+    let json = serde_json::to_value(&receipt)?;
+    assert_eq!(json["verified"], true);
+    assert_eq!(json["matches_total"], 0);
+
+    // The test's own scan: no file holds the canaries or the vector.
+    for needle in [a.as_bytes(), b.as_bytes(), &vbytes[..]] {
+        assert_eq!(files_containing(dir.path(), needle), Vec::<PathBuf>::new());
+    }
+    assert!(!std::fs::exists(dir.path().join("gen-000001"))?);
+    assert!(!std::fs::exists(dir.path().join("COMPACTING"))?);
+    assert!(e.verify_erasure_text(&[&a, &b])?.verified);
+    assert_eq!(e.get(&u1, keep.id)?.content, "The user prefers window seats on long flights");
+    let tombstones: Vec<_> = e
+        .events(&u1, 1, u64::MAX)?
+        .into_iter()
+        .filter(|ev| matches!(ev.body, mnemon::EventBody::Tombstone(_)))
+        .map(|ev| ev.seq)
+        .collect();
+    assert_eq!(tombstones, vec![obs.0, m.id.0]);
+    e.close()?;
+
+    // The free scanner on the closed store.
+    let mut p = ErasurePatterns::new();
+    p.add_text(&a);
+    p.add_text(&b);
+    let scan = mnemon::verify_erasure(dir.path(), &p)?;
+    assert!(scan.is_clean() && scan.patterns > 2, "{scan:?}");
+    let e = Engine::open(dir.path())?;
+    assert_gone(&e, &u1, &content, Some(m.id));
+    assert_eq!(e.open_report().pending_erasure, 0);
+    assert_eq!(e.open_report().erasure, None);
+    Ok(())
+}
+
+/// A workload with supersede chains, sessions, derived memories and
+/// identical texts in two namespaces, then forgets that leave surviving
+/// successors of forgotten versions.
+fn mixed_workload(e: &Engine) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+    let (u1, u2) = (ns("u1"), ns("u2"));
+    for n in [&u1, &u2] {
+        let o1 = e.observe(n, NewObservation::new("s1", Role::User, "I moved to Porto last spring, near the river"))?;
+        let o2 = e.observe(n, NewObservation::new("s2", Role::User, "Working as a nurse at the children's hospital now"))?;
+        e.remember(n, mem("The user lives in Porto near the river").key("user.city").session("s1").sources([o1]))?;
+        e.remember(n, mem("The user lives in Braga since the autumn").key("user.city").session("s2"))?;
+        e.remember(n, mem("The user works as a nurse at a children's hospital").session("s2").sources([o2]))?;
+        e.remember(n, mem("The user likes long walks with the dog Nico").key("user.hobby"))?;
+        e.remember(n, mem("The user now prefers cycling over walking").key("user.hobby"))?;
+    }
+    e.forget(&u1, ForgetRequest::Session("s1".into()), "session deleted")?;
+    let o2 = e.observations(&u1, Some("s2"))[0].id;
+    e.forget(&u1, ForgetRequest::Observation(o2), "user request")?;
+    let walk = all_memories(e, &u1).into_iter().find(|m| m.content.contains("Nico")).unwrap();
+    e.forget(&u1, ForgetRequest::Memory(walk.id), "user request")?;
+    Ok(vec![
+        "I moved to Porto last spring, near the river".into(),
+        "The user lives in Porto near the river".into(),
+        "Working as a nurse at the children's hospital now".into(),
+        "The user works as a nurse at a children's hospital".into(),
+        "The user likes long walks with the dog Nico".into(),
+        "The user now prefers cycling over walking".into(),
+    ])
+}
+
+fn snapshot(e: &Engine) -> (String, BTreeMap<String, Vec<Memory>>) {
+    let mut lists = BTreeMap::new();
+    for n in ["u1", "u2"] {
+        lists.insert(n.to_string(), all_memories(e, &ns(n)));
+    }
+    (e.digest(), lists)
+}
+
+#[test]
+fn compaction_keeps_surviving_data_intact() -> R {
+    let dir = tempfile::tempdir()?;
+    let e = Engine::open(dir.path())?;
+    let forgotten = mixed_workload(&e)?;
+    let u1 = ns("u1");
+    // "Braga" superseded the forgotten "Porto" version: it survives, linked.
+    let braga = all_memories(&e, &u1).into_iter().find(|m| m.content.contains("Braga")).unwrap();
+    assert!(braga.prev.is_some());
+    let before = snapshot(&e);
+    let stats_before = e.stats();
+    assert!(stats_before.pending_erasure >= 4);
+
+    let receipt = e.compact()?;
+    // u2 holds the same texts: shared content is excluded, not a false alarm.
+    assert!(receipt.verified, "{receipt}");
+    assert!(receipt.patterns_excluded_shared > 0);
+    assert_eq!(snapshot(&e), before);
+    let hist = e.history(&u1, braga.id)?;
+    assert_eq!(hist.len(), 1);
+    e.close()?;
+
+    let e = Engine::open(dir.path())?;
+    assert_eq!(snapshot(&e), before, "replaying the compacted log gives the same projections");
+    assert_eq!(e.stats().events, {
+        let mut c = stats_before.events.clone();
+        c.tombstones += stats_before.pending_erasure;
+        c.observed -= 2;
+        c.extracted -= stats_before.pending_erasure - 2;
+        c
+    });
+    // Compacting again is harmless and still verified.
+    let again = e.compact()?;
+    assert!(again.verified && again.forgotten_memories.is_empty());
+    assert_eq!(snapshot(&e), before);
+    assert_eq!(e.open_report().generation, 2);
+    assert_eq!(again.generation, 3);
+    e.close()?;
+    let e = Engine::open(dir.path())?;
+    assert_eq!(snapshot(&e), before);
+    for t in &forgotten {
+        assert_gone(&e, &u1, t, None);
+    }
+    Ok(())
+}
+
+#[test]
+fn writes_wait_and_reads_continue_during_compaction() -> R {
+    let dir = tempfile::tempdir()?;
+    let e = Engine::open(dir.path())?;
+    let (u1, u3) = (ns("u1"), ns("u3"));
+    let secret = format!("secret token {}", alnum_canary());
+    let id = e.remember(&u1, mem(&secret))?.id;
+    for i in 0..200 {
+        e.remember(&u1, mem(&format!("background memory {i} for a larger log")))?;
+    }
+    e.forget(&u1, ForgetRequest::Memory(id), "user request")?;
+    let acked = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3)
+            .map(|t| {
+                let e = e.clone();
+                let u3 = u3.clone();
+                s.spawn(move || {
+                    (0..40)
+                        .map(|i| {
+                            let text = format!("writer {t} item {i}");
+                            (e.remember(&u3, mem(&text)).unwrap().id, text)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let reader = {
+            let e = e.clone();
+            let u1 = u1.clone();
+            s.spawn(move || {
+                for _ in 0..50 {
+                    assert_eq!(all_memories(&e, &u1).len(), 200);
+                    e.events(&u1, 1, 50).unwrap();
+                }
+            })
+        };
+        let r1 = e.compact().unwrap();
+        let r2 = e.compact().unwrap();
+        assert!(r1.verified && r2.verified);
+        reader.join().unwrap();
+        writers.into_iter().flat_map(|w| w.join().unwrap()).collect::<Vec<_>>()
+    });
+    for (id, text) in &acked {
+        assert_eq!(&e.get(&u3, *id)?.content, text);
+    }
+    e.close()?;
+    let e = Engine::open(dir.path())?;
+    for (id, text) in &acked {
+        assert_eq!(&e.get(&u3, *id)?.content, text);
+    }
+    assert!(files_containing(dir.path(), secret.as_bytes()).is_empty());
+    Ok(())
+}
+
+#[test]
+fn verify_erasure_text_rejects_short_texts_and_finds_live_content() -> R {
+    let dir = tempfile::tempdir()?;
+    let e = Engine::open(dir.path())?;
+    let n = ns("u1");
+    let text = format!("still remembered {}", alnum_canary());
+    e.remember(&n, mem(&text))?;
+    assert!(matches!(e.verify_erasure_text(&["short"]), Err(Error::InvalidInput { .. })));
+    assert!(matches!(e.verify_erasure_text(&[]), Err(Error::InvalidInput { .. })));
+    let r = e.verify_erasure_text(&[&text])?;
+    assert!(!r.verified && r.scan.matches_total >= 1, "{r}");
+    assert!(r.compaction.is_none());
+    Ok(())
+}
+
+// ---- property: forgotten content never reappears ----
+
+#[derive(Clone, Debug)]
+enum Op {
+    Remember { ns: u8, session: u8 },
+    Observe { ns: u8, session: u8 },
+    ForgetMemory { pick: usize },
+    ForgetObservation { pick: usize },
+    ForgetSession { ns: u8, session: u8 },
+    Compact,
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0u8..2, 0u8..3).prop_map(|(ns, session)| Op::Remember { ns, session }),
+        3 => (0u8..2, 0u8..3).prop_map(|(ns, session)| Op::Observe { ns, session }),
+        2 => any::<usize>().prop_map(|pick| Op::ForgetMemory { pick }),
+        2 => any::<usize>().prop_map(|pick| Op::ForgetObservation { pick }),
+        1 => (0u8..2, 0u8..3).prop_map(|(ns, session)| Op::ForgetSession { ns, session }),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+struct Item {
+    ns: Namespace,
+    session: String,
+    text: String,
+    memory: Option<MemoryId>,
+    observation: Option<ObservationId>,
+}
+
+fn check_model(e: &Engine, alive: &[Item], gone: &[Item]) {
+    for g in gone {
+        assert_gone(e, &g.ns, &g.text, g.memory);
+    }
+    for a in alive {
+        if let Some(id) = a.memory {
+            assert_eq!(e.get(&a.ns, id).unwrap().content, a.text);
+        }
+        if let Some(id) = a.observation {
+            assert!(e.observations(&a.ns, None).iter().any(|o| o.id == id && o.text == a.text));
+        }
+    }
+}
+
+fn run_ops(ops: Vec<Op>, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut e = Some(Engine::open(dir.path()).unwrap());
+    let mut alive: Vec<Item> = Vec::new();
+    let mut gone: Vec<Item> = Vec::new();
+    let names = [ns("pa"), ns("pb")];
+    for (i, op) in ops.into_iter().enumerate() {
+        let eng = e.as_ref().unwrap();
+        let text = |kind: &str| format!("{kind} {i} marker q{:016x}", seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        match op {
+            Op::Remember { ns, session } => {
+                let (n, s, t) = (names[usize::from(ns)].clone(), format!("s{session}"), text("memory"));
+                let id = eng.remember(&n, mem(&t).session(s.clone())).unwrap().id;
+                alive.push(Item { ns: n, session: s, text: t, memory: Some(id), observation: None });
+            }
+            Op::Observe { ns, session } => {
+                let (n, s, t) = (names[usize::from(ns)].clone(), format!("s{session}"), text("observation"));
+                let id = eng.observe(&n, NewObservation::new(s.clone(), Role::User, t.clone())).unwrap();
+                alive.push(Item { ns: n, session: s, text: t, memory: None, observation: Some(id) });
+            }
+            Op::ForgetMemory { pick } | Op::ForgetObservation { pick } => {
+                let want_mem = matches!(op, Op::ForgetMemory { .. });
+                let cands: Vec<usize> =
+                    (0..alive.len()).filter(|&j| alive[j].memory.is_some() == want_mem).collect();
+                if cands.is_empty() {
+                    continue;
+                }
+                let j = cands[pick % cands.len()];
+                let it = alive.remove(j);
+                let req = match (it.memory, it.observation) {
+                    (Some(m), _) => ForgetRequest::Memory(m),
+                    (_, Some(o)) => ForgetRequest::Observation(o),
+                    _ => unreachable!(),
+                };
+                eng.forget(&it.ns, req, "prop").unwrap();
+                gone.push(it);
+            }
+            Op::ForgetSession { ns, session } => {
+                let (n, s) = (names[usize::from(ns)].clone(), format!("s{session}"));
+                eng.forget(&n, ForgetRequest::Session(s.clone()), "prop").unwrap();
+                let (out, keep): (Vec<Item>, Vec<Item>) = alive.drain(..).partition(|a| a.ns == n && a.session == s);
+                alive = keep;
+                gone.extend(out);
+            }
+            Op::Compact => {
+                let r = eng.compact().unwrap();
+                assert!(r.verified, "{r}");
+            }
+            Op::Reopen => {
+                e.take().unwrap().close().unwrap();
+                e = Some(Engine::open(dir.path()).unwrap());
+            }
+        }
+        check_model(e.as_ref().unwrap(), &alive, &gone);
+    }
+    let eng = e.take().unwrap();
+    let r = eng.compact().unwrap();
+    assert!(r.verified, "{r}");
+    eng.close().unwrap();
+    for g in &gone {
+        assert!(files_containing(dir.path(), g.text.as_bytes()).is_empty(), "{:?} on disk", g.text);
+    }
+    let eng = Engine::open(dir.path()).unwrap();
+    check_model(&eng, &alive, &gone);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #[test]
+    fn forgotten_content_never_reappears(ops in prop::collection::vec(op(), 1..24), seed in any::<u64>()) {
+        run_ops(ops, seed);
+    }
+}
