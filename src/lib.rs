@@ -6,6 +6,7 @@ mod error;
 mod types;
 
 pub mod embed;
+pub mod index;
 
 pub use error::{Error, Result};
 pub use types::*;

@@ -1,0 +1,309 @@
+//! Contiguous vector store with exact (brute-force) top-k search.
+//!
+//! Vectors live row-major in one `Vec<f32>` (`rows × dim`), with an id → row
+//! map; deletion swap-removes the last row into the hole, so the store stays
+//! dense and a scan touches only live vectors.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Dot product of two equal-length slices (shorter length wins if they differ).
+///
+/// Written as 16 independent accumulators over `chunks_exact(16)` so that LLVM
+/// emits packed multiply-adds (4 SSE or 2 AVX registers in flight) instead of
+/// one serial dependency chain; the tail is summed scalar. The summation order
+/// is fixed, so the result is bit-for-bit reproducible for the same inputs.
+#[inline]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 16;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut acc = [0.0f32; LANES];
+    let ca = a.chunks_exact(LANES);
+    let cb = b.chunks_exact(LANES);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..LANES {
+            acc[i] += x[i] * y[i];
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail += x * y;
+    }
+    // Pairwise reduction of the lanes, fixed order.
+    let mut width = LANES / 2;
+    while width > 0 {
+        for i in 0..width {
+            acc[i] += acc[i + width];
+        }
+        width /= 2;
+    }
+    acc[0] + tail
+}
+
+/// Hasher for `u64` ids: the splitmix64 finaliser. Ids are assigned by the
+/// engine (not attacker-chosen), so a DoS-resistant hash is not needed; this
+/// one is several times cheaper than SipHash and mixes sequential ids well.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        let mut z = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8)) ^ u64::from(b);
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = self.0.rotate_left(29) ^ i;
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
+/// `HashMap` keyed by ids, using [`IdHasher`].
+pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+
+/// A scored hit. Ordered by "goodness": higher score is better, and for equal
+/// scores the smaller id is better, so results are total-ordered and
+/// deterministic.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hit {
+    pub score: f32,
+    pub id: u64,
+}
+
+impl PartialEq for Hit {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Hit {}
+impl PartialOrd for Hit {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Hit {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.score.total_cmp(&other.score).then_with(|| other.id.cmp(&self.id))
+    }
+}
+
+/// Bounded top-k collector: a min-heap (by goodness) of at most `k` hits.
+pub(crate) struct TopK {
+    k: usize,
+    heap: BinaryHeap<Reverse<Hit>>,
+}
+
+impl TopK {
+    pub fn new(k: usize) -> Self {
+        TopK { k, heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)) }
+    }
+
+    /// Whether a hit with this score and id would enter the top k.
+    #[inline]
+    pub fn would_accept(&self, hit: Hit) -> bool {
+        if self.heap.len() < self.k {
+            return self.k > 0;
+        }
+        match self.heap.peek() {
+            Some(Reverse(worst)) => hit > *worst,
+            None => false,
+        }
+    }
+
+    /// Offers a hit; keeps it if it is among the best `k` seen.
+    #[inline]
+    pub fn push(&mut self, hit: Hit) {
+        if !self.would_accept(hit) {
+            return;
+        }
+        if self.heap.len() == self.k {
+            self.heap.pop();
+        }
+        self.heap.push(Reverse(hit));
+    }
+
+    /// Hits best first as `(id, score)`.
+    pub fn into_sorted(self) -> Vec<(u64, f32)> {
+        // into_sorted_vec is ascending in Reverse<Hit>, i.e. best first.
+        self.heap.into_sorted_vec().into_iter().map(|Reverse(h)| (h.id, h.score)).collect()
+    }
+}
+
+/// Dense row-major vector store with exact search.
+pub(crate) struct ExactStore {
+    dim: usize,
+    data: Vec<f32>,
+    ids: Vec<u64>,
+    rows: IdMap<usize>,
+}
+
+impl ExactStore {
+    pub fn new(dim: usize) -> Self {
+        ExactStore { dim, data: Vec::new(), ids: Vec::new(), rows: IdMap::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.rows.contains_key(&id)
+    }
+
+    pub fn get(&self, id: u64) -> Option<&[f32]> {
+        let row = *self.rows.get(&id)?;
+        self.data.get(row * self.dim..(row + 1) * self.dim)
+    }
+
+    /// Ids in row order.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
+
+    /// Inserts or overwrites (in place) the vector of `id`. `v.len()` must be
+    /// `dim` (checked by the caller).
+    pub fn insert(&mut self, id: u64, v: &[f32]) {
+        let dim = self.dim;
+        if let Some(&row) = self.rows.get(&id) {
+            if let Some(dst) = self.data.get_mut(row * dim..(row + 1) * dim) {
+                dst.copy_from_slice(v);
+            }
+            return;
+        }
+        self.rows.insert(id, self.ids.len());
+        self.ids.push(id);
+        self.data.extend_from_slice(v);
+    }
+
+    /// Removes `id` by moving the last row into its place.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let Some(row) = self.rows.remove(&id) else { return false };
+        let last = self.ids.len() - 1;
+        let dim = self.dim;
+        if row != last {
+            self.data.copy_within(last * dim..(last + 1) * dim, row * dim);
+            let moved = self.ids[last];
+            self.ids[row] = moved;
+            self.rows.insert(moved, row);
+        }
+        self.ids.truncate(last);
+        self.data.truncate(last * dim);
+        true
+    }
+
+    /// Exact top-k by dot product among ids passing `filter`.
+    ///
+    /// `filter_first`: evaluate the filter before the dot product (better when
+    /// the filter rejects most ids); otherwise the dot product is computed
+    /// first and the filter is asked only for rows that would enter the top k.
+    pub fn search(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &dyn Fn(u64) -> bool,
+        filter_first: bool,
+    ) -> Vec<(u64, f32)> {
+        let mut top = TopK::new(k);
+        if k == 0 {
+            return Vec::new();
+        }
+        if self.dim == 0 {
+            for &id in &self.ids {
+                if filter(id) {
+                    top.push(Hit { score: 0.0, id });
+                }
+            }
+            return top.into_sorted();
+        }
+        let rows = self.data.chunks_exact(self.dim).zip(self.ids.iter().copied());
+        if filter_first {
+            for (v, id) in rows {
+                if filter(id) {
+                    top.push(Hit { score: dot(query, v), id });
+                }
+            }
+        } else {
+            for (v, id) in rows {
+                let hit = Hit { score: dot(query, v), id };
+                if top.would_accept(hit) && filter(id) {
+                    top.push(hit);
+                }
+            }
+        }
+        top.into_sorted()
+    }
+
+    /// Heap bytes held (capacity-based estimate).
+    pub fn memory_bytes(&self) -> usize {
+        self.data.capacity() * 4
+            + self.ids.capacity() * 8
+            // hashbrown: one (key, value) slot plus one control byte per bucket;
+            // capacity() is ~7/8 of the bucket count.
+            + self.rows.capacity() * (16 + 1) * 8 / 7
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_matches_naive_for_all_tail_lengths() {
+        for n in 0..70 {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+            let naive: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
+            assert!((f64::from(dot(&a, &b)) - naive).abs() < 1e-4, "n={n}");
+        }
+    }
+
+    #[test]
+    fn topk_orders_by_score_then_id() {
+        let mut t = TopK::new(3);
+        for (id, s) in [(5, 0.5), (1, 0.9), (3, 0.5), (2, 0.1), (4, 0.5)] {
+            t.push(Hit { score: s, id });
+        }
+        assert_eq!(t.into_sorted(), vec![(1, 0.9), (3, 0.5), (4, 0.5)]);
+        let mut t0 = TopK::new(0);
+        t0.push(Hit { score: 1.0, id: 1 });
+        assert!(t0.into_sorted().is_empty());
+    }
+
+    #[test]
+    fn swap_remove_keeps_map_consistent() {
+        let mut s = ExactStore::new(2);
+        for id in 0..5u64 {
+            s.insert(id, &[id as f32, 1.0]);
+        }
+        assert!(s.remove(1));
+        assert!(!s.remove(1));
+        assert_eq!(s.len(), 4);
+        for id in [0u64, 2, 3, 4] {
+            assert_eq!(s.get(id), Some(&[id as f32, 1.0][..]));
+        }
+        assert_eq!(s.get(1), None);
+        s.insert(3, &[9.0, 9.0]);
+        assert_eq!(s.get(3), Some(&[9.0, 9.0][..]));
+        assert_eq!(s.len(), 4);
+        for id in [0u64, 2, 3, 4] {
+            assert!(s.remove(id));
+        }
+        assert_eq!(s.len(), 0);
+        assert!(s.search(&[1.0, 0.0], 3, &|_| true, false).is_empty());
+    }
+}

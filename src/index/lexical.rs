@@ -1,0 +1,369 @@
+//! In-memory BM25 index.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use super::exact::{Hit, IdMap, TopK};
+use super::tokenize::{is_stop_word, tokenize};
+
+/// BM25 term-frequency saturation `k1` (Robertson & Sparck Jones; the common
+/// default from Robertson & Zaragoza, "The Probabilistic Relevance Framework:
+/// BM25 and Beyond", 2009).
+pub const BM25_K1: f32 = 1.2;
+/// BM25 document-length normalisation `b` (same source as [`BM25_K1`]).
+pub const BM25_B: f32 = 0.75;
+
+/// One posting: a document containing the term, the term's frequency in it,
+/// and the document's length (kept here so scoring needs no extra lookup;
+/// it fits in the padding of `(u64, u32)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Posting {
+    id: u64,
+    tf: u32,
+    len: u32,
+}
+
+#[derive(Debug)]
+struct Doc {
+    /// Number of indexed tokens (after stop-word removal).
+    len: u32,
+    /// Distinct term ids in the document.
+    terms: Vec<u32>,
+}
+
+/// BM25 lexical index over the tokens of [`tokenize`] minus
+/// [stop words](super::is_stop_word).
+///
+/// Scoring (Okapi BM25, Robertson & Sparck Jones, with `k1 = 1.2`,
+/// `b = 0.75`, see [`BM25_K1`], [`BM25_B`]): for each distinct query term `t`
+/// present in document `d`,
+///
+/// ```text
+/// idf(t)   = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))        (always > 0)
+/// score   += idf(t) · tf·(k1 + 1) / (tf + k1·(1 − b + b·|d| / avgdl))
+/// ```
+///
+/// where `N` is the number of indexed documents, `df(t)` the number containing
+/// `t`, `tf` the count of `t` in `d`, `|d|` the token count of `d` and `avgdl`
+/// the mean token count. (This `idf` is the non-negative variant used by
+/// Lucene.) Repeated query terms count once.
+///
+/// Postings are kept sorted by id and statistics are integer counts, so the
+/// state after any sequence of inserts and removals equals the state of an
+/// index built from scratch with the remaining documents, and scores are
+/// bit-for-bit equal.
+pub struct LexicalIndex {
+    /// term → term id.
+    dict: HashMap<String, u32>,
+    /// term id → postings, sorted by document id. Empty lists are recycled.
+    postings: Vec<Vec<Posting>>,
+    /// term id → term (for recycling and memory accounting).
+    terms: Vec<String>,
+    /// Recycled term ids.
+    free: Vec<u32>,
+    docs: IdMap<Doc>,
+    /// Sum of document lengths.
+    total_len: u64,
+}
+
+impl Default for LexicalIndex {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LexicalIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        LexicalIndex {
+            dict: HashMap::new(),
+            postings: Vec::new(),
+            terms: Vec::new(),
+            free: Vec::new(),
+            docs: IdMap::default(),
+            total_len: 0,
+        }
+    }
+
+    /// Indexes `text` as document `id`, replacing any previous text of `id`.
+    ///
+    /// A text with no indexable token (empty, punctuation, stop words only)
+    /// is still counted as a document of length 0. Cost: tokenisation plus
+    /// O(log df) per distinct term (O(df) if ids are not inserted in
+    /// ascending order).
+    pub fn insert(&mut self, id: u64, text: &str) {
+        self.remove(id);
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut len: u32 = 0;
+        for tok in tokenize(text) {
+            if is_stop_word(&tok) {
+                continue;
+            }
+            len = len.saturating_add(1);
+            *counts.entry(tok).or_insert(0) += 1;
+        }
+        let mut terms = Vec::with_capacity(counts.len());
+        for (term, tf) in counts {
+            let tid = self.intern(term);
+            let list = &mut self.postings[tid as usize];
+            let posting = Posting { id, tf, len };
+            match list.last() {
+                Some(last) if last.id > id => {
+                    let pos = list.partition_point(|p| p.id < id);
+                    list.insert(pos, posting);
+                }
+                _ => list.push(posting),
+            }
+            terms.push(tid);
+        }
+        self.total_len += u64::from(len);
+        self.docs.insert(id, Doc { len, terms });
+    }
+
+    /// Removes document `id`. Returns `false` if it was not indexed.
+    /// Statistics (N, df, avgdl) are updated exactly.
+    pub fn remove(&mut self, id: u64) -> bool {
+        let Some(doc) = self.docs.remove(&id) else { return false };
+        self.total_len -= u64::from(doc.len);
+        for tid in doc.terms {
+            let Some(list) = self.postings.get_mut(tid as usize) else { continue };
+            if let Ok(pos) = list.binary_search_by_key(&id, |p| p.id) {
+                list.remove(pos);
+            }
+            if list.is_empty() {
+                *list = Vec::new();
+                let term = std::mem::take(&mut self.terms[tid as usize]);
+                self.dict.remove(&term);
+                self.free.push(tid);
+            }
+        }
+        true
+    }
+
+    /// Number of indexed documents.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// Whether no document is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Whether document `id` is indexed.
+    pub fn contains(&self, id: u64) -> bool {
+        self.docs.contains_key(&id)
+    }
+
+    /// The `k` best documents for `query` among ids for which `filter(id)`
+    /// is true, as `(id, BM25 score)`, best first (ties: smaller id first).
+    ///
+    /// Only documents sharing at least one term with the query are scored,
+    /// so every returned score is > 0; a query with no indexed term returns
+    /// nothing. Scores are unbounded above and comparable only within one
+    /// index state. `filter` is called once per matching document.
+    pub fn search(&self, query: &str, k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        if k == 0 || self.docs.is_empty() {
+            return Vec::new();
+        }
+        let mut q: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stop_word(t)).collect();
+        q.sort_unstable();
+        q.dedup();
+        let n = self.docs.len() as f32;
+        let avgdl = (self.total_len as f64 / self.docs.len() as f64) as f32;
+        let mut acc: IdMap<f32> = IdMap::default();
+        for term in &q {
+            let Some(&tid) = self.dict.get(term) else { continue };
+            let Some(list) = self.postings.get(tid as usize) else { continue };
+            let df = list.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for p in list {
+                let tf = p.tf as f32;
+                let norm = if avgdl > 0.0 { p.len as f32 / avgdl } else { 0.0 };
+                let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
+                *acc.entry(p.id).or_insert(0.0) += s;
+            }
+        }
+        let mut top = TopK::new(k);
+        for (id, score) in acc {
+            let hit = Hit { score, id };
+            if score > 0.0 && top.would_accept(hit) && filter(id) {
+                top.push(hit);
+            }
+        }
+        top.into_sorted()
+    }
+
+    /// Estimated heap bytes held: postings (16 bytes each), term strings and
+    /// dictionary, per-document term lists and maps. Capacity-based.
+    pub fn memory_bytes(&self) -> usize {
+        let postings: usize = self.postings.iter().map(|l| l.capacity() * 16 + 24).sum();
+        let terms: usize = self.terms.iter().map(|t| t.capacity() + 24).sum();
+        let dict = self.dict.capacity() * (24 + 4 + 1) * 8 / 7 + terms; // keys duplicate the term strings
+        let docs: usize = self.docs.values().map(|d| d.terms.capacity() * 4).sum::<usize>()
+            + self.docs.capacity() * (8 + std::mem::size_of::<Doc>() + 1) * 8 / 7;
+        std::mem::size_of::<Self>() + postings + terms + dict + docs + self.free.capacity() * 4
+    }
+
+    fn intern(&mut self, term: String) -> u32 {
+        if let Some(&tid) = self.dict.get(&term) {
+            return tid;
+        }
+        let tid = match self.free.pop() {
+            Some(tid) => {
+                self.terms[tid as usize] = term.clone();
+                tid
+            }
+            None => {
+                let tid = self.terms.len() as u32;
+                self.terms.push(term.clone());
+                self.postings.push(Vec::new());
+                tid
+            }
+        };
+        self.dict.insert(term, tid);
+        tid
+    }
+
+    /// Canonical view of the index statistics, independent of insertion
+    /// history: (N, total length, term → postings).
+    #[cfg(test)]
+    fn snapshot(&self) -> (usize, u64, std::collections::BTreeMap<String, Vec<Posting>>) {
+        let mut m = std::collections::BTreeMap::new();
+        for (term, &tid) in &self.dict {
+            m.insert(term.clone(), self.postings[tid as usize].clone());
+        }
+        (self.docs.len(), self.total_len, m)
+    }
+}
+
+impl fmt::Debug for LexicalIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LexicalIndex")
+            .field("docs", &self.docs.len())
+            .field("terms", &self.dict.len())
+            .field("total_len", &self.total_len)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(_: u64) -> bool {
+        true
+    }
+
+    fn corpus() -> Vec<(u64, &'static str)> {
+        vec![
+            (1, "I like my coffee strong and slightly acidic in the morning"),
+            (2, "The cat sleeps on the warm windowsill all afternoon"),
+            (3, "Booked flights to Tokyo for the conference in March"),
+            (4, "我喜欢喝偏酸的咖啡"),
+            (5, "他每天早上跑步五公里"),
+            (6, "明天去北京出差，需要订酒店"),
+            (7, "The conference keynote is about running large language models"),
+            (8, "iPhone15手机的电池续航很好"),
+        ]
+    }
+
+    fn build(docs: &[(u64, &str)]) -> LexicalIndex {
+        let mut ix = LexicalIndex::new();
+        for (id, t) in docs {
+            ix.insert(*id, t);
+        }
+        ix
+    }
+
+    #[test]
+    fn english_query_ranks_right_doc_first() {
+        let ix = build(&corpus());
+        let r = ix.search("what coffee do I like?", 3, &all);
+        assert_eq!(r[0].0, 1, "{r:?}");
+        let r = ix.search("flights to the conference", 3, &all);
+        assert_eq!(r[0].0, 3, "{r:?}");
+        assert!(r.iter().any(|(id, _)| *id == 7));
+        let r = ix.search("cats sleeping", 3, &all);
+        assert_eq!(r[0].0, 2, "{r:?}");
+        assert!(r.iter().all(|(_, s)| *s > 0.0));
+    }
+
+    #[test]
+    fn chinese_query_ranks_right_doc_first() {
+        let ix = build(&corpus());
+        let r = ix.search("咖啡", 3, &all);
+        assert_eq!(r, vec![(4, r[0].1)]);
+        let r = ix.search("喜欢什么咖啡", 3, &all);
+        assert_eq!(r[0].0, 4, "{r:?}");
+        let r = ix.search("北京酒店", 3, &all);
+        assert_eq!(r[0].0, 6, "{r:?}");
+        let r = ix.search("iphone 手机", 3, &all);
+        assert_eq!(r[0].0, 8, "{r:?}");
+    }
+
+    #[test]
+    fn no_shared_term_no_result_and_filter_honoured() {
+        let ix = build(&corpus());
+        assert!(ix.search("zebra", 5, &all).is_empty());
+        assert!(ix.search("the of and", 5, &all).is_empty(), "stop words only");
+        assert!(ix.search("", 5, &all).is_empty());
+        assert!(ix.search("conference", 0, &all).is_empty());
+        let r = ix.search("conference", 5, &|id| id != 3);
+        assert_eq!(r.iter().map(|x| x.0).collect::<Vec<_>>(), vec![7]);
+    }
+
+    #[test]
+    fn remove_and_replace() {
+        let mut ix = build(&corpus());
+        assert!(ix.remove(4));
+        assert!(!ix.remove(4));
+        assert!(ix.search("咖啡", 3, &all).is_empty());
+        assert_eq!(ix.len(), 7);
+        ix.insert(2, "a dog now sleeps there");
+        assert!(ix.search("cat", 3, &all).is_empty());
+        assert_eq!(ix.search("dog", 3, &all)[0].0, 2);
+        assert_eq!(ix.len(), 7);
+    }
+
+    #[test]
+    fn incremental_state_equals_rebuilt_state() {
+        let docs = corpus();
+        let mut inc = LexicalIndex::new();
+        // Out-of-order inserts, replacements and removals.
+        for (id, t) in docs.iter().rev() {
+            inc.insert(*id, t);
+        }
+        inc.insert(2, "temporary text about coffee and cats");
+        inc.insert(100, "another temporary coffee document");
+        inc.remove(100);
+        inc.remove(5);
+        inc.insert(2, docs[1].1);
+        inc.insert(9, "后来加的咖啡文档 coffee");
+        let mut expected: Vec<(u64, &str)> = docs.into_iter().filter(|(id, _)| *id != 5).collect();
+        expected.push((9, "后来加的咖啡文档 coffee"));
+        let fresh = build(&expected);
+        assert_eq!(inc.snapshot(), fresh.snapshot());
+        for q in ["coffee", "咖啡", "conference running", "cat", "iphone 电池"] {
+            assert_eq!(inc.search(q, 10, &all), fresh.search(q, 10, &all), "query {q}");
+        }
+        // Removing everything returns to the empty state.
+        for (id, _) in &expected {
+            assert!(inc.remove(*id));
+        }
+        assert_eq!(inc.snapshot(), LexicalIndex::new().snapshot());
+        assert!(inc.dict.is_empty());
+    }
+
+    #[test]
+    fn bm25_matches_hand_computation() {
+        let ix = build(&[(1, "apple banana"), (2, "apple apple cherry date")]);
+        // N = 2, avgdl = 3, df(apple) = 2.
+        let idf = (1.0f32 + (2.0 - 2.0 + 0.5) / (2.0 + 0.5)).ln();
+        let s1 = idf * 1.0 * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * 2.0 / 3.0));
+        let s2 = idf * 2.0 * 2.2 / (2.0 + 1.2 * (0.25 + 0.75 * 4.0 / 3.0));
+        let r = ix.search("apple", 2, &all);
+        assert_eq!(r[0].0, 2);
+        assert!((r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6, "{r:?}");
+    }
+}

@@ -1,0 +1,286 @@
+//! Per-namespace search indexes: a vector index (exact scan, switching to
+//! HNSW past a size threshold) and a BM25 lexical index with CJK-aware
+//! tokenisation.
+//!
+//! Both indexes are plain single-owner structures: the engine mutates them
+//! from its writer thread (`&mut self`) and searches them from reader threads
+//! (`&self`, under a read lock). They are `Send + Sync` and hold no locks of
+//! their own beyond those inside `hnsw_rs`.
+//!
+//! Everything is deterministic: the same sequence of calls builds the same
+//! structures and returns the same results (ties are broken by smaller id).
+
+mod exact;
+mod hnsw;
+mod lexical;
+mod tokenize;
+
+use std::fmt;
+
+pub use hnsw::HnswParams;
+pub use lexical::LexicalIndex;
+pub use tokenize::{is_stop_word, tokenize};
+
+use exact::{ExactStore, Hit, TopK};
+use hnsw::Graph;
+
+/// A graph search that would need a candidate list longer than
+/// `graph points / EXACT_FALLBACK_DIVISOR` is replaced by an exact scan.
+/// A graph search with list size `ef` computes roughly 15–30 distances per
+/// list entry with hashing and pointer chasing on top, whereas the scan
+/// streams the contiguous store; 32 puts the switch near break-even.
+const EXACT_FALLBACK_DIVISOR: usize = 32;
+
+/// Below this estimated fraction of ids passing the filter, an exact scan
+/// asks the filter first and computes dot products only for passing ids.
+const FILTER_FIRST_BELOW: f64 = 0.25;
+
+/// Vector index for one namespace: cosine similarity over L2-normalised
+/// vectors of a fixed dimension, keyed by `u64` memory ids.
+///
+/// Every vector is kept in a contiguous row-major store (`len × dim` `f32`s).
+/// While fewer than [`HnswParams::exact_threshold`] vectors are live, search
+/// is an exact scan of that store. When the live count reaches the threshold,
+/// an HNSW graph (`hnsw_rs`) is built from the stored vectors in ascending id
+/// order, and later inserts are added to it one at a time in call order. The
+/// graph cannot delete, so removals leave tombstones that are skipped at
+/// search time; when tombstones exceed
+/// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, the graph is
+/// rebuilt from the live vectors (on the calling thread: expect a pause of
+/// roughly the time to insert all live vectors). The graph is dropped again
+/// when the live count falls below 4/5 of the threshold.
+pub struct VectorIndex {
+    dim: usize,
+    params: HnswParams,
+    store: ExactStore,
+    graph: Option<Graph>,
+}
+
+impl VectorIndex {
+    /// An empty index for vectors of `dim` components.
+    ///
+    /// `dim` is fixed for the life of the index (384 for all-MiniLM-L6-v2).
+    /// Nothing is allocated until the first insert.
+    pub fn new(dim: usize, params: HnswParams) -> Self {
+        VectorIndex { dim, params, store: ExactStore::new(dim), graph: None }
+    }
+
+    /// Number of components of every vector in this index.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The parameters this index was created with.
+    pub fn params(&self) -> &HnswParams {
+        &self.params
+    }
+
+    /// Stores `v` as the vector of `id`, replacing any previous vector of
+    /// that id.
+    ///
+    /// `v` must have exactly [`dim`](Self::dim) finite components and unit L2
+    /// norm; the caller validates this. Debug builds panic on a wrong length
+    /// or a non-finite component; release builds ignore a vector of the wrong
+    /// length (the index is left unchanged) and do not check finiteness.
+    ///
+    /// Cost: O(dim) in exact mode; one HNSW insertion (O(ef_construction ·
+    /// M · log n) distance evaluations) in graph mode; building or
+    /// rebuilding the graph, when triggered, costs one insertion per live
+    /// vector.
+    pub fn insert(&mut self, id: u64, v: &[f32]) {
+        debug_assert_eq!(v.len(), self.dim, "vector length must equal the index dimension");
+        debug_assert!(v.iter().all(|x| x.is_finite()), "vector components must be finite");
+        if v.len() != self.dim {
+            return;
+        }
+        self.store.insert(id, v);
+        match &mut self.graph {
+            Some(g) => {
+                g.insert(id, v);
+                self.maintain();
+            }
+            None => {
+                if self.store.len() >= self.params.exact_threshold {
+                    self.build_graph();
+                }
+            }
+        }
+    }
+
+    /// Removes the vector of `id`. Returns `false` if there was none.
+    ///
+    /// The id is never returned by [`search`](Self::search) afterwards. In
+    /// graph mode this may trigger a rebuild or, below 4/5 of the threshold,
+    /// drop the graph.
+    pub fn remove(&mut self, id: u64) -> bool {
+        if !self.store.remove(id) {
+            return false;
+        }
+        if let Some(g) = &mut self.graph {
+            g.remove(id);
+        }
+        self.maintain();
+        true
+    }
+
+    /// Whether `id` has a live vector.
+    pub fn contains(&self, id: u64) -> bool {
+        self.store.contains(id)
+    }
+
+    /// The stored vector of `id` (`dim` components), if live.
+    pub fn get(&self, id: u64) -> Option<&[f32]> {
+        self.store.get(id)
+    }
+
+    /// Number of live vectors.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Whether no vector is live.
+    pub fn is_empty(&self) -> bool {
+        self.store.len() == 0
+    }
+
+    /// Whether an HNSW graph is currently used (otherwise search is exact).
+    pub fn is_hnsw(&self) -> bool {
+        self.graph.is_some()
+    }
+
+    /// The `k` live vectors most similar to `query` among ids for which
+    /// `filter(id)` is true, as `(id, cosine similarity)`, best first (ties:
+    /// smaller id first). Similarity is the dot product of unit vectors, in
+    /// `[-1, 1]` (up to rounding), computed exactly from the stored vector
+    /// whichever path found it.
+    ///
+    /// `query` must have [`dim`](Self::dim) components and unit norm (debug
+    /// builds assert the length; release builds return nothing on a wrong
+    /// length). `k == 0` returns nothing. Fewer than `k` results means fewer
+    /// than `k` live ids pass the filter (in graph mode the result is
+    /// approximate in ranking, never short: when the graph cannot supply `k`
+    /// passing hits the search falls back to an exact scan).
+    ///
+    /// `filter` is called at most once per id per search in the exact scan,
+    /// and on a deterministic sample of up to 256 ids to estimate its
+    /// selectivity in graph mode; keep it cheap and side-effect free.
+    ///
+    /// Strategy in graph mode: with an estimated pass fraction `f` (live and
+    /// passing, from the sample), the graph is asked for
+    /// `max(ef_search, k) / f` candidates, doubling until `k` pass; when the
+    /// list would exceed 1/32 of the graph, or nothing in the sample passes,
+    /// an exact scan is used instead.
+    pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
+        if k == 0 || query.len() != self.dim || self.store.len() == 0 {
+            return Vec::new();
+        }
+        match &self.graph {
+            None => {
+                let filter_first = self.exact_filter_first(filter);
+                self.store.search(query, k, filter, filter_first)
+            }
+            Some(g) => self.search_graph(g, query, k, filter),
+        }
+    }
+
+    /// Estimated heap bytes held: the contiguous store (`len × dim × 4`
+    /// plus id maps) and, in graph mode, the graph (which keeps its own copy
+    /// of every vector, live or tombstoned, plus links; see the benchmark for
+    /// measured bytes per vector). Capacity-based, so it may exceed the bytes
+    /// in use.
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.store.memory_bytes()
+            + self.graph.as_ref().map_or(0, Graph::memory_bytes)
+    }
+
+    fn exact_filter_first(&self, filter: &dyn Fn(u64) -> bool) -> bool {
+        const SAMPLE: usize = 64;
+        let ids = self.store.ids();
+        if ids.len() < 4 * SAMPLE {
+            return false;
+        }
+        let step = ids.len() / SAMPLE;
+        let pass = ids.iter().step_by(step).take(SAMPLE).filter(|&&id| filter(id)).count();
+        (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
+    }
+
+    fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        let (pass, seen) = g.sample_pass(filter);
+        let cap = g.points() / EXACT_FALLBACK_DIVISOR;
+        if pass == 0 || seen == 0 {
+            return self.store.search(query, k, filter, true);
+        }
+        let frac = pass as f64 / seen as f64;
+        let want = self.params.ef_search.max(k);
+        let mut ef = (want as f64 / frac).ceil() as usize;
+        while ef <= cap.max(want) {
+            let slots = g.search_slots(query, ef);
+            let mut top = TopK::new(k);
+            let mut found = 0usize;
+            for slot in &slots {
+                let Some(id) = g.live_id(*slot) else { continue };
+                if !filter(id) {
+                    continue;
+                }
+                if let Some(v) = self.store.get(id) {
+                    found += 1;
+                    top.push(Hit { score: exact::dot(query, v), id });
+                }
+            }
+            if found >= k {
+                return top.into_sorted();
+            }
+            if slots.len() < ef {
+                break; // the graph returned everything it could reach
+            }
+            ef = ef.saturating_mul(2);
+        }
+        self.store.search(query, k, filter, frac < FILTER_FIRST_BELOW)
+    }
+
+    /// Keeps the graph in its intended state after a change: dropped below
+    /// 4/5 of the threshold, rebuilt when tombstones exceed the ratio.
+    fn maintain(&mut self) {
+        let Some(g) = &self.graph else { return };
+        let live = self.store.len();
+        if live < self.params.exact_threshold.saturating_mul(4) / 5 {
+            self.graph = None;
+            return;
+        }
+        let ratio = f64::from(self.params.rebuild_tombstone_ratio);
+        if g.tombstones() > 0 && g.tombstones() as f64 > ratio * g.points() as f64 {
+            self.build_graph();
+        }
+    }
+
+    /// (Re)builds the graph from the live vectors in ascending id order.
+    fn build_graph(&mut self) {
+        let mut ids = self.store.ids().to_vec();
+        ids.sort_unstable();
+        // Room for 50 % growth before the layer tables reallocate.
+        let mut g = Graph::new(self.dim, &self.params, ids.len() + ids.len() / 2);
+        for id in ids {
+            if let Some(v) = self.store.get(id) {
+                g.insert(id, v);
+            }
+        }
+        self.graph = Some(g);
+    }
+}
+
+impl fmt::Debug for VectorIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VectorIndex")
+            .field("dim", &self.dim)
+            .field("len", &self.len())
+            .field("hnsw", &self.is_hnsw())
+            .field("graph_tombstones", &self.graph.as_ref().map_or(0, Graph::tombstones))
+            .field("params", &self.params)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,300 @@
+//! Unit tests of [`VectorIndex`] (exact mode, graph mode, transitions).
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+fn unit(rng: &mut SmallRng, dim: usize) -> Vec<f32> {
+    let mut v: Vec<f32> = (0..dim).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
+    normalize(&mut v);
+    v
+}
+
+fn normalize(v: &mut [f32]) {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// Clustered, embedding-like data: points = centre + noise, normalised.
+fn clustered(rng: &mut SmallRng, n: usize, dim: usize, clusters: usize) -> Vec<Vec<f32>> {
+    let centres: Vec<Vec<f32>> = (0..clusters).map(|_| unit(rng, dim)).collect();
+    (0..n)
+        .map(|_| {
+            let c = &centres[rng.gen_range(0..clusters)];
+            let mut v: Vec<f32> = c.iter().map(|x| x + rng.gen_range(-0.12f32..0.12)).collect();
+            normalize(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// Brute force in f64: ids sorted by similarity desc, then id asc.
+fn brute(data: &[(u64, Vec<f32>)], q: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<u64> {
+    let mut s: Vec<(f64, u64)> = data
+        .iter()
+        .filter(|(id, _)| filter(*id))
+        .map(|(id, v)| (v.iter().zip(q).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum(), *id))
+        .collect();
+    s.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    s.into_iter().take(k).map(|x| x.1).collect()
+}
+
+fn ids(r: &[(u64, f32)]) -> Vec<u64> {
+    r.iter().map(|x| x.0).collect()
+}
+
+fn params(threshold: usize) -> HnswParams {
+    // Smaller ef_construction than the default keeps debug-build tests fast.
+    HnswParams { exact_threshold: threshold, ef_construction: 64, ..HnswParams::default() }
+}
+
+fn all(_: u64) -> bool {
+    true
+}
+
+#[test]
+fn index_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<VectorIndex>();
+    check::<LexicalIndex>();
+}
+
+#[test]
+fn exact_search_equals_brute_force() {
+    let seed = 7;
+    println!("seed {seed}");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let dim = 37; // exercises the non-multiple-of-16 tail
+    let data: Vec<(u64, Vec<f32>)> = (0..1500u64).map(|i| (i * 3 + 1, unit(&mut rng, dim))).collect();
+    let mut ix = VectorIndex::new(dim, HnswParams::default());
+    for (id, v) in &data {
+        ix.insert(*id, v);
+    }
+    assert!(!ix.is_hnsw());
+    assert_eq!(ix.len(), 1500);
+    for _ in 0..20 {
+        let q = unit(&mut rng, dim);
+        let got = ix.search(&q, 10, &all);
+        assert_eq!(ids(&got), brute(&data, &q, 10, &all));
+        let expected_first = exact::dot(&q, ix.get(got[0].0).unwrap_or(&[]));
+        assert_eq!(got[0].1, expected_first);
+        assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
+        // Permissive filter (dot first) and selective filter (filter first).
+        let even = |id: u64| id % 2 == 0;
+        assert_eq!(ids(&ix.search(&q, 10, &even)), brute(&data, &q, 10, &even));
+        let rare = |id: u64| id % 97 == 1;
+        assert_eq!(ids(&ix.search(&q, 10, &rare)), brute(&data, &q, 10, &rare));
+    }
+    assert!(ix.search(&unit(&mut rng, dim), 0, &all).is_empty());
+    assert!(ix.search(&unit(&mut rng, dim), 10, &|_| false).is_empty());
+    assert_eq!(ix.search(&unit(&mut rng, dim), 5000, &all).len(), 1500);
+}
+
+#[test]
+fn exact_remove_and_replace() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let dim = 16;
+    let mut ix = VectorIndex::new(dim, HnswParams::default());
+    let vs: Vec<Vec<f32>> = (0..100).map(|_| unit(&mut rng, dim)).collect();
+    for (i, v) in vs.iter().enumerate() {
+        ix.insert(i as u64, v);
+    }
+    for id in (0..100u64).step_by(3) {
+        assert!(ix.remove(id));
+        assert!(!ix.remove(id));
+        assert!(!ix.contains(id));
+        assert_eq!(ix.get(id), None);
+    }
+    assert_eq!(ix.len(), 66);
+    for v in &vs {
+        let r = ix.search(v, 100, &all);
+        assert_eq!(r.len(), 66);
+        assert!(r.iter().all(|(id, _)| id % 3 != 0));
+    }
+    // Searching a removed vector returns other ids only.
+    assert_ne!(ix.search(&vs[0], 1, &all)[0].0, 0);
+    // Replacement overwrites the stored vector.
+    ix.insert(1, &vs[0]);
+    assert_eq!(ix.get(1), Some(&vs[0][..]));
+    assert_eq!(ix.search(&vs[0], 1, &all)[0].0, 1);
+    assert_eq!(ix.len(), 66);
+    assert!(ix.memory_bytes() >= 66 * dim * 4);
+}
+
+#[test]
+fn switches_to_hnsw_and_back_with_hysteresis() {
+    let mut rng = SmallRng::seed_from_u64(3);
+    let dim = 8;
+    let mut ix = VectorIndex::new(dim, params(200));
+    for id in 0..199u64 {
+        ix.insert(id, &unit(&mut rng, dim));
+    }
+    assert!(!ix.is_hnsw());
+    ix.insert(199, &unit(&mut rng, dim));
+    assert!(ix.is_hnsw());
+    let exact_bytes = VectorIndex::new(dim, params(200)).memory_bytes();
+    assert!(ix.memory_bytes() > exact_bytes + 200 * dim * 4);
+    // Below the threshold but above 4/5 of it: graph kept.
+    for id in 0..30u64 {
+        ix.remove(id);
+    }
+    assert!(ix.is_hnsw());
+    ix.remove(30);
+    ix.insert(1000, &unit(&mut rng, dim));
+    assert!(ix.is_hnsw());
+    for id in 31..45u64 {
+        ix.remove(id);
+    }
+    assert!(!ix.is_hnsw(), "dropped below 160 live");
+    assert_eq!(ix.len(), 156);
+}
+
+#[test]
+fn hnsw_query_equal_to_stored_vector_returns_it_first() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    let dim = 32;
+    let data = clustered(&mut rng, 800, dim, 20);
+    let mut ix = VectorIndex::new(dim, params(300));
+    for (i, v) in data.iter().enumerate() {
+        ix.insert(i as u64, v);
+    }
+    assert!(ix.is_hnsw());
+    for i in (0..800).step_by(17) {
+        let r = ix.search(&data[i], 5, &all);
+        assert_eq!(r[0].0, i as u64);
+        assert!((r[0].1 - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn hnsw_filter_removal_and_tombstone_rebuild() {
+    let seed = 21;
+    println!("seed {seed}");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let dim = 24;
+    let n = 1000u64;
+    let vs = clustered(&mut rng, n as usize, dim, 30);
+    let mut ix = VectorIndex::new(dim, params(500));
+    let mut live: Vec<(u64, Vec<f32>)> = Vec::new();
+    for (i, v) in vs.iter().enumerate() {
+        ix.insert(i as u64, v);
+        live.push((i as u64, v.clone()));
+    }
+    assert!(ix.is_hnsw());
+    let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
+    assert_eq!(g, Some((1000, 0)));
+
+    // Remove 15 % of the graph: still under the ratio, tombstones kept.
+    let removed: Vec<u64> = (0..n).filter(|id| id % 20 < 3).collect();
+    assert_eq!(removed.len(), 150);
+    for id in &removed {
+        assert!(ix.remove(*id));
+    }
+    live.retain(|(id, _)| id % 20 >= 3);
+    let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
+    assert_eq!(g, Some((1000, 150)));
+    let check = |ix: &VectorIndex, rng: &mut SmallRng, live: &[(u64, Vec<f32>)]| {
+        let mut hits = 0;
+        let mut total = 0;
+        for _ in 0..30 {
+            let q = &vs[rng.gen_range(0..vs.len())];
+            let got = ix.search(q, 10, &all);
+            assert_eq!(got.len(), 10);
+            assert!(got.iter().all(|(id, _)| id % 20 >= 3), "removed id returned");
+            let exact = brute(live, q, 10, &all);
+            hits += got.iter().filter(|(id, _)| exact.contains(id)).count();
+            total += 10;
+            // Filters: moderate (graph path) and rare (exact fallback).
+            let odd = |id: u64| id % 2 == 1;
+            let got = ix.search(q, 10, &odd);
+            assert_eq!(got.len(), 10);
+            assert!(got.iter().all(|(id, _)| odd(*id) && id % 20 >= 3));
+            let rare = |id: u64| id % 131 == 7;
+            assert_eq!(ids(&ix.search(q, 10, &rare)), brute(live, q, 10, &rare));
+        }
+        hits as f64 / total as f64
+    };
+    let recall = check(&ix, &mut rng, &live);
+    assert!(recall >= 0.9, "recall with tombstones {recall}");
+
+    // One more removal crosses 15 %: the graph is rebuilt from live vectors.
+    assert!(ix.remove(3 + 20 * 25));
+    live.retain(|(id, _)| *id != 3 + 20 * 25);
+    let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
+    assert_eq!(g, Some((849, 0)));
+    // Re-inserting a removed id makes it searchable again.
+    ix.insert(0, &vs[0]);
+    live.push((0, vs[0].clone()));
+    assert_eq!(ix.search(&vs[0], 1, &all)[0].0, 0);
+    live.retain(|(id, _)| *id != 0);
+    ix.remove(0);
+    let recall = check(&ix, &mut rng, &live);
+    assert!(recall >= 0.9, "recall after rebuild {recall}");
+    assert_eq!(ix.len(), 849);
+}
+
+#[test]
+fn hnsw_replace_tombstones_old_vector() {
+    let mut rng = SmallRng::seed_from_u64(9);
+    let dim = 16;
+    let mut ix = VectorIndex::new(dim, params(100));
+    let vs: Vec<Vec<f32>> = (0..300).map(|_| unit(&mut rng, dim)).collect();
+    for (i, v) in vs.iter().enumerate() {
+        ix.insert(i as u64, v);
+    }
+    ix.insert(7, &vs[8]);
+    let r = ix.search(&vs[7], 3, &all);
+    assert!(r.iter().all(|(id, s)| *id != 7 || *s < 0.999));
+    let r = ix.search(&vs[8], 2, &all);
+    assert_eq!(ids(&r), vec![7, 8]); // equal scores: smaller id first
+    assert_eq!(ix.len(), 300);
+}
+
+#[test]
+fn same_calls_give_identical_results() {
+    let build = || {
+        let mut rng = SmallRng::seed_from_u64(99);
+        let dim = 20;
+        let mut ix = VectorIndex::new(dim, params(200));
+        for i in 0..600u64 {
+            ix.insert(i, &unit(&mut rng, dim));
+            if i % 5 == 0 && i > 0 {
+                ix.remove(i - 3);
+            }
+        }
+        let queries: Vec<Vec<f32>> = (0..20).map(|_| unit(&mut rng, dim)).collect();
+        (ix, queries)
+    };
+    let (a, qa) = build();
+    let (b, qb) = build();
+    assert!(a.is_hnsw());
+    assert_eq!(qa, qb);
+    for q in &qa {
+        assert_eq!(a.search(q, 10, &all), b.search(q, 10, &all));
+        let f = |id: u64| id % 3 != 0;
+        assert_eq!(a.search(q, 10, &f), b.search(q, 10, &f));
+    }
+}
+
+#[test]
+fn zero_dimension_and_empty_index_do_not_panic() {
+    let mut ix = VectorIndex::new(0, HnswParams::default());
+    assert!(ix.search(&[], 3, &all).is_empty());
+    ix.insert(1, &[]);
+    ix.insert(2, &[]);
+    assert_eq!(ix.search(&[], 3, &all), vec![(1, 0.0), (2, 0.0)]);
+    let empty = VectorIndex::new(4, HnswParams::default());
+    assert!(empty.search(&[1.0, 0.0, 0.0, 0.0], 3, &all).is_empty());
+    assert!(empty.is_empty());
+}
+
+#[cfg(debug_assertions)]
+#[test]
+#[should_panic(expected = "vector length")]
+fn wrong_length_panics_in_debug() {
+    let mut ix = VectorIndex::new(4, HnswParams::default());
+    ix.insert(1, &[1.0, 0.0]);
+}
