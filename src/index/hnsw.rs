@@ -9,7 +9,7 @@
 
 use hnsw_rs::prelude::{Distance, Hnsw};
 
-use super::exact::{dot, IdMap};
+use super::exact::{dot, sample_positions, IdMap};
 
 /// HNSW construction and search parameters, named as in Malkov & Yashunin,
 /// "Efficient and robust approximate nearest neighbor search using
@@ -157,26 +157,20 @@ impl Graph {
     }
 
     /// Deterministic estimate of the fraction of slots that are live and pass
-    /// `filter`, from up to `SAMPLE` evenly spaced slots. Returns
+    /// `filter`, from `SAMPLE` pseudo-random slots. Returns
     /// `(passing, sampled)`.
     pub fn sample_pass(&self, filter: &dyn Fn(u64) -> bool) -> (usize, usize) {
         const SAMPLE: usize = 256;
         let n = self.points();
-        if n == 0 {
-            return (0, 0);
-        }
-        let step = n.div_ceil(SAMPLE).max(1);
         let mut pass = 0;
         let mut seen = 0;
-        let mut slot = step / 2;
-        while slot < n {
+        for slot in sample_positions(n, SAMPLE) {
             seen += 1;
             if let Some(id) = self.live_id(slot) {
                 if filter(id) {
                     pass += 1;
                 }
             }
-            slot += step;
         }
         (pass, seen)
     }
@@ -230,13 +224,15 @@ mod tests {
             let a = id as f32 * 0.3;
             g.insert(id, &[a.cos(), a.sin()]);
         }
-        assert_eq!(g.sample_pass(&|_| true), (8, 8));
+        assert_eq!(g.sample_pass(&|_| true), (256, 256));
         assert!(g.remove(3));
         assert!(!g.remove(3));
         g.insert(4, &[1.0, 0.0]); // replace: old slot of 4 becomes a tombstone
         assert_eq!(g.tombstones(), 2);
         assert_eq!(g.points(), 9);
-        assert_eq!(g.sample_pass(&|_| true), (7, 9));
+        let (pass, seen) = g.sample_pass(&|_| true);
+        assert_eq!(seen, 256);
+        assert!((150..=240).contains(&pass), "{pass}"); // 7 of 9 slots live
         assert_eq!(g.live_id(3), None);
         assert_eq!(g.live_id(8), Some(4));
         let slots = g.search_slots(&[1.0, 0.0], 9);

@@ -24,12 +24,25 @@ pub use tokenize::{is_stop_word, tokenize};
 use exact::{ExactStore, Hit, TopK};
 use hnsw::Graph;
 
-/// A graph search that would need a candidate list longer than
-/// `graph points / EXACT_FALLBACK_DIVISOR` is replaced by an exact scan.
-/// A graph search with list size `ef` computes roughly 15–30 distances per
-/// list entry with hashing and pointer chasing on top, whereas the scan
-/// streams the contiguous store; 32 puts the switch near break-even.
-const EXACT_FALLBACK_DIVISOR: usize = 32;
+/// Planner cost of a graph search with candidate list `ef`, in units of one
+/// streamed row of the exact scan: each list entry expands about `2·M`
+/// layer-0 neighbours, each a distance at a random address (a separate heap
+/// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
+/// in `benches/index.rs` (384-d, ef 64, M 16): a graph search costs about as
+/// much as a 6–10k-row scan, i.e. ≈ 3 row-units per expanded neighbour.
+fn graph_cost(ef: usize, m: usize) -> f64 {
+    const RANDOM_ACCESS_FACTOR: f64 = 3.0;
+    ef as f64 * 2.0 * m.clamp(2, 128) as f64 * RANDOM_ACCESS_FACTOR
+}
+
+/// Planner cost of an exact scan of `live` rows where a fraction `frac`
+/// passes the filter: a filter-first scan (below [`FILTER_FIRST_BELOW`])
+/// computes dot products for passing rows only, and the filter calls
+/// themselves are counted as 2 % of a dot product each.
+fn scan_cost(live: usize, frac: f64) -> f64 {
+    let per_row = if frac < FILTER_FIRST_BELOW { frac.max(0.02) } else { 1.0 };
+    live as f64 * per_row
+}
 
 /// Below this estimated fraction of ids passing the filter, an exact scan
 /// asks the filter first and computes dot products only for passing ids.
@@ -161,15 +174,19 @@ impl VectorIndex {
     /// approximate in ranking, never short: when the graph cannot supply `k`
     /// passing hits the search falls back to an exact scan).
     ///
-    /// `filter` is called at most once per id per search in the exact scan,
-    /// and on a deterministic sample of up to 256 ids to estimate its
-    /// selectivity in graph mode; keep it cheap and side-effect free.
+    /// `filter` is first called on a deterministic sample of ids (up to 64
+    /// in exact mode, 256 in graph mode) to estimate its selectivity, then on
+    /// candidates; an id may be asked more than once per search, so keep the
+    /// filter cheap and free of side effects.
     ///
-    /// Strategy in graph mode: with an estimated pass fraction `f` (live and
-    /// passing, from the sample), the graph is asked for
-    /// `max(ef_search, k) / f` candidates, doubling until `k` pass; when the
-    /// list would exceed 1/32 of the graph, or nothing in the sample passes,
-    /// an exact scan is used instead.
+    /// Strategy in graph mode: with an estimated fraction `f` of graph nodes
+    /// that are live and pass the filter (from the sample), the graph is
+    /// asked for `ef = max(ef_search, k) / f` candidates, doubling `ef` until
+    /// `k` of them pass. The exact scan is used instead whenever it is
+    /// estimated to be cheaper: when `ef · 2·M · 3` exceeds the scan's cost
+    /// (`len` dot products, or only the passing share for a selective
+    /// filter), or when nothing in the sample passes. So a graph-mode index
+    /// answers small or very selective queries by scanning.
     pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
         debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
         if k == 0 || query.len() != self.dim || self.store.len() == 0 {
@@ -201,21 +218,26 @@ impl VectorIndex {
         if ids.len() < 4 * SAMPLE {
             return false;
         }
-        let step = ids.len() / SAMPLE;
-        let pass = ids.iter().step_by(step).take(SAMPLE).filter(|&&id| filter(id)).count();
+        let pass = exact::sample_positions(ids.len(), SAMPLE).filter(|&row| filter(ids[row])).count();
         (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
     }
 
     fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
-        let cap = g.points() / EXACT_FALLBACK_DIVISOR;
         if pass == 0 || seen == 0 {
             return self.store.search(query, k, filter, true);
         }
-        let frac = pass as f64 / seen as f64;
+        // Share of graph slots that are live and pass; share of live rows
+        // that pass (the graph also holds tombstones).
+        let graph_frac = pass as f64 / seen as f64;
+        let live = self.store.len();
+        let live_frac = (graph_frac * g.points() as f64 / live.max(1) as f64).min(1.0);
+        let scan = scan_cost(live, live_frac);
         let want = self.params.ef_search.max(k);
-        let mut ef = (want as f64 / frac).ceil() as usize;
-        while ef <= cap.max(want) {
+        let mut ef = (want as f64 / graph_frac).ceil() as usize;
+        while graph_cost(ef, self.params.m) < scan {
+            #[cfg(test)]
+            tests::GRAPH_SEARCHES.with(|c| c.set(c.get() + 1));
             let slots = g.search_slots(query, ef);
             let mut top = TopK::new(k);
             let mut found = 0usize;
@@ -237,7 +259,7 @@ impl VectorIndex {
             }
             ef = ef.saturating_mul(2);
         }
-        self.store.search(query, k, filter, frac < FILTER_FIRST_BELOW)
+        self.store.search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
     }
 
     /// Keeps the graph in its intended state after a change: dropped below

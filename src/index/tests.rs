@@ -5,6 +5,15 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 
+thread_local! {
+    /// Graph searches run on this thread (incremented by `search_graph`).
+    pub(super) static GRAPH_SEARCHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn graph_searches() -> usize {
+    GRAPH_SEARCHES.with(|c| c.get())
+}
+
 fn unit(rng: &mut SmallRng, dim: usize) -> Vec<f32> {
     let mut v: Vec<f32> = (0..dim).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
     normalize(&mut v);
@@ -47,8 +56,11 @@ fn ids(r: &[(u64, f32)]) -> Vec<u64> {
 }
 
 fn params(threshold: usize) -> HnswParams {
-    // Smaller ef_construction than the default keeps debug-build tests fast.
-    HnswParams { exact_threshold: threshold, ef_construction: 64, ..HnswParams::default() }
+    // Smaller ef_construction than the default keeps debug-build tests fast;
+    // a small ef_search keeps the planner on the graph path at these sizes
+    // (for k = 10 and M = 4: graph cost 10 · 2M · 3 = 240 row-units < a scan
+    // of the few hundred rows these tests hold).
+    HnswParams { exact_threshold: threshold, m: 4, ef_construction: 64, ef_search: 10, ..HnswParams::default() }
 }
 
 fn all(_: u64) -> bool {
@@ -162,11 +174,13 @@ fn hnsw_query_equal_to_stored_vector_returns_it_first() {
         ix.insert(i as u64, v);
     }
     assert!(ix.is_hnsw());
+    let before = graph_searches();
     for i in (0..800).step_by(17) {
         let r = ix.search(&data[i], 5, &all);
         assert_eq!(r[0].0, i as u64);
         assert!((r[0].1 - 1.0).abs() < 1e-5);
     }
+    assert!(graph_searches() >= before + 800 / 17, "graph path not taken");
 }
 
 #[test]
@@ -197,6 +211,7 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
     let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
     assert_eq!(g, Some((1000, 150)));
     let check = |ix: &VectorIndex, rng: &mut SmallRng, live: &[(u64, Vec<f32>)]| {
+        let before = graph_searches();
         let mut hits = 0;
         let mut total = 0;
         for _ in 0..30 {
@@ -213,9 +228,15 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
             assert_eq!(got.len(), 10);
             assert!(got.iter().all(|(id, _)| odd(*id) && id % 20 >= 3));
             let rare = |id: u64| id % 131 == 7;
+            let g = graph_searches();
             assert_eq!(ids(&ix.search(q, 10, &rare)), brute(live, q, 10, &rare));
+            assert_eq!(graph_searches(), g, "a rare filter should scan");
         }
-        hits as f64 / total as f64
+        // Unfiltered and odd-filtered searches went through the graph.
+        assert!(graph_searches() >= before + 60, "graph path not taken: {}", graph_searches() - before);
+        let recall = hits as f64 / total as f64;
+        println!("recall@10 = {recall:.3}");
+        recall
     };
     let recall = check(&ix, &mut rng, &live);
     assert!(recall >= 0.9, "recall with tombstones {recall}");
@@ -241,16 +262,18 @@ fn hnsw_replace_tombstones_old_vector() {
     let mut rng = SmallRng::seed_from_u64(9);
     let dim = 16;
     let mut ix = VectorIndex::new(dim, params(100));
-    let vs: Vec<Vec<f32>> = (0..300).map(|_| unit(&mut rng, dim)).collect();
+    let vs: Vec<Vec<f32>> = (0..600).map(|_| unit(&mut rng, dim)).collect();
     for (i, v) in vs.iter().enumerate() {
         ix.insert(i as u64, v);
     }
     ix.insert(7, &vs[8]);
+    let before = graph_searches();
     let r = ix.search(&vs[7], 3, &all);
     assert!(r.iter().all(|(id, s)| *id != 7 || *s < 0.999));
     let r = ix.search(&vs[8], 2, &all);
     assert_eq!(ids(&r), vec![7, 8]); // equal scores: smaller id first
-    assert_eq!(ix.len(), 300);
+    assert_eq!(graph_searches(), before + 2);
+    assert_eq!(ix.len(), 600);
 }
 
 #[test]
@@ -272,11 +295,13 @@ fn same_calls_give_identical_results() {
     let (b, qb) = build();
     assert!(a.is_hnsw());
     assert_eq!(qa, qb);
+    let before = graph_searches();
     for q in &qa {
         assert_eq!(a.search(q, 10, &all), b.search(q, 10, &all));
         let f = |id: u64| id % 3 != 0;
         assert_eq!(a.search(q, 10, &f), b.search(q, 10, &f));
     }
+    assert!(graph_searches() >= before + 40, "graph path not taken");
 }
 
 #[test]
