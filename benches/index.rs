@@ -51,7 +51,9 @@ impl Clusters {
                 v
             })
             .collect();
-        let spreads = (0..k).map(|_| rng.gen_range(0.4f32..0.9) / (DIM as f32).sqrt()).collect();
+        let spreads = (0..k)
+            .map(|_| rng.gen_range(0.4f32..0.9) / (DIM as f32).sqrt())
+            .collect();
         Clusters { centres, spreads }
     }
 
@@ -91,7 +93,24 @@ fn latencies<T>(queries: &[T], mut f: impl FnMut(&T)) -> Lat {
     }
     cpu.sort_unstable();
     wall.sort_unstable();
-    Lat { p50: percentile(&cpu, 0.5), p99: percentile(&cpu, 0.99), wall50: percentile(&wall, 0.5) }
+    Lat {
+        p50: percentile(&cpu, 0.5),
+        p99: percentile(&cpu, 0.99),
+        wall50: percentile(&wall, 0.5),
+    }
+}
+
+/// Resident set size in bytes (Linux `/proc/self/statm`, 4 KiB pages);
+/// 0 where unavailable. Used to check `memory_bytes()` against reality.
+fn rss_bytes() -> usize {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<usize>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
 }
 
 fn us(d: Duration) -> String {
@@ -116,13 +135,16 @@ fn main() {
     println!("load average at start: {}", load.trim());
     println!("HNSW params: {:?}", HnswParams::default());
     println!("exact column: exact_threshold = MAX (always scans); HNSW column: exact_threshold = 0 (graph built");
-    println!("from the first insert; the planner may still answer by scanning when that is cheaper).");
+    println!(
+        "from the first insert; the planner may still answer by scanning when that is cheaper)."
+    );
     println!("Latencies: thread CPU time p50/p99 in µs; 'wall p50' = wall-clock p50 exact / HNSW. Build: CPU seconds.");
+    println!("bytes/vec: memory_bytes() / n (estimate); RSS Δ/vec: resident-memory growth while building, / n.");
     println!();
     println!(
-        "| vectors | build exact (s) | build HNSW (s) | exact p50 | exact p99 | HNSW p50 | HNSW p99 | HNSW/exact p50 | HNSW/exact p99 | wall p50 (µs) | recall@10 | bytes/vec exact | bytes/vec HNSW | HNSW/exact bytes |"
+        "| vectors | build exact (s) | build HNSW (s) | exact p50 | exact p99 | HNSW p50 | HNSW p99 | HNSW/exact p50 | HNSW/exact p99 | wall p50 (µs) | recall@10 | bytes/vec exact | bytes/vec HNSW | HNSW/exact bytes | RSS Δ/vec exact / HNSW |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rng = SmallRng::seed_from_u64(SEED);
     let clusters = Clusters::new(&mut rng, 200);
     let mut filtered_rows = Vec::new();
@@ -130,19 +152,34 @@ fn main() {
         let data: Vec<Vec<f32>> = (0..n).map(|_| clusters.sample(&mut rng)).collect();
         let queries: Vec<Vec<f32>> = (0..QUERIES).map(|_| clusters.sample(&mut rng)).collect();
 
+        let rss0 = rss_bytes();
         let t = ThreadTime::now();
-        let mut exact = VectorIndex::new(DIM, HnswParams { exact_threshold: usize::MAX, ..HnswParams::default() });
+        let mut exact = VectorIndex::new(
+            DIM,
+            HnswParams {
+                exact_threshold: usize::MAX,
+                ..HnswParams::default()
+            },
+        );
         for (i, v) in data.iter().enumerate() {
             exact.insert(i as u64, v);
         }
         let build_exact = t.elapsed();
+        let rss1 = rss_bytes();
 
         let t = ThreadTime::now();
-        let mut hnsw = VectorIndex::new(DIM, HnswParams { exact_threshold: 0, ..HnswParams::default() });
+        let mut hnsw = VectorIndex::new(
+            DIM,
+            HnswParams {
+                exact_threshold: 0,
+                ..HnswParams::default()
+            },
+        );
         for (i, v) in data.iter().enumerate() {
             hnsw.insert(i as u64, v);
         }
         let build_hnsw = t.elapsed();
+        let rss2 = rss_bytes();
         assert!(hnsw.is_hnsw() && !exact.is_hnsw());
 
         // Warm caches once, then measure.
@@ -159,13 +196,19 @@ fn main() {
         let mut hits = 0usize;
         for q in &queries {
             let truth: Vec<u64> = exact.search(q, 10, &all).into_iter().map(|x| x.0).collect();
-            hits += hnsw.search(q, 10, &all).iter().filter(|(id, _)| truth.contains(id)).count();
+            hits += hnsw
+                .search(q, 10, &all)
+                .iter()
+                .filter(|(id, _)| truth.contains(id))
+                .count();
         }
         let recall = hits as f64 / (QUERIES * 10) as f64;
         let be = exact.memory_bytes() as f64 / n as f64;
         let bh = hnsw.memory_bytes() as f64 / n as f64;
+        let re = rss1.saturating_sub(rss0) as f64 / n as f64;
+        let rh = rss2.saturating_sub(rss1) as f64 / n as f64;
         println!(
-            "| {n} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} / {} | {recall:.4} | {be:.0} | {bh:.0} | {:.2} |",
+            "| {n} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} / {} | {recall:.4} | {be:.0} | {bh:.0} | {:.2} | {re:.0} / {rh:.0} |",
             build_exact.as_secs_f64(),
             build_hnsw.as_secs_f64(),
             us(e.p50),
@@ -181,7 +224,7 @@ fn main() {
 
         if n >= 10_000 {
             for (label, modulus) in [("50 %", 2u64), ("5 %", 20), ("0.5 %", 200)] {
-                let f = move |id: u64| id % modulus == 0;
+                let f = move |id: u64| id.is_multiple_of(modulus);
                 let qs = &queries[..100];
                 let e = latencies(qs, |q| {
                     black_box(exact.search(q, 10, &f));
@@ -191,8 +234,13 @@ fn main() {
                 });
                 let mut hits = 0usize;
                 for q in qs {
-                    let truth: Vec<u64> = exact.search(q, 10, &f).into_iter().map(|x| x.0).collect();
-                    hits += hnsw.search(q, 10, &f).iter().filter(|(id, _)| truth.contains(id)).count();
+                    let truth: Vec<u64> =
+                        exact.search(q, 10, &f).into_iter().map(|x| x.0).collect();
+                    hits += hnsw
+                        .search(q, 10, &f)
+                        .iter()
+                        .filter(|(id, _)| truth.contains(id))
+                        .count();
                 }
                 filtered_rows.push(format!(
                     "| {n} | {label} | {} | {} | {} | {:.4} |",
@@ -207,7 +255,9 @@ fn main() {
     println!();
     println!("Filtered search (k = 10, filter passes the given share of ids; CPU p50 in µs):");
     println!();
-    println!("| vectors | filter passes | exact p50 | HNSW index p50 | HNSW/exact p50 | recall@10 |");
+    println!(
+        "| vectors | filter passes | exact p50 | HNSW index p50 | HNSW/exact p50 | recall@10 |"
+    );
     println!("|---|---|---|---|---|---|");
     for r in filtered_rows {
         println!("{r}");
@@ -267,7 +317,10 @@ fn bench_bm25() {
             if i % 5 == 0 {
                 (0..4).map(|_| han[rng.gen_range(0..han.len())]).collect()
             } else {
-                (0..3).map(|_| pick(&mut rng).as_str()).collect::<Vec<_>>().join(" ")
+                (0..3)
+                    .map(|_| pick(&mut rng).as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
             }
         })
         .collect();
@@ -294,9 +347,19 @@ fn bench_bm25() {
 }
 
 fn synthetic_word(i: usize, rng: &mut SmallRng) -> String {
-    const SYL: [&str; 16] = ["ka", "to", "ri", "men", "sel", "par", "on", "dis", "ve", "lu", "gra", "tin", "bo", "ex", "qui", "nor"];
+    const SYL: [&str; 16] = [
+        "ka", "to", "ri", "men", "sel", "par", "on", "dis", "ve", "lu", "gra", "tin", "bo", "ex",
+        "qui", "nor",
+    ];
     let parts = 1 + (i % 3) + rng.gen_range(0..2);
-    let mut w: String = (0..parts).map(|_| SYL[rng.gen_range(0..SYL.len())]).collect();
-    w.push_str(&i.to_string().chars().map(|c| (b'a' + (c as u8 - b'0')) as char).collect::<String>());
+    let mut w: String = (0..parts)
+        .map(|_| SYL[rng.gen_range(0..SYL.len())])
+        .collect();
+    w.push_str(
+        &i.to_string()
+            .chars()
+            .map(|c| (b'a' + (c as u8 - b'0')) as char)
+            .collect::<String>(),
+    );
     w
 }

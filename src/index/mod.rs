@@ -18,7 +18,7 @@ mod tokenize;
 use std::fmt;
 
 pub use hnsw::HnswParams;
-pub use lexical::LexicalIndex;
+pub use lexical::{LexicalIndex, BM25_B, BM25_K1};
 pub use tokenize::{is_stop_word, tokenize};
 
 use exact::{ExactStore, Hit, TopK};
@@ -29,7 +29,7 @@ use hnsw::Graph;
 /// layer-0 neighbours, each a distance at a random address (a separate heap
 /// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
 /// in `benches/index.rs` (384-d, ef 64, M 16): a graph search costs about as
-/// much as a 6–10k-row scan, i.e. ≈ 3 row-units per expanded neighbour.
+/// much as a 4–9k-row scan, i.e. ≈ 2–4 row-units per expanded neighbour.
 fn graph_cost(ef: usize, m: usize) -> f64 {
     const RANDOM_ACCESS_FACTOR: f64 = 3.0;
     ef as f64 * 2.0 * m.clamp(2, 128) as f64 * RANDOM_ACCESS_FACTOR
@@ -40,7 +40,11 @@ fn graph_cost(ef: usize, m: usize) -> f64 {
 /// computes dot products for passing rows only, and the filter calls
 /// themselves are counted as 2 % of a dot product each.
 fn scan_cost(live: usize, frac: f64) -> f64 {
-    let per_row = if frac < FILTER_FIRST_BELOW { frac.max(0.02) } else { 1.0 };
+    let per_row = if frac < FILTER_FIRST_BELOW {
+        frac.max(0.02)
+    } else {
+        1.0
+    };
     live as f64 * per_row
 }
 
@@ -59,9 +63,11 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 /// graph cannot delete, so removals leave tombstones that are skipped at
 /// search time; when tombstones exceed
 /// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, the graph is
-/// rebuilt from the live vectors (on the calling thread: expect a pause of
-/// roughly the time to insert all live vectors). The graph is dropped again
-/// when the live count falls below 4/5 of the threshold.
+/// rebuilt from the live vectors. Building and rebuilding run on the calling
+/// thread and cost one sequential insertion per live vector (measured ≈ 2 ms
+/// per 384-d vector at the default `ef_construction` on one core: ~20 s at
+/// 10k, ~3 min at 100k), so the writer pauses for that long. The graph is
+/// dropped again when the live count falls below 4/5 of the threshold.
 pub struct VectorIndex {
     dim: usize,
     params: HnswParams,
@@ -75,7 +81,12 @@ impl VectorIndex {
     /// `dim` is fixed for the life of the index (384 for all-MiniLM-L6-v2).
     /// Nothing is allocated until the first insert.
     pub fn new(dim: usize, params: HnswParams) -> Self {
-        VectorIndex { dim, params, store: ExactStore::new(dim), graph: None }
+        VectorIndex {
+            dim,
+            params,
+            store: ExactStore::new(dim),
+            graph: None,
+        }
     }
 
     /// Number of components of every vector in this index.
@@ -101,8 +112,15 @@ impl VectorIndex {
     /// rebuilding the graph, when triggered, costs one insertion per live
     /// vector.
     pub fn insert(&mut self, id: u64, v: &[f32]) {
-        debug_assert_eq!(v.len(), self.dim, "vector length must equal the index dimension");
-        debug_assert!(v.iter().all(|x| x.is_finite()), "vector components must be finite");
+        debug_assert_eq!(
+            v.len(),
+            self.dim,
+            "vector length must equal the index dimension"
+        );
+        debug_assert!(
+            v.iter().all(|x| x.is_finite()),
+            "vector components must be finite"
+        );
         if v.len() != self.dim {
             return;
         }
@@ -188,7 +206,11 @@ impl VectorIndex {
     /// filter), or when nothing in the sample passes. So a graph-mode index
     /// answers small or very selective queries by scanning.
     pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
-        debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
+        debug_assert_eq!(
+            query.len(),
+            self.dim,
+            "query length must equal the index dimension"
+        );
         if k == 0 || query.len() != self.dim || self.store.len() == 0 {
             return Vec::new();
         }
@@ -218,11 +240,19 @@ impl VectorIndex {
         if ids.len() < 4 * SAMPLE {
             return false;
         }
-        let pass = exact::sample_positions(ids.len(), SAMPLE).filter(|&row| filter(ids[row])).count();
+        let pass = exact::sample_positions(ids.len(), SAMPLE)
+            .filter(|&row| filter(ids[row]))
+            .count();
         (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
     }
 
-    fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+    fn search_graph(
+        &self,
+        g: &Graph,
+        query: &[f32],
+        k: usize,
+        filter: &dyn Fn(u64) -> bool,
+    ) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
         if pass == 0 || seen == 0 {
             return self.store.search(query, k, filter, true);
@@ -248,7 +278,10 @@ impl VectorIndex {
                 }
                 if let Some(v) = self.store.get(id) {
                     found += 1;
-                    top.push(Hit { score: exact::dot(query, v), id });
+                    top.push(Hit {
+                        score: exact::dot(query, v),
+                        id,
+                    });
                 }
             }
             if found >= k {
@@ -259,7 +292,8 @@ impl VectorIndex {
             }
             ef = ef.saturating_mul(2);
         }
-        self.store.search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
+        self.store
+            .search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
     }
 
     /// Keeps the graph in its intended state after a change: dropped below
@@ -298,7 +332,10 @@ impl fmt::Debug for VectorIndex {
             .field("dim", &self.dim)
             .field("len", &self.len())
             .field("hnsw", &self.is_hnsw())
-            .field("graph_tombstones", &self.graph.as_ref().map_or(0, Graph::tombstones))
+            .field(
+                "graph_tombstones",
+                &self.graph.as_ref().map_or(0, Graph::tombstones),
+            )
             .field("params", &self.params)
             .finish()
     }
