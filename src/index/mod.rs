@@ -18,18 +18,35 @@ mod tokenize;
 use std::fmt;
 
 pub use hnsw::HnswParams;
-pub use lexical::LexicalIndex;
+pub use lexical::{LexicalIndex, BM25_B, BM25_K1};
 pub use tokenize::{is_stop_word, tokenize};
 
 use exact::{ExactStore, Hit, TopK};
 use hnsw::Graph;
 
-/// A graph search that would need a candidate list longer than
-/// `graph points / EXACT_FALLBACK_DIVISOR` is replaced by an exact scan.
-/// A graph search with list size `ef` computes roughly 15–30 distances per
-/// list entry with hashing and pointer chasing on top, whereas the scan
-/// streams the contiguous store; 32 puts the switch near break-even.
-const EXACT_FALLBACK_DIVISOR: usize = 32;
+/// Planner cost of a graph search with candidate list `ef`, in units of one
+/// streamed row of the exact scan: each list entry expands about `2·M`
+/// layer-0 neighbours, each a distance at a random address (a separate heap
+/// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
+/// in `benches/index.rs` (384-d, ef 64, M 16): a graph search costs about as
+/// much as a 4–9k-row scan, i.e. ≈ 2–4 row-units per expanded neighbour.
+fn graph_cost(ef: usize, m: usize) -> f64 {
+    const RANDOM_ACCESS_FACTOR: f64 = 3.0;
+    ef as f64 * 2.0 * m.clamp(2, 128) as f64 * RANDOM_ACCESS_FACTOR
+}
+
+/// Planner cost of an exact scan of `live` rows where a fraction `frac`
+/// passes the filter: a filter-first scan (below [`FILTER_FIRST_BELOW`])
+/// computes dot products for passing rows only, and the filter calls
+/// themselves are counted as 2 % of a dot product each.
+fn scan_cost(live: usize, frac: f64) -> f64 {
+    let per_row = if frac < FILTER_FIRST_BELOW {
+        frac.max(0.02)
+    } else {
+        1.0
+    };
+    live as f64 * per_row
+}
 
 /// Below this estimated fraction of ids passing the filter, an exact scan
 /// asks the filter first and computes dot products only for passing ids.
@@ -46,9 +63,11 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 /// graph cannot delete, so removals leave tombstones that are skipped at
 /// search time; when tombstones exceed
 /// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, the graph is
-/// rebuilt from the live vectors (on the calling thread: expect a pause of
-/// roughly the time to insert all live vectors). The graph is dropped again
-/// when the live count falls below 4/5 of the threshold.
+/// rebuilt from the live vectors. Building and rebuilding run on the calling
+/// thread and cost one sequential insertion per live vector (measured ≈ 2 ms
+/// per 384-d vector at the default `ef_construction` on one core: ~20 s at
+/// 10k, ~3 min at 100k), so the writer pauses for that long. The graph is
+/// dropped again when the live count falls below 4/5 of the threshold.
 pub struct VectorIndex {
     dim: usize,
     params: HnswParams,
@@ -62,7 +81,12 @@ impl VectorIndex {
     /// `dim` is fixed for the life of the index (384 for all-MiniLM-L6-v2).
     /// Nothing is allocated until the first insert.
     pub fn new(dim: usize, params: HnswParams) -> Self {
-        VectorIndex { dim, params, store: ExactStore::new(dim), graph: None }
+        VectorIndex {
+            dim,
+            params,
+            store: ExactStore::new(dim),
+            graph: None,
+        }
     }
 
     /// Number of components of every vector in this index.
@@ -88,8 +112,15 @@ impl VectorIndex {
     /// rebuilding the graph, when triggered, costs one insertion per live
     /// vector.
     pub fn insert(&mut self, id: u64, v: &[f32]) {
-        debug_assert_eq!(v.len(), self.dim, "vector length must equal the index dimension");
-        debug_assert!(v.iter().all(|x| x.is_finite()), "vector components must be finite");
+        debug_assert_eq!(
+            v.len(),
+            self.dim,
+            "vector length must equal the index dimension"
+        );
+        debug_assert!(
+            v.iter().all(|x| x.is_finite()),
+            "vector components must be finite"
+        );
         if v.len() != self.dim {
             return;
         }
@@ -161,17 +192,25 @@ impl VectorIndex {
     /// approximate in ranking, never short: when the graph cannot supply `k`
     /// passing hits the search falls back to an exact scan).
     ///
-    /// `filter` is called at most once per id per search in the exact scan,
-    /// and on a deterministic sample of up to 256 ids to estimate its
-    /// selectivity in graph mode; keep it cheap and side-effect free.
+    /// `filter` is first called on a deterministic sample of ids (up to 64
+    /// in exact mode, 256 in graph mode) to estimate its selectivity, then on
+    /// candidates; an id may be asked more than once per search, so keep the
+    /// filter cheap and free of side effects.
     ///
-    /// Strategy in graph mode: with an estimated pass fraction `f` (live and
-    /// passing, from the sample), the graph is asked for
-    /// `max(ef_search, k) / f` candidates, doubling until `k` pass; when the
-    /// list would exceed 1/32 of the graph, or nothing in the sample passes,
-    /// an exact scan is used instead.
+    /// Strategy in graph mode: with an estimated fraction `f` of graph nodes
+    /// that are live and pass the filter (from the sample), the graph is
+    /// asked for `ef = max(ef_search, k) / f` candidates, doubling `ef` until
+    /// `k` of them pass. The exact scan is used instead whenever it is
+    /// estimated to be cheaper: when `ef · 2·M · 3` exceeds the scan's cost
+    /// (`len` dot products, or only the passing share for a selective
+    /// filter), or when nothing in the sample passes. So a graph-mode index
+    /// answers small or very selective queries by scanning.
     pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
-        debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
+        debug_assert_eq!(
+            query.len(),
+            self.dim,
+            "query length must equal the index dimension"
+        );
         if k == 0 || query.len() != self.dim || self.store.len() == 0 {
             return Vec::new();
         }
@@ -201,21 +240,34 @@ impl VectorIndex {
         if ids.len() < 4 * SAMPLE {
             return false;
         }
-        let step = ids.len() / SAMPLE;
-        let pass = ids.iter().step_by(step).take(SAMPLE).filter(|&&id| filter(id)).count();
+        let pass = exact::sample_positions(ids.len(), SAMPLE)
+            .filter(|&row| filter(ids[row]))
+            .count();
         (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
     }
 
-    fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+    fn search_graph(
+        &self,
+        g: &Graph,
+        query: &[f32],
+        k: usize,
+        filter: &dyn Fn(u64) -> bool,
+    ) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
-        let cap = g.points() / EXACT_FALLBACK_DIVISOR;
         if pass == 0 || seen == 0 {
             return self.store.search(query, k, filter, true);
         }
-        let frac = pass as f64 / seen as f64;
+        // Share of graph slots that are live and pass; share of live rows
+        // that pass (the graph also holds tombstones).
+        let graph_frac = pass as f64 / seen as f64;
+        let live = self.store.len();
+        let live_frac = (graph_frac * g.points() as f64 / live.max(1) as f64).min(1.0);
+        let scan = scan_cost(live, live_frac);
         let want = self.params.ef_search.max(k);
-        let mut ef = (want as f64 / frac).ceil() as usize;
-        while ef <= cap.max(want) {
+        let mut ef = (want as f64 / graph_frac).ceil() as usize;
+        while graph_cost(ef, self.params.m) < scan {
+            #[cfg(test)]
+            tests::GRAPH_SEARCHES.with(|c| c.set(c.get() + 1));
             let slots = g.search_slots(query, ef);
             let mut top = TopK::new(k);
             let mut found = 0usize;
@@ -226,7 +278,10 @@ impl VectorIndex {
                 }
                 if let Some(v) = self.store.get(id) {
                     found += 1;
-                    top.push(Hit { score: exact::dot(query, v), id });
+                    top.push(Hit {
+                        score: exact::dot(query, v),
+                        id,
+                    });
                 }
             }
             if found >= k {
@@ -237,7 +292,8 @@ impl VectorIndex {
             }
             ef = ef.saturating_mul(2);
         }
-        self.store.search(query, k, filter, frac < FILTER_FIRST_BELOW)
+        self.store
+            .search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
     }
 
     /// Keeps the graph in its intended state after a change: dropped below
@@ -276,7 +332,10 @@ impl fmt::Debug for VectorIndex {
             .field("dim", &self.dim)
             .field("len", &self.len())
             .field("hnsw", &self.is_hnsw())
-            .field("graph_tombstones", &self.graph.as_ref().map_or(0, Graph::tombstones))
+            .field(
+                "graph_tombstones",
+                &self.graph.as_ref().map_or(0, Graph::tombstones),
+            )
             .field("params", &self.params)
             .finish()
     }

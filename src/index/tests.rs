@@ -5,6 +5,15 @@ use rand::{Rng, SeedableRng};
 
 use super::*;
 
+thread_local! {
+    /// Graph searches run on this thread (incremented by `search_graph`).
+    pub(super) static GRAPH_SEARCHES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+fn graph_searches() -> usize {
+    GRAPH_SEARCHES.with(|c| c.get())
+}
+
 fn unit(rng: &mut SmallRng, dim: usize) -> Vec<f32> {
     let mut v: Vec<f32> = (0..dim).map(|_| rng.gen_range(-1.0f32..1.0)).collect();
     normalize(&mut v);
@@ -24,7 +33,10 @@ fn clustered(rng: &mut SmallRng, n: usize, dim: usize, clusters: usize) -> Vec<V
     (0..n)
         .map(|_| {
             let c = &centres[rng.gen_range(0..clusters)];
-            let mut v: Vec<f32> = c.iter().map(|x| x + rng.gen_range(-0.12f32..0.12)).collect();
+            let mut v: Vec<f32> = c
+                .iter()
+                .map(|x| x + rng.gen_range(-0.12f32..0.12))
+                .collect();
             normalize(&mut v);
             v
         })
@@ -36,7 +48,15 @@ fn brute(data: &[(u64, Vec<f32>)], q: &[f32], k: usize, filter: &dyn Fn(u64) -> 
     let mut s: Vec<(f64, u64)> = data
         .iter()
         .filter(|(id, _)| filter(*id))
-        .map(|(id, v)| (v.iter().zip(q).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum(), *id))
+        .map(|(id, v)| {
+            (
+                v.iter()
+                    .zip(q)
+                    .map(|(a, b)| f64::from(*a) * f64::from(*b))
+                    .sum(),
+                *id,
+            )
+        })
         .collect();
     s.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     s.into_iter().take(k).map(|x| x.1).collect()
@@ -47,7 +67,17 @@ fn ids(r: &[(u64, f32)]) -> Vec<u64> {
 }
 
 fn params(threshold: usize) -> HnswParams {
-    HnswParams { exact_threshold: threshold, ef_construction: 100, ..HnswParams::default() }
+    // Smaller ef_construction than the default keeps debug-build tests fast;
+    // a small ef_search keeps the planner on the graph path at these sizes
+    // (for k = 10 and M = 4: graph cost 10 · 2M · 3 = 240 row-units < a scan
+    // of the few hundred rows these tests hold).
+    HnswParams {
+        exact_threshold: threshold,
+        m: 4,
+        ef_construction: 64,
+        ef_search: 10,
+        ..HnswParams::default()
+    }
 }
 
 fn all(_: u64) -> bool {
@@ -67,7 +97,9 @@ fn exact_search_equals_brute_force() {
     println!("seed {seed}");
     let mut rng = SmallRng::seed_from_u64(seed);
     let dim = 37; // exercises the non-multiple-of-16 tail
-    let data: Vec<(u64, Vec<f32>)> = (0..1500u64).map(|i| (i * 3 + 1, unit(&mut rng, dim))).collect();
+    let data: Vec<(u64, Vec<f32>)> = (0..1500u64)
+        .map(|i| (i * 3 + 1, unit(&mut rng, dim)))
+        .collect();
     let mut ix = VectorIndex::new(dim, HnswParams::default());
     for (id, v) in &data {
         ix.insert(*id, v);
@@ -78,11 +110,11 @@ fn exact_search_equals_brute_force() {
         let q = unit(&mut rng, dim);
         let got = ix.search(&q, 10, &all);
         assert_eq!(ids(&got), brute(&data, &q, 10, &all));
-        let expected_first = dot(&q, ix.get(got[0].0).unwrap_or(&[]));
+        let expected_first = exact::dot(&q, ix.get(got[0].0).unwrap_or(&[]));
         assert_eq!(got[0].1, expected_first);
         assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
         // Permissive filter (dot first) and selective filter (filter first).
-        let even = |id: u64| id % 2 == 0;
+        let even = |id: u64| id.is_multiple_of(2);
         assert_eq!(ids(&ix.search(&q, 10, &even)), brute(&data, &q, 10, &even));
         let rare = |id: u64| id % 97 == 1;
         assert_eq!(ids(&ix.search(&q, 10, &rare)), brute(&data, &q, 10, &rare));
@@ -155,17 +187,22 @@ fn switches_to_hnsw_and_back_with_hysteresis() {
 fn hnsw_query_equal_to_stored_vector_returns_it_first() {
     let mut rng = SmallRng::seed_from_u64(5);
     let dim = 32;
-    let data = clustered(&mut rng, 1500, dim, 20);
-    let mut ix = VectorIndex::new(dim, params(500));
+    let data = clustered(&mut rng, 800, dim, 20);
+    let mut ix = VectorIndex::new(dim, params(300));
     for (i, v) in data.iter().enumerate() {
         ix.insert(i as u64, v);
     }
     assert!(ix.is_hnsw());
-    for i in (0..1500).step_by(37) {
+    let before = graph_searches();
+    for i in (0..800).step_by(17) {
         let r = ix.search(&data[i], 5, &all);
         assert_eq!(r[0].0, i as u64);
         assert!((r[0].1 - 1.0).abs() < 1e-5);
     }
+    assert!(
+        graph_searches() >= before + 800 / 17,
+        "graph path not taken"
+    );
 }
 
 #[test]
@@ -174,9 +211,9 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
     println!("seed {seed}");
     let mut rng = SmallRng::seed_from_u64(seed);
     let dim = 24;
-    let n = 2000u64;
+    let n = 1000u64;
     let vs = clustered(&mut rng, n as usize, dim, 30);
-    let mut ix = VectorIndex::new(dim, params(1000));
+    let mut ix = VectorIndex::new(dim, params(500));
     let mut live: Vec<(u64, Vec<f32>)> = Vec::new();
     for (i, v) in vs.iter().enumerate() {
         ix.insert(i as u64, v);
@@ -184,25 +221,29 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
     }
     assert!(ix.is_hnsw());
     let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
-    assert_eq!(g, Some((2000, 0)));
+    assert_eq!(g, Some((1000, 0)));
 
     // Remove 15 % of the graph: still under the ratio, tombstones kept.
     let removed: Vec<u64> = (0..n).filter(|id| id % 20 < 3).collect();
-    assert_eq!(removed.len(), 300);
+    assert_eq!(removed.len(), 150);
     for id in &removed {
         assert!(ix.remove(*id));
     }
     live.retain(|(id, _)| id % 20 >= 3);
     let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
-    assert_eq!(g, Some((2000, 300)));
+    assert_eq!(g, Some((1000, 150)));
     let check = |ix: &VectorIndex, rng: &mut SmallRng, live: &[(u64, Vec<f32>)]| {
+        let before = graph_searches();
         let mut hits = 0;
         let mut total = 0;
         for _ in 0..30 {
             let q = &vs[rng.gen_range(0..vs.len())];
             let got = ix.search(q, 10, &all);
             assert_eq!(got.len(), 10);
-            assert!(got.iter().all(|(id, _)| id % 20 >= 3), "removed id returned");
+            assert!(
+                got.iter().all(|(id, _)| id % 20 >= 3),
+                "removed id returned"
+            );
             let exact = brute(live, q, 10, &all);
             hits += got.iter().filter(|(id, _)| exact.contains(id)).count();
             total += 10;
@@ -211,19 +252,29 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
             let got = ix.search(q, 10, &odd);
             assert_eq!(got.len(), 10);
             assert!(got.iter().all(|(id, _)| odd(*id) && id % 20 >= 3));
-            let rare = |id: u64| id % 251 == 7;
+            let rare = |id: u64| id % 131 == 7;
+            let g = graph_searches();
             assert_eq!(ids(&ix.search(q, 10, &rare)), brute(live, q, 10, &rare));
+            assert_eq!(graph_searches(), g, "a rare filter should scan");
         }
-        hits as f64 / total as f64
+        // Unfiltered and odd-filtered searches went through the graph.
+        assert!(
+            graph_searches() >= before + 60,
+            "graph path not taken: {}",
+            graph_searches() - before
+        );
+        let recall = hits as f64 / total as f64;
+        println!("recall@10 = {recall:.3}");
+        recall
     };
     let recall = check(&ix, &mut rng, &live);
     assert!(recall >= 0.9, "recall with tombstones {recall}");
 
     // One more removal crosses 15 %: the graph is rebuilt from live vectors.
-    assert!(ix.remove(3 + 20 * 50));
-    live.retain(|(id, _)| *id != 3 + 20 * 50);
+    assert!(ix.remove(3 + 20 * 25));
+    live.retain(|(id, _)| *id != 3 + 20 * 25);
     let g = ix.graph.as_ref().map(|g| (g.points(), g.tombstones()));
-    assert_eq!(g, Some((1699, 0)));
+    assert_eq!(g, Some((849, 0)));
     // Re-inserting a removed id makes it searchable again.
     ix.insert(0, &vs[0]);
     live.push((0, vs[0].clone()));
@@ -232,7 +283,7 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
     ix.remove(0);
     let recall = check(&ix, &mut rng, &live);
     assert!(recall >= 0.9, "recall after rebuild {recall}");
-    assert_eq!(ix.len(), 1699);
+    assert_eq!(ix.len(), 849);
 }
 
 #[test]
@@ -240,16 +291,18 @@ fn hnsw_replace_tombstones_old_vector() {
     let mut rng = SmallRng::seed_from_u64(9);
     let dim = 16;
     let mut ix = VectorIndex::new(dim, params(100));
-    let vs: Vec<Vec<f32>> = (0..300).map(|_| unit(&mut rng, dim)).collect();
+    let vs: Vec<Vec<f32>> = (0..600).map(|_| unit(&mut rng, dim)).collect();
     for (i, v) in vs.iter().enumerate() {
         ix.insert(i as u64, v);
     }
     ix.insert(7, &vs[8]);
+    let before = graph_searches();
     let r = ix.search(&vs[7], 3, &all);
     assert!(r.iter().all(|(id, s)| *id != 7 || *s < 0.999));
     let r = ix.search(&vs[8], 2, &all);
     assert_eq!(ids(&r), vec![7, 8]); // equal scores: smaller id first
-    assert_eq!(ix.len(), 300);
+    assert_eq!(graph_searches(), before + 2);
+    assert_eq!(ix.len(), 600);
 }
 
 #[test]
@@ -257,8 +310,8 @@ fn same_calls_give_identical_results() {
     let build = || {
         let mut rng = SmallRng::seed_from_u64(99);
         let dim = 20;
-        let mut ix = VectorIndex::new(dim, params(300));
-        for i in 0..900u64 {
+        let mut ix = VectorIndex::new(dim, params(200));
+        for i in 0..600u64 {
             ix.insert(i, &unit(&mut rng, dim));
             if i % 5 == 0 && i > 0 {
                 ix.remove(i - 3);
@@ -271,11 +324,13 @@ fn same_calls_give_identical_results() {
     let (b, qb) = build();
     assert!(a.is_hnsw());
     assert_eq!(qa, qb);
+    let before = graph_searches();
     for q in &qa {
         assert_eq!(a.search(q, 10, &all), b.search(q, 10, &all));
-        let f = |id: u64| id % 3 != 0;
+        let f = |id: u64| !id.is_multiple_of(3);
         assert_eq!(a.search(q, 10, &f), b.search(q, 10, &f));
     }
+    assert!(graph_searches() >= before + 40, "graph path not taken");
 }
 
 #[test]

@@ -55,7 +55,11 @@ use unicode_segmentation::UnicodeSegmentation;
 /// Never panics; the empty string gives an empty vector. Tokens are returned
 /// in text order and may repeat.
 pub fn tokenize(text: &str) -> Vec<String> {
-    let normalized: String = text.nfkc().collect::<String>().to_lowercase().replace('\u{2019}', "'");
+    let normalized: String = text
+        .nfkc()
+        .collect::<String>()
+        .to_lowercase()
+        .replace('\u{2019}', "'");
     let mut out = Vec::new();
     let mut other_start: Option<usize> = None;
     let mut cjk_run: Vec<char> = Vec::new();
@@ -100,10 +104,10 @@ const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
     "because", "been", "but", "by", "can", "could", "did", "do", "for", "from", "had", "has",
     "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just",
-    "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the",
-    "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "us",
-    "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with",
-    "would", "you", "your",
+    "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their",
+    "them", "then", "there", "these", "they", "this", "those", "to", "too", "us", "very", "was",
+    "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
+    "your",
 ];
 
 /// Han (URO, Ext A, Ext B–H, compatibility), Hiragana, Katakana (incl.
@@ -187,7 +191,10 @@ fn stem(word: &str) -> String {
     if word.ends_with("sses") {
         return word[..n - 2].to_string();
     }
-    if ["xes", "ches", "shes", "zzes"].iter().any(|s| word.ends_with(s)) {
+    if ["xes", "ches", "shes", "zzes"]
+        .iter()
+        .any(|s| word.ends_with(s))
+    {
         return word[..n - 2].to_string();
     }
     if word.ends_with("ss") || word.ends_with("us") || word.ends_with("is") {
@@ -211,13 +218,20 @@ fn stem(word: &str) -> String {
 }
 
 fn has_vowel(s: &str) -> bool {
-    s.bytes().any(|c| matches!(c, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
+    s.bytes()
+        .any(|c| matches!(c, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
 }
 
 fn undouble(s: &str) -> String {
     let b = s.as_bytes();
     let n = b.len();
-    if n >= 2 && b[n - 1] == b[n - 2] && !matches!(b[n - 1], b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z') {
+    if n >= 2
+        && b[n - 1] == b[n - 2]
+        && !matches!(
+            b[n - 1],
+            b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z'
+        )
+    {
         return s[..n - 1].to_string();
     }
     s.to_string()
@@ -237,11 +251,15 @@ mod tests {
             toks("The Cats were RUNNING; John's boxes, stories & classes!"),
             ["the", "cat", "were", "run", "john", "box", "story", "class"]
         );
-        assert_eq!(toks("walked stopped studied matches status analysis"), [
-            "walk", "stop", "study", "match", "status", "analysis"
-        ]);
+        assert_eq!(
+            toks("walked stopped studied matches status analysis"),
+            ["walk", "stop", "study", "match", "status", "analysis"]
+        );
         // Short words and "-eed" words are left alone.
-        assert_eq!(toks("gas bus need speed thing string"), ["gas", "bus", "need", "speed", "thing", "string"]);
+        assert_eq!(
+            toks("gas bus need speed thing string"),
+            ["gas", "bus", "need", "speed", "thing", "string"]
+        );
         // Curly apostrophe handled like the ASCII one.
         assert_eq!(toks("Mary’s"), ["mary"]);
         assert_eq!(toks(""), Vec::<String>::new());
@@ -260,7 +278,10 @@ mod tests {
 
     #[test]
     fn japanese_scripts_bigrammed_together() {
-        assert_eq!(toks("コーヒーが好き"), ["コー", "ーヒ", "ヒー", "ーが", "が好", "好き"]);
+        assert_eq!(
+            toks("コーヒーが好き"),
+            ["コー", "ーヒ", "ヒー", "ーが", "が好", "好き"]
+        );
         // Half-width katakana is folded to full-width by NFKC.
         assert_eq!(toks("ｺｰﾋｰ"), toks("コーヒー"));
     }
@@ -268,9 +289,15 @@ mod tests {
     #[test]
     fn mixed_latin_digits_cjk() {
         assert_eq!(toks("iPhone15手机"), ["iphone", "15", "手机"]);
-        assert_eq!(toks("我买了3台iPhone"), ["我买", "买了", "3", "台", "iphone"]);
+        assert_eq!(
+            toks("我买了3台iPhone"),
+            ["我买", "买了", "3", "台", "iphone"]
+        );
         assert_eq!(toks("GPT-4 and gpt4"), ["gpt", "4", "and", "gpt", "4"]);
-        assert_eq!(toks("pi is 3.14, not 1,000"), ["pi", "is", "3.14", "not", "1,000"]);
+        assert_eq!(
+            toks("pi is 3.14, not 1,000"),
+            ["pi", "is", "3.14", "not", "1,000"]
+        );
         assert_eq!(toks("2024年"), ["2024", "年"]);
     }
 
