@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use clap::Args;
@@ -57,6 +57,43 @@ struct EngineBackend {
     docs: usize,
     query_embed_secs: f64,
     context_tokens: Vec<usize>,
+    /// Vectors by text, shared by the modes of one run so each text is
+    /// embedded once (passages and queries kept apart).
+    cache: Arc<Mutex<VectorCache>>,
+}
+
+#[derive(Default)]
+struct VectorCache {
+    passages: HashMap<String, Vec<f32>>,
+    queries: HashMap<String, Vec<f32>>,
+}
+
+impl EngineBackend {
+    fn passages(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
+        let missing: Vec<&str> = texts.iter().copied().filter(|t| !cache.passages.contains_key(*t)).collect();
+        if !missing.is_empty() {
+            let t0 = Instant::now();
+            let vs = self.embedder.embed(&missing, EmbedKind::Passage)?;
+            self.embed_secs += t0.elapsed().as_secs_f64();
+            for (t, v) in missing.into_iter().zip(vs) {
+                cache.passages.insert(t.to_string(), v);
+            }
+        }
+        Ok(texts.iter().map(|t| cache.passages.get(*t).cloned().unwrap_or_default()).collect())
+    }
+
+    fn query_vector(&mut self, q: &str) -> Result<Vec<f32>> {
+        let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
+        if let Some(v) = cache.queries.get(q) {
+            return Ok(v.clone());
+        }
+        let t0 = Instant::now();
+        let v = self.embedder.embed(&[q], EmbedKind::Query)?.pop().unwrap_or_default();
+        self.query_embed_secs += t0.elapsed().as_secs_f64();
+        cache.queries.insert(q.to_string(), v.clone());
+        Ok(v)
+    }
 }
 
 fn ns_for(unit: &str) -> Result<Namespace> {
@@ -74,9 +111,7 @@ impl Backend for EngineBackend {
         let mut map = HashMap::new();
         for chunk in docs.chunks(512) {
             let texts: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
-            let t0 = Instant::now();
-            let vectors = self.embedder.embed(&texts, EmbedKind::Passage)?;
-            self.embed_secs += t0.elapsed().as_secs_f64();
+            let vectors = self.passages(&texts)?;
             let batch: Vec<NewMemory> = chunk
                 .iter()
                 .zip(vectors)
@@ -113,9 +148,7 @@ impl Backend for EngineBackend {
         let hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
         } else {
-            let t0 = Instant::now();
-            let qv = self.embedder.embed(&[query.as_str()], EmbedKind::Query)?.pop().unwrap_or_default();
-            self.query_embed_secs += t0.elapsed().as_secs_f64();
+            let qv = self.query_vector(&query)?;
             self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
         };
         let top10: Vec<_> = hits.iter().take(10).cloned().collect();
@@ -146,6 +179,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     let embedder = load_embedder(cli)?;
     eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
     let mut all = serde_json::Map::new();
+    let cache = Arc::new(Mutex::new(VectorCache::default()));
     for mode in args.mode.split(',') {
         let mode: RecallMode = mode.trim().parse()?;
         let dir = tempfile::tempdir()?;
@@ -171,6 +205,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             docs: 0,
             query_embed_secs: 0.0,
             context_tokens: Vec::new(),
+            cache: cache.clone(),
         };
         let mut ropts = RunOptions::for_dataset(dataset);
         ropts.limit = args.limit;
