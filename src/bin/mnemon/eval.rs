@@ -27,8 +27,13 @@ pub struct EvalArgs {
     #[arg(long, default_value = "all")]
     split: String,
     /// dense, lexical or hybrid; comma-separated to compare in one run.
+    /// `hybrid@0.6` sets the cosine weight of that run.
     #[arg(long, default_value = "hybrid")]
     mode: String,
+    /// Embed each doc together with this many preceding docs of its session
+    /// (the text stored and searched lexically stays the doc alone).
+    #[arg(long, default_value_t = 0)]
+    context_docs: usize,
     /// LongMemEval dev question ids (default: longmemeval_s_dev100_ids.txt next to PATH).
     #[arg(long)]
     dev_ids: Option<PathBuf>,
@@ -60,6 +65,7 @@ struct EngineBackend {
     /// Vectors by text, shared by the modes of one run so each text is
     /// embedded once (passages and queries kept apart).
     cache: Arc<Mutex<VectorCache>>,
+    context_docs: usize,
 }
 
 #[derive(Default)]
@@ -109,8 +115,23 @@ impl Backend for EngineBackend {
     fn ingest(&mut self, unit: &str, docs: &[Doc]) -> Result<()> {
         let ns = ns_for(unit)?;
         let mut map = HashMap::new();
-        for chunk in docs.chunks(512) {
-            let texts: Vec<&str> = chunk.iter().map(|d| d.text.as_str()).collect();
+        let embed_texts: Vec<String> = (0..docs.len())
+            .map(|i| {
+                let first = i.saturating_sub(self.context_docs);
+                let ctx: Vec<&str> = (first..i)
+                    .filter(|&j| docs[j].session == docs[i].session)
+                    .map(|j| docs[j].text.as_str())
+                    .collect();
+                if ctx.is_empty() {
+                    docs[i].text.clone()
+                } else {
+                    format!("{}\n{}", ctx.join("\n"), docs[i].text)
+                }
+            })
+            .collect();
+        for (ci, chunk) in docs.chunks(512).enumerate() {
+            let texts: Vec<&str> =
+                embed_texts[ci * 512..ci * 512 + chunk.len()].iter().map(String::as_str).collect();
             let vectors = self.passages(&texts)?;
             let batch: Vec<NewMemory> = chunk
                 .iter()
@@ -180,15 +201,23 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
     let mut all = serde_json::Map::new();
     let cache = Arc::new(Mutex::new(VectorCache::default()));
-    for mode in args.mode.split(',') {
-        let mode: RecallMode = mode.trim().parse()?;
+    for spec in args.mode.split(',') {
+        let spec = spec.trim();
+        let (mode_str, weight) = match spec.split_once('@') {
+            Some((m, w)) => (
+                m,
+                Some(w.parse::<f32>().map_err(|_| mnemon::Error::invalid("mode", format!("bad weight in {spec:?}")))?),
+            ),
+            None => (spec, args.dense_weight),
+        };
+        let mode: RecallMode = mode_str.parse()?;
         let dir = tempfile::tempdir()?;
         let engine = Engine::builder(dir.path().join("store"))
             .embedder(embedder.clone())
             .max_content_bytes(1 << 20)
             .open()?;
         let mut weights = Weights::default();
-        if let Some(w) = args.dense_weight {
+        if let Some(w) = weight {
             if !(0.0..=1.0).contains(&w) {
                 return Err(mnemon::Error::invalid("dense_weight", "must be in 0..=1"));
             }
@@ -206,13 +235,14 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             query_embed_secs: 0.0,
             context_tokens: Vec::new(),
             cache: cache.clone(),
+            context_docs: args.context_docs,
         };
         let mut ropts = RunOptions::for_dataset(dataset);
         ropts.limit = args.limit;
         ropts.split = split;
         ropts.progress = !args.quiet;
         let report = eval::run(dataset, &units, &mut backend, &ropts)?;
-        println!("\n### {} — mode {} — embedder {}\n", dataset, mode_name(mode), embedder.model_id());
+        println!("\n### {} — mode {spec} — embedder {}\n", dataset, embedder.model_id());
         println!("{}", report.render_table());
         let docs = backend.docs.max(1) as f64;
         let ingest_all = backend.embed_secs + backend.write_secs;
@@ -246,7 +276,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                 }),
             );
         }
-        all.insert(mode_name(mode).to_string(), entry);
+        all.insert(spec.to_string(), entry);
         backend.engine.close()?;
     }
     if let Some(out) = &args.out {
@@ -258,10 +288,3 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     Ok(())
 }
 
-fn mode_name(m: RecallMode) -> &'static str {
-    match m {
-        RecallMode::Dense => "dense",
-        RecallMode::Lexical => "lexical",
-        RecallMode::Hybrid => "hybrid",
-    }
-}
