@@ -66,7 +66,7 @@ impl std::fmt::Debug for MiniLmEmbedder {
 impl MiniLmEmbedder {
     /// Loads the model from a directory holding `model.safetensors`,
     /// `tokenizer.json` and `config.json` (as installed by
-    /// [`super::install`] into `<models_dir>/minilm/`).
+    /// [`install()`](super::install()) into `<models_dir>/minilm/`).
     ///
     /// The weights are read into memory (about 91 MB) and hashed to form the
     /// model id; they are not checked against the pinned hash here (use

@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
-mod hashing;
+pub mod hashing;
 pub mod install;
 #[cfg(feature = "neural")]
-mod minilm;
+pub mod minilm;
 
 pub use hashing::{is_cjk, HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};
 pub use install::{
