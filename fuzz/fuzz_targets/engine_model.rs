@@ -97,12 +97,7 @@ impl<'a> Arbitrary<'a> for Op {
         let (f1, f2, f3, f4) = (b & 0x10 != 0, b & 0x20 != 0, b & 0x40 != 0, b & 0x80 != 0);
         Ok(match b & 0x07 {
             0 => Op::Observe { ns, session: f1, text: Text::arbitrary(u)? },
-            1 | 2 => Op::Remember {
-                ns,
-                text: Text::arbitrary(u)?,
-                key: f1.then_some(f2),
-                session: f3.then_some(f4),
-            },
+            1 | 2 => Op::Remember { ns, text: Text::arbitrary(u)?, key: f1.then_some(f2), session: f3.then_some(f4) },
             3 => Op::Supersede { ns, target: Target::arbitrary(u)?, text: Text::arbitrary(u)? },
             4 => Op::ForgetMemory { ns, target: Target::arbitrary(u)? },
             5 => Op::ForgetSession { ns, session: f1 },
@@ -280,8 +275,11 @@ impl Model {
     }
 
     fn forget_session(&mut self, ns: usize, session: &str) -> Expect {
-        let mems =
-            self.memories[ns].iter().filter(|(_, m)| m.session.as_deref() == Some(session)).map(|(id, _)| *id).collect();
+        let mems = self.memories[ns]
+            .iter()
+            .filter(|(_, m)| m.session.as_deref() == Some(session))
+            .map(|(id, _)| *id)
+            .collect();
         let obs = self.observations[ns].iter().filter(|(_, o)| o.session == session).map(|(id, _)| *id).collect();
         self.forget(ns, mems, obs)
     }

@@ -13,9 +13,8 @@ const BUILT_IN: [&str; 4] = ["[PHONE]", "[CN_ID]", "[CARD]", "[EMAIL]"];
 const CUSTOM: &str = "[EMPLOYEE_ID]";
 
 static PLAIN: LazyLock<Redactor> = LazyLock::new(Redactor::new);
-static WITH_CUSTOM: LazyLock<Redactor> = LazyLock::new(|| {
-    Redactor::new().with_pattern("EMPLOYEE_ID", r"EMP-[0-9]{3,6}").expect("valid custom pattern")
-});
+static WITH_CUSTOM: LazyLock<Redactor> =
+    LazyLock::new(|| Redactor::new().with_pattern("EMPLOYEE_ID", r"EMP-[0-9]{3,6}").expect("valid custom pattern"));
 
 /// Occurrences of the placeholders `known` in `s` (they cannot overlap: each
 /// holds one `[`, at its start).
