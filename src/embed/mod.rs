@@ -5,6 +5,8 @@
 
 use crate::error::Result;
 
+#[cfg(feature = "neural")] pub mod e5;
+
 /// Whether a text is a stored passage (a memory) or a recall query.
 ///
 /// Asymmetric models (e5) prefix these differently; symmetric models ignore it.
