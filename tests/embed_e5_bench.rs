@@ -27,11 +27,16 @@ fn rss_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Resets the peak-RSS counter (Linux: writing 5 to clear_refs).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-const UNRELATED: [(&str, &str); 8] = [
+const UNRELATED: [(&str, &str); 12] = [
     ("I prefer light-roast coffee with fruity notes.", "The train to Berlin leaves at 7:40."),
     ("My sister lives in Vancouver.", "Remember to water the tomatoes twice a week."),
     ("The invoice must be paid by Friday.", "Our cat hates thunderstorms."),
@@ -40,6 +45,10 @@ const UNRELATED: [(&str, &str); 8] = [
     ("他每天早上跑步五公里", "请把护照放在抽屉里"),
     ("I am allergic to penicillin.", "周末我们去爬山了"),
     ("Die Heizung im Büro ist kaputt.", "She plays the cello in an orchestra."),
+    ("偏酸的豆子", "我的猫喜欢睡在窗台上"),
+    ("今天晚上吃火锅", "The quarterly report is due next Tuesday."),
+    ("下周去上海出差", "我女儿对花生过敏。"),
+    ("The wifi password is on the fridge.", "My daughter is allergic to peanuts."),
 ];
 
 const PARAPHRASES: [(&str, &str); 7] = [
@@ -82,8 +91,8 @@ fn band(m: &E5Embedder, name: &str, pairs: &[(&str, &str)]) {
         format!("mean {mean:.3} min {min:.3} max {max:.3}")
     };
     println!("{name:<12} passage-passage {} | query-passage {}", stats(&pp), stats(&qp));
-    for ((l, r), s) in pairs.iter().zip(&pp) {
-        println!("    {s:.3}  {l} | {r}");
+    for (((l, r), s), q) in pairs.iter().zip(&pp).zip(&qp) {
+        println!("    {s:.3} {q:.3}  {l} | {r}");
     }
 }
 
@@ -122,19 +131,28 @@ fn e5_measurements() {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         m.embed(&refs[..2], EmbedKind::Passage).expect("warm-up");
         for batch in [1usize, 32] {
+            reset_peak();
             let n = if batch == 1 { 16 } else { 64 };
             let t = Instant::now();
             for chunk in refs[..n].chunks(batch) {
                 m.embed(chunk, EmbedKind::Passage).expect("embed");
             }
             let rate = n as f64 / t.elapsed().as_secs_f64();
-            println!("{name} ({tokens} tokens) batch {batch}: {rate:.1} sentences/s");
+            println!(
+                "{name} ({tokens} tokens) batch {batch}: {rate:.1} sentences/s, peak RSS {} MiB",
+                rss_kib("VmHWM:") / 1024
+            );
         }
     }
     let max = vec!["长".repeat(600); 4];
     let refs: Vec<&str> = max.iter().map(String::as_str).collect();
+    reset_peak();
     let t = Instant::now();
     m.embed(&refs, EmbedKind::Passage).expect("embed");
-    println!("4 × 512 tokens: {:.2} s", t.elapsed().as_secs_f64());
-    println!("RSS now {} MiB, peak {} MiB", rss_kib("VmRSS:") / 1024, rss_kib("VmHWM:") / 1024);
+    println!(
+        "4 × 512 tokens: {:.2} s, peak RSS {} MiB",
+        t.elapsed().as_secs_f64(),
+        rss_kib("VmHWM:") / 1024
+    );
+    println!("RSS now {} MiB", rss_kib("VmRSS:") / 1024);
 }

@@ -159,7 +159,7 @@ impl TensorType {
         match self {
             TensorType::F32 => elements.checked_mul(4),
             TensorType::Q4_0 => {
-                if elements % Q4_BLOCK != 0 {
+                if !elements.is_multiple_of(Q4_BLOCK) {
                     None
                 } else {
                     (elements / Q4_BLOCK).checked_mul(Q4_BLOCK_BYTES)
@@ -312,10 +312,10 @@ pub fn parse_header(bytes: &[u8]) -> Result<E5File> {
     if block_size != Q4_BLOCK {
         return Err(bad(format!("quantisation block {block_size}, expected {Q4_BLOCK}")));
     }
-    if hidden % heads != 0 {
+    if !hidden.is_multiple_of(heads) {
         return Err(bad(format!("hidden size {hidden} is not a multiple of {heads} heads")));
     }
-    if hidden % Q4_BLOCK != 0 || ffn % Q4_BLOCK != 0 {
+    if !hidden.is_multiple_of(Q4_BLOCK) || !ffn.is_multiple_of(Q4_BLOCK) {
         return Err(bad(format!("hidden size {hidden} / FFN width {ffn} not multiples of 32")));
     }
     let header = E5Header {
