@@ -23,6 +23,8 @@ pub use install::{
 #[cfg(feature = "neural")]
 pub use minilm::{MiniLmEmbedder, MINILM_BATCH, MINILM_DIM, MINILM_MAX_TOKENS};
 
+#[cfg(feature = "neural")] pub mod e5;
+
 /// Whether a text is a stored passage (a memory) or a recall query.
 ///
 /// Asymmetric models (e5) prefix these differently; symmetric models ignore it.
