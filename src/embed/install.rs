@@ -70,6 +70,9 @@ pub const MINILM: ModelSpec = ModelSpec {
     ],
 };
 
+#[cfg(feature = "neural")]
+static ALL_SPECS: &[&ModelSpec] = &[&MINILM, &crate::embed::e5::E5_SMALL];
+#[cfg(not(feature = "neural"))]
 static ALL_SPECS: &[&ModelSpec] = &[&MINILM];
 
 /// Every model mnemon knows how to install.

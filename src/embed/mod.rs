@@ -94,12 +94,15 @@ pub enum EmbedderChoice {
     /// all-MiniLM-L6-v2 (384 dimensions); must be installed with
     /// `mnemon model install minilm`.
     MiniLm,
+    /// multilingual-e5-small, 4-bit (384 dimensions; Chinese and
+    /// cross-lingual); must be installed with `mnemon model install e5-small`.
+    E5,
 }
 
 impl EmbedderChoice {
     /// Every choice, in display order.
     pub const ALL: &'static [EmbedderChoice] =
-        &[EmbedderChoice::Auto, EmbedderChoice::Hashing, EmbedderChoice::MiniLm];
+        &[EmbedderChoice::Auto, EmbedderChoice::Hashing, EmbedderChoice::MiniLm, EmbedderChoice::E5];
 
     /// The canonical name, as accepted by [`FromStr`].
     pub fn as_str(self) -> &'static str {
@@ -107,6 +110,7 @@ impl EmbedderChoice {
             EmbedderChoice::Auto => "auto",
             EmbedderChoice::Hashing => "hashing",
             EmbedderChoice::MiniLm => "minilm",
+            EmbedderChoice::E5 => "e5-small",
         }
     }
 }
@@ -128,6 +132,7 @@ impl FromStr for EmbedderChoice {
             "auto" => Ok(EmbedderChoice::Auto),
             "hashing" | "hash" => Ok(EmbedderChoice::Hashing),
             "minilm" | "all-minilm-l6-v2" => Ok(EmbedderChoice::MiniLm),
+            "e5" | "e5-small" | "multilingual-e5-small" => Ok(EmbedderChoice::E5),
             other => {
                 let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
                 Err(Error::invalid(
@@ -159,14 +164,44 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
     match choice {
         EmbedderChoice::Hashing => Ok(Arc::new(HashingEmbedder::default())),
         EmbedderChoice::MiniLm => load_minilm(models_dir),
+        EmbedderChoice::E5 => load_e5(models_dir),
         EmbedderChoice::Auto => {
             if cfg!(feature = "neural") && is_installed(&MINILM, models_dir) {
                 load_minilm(models_dir)
+            } else if cfg!(feature = "neural") && e5_installed(models_dir) {
+                load_e5(models_dir)
             } else {
                 Ok(Arc::new(HashingEmbedder::default()))
             }
         }
     }
+}
+
+#[cfg(feature = "neural")]
+fn e5_installed(models_dir: &Path) -> bool {
+    is_installed(&e5::E5_SMALL, models_dir)
+}
+
+#[cfg(not(feature = "neural"))]
+fn e5_installed(_models_dir: &Path) -> bool {
+    false
+}
+
+#[cfg(feature = "neural")]
+fn load_e5(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    if !is_installed(&e5::E5_SMALL, models_dir) {
+        return Err(Error::Embedder(format!(
+            "model multilingual-e5-small is not installed in {}; run `mnemon model install e5-small` \
+             (or choose another embedder)",
+            model_dir(&e5::E5_SMALL, models_dir).display()
+        )));
+    }
+    Ok(Arc::new(e5::E5Embedder::load(&model_dir(&e5::E5_SMALL, models_dir))?))
+}
+
+#[cfg(not(feature = "neural"))]
+fn load_e5(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    Err(Error::Embedder("multilingual-e5-small needs the `neural` feature".to_string()))
 }
 
 #[cfg(feature = "neural")]
@@ -197,6 +232,8 @@ pub fn describe(e: &dyn Embedder) -> String {
         "lexical feature hashing, no model"
     } else if id.starts_with("all-MiniLM-L6-v2") {
         "neural, sentence-transformers/all-MiniLM-L6-v2"
+    } else if id.starts_with("multilingual-e5-small") {
+        "neural, multilingual (intfloat/multilingual-e5-small, 4-bit)"
     } else {
         "neural"
     };
