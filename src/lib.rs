@@ -39,6 +39,8 @@ mod engine;
 mod erase;
 mod error;
 mod event;
+mod extract;
+mod lifecycle;
 mod log;
 mod projection;
 mod types;
@@ -59,8 +61,13 @@ pub use erase::{
     ScannedFile,
 };
 pub use error::{Error, Result};
+pub use extract::{
+    rule_extract, ExtractionReport, ItemOutcome, ItemStatus, Lang, RuleCandidate, RuleObservation, Section,
+    MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
+};
+pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use event::{
-    decode_record, encode_record, Accessed, Event, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
+    decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
     SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
 };
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};

@@ -26,6 +26,8 @@ pub struct ListOptions {
     pub include_superseded: bool,
     /// Include quarantined memories (default: no).
     pub include_quarantined: bool,
+    /// Include archived memories (default: no).
+    pub include_archived: bool,
     /// Only this kind.
     pub kind: Option<Kind>,
     /// Only this tier.
@@ -169,7 +171,12 @@ impl Engine {
         st.memories
             .values()
             .filter(|m| m.visible_at(at))
-            .filter(|m| opts.include_superseded || m.status_at(at) == Status::Active)
+            .filter(|m| match m.status_at(at) {
+                Status::Active => true,
+                Status::Superseded => opts.include_superseded,
+                Status::Archived => opts.include_archived,
+                Status::Forgotten => false,
+            })
             .filter(|m| opts.include_quarantined || m.quarantine.is_none())
             .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
             .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
