@@ -5,7 +5,7 @@ use std::error::Error as StdError;
 
 use chrono::{Duration, Utc};
 use mnemon::{
-    DedupMode, Engine, EventBody, ListOptions, Namespace, NewMemory, RecallOptions, Status, SupersedeReason, Tier,
+    AsOf, DedupMode, Engine, EventBody, ListOptions, Namespace, NewMemory, RecallOptions, Status, SupersedeReason, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -48,6 +48,12 @@ fn end_session_archives_short_term_and_promotes_marked() -> TestResult {
     let hits = e.recall(&u, "flaky test debugging", &RecallOptions { include_archived: true, ..quiet.clone() })?;
     assert!(hits.iter().any(|h| h.memory.id == a.id));
     assert_eq!(e.history(&u, a.id)?.len(), 1);
+    assert_eq!(e.stats().archived_memories, 2);
+    // A view from before the end of the session still sees it active.
+    let before = e.as_of(&u, AsOf::Seq(other.id.0))?;
+    assert_eq!(before.get(a.id)?.status, Status::Active);
+    assert!(before.list(&ListOptions::default())?.iter().any(|m| m.id == a.id));
+    drop(before);
     // Replay reproduces it.
     let digest = e.digest();
     e.close()?;

@@ -51,6 +51,8 @@ pub struct Stats {
     pub active_memories: usize,
     /// Superseded memory versions, all namespaces.
     pub superseded_memories: usize,
+    /// Archived memory versions, all namespaces.
+    pub archived_memories: usize,
     /// Observations, all namespaces.
     pub observations: usize,
     /// Vectors in the indexes.
@@ -264,6 +266,7 @@ impl Engine {
             namespaces: state.namespaces.len(),
             active_memories: 0,
             superseded_memories: 0,
+            archived_memories: 0,
             observations: 0,
             vectors: 0,
             hnsw_namespaces: 0,
@@ -279,6 +282,7 @@ impl Engine {
             for m in st.memories.values() {
                 match m.status {
                     Status::Active => s.active_memories += 1,
+                    Status::Archived => s.archived_memories += 1,
                     _ => s.superseded_memories += 1,
                 }
             }
