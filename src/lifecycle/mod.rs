@@ -146,7 +146,8 @@ impl Engine {
 
     /// Runs the deterministic maintenance step on `ns` as of `now`:
     /// session expiry (short-term memories of sessions idle longer than
-    /// `session_timeout`), decay (long-term memories whose strength
+    /// `session_timeout`; a session's last activity is the latest write,
+    /// observation or recall of anything in it), decay (long-term memories whose strength
     /// importance × 0.5^(days since last access / half-life) is below
     /// `archive_threshold`), capacity (the weakest long-term, then
     /// short-term, memories beyond `capacity`), then consolidation
@@ -182,7 +183,9 @@ impl Engine {
             .iter()
             .filter(|m| m.tier == Tier::ShortTerm)
             .filter(|m| {
-                m.session.as_ref().and_then(|s| last_activity.get(s)).is_some_and(|&t| now.signed_duration_since(t) > timeout)
+                // A short-term memory without a session idles on its own.
+                let last = m.session.as_ref().and_then(|s| last_activity.get(s)).copied().unwrap_or(m.last_access);
+                now.signed_duration_since(last) > timeout
             })
             .map(|m| m.id)
             .collect();
