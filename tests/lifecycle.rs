@@ -181,3 +181,40 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     assert_eq!(e.digest(), digest);
     Ok(())
 }
+
+#[test]
+fn archived_memories_can_be_forgotten_and_compacted() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let e = Engine::open(dir.path())?;
+    let u = ns("u1");
+    let a = e.remember(&u, NewMemory::new("The user's locker code is 4471").tier(Tier::ShortTerm).session("s1"))?;
+    let keep = e.remember(&u, NewMemory::new("The user's gym is downtown").tier(Tier::ShortTerm).session("s1"))?;
+    let r = e.end_session(&u, "s1", &[keep.id])?;
+    assert_eq!(r.archived, vec![a.id]);
+    let f = e.forget(&u, mnemon::ForgetRequest::Memory(a.id), "user request")?;
+    assert_eq!(f.memories, 1);
+    assert!(e.get(&u, a.id).is_err());
+    let receipt = e.compact()?;
+    assert!(receipt.verified);
+    let digest = e.digest();
+    e.close()?;
+    let e = Engine::open(dir.path())?;
+    assert_eq!(e.digest(), digest);
+    assert_eq!(e.list(&u, &with_archived()).len(), 1);
+    Ok(())
+}
+
+#[test]
+fn archived_event_round_trips_through_the_codec() -> TestResult {
+    use mnemon::{decode_record, encode_record, ArchiveReason, Archived, Event, MemoryId};
+    for reason in [ArchiveReason::SessionEnded, ArchiveReason::SessionExpired, ArchiveReason::Decayed, ArchiveReason::Capacity] {
+        let ev = Event {
+            seq: 7,
+            time: chrono::DateTime::from_timestamp_micros(1_700_000_000_000_000).ok_or("time")?,
+            ns: ns("u1"),
+            body: EventBody::Archived(Archived { ids: vec![MemoryId(3), MemoryId(5)], reason }),
+        };
+        assert_eq!(decode_record(7, &encode_record(&ev)?)?, ev);
+    }
+    Ok(())
+}
