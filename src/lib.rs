@@ -17,6 +17,15 @@
 //! from the disk and returns an [`ErasureReceipt`] from an independent scan
 //! of every file ([`verify_erasure`]).
 //!
+//! Memories have tiers: short-term ones belong to a session and are archived
+//! when it ends ([`Engine::end_session`]); long-term ones decay with time
+//! since last access and are archived by [`Engine::maintain`] when weak or
+//! over capacity; permanent ones never are. Archiving is an `archived`
+//! event, so it replays; archived memories leave default recall and `list`
+//! but stay in history. [`Engine::extraction_prompt`] and
+//! [`Engine::apply_extraction`] are the contract with the caller's LLM;
+//! [`rule_extract`] handles explicit statements without one.
+//!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
 //! general vector database, and not a server: it is a library with a CLI.
 //!

@@ -156,6 +156,21 @@ impl Engine {
     /// (reason `extraction`), forgets as `Forgotten` (whole version chain).
     /// A new memory takes the session of its first source observation.
     ///
+    /// ```
+    /// # fn main() -> mnemon::Result<()> {
+    /// use mnemon::{Engine, Namespace, NewObservation, Role};
+    /// let dir = tempfile::tempdir()?;
+    /// let engine = Engine::open(dir.path())?;
+    /// let ns = Namespace::new("u1")?;
+    /// let obs = engine.observe(&ns, NewObservation::new("s1", Role::User, "I moved to Lisbon"))?;
+    /// let answer = format!(
+    ///     r#"{{"new_memories":[{{"content":"The user lives in Lisbon","key":"user.city","source_ids":[{obs}]}}]}}"#
+    /// );
+    /// let report = engine.apply_extraction(&ns, &answer)?;
+    /// assert_eq!((report.applied(), report.rejected()), (1, 0));
+    /// # Ok(()) }
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidInput`] for malformed JSON, a document larger than
     /// [`MAX_EXTRACTION_BYTES`], a non-object top level or an array longer
