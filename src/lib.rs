@@ -17,6 +17,15 @@
 //! from the disk and returns an [`ErasureReceipt`] from an independent scan
 //! of every file ([`verify_erasure`]).
 //!
+//! Memories have tiers: short-term ones belong to a session and are archived
+//! when it ends ([`Engine::end_session`]); long-term ones decay with time
+//! since last access and are archived by [`Engine::maintain`] when weak or
+//! over capacity; permanent ones never are. Archiving is an `archived`
+//! event, so it replays; archived memories leave default recall and `list`
+//! but stay in history. [`Engine::extraction_prompt`] and
+//! [`Engine::apply_extraction`] are the contract with the caller's LLM;
+//! [`rule_extract`] handles explicit statements without one.
+//!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
 //! general vector database, and not a server: it is a library with a CLI.
 //!
@@ -39,6 +48,8 @@ mod engine;
 mod erase;
 mod error;
 mod event;
+mod extract;
+mod lifecycle;
 mod log;
 mod projection;
 mod types;
@@ -59,8 +70,13 @@ pub use erase::{
     ScannedFile,
 };
 pub use error::{Error, Result};
+pub use extract::{
+    rule_extract, ExtractionReport, ItemOutcome, ItemStatus, Lang, RuleCandidate, RuleObservation, Section,
+    MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
+};
+pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use event::{
-    decode_record, encode_record, Accessed, Event, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
+    decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
     SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
 };
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};

@@ -242,6 +242,9 @@ pub enum Status {
     Superseded,
     /// Erased; its content is gone from every read path.
     Forgotten,
+    /// Archived by a lifecycle decision (session end, decay, capacity): left
+    /// out of default recall and `list`, still in history.
+    Archived,
 }
 
 impl fmt::Display for Status {
@@ -250,6 +253,7 @@ impl fmt::Display for Status {
             Status::Active => "active",
             Status::Superseded => "superseded",
             Status::Forgotten => "forgotten",
+            Status::Archived => "archived",
         })
     }
 }

@@ -41,6 +41,10 @@ pub struct Config {
     pub(crate) hnsw: HnswParams,
     pub(crate) dedup_threshold: Option<f32>,
     pub(crate) half_life: Duration,
+    pub(crate) archive_threshold: f32,
+    pub(crate) session_timeout: Duration,
+    pub(crate) capacity: Option<usize>,
+    pub(crate) consolidate_threshold: Option<f32>,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) pii_policy: PiiPolicy,
     pub(crate) injection_policy: InjectionPolicy,
@@ -91,6 +95,10 @@ impl EngineBuilder {
                 hnsw: HnswParams::default(),
                 dedup_threshold: None,
                 half_life: Duration::from_secs(30 * 24 * 3600),
+                archive_threshold: 0.05,
+                session_timeout: Duration::from_secs(24 * 3600),
+                capacity: None,
+                consolidate_threshold: None,
                 progress: None,
                 pii_policy: PiiPolicy::Redact,
                 injection_policy: InjectionPolicy::Quarantine,
@@ -182,6 +190,39 @@ impl EngineBuilder {
         self
     }
 
+    /// Strength below which [`crate::Engine::maintain`] archives a long-term
+    /// memory; strength = importance × 0.5^(days since last access /
+    /// half-life). Default 0.05; `0.0..=1.0` (0 never archives by decay).
+    pub fn archive_threshold(mut self, t: f32) -> Self {
+        self.cfg.archive_threshold = t;
+        self
+    }
+
+    /// Idle time after which [`crate::Engine::maintain`] ends a session and
+    /// archives its short-term memories: no observation or memory of the
+    /// session written or recalled for this long. Default 24 hours; at least
+    /// 1 second.
+    pub fn session_timeout(mut self, d: Duration) -> Self {
+        self.cfg.session_timeout = d;
+        self
+    }
+
+    /// Most active memories per namespace that [`crate::Engine::maintain`]
+    /// keeps; above it the weakest long-term (then short-term) memories are
+    /// archived, never permanent ones. Default none (unbounded); at least 1.
+    pub fn capacity(mut self, n: usize) -> Self {
+        self.cfg.capacity = Some(n);
+        self
+    }
+
+    /// Cosine similarity at or above which [`crate::Engine::consolidate`]
+    /// merges active memories of the same kind, in `0.0..=1.0`. Default:
+    /// the near-duplicate threshold.
+    pub fn consolidate_threshold(mut self, t: f32) -> Self {
+        self.cfg.consolidate_threshold = Some(t);
+        self
+    }
+
     /// What to do with personal data (phone numbers, ID and card numbers,
     /// e-mail addresses) in memory and observation text, before it is
     /// embedded or written. Default [`PiiPolicy::Redact`]: replaced by typed
@@ -246,6 +287,20 @@ impl EngineBuilder {
         if let Some(t) = c.dedup_threshold {
             if !(0.0..=1.0).contains(&t) {
                 return Err(Error::invalid("dedup_threshold", "must be in 0.0..=1.0"));
+            }
+        }
+        if !(0.0..=1.0).contains(&c.archive_threshold) {
+            return Err(Error::invalid("archive_threshold", "must be in 0.0..=1.0"));
+        }
+        if c.session_timeout < Duration::from_secs(1) {
+            return Err(Error::invalid("session_timeout", "must be at least 1 second"));
+        }
+        if c.capacity == Some(0) {
+            return Err(Error::invalid("capacity", "must be at least 1"));
+        }
+        if let Some(t) = c.consolidate_threshold {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(Error::invalid("consolidate_threshold", "must be in 0.0..=1.0"));
             }
         }
         if c.half_life < Duration::from_secs(1) {

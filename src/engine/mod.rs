@@ -5,7 +5,7 @@ mod config;
 mod input;
 mod open;
 mod read;
-mod write;
+pub(crate) mod write;
 
 pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES};
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
@@ -127,6 +127,10 @@ impl Engine {
 
     pub(crate) fn send(&self, cmd: Command) -> Result<()> {
         self.inner.tx.send(cmd).map_err(|_| Error::Closed)
+    }
+
+    pub(crate) fn dedup_threshold(&self) -> f32 {
+        self.inner.dedup_threshold
     }
 
     pub(crate) fn shared(&self) -> &Shared {

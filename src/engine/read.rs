@@ -26,6 +26,8 @@ pub struct ListOptions {
     pub include_superseded: bool,
     /// Include quarantined memories (default: no).
     pub include_quarantined: bool,
+    /// Include archived memories (default: no).
+    pub include_archived: bool,
     /// Only this kind.
     pub kind: Option<Kind>,
     /// Only this tier.
@@ -49,6 +51,8 @@ pub struct Stats {
     pub active_memories: usize,
     /// Superseded memory versions, all namespaces.
     pub superseded_memories: usize,
+    /// Archived memory versions, all namespaces.
+    pub archived_memories: usize,
     /// Observations, all namespaces.
     pub observations: usize,
     /// Vectors in the indexes.
@@ -169,7 +173,12 @@ impl Engine {
         st.memories
             .values()
             .filter(|m| m.visible_at(at))
-            .filter(|m| opts.include_superseded || m.status_at(at) == Status::Active)
+            .filter(|m| match m.status_at(at) {
+                Status::Active => true,
+                Status::Superseded => opts.include_superseded,
+                Status::Archived => opts.include_archived,
+                Status::Forgotten => false,
+            })
             .filter(|m| opts.include_quarantined || m.quarantine.is_none())
             .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
             .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
@@ -257,6 +266,7 @@ impl Engine {
             namespaces: state.namespaces.len(),
             active_memories: 0,
             superseded_memories: 0,
+            archived_memories: 0,
             observations: 0,
             vectors: 0,
             hnsw_namespaces: 0,
@@ -272,6 +282,7 @@ impl Engine {
             for m in st.memories.values() {
                 match m.status {
                     Status::Active => s.active_memories += 1,
+                    Status::Archived => s.archived_memories += 1,
                     _ => s.superseded_memories += 1,
                 }
             }

@@ -13,10 +13,10 @@ use crate::types::{Kind, MemoryId, Namespace, ObservationId, Tier};
 use crate::writer::{Command, ForgetOutcome, Op, OpOutcome};
 
 /// Longest session id or source reference, in bytes.
-const MAX_SESSION_BYTES: usize = 128;
+pub(crate) const MAX_SESSION_BYTES: usize = 128;
 const MAX_SOURCE_BYTES: usize = 256;
 /// Longest forget reason, in bytes.
-const MAX_REASON_BYTES: usize = 1024;
+pub(crate) const MAX_REASON_BYTES: usize = 1024;
 
 /// Text after the safety stage, plus what it did.
 pub(crate) struct Prepared {
@@ -26,7 +26,7 @@ pub(crate) struct Prepared {
 }
 
 impl Engine {
-    fn check_text(&self, field: &'static str, text: &str) -> Result<()> {
+    pub(crate) fn check_text(&self, field: &'static str, text: &str) -> Result<()> {
         if text.trim().is_empty() {
             return Err(Error::invalid(field, "must not be empty or only whitespace"));
         }
@@ -56,7 +56,7 @@ impl Engine {
         Ok(Prepared { text: r.text, redactions: r.counts, quarantine })
     }
 
-    fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
+    pub(crate) fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
         if let Some(msg) = self.shared().poison_message() {
             return Err(Error::Poisoned(msg));
         }
@@ -122,7 +122,7 @@ impl Engine {
 
     /// Validates a memory's fields; returns the event payload (without
     /// defaults applied for `None` fields) and the prepared text.
-    fn check_memory(&self, m: &NewMemory) -> Result<Prepared> {
+    pub(crate) fn check_memory(&self, m: &NewMemory) -> Result<Prepared> {
         self.check_text("content", &m.content)?;
         if let Some(i) = m.importance {
             if !(0.0..=1.0).contains(&i) {
@@ -154,7 +154,7 @@ impl Engine {
     }
 
     /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.
-    fn vectors_for(&self, items: &[(&NewMemory, &Prepared)]) -> Result<Vec<Vec<f32>>> {
+    pub(crate) fn vectors_for(&self, items: &[(&NewMemory, &Prepared)]) -> Result<Vec<Vec<f32>>> {
         let need: Vec<&str> =
             items.iter().filter(|(m, _)| m.vector.is_none()).map(|(_, p)| p.text.as_str()).collect();
         let mut embedded = if need.is_empty() {
@@ -360,7 +360,7 @@ impl Engine {
 }
 
 /// Builds the event payload, applying defaults (or inheriting from `base`).
-fn extracted(m: &NewMemory, content: String, quarantine: Option<String>, base: Option<&crate::Memory>) -> Extracted {
+pub(crate) fn extracted(m: &NewMemory, content: String, quarantine: Option<String>, base: Option<&crate::Memory>) -> Extracted {
     Extracted {
         content,
         kind: m.kind.clone().or_else(|| base.map(|b| b.kind.clone())).unwrap_or(Kind::Fact),
@@ -376,7 +376,7 @@ fn extracted(m: &NewMemory, content: String, quarantine: Option<String>, base: O
     }
 }
 
-fn check_short(field: &'static str, s: &str, max: usize, allow_empty: bool) -> Result<()> {
+pub(crate) fn check_short(field: &'static str, s: &str, max: usize, allow_empty: bool) -> Result<()> {
     if !allow_empty && s.trim().is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
     }

@@ -49,6 +49,10 @@ pub enum EventBody {
     /// What is left of an erased `Observed` or `Extracted` payload after
     /// compaction (or in an audit export of a forgotten item).
     Tombstone(Tombstone),
+    /// Lifecycle maintenance archived these memories: they leave default
+    /// recall and `list` but stay in history. Records the decision, so
+    /// replay never recomputes decay.
+    Archived(Archived),
 }
 
 impl EventBody {
@@ -61,6 +65,7 @@ impl EventBody {
             EventBody::Accessed(_) => "accessed",
             EventBody::Forgotten(_) => "forgotten",
             EventBody::Tombstone(_) => "tombstone",
+            EventBody::Archived(_) => "archived",
         }
     }
 }
@@ -127,6 +132,8 @@ pub enum SupersedeReason {
     Consolidated,
     /// An extraction result updated it.
     Extraction,
+    /// A short-term memory was promoted to long-term at the end of its session.
+    Promoted,
 }
 
 /// Links an old version to its replacement.
@@ -185,4 +192,27 @@ pub struct Forgotten {
 pub struct Tombstone {
     /// `"observed"` or `"extracted"`: what the erased payload was.
     pub was: String,
+}
+
+/// Why memories were archived.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArchiveReason {
+    /// Their session ended (`end_session`).
+    SessionEnded,
+    /// Their session was idle longer than the session timeout.
+    SessionExpired,
+    /// Long-term strength (importance × decay) fell below the threshold.
+    Decayed,
+    /// The namespace exceeded its capacity; the weakest went first.
+    Capacity,
+}
+
+/// Memories archived by a lifecycle decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Archived {
+    /// The archived memory versions (each active when archived).
+    pub ids: Vec<MemoryId>,
+    /// Why.
+    pub reason: ArchiveReason,
 }

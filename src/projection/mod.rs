@@ -119,6 +119,8 @@ pub struct EventCounts {
     pub forgotten: u64,
     /// Tombstones left by compaction.
     pub tombstones: u64,
+    /// `Archived` events.
+    pub archived: u64,
 }
 
 /// All projections.
@@ -236,6 +238,25 @@ impl State {
                     st.forgotten_observations.insert(*id);
                 }
             }
+            EventBody::Archived(a) => {
+                self.counts.archived += 1;
+                let st = self.ns_mut(&ev.ns);
+                for id in &a.ids {
+                    let Some(m) = st.memories.get_mut(id) else { continue };
+                    if m.status != Status::Active {
+                        continue;
+                    }
+                    m.status = Status::Archived;
+                    m.archived_seq = Some(ev.seq);
+                    let (key, norm) = (m.key.clone(), normalize_content(&m.content));
+                    st.unindex_norm(&norm, *id);
+                    if let Some(k) = key {
+                        if st.by_key.get(&k) == Some(id) {
+                            st.by_key.remove(&k);
+                        }
+                    }
+                }
+            }
             EventBody::Tombstone(t) => {
                 self.counts.tombstones += 1;
                 if t.was == "extracted" {
@@ -286,6 +307,7 @@ impl State {
             quarantine: x.quarantine.clone(),
             created_seq: ev.seq,
             superseded_seq: None,
+            archived_seq: None,
         };
         let dim = self.dim;
         let st = self.ns_mut(&ev.ns);

@@ -58,6 +58,8 @@ pub struct Memory {
     pub created_seq: Seq,
     /// Log position of the `Superseded` event that replaced it, if any.
     pub superseded_seq: Option<Seq>,
+    /// Log position of the `Archived` event that archived it, if any.
+    pub archived_seq: Option<Seq>,
 }
 
 impl Memory {
@@ -70,25 +72,29 @@ impl Memory {
     /// after its creation).
     pub(crate) fn view_at(&self, at: Seq) -> Memory {
         let mut m = self.clone();
-        match self.superseded_seq {
-            Some(s) if s <= at => m.status = Status::Superseded,
-            Some(_) => {
-                m.status = Status::Active;
-                m.next = None;
-                m.valid_to = None;
-            }
-            None => {}
+        if self.superseded_seq.is_some_and(|s| s > at) {
+            m.next = None;
+            m.valid_to = None;
         }
+        if self.archived_seq.is_some_and(|s| s > at) {
+            m.archived_seq = None;
+        }
+        m.status = self.status_at(at);
         m
     }
 
     /// Status at log position `at` (visible records only).
     pub(crate) fn status_at(&self, at: Seq) -> Status {
-        match self.superseded_seq {
-            Some(s) if s <= at => Status::Superseded,
-            Some(_) => Status::Active,
-            None => self.status,
+        if self.superseded_seq.is_some_and(|s| s <= at) {
+            return Status::Superseded;
         }
+        if self.archived_seq.is_some_and(|s| s <= at) {
+            return Status::Archived;
+        }
+        if self.superseded_seq.is_some() || self.archived_seq.is_some() {
+            return Status::Active;
+        }
+        self.status
     }
 
     /// The time used for recency: when it happened if known, else when written.

@@ -12,6 +12,7 @@ mod score;
 
 pub use context::{estimate_tokens, render_context};
 pub use score::{Explanation, RecallMode, Weights};
+pub(crate) use score::dot as score_dot;
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -50,6 +51,8 @@ pub struct RecallOptions {
     pub include_superseded: bool,
     /// Also return quarantined memories. Default false.
     pub include_quarantined: bool,
+    /// Also return archived memories (see [`crate::Engine::maintain`]). Default false.
+    pub include_archived: bool,
     /// Dense, lexical or hybrid candidates. Default hybrid.
     pub mode: RecallMode,
     /// Score weights. Default [`Weights::default`].
@@ -77,6 +80,7 @@ impl Default for RecallOptions {
             as_of: None,
             include_superseded: false,
             include_quarantined: false,
+            include_archived: false,
             mode: RecallMode::Hybrid,
             weights: Weights::default(),
             record_access: true,
@@ -215,8 +219,11 @@ fn admissible(m: &Memory, at: u64, opts: &RecallOptions) -> bool {
     if !m.visible_at(at) {
         return false;
     }
-    if !opts.include_superseded && m.status_at(at) != Status::Active {
-        return false;
+    match m.status_at(at) {
+        Status::Superseded if !opts.include_superseded => return false,
+        Status::Archived if !opts.include_archived => return false,
+        Status::Forgotten => return false,
+        _ => {}
     }
     if !opts.include_quarantined && m.quarantine.is_some() {
         return false;

@@ -343,6 +343,7 @@ impl Writer {
             PlannedOutcome::Existing { id, action } => OpOutcome::Remembered { id, action },
             PlannedOutcome::Forgot(f) => OpOutcome::Forgot(f),
             PlannedOutcome::Accessed => OpOutcome::Accessed,
+            PlannedOutcome::Archived(ids) => OpOutcome::Archived(ids),
         })
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
-use crate::event::{Accessed, EventBody, Extracted, ForgetTarget, Forgotten, Observed, Superseded, SupersedeReason};
+use crate::event::{Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed, Superseded, SupersedeReason};
 use crate::projection::{normalize_content, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
 
@@ -29,6 +29,10 @@ pub(crate) enum Op {
     Supersede { old: MemoryId, mem: Extracted, vector: Vec<f32>, reason: SupersedeReason },
     Forget { target: ForgetTarget, reason: String, requester: Option<String>, ids: Vec<MemoryId> },
     Access { ids: Vec<MemoryId>, requester: Option<String> },
+    /// Archive the listed memories that are still active (others are skipped).
+    Archive { ids: Vec<MemoryId>, reason: ArchiveReason },
+    /// Write one merged memory and supersede every member with it.
+    Consolidate { members: Vec<MemoryId>, mem: Extracted, vector: Vec<f32> },
 }
 
 /// How a remember or supersede call was resolved.
@@ -78,6 +82,7 @@ pub(crate) enum OpOutcome {
     Remembered { id: MemoryId, action: RememberAction },
     Forgot(ForgetOutcome),
     Accessed,
+    Archived(Vec<MemoryId>),
 }
 
 /// The events an op will append. `Extracted` events carry their vector;
@@ -95,6 +100,7 @@ pub(crate) enum PlannedOutcome {
     Existing { id: MemoryId, action: RememberAction },
     Forgot(ForgetOutcome),
     Accessed,
+    Archived(Vec<MemoryId>),
 }
 
 fn mem_not_found(ns: &Namespace, id: MemoryId) -> Error {
@@ -127,7 +133,8 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     mem.key.as_deref().unwrap_or_default()
                 )));
             }
-            if normalize_content(&cur.content) == normalize_content(&mem.content) {
+            // A promotion keeps the content and changes the tier.
+            if reason != SupersedeReason::Promoted && normalize_content(&cur.content) == normalize_content(&mem.content) {
                 return Ok(Plan {
                     bodies: vec![],
                     outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Unchanged },
@@ -136,6 +143,47 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
             Ok(supersede_plan(old, mem, vector, reason, next_seq))
         }
         Op::Forget { target, reason, requester, ids } => plan_forget(st, ns, target, reason, requester, ids),
+        Op::Archive { ids, reason } => {
+            let active = |id: &MemoryId| {
+                st.and_then(|s| s.memories.get(id)).is_some_and(|m| m.status == Status::Active)
+            };
+            let mut ids: Vec<MemoryId> = ids.into_iter().filter(|i| active(i)).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            if ids.is_empty() {
+                return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Archived(vec![]) });
+            }
+            Ok(Plan {
+                bodies: vec![(EventBody::Archived(Archived { ids: ids.clone(), reason }), None)],
+                outcome: PlannedOutcome::Archived(ids),
+            })
+        }
+        Op::Consolidate { members, mem, vector } => {
+            let first = members.first().copied().unwrap_or(MemoryId(0));
+            let st = st.ok_or_else(|| mem_not_found(ns, first))?;
+            for id in &members {
+                let m = st.memories.get(id).ok_or_else(|| mem_not_found(ns, *id))?;
+                if m.status != Status::Active {
+                    return Err(Error::Conflict(format!("memory {id} is {}; only active memories merge", m.status)));
+                }
+            }
+            if members.len() < 2 {
+                return Err(Error::invalid("members", "a consolidation merges at least two memories"));
+            }
+            check_sources(st, ns, &mem.sources)?;
+            if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|h| !members.contains(h)) {
+                return Err(Error::Conflict(format!("key held by memory {holder}, not a member")));
+            }
+            let new = MemoryId(next_seq);
+            let mut bodies = vec![(EventBody::Extracted(mem), Some(vector))];
+            for old in &members {
+                bodies.push((
+                    EventBody::Superseded(Superseded { old: *old, new, reason: SupersedeReason::Consolidated }),
+                    None,
+                ));
+            }
+            Ok(Plan { bodies, outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created } })
+        }
         Op::Access { ids, requester } => {
             let Some(st) = st else {
                 return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });

@@ -546,6 +546,9 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
             }
         }
+        Cmd::ExtractPrompt(_) | Cmd::ApplyExtraction(_) | Cmd::EndSession(_) | Cmd::Consolidate(_) | Cmd::Maintain(_) => {
+            crate::lifecycle::run(cli, engine, cmd)?
+        }
         Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) => {}
     }
     Ok(())

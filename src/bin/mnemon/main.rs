@@ -4,6 +4,7 @@
 mod commands;
 mod demo;
 mod eval;
+mod lifecycle;
 mod output;
 
 use std::path::PathBuf;
@@ -70,6 +71,16 @@ pub enum Cmd {
     VerifyErasure(commands::VerifyErasureArgs),
     /// Store-wide statistics.
     Stats,
+    /// Print a prompt asking an LLM to extract memories from a session.
+    ExtractPrompt(lifecycle::ExtractPromptArgs),
+    /// Apply an LLM's extraction JSON (new, updated and forgotten memories).
+    ApplyExtraction(lifecycle::ApplyExtractionArgs),
+    /// End a session: archive its short-term memories, promote the marked ones.
+    EndSession(lifecycle::EndSessionArgs),
+    /// Merge clusters of near-duplicate memories.
+    Consolidate(lifecycle::NsArgs),
+    /// Run decay, session expiry, capacity and consolidation now.
+    Maintain(lifecycle::MaintainArgs),
     /// Install or inspect embedding models.
     Model {
         #[command(subcommand)]

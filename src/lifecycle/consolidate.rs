@@ -1,0 +1,140 @@
+//! Consolidation: merging clusters of near-duplicate active memories.
+
+use std::collections::BTreeSet;
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::event::Extracted;
+use crate::projection::Memory;
+use crate::recall::score_dot;
+use crate::types::{MemoryId, Namespace, Tier};
+use crate::writer::{Op, OpOutcome};
+
+/// One merged cluster.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Consolidation {
+    /// The members, now superseded (reason `consolidated`), oldest first.
+    pub members: Vec<MemoryId>,
+    /// The merged memory.
+    pub merged: MemoryId,
+}
+
+/// Caller-supplied text for a cluster's merged memory (`None`: keep the
+/// most important, then most recent, member's content).
+pub type MergeFn<'a> = &'a dyn Fn(&[Memory]) -> Option<String>;
+
+fn tier_rank(t: Tier) -> u8 {
+    match t {
+        Tier::ShortTerm => 0,
+        Tier::LongTerm => 1,
+        Tier::Permanent => 2,
+    }
+}
+
+impl Engine {
+    /// Finds clusters of near-duplicate active memories (same kind, no
+    /// conflicting slot keys, cosine similarity to the cluster's first
+    /// member ≥ `consolidate_threshold`), writes one merged memory per
+    /// cluster and supersedes every member with it (reason `consolidated`),
+    /// so each member's history leads to the merged version. The merged
+    /// text is `merged_text(members)` when given and `Some`, else the
+    /// content of the most important, then most recent, member; the merged
+    /// memory takes the highest tier and importance, and the union of
+    /// entities and sources. Quarantined memories are left alone.
+    ///
+    /// # Errors
+    /// Input errors for caller-supplied text (it passes the same safety
+    /// stage as [`Engine::remember`]); [`crate::Error::Poisoned`] /
+    /// [`crate::Error::Closed`].
+    pub fn consolidate(&self, ns: &Namespace, merged_text: Option<MergeFn<'_>>) -> Result<Vec<Consolidation>> {
+        let threshold = self.config().consolidate_threshold.unwrap_or_else(|| self.dedup_threshold());
+        let clusters: Vec<Vec<Memory>> = {
+            let state = self.shared().state.read();
+            let at = state.visible;
+            let Some(st) = state.ns(ns) else { return Ok(Vec::new()) };
+            let active: Vec<&Memory> = st
+                .memories
+                .values()
+                .filter(|m| m.visible_at(at) && m.status_at(at) == crate::Status::Active && m.quarantine.is_none())
+                .collect();
+            let mut taken: BTreeSet<MemoryId> = BTreeSet::new();
+            let mut clusters = Vec::new();
+            for (i, seed) in active.iter().enumerate() {
+                if taken.contains(&seed.id) {
+                    continue;
+                }
+                let Some(sv) = st.vectors.get(seed.id.0) else { continue };
+                let mut cluster = vec![(*seed).clone()];
+                for other in &active[i + 1..] {
+                    if taken.contains(&other.id) || other.kind != seed.kind {
+                        continue;
+                    }
+                    let keys_conflict = cluster.iter().any(|c| {
+                        matches!((&c.key, &other.key), (Some(a), Some(b)) if a != b)
+                    });
+                    if keys_conflict {
+                        continue;
+                    }
+                    let Some(ov) = st.vectors.get(other.id.0) else { continue };
+                    if score_dot(sv, ov) >= threshold {
+                        cluster.push((*other).clone());
+                    }
+                }
+                if cluster.len() > 1 {
+                    taken.extend(cluster.iter().map(|m| m.id));
+                    clusters.push(cluster);
+                }
+            }
+            clusters
+        };
+        let mut out = Vec::new();
+        for members in clusters {
+            let Some(rep) = members
+                .iter()
+                .max_by(|a, b| a.importance.total_cmp(&b.importance).then(a.valid_from.cmp(&b.valid_from)).then(a.id.cmp(&b.id)))
+                .cloned()
+            else {
+                continue;
+            };
+            let text = merged_text.and_then(|f| f(&members));
+            let (content, quarantine, vector) = match text {
+                Some(t) => {
+                    let nm = crate::NewMemory::new(t);
+                    let p = self.check_memory(&nm)?;
+                    let v = self.vectors_for(&[(&nm, &p)])?.pop().ok_or(crate::Error::Closed)?;
+                    (p.text, p.quarantine, v)
+                }
+                None => (rep.content.clone(), None, self.vector_of(ns, &rep)?),
+            };
+            let mut entities: Vec<String> = Vec::new();
+            for e in members.iter().flat_map(|m| m.entities.iter()) {
+                if !entities.contains(e) && entities.len() < self.config().max_entities {
+                    entities.push(e.clone());
+                }
+            }
+            let mut sources: Vec<_> = members.iter().flat_map(|m| m.sources.iter().copied()).collect();
+            sources.sort_unstable();
+            sources.dedup();
+            let tier = members.iter().map(|m| m.tier).max_by_key(|t| tier_rank(*t)).unwrap_or(rep.tier);
+            let mem = Extracted {
+                content,
+                kind: rep.kind.clone(),
+                tier,
+                importance: members.iter().map(|m| m.importance).fold(0.0, f32::max),
+                entities,
+                key: members.iter().find_map(|m| m.key.clone()),
+                sources,
+                session: rep.session.clone(),
+                event_time: rep.event_time,
+                source_ref: rep.source_ref.clone(),
+                quarantine,
+            };
+            let ids: Vec<MemoryId> = members.iter().map(|m| m.id).collect();
+            let r = self.run(ns, vec![Op::Consolidate { members: ids.clone(), mem, vector }])?;
+            if let Some(Ok(OpOutcome::Remembered { id, .. })) = r.into_iter().next() {
+                out.push(Consolidation { members: ids, merged: id });
+            }
+        }
+        Ok(out)
+    }
+}
