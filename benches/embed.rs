@@ -87,5 +87,8 @@ fn main() {
             );
         }
     }
-    println!("threads: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "threads: {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
 }

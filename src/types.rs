@@ -57,7 +57,10 @@ impl Namespace {
         if name.len() > MAX_NAMESPACE_LEN {
             return Err(Error::invalid(
                 "namespace",
-                format!("{} characters, at most {MAX_NAMESPACE_LEN} allowed", name.len()),
+                format!(
+                    "{} characters, at most {MAX_NAMESPACE_LEN} allowed",
+                    name.len()
+                ),
             ));
         }
         if let Some(c) = name
@@ -127,7 +130,10 @@ impl FromStr for Role {
             "assistant" => Ok(Role::Assistant),
             "tool" => Ok(Role::Tool),
             "system" => Ok(Role::System),
-            _ => Err(Error::invalid("role", format!("{s:?}: expected user|assistant|tool|system"))),
+            _ => Err(Error::invalid(
+                "role",
+                format!("{s:?}: expected user|assistant|tool|system"),
+            )),
         }
     }
 }
@@ -217,7 +223,10 @@ impl FromStr for Tier {
             "short" | "short_term" | "short-term" => Ok(Tier::ShortTerm),
             "long" | "long_term" | "long-term" => Ok(Tier::LongTerm),
             "permanent" => Ok(Tier::Permanent),
-            _ => Err(Error::invalid("tier", format!("{s:?}: expected short|long|permanent"))),
+            _ => Err(Error::invalid(
+                "tier",
+                format!("{s:?}: expected short|long|permanent"),
+            )),
         }
     }
 }

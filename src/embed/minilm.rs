@@ -59,7 +59,9 @@ pub struct MiniLmEmbedder {
 
 impl std::fmt::Debug for MiniLmEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MiniLmEmbedder").field("model_id", &self.model_id).finish_non_exhaustive()
+        f.debug_struct("MiniLmEmbedder")
+            .field("model_id", &self.model_id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -85,7 +87,10 @@ impl MiniLmEmbedder {
         if config.hidden_size != MINILM_DIM {
             return Err(model_err(
                 "config.json",
-                format!("hidden_size is {}, expected {MINILM_DIM}", config.hidden_size),
+                format!(
+                    "hidden_size is {}, expected {MINILM_DIM}",
+                    config.hidden_size
+                ),
             ));
         }
 
@@ -110,7 +115,13 @@ impl MiniLmEmbedder {
             .map_err(|e| model_err("configuring truncation", e))?;
         tokenizer.with_padding(None);
 
-        Ok(Self { model, tokenizer, device, model_id, dim: config.hidden_size })
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            model_id,
+            dim: config.hidden_size,
+        })
     }
 
     /// Runs one batch of token-id sequences (each at most
@@ -129,11 +140,26 @@ impl MiniLmEmbedder {
         let mask = Tensor::from_vec(mask, (batch, max_len), &self.device).map_err(err)?;
         let type_ids = ids.zeros_like().map_err(err)?;
         // (batch, seq, hidden)
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask)).map_err(err)?;
+        let hidden = self
+            .model
+            .forward(&ids, &type_ids, Some(&mask))
+            .map_err(err)?;
         // Mean over the unmasked positions.
-        let maskf = mask.to_dtype(DType::F32).map_err(err)?.unsqueeze(2).map_err(err)?;
-        let summed = hidden.broadcast_mul(&maskf).map_err(err)?.sum(1).map_err(err)?;
-        let counts = maskf.sum(1).map_err(err)?.clamp(1e-9f32, f32::MAX).map_err(err)?;
+        let maskf = mask
+            .to_dtype(DType::F32)
+            .map_err(err)?
+            .unsqueeze(2)
+            .map_err(err)?;
+        let summed = hidden
+            .broadcast_mul(&maskf)
+            .map_err(err)?
+            .sum(1)
+            .map_err(err)?;
+        let counts = maskf
+            .sum(1)
+            .map_err(err)?
+            .clamp(1e-9f32, f32::MAX)
+            .map_err(err)?;
         let mean = summed.broadcast_div(&counts).map_err(err)?;
         let rows: Vec<Vec<f32>> = mean.to_vec2().map_err(err)?;
         Ok(rows

@@ -68,7 +68,11 @@ struct Harvest {
 /// the switch leaves the old generation live and removes the new one; a
 /// failure to make the switch durable poisons the engine; a failure after
 /// the switch leaves `COMPACTING` behind, so the next open compacts again.
-pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Result<ErasureReceipt> {
+pub(crate) fn run(
+    shared: &Shared,
+    dir: &Mutex<DataDir>,
+    cache_bytes: u64,
+) -> Result<ErasureReceipt> {
     let started = Instant::now();
     if let Some(msg) = shared.poison_message() {
         return Err(Error::Poisoned(msg));
@@ -87,7 +91,14 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
     let bytes_before = tree_bytes(&old_path);
 
     dir.lock().mark_compaction(old_gen, new_gen)?;
-    let (new_store, harvest) = match write_generation(old.as_ref(), &new_path, cache_bytes, last_seq, &forgotten_m, &forgotten_o) {
+    let (new_store, harvest) = match write_generation(
+        old.as_ref(),
+        &new_path,
+        cache_bytes,
+        last_seq,
+        &forgotten_m,
+        &forgotten_o,
+    ) {
         Ok(x) => x,
         Err(e) => {
             if fs::remove_dir_all(&new_path).is_ok() {
@@ -110,14 +121,23 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
             }
             return Err(e);
         }
-        poison(shared, &format!("compaction could not make the switch to {} durable: {e}", new_path.display()));
+        poison(
+            shared,
+            &format!(
+                "compaction could not make the switch to {} durable: {e}",
+                new_path.display()
+            ),
+        );
         *shared.store.write() = Arc::new(new_store);
         return Err(e);
     }
     crash_point("switch");
     let replaced = std::mem::replace(&mut *shared.store.write(), Arc::new(new_store));
     drop(replaced);
-    shared.state.write().note_tombstones(harvest.observations.len() as u64, harvest.memories.len() as u64);
+    shared.state.write().note_tombstones(
+        harvest.observations.len() as u64,
+        harvest.memories.len() as u64,
+    );
     release(old);
     delete_generation(&old_path)?;
     sync_dir(&root)?;
@@ -139,12 +159,13 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
     if !patterns.is_empty() {
         patterns.exclude_found_in(surviving_strings(&shared.state.read()));
         let store = shared.store();
-        patterns.exclude_found_in(
-            store
-                .vector_entries()
-                .filter_map(|r| r.ok())
-                .map(|e| e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
-        );
+        patterns.exclude_found_in(store.vector_entries().filter_map(|r| r.ok()).map(|e| {
+            e.cached
+                .vector
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect::<Vec<u8>>()
+        }));
     }
     let scan = verify_erasure(&root, &patterns)?;
     let verify_ms = millis(verify_started.elapsed());
@@ -176,17 +197,26 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
 pub(crate) fn surviving_strings(state: &State) -> impl Iterator<Item = &[u8]> + '_ {
     state.namespaces.values().flat_map(|st| {
         let mems = st.memories.values().flat_map(|m| {
-            [Some(m.content.as_str()), m.key.as_deref(), m.session.as_deref(), m.source_ref.as_deref()]
-                .into_iter()
-                .flatten()
-                .chain(m.entities.iter().map(String::as_str))
-                .map(str::as_bytes)
+            [
+                Some(m.content.as_str()),
+                m.key.as_deref(),
+                m.session.as_deref(),
+                m.source_ref.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .chain(m.entities.iter().map(String::as_str))
+            .map(str::as_bytes)
         });
         let obs = st.observations.values().flat_map(|o| {
-            [Some(o.text.as_str()), Some(o.session.as_str()), o.source.as_deref()]
-                .into_iter()
-                .flatten()
-                .map(str::as_bytes)
+            [
+                Some(o.text.as_str()),
+                Some(o.session.as_str()),
+                o.source.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            .map(str::as_bytes)
         });
         mems.chain(obs)
     })
@@ -222,7 +252,10 @@ fn write_generation(
         let (seq, bytes) = r?;
         h.events_copied += 1;
         if seq != h.events_copied {
-            return Err(Error::Corrupted { seq: h.events_copied, reason: format!("log has a gap: next record is seq {seq}") });
+            return Err(Error::Corrupted {
+                seq: h.events_copied,
+                reason: format!("log has a gap: next record is seq {seq}"),
+            });
         }
         let record = if forgotten_m.contains(&seq) || forgotten_o.contains(&seq) {
             erase_payload(seq, bytes, &mut h)?
@@ -236,7 +269,10 @@ fn write_generation(
         }
     }
     if h.events_copied != last_seq {
-        return Err(Error::Corrupted { seq: h.events_copied + 1, reason: format!("log ends before seq {last_seq}") });
+        return Err(Error::Corrupted {
+            seq: h.events_copied + 1,
+            reason: format!("log ends before seq {last_seq}"),
+        });
     }
     if !batch.is_empty() {
         new.append(&batch)?;
@@ -279,7 +315,10 @@ fn write_generation(
 /// other record (already a tombstone) is kept as it is.
 fn erase_payload(seq: Seq, bytes: Vec<u8>, h: &mut Harvest) -> Result<Vec<u8>> {
     let mut ev = decode_record(seq, &bytes)?;
-    let was = match std::mem::replace(&mut ev.body, EventBody::Tombstone(Tombstone { was: String::new() })) {
+    let was = match std::mem::replace(
+        &mut ev.body,
+        EventBody::Tombstone(Tombstone { was: String::new() }),
+    ) {
         EventBody::Observed(o) => {
             h.texts.push(o.text);
             h.observations.push(ObservationId(seq));
@@ -292,7 +331,9 @@ fn erase_payload(seq: Seq, bytes: Vec<u8>, h: &mut Harvest) -> Result<Vec<u8>> {
         }
         _ => return Ok(bytes),
     };
-    ev.body = EventBody::Tombstone(Tombstone { was: was.to_string() });
+    ev.body = EventBody::Tombstone(Tombstone {
+        was: was.to_string(),
+    });
     encode_record(&ev)
 }
 
@@ -364,7 +405,9 @@ fn delete_files(dir: &Path, first: &mut bool) -> Result<()> {
 
 /// Total bytes of the regular files under `dir` (0 when unreadable).
 fn tree_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = fs::read_dir(dir) else { return 0 };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
     entries
         .flatten()
         .map(|e| match e.file_type() {

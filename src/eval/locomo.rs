@@ -48,7 +48,11 @@ pub fn load_locomo(path: &Path) -> Result<Vec<Unit>> {
     let samples = root
         .as_array()
         .ok_or_else(|| bad_record(path, "document", "expected a JSON array of samples"))?;
-    samples.iter().enumerate().map(|(i, s)| load_sample(path, i, s)).collect()
+    samples
+        .iter()
+        .enumerate()
+        .map(|(i, s)| load_sample(path, i, s))
+        .collect()
 }
 
 fn str_field<'a>(v: &'a Value, key: &str, path: &Path, rec: &str) -> Result<&'a str> {
@@ -97,7 +101,11 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
                 }
             }
             if !seen.insert(dia_id.to_string()) {
-                return Err(bad_record(path, &trec, format!("duplicate dia_id {dia_id:?}")));
+                return Err(bad_record(
+                    path,
+                    &trec,
+                    format!("duplicate dia_id {dia_id:?}"),
+                ));
             }
             docs.push(Doc {
                 id: dia_id.to_string(),
@@ -109,7 +117,11 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
         }
     }
 
-    let split = if DEV_SAMPLES.contains(&sample_id) { Split::Dev } else { Split::Test };
+    let split = if DEV_SAMPLES.contains(&sample_id) {
+        Split::Dev
+    } else {
+        Split::Test
+    };
     let qa = sample
         .get("qa")
         .and_then(Value::as_array)
@@ -127,7 +139,8 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|e| {
-                    e.as_str().ok_or_else(|| bad_record(path, &qrec, "non-string evidence id"))
+                    e.as_str()
+                        .ok_or_else(|| bad_record(path, &qrec, "non-string evidence id"))
                 })
                 .collect::<Result<_>>()?,
             Some(_) => return Err(bad_record(path, &qrec, "\"evidence\" is not a list")),
@@ -149,7 +162,12 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
 
     let name = format!("locomo:{sample_id}");
     Namespace::new(name.as_str()).map_err(|e| bad_record(path, &rec, e))?;
-    Ok(Unit { name, split, docs, queries })
+    Ok(Unit {
+        name,
+        split,
+        docs,
+        queries,
+    })
 }
 
 /// Evidence ids after cleaning (see [`clean_evidence`]).
@@ -226,7 +244,9 @@ fn normalize_dia_id(p: &str) -> Option<String> {
 /// clock, full English month name), read as UTC. `None` when it does not
 /// parse.
 pub fn parse_locomo_date(s: &str) -> Option<DateTime<Utc>> {
-    NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y").ok().map(|t| t.and_utc())
+    NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y")
+        .ok()
+        .map(|t| t.and_utc())
 }
 
 #[cfg(test)]
@@ -241,17 +261,25 @@ mod tests {
     #[test]
     fn eval_locomo_dates_parse() {
         let t = parse_locomo_date("1:56 pm on 8 May, 2023");
-        assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap()));
+        assert_eq!(
+            t,
+            Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap())
+        );
         let t = parse_locomo_date("12:09 am on 13 September, 2023");
         assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 9, 13, 0, 9, 0).unwrap()));
         let t = parse_locomo_date("10:04 am on 19 December, 2023");
-        assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 12, 19, 10, 4, 0).unwrap()));
+        assert_eq!(
+            t,
+            Some(Utc.with_ymd_and_hms(2023, 12, 19, 10, 4, 0).unwrap())
+        );
         assert_eq!(parse_locomo_date("yesterday"), None);
     }
 
     #[test]
     fn eval_locomo_evidence_cleaning() {
-        let k = known(&["D8:6", "D9:17", "D11:26", "D30:5", "D9:1", "D4:4", "D4:6", "D1:3"]);
+        let k = known(&[
+            "D8:6", "D9:17", "D11:26", "D30:5", "D9:1", "D4:4", "D4:6", "D1:3",
+        ]);
         let c = clean_evidence(&["D8:6; D9:17"], &k);
         assert_eq!(c.ids, vec!["D8:6", "D9:17"]);
         assert!(c.repaired && c.dropped.is_empty());

@@ -114,10 +114,14 @@ pub fn load_longmemeval(path: &Path, dev_ids: Option<&Path>) -> Result<Vec<Unit>
     }
 
     if let Some(p) = dev_ids {
-        let have: HashSet<&str> =
-            units.iter().filter_map(|u| u.name.strip_prefix("lme:")).collect();
-        let mut missing: Vec<&String> =
-            dev.iter().filter(|id| !have.contains(id.as_str())).collect();
+        let have: HashSet<&str> = units
+            .iter()
+            .filter_map(|u| u.name.strip_prefix("lme:"))
+            .collect();
+        let mut missing: Vec<&String> = dev
+            .iter()
+            .filter(|id| !have.contains(id.as_str()))
+            .collect();
         missing.sort();
         if let Some(id) = missing.first() {
             return Err(Error::invalid(
@@ -150,22 +154,37 @@ fn to_unit(path: &Path, r: Record, dev: &HashSet<String>) -> Result<Unit> {
         ));
     }
     let qtime = parse_longmemeval_date(&r.question_date).ok_or_else(|| {
-        bad_record(path, &rec, format!("unparseable question_date {:?}", r.question_date))
+        bad_record(
+            path,
+            &rec,
+            format!("unparseable question_date {:?}", r.question_date),
+        )
     })?;
 
     let mut docs = Vec::new();
     let mut gold = Vec::new();
     let mut gold_sessions: Vec<String> = Vec::new();
     let mut occurrences: HashMap<&str, usize> = HashMap::new();
-    for ((sid, date), turns) in
-        r.haystack_session_ids.iter().zip(&r.haystack_dates).zip(&r.haystack_sessions)
+    for ((sid, date), turns) in r
+        .haystack_session_ids
+        .iter()
+        .zip(&r.haystack_dates)
+        .zip(&r.haystack_sessions)
     {
         let time = parse_longmemeval_date(date).ok_or_else(|| {
-            bad_record(path, &rec, format!("session {sid}: unparseable date {date:?}"))
+            bad_record(
+                path,
+                &rec,
+                format!("session {sid}: unparseable date {date:?}"),
+            )
         })?;
         let occ = occurrences.entry(sid.as_str()).or_insert(0);
         *occ += 1;
-        let prefix = if *occ == 1 { sid.clone() } else { format!("{sid}~{occ}") };
+        let prefix = if *occ == 1 {
+            sid.clone()
+        } else {
+            format!("{sid}~{occ}")
+        };
         for (i, t) in turns.iter().enumerate() {
             if t.role != "user" {
                 continue;
@@ -191,7 +210,11 @@ fn to_unit(path: &Path, r: Record, dev: &HashSet<String>) -> Result<Unit> {
         }
     }
 
-    let split = if dev.contains(&r.question_id) { Split::Dev } else { Split::Test };
+    let split = if dev.contains(&r.question_id) {
+        Split::Dev
+    } else {
+        Split::Test
+    };
     let name = format!("lme:{}", r.question_id);
     Namespace::new(name.as_str()).map_err(|e| bad_record(path, &rec, e))?;
     let query = Query {
@@ -206,7 +229,12 @@ fn to_unit(path: &Path, r: Record, dev: &HashSet<String>) -> Result<Unit> {
         gold_dropped: Vec::new(),
         gold_repaired: false,
     };
-    Ok(Unit { name, split, docs, queries: vec![query] })
+    Ok(Unit {
+        name,
+        split,
+        docs,
+        queries: vec![query],
+    })
 }
 
 /// Parses a LongMemEval date such as `"2023/05/30 (Tue) 23:40"`, read as UTC.
@@ -233,7 +261,10 @@ mod tests {
     #[test]
     fn eval_longmemeval_dates_parse() {
         let t = parse_longmemeval_date("2023/05/30 (Tue) 23:40");
-        assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 5, 30, 23, 40, 0).unwrap()));
+        assert_eq!(
+            t,
+            Some(Utc.with_ymd_and_hms(2023, 5, 30, 23, 40, 0).unwrap())
+        );
         assert!(parse_longmemeval_date("2023/05/30 (Tue)").is_none());
         assert!(parse_longmemeval_date("30 May 2023").is_none());
     }

@@ -35,8 +35,11 @@ pub fn recall_fraction<R: AsRef<str>, G: AsRef<str>>(
     if gold.is_empty() {
         return None;
     }
-    let found: HashSet<&str> =
-        top_k(ranked, k).iter().map(AsRef::as_ref).filter(|id| gold.contains(id)).collect();
+    let found: HashSet<&str> = top_k(ranked, k)
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|id| gold.contains(id))
+        .collect();
     Some(found.len() as f64 / gold.len() as f64)
 }
 
@@ -44,7 +47,9 @@ pub fn recall_fraction<R: AsRef<str>, G: AsRef<str>>(
 /// 0 for empty `gold`, as Python's `any([])`).
 pub fn recall_any<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize) -> f64 {
     let gold = id_set(gold);
-    f64::from(u8::from(top_k(ranked, k).iter().any(|r| gold.contains(r.as_ref()))))
+    f64::from(u8::from(
+        top_k(ranked, k).iter().any(|r| gold.contains(r.as_ref())),
+    ))
 }
 
 /// 1 if every gold id is in the top `k`, else 0 (LongMemEval `recall_all`;
@@ -61,7 +66,13 @@ pub fn dcg(relevances: &[f64]) -> f64 {
     relevances
         .iter()
         .enumerate()
-        .map(|(i, r)| if i == 0 { *r } else { r / ((i + 1) as f64).log2() })
+        .map(|(i, r)| {
+            if i == 0 {
+                *r
+            } else {
+                r / ((i + 1) as f64).log2()
+            }
+        })
         .sum()
 }
 
@@ -79,8 +90,10 @@ fn ndcg_of(rels: &[f64], n_relevant: usize, k: usize) -> f64 {
 /// in the corpus). 0 when `gold` is empty. DCG as [`dcg`].
 pub fn ndcg_any<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize) -> f64 {
     let gold = id_set(gold);
-    let rels: Vec<f64> =
-        top_k(ranked, k).iter().map(|r| f64::from(u8::from(gold.contains(r.as_ref())))).collect();
+    let rels: Vec<f64> = top_k(ranked, k)
+        .iter()
+        .map(|r| f64::from(u8::from(gold.contains(r.as_ref()))))
+        .collect();
     ndcg_of(&rels, gold.len(), k)
 }
 
@@ -102,7 +115,11 @@ pub fn rank_sessions<'a, R: AsRef<str>>(
     session_of: impl Fn(&str) -> Option<&'a str>,
 ) -> Vec<&'a str> {
     let mut seen = HashSet::new();
-    ranked.iter().filter_map(|r| session_of(r.as_ref())).filter(|s| seen.insert(*s)).collect()
+    ranked
+        .iter()
+        .filter_map(|r| session_of(r.as_ref()))
+        .filter(|s| seen.insert(*s))
+        .collect()
 }
 
 /// The three LongMemEval scores of one question at one cut-off.
@@ -168,9 +185,18 @@ mod tests {
     #[test]
     fn eval_metrics_recall_fraction() {
         let ranked = ["a", "x", "b", "y", "c"];
-        assert_eq!(recall_fraction(&ranked, &["a", "b", "c", "z"], 1), Some(0.25));
-        assert_eq!(recall_fraction(&ranked, &["a", "b", "c", "z"], 3), Some(0.5));
-        assert_eq!(recall_fraction(&ranked, &["a", "b", "c", "z"], 50), Some(0.75));
+        assert_eq!(
+            recall_fraction(&ranked, &["a", "b", "c", "z"], 1),
+            Some(0.25)
+        );
+        assert_eq!(
+            recall_fraction(&ranked, &["a", "b", "c", "z"], 3),
+            Some(0.5)
+        );
+        assert_eq!(
+            recall_fraction(&ranked, &["a", "b", "c", "z"], 50),
+            Some(0.75)
+        );
         assert_eq!(recall_fraction(&ranked, &["a", "a"], 1), Some(1.0));
         assert_eq!(recall_fraction::<&str, &str>(&ranked, &[], 5), None);
         assert_eq!(recall_fraction::<&str, &str>(&[], &["a"], 5), Some(0.0));
@@ -203,7 +229,10 @@ mod tests {
         // One gold at rank 2 scores 1: ranks 1 and 2 share the weight 1.
         assert!(close(ndcg_any(&ranked, &["a"], 5), 1.0));
         // One gold at rank 3: 1/log2(3) over 1.
-        assert!(close(ndcg_any(&["x", "y", "a"], &["a"], 3), 1.0 / 3f64.log2()));
+        assert!(close(
+            ndcg_any(&["x", "y", "a"], &["a"], 3),
+            1.0 / 3f64.log2()
+        ));
         // Three gold, k=2, found at rank 1 only: 1 / (1 + 1).
         assert!(close(ndcg_any(&["a", "x"], &["a", "b", "c"], 2), 0.5));
         assert_eq!(ndcg_any::<&str, &str>(&ranked, &[], 4), 0.0);

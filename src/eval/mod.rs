@@ -122,7 +122,10 @@ impl FromStr for SplitFilter {
             "dev" => Ok(SplitFilter::Dev),
             "test" => Ok(SplitFilter::Test),
             "all" => Ok(SplitFilter::All),
-            other => Err(Error::invalid("split", format!("{other:?}: expected dev, test or all"))),
+            other => Err(Error::invalid(
+                "split",
+                format!("{other:?}: expected dev, test or all"),
+            )),
         }
     }
 }

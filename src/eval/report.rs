@@ -156,7 +156,12 @@ impl MetricTable {
     /// The mean of `group` at cut-off `k`, if both exist.
     pub fn value(&self, group: &str, k: usize) -> Option<f64> {
         let col = self.k_values.iter().position(|&x| x == k)?;
-        self.rows.iter().find(|r| r.group == group)?.values.get(col).copied()
+        self.rows
+            .iter()
+            .find(|r| r.group == group)?
+            .values
+            .get(col)
+            .copied()
     }
 
     /// The row of `group`, if any.
@@ -214,7 +219,9 @@ impl Report {
             ks.join(" "),
             self.retrieve_depth,
             self.split_filter,
-            self.limit.map(|l| format!(" · limit {l} units")).unwrap_or_default()
+            self.limit
+                .map(|l| format!(" · limit {l} units"))
+                .unwrap_or_default()
         );
         for s in &self.splits {
             let c = &s.counts;
@@ -261,7 +268,13 @@ impl Report {
 }
 
 fn render_one(out: &mut String, t: &MetricTable) {
-    let w = t.rows.iter().map(|r| r.group.chars().count()).max().unwrap_or(5).max(5);
+    let w = t
+        .rows
+        .iter()
+        .map(|r| r.group.chars().count())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     let _ = writeln!(out, "\n{}", t.title);
     let _ = write!(out, "  {:<w$} {:>6}", "group", "n");
     for k in &t.k_values {
@@ -285,7 +298,10 @@ mod tests {
     fn eval_report_percentiles_nearest_rank() {
         let samples: Vec<f64> = (1..=100).map(f64::from).rev().collect();
         let l = LatencyStats::from_samples(&samples);
-        assert_eq!((l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms), (50.0, 95.0, 99.0, 100.0));
+        assert_eq!(
+            (l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms),
+            (50.0, 95.0, 99.0, 100.0)
+        );
         assert_eq!(l.mean_ms, 50.5);
         let l = LatencyStats::from_samples(&[3.0]);
         assert_eq!((l.p50_ms, l.p99_ms, l.searches), (3.0, 3.0, 1));

@@ -55,7 +55,10 @@ impl RunOptions {
 type Family = (&'static str, &'static str);
 
 const LOCOMO_FAMILIES: &[Family] = &[
-    ("recall", "evidence recall@k (|evidence ∩ top-k| / |evidence|)"),
+    (
+        "recall",
+        "evidence recall@k (|evidence ∩ top-k| / |evidence|)",
+    ),
     ("any", "evidence any-hit@k (some evidence turn in top-k)"),
     ("all", "evidence all-hit@k (every evidence turn in top-k)"),
 ];
@@ -66,12 +69,23 @@ const LME_FAMILIES: &[Family] = &[
     ("turn/recall_any", "turn recall_any@k"),
     ("turn/recall_all", "turn recall_all@k"),
     ("turn/ndcg_any", "turn ndcg_any@k"),
-    ("session_official/recall_any", "session recall_any@k, official turn→session"),
-    ("session_official/recall_all", "session recall_all@k, official turn→session"),
-    ("session_official/ndcg_any", "session ndcg_any@k, official turn→session"),
+    (
+        "session_official/recall_any",
+        "session recall_any@k, official turn→session",
+    ),
+    (
+        "session_official/recall_all",
+        "session recall_all@k, official turn→session",
+    ),
+    (
+        "session_official/ndcg_any",
+        "session ndcg_any@k, official turn→session",
+    ),
 ];
-const MADIAL_FAMILIES: &[Family] =
-    &[("recall", "memory recall@k (|gold ∩ top-k| / |gold|)"), ("mrr", "MRR@k")];
+const MADIAL_FAMILIES: &[Family] = &[
+    ("recall", "memory recall@k (|gold ∩ top-k| / |gold|)"),
+    ("mrr", "MRR@k"),
+];
 
 impl Dataset {
     fn families(self) -> &'static [Family] {
@@ -135,7 +149,10 @@ impl<'a> UnitIndex<'a> {
                 ));
             }
         }
-        Ok(UnitIndex { session, len: unit.docs.len() })
+        Ok(UnitIndex {
+            session,
+            len: unit.docs.len(),
+        })
     }
 }
 
@@ -173,7 +190,10 @@ pub fn run(
     opts: &RunOptions,
 ) -> Result<Report> {
     let started = Instant::now();
-    let mut ks = opts.k_values.clone().unwrap_or_else(|| dataset.default_k_values());
+    let mut ks = opts
+        .k_values
+        .clone()
+        .unwrap_or_else(|| dataset.default_k_values());
     ks.sort_unstable();
     ks.dedup();
     let max_k = match ks.last() {
@@ -197,12 +217,19 @@ pub fn run(
     let mut names = HashSet::new();
     for u in &selected {
         if !names.insert(u.name.as_str()) {
-            return Err(Error::invalid("units", format!("unit name {:?} repeats", u.name)));
+            return Err(Error::invalid(
+                "units",
+                format!("unit name {:?} repeats", u.name),
+            ));
         }
     }
 
     let total: usize = selected.iter().map(|u| u.queries.len()).sum();
-    let bar = if opts.progress { ProgressBar::new(total as u64) } else { ProgressBar::hidden() };
+    let bar = if opts.progress {
+        ProgressBar::new(total as u64)
+    } else {
+        ProgressBar::hidden()
+    };
     if let Ok(style) = ProgressStyle::with_template(
         "{bar:30} {pos}/{len} queries · {msg} [{elapsed_precise} < {eta_precise}]",
     ) {
@@ -260,8 +287,11 @@ pub fn run(
         backend.finish_unit(&unit.name)?;
     }
     bar.finish_and_clear();
-    ingest.docs_per_sec =
-        if ingest.seconds > 0.0 { ingest.docs as f64 / ingest.seconds } else { 0.0 };
+    ingest.docs_per_sec = if ingest.seconds > 0.0 {
+        ingest.docs as f64 / ingest.seconds
+    } else {
+        0.0
+    };
 
     let mut splits = Vec::new();
     let mut present: Vec<Split> = per_split_units.keys().copied().collect();
@@ -273,7 +303,14 @@ pub fn run(
     }
     if present.len() > 1 {
         let all: Vec<&Scored> = scored.iter().collect();
-        splits.push(aggregate(dataset, "all", ingest.units, ingest.docs, &all, &ks));
+        splits.push(aggregate(
+            dataset,
+            "all",
+            ingest.units,
+            ingest.docs,
+            &all,
+            &ks,
+        ));
     }
 
     Ok(Report {
@@ -398,7 +435,11 @@ fn mean_row(group: &str, items: &[&Vec<Vec<f64>>], family: usize, n_k: usize) ->
     for acc in &mut values {
         *acc /= items.len() as f64;
     }
-    Some(TableRow { group: group.to_string(), n: items.len(), values })
+    Some(TableRow {
+        group: group.to_string(),
+        n: items.len(),
+        values,
+    })
 }
 
 fn aggregate(
@@ -409,7 +450,12 @@ fn aggregate(
     xs: &[&Scored],
     ks: &[usize],
 ) -> SplitReport {
-    let mut counts = Counts { units, docs, queries: xs.len(), ..Counts::default() };
+    let mut counts = Counts {
+        units,
+        docs,
+        queries: xs.len(),
+        ..Counts::default()
+    };
     for x in xs {
         match x.values {
             Ok(_) => counts.scored += 1,
@@ -426,7 +472,10 @@ fn aggregate(
     let apart = dataset.apart();
     let mut cats: Vec<&str> = Vec::new();
     for c in dataset.category_order() {
-        if xs.iter().any(|x| x.values.is_ok() && x.category.as_deref() == Some(*c)) {
+        if xs
+            .iter()
+            .any(|x| x.values.is_ok() && x.category.as_deref() == Some(*c))
+        {
             cats.push(c);
         }
     }
@@ -457,10 +506,16 @@ fn aggregate(
         .iter()
         .enumerate()
         .map(|(f, (tname, title))| {
-            let mut rows: Vec<TableRow> =
-                cats.iter().filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())).collect();
+            let mut rows: Vec<TableRow> = cats
+                .iter()
+                .filter_map(|c| mean_row(c, &in_cat(c), f, ks.len()))
+                .collect();
             rows.extend(mean_row("overall", &overall, f, ks.len()));
-            rows.extend(apart.iter().filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())));
+            rows.extend(
+                apart
+                    .iter()
+                    .filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())),
+            );
             MetricTable {
                 name: tname.to_string(),
                 title: title.to_string(),
@@ -469,5 +524,9 @@ fn aggregate(
             }
         })
         .collect();
-    SplitReport { split: name.to_string(), counts, tables }
+    SplitReport {
+        split: name.to_string(),
+        counts,
+        tables,
+    }
 }

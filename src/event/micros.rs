@@ -12,7 +12,8 @@ pub(crate) fn from_micros(us: i64) -> Option<DateTime<Utc>> {
 
 pub(crate) fn serialize<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
     if s.is_human_readable() {
-        t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true).serialize(s)
+        t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+            .serialize(s)
     } else {
         t.timestamp_micros().serialize(s)
     }

@@ -138,7 +138,12 @@ pub fn rule_extract(text: &str) -> Vec<RuleCandidate> {
                     });
                 }
             } else if let Some(c) = r.remember_zh.captures(&s) {
-                out.push(RuleCandidate { content: trim_value(&c[1]).to_string(), kind: Kind::Fact, key: None, importance: 0.7 });
+                out.push(RuleCandidate {
+                    content: trim_value(&c[1]).to_string(),
+                    kind: Kind::Fact,
+                    key: None,
+                    importance: 0.7,
+                });
             } else if let Some(c) = r.like_zh.captures(&s) {
                 out.push(RuleCandidate {
                     content: format!("用户{}{}", &c[1], trim_value(&c[2])),
@@ -161,7 +166,12 @@ pub fn rule_extract(text: &str) -> Vec<RuleCandidate> {
         }
         if let Some(c) = r.remember_en.captures(&s) {
             // The remembered fact may itself be negative ("I don't eat pork").
-            out.push(RuleCandidate { content: trim_value(&c[1]).to_string(), kind: Kind::Fact, key: None, importance: 0.7 });
+            out.push(RuleCandidate {
+                content: trim_value(&c[1]).to_string(),
+                kind: Kind::Fact,
+                key: None,
+                importance: 0.7,
+            });
             continue;
         }
         if r.hedge_en.is_match(&s) {
@@ -201,20 +211,33 @@ impl Engine {
     /// # Errors
     /// As [`Engine::observe`]; a rule memory that fails validation fails in
     /// its slot of [`RuleObservation::memories`].
-    pub fn observe_with_rules(&self, ns: &crate::Namespace, obs: NewObservation) -> Result<RuleObservation> {
+    pub fn observe_with_rules(
+        &self,
+        ns: &crate::Namespace,
+        obs: NewObservation,
+    ) -> Result<RuleObservation> {
         let (session, role) = (obs.session.clone(), obs.role);
         let id = self.observe(ns, obs)?;
         if role != Role::User {
-            return Ok(RuleObservation { observation: id, memories: Vec::new() });
+            return Ok(RuleObservation {
+                observation: id,
+                memories: Vec::new(),
+            });
         }
         let text = {
             let state = self.shared().state.read();
-            state.ns(ns).and_then(|st| st.observations.get(&id)).map(|o| o.text.clone())
+            state
+                .ns(ns)
+                .and_then(|st| st.observations.get(&id))
+                .map(|o| o.text.clone())
         }
         .ok_or_else(|| Error::not_found(format!("observation {id} in namespace {ns}")))?;
         let found = rule_extract(&text);
         if found.is_empty() {
-            return Ok(RuleObservation { observation: id, memories: Vec::new() });
+            return Ok(RuleObservation {
+                observation: id,
+                memories: Vec::new(),
+            });
         }
         let batch = found
             .into_iter()
@@ -231,6 +254,9 @@ impl Engine {
                 m
             })
             .collect();
-        Ok(RuleObservation { observation: id, memories: self.remember_batch(ns, batch)? })
+        Ok(RuleObservation {
+            observation: id,
+            memories: self.remember_batch(ns, batch)?,
+        })
     }
 }

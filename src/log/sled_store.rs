@@ -36,12 +36,18 @@ impl SledStore {
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_millis(1);
         let db = loop {
-            let opened = sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open();
+            let opened = sled::Config::new()
+                .path(path)
+                .cache_capacity(cache_bytes)
+                .flush_every_ms(None)
+                .open();
             match opened {
                 Ok(db) => break db,
                 Err(sled::Error::Io(io)) if is_lock_error(&io) => {
                     if Instant::now() >= deadline {
-                        return Err(Error::Locked { path: path.to_path_buf() });
+                        return Err(Error::Locked {
+                            path: path.to_path_buf(),
+                        });
                     }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
@@ -52,7 +58,12 @@ impl SledStore {
         let events = db.open_tree("events")?;
         let vectors = db.open_tree("vectors")?;
         let meta = db.open_tree("meta")?;
-        Ok(SledStore { db, events, vectors, meta })
+        Ok(SledStore {
+            db,
+            events,
+            vectors,
+            meta,
+        })
     }
 
     fn vector_key(id: MemoryId, model_id: &str) -> [u8; 16] {
@@ -90,8 +101,14 @@ fn decode_vector(val: &[u8]) -> Option<CachedVector> {
     }
     let mut h = [0u8; 8];
     h.copy_from_slice(&val[..8]);
-    let vector = val[8..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    Some(CachedVector { content_hash: u64::from_le_bytes(h), vector })
+    let vector = val[8..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Some(CachedVector {
+        content_hash: u64::from_le_bytes(h),
+        vector,
+    })
 }
 
 fn seq_from_key(key: &[u8]) -> Result<Seq> {
@@ -127,10 +144,14 @@ impl LogStore for SledStore {
         if from > to {
             return Box::new(std::iter::empty());
         }
-        Box::new(self.events.range(from.to_be_bytes()..=to.to_be_bytes()).map(|r| {
-            let (k, v) = r?;
-            Ok((seq_from_key(&k)?, v.to_vec()))
-        }))
+        Box::new(
+            self.events
+                .range(from.to_be_bytes()..=to.to_be_bytes())
+                .map(|r| {
+                    let (k, v) = r?;
+                    Ok((seq_from_key(&k)?, v.to_vec()))
+                }),
+        )
     }
 
     fn len(&self) -> usize {
@@ -147,7 +168,10 @@ impl LogStore for SledStore {
     }
 
     fn get_vector(&self, model_id: &str, id: MemoryId) -> Result<Option<CachedVector>> {
-        Ok(self.vectors.get(Self::vector_key(id, model_id))?.and_then(|v| decode_vector(&v)))
+        Ok(self
+            .vectors
+            .get(Self::vector_key(id, model_id))?
+            .and_then(|v| decode_vector(&v)))
     }
 
     fn vector_entries(&self) -> VectorIter<'_> {
@@ -162,7 +186,11 @@ impl LogStore for SledStore {
             id.copy_from_slice(&key[..8]);
             model.copy_from_slice(&key[8..]);
             let cached = decode_vector(&v)?;
-            Some(Ok(VectorEntry { id: MemoryId(u64::from_be_bytes(id)), model_hash: u64::from_be_bytes(model), cached }))
+            Some(Ok(VectorEntry {
+                id: MemoryId(u64::from_be_bytes(id)),
+                model_hash: u64::from_be_bytes(model),
+                cached,
+            }))
         }))
     }
 
@@ -182,8 +210,10 @@ impl LogStore for SledStore {
         let mut out = Vec::new();
         for r in self.meta.iter() {
             let (k, v) = r?;
-            let key = String::from_utf8(k.to_vec())
-                .map_err(|_| Error::Corrupted { seq: 0, reason: "meta key is not UTF-8".into() })?;
+            let key = String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted {
+                seq: 0,
+                reason: "meta key is not UTF-8".into(),
+            })?;
             out.push((key, v.to_vec()));
         }
         Ok(out)

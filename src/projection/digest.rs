@@ -13,7 +13,9 @@ pub(crate) fn digest(state: &State) -> String {
     names.sort();
     h.update(state.visible.to_le_bytes());
     for name in names {
-        let Some(ns) = state.namespaces.get(name) else { continue };
+        let Some(ns) = state.namespaces.get(name) else {
+            continue;
+        };
         h.update(b"ns\0");
         h.update(name.as_str().as_bytes());
         for m in ns.memories.values() {

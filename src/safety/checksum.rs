@@ -68,7 +68,11 @@ pub fn cn_id_check_char(first17: &str) -> Option<char> {
     if bytes.len() != 17 || !bytes.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let sum: u32 = bytes.iter().zip(ID_WEIGHTS).map(|(b, w)| u32::from(b - b'0') * w).sum();
+    let sum: u32 = bytes
+        .iter()
+        .zip(ID_WEIGHTS)
+        .map(|(b, w)| u32::from(b - b'0') * w)
+        .sum();
     ID_CHECK.get((sum % 11) as usize).copied()
 }
 
@@ -99,7 +103,9 @@ pub fn cn_id_valid(id: &str) -> bool {
         return false;
     }
     let num = |r: std::ops::Range<usize>| -> u32 {
-        bytes[r].iter().fold(0u32, |acc, b| acc * 10 + u32::from(b - b'0'))
+        bytes[r]
+            .iter()
+            .fold(0u32, |acc, b| acc * 10 + u32::from(b - b'0'))
     };
     let province = num(0..2) as u8;
     if !ID_PROVINCES.contains(&province) {
@@ -143,9 +149,15 @@ mod tests {
 
     #[test]
     fn luhn_invalid_examples() {
-        for n in
-            ["4111111111111112", "6222020200112233447", "79927398710", "", "0", "4111 1111", "41a1"]
-        {
+        for n in [
+            "4111111111111112",
+            "6222020200112233447",
+            "79927398710",
+            "",
+            "0",
+            "4111 1111",
+            "41a1",
+        ] {
             assert!(!luhn_valid(n), "{n:?} should fail Luhn");
         }
     }

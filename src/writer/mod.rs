@@ -10,8 +10,8 @@
 
 mod plan;
 
-pub use plan::{DedupMode, ForgetOutcome, RememberAction};
 pub(crate) use plan::{forget_preview, Op, OpOutcome};
+pub use plan::{DedupMode, ForgetOutcome, RememberAction};
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -47,15 +47,25 @@ pub(crate) type WriteReply = Sender<Result<Vec<Result<OpOutcome>>>>;
 /// Work for the writer thread. A closed set: nothing else mutates the store.
 pub(crate) enum Command {
     /// Validate and append operations for one namespace.
-    Write { ns: Namespace, ops: Vec<Op>, reply: WriteReply },
+    Write {
+        ns: Namespace,
+        ops: Vec<Op>,
+        reply: WriteReply,
+    },
     /// Record that recall returned these memories; no reply, and not flushed
     /// on its own (it rides with the next flush).
-    Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String> },
+    Access {
+        ns: Namespace,
+        ids: Vec<MemoryId>,
+        requester: Option<String>,
+    },
     /// Flush everything appended so far, then reply.
     Sync { reply: Sender<Result<()>> },
     /// Run a function with exclusive access to the store and state (used by
     /// compaction); the writer queues other commands meanwhile.
-    Exclusive { f: Box<dyn FnOnce(&mut WriterCtx<'_>) + Send> },
+    Exclusive {
+        f: Box<dyn FnOnce(&mut WriterCtx<'_>) + Send>,
+    },
     /// Flush and stop.
     Shutdown { reply: Sender<Result<()>> },
 }
@@ -78,11 +88,10 @@ impl Shared {
     }
 }
 
-/// What an exclusive function gets: the shared state and the writer's
-/// position, so it can swap the store and keep assigning `Seq`s.
+/// What an exclusive function gets: the shared state and store, so it can
+/// rewrite and swap the store while other writers queue.
 pub(crate) struct WriterCtx<'a> {
     pub(crate) shared: &'a Shared,
-    pub(crate) next_seq: &'a mut Seq,
 }
 
 /// Settings of the writer loop.
@@ -114,9 +123,19 @@ pub(crate) fn spawn(
 ) -> Result<JoinHandle<()>> {
     let (next_seq, last_time_us) = {
         let st = shared.state.read();
-        (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
+        (
+            st.last_seq + 1,
+            st.times.last().copied().unwrap_or(i64::MIN),
+        )
     };
-    let mut w = Writer { shared, rx, cfg, next_seq, last_time_us, dirty_since: None };
+    let mut w = Writer {
+        shared,
+        rx,
+        cfg,
+        next_seq,
+        last_time_us,
+        dirty_since: None,
+    };
     std::thread::Builder::new()
         .name("mnemon-writer".into())
         .spawn(move || w.run())
@@ -199,14 +218,21 @@ impl Writer {
                         let _ = reply.send(Err(Error::Poisoned(msg)));
                         continue;
                     }
-                    let results =
-                        ops.into_iter().map(|op| self.apply_op(&ns, op, &mut records, &mut vectors)).collect();
+                    let results = ops
+                        .into_iter()
+                        .map(|op| self.apply_op(&ns, op, &mut records, &mut vectors))
+                        .collect();
                     must_flush |= self.cfg.durability == Durability::PerGroup;
                     pending.push(Pending::Write(reply, results));
                 }
                 Command::Access { ns, ids, requester } => {
                     if poisoned.is_none() {
-                        let _ = self.apply_op(&ns, Op::Access { ids, requester }, &mut records, &mut vectors);
+                        let _ = self.apply_op(
+                            &ns,
+                            Op::Access { ids, requester },
+                            &mut records,
+                            &mut vectors,
+                        );
                     }
                 }
                 Command::Sync { reply } => {
@@ -219,10 +245,14 @@ impl Writer {
                     must_flush = false;
                     self.reply_all(&mut pending, ok.clone());
                     if ok.is_ok() {
-                        let mut ctx = WriterCtx { shared: &self.shared, next_seq: &mut self.next_seq };
+                        let mut ctx = WriterCtx {
+                            shared: &self.shared,
+                        };
                         f(&mut ctx);
                         let st = self.shared.state.read();
-                        self.last_time_us = self.last_time_us.max(st.times.last().copied().unwrap_or(i64::MIN));
+                        self.last_time_us = self
+                            .last_time_us
+                            .max(st.times.last().copied().unwrap_or(i64::MIN));
                     }
                 }
                 Command::Shutdown { reply } => {
@@ -275,8 +305,10 @@ impl Writer {
         let store = self.shared.store();
         let res = (|| -> Result<()> {
             if !vectors.is_empty() {
-                let entries: Vec<(MemoryId, u64, &[f32])> =
-                    vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
+                let entries: Vec<(MemoryId, u64, &[f32])> = vectors
+                    .iter()
+                    .map(|(id, h, v)| (*id, *h, v.as_slice()))
+                    .collect();
                 store.put_vectors(&self.shared.model_id, &entries)?;
             }
             if !records.is_empty() {
@@ -322,7 +354,12 @@ impl Writer {
         let time = self.tick();
         for (i, (body, vector)) in plan.bodies.into_iter().enumerate() {
             let seq = self.next_seq + i as Seq;
-            let ev = Event { seq, time, ns: ns.clone(), body };
+            let ev = Event {
+                seq,
+                time,
+                ns: ns.clone(),
+                body,
+            };
             let bytes = encode_record(&ev)?;
             staged.push((ev, bytes, vector));
         }
@@ -336,10 +373,13 @@ impl Writer {
             records.push((ev.seq, bytes));
         }
         Ok(match plan.outcome {
-            PlannedOutcome::NewObservation(i) => OpOutcome::Observed(crate::types::ObservationId(first + i as Seq)),
-            PlannedOutcome::NewMemory { body_idx, action } => {
-                OpOutcome::Remembered { id: MemoryId(first + body_idx as Seq), action }
+            PlannedOutcome::NewObservation(i) => {
+                OpOutcome::Observed(crate::types::ObservationId(first + i as Seq))
             }
+            PlannedOutcome::NewMemory { body_idx, action } => OpOutcome::Remembered {
+                id: MemoryId(first + body_idx as Seq),
+                action,
+            },
             PlannedOutcome::Existing { id, action } => OpOutcome::Remembered { id, action },
             PlannedOutcome::Forgot(f) => OpOutcome::Forgot(f),
             PlannedOutcome::Accessed => OpOutcome::Accessed,

@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use mnemon::embed::{self, EmbedderChoice};
 use mnemon::{
-    AsOf, Engine, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory, NewObservation, ObservationId,
-    RecallMode, RecallOptions, Result, Role,
+    AsOf, Engine, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory, NewObservation,
+    ObservationId, RecallMode, RecallOptions, Result, Role,
 };
 
 use crate::output::{hit_line, json, memory_block, memory_line};
@@ -292,7 +292,10 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
 /// the scan found a trace.
 fn erase_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<ExitCode> {
     if let Some(r) = &engine.open_report().erasure {
-        eprintln!("note: finished a compaction that an earlier process left unfinished (verified: {})", r.verified);
+        eprintln!(
+            "note: finished a compaction that an earlier process left unfinished (verified: {})",
+            r.verified
+        );
     }
     let receipt = match cmd {
         Cmd::VerifyErasure(a) => {
@@ -306,7 +309,11 @@ fn erase_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<ExitCode> {
     } else {
         println!("{receipt}");
     }
-    Ok(if receipt.verified { ExitCode::SUCCESS } else { ExitCode::from(FOUND_ON_DISK) })
+    Ok(if receipt.verified {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(FOUND_ON_DISK)
+    })
 }
 
 fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
@@ -315,11 +322,16 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
         ModelCmd::Install { name, from } => {
             let spec = embed::find_spec(name).ok_or_else(|| {
                 let names: Vec<&str> = embed::all_specs().iter().map(|s| s.name).collect();
-                mnemon::Error::invalid("model", format!("unknown model {name:?}; known: {}", names.join(", ")))
+                mnemon::Error::invalid(
+                    "model",
+                    format!("unknown model {name:?}; known: {}", names.join(", ")),
+                )
             })?;
             let report = embed::install(spec, &dir, from.as_deref())?;
             if cli.json {
-                json(&serde_json::json!({ "model": spec.name, "dir": dir, "report": format!("{report:?}") }));
+                json(
+                    &serde_json::json!({ "model": spec.name, "dir": dir, "report": format!("{report:?}") }),
+                );
             } else {
                 println!("{report}");
             }
@@ -331,8 +343,18 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
                     println!("{}", spec.name);
                     continue;
                 }
-                let state = if embed::is_installed(spec, &dir) { "installed" } else { "not installed" };
-                println!("{:<10} {:<14} {}  ({})", spec.name, state, spec.pip_requirement, dir.join(spec.name).display());
+                let state = if embed::is_installed(spec, &dir) {
+                    "installed"
+                } else {
+                    "not installed"
+                };
+                println!(
+                    "{:<10} {:<14} {}  ({})",
+                    spec.name,
+                    state,
+                    spec.pip_requirement,
+                    dir.join(spec.name).display()
+                );
             }
             Ok(())
         }
@@ -402,7 +424,8 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             }
         }
         Cmd::Supersede(a) => {
-            let r = engine.supersede(&ns(&a.ns)?, MemoryId(a.id), NewMemory::new(a.text.clone()))?;
+            let r =
+                engine.supersede(&ns(&a.ns)?, MemoryId(a.id), NewMemory::new(a.text.clone()))?;
             if cli.json {
                 json(&r);
             } else {
@@ -447,7 +470,9 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             for ev in engine.events(&ns(&a.ns)?, a.from, a.to)? {
                 match serde_json::to_string(&ev) {
                     Ok(s) => println!("{s}"),
-                    Err(e) => return Err(mnemon::Error::Storage(format!("cannot encode event: {e}"))),
+                    Err(e) => {
+                        return Err(mnemon::Error::Storage(format!("cannot encode event: {e}")))
+                    }
                 }
             }
         }
@@ -455,7 +480,9 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             let at = match (a.seq, &a.time) {
                 (Some(s), _) => AsOf::Seq(s),
                 (None, Some(t)) => AsOf::Time(parse_time(t)?),
-                (None, None) => return Err(mnemon::Error::invalid("as-of", "give --seq or --time")),
+                (None, None) => {
+                    return Err(mnemon::Error::invalid("as-of", "give --seq or --time"))
+                }
             };
             let view = engine.as_of(&ns(&a.ns)?, at)?;
             let list = match a.what {
@@ -476,7 +503,12 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             let opts = RecallOptions {
                 top_k: a.k,
                 min_similarity: a.min_similarity,
-                as_of: a.as_of.as_deref().map(parse_time).transpose()?.map(AsOf::Time),
+                as_of: a
+                    .as_of
+                    .as_deref()
+                    .map(parse_time)
+                    .transpose()?
+                    .map(AsOf::Time),
                 mode: a.mode.parse::<RecallMode>()?,
                 requester: Some("cli".into()),
                 ..RecallOptions::default()
@@ -491,11 +523,17 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             }
         }
         Cmd::Context(a) => {
-            let opts = RecallOptions { top_k: a.k, requester: Some("cli".into()), ..RecallOptions::default() };
+            let opts = RecallOptions {
+                top_k: a.k,
+                requester: Some("cli".into()),
+                ..RecallOptions::default()
+            };
             let hits = engine.recall(&ns(&a.ns)?, &a.query, &opts)?;
             let (block, n) = mnemon::render_context(&hits, a.budget);
             if cli.json {
-                json(&serde_json::json!({ "context": block, "memories": n, "tokens": mnemon::estimate_tokens(&block) }));
+                json(
+                    &serde_json::json!({ "context": block, "memories": n, "tokens": mnemon::estimate_tokens(&block) }),
+                );
             } else {
                 println!("{block}");
             }
@@ -511,7 +549,11 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             } else if t.all {
                 ForgetRequest::All
             } else if let Some(q) = &t.matching {
-                ForgetRequest::Matching { query: q.clone(), min_similarity: a.min_similarity, limit: 1000 }
+                ForgetRequest::Matching {
+                    query: q.clone(),
+                    min_similarity: a.min_similarity,
+                    limit: 1000,
+                }
             } else {
                 return Err(mnemon::Error::invalid("forget", "name a target"));
             };
@@ -546,9 +588,11 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
             }
         }
-        Cmd::ExtractPrompt(_) | Cmd::ApplyExtraction(_) | Cmd::EndSession(_) | Cmd::Consolidate(_) | Cmd::Maintain(_) => {
-            crate::lifecycle::run(cli, engine, cmd)?
-        }
+        Cmd::ExtractPrompt(_)
+        | Cmd::ApplyExtraction(_)
+        | Cmd::EndSession(_)
+        | Cmd::Consolidate(_)
+        | Cmd::Maintain(_) => crate::lifecycle::run(cli, engine, cmd)?,
         Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) => {}
     }
     Ok(())

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use chrono::{DateTime, TimeZone, Utc};
 use clap::Args;
 use mnemon::{
-    AsOf, ForgetRequest, Hit, Kind, ListOptions, Namespace, NewMemory, NewObservation, RecallOptions,
-    Result, Role, Tier,
+    AsOf, ForgetRequest, Hit, Kind, ListOptions, Namespace, NewMemory, NewObservation,
+    RecallOptions, Result, Role, Tier,
 };
 
 use crate::commands::open_engine_at;
@@ -28,7 +28,14 @@ pub struct DemoArgs {
 /// (here: the script) decided to remember from it.
 struct Turn {
     text: &'static str,
-    memory: Option<(&'static str, Kind, Tier, f32, Option<&'static str>, &'static [&'static str])>,
+    memory: Option<(
+        &'static str,
+        Kind,
+        Tier,
+        f32,
+        Option<&'static str>,
+        &'static [&'static str],
+    )>,
 }
 
 struct Session {
@@ -109,7 +116,9 @@ const QUESTIONS: &[&str] = &[
 ];
 
 fn at(d: (i32, u32, u32), minute: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(d.0, d.1, d.2, 9, minute, 0).single().unwrap_or_else(Utc::now)
+    Utc.with_ymd_and_hms(d.0, d.1, d.2, 9, minute, 0)
+        .single()
+        .unwrap_or_else(Utc::now)
 }
 
 fn show_hits(hits: &[Hit], explain: bool) {
@@ -132,9 +141,14 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     };
     let engine = open_engine_at(cli, &dir)?;
     println!("mnemon demo — store at {}", dir.display());
-    println!("embedder: {}", mnemon::embed::describe(engine.embedder().as_ref()));
+    println!(
+        "embedder: {}",
+        mnemon::embed::describe(engine.embedder().as_ref())
+    );
     if engine.embedder().model_id().starts_with("hashing") {
-        println!("(install a neural model with `mnemon model install minilm` for recall by meaning)");
+        println!(
+            "(install a neural model with `mnemon model install minilm` for recall by meaning)"
+        );
     }
     let ns = Namespace::new("user:lin-wei")?;
     let mut before_change = 0;
@@ -145,7 +159,10 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
         }
         for (i, t) in s.turns.iter().enumerate() {
             let when = at(s.date, i as u32);
-            let obs = engine.observe(&ns, NewObservation::new(s.id, Role::User, t.text).event_time(when))?;
+            let obs = engine.observe(
+                &ns,
+                NewObservation::new(s.id, Role::User, t.text).event_time(when),
+            )?;
             println!("  user: {}", t.text);
             if let Some((content, kind, tier, imp, key, ents)) = &t.memory {
                 let mut m = NewMemory::new(*content)
@@ -166,9 +183,15 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
                     other => format!("{other:?}"),
                 };
                 let stored = engine.get(&ns, r.id)?.content;
-                println!("    remembered #{} ({what}, {kind}, {tier}): {stored}", r.id);
+                println!(
+                    "    remembered #{} ({what}, {kind}, {tier}): {stored}",
+                    r.id
+                );
                 if !r.redactions.is_empty() {
-                    println!("      personal data redacted before embedding and writing: {:?}", r.redactions);
+                    println!(
+                        "      personal data redacted before embedding and writing: {:?}",
+                        r.redactions
+                    );
                 }
                 if let Some(q) = &r.quarantined {
                     println!("      QUARANTINED, never recalled into a prompt: {q}");
@@ -180,16 +203,33 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     }
 
     println!("\n== Session 4: questions that need earlier sessions ==");
-    let opts = RecallOptions { top_k: 3, requester: Some("demo-agent".into()), ..RecallOptions::default() };
+    let opts = RecallOptions {
+        top_k: 3,
+        requester: Some("demo-agent".into()),
+        ..RecallOptions::default()
+    };
     for q in QUESTIONS {
         println!("\n  user: {q}");
         show_hits(&engine.recall(&ns, q, &opts)?, args.explain);
     }
 
-    println!("\n== The prompt block for \"{}\" (budget 120 tokens) ==", QUESTIONS[2]);
-    let hits = engine.recall(&ns, QUESTIONS[2], &RecallOptions { top_k: 5, ..RecallOptions::default() })?;
+    println!(
+        "\n== The prompt block for \"{}\" (budget 120 tokens) ==",
+        QUESTIONS[2]
+    );
+    let hits = engine.recall(
+        &ns,
+        QUESTIONS[2],
+        &RecallOptions {
+            top_k: 5,
+            ..RecallOptions::default()
+        },
+    )?;
     let (block, n) = mnemon::render_context(&hits, 120);
-    println!("{block}\n  ({n} memories, ~{} tokens)", mnemon::estimate_tokens(&block));
+    println!(
+        "{block}\n  ({n} memories, ~{} tokens)",
+        mnemon::estimate_tokens(&block)
+    );
 
     println!("\n== Version history of the coffee preference ==");
     let current = engine
@@ -203,21 +243,42 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
         let view = engine.as_of(&ns, AsOf::Seq(before_change))?;
         let old = view.list(&ListOptions::default())?;
         println!("\n  as of seq {before_change} (before session 3), the coffee preference was:");
-        for m in old.iter().filter(|m| m.key.as_deref() == Some("user.coffee")) {
+        for m in old
+            .iter()
+            .filter(|m| m.key.as_deref() == Some("user.coffee"))
+        {
             println!("  {}", memory_line(m));
         }
     }
 
     println!("\n== The user asks: \"Please forget where I work.\" ==");
-    let job = engine.list(&ns, &ListOptions::default()).into_iter().find(|m| m.key.as_deref() == Some("user.job"));
+    let job = engine
+        .list(&ns, &ListOptions::default())
+        .into_iter()
+        .find(|m| m.key.as_deref() == Some("user.job"));
     if let Some(job) = job {
-        let out = engine.forget(&ns, ForgetRequest::Memory(job.id), "user asked to forget their employer")?;
+        let out = engine.forget(
+            &ns,
+            ForgetRequest::Memory(job.id),
+            "user asked to forget their employer",
+        )?;
         println!("  forgot {} memory version(s)", out.memories);
-        let out = engine.forget(&ns, ForgetRequest::Observation(job.sources[0]), "source turn of a forgotten memory")?;
+        let out = engine.forget(
+            &ns,
+            ForgetRequest::Observation(job.sources[0]),
+            "source turn of a forgotten memory",
+        )?;
         println!("  forgot {} observation(s) it came from", out.observations);
     }
     println!("\n  user: Where does Lin work?");
-    show_hits(&engine.recall(&ns, "Where does Lin work? logistics company Shanghai", &opts)?, args.explain);
+    show_hits(
+        &engine.recall(
+            &ns,
+            "Where does Lin work? logistics company Shanghai",
+            &opts,
+        )?,
+        args.explain,
+    );
     let s = engine.stats();
     println!(
         "\n== Store: {} events ({} observed, {} extracted, {} superseded, {} accessed, {} forgotten); {} active memories ==",
@@ -227,4 +288,3 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     println!("   the erased text leaves the disk at the next compaction (`mnemon compact`).");
     engine.close()
 }
-

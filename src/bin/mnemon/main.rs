@@ -17,7 +17,12 @@ use clap::{Parser, Subcommand};
 #[command(name = "mnemon", version, about)]
 pub struct Cli {
     /// Data directory of the store.
-    #[arg(long, global = true, env = "MNEMON_DATA", default_value = "./mnemon-data")]
+    #[arg(
+        long,
+        global = true,
+        env = "MNEMON_DATA",
+        default_value = "./mnemon-data"
+    )]
     pub data: PathBuf,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]

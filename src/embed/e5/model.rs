@@ -166,9 +166,13 @@ impl Encoder {
     /// Mean-pooled, L2-normalised sentence vectors for a batch of token-id
     /// sequences (each at most [`Self::max_positions`] long), in input order.
     pub(crate) fn forward(&self, batch: &[&[u32]], pad: u32) -> Result<Vec<Vec<f32>>> {
-        let Some(len) = batch.iter().map(|s| s.len()).max() else { return Ok(Vec::new()) };
+        let Some(len) = batch.iter().map(|s| s.len()).max() else {
+            return Ok(Vec::new());
+        };
         if len == 0 || len > self.max_positions {
-            return Err(Error::Embedder(format!("e5: sequence length {len} not in 1..=512")));
+            return Err(Error::Embedder(format!(
+                "e5: sequence length {len} not in 1..=512"
+            )));
         }
         let (n, d) = (batch.len(), self.hidden);
         let x = self.embed_inputs(batch, len, pad)?;
@@ -181,7 +185,10 @@ impl Encoder {
             .collect();
         let mask = Tensor::from_vec(mask, (n, 1, 1, len), &self.device).map_err(candle_err)?;
         let out = self.encoder.forward(&x, &mask).map_err(candle_err)?;
-        let out = out.flatten_all().and_then(|t| t.to_vec1::<f32>()).map_err(candle_err)?;
+        let out = out
+            .flatten_all()
+            .and_then(|t| t.to_vec1::<f32>())
+            .map_err(candle_err)?;
 
         let mut vectors = Vec::with_capacity(n);
         for (b, ids) in batch.iter().enumerate() {

@@ -66,7 +66,9 @@ impl E5Tokenizer {
             let score = f64::from(vocab.scores[id]);
             min_score = min_score.min(score);
             let control = score == 0.0 || [sp.bos, sp.eos, sp.pad, sp.unk].contains(&(id as u32));
-            let Some(piece) = vocab.piece(id) else { continue };
+            let Some(piece) = vocab.piece(id) else {
+                continue;
+            };
             if control || piece.is_empty() {
                 continue;
             }
@@ -84,8 +86,18 @@ impl E5Tokenizer {
                 }
             }
         }
-        let unk_score = if min_score.is_finite() { min_score } else { 0.0 } - UNK_PENALTY;
-        E5Tokenizer { vocab, norm, slots, max_piece_bytes, unk_score }
+        let unk_score = if min_score.is_finite() {
+            min_score
+        } else {
+            0.0
+        } - UNK_PENALTY;
+        E5Tokenizer {
+            vocab,
+            norm,
+            slots,
+            max_piece_bytes,
+            unk_score,
+        }
     }
 
     /// Number of pieces in the vocabulary (250,002 for e5-small).
@@ -182,7 +194,9 @@ impl E5Tokenizer {
             // `▁` past its first character, so words segment independently.
             let rest = &normalized[start..];
             let skip = rest.chars().next().map_or(0, char::len_utf8);
-            let end = rest[skip..].find(META).map_or(bytes.len(), |i| start + skip + i);
+            let end = rest[skip..]
+                .find(META)
+                .map_or(bytes.len(), |i| start + skip + i);
             self.viterbi(&normalized[start..end], &mut lattice, &mut ids);
             start = end;
         }
