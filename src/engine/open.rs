@@ -65,7 +65,7 @@ impl Engine {
         let mut state = State::new(embedder.dim(), cfg.hnsw.clone());
         let mut report = OpenReport { generation: dir.current_generation(), ..OpenReport::default() };
         replay_into(store.as_ref(), &mut state, &mut report)?;
-        load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg)?;
+        load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true)?;
         let prev = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         if prev.as_deref() != Some(model_id.as_str()) {
             report.previous_model = prev;
@@ -142,13 +142,15 @@ pub(crate) fn replay_into(store: &dyn LogStore, state: &mut State, report: &mut 
 
 /// Puts every surviving memory version's vector into its index, from the
 /// cache when it matches the content, else embedding it (in batches) and
-/// caching the result. Inserts in id order so the index is deterministic.
+/// caching the result (when `write_cache`). Inserts in id order so the
+/// index is deterministic.
 pub(crate) fn load_vectors(
     store: &dyn LogStore,
     embedder: &dyn Embedder,
     state: &mut State,
     report: &mut OpenReport,
     cfg: &Config,
+    write_cache: bool,
 ) -> Result<()> {
     let model = embedder.model_id().to_string();
     let dim = embedder.dim();
@@ -176,7 +178,9 @@ pub(crate) fn load_vectors(
             .zip(&vecs)
             .map(|(&i, v)| (all[i].1, fnv1a64(all[i].3.as_bytes()), v.as_slice()))
             .collect();
-        store.put_vectors(&model, &entries)?;
+        if write_cache {
+            store.put_vectors(&model, &entries)?;
+        }
         for (&i, v) in chunk.iter().zip(vecs) {
             all[i].2 = Some(v);
         }

@@ -36,7 +36,7 @@ impl SledStore {
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_millis(1);
         let db = loop {
-            let opened = sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open();
+            let opened = open_db(path, cache_bytes)?;
             match opened {
                 Ok(db) => break db,
                 Err(sled::Error::Io(io)) if is_lock_error(&io) => {
@@ -49,9 +49,11 @@ impl SledStore {
                 Err(other) => return Err(Error::from(other)),
             }
         };
-        let events = db.open_tree("events")?;
-        let vectors = db.open_tree("vectors")?;
-        let meta = db.open_tree("meta")?;
+        let trees = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Ok::<_, sled::Error>((db.open_tree("events")?, db.open_tree("vectors")?, db.open_tree("meta")?))
+        }))
+        .map_err(|p| Error::Storage(format!("sled panicked opening its trees: {}", panic_text(&p))))?;
+        let (events, vectors, meta) = trees?;
         Ok(SledStore { db, events, vectors, meta })
     }
 
@@ -65,6 +67,23 @@ impl SledStore {
         k[8..].copy_from_slice(&model_hash.to_be_bytes());
         k
     }
+}
+
+/// Opens sled, turning a panic during its recovery (sled 0.34 asserts on
+/// some damaged files instead of returning an error) into
+/// [`Error::Storage`], so a damaged store is reported, not a crash.
+fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Result<sled::Db>> {
+    std::panic::catch_unwind(|| {
+        sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open()
+    })
+    .map_err(|p| Error::Storage(format!("sled panicked opening {}: {}", path.display(), panic_text(&p))))
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// How long [`SledStore::open`] waits for sled's file lock.

@@ -279,6 +279,13 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
             let code = r?;
             closed.map(|()| code)
         }
+        Cmd::Check => {
+            let engine = open_engine(cli)?;
+            let r = check_command(cli, &engine);
+            let closed = engine.close();
+            let code = r?;
+            closed.map(|()| code)
+        }
         other => {
             let engine = open_engine(cli)?;
             let r = store_command(cli, &engine, other);
@@ -286,6 +293,35 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
             r.and(closed).map(|()| ExitCode::SUCCESS)
         }
     }
+}
+
+/// Exit status of `check` when the projections differ from a fresh replay.
+const CHECK_MISMATCH: u8 = 4;
+
+/// `check`: opening already verified every record and the `Seq` sequence;
+/// [`Engine::check`] does it again and compares the projections with a
+/// fresh replay. Exit status 4 on a mismatch; a bad record is an error.
+fn check_command(cli: &Cli, engine: &Engine) -> Result<ExitCode> {
+    let r = engine.check()?;
+    if cli.json {
+        json(&r);
+    } else {
+        println!(
+            "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
+            r.records,
+            r.record_bytes,
+            r.last_seq,
+            r.namespaces,
+            r.memories,
+            r.observations,
+            r.vectors_cached,
+            r.vectors_embedded,
+            r.digest,
+            r.replay_digest,
+            if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
+        );
+    }
+    Ok(if r.consistent { ExitCode::SUCCESS } else { ExitCode::from(CHECK_MISMATCH) })
 }
 
 /// `compact` and `verify-erasure`: print the receipt; exit status 3 when
@@ -546,7 +582,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
             }
         }
-        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) => {}
+        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) | Cmd::Check => {}
     }
     Ok(())
 }

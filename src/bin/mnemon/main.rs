@@ -70,6 +70,9 @@ pub enum Cmd {
     VerifyErasure(commands::VerifyErasureArgs),
     /// Store-wide statistics.
     Stats,
+    /// Verify the store: every record's checksum and decoding, a gap-free
+    /// log, and projections equal to a fresh replay (exit status 4 if not).
+    Check,
     /// Install or inspect embedding models.
     Model {
         #[command(subcommand)]
