@@ -115,6 +115,8 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
         return Err(e);
     }
     crash_point("switch");
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::switch", |arg| Err(crate::log::injected_error("compact::switch", arg)));
     let replaced = std::mem::replace(&mut *shared.store.write(), Arc::new(new_store));
     drop(replaced);
     shared.state.write().note_tombstones(harvest.observations.len() as u64, harvest.memories.len() as u64);
@@ -242,6 +244,8 @@ fn write_generation(
         new.append(&batch)?;
     }
     crash_point("copy");
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::copy", |arg| Err(crate::log::injected_error("compact::copy", arg)));
 
     let mut vbatch = Vec::with_capacity(VECTOR_BATCH);
     for e in old.vector_entries() {
@@ -356,6 +360,8 @@ fn delete_files(dir: &Path, first: &mut bool) -> Result<()> {
             fs::remove_file(entry.path())?;
             if std::mem::take(first) {
                 crash_point("delete");
+                #[cfg(feature = "failpoints")]
+                fail::fail_point!("compact::delete", |arg| Err(crate::log::injected_error("compact::delete", arg)));
             }
         }
     }

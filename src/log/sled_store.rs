@@ -123,6 +123,8 @@ fn seq_from_key(key: &[u8]) -> Result<Seq> {
 
 impl LogStore for SledStore {
     fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("log::append", |arg| Err(crate::log::injected_error("append", arg)));
         let mut batch = sled::Batch::default();
         for (seq, bytes) in records {
             batch.insert(&seq.to_be_bytes(), bytes.as_slice());
@@ -132,6 +134,8 @@ impl LogStore for SledStore {
     }
 
     fn flush(&self) -> Result<usize> {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("log::flush", |arg| Err(crate::log::injected_error("flush", arg)));
         Ok(self.db.flush()?)
     }
 
