@@ -58,6 +58,8 @@ struct Tally {
     errors: BTreeMap<String, usize>,
     panics: usize,
     wrong: Vec<String>,
+    /// One message per distinct error text prefix, to show what was reported.
+    samples: BTreeMap<String, String>,
 }
 
 fn error_kind(e: &Error) -> &'static str {
@@ -103,6 +105,9 @@ fn try_variant(dir: &Path, written: &BTreeMap<u64, String>, damage: &Damage, tal
         Err(_) => tally.panics += 1,
         Ok(Err(e)) => {
             *tally.errors.entry(error_kind(&e).to_string()).or_default() += 1;
+            let text = e.to_string();
+            let key: String = text.chars().take(40).collect();
+            tally.samples.entry(key).or_insert(text);
             if error_kind(&e) == "other" || error_kind(&e) == "Locked" {
                 tally.wrong.push(format!("{damage:?}: untyped error {e}"));
             }
@@ -210,6 +215,9 @@ fn torn_and_corrupt_copies_open_to_a_prefix_or_a_typed_error() {
         tally.panics,
         tally.wrong.len()
     );
+    for s in tally.samples.values() {
+        println!("torn: error seen: {s}");
+    }
     for w in &tally.wrong {
         println!("torn: {w}");
     }
