@@ -68,9 +68,7 @@ fn build(path: &Path, events: usize) -> Result<(), mnemon::Error> {
             let mems: Vec<NewMemory> = (half..k)
                 .map(|j| {
                     let x = n * per_ns + i + j;
-                    NewMemory::new(text(x))
-                        .session(format!("s{}", x % SESSIONS))
-                        .dedup(DedupMode::Off)
+                    NewMemory::new(text(x)).session(format!("s{}", x % SESSIONS)).dedup(DedupMode::Off)
                 })
                 .collect();
             for r in e.remember_batch(&ns, mems)? {
@@ -98,11 +96,7 @@ fn forget(path: &Path) -> Result<u64, mnemon::Error> {
 fn export_import(gen: &Path, out: &Path) -> (f64, u64) {
     let t = Instant::now();
     let src = sled::Config::new().path(gen).open().unwrap();
-    let dst = sled::Config::new()
-        .path(out)
-        .flush_every_ms(None)
-        .open()
-        .unwrap();
+    let dst = sled::Config::new().path(out).flush_every_ms(None).open().unwrap();
     dst.import(src.export());
     dst.flush().unwrap();
     drop(dst);
@@ -111,40 +105,23 @@ fn export_import(gen: &Path, out: &Path) -> (f64, u64) {
 }
 
 fn current_gen(data: &Path) -> std::path::PathBuf {
-    data.join(
-        std::fs::read_to_string(data.join("CURRENT"))
-            .unwrap()
-            .trim(),
-    )
+    data.join(std::fs::read_to_string(data.join("CURRENT")).unwrap().trim())
 }
 
 fn main() -> Result<(), mnemon::Error> {
-    let events: usize = std::env::var("MNEMON_BENCH_EVENTS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100_000);
+    let events: usize = std::env::var("MNEMON_BENCH_EVENTS").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let tmp = tempfile::tempdir()?;
     let data = tmp.path().join("data");
-    println!(
-        "compact: {events} events, {NAMESPACES} namespaces, one session in {SESSIONS} forgotten"
-    );
+    println!("compact: {events} events, {NAMESPACES} namespaces, one session in {SESSIONS} forgotten");
 
     let t = Instant::now();
     build(&data, events)?;
     let pending = forget(&data)?;
-    println!(
-        "  build + forget       {:>9.2} s   ({pending} payloads pending erasure)",
-        t.elapsed().as_secs_f64()
-    );
+    println!("  build + forget       {:>9.2} s   ({pending} payloads pending erasure)", t.elapsed().as_secs_f64());
 
     let before = dir_bytes(&data);
     let (base_s, base_bytes) = export_import(&current_gen(&data), &tmp.path().join("export"));
-    println!(
-        "  sled export/import   {:>9.3} s   {:>8.1} MiB -> {:>8.1} MiB",
-        base_s,
-        mib(before),
-        mib(base_bytes)
-    );
+    println!("  sled export/import   {:>9.3} s   {:>8.1} MiB -> {:>8.1} MiB", base_s, mib(before), mib(base_bytes));
 
     let t = Instant::now();
     let e = Engine::open(&data)?;

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use mnemon::embed::{EmbedKind, Embedder, HashingEmbedder};
 
 const WORDS: &[&str] = &[
-    "memory", "agent", "coffee", "recall", "Paris", "meeting", "project", "deadline", "user",
-    "prefers", "sour", "beans", "tomorrow", "rain", "engine", "vector", "index", "note", "friend",
-    "birthday", "travel", "budget", "report", "review", "kitchen", "garden", "music", "piano",
+    "memory", "agent", "coffee", "recall", "Paris", "meeting", "project", "deadline", "user", "prefers", "sour",
+    "beans", "tomorrow", "rain", "engine", "vector", "index", "note", "friend", "birthday", "travel", "budget",
+    "report", "review", "kitchen", "garden", "music", "piano",
 ];
 
 /// Deterministic pseudo-sentences of `n` words.
@@ -81,14 +81,8 @@ fn main() {
                 Err(e) => eprintln!("MiniLM failed to load: {e}"),
             }
         } else {
-            eprintln!(
-                "SKIPPED MiniLM: not installed in {} (run `mnemon model install minilm`)",
-                dir.display()
-            );
+            eprintln!("SKIPPED MiniLM: not installed in {} (run `mnemon model install minilm`)", dir.display());
         }
     }
-    println!(
-        "threads: {}",
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    );
+    println!("threads: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
 }

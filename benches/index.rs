@@ -51,9 +51,7 @@ impl Clusters {
                 v
             })
             .collect();
-        let spreads = (0..k)
-            .map(|_| rng.gen_range(0.4f32..0.9) / (DIM as f32).sqrt())
-            .collect();
+        let spreads = (0..k).map(|_| rng.gen_range(0.4f32..0.9) / (DIM as f32).sqrt()).collect();
         Clusters { centres, spreads }
     }
 
@@ -93,11 +91,7 @@ fn latencies<T>(queries: &[T], mut f: impl FnMut(&T)) -> Lat {
     }
     cpu.sort_unstable();
     wall.sort_unstable();
-    Lat {
-        p50: percentile(&cpu, 0.5),
-        p99: percentile(&cpu, 0.99),
-        wall50: percentile(&wall, 0.5),
-    }
+    Lat { p50: percentile(&cpu, 0.5), p99: percentile(&cpu, 0.99), wall50: percentile(&wall, 0.5) }
 }
 
 /// Resident set size in bytes (Linux `/proc/self/statm`, 4 KiB pages);
@@ -105,11 +99,7 @@ fn latencies<T>(queries: &[T], mut f: impl FnMut(&T)) -> Lat {
 fn rss_bytes() -> usize {
     std::fs::read_to_string("/proc/self/statm")
         .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<usize>().ok())
-        })
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|p| p.parse::<usize>().ok()))
         .map_or(0, |pages| pages * 4096)
 }
 
@@ -135,9 +125,7 @@ fn main() {
     println!("load average at start: {}", load.trim());
     println!("HNSW params: {:?}", HnswParams::default());
     println!("exact column: exact_threshold = MAX (always scans); HNSW column: exact_threshold = 0 (graph built");
-    println!(
-        "from the first insert; the planner may still answer by scanning when that is cheaper)."
-    );
+    println!("from the first insert; the planner may still answer by scanning when that is cheaper).");
     println!("Latencies: thread CPU time p50/p99 in µs; 'wall p50' = wall-clock p50 exact / HNSW. Build: CPU seconds.");
     println!("bytes/vec: memory_bytes() / n (estimate); RSS Δ/vec: resident-memory growth while building, / n.");
     println!();
@@ -154,13 +142,7 @@ fn main() {
 
         let rss0 = rss_bytes();
         let t = ThreadTime::now();
-        let mut exact = VectorIndex::new(
-            DIM,
-            HnswParams {
-                exact_threshold: usize::MAX,
-                ..HnswParams::default()
-            },
-        );
+        let mut exact = VectorIndex::new(DIM, HnswParams { exact_threshold: usize::MAX, ..HnswParams::default() });
         for (i, v) in data.iter().enumerate() {
             exact.insert(i as u64, v);
         }
@@ -168,13 +150,7 @@ fn main() {
         let rss1 = rss_bytes();
 
         let t = ThreadTime::now();
-        let mut hnsw = VectorIndex::new(
-            DIM,
-            HnswParams {
-                exact_threshold: 0,
-                ..HnswParams::default()
-            },
-        );
+        let mut hnsw = VectorIndex::new(DIM, HnswParams { exact_threshold: 0, ..HnswParams::default() });
         for (i, v) in data.iter().enumerate() {
             hnsw.insert(i as u64, v);
         }
@@ -196,11 +172,7 @@ fn main() {
         let mut hits = 0usize;
         for q in &queries {
             let truth: Vec<u64> = exact.search(q, 10, &all).into_iter().map(|x| x.0).collect();
-            hits += hnsw
-                .search(q, 10, &all)
-                .iter()
-                .filter(|(id, _)| truth.contains(id))
-                .count();
+            hits += hnsw.search(q, 10, &all).iter().filter(|(id, _)| truth.contains(id)).count();
         }
         let recall = hits as f64 / (QUERIES * 10) as f64;
         let be = exact.memory_bytes() as f64 / n as f64;
@@ -234,13 +206,8 @@ fn main() {
                 });
                 let mut hits = 0usize;
                 for q in qs {
-                    let truth: Vec<u64> =
-                        exact.search(q, 10, &f).into_iter().map(|x| x.0).collect();
-                    hits += hnsw
-                        .search(q, 10, &f)
-                        .iter()
-                        .filter(|(id, _)| truth.contains(id))
-                        .count();
+                    let truth: Vec<u64> = exact.search(q, 10, &f).into_iter().map(|x| x.0).collect();
+                    hits += hnsw.search(q, 10, &f).iter().filter(|(id, _)| truth.contains(id)).count();
                 }
                 filtered_rows.push(format!(
                     "| {n} | {label} | {} | {} | {} | {:.4} |",
@@ -255,9 +222,7 @@ fn main() {
     println!();
     println!("Filtered search (k = 10, filter passes the given share of ids; CPU p50 in µs):");
     println!();
-    println!(
-        "| vectors | filter passes | exact p50 | HNSW index p50 | HNSW/exact p50 | recall@10 |"
-    );
+    println!("| vectors | filter passes | exact p50 | HNSW index p50 | HNSW/exact p50 | recall@10 |");
     println!("|---|---|---|---|---|---|");
     for r in filtered_rows {
         println!("{r}");
@@ -317,10 +282,7 @@ fn bench_bm25() {
             if i % 5 == 0 {
                 (0..4).map(|_| han[rng.gen_range(0..han.len())]).collect()
             } else {
-                (0..3)
-                    .map(|_| pick(&mut rng).as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                (0..3).map(|_| pick(&mut rng).as_str()).collect::<Vec<_>>().join(" ")
             }
         })
         .collect();
@@ -347,19 +309,10 @@ fn bench_bm25() {
 }
 
 fn synthetic_word(i: usize, rng: &mut SmallRng) -> String {
-    const SYL: [&str; 16] = [
-        "ka", "to", "ri", "men", "sel", "par", "on", "dis", "ve", "lu", "gra", "tin", "bo", "ex",
-        "qui", "nor",
-    ];
+    const SYL: [&str; 16] =
+        ["ka", "to", "ri", "men", "sel", "par", "on", "dis", "ve", "lu", "gra", "tin", "bo", "ex", "qui", "nor"];
     let parts = 1 + (i % 3) + rng.gen_range(0..2);
-    let mut w: String = (0..parts)
-        .map(|_| SYL[rng.gen_range(0..SYL.len())])
-        .collect();
-    w.push_str(
-        &i.to_string()
-            .chars()
-            .map(|c| (b'a' + (c as u8 - b'0')) as char)
-            .collect::<String>(),
-    );
+    let mut w: String = (0..parts).map(|_| SYL[rng.gen_range(0..SYL.len())]).collect();
+    w.push_str(&i.to_string().chars().map(|c| (b'a' + (c as u8 - b'0')) as char).collect::<String>());
     w
 }

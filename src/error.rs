@@ -76,10 +76,7 @@ pub enum Error {
 impl Error {
     /// Shorthand for [`Error::InvalidInput`].
     pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
-        Error::InvalidInput {
-            field,
-            reason: reason.into(),
-        }
+        Error::InvalidInput { field, reason: reason.into() }
     }
 
     /// Shorthand for [`Error::NotFound`].

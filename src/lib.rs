@@ -62,27 +62,25 @@ pub mod recall;
 pub mod safety;
 
 pub use engine::{
-    AsOf, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation,
+    AsOf, CheckReport, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation,
     OpenReport, Progress, ProgressFn, Remembered, Stats, View, DEFAULT_MAX_CONTENT_BYTES,
 };
 pub use erase::{
-    verify_erasure, CompactionFigures, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,
-    ScanReport, ScannedFile,
+    verify_erasure, CompactionFigures, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch, ScanReport,
+    ScannedFile,
 };
 pub use error::{Error, Result};
 pub use event::{
-    decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted,
-    ForgetTarget, Forgotten, Observed, SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
+    decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget,
+    Forgotten, Observed, SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
 };
 pub use extract::{
-    rule_extract, ExtractionReport, ItemOutcome, ItemStatus, Lang, RuleCandidate, RuleObservation,
-    Section, MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
+    rule_extract, ExtractionReport, ItemOutcome, ItemStatus, Lang, RuleCandidate, RuleObservation, Section,
+    MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
 };
 pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
 pub use projection::{EventCounts, Memory, Observation};
-pub use recall::{
-    estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, Weights,
-};
+pub use recall::{estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, Weights};
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

@@ -57,20 +57,12 @@ impl Namespace {
         if name.len() > MAX_NAMESPACE_LEN {
             return Err(Error::invalid(
                 "namespace",
-                format!(
-                    "{} characters, at most {MAX_NAMESPACE_LEN} allowed",
-                    name.len()
-                ),
+                format!("{} characters, at most {MAX_NAMESPACE_LEN} allowed", name.len()),
             ));
         }
-        if let Some(c) = name
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '-')))
+        if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '@' | '-')))
         {
-            return Err(Error::invalid(
-                "namespace",
-                format!("character {c:?} not allowed; use [A-Za-z0-9_.:@-]"),
-            ));
+            return Err(Error::invalid("namespace", format!("character {c:?} not allowed; use [A-Za-z0-9_.:@-]")));
         }
         Ok(Namespace(name))
     }
@@ -130,10 +122,7 @@ impl FromStr for Role {
             "assistant" => Ok(Role::Assistant),
             "tool" => Ok(Role::Tool),
             "system" => Ok(Role::System),
-            _ => Err(Error::invalid(
-                "role",
-                format!("{s:?}: expected user|assistant|tool|system"),
-            )),
+            _ => Err(Error::invalid("role", format!("{s:?}: expected user|assistant|tool|system"))),
         }
     }
 }
@@ -223,10 +212,7 @@ impl FromStr for Tier {
             "short" | "short_term" | "short-term" => Ok(Tier::ShortTerm),
             "long" | "long_term" | "long-term" => Ok(Tier::LongTerm),
             "permanent" => Ok(Tier::Permanent),
-            _ => Err(Error::invalid(
-                "tier",
-                format!("{s:?}: expected short|long|permanent"),
-            )),
+            _ => Err(Error::invalid("tier", format!("{s:?}: expected short|long|permanent"))),
         }
     }
 }

@@ -6,8 +6,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mnemon::{
-    AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, ListOptions, MemoryId, Namespace,
-    NewMemory, NewObservation, RememberAction, Role, Status,
+    AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
+    NewObservation, RememberAction, Role, Status,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -17,18 +17,11 @@ fn ns(name: &str) -> Namespace {
 }
 
 fn all_versions() -> ListOptions {
-    ListOptions {
-        include_superseded: true,
-        ..ListOptions::default()
-    }
+    ListOptions { include_superseded: true, ..ListOptions::default() }
 }
 
 fn active(engine: &Engine, ns: &Namespace) -> Vec<(MemoryId, String)> {
-    engine
-        .list(ns, &ListOptions::default())
-        .into_iter()
-        .map(|m| (m.id, m.content))
-        .collect()
+    engine.list(ns, &ListOptions::default()).into_iter().map(|m| (m.id, m.content)).collect()
 }
 
 #[test]
@@ -44,40 +37,20 @@ fn c01_same_memory_twice() -> TestResult {
     let second = engine.remember(&u1, NewMemory::new(text))?;
     assert_eq!(second.id, first.id, "the duplicate returns the existing id");
     assert_eq!(second.action, RememberAction::Duplicate);
-    assert_eq!(
-        engine.stats().last_seq,
-        seq_after_first,
-        "a duplicate writes nothing"
-    );
+    assert_eq!(engine.stats().last_seq, seq_after_first, "a duplicate writes nothing");
 
     // Case and whitespace differences are still the same memory; so is a
     // duplicate in Chinese.
-    let third = engine.remember(
-        &u1,
-        NewMemory::new("  the dog DESCENDS from the grey   wolf.  "),
-    )?;
-    assert_eq!(
-        (third.id, third.action),
-        (first.id, RememberAction::Duplicate)
-    );
+    let third = engine.remember(&u1, NewMemory::new("  the dog DESCENDS from the grey   wolf.  "))?;
+    assert_eq!((third.id, third.action), (first.id, RememberAction::Duplicate));
     let zh = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
     let zh2 = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
     assert_eq!((zh2.id, zh2.action), (zh.id, RememberAction::Duplicate));
 
     let live = active(&engine, &u1);
-    assert_eq!(
-        live,
-        vec![
-            (first.id, text.to_string()),
-            (zh.id, "狗是由灰狼驯化而来的。".to_string())
-        ]
-    );
+    assert_eq!(live, vec![(first.id, text.to_string()), (zh.id, "狗是由灰狼驯化而来的。".to_string())]);
     for id in [first.id, zh.id] {
-        assert_eq!(
-            engine.get(&u1, id)?.status,
-            Status::Active,
-            "a duplicate deletes nothing"
-        );
+        assert_eq!(engine.get(&u1, id)?.status, Status::Active, "a duplicate deletes nothing");
     }
     assert_eq!(engine.stats().events.forgotten, 0);
     assert_eq!(engine.stats().events.superseded, 0);
@@ -86,10 +59,7 @@ fn c01_same_memory_twice() -> TestResult {
     engine.close()?;
     let engine = Engine::open(dir.path())?;
     let again = engine.remember(&u1, NewMemory::new(text))?;
-    assert_eq!(
-        (again.id, again.action),
-        (first.id, RememberAction::Duplicate)
-    );
+    assert_eq!((again.id, again.action), (first.id, RememberAction::Duplicate));
     assert_eq!(active(&engine, &u1).len(), 2);
     engine.close()?;
     Ok(())
@@ -104,30 +74,18 @@ fn c01_same_memory_twice_after_its_twin_goes() -> TestResult {
     let engine = Engine::open(dir.path())?;
     let text = "我每天早上喝一杯咖啡";
     let loose = engine.remember(&u1, NewMemory::new(text))?;
-    engine.remember(
-        &u1,
-        NewMemory::new("I drink tea in the morning").key("user.morning_drink"),
-    )?;
-    let keyed = engine.remember(
-        &u1,
-        NewMemory::new(text).key("user.morning_drink").session("s2"),
-    )?;
+    engine.remember(&u1, NewMemory::new("I drink tea in the morning").key("user.morning_drink"))?;
+    let keyed = engine.remember(&u1, NewMemory::new(text).key("user.morning_drink").session("s2"))?;
     assert!(matches!(keyed.action, RememberAction::Superseded { .. }));
     engine.forget(&u1, ForgetRequest::Session("s2".into()), "session closed")?;
     let seq = engine.stats().last_seq;
     let again = engine.remember(&u1, NewMemory::new(text))?;
-    assert_eq!(
-        (again.id, again.action),
-        (loose.id, RememberAction::Duplicate)
-    );
+    assert_eq!((again.id, again.action), (loose.id, RememberAction::Duplicate));
     assert_eq!(engine.stats().last_seq, seq, "a duplicate writes nothing");
     engine.close()?;
     let engine = Engine::open(dir.path())?;
     let again = engine.remember(&u1, NewMemory::new(text))?;
-    assert_eq!(
-        (again.id, again.action),
-        (loose.id, RememberAction::Duplicate)
-    );
+    assert_eq!((again.id, again.action), (loose.id, RememberAction::Duplicate));
     engine.close()?;
     Ok(())
 }
@@ -138,18 +96,12 @@ fn c02_preference_that_changes() -> TestResult {
     let u1 = ns("u1");
     let key = "user.favourite_player";
     let engine = Engine::open(dir.path())?;
-    let ronaldo = engine.remember(
-        &u1,
-        NewMemory::new("My favourite player is Ronaldo").key(key),
-    )?;
+    let ronaldo = engine.remember(&u1, NewMemory::new("My favourite player is Ronaldo").key(key))?;
     assert_eq!(ronaldo.action, RememberAction::Created);
     let seq_between = engine.stats().last_seq;
     // Commit times have microsecond precision; keep the two versions apart.
     std::thread::sleep(Duration::from_millis(5));
-    let messi = engine.remember(
-        &u1,
-        NewMemory::new("My favourite player is now Messi").key(key),
-    )?;
+    let messi = engine.remember(&u1, NewMemory::new("My favourite player is now Messi").key(key))?;
     assert_eq!(messi.action, RememberAction::Superseded { old: ronaldo.id });
     assert_ne!(messi.id, ronaldo.id);
 
@@ -168,10 +120,7 @@ fn c02_preference_that_changes() -> TestResult {
         assert_eq!(old.next, Some(messi.id));
         let new = engine.get(&u1, messi.id)?;
         assert_eq!(old.valid_to, Some(new.valid_from));
-        assert_eq!(
-            new.first_seen, old.valid_from,
-            "the lineage keeps its first time"
-        );
+        assert_eq!(new.first_seen, old.valid_from, "the lineage keeps its first time");
 
         // History shows both, in order, from either end.
         for id in [ronaldo.id, messi.id] {
@@ -192,24 +141,14 @@ fn c02_preference_that_changes() -> TestResult {
             assert_eq!(then[0].status, Status::Active, "{at:?}");
             assert_eq!(then[0].next, None, "{at:?}");
             assert_eq!(then[0].valid_to, None, "{at:?}");
-            assert!(
-                matches!(view.get(messi.id), Err(Error::NotFound { .. })),
-                "{at:?}"
-            );
+            assert!(matches!(view.get(messi.id), Err(Error::NotFound { .. })), "{at:?}");
             let h: Vec<MemoryId> = view.history(ronaldo.id)?.iter().map(|m| m.id).collect();
             assert_eq!(h, vec![ronaldo.id], "{at:?}");
         }
         // Before anything, nothing; at the end, Messi.
-        assert!(engine
-            .as_of(&u1, AsOf::Seq(0))?
-            .list(&ListOptions::default())?
-            .is_empty());
+        assert!(engine.as_of(&u1, AsOf::Seq(0))?.list(&ListOptions::default())?.is_empty());
         let now = engine.as_of(&u1, AsOf::Time(chrono::Utc::now()))?;
-        let ids: Vec<MemoryId> = now
-            .list(&ListOptions::default())?
-            .iter()
-            .map(|m| m.id)
-            .collect();
+        let ids: Vec<MemoryId> = now.list(&ListOptions::default())?.iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![messi.id]);
         Ok(())
     };
@@ -231,11 +170,7 @@ fn c03_forgotten_but_still_found() -> TestResult {
     let b = engine.remember(&u1, NewMemory::new(secret).key("user.appointment"))?;
     let c = engine.remember(&u1, NewMemory::new("我每天早上跑步五公里"))?;
     // A later version of the secret, so the whole chain must go.
-    let b2 = engine.supersede(
-        &u1,
-        b.id,
-        NewMemory::new("My therapist appointment moved to Thursdays"),
-    )?;
+    let b2 = engine.supersede(&u1, b.id, NewMemory::new("My therapist appointment moved to Thursdays"))?;
     let before_forget = engine.stats().last_seq;
 
     let out = engine.forget(&u1, ForgetRequest::Memory(b.id), "user asked")?;
@@ -244,25 +179,12 @@ fn c03_forgotten_but_still_found() -> TestResult {
 
     let check = |engine: &Engine| -> TestResult {
         for id in [b.id, b2.id] {
-            assert!(
-                matches!(engine.get(&u1, id), Err(Error::NotFound { .. })),
-                "get {id}"
-            );
-            assert!(
-                matches!(engine.history(&u1, id), Err(Error::NotFound { .. })),
-                "history {id}"
-            );
+            assert!(matches!(engine.get(&u1, id), Err(Error::NotFound { .. })), "get {id}");
+            assert!(matches!(engine.history(&u1, id), Err(Error::NotFound { .. })), "history {id}");
             let view = engine.as_of(&u1, AsOf::Seq(before_forget))?;
-            assert!(
-                matches!(view.get(id), Err(Error::NotFound { .. })),
-                "as_of get {id}"
-            );
+            assert!(matches!(view.get(id), Err(Error::NotFound { .. })), "as_of get {id}");
         }
-        let ids: Vec<MemoryId> = engine
-            .list(&u1, &all_versions())
-            .iter()
-            .map(|m| m.id)
-            .collect();
+        let ids: Vec<MemoryId> = engine.list(&u1, &all_versions()).iter().map(|m| m.id).collect();
         assert_eq!(ids, vec![a.id, c.id]);
         // Forgotten content stays forgotten in every past view.
         for seq in 0..=engine.stats().last_seq {
@@ -281,16 +203,9 @@ fn c03_forgotten_but_still_found() -> TestResult {
         assert_eq!(events.len() as u64, engine.stats().last_seq);
         for ev in &events {
             let text = format!("{ev:?}");
-            assert!(
-                !text.contains("therapist"),
-                "event {} leaks: {text}",
-                ev.seq
-            );
+            assert!(!text.contains("therapist"), "event {} leaks: {text}", ev.seq);
             if ev.seq == b.id.0 || ev.seq == b2.id.0 {
-                assert!(
-                    matches!(&ev.body, EventBody::Tombstone(t) if t.was == "extracted"),
-                    "{ev:?}"
-                );
+                assert!(matches!(&ev.body, EventBody::Tombstone(t) if t.was == "extracted"), "{ev:?}");
             }
         }
         // Forgetting again is a no-op, not an error.
@@ -305,10 +220,7 @@ fn c03_forgotten_but_still_found() -> TestResult {
     check(&engine)?;
     assert_eq!(engine.digest(), digest);
     // The freed slot key can be used again.
-    let r = engine.remember(
-        &u1,
-        NewMemory::new("My dentist appointment is in May").key("user.appointment"),
-    )?;
+    let r = engine.remember(&u1, NewMemory::new("My dentist appointment is in May").key("user.appointment"))?;
     assert_eq!(r.action, RememberAction::Created);
     let again = engine.forget(&u1, ForgetRequest::Memory(b2.id), "again")?;
     assert_eq!(again.memories, 0);
@@ -325,12 +237,7 @@ fn c04_forgetting_one_user_wipes_another() -> TestResult {
         // Same keys, sessions and texts in both namespaces: nothing may leak across.
         let text = format!("Reminder number {i}: water the plants on the balcony");
         for u in [&u1, &u2] {
-            engine.remember(
-                u,
-                NewMemory::new(text.clone())
-                    .key(format!("plant.reminder{i}"))
-                    .session("s1"),
-            )?;
+            engine.remember(u, NewMemory::new(text.clone()).key(format!("plant.reminder{i}")).session("s1"))?;
         }
     }
     engine.observe(&u1, NewObservation::new("s1", Role::User, "请帮我记住浇花"))?;
@@ -408,41 +315,22 @@ fn c06_two_processes_one_store() -> TestResult {
     assert!(t.elapsed() < Duration::from_secs(5));
 
     let child = Command::new(std::env::current_exe()?)
-        .args([
-            "--exact",
-            "c06_child_second_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", "c06_child_second_process", "--nocapture", "--test-threads=1"])
         .env(C06_CHILD_ENV, dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()?;
     let mut ids = Vec::new();
     for i in 0..20 {
-        let r = engine.remember(
-            &u1,
-            NewMemory::new(format!("First process memory {i}: 第{i}条记录")),
-        )?;
+        let r = engine.remember(&u1, NewMemory::new(format!("First process memory {i}: 第{i}条记录")))?;
         assert_eq!(r.action, RememberAction::Created);
         ids.push(r.id);
     }
     let out = child.wait_with_output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed: {}\n{stdout}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        stdout.contains("CHILD-LOCKED"),
-        "the child did not run its check: {stdout}"
-    );
-    assert!(
-        stdout.contains("store is locked"),
-        "the error must say the store is locked: {stdout}"
-    );
+    assert!(out.status.success(), "child failed: {}\n{stdout}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("CHILD-LOCKED"), "the child did not run its check: {stdout}");
+    assert!(stdout.contains("store is locked"), "the error must say the store is locked: {stdout}");
 
     engine.close()?;
     let engine = Engine::open(dir.path())?;
@@ -458,18 +346,9 @@ fn c06_two_processes_one_store() -> TestResult {
 fn c08_over_limit_write() -> TestResult {
     let dir = tempfile::tempdir()?;
     let u1 = ns("u1");
-    let engine = Engine::builder(dir.path())
-        .max_content_bytes(1024)
-        .max_batch(3)
-        .open()?;
-    let kept = engine.remember(
-        &u1,
-        NewMemory::new("I prefer window seats on long flights").key("user.seat"),
-    )?;
-    engine.observe(
-        &u1,
-        NewObservation::new("s1", Role::User, "I prefer window seats"),
-    )?;
+    let engine = Engine::builder(dir.path()).max_content_bytes(1024).max_batch(3).open()?;
+    let kept = engine.remember(&u1, NewMemory::new("I prefer window seats on long flights").key("user.seat"))?;
+    engine.observe(&u1, NewObservation::new("s1", Role::User, "I prefer window seats"))?;
     let dim = engine.embedder().dim();
 
     let seq = engine.stats().last_seq;
@@ -486,62 +365,20 @@ fn c08_over_limit_write() -> TestResult {
         ("oversized chinese", NewMemory::new("记".repeat(342))),
         ("empty", NewMemory::new("")),
         ("whitespace only", NewMemory::new(" \t\n\u{3000} ")),
-        (
-            "nan vector",
-            NewMemory::new("A memory with a broken vector").vector(nan),
-        ),
-        (
-            "infinite vector",
-            NewMemory::new("A memory with a broken vector").vector(inf),
-        ),
-        (
-            "wrong dimension",
-            NewMemory::new("A memory with a short vector").vector(vec![1.0; dim - 1]),
-        ),
-        (
-            "importance 1.5",
-            NewMemory::new("Very important").importance(1.5),
-        ),
-        (
-            "importance -0.1",
-            NewMemory::new("Not important").importance(-0.1),
-        ),
-        (
-            "importance nan",
-            NewMemory::new("Unknown importance").importance(f32::NAN),
-        ),
-        (
-            "key with space",
-            NewMemory::new("I live in Berlin").key("user city"),
-        ),
-        (
-            "key without dot",
-            NewMemory::new("I live in Berlin").key("usercity"),
-        ),
-        (
-            "key with empty part",
-            NewMemory::new("I live in Berlin").key("user."),
-        ),
-        (
-            "oversized key",
-            NewMemory::new("I live in Berlin").key(format!("user.{}", "x".repeat(200))),
-        ),
-        (
-            "too many entities",
-            NewMemory::new("I met many people").entities((0..33).map(|i| format!("person {i}"))),
-        ),
-        (
-            "empty entity",
-            NewMemory::new("I met Ana").entities(["Ana", " "]),
-        ),
-        (
-            "control character in session",
-            NewMemory::new("I met Ana").session("s1\u{0}"),
-        ),
-        (
-            "oversized source_ref",
-            NewMemory::new("I met Ana").source_ref("m".repeat(257)),
-        ),
+        ("nan vector", NewMemory::new("A memory with a broken vector").vector(nan)),
+        ("infinite vector", NewMemory::new("A memory with a broken vector").vector(inf)),
+        ("wrong dimension", NewMemory::new("A memory with a short vector").vector(vec![1.0; dim - 1])),
+        ("importance 1.5", NewMemory::new("Very important").importance(1.5)),
+        ("importance -0.1", NewMemory::new("Not important").importance(-0.1)),
+        ("importance nan", NewMemory::new("Unknown importance").importance(f32::NAN)),
+        ("key with space", NewMemory::new("I live in Berlin").key("user city")),
+        ("key without dot", NewMemory::new("I live in Berlin").key("usercity")),
+        ("key with empty part", NewMemory::new("I live in Berlin").key("user.")),
+        ("oversized key", NewMemory::new("I live in Berlin").key(format!("user.{}", "x".repeat(200)))),
+        ("too many entities", NewMemory::new("I met many people").entities((0..33).map(|i| format!("person {i}")))),
+        ("empty entity", NewMemory::new("I met Ana").entities(["Ana", " "])),
+        ("control character in session", NewMemory::new("I met Ana").session("s1\u{0}")),
+        ("oversized source_ref", NewMemory::new("I met Ana").source_ref("m".repeat(257))),
     ];
     let assert_unchanged = |engine: &Engine, what: &str| -> TestResult {
         assert_eq!(engine.stats().last_seq, seq, "{what}: the log grew");
@@ -550,101 +387,36 @@ fn c08_over_limit_write() -> TestResult {
     };
     for (what, m) in bad {
         let r = engine.remember(&u1, m.clone());
-        assert!(
-            matches!(r, Err(Error::InvalidInput { .. })),
-            "{what}: {r:?}"
-        );
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "{what}: {r:?}");
         assert_unchanged(&engine, what)?;
         // The same input is refused as a new version, and in a batch with good items.
         let r = engine.supersede(&u1, kept.id, m.clone());
-        assert!(
-            matches!(r, Err(Error::InvalidInput { .. })),
-            "{what} (supersede): {r:?}"
-        );
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "{what} (supersede): {r:?}");
         let r = engine.remember_batch(&u1, vec![NewMemory::new("A good memory about tea"), m]);
-        assert!(
-            matches!(r, Err(Error::InvalidInput { .. })),
-            "{what} (batch): {r:?}"
-        );
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "{what} (batch): {r:?}");
         assert_unchanged(&engine, what)?;
     }
-    for (what, text) in [
-        ("oversized", "b".repeat(1025)),
-        ("empty", String::new()),
-        ("whitespace", "   ".into()),
-    ] {
+    for (what, text) in [("oversized", "b".repeat(1025)), ("empty", String::new()), ("whitespace", "   ".into())] {
         let r = engine.observe(&u1, NewObservation::new("s1", Role::User, text));
-        assert!(
-            matches!(r, Err(Error::InvalidInput { .. })),
-            "observe {what}: {r:?}"
-        );
+        assert!(matches!(r, Err(Error::InvalidInput { .. })), "observe {what}: {r:?}");
         assert_unchanged(&engine, what)?;
     }
-    let r = engine.observe(
-        &u1,
-        NewObservation::new("", Role::User, "text without a session"),
-    );
-    assert!(
-        matches!(
-            r,
-            Err(Error::InvalidInput {
-                field: "session",
-                ..
-            })
-        ),
-        "{r:?}"
-    );
+    let r = engine.observe(&u1, NewObservation::new("", Role::User, "text without a session"));
+    assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
     let r = engine.forget(&u1, ForgetRequest::Memory(kept.id), &"why ".repeat(300));
-    assert!(
-        matches!(
-            r,
-            Err(Error::InvalidInput {
-                field: "reason",
-                ..
-            })
-        ),
-        "{r:?}"
-    );
+    assert!(matches!(r, Err(Error::InvalidInput { field: "reason", .. })), "{r:?}");
     let r = engine.forget(&u1, ForgetRequest::Session(String::new()), "no session");
-    assert!(
-        matches!(
-            r,
-            Err(Error::InvalidInput {
-                field: "session",
-                ..
-            })
-        ),
-        "{r:?}"
-    );
+    assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
     // Batches over the configured size are refused whole.
-    let big: Vec<NewMemory> = (0..4)
-        .map(|i| NewMemory::new(format!("Batch item {i}")))
-        .collect();
+    let big: Vec<NewMemory> = (0..4).map(|i| NewMemory::new(format!("Batch item {i}"))).collect();
     let r = engine.remember_batch(&u1, big);
-    assert!(
-        matches!(r, Err(Error::InvalidInput { field: "batch", .. })),
-        "{r:?}"
-    );
-    let obs: Vec<NewObservation> = (0..4)
-        .map(|i| NewObservation::new("s1", Role::User, format!("turn {i}")))
-        .collect();
+    assert!(matches!(r, Err(Error::InvalidInput { field: "batch", .. })), "{r:?}");
+    let obs: Vec<NewObservation> = (0..4).map(|i| NewObservation::new("s1", Role::User, format!("turn {i}"))).collect();
     let r = engine.observe_batch(&u1, obs);
-    assert!(
-        matches!(r, Err(Error::InvalidInput { field: "batch", .. })),
-        "{r:?}"
-    );
+    assert!(matches!(r, Err(Error::InvalidInput { field: "batch", .. })), "{r:?}");
     for bad_ns in ["u 1", "", "用户", "u1/../u2", &"u".repeat(129)] {
         let r = Namespace::new(bad_ns);
-        assert!(
-            matches!(
-                r,
-                Err(Error::InvalidInput {
-                    field: "namespace",
-                    ..
-                })
-            ),
-            "{bad_ns:?}: {r:?}"
-        );
+        assert!(matches!(r, Err(Error::InvalidInput { field: "namespace", .. })), "{bad_ns:?}: {r:?}");
     }
     assert_unchanged(&engine, "all")?;
     assert_eq!(engine.events(&u1, 1, u64::MAX)?, events);
@@ -652,12 +424,7 @@ fn c08_over_limit_write() -> TestResult {
     // At the limit is fine, and the engine keeps serving.
     let at_limit = engine.remember(&u1, NewMemory::new("记".repeat(341)).dedup(DedupMode::Off))?;
     assert_eq!(at_limit.action, RememberAction::Created);
-    let ok = engine.remember(
-        &u1,
-        NewMemory::new("I now prefer aisle seats")
-            .key("user.seat")
-            .importance(1.0),
-    )?;
+    let ok = engine.remember(&u1, NewMemory::new("I now prefer aisle seats").key("user.seat").importance(1.0))?;
     assert_eq!(ok.action, RememberAction::Superseded { old: kept.id });
     let digest = engine.digest();
     engine.close()?;

@@ -10,9 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use mnemon::{
-    DedupMode, Engine, ForgetRequest, MemoryId, Namespace, NewMemory, NewObservation, Role,
-};
+use mnemon::{DedupMode, Engine, ForgetRequest, MemoryId, Namespace, NewMemory, NewObservation, Role};
 use rand::distributions::Alphanumeric;
 use rand::Rng;
 
@@ -29,11 +27,9 @@ fn ns(name: &str) -> Namespace {
 #[test]
 #[doc(hidden)]
 fn crash_child() {
-    let (Ok(dir), Ok(acks), Ok(canary)) = (
-        std::env::var(CHILD_DIR),
-        std::env::var(CHILD_ACKS),
-        std::env::var(CHILD_CANARY),
-    ) else {
+    let (Ok(dir), Ok(acks), Ok(canary)) =
+        (std::env::var(CHILD_DIR), std::env::var(CHILD_ACKS), std::env::var(CHILD_CANARY))
+    else {
         return;
     };
     let acks = Arc::new(Mutex::new(std::fs::File::create(acks).unwrap()));
@@ -41,35 +37,19 @@ fn crash_child() {
     let (u1, u2) = (ns("u1"), ns("u2"));
     let ack = move |id: MemoryId, ns: &str, text: &str| {
         // Unbuffered: an abort after this line keeps it (page cache).
-        acks.lock()
-            .unwrap()
-            .write_all(format!("{}\t{ns}\t{text}\n", id.0).as_bytes())
-            .unwrap();
+        acks.lock().unwrap().write_all(format!("{}\t{ns}\t{text}\n", id.0).as_bytes()).unwrap();
     };
     for i in 0..60 {
         let n = if i % 2 == 0 { &u1 } else { &u2 };
         let text = format!("surviving memory {i} of {}", n.as_str());
-        let id = e
-            .remember(n, NewMemory::new(&text).dedup(DedupMode::Off))
-            .unwrap()
-            .id;
+        let id = e.remember(n, NewMemory::new(&text).dedup(DedupMode::Off)).unwrap().id;
         ack(id, n.as_str(), &text);
     }
     let secret = format!("the secret canary is {canary}");
-    let m = e
-        .remember(&u1, NewMemory::new(&secret).dedup(DedupMode::Off))
-        .unwrap()
-        .id;
-    let o = e
-        .observe(
-            &u1,
-            NewObservation::new("s1", Role::User, format!("I told you {canary} earlier")),
-        )
-        .unwrap();
-    e.forget(&u1, ForgetRequest::Memory(m), "crash test")
-        .unwrap();
-    e.forget(&u1, ForgetRequest::Observation(o), "crash test")
-        .unwrap();
+    let m = e.remember(&u1, NewMemory::new(&secret).dedup(DedupMode::Off)).unwrap().id;
+    let o = e.observe(&u1, NewObservation::new("s1", Role::User, format!("I told you {canary} earlier"))).unwrap();
+    e.forget(&u1, ForgetRequest::Memory(m), "crash test").unwrap();
+    e.forget(&u1, ForgetRequest::Observation(o), "crash test").unwrap();
     // A writer that keeps going while compaction runs: its writes queue and
     // are acknowledged only once they are durable.
     let w = {
@@ -79,9 +59,7 @@ fn crash_child() {
         std::thread::spawn(move || {
             for i in 0..20 {
                 let text = format!("late memory {i}");
-                let r = e
-                    .remember(&u2, NewMemory::new(&text).dedup(DedupMode::Off))
-                    .unwrap();
+                let r = e.remember(&u2, NewMemory::new(&text).dedup(DedupMode::Off)).unwrap();
                 ack(r.id, "u2", &text);
             }
         })
@@ -111,19 +89,12 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
     files_under(dir)
         .into_iter()
-        .filter(|p| {
-            std::fs::read(p)
-                .map(|b| b.windows(needle.len()).any(|w| w == needle))
-                .unwrap_or(false)
-        })
+        .filter(|p| std::fs::read(p).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false))
         .collect()
 }
 
 fn current(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("CURRENT"))
-        .unwrap()
-        .trim()
-        .to_string()
+    std::fs::read_to_string(dir.join("CURRENT")).unwrap().trim().to_string()
 }
 
 /// Runs the child with a crash at `step` (or none), then checks recovery.
@@ -131,11 +102,7 @@ fn crash_at(step: Option<&str>) {
     let tmp = tempfile::tempdir().unwrap();
     let data = tmp.path().join("data");
     let acks = tmp.path().join("acks.tsv");
-    let canary: String = rand::thread_rng()
-        .sample_iter(&Alphanumeric)
-        .take(32)
-        .map(char::from)
-        .collect();
+    let canary: String = rand::thread_rng().sample_iter(&Alphanumeric).take(32).map(char::from).collect();
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
         .env(CHILD_DIR, &data)
@@ -146,11 +113,7 @@ fn crash_at(step: Option<&str>) {
         cmd.env("MNEMON_CRASH_AT", s);
     }
     let out = cmd.output().unwrap();
-    let log = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let log = format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     match step {
         None => assert!(out.status.success(), "child failed:\n{log}"),
         Some(s) => {
@@ -158,35 +121,18 @@ fn crash_at(step: Option<&str>) {
             #[cfg(unix)]
             {
                 use std::os::unix::process::ExitStatusExt;
-                assert_eq!(
-                    out.status.signal(),
-                    Some(6),
-                    "child should abort (SIGABRT) at {s}:\n{log}"
-                );
+                assert_eq!(out.status.signal(), Some(6), "child should abort (SIGABRT) at {s}:\n{log}");
             }
             // The state the crash left, before recovery.
-            assert!(
-                data.join("COMPACTING").exists(),
-                "marker missing after a crash at {s}"
-            );
+            assert!(data.join("COMPACTING").exists(), "marker missing after a crash at {s}");
             let before_switch = matches!(s, "copy" | "fsync");
-            assert_eq!(
-                current(&data),
-                if before_switch {
-                    "gen-000001"
-                } else {
-                    "gen-000002"
-                }
-            );
+            assert_eq!(current(&data), if before_switch { "gen-000001" } else { "gen-000002" });
             assert!(data.join("gen-000002").exists());
             if s != "delete" {
                 assert!(data.join("gen-000001").exists());
             }
             if before_switch {
-                assert!(
-                    !files_containing(&data, canary.as_bytes()).is_empty(),
-                    "canary should still be in gen 1"
-                );
+                assert!(!files_containing(&data, canary.as_bytes()).is_empty(), "canary should still be in gen 1");
             }
         }
     }
@@ -195,18 +141,11 @@ fn crash_at(step: Option<&str>) {
     match step {
         None => assert!(e.open_report().erasure.is_none()),
         Some(s) => {
-            let r = e
-                .open_report()
-                .erasure
-                .as_ref()
-                .expect("open finishes the interrupted compaction");
+            let r = e.open_report().erasure.as_ref().expect("open finishes the interrupted compaction");
             assert!(r.verified, "{r}");
             // Before the switch the redone compaction erases the canary itself;
             // after it, the canary left with the deleted generation.
-            assert_eq!(
-                r.forgotten_memories.len(),
-                usize::from(matches!(s, "copy" | "fsync"))
-            );
+            assert_eq!(r.forgotten_memories.len(), usize::from(matches!(s, "copy" | "fsync")));
         }
     }
     assert!(!data.join("COMPACTING").exists());
@@ -222,25 +161,15 @@ fn crash_at(step: Option<&str>) {
     let mut n = 0;
     for line in acked.lines() {
         let mut parts = line.splitn(3, '\t');
-        let (id, namespace, text) = (
-            parts.next().unwrap(),
-            parts.next().unwrap(),
-            parts.next().unwrap(),
-        );
-        let m = e
-            .get(&ns(namespace), MemoryId(id.parse().unwrap()))
-            .expect("acknowledged memory survives");
+        let (id, namespace, text) = (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap());
+        let m = e.get(&ns(namespace), MemoryId(id.parse().unwrap())).expect("acknowledged memory survives");
         assert_eq!(m.content, text);
         n += 1;
     }
     assert!(n >= 60, "{n} acknowledged memories");
     assert_eq!(e.stats().pending_erasure, 0);
     e.close().unwrap();
-    assert_eq!(
-        files_containing(&data, canary.as_bytes()),
-        Vec::<PathBuf>::new(),
-        "canary bytes remain on disk"
-    );
+    assert_eq!(files_containing(&data, canary.as_bytes()), Vec::<PathBuf>::new(), "canary bytes remain on disk");
     let e = Engine::open(&data).unwrap();
     assert!(e.open_report().erasure.is_none());
     assert_eq!(e.list(&ns("u1"), &mnemon::ListOptions::default()).len(), 30);

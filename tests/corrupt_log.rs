@@ -19,19 +19,10 @@ fn ns(name: &str) -> Namespace {
 fn build_store(dir: &Path) -> Result<String, Box<dyn StdError>> {
     let engine = Engine::open(dir)?;
     let (u1, u2) = (ns("u1"), ns("u2"));
-    engine.observe(
-        &u1,
-        NewObservation::new("s1", Role::User, "I just moved to Berlin"),
-    )?; // 1
-    let city = engine.remember(
-        &u1,
-        NewMemory::new("The user lives in Berlin").key("user.city"),
-    )?; // 2
+    engine.observe(&u1, NewObservation::new("s1", Role::User, "I just moved to Berlin"))?; // 1
+    let city = engine.remember(&u1, NewMemory::new("The user lives in Berlin").key("user.city"))?; // 2
     engine.remember(&u2, NewMemory::new("用户喜欢喝乌龙茶"))?; // 3
-    engine.remember(
-        &u1,
-        NewMemory::new("The user lives in Hamburg now").key("user.city"),
-    )?; // 4, 5
+    engine.remember(&u1, NewMemory::new("The user lives in Hamburg now").key("user.city"))?; // 4, 5
     let gone = engine.remember(&u2, NewMemory::new("用户的生日是三月五日"))?; // 6
     engine.forget(&u2, ForgetRequest::Memory(gone.id), "user asked")?; // 7
     engine.remember(&u1, NewMemory::new("The user works night shifts"))?; // 8
@@ -56,9 +47,7 @@ fn with_events<T>(dir: &Path, f: impl FnOnce(&sled::Tree) -> T) -> Result<T, Box
     let db = loop {
         match sled::Config::new().path(&path).open() {
             Ok(db) => break db,
-            Err(sled::Error::Io(e))
-                if tries < 100 && e.to_string().contains("could not acquire lock") =>
-            {
+            Err(sled::Error::Io(e)) if tries < 100 && e.to_string().contains("could not acquire lock") => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }

@@ -44,9 +44,7 @@ fn model() -> Option<&'static E5Embedder> {
 }
 
 fn fixture(name: &str) -> Value {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/e5")
-        .join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/e5").join(name);
     serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json")
 }
 
@@ -70,22 +68,15 @@ fn model_id_and_dim() {
 fn tokenizer_matches_fixtures() {
     let Some(m) = model() else { return };
     let tok = m.tokenizer();
-    assert_eq!(
-        (tok.bos_id(), tok.pad_id(), tok.eos_id(), tok.unk_id()),
-        (0, 1, 2, 3)
-    );
+    assert_eq!((tok.bos_id(), tok.pad_id(), tok.eos_id(), tok.unk_id()), (0, 1, 2, 3));
     assert_eq!(tok.vocab_size(), 250_002);
     let fx = fixture("tokens.json");
     let cases = fx["cases"].as_array().expect("cases");
     assert!(cases.len() >= 15);
     for case in cases {
         let text = case["text"].as_str().expect("text");
-        let want: Vec<u32> = case["ids"]
-            .as_array()
-            .expect("ids")
-            .iter()
-            .map(|v| v.as_u64().expect("id") as u32)
-            .collect();
+        let want: Vec<u32> =
+            case["ids"].as_array().expect("ids").iter().map(|v| v.as_u64().expect("id") as u32).collect();
         let got = tok.encode(text, 512);
         assert_eq!(got, want, "case {}", case["name"]);
     }
@@ -137,19 +128,12 @@ fn tokenizer_agrees_with_hf_unigram() {
     // Scores: read back through the public format reader.
     let bytes = std::fs::read(model_path()).expect("read");
     let file = format::parse_header(&bytes).expect("parse");
-    let vocab: Vec<(String, f64)> = vocab
-        .into_iter()
-        .zip(&file.vocab.scores)
-        .map(|((p, _), &s)| (p, f64::from(s)))
-        .collect();
+    let vocab: Vec<(String, f64)> =
+        vocab.into_iter().zip(&file.vocab.scores).map(|((p, _), &s)| (p, f64::from(s))).collect();
     let hf = Unigram::from(vocab, Some(3), false).expect("unigram");
     let fx = fixture("tokens.json");
-    let mut texts: Vec<String> = fx["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .map(|c| c["text"].as_str().expect("text").to_owned())
-        .collect();
+    let mut texts: Vec<String> =
+        fx["cases"].as_array().expect("cases").iter().map(|c| c["text"].as_str().expect("text").to_owned()).collect();
     texts.extend(
         [
             "Rust 是一门系统编程语言，注重安全、速度和并发。",
@@ -167,11 +151,7 @@ fn tokenizer_agrees_with_hf_unigram() {
         let want: Vec<u32> = if normalized.is_empty() {
             Vec::new()
         } else {
-            hf.tokenize(&normalized)
-                .expect("hf")
-                .into_iter()
-                .map(|t| t.id)
-                .collect()
+            hf.tokenize(&normalized).expect("hf").into_iter().map(|t| t.id).collect()
         };
         assert_eq!(tok.encode_content(text, usize::MAX), want, "text {text:?}");
     }
@@ -189,23 +169,13 @@ fn matches_reference_engine() {
             Some("query") => EmbedKind::Query,
             _ => EmbedKind::Passage,
         };
-        let want: Vec<f32> = item["vector"]
-            .as_array()
-            .expect("vector")
-            .iter()
-            .map(|v| v.as_f64().expect("f64") as f32)
-            .collect();
-        assert_eq!(
-            m.token_ids(text, kind).len() as u64,
-            item["tokens"].as_u64().expect("n")
-        );
+        let want: Vec<f32> =
+            item["vector"].as_array().expect("vector").iter().map(|v| v.as_f64().expect("f64") as f32).collect();
+        assert_eq!(m.token_ids(text, kind).len() as u64, item["tokens"].as_u64().expect("n"));
         let got = one(m, text, kind);
         let cos = dot(&got, &want) / dot(&want, &want).sqrt();
         eprintln!("cosine to reference {cos:.6}  {text:?}");
-        assert!(
-            cos >= 0.999,
-            "{text:?}: cosine {cos} to the reference engine"
-        );
+        assert!(cos >= 0.999, "{text:?}: cosine {cos} to the reference engine");
     }
 }
 
@@ -249,23 +219,11 @@ fn cross_lingual_retrieval() {
         let q = m.embed(queries, EmbedKind::Query).expect("embed");
         let p = m.embed(passages, EmbedKind::Passage).expect("embed");
         q.iter()
-            .map(|qv| {
-                (0..p.len())
-                    .max_by(|&a, &b| dot(qv, &p[a]).total_cmp(&dot(qv, &p[b])))
-                    .expect("non-empty")
-            })
+            .map(|qv| (0..p.len()).max_by(|&a, &b| dot(qv, &p[a]).total_cmp(&dot(qv, &p[b]))).expect("non-empty"))
             .collect::<Vec<_>>()
     };
-    assert_eq!(
-        best(&chinese, &english),
-        vec![0, 1, 2, 3, 4],
-        "Chinese query → English"
-    );
-    assert_eq!(
-        best(&english, &chinese),
-        vec![0, 1, 2, 3, 4],
-        "English query → Chinese"
-    );
+    assert_eq!(best(&chinese, &english), vec![0, 1, 2, 3, 4], "Chinese query → English");
+    assert_eq!(best(&english, &chinese), vec![0, 1, 2, 3, 4], "English query → Chinese");
 }
 
 #[test]
@@ -284,11 +242,7 @@ fn batch_equals_single() {
     for (text, b) in texts.iter().zip(&batch) {
         let s = one(m, text, EmbedKind::Passage);
         assert_eq!(s.len(), 384);
-        let max_diff = s
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0, f32::max);
+        let max_diff = s.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max);
         assert!(max_diff < 1e-4, "{text:?}: batch differs by {max_diff}");
         assert!((dot(b, b) - 1.0).abs() < 1e-4, "not normalised");
     }
@@ -300,53 +254,20 @@ fn corrupted_model_file_is_rejected() {
     let Some(_) = model() else { return };
     let bytes = std::fs::read(model_path()).expect("read");
     let file = format::parse_header(&bytes).expect("parse");
-    let dir_end = file
-        .tensors
-        .iter()
-        .map(|t| t.offset)
-        .min()
-        .expect("tensors");
+    let dir_end = file.tensors.iter().map(|t| t.offset).min().expect("tensors");
     // Truncations: inside header, vocabulary, normaliser, directory, weights.
-    for len in [
-        0,
-        3,
-        4,
-        8,
-        20,
-        47,
-        1000,
-        2_000_000,
-        dir_end - 1,
-        dir_end + 10,
-        bytes.len() - 1,
-    ] {
+    for len in [0, 3, 4, 8, 20, 47, 1000, 2_000_000, dir_end - 1, dir_end + 10, bytes.len() - 1] {
         let err = format::parse_header(&bytes[..len]).expect_err("truncated accepted");
-        assert!(
-            matches!(err, Error::IncompatibleFormat(_)),
-            "len {len}: {err:?}"
-        );
+        assert!(matches!(err, Error::IncompatibleFormat(_)), "len {len}: {err:?}");
         let err = E5Embedder::from_bytes(bytes[..len].to_vec()).expect_err("truncated loaded");
-        assert!(
-            matches!(err, Error::IncompatibleFormat(_)),
-            "len {len}: {err:?}"
-        );
+        assert!(matches!(err, Error::IncompatibleFormat(_)), "len {len}: {err:?}");
     }
     // Header corruptions.
-    for (offset, value) in [
-        (0usize, b'X'),
-        (4, 2),
-        (8, 0xff),
-        (11, 0x7f),
-        (24, 9),
-        (44, 31),
-    ] {
+    for (offset, value) in [(0usize, b'X'), (4, 2), (8, 0xff), (11, 0x7f), (24, 9), (44, 31)] {
         let mut bad = bytes.clone();
         bad[offset] = value;
         let err = format::parse_header(&bad).expect_err("corrupted accepted");
-        assert!(
-            matches!(err, Error::IncompatibleFormat(_)),
-            "byte {offset}: {err:?}"
-        );
+        assert!(matches!(err, Error::IncompatibleFormat(_)), "byte {offset}: {err:?}");
     }
     // A missing file is an I/O error.
     let err = E5Embedder::load(std::path::Path::new("/nonexistent/e5.bin")).expect_err("missing");

@@ -37,92 +37,45 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 const UNRELATED: [(&str, &str); 12] = [
-    (
-        "I prefer light-roast coffee with fruity notes.",
-        "The train to Berlin leaves at 7:40.",
-    ),
-    (
-        "My sister lives in Vancouver.",
-        "Remember to water the tomatoes twice a week.",
-    ),
-    (
-        "The invoice must be paid by Friday.",
-        "Our cat hates thunderstorms.",
-    ),
+    ("I prefer light-roast coffee with fruity notes.", "The train to Berlin leaves at 7:40."),
+    ("My sister lives in Vancouver.", "Remember to water the tomatoes twice a week."),
+    ("The invoice must be paid by Friday.", "Our cat hates thunderstorms."),
     ("那个酸酸的咖啡", "明天下午三点开会"),
     ("我的猫喜欢睡在窗台上", "这个季度的销售额增长了百分之十"),
     ("他每天早上跑步五公里", "请把护照放在抽屉里"),
     ("I am allergic to penicillin.", "周末我们去爬山了"),
-    (
-        "Die Heizung im Büro ist kaputt.",
-        "She plays the cello in an orchestra.",
-    ),
+    ("Die Heizung im Büro ist kaputt.", "She plays the cello in an orchestra."),
     ("偏酸的豆子", "我的猫喜欢睡在窗台上"),
-    (
-        "今天晚上吃火锅",
-        "The quarterly report is due next Tuesday.",
-    ),
+    ("今天晚上吃火锅", "The quarterly report is due next Tuesday."),
     ("下周去上海出差", "我女儿对花生过敏。"),
-    (
-        "The wifi password is on the fridge.",
-        "My daughter is allergic to peanuts.",
-    ),
+    ("The wifi password is on the fridge.", "My daughter is allergic to peanuts."),
 ];
 
 const PARAPHRASES: [(&str, &str); 7] = [
-    (
-        "I prefer light-roast coffee with fruity notes.",
-        "I like lightly roasted coffee that tastes fruity.",
-    ),
-    (
-        "My sister lives in Vancouver.",
-        "My sister's home is in Vancouver.",
-    ),
-    (
-        "The invoice must be paid by Friday.",
-        "Payment for the invoice is due on Friday.",
-    ),
+    ("I prefer light-roast coffee with fruity notes.", "I like lightly roasted coffee that tastes fruity."),
+    ("My sister lives in Vancouver.", "My sister's home is in Vancouver."),
+    ("The invoice must be paid by Friday.", "Payment for the invoice is due on Friday."),
     ("那个酸酸的咖啡", "那杯偏酸的咖啡"),
     ("我的猫喜欢睡在窗台上", "我家猫咪爱在窗台上睡觉"),
     ("他每天早上跑步五公里", "他每天清晨都会跑五公里"),
-    (
-        "The meeting was moved to Thursday.",
-        "We rescheduled the meeting for Thursday.",
-    ),
+    ("The meeting was moved to Thursday.", "We rescheduled the meeting for Thursday."),
 ];
 
 const TRANSLATIONS: [(&str, &str); 7] = [
-    (
-        "I prefer light-roast coffee with fruity notes.",
-        "我更喜欢带果香的浅烘焙咖啡。",
-    ),
+    ("I prefer light-roast coffee with fruity notes.", "我更喜欢带果香的浅烘焙咖啡。"),
     ("My sister lives in Vancouver.", "我姐姐住在温哥华。"),
-    (
-        "The invoice must be paid by Friday.",
-        "这张发票必须在周五前付款。",
-    ),
+    ("The invoice must be paid by Friday.", "这张发票必须在周五前付款。"),
     ("My daughter is allergic to peanuts.", "我女儿对花生过敏。"),
-    (
-        "Our dog needs his vaccination in March.",
-        "我们的狗三月份需要打疫苗。",
-    ),
-    (
-        "The heating in the office is broken.",
-        "Die Heizung im Büro ist kaputt.",
-    ),
-    (
-        "She plays the cello in an orchestra.",
-        "她在一个管弦乐团里拉大提琴。",
-    ),
+    ("Our dog needs his vaccination in March.", "我们的狗三月份需要打疫苗。"),
+    ("The heating in the office is broken.", "Die Heizung im Büro ist kaputt."),
+    ("She plays the cello in an orchestra.", "她在一个管弦乐团里拉大提琴。"),
 ];
 
 fn band(m: &E5Embedder, name: &str, pairs: &[(&str, &str)]) {
     let left: Vec<&str> = pairs.iter().map(|p| p.0).collect();
     let right: Vec<&str> = pairs.iter().map(|p| p.1).collect();
-    let (lp, rp) = (
-        m.embed(&left, EmbedKind::Passage).expect("embed"),
-        m.embed(&right, EmbedKind::Passage).expect("embed"),
-    );
+    let (lp, rp) =
+        (m.embed(&left, EmbedKind::Passage).expect("embed"), m.embed(&right, EmbedKind::Passage).expect("embed"));
     let lq = m.embed(&left, EmbedKind::Query).expect("embed");
     let pp: Vec<f32> = lp.iter().zip(&rp).map(|(a, b)| dot(a, b)).collect();
     let qp: Vec<f32> = lq.iter().zip(&rp).map(|(a, b)| dot(a, b)).collect();
@@ -132,11 +85,7 @@ fn band(m: &E5Embedder, name: &str, pairs: &[(&str, &str)]) {
         let max = v.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         format!("mean {mean:.3} min {min:.3} max {max:.3}")
     };
-    println!(
-        "{name:<12} passage-passage {} | query-passage {}",
-        stats(&pp),
-        stats(&qp)
-    );
+    println!("{name:<12} passage-passage {} | query-passage {}", stats(&pp), stats(&qp));
     for (((l, r), s), q) in pairs.iter().zip(&pp).zip(&qp) {
         println!("    {s:.3} {q:.3}  {l} | {r}");
     }
@@ -165,20 +114,14 @@ fn e5_measurements() {
     band(&m, "paraphrase", &PARAPHRASES);
     band(&m, "translation", &TRANSLATIONS);
 
-    let short: Vec<String> = (0..64)
-        .map(|i| format!("Note {i}: remember to buy oat milk and coffee beans tomorrow."))
-        .collect();
+    let short: Vec<String> =
+        (0..64).map(|i| format!("Note {i}: remember to buy oat milk and coffee beans tomorrow.")).collect();
     let sentence = "The committee reviewed the quarterly budget, discussed the delayed \
         infrastructure projects, and agreed to revisit the hiring plan after the audit. ";
-    let long: Vec<String> = (0..64)
-        .map(|i| format!("{i} {}", sentence.repeat(3)))
-        .collect();
+    let long: Vec<String> = (0..64).map(|i| format!("{i} {}", sentence.repeat(3))).collect();
     let long_tokens = m.token_ids(&long[0], EmbedKind::Passage).len();
     let short_tokens = m.token_ids(&short[0], EmbedKind::Passage).len();
-    for (name, texts, tokens) in [
-        ("short", &short, short_tokens),
-        ("long", &long, long_tokens),
-    ] {
+    for (name, texts, tokens) in [("short", &short, short_tokens), ("long", &long, long_tokens)] {
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         m.embed(&refs[..2], EmbedKind::Passage).expect("warm-up");
         for batch in [1usize, 32] {
@@ -200,10 +143,6 @@ fn e5_measurements() {
     reset_peak();
     let t = Instant::now();
     m.embed(&refs, EmbedKind::Passage).expect("embed");
-    println!(
-        "4 × 512 tokens: {:.2} s, peak RSS {} MiB",
-        t.elapsed().as_secs_f64(),
-        rss_kib("VmHWM:") / 1024
-    );
+    println!("4 × 512 tokens: {:.2} s, peak RSS {} MiB", t.elapsed().as_secs_f64(), rss_kib("VmHWM:") / 1024);
     println!("RSS now {} MiB", rss_kib("VmRSS:") / 1024);
 }

@@ -66,8 +66,7 @@ fn synthetic_model() -> Vec<u8> {
     for (cp, outs) in entries {
         nm.extend_from_slice(&cp.to_le_bytes());
         nm.push(outs.len() as u8);
-        outs.iter()
-            .for_each(|o| nm.extend_from_slice(&o.to_le_bytes()));
+        outs.iter().for_each(|o| nm.extend_from_slice(&o.to_le_bytes()));
     }
     b.extend_from_slice(&(entries.len() as i32).to_le_bytes());
     b.extend_from_slice(&(nm.len() as u32).to_le_bytes());
@@ -100,10 +99,7 @@ fn synthetic_model() -> Vec<u8> {
     ] {
         tensors.push((format!("l0.{s}"), ty, n));
     }
-    let dir_len: usize = 4 + tensors
-        .iter()
-        .map(|(n, _, _)| 2 + n.len() + 1 + 4 + 8 + 8)
-        .sum::<usize>();
+    let dir_len: usize = 4 + tensors.iter().map(|(n, _, _)| 2 + n.len() + 1 + 4 + 8 + 8).sum::<usize>();
     let mut offset = b.len() + dir_len;
     let mut data = Vec::new();
     b.extend_from_slice(&(tensors.len() as i32).to_le_bytes());
@@ -132,11 +128,7 @@ fn synthetic_model() -> Vec<u8> {
                 }),
                 TensorType::F32 => {
                     if i % 4 == 0 {
-                        let v = if name.ends_with("ln.w") {
-                            1.0
-                        } else {
-                            (byte as f32 - 128.0) / 1280.0
-                        };
+                        let v = if name.ends_with("ln.w") { 1.0 } else { (byte as f32 - 128.0) / 1280.0 };
                         data.extend_from_slice(&v.to_le_bytes());
                     }
                 }
@@ -161,23 +153,14 @@ fn synthetic_file_parses_and_embeds() {
     assert_eq!(m.dim(), HIDDEN);
     assert!(m.model_id().starts_with("multilingual-e5-small-q4@"));
     assert_eq!(m.model_id().len(), "multilingual-e5-small-q4@".len() + 12);
-    let texts = [
-        "ab",
-        "a b c",
-        "",
-        "ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab",
-    ];
+    let texts = ["ab", "a b c", "", "ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab ab"];
     let batch = m.embed(&texts, EmbedKind::Passage).expect("embed");
     for (t, v) in texts.iter().zip(&batch) {
         assert_eq!(v.len(), HIDDEN);
         let norm: f32 = v.iter().map(|x| x * x).sum();
         assert!((norm - 1.0).abs() < 1e-4, "{t:?}: |v|² = {norm}");
         let single = m.embed(&[t], EmbedKind::Passage).expect("single").remove(0);
-        let diff = single
-            .iter()
-            .zip(v)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f32::max);
+        let diff = single.iter().zip(v).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
         assert!(diff < 1e-4, "{t:?}: batch differs by {diff}");
     }
     // 16 positions: the long text is cut to 16 tokens.
@@ -217,10 +200,7 @@ fn every_truncation_is_rejected() {
             other => panic!("truncated to {len}: {other:?}"),
         }
         if len % 97 == 0 {
-            assert!(matches!(
-                E5Embedder::from_bytes(bytes[..len].to_vec()),
-                Err(Error::IncompatibleFormat(_))
-            ));
+            assert!(matches!(E5Embedder::from_bytes(bytes[..len].to_vec()), Err(Error::IncompatibleFormat(_))));
         }
     }
 }
@@ -228,26 +208,15 @@ fn every_truncation_is_rejected() {
 #[test]
 fn random_corruption_never_panics() {
     let bytes = synthetic_model();
-    let data_start = format::parse_header(&bytes)
-        .expect("parse")
-        .tensors
-        .iter()
-        .map(|t| t.offset)
-        .min()
-        .expect("tensors");
+    let data_start =
+        format::parse_header(&bytes).expect("parse").tensors.iter().map(|t| t.offset).min().expect("tensors");
     let mut rng = SmallRng::seed_from_u64(7);
     let mut rejected = 0;
     for round in 0..3000 {
         let mut bad = bytes.clone();
         for _ in 0..rng.gen_range(1..4) {
             // Mostly the metadata, where corruption matters.
-            let i = rng.gen_range(
-                0..if round % 4 == 0 {
-                    bad.len()
-                } else {
-                    data_start
-                },
-            );
+            let i = rng.gen_range(0..if round % 4 == 0 { bad.len() } else { data_start });
             bad[i] = match rng.gen_range(0..3) {
                 0 => rng.gen(),
                 1 => bad[i] ^ (1 << rng.gen_range(0..8)),

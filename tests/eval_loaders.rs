@@ -7,9 +7,7 @@ use mnemon::eval::{load_locomo, load_longmemeval, load_madial, Dataset, Split, U
 use mnemon::Error;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/eval")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval").join(name)
 }
 
 fn ids(unit: &Unit) -> Vec<&str> {
@@ -37,25 +35,13 @@ fn locomo_fixture_units_docs_and_queries() {
     // Two sessions; the date-time of the missing session 3 is ignored.
     assert_eq!(ids(a), ["D1:1", "D1:2", "D1:3", "D2:1", "D2:2"]);
     let photo = &a.docs[2];
-    assert_eq!(
-        photo.text,
-        "Caroline: Look at my new puppy! [shares a photo of a puppy on a beach]"
-    );
+    assert_eq!(photo.text, "Caroline: Look at my new puppy! [shares a photo of a puppy on a beach]");
     assert_eq!(photo.session, "session_1");
     assert_eq!(photo.speaker.as_deref(), Some("Caroline"));
-    assert_eq!(
-        photo.time,
-        Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap())
-    );
-    assert_eq!(
-        a.docs[3].text,
-        "Melanie: I ran a charity race for mental health."
-    );
+    assert_eq!(photo.time, Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap()));
+    assert_eq!(a.docs[3].text, "Melanie: I ran a charity race for mental health.");
     assert_eq!(a.docs[3].session, "session_2");
-    assert_eq!(
-        a.docs[3].time,
-        Some(Utc.with_ymd_and_hms(2023, 6, 19, 10, 4, 0).unwrap())
-    );
+    assert_eq!(a.docs[3].time, Some(Utc.with_ymd_and_hms(2023, 6, 19, 10, 4, 0).unwrap()));
 
     let q = &a.queries;
     assert_eq!(q.len(), 7);
@@ -82,9 +68,7 @@ fn locomo_fixture_units_docs_and_queries() {
     assert!(!q[5].gold_repaired);
     // Category 5 with only adversarial_answer.
     assert_eq!(q[6].category.as_deref(), Some("adversarial"));
-    assert!(q
-        .iter()
-        .all(|x| x.split == Split::Dev && !x.abstention && x.gold_sessions.is_empty()));
+    assert!(q.iter().all(|x| x.split == Split::Dev && !x.abstention && x.gold_sessions.is_empty()));
 
     assert_eq!(ids(b), ["D1:1", "D1:2"]);
     assert_eq!(b.queries.len(), 2);
@@ -106,10 +90,7 @@ fn locomo_malformed_files_name_file_and_record() {
     )
     .unwrap();
     let r = invalid_reason(load_locomo(&p).unwrap_err());
-    assert!(
-        r.contains("conv-1") && r.contains("session_1_date_time"),
-        "{r}"
-    );
+    assert!(r.contains("conv-1") && r.contains("session_1_date_time"), "{r}");
 
     std::fs::write(
         &p,
@@ -127,11 +108,8 @@ fn locomo_malformed_files_name_file_and_record() {
 
 #[test]
 fn longmemeval_fixture_gz() {
-    let units = load_longmemeval(
-        &fixture("longmemeval_mini.jsonl.gz"),
-        Some(&fixture("longmemeval_mini_dev_ids.txt")),
-    )
-    .unwrap();
+    let units = load_longmemeval(&fixture("longmemeval_mini.jsonl.gz"), Some(&fixture("longmemeval_mini_dev_ids.txt")))
+        .unwrap();
     let names: Vec<&str> = units.iter().map(|u| u.name.as_str()).collect();
     assert_eq!(names, ["lme:q1", "lme:q2", "lme:q3_abs", "lme:q4"]);
     let splits: Vec<Split> = units.iter().map(|u| u.split).collect();
@@ -140,37 +118,17 @@ fn longmemeval_fixture_gz() {
     let q1 = &units[0];
     // User turns only; 1-based index over all turns; empty turn skipped;
     // the repeated session gets an occurrence mark but keeps its session.
-    assert_eq!(
-        ids(q1),
-        [
-            "s_a#1",
-            "answer_x1#1",
-            "answer_x1#3",
-            "s_b#3",
-            "answer_x2#1",
-            "s_a~2#1",
-            "answer_x3#2"
-        ]
-    );
+    assert_eq!(ids(q1), ["s_a#1", "answer_x1#1", "answer_x1#3", "s_b#3", "answer_x2#1", "s_a~2#1", "answer_x3#2"]);
     assert_eq!(q1.docs[5].session, "s_a");
-    assert_eq!(
-        q1.docs[5].time,
-        Some(Utc.with_ymd_and_hms(2023, 5, 5, 9, 0, 0).unwrap())
-    );
-    assert_eq!(
-        q1.docs[1].text,
-        "My sister and I visited Lisbon last spring."
-    );
+    assert_eq!(q1.docs[5].time, Some(Utc.with_ymd_and_hms(2023, 5, 5, 9, 0, 0).unwrap()));
+    assert_eq!(q1.docs[1].text, "My sister and I visited Lisbon last spring.");
     assert_eq!(q1.docs[1].speaker.as_deref(), Some("user"));
     assert_eq!(q1.queries.len(), 1);
     let q = &q1.queries[0];
     assert_eq!(q.id, "q1");
     assert_eq!(q.text, "Which city did I visit with my sister?");
     assert_eq!(q.category.as_deref(), Some("multi-session"));
-    assert_eq!(
-        q.time,
-        Some(Utc.with_ymd_and_hms(2023, 5, 30, 10, 18, 0).unwrap())
-    );
+    assert_eq!(q.time, Some(Utc.with_ymd_and_hms(2023, 5, 30, 10, 18, 0).unwrap()));
     // Gold = user has_answer turns; answer_x2 (assistant-side evidence only) is not gold.
     assert_eq!(q.gold, ["answer_x1#1", "answer_x3#2"]);
     assert_eq!(q.gold_sessions, ["answer_x1", "answer_x3"]);
@@ -178,10 +136,7 @@ fn longmemeval_fixture_gz() {
 
     assert!(units[2].queries[0].abstention);
     assert!(units[3].queries[0].gold.is_empty());
-    assert_eq!(
-        units[3].queries[0].category.as_deref(),
-        Some("single-session-assistant")
-    );
+    assert_eq!(units[3].queries[0].category.as_deref(), Some("single-session-assistant"));
 }
 
 #[test]
@@ -191,9 +146,7 @@ fn longmemeval_plain_json_array_and_no_dev_list() {
     let arr = load_longmemeval(&fixture("longmemeval_mini.json"), None).unwrap();
     assert_eq!(gz, arr);
     // Dataset::load dispatches to the same loader.
-    let via = Dataset::LongMemEval
-        .load(&fixture("longmemeval_mini.json"), None)
-        .unwrap();
+    let via = Dataset::LongMemEval.load(&fixture("longmemeval_mini.json"), None).unwrap();
     assert_eq!(via, arr);
 }
 
@@ -202,16 +155,12 @@ fn longmemeval_errors() {
     let dir = tempfile::tempdir().unwrap();
     let ids = dir.path().join("dev.txt");
     std::fs::write(&ids, "q1\nnot_there\n").unwrap();
-    let r = invalid_reason(
-        load_longmemeval(&fixture("longmemeval_mini.jsonl.gz"), Some(&ids)).unwrap_err(),
-    );
+    let r = invalid_reason(load_longmemeval(&fixture("longmemeval_mini.jsonl.gz"), Some(&ids)).unwrap_err());
     assert!(r.contains("not_there"), "{r}");
 
     let p = dir.path().join("bad.jsonl");
     let good = std::fs::read_to_string(fixture("longmemeval_mini.json")).unwrap();
-    let first: serde_json::Value = serde_json::from_str::<Vec<serde_json::Value>>(&good)
-        .unwrap()
-        .remove(0);
+    let first: serde_json::Value = serde_json::from_str::<Vec<serde_json::Value>>(&good).unwrap().remove(0);
     std::fs::write(&p, format!("{first}\n{{\"question_id\": \"x\"}}\n")).unwrap();
     let r = invalid_reason(load_longmemeval(&p, None).unwrap_err());
     assert!(r.contains("bad.jsonl") && r.contains("line 2"), "{r}");
@@ -220,10 +169,7 @@ fn longmemeval_errors() {
     broken["haystack_dates"] = serde_json::json!(["2023/05/01 (Mon) 09:00"]);
     std::fs::write(&p, format!("{broken}\n")).unwrap();
     let r = invalid_reason(load_longmemeval(&p, None).unwrap_err());
-    assert!(
-        r.contains("question q1") && r.contains("differ in length"),
-        "{r}"
-    );
+    assert!(r.contains("question q1") && r.contains("differ in length"), "{r}");
 }
 
 #[test]
@@ -237,15 +183,9 @@ fn madial_fixture_dir_and_file() {
     let bart = &units[0];
     assert_eq!(bart.split, Split::Dev);
     assert_eq!(ids(bart), ["1", "2", "3"]);
-    assert_eq!(
-        bart.docs[0].text,
-        "Bart danced at the Christmas party.（活动类，开心）"
-    );
+    assert_eq!(bart.docs[0].text, "Bart danced at the Christmas party.（活动类，开心）");
     assert_eq!(bart.docs[0].session, "2023-12-25");
-    assert_eq!(
-        bart.docs[0].time,
-        Some(Utc.with_ymd_and_hms(2023, 12, 25, 0, 0, 0).unwrap())
-    );
+    assert_eq!(bart.docs[0].time, Some(Utc.with_ymd_and_hms(2023, 12, 25, 0, 0, 0).unwrap()));
     assert_eq!(bart.docs[0].speaker.as_deref(), Some("Bart"));
     // Dialogues 0 and 2 (even positions) are dev.
     let qids: Vec<&str> = bart.queries.iter().map(|q| q.id.as_str()).collect();
@@ -272,19 +212,12 @@ fn madial_errors() {
     let dir = tempfile::tempdir().unwrap();
     let r = invalid_reason(load_madial(dir.path()).unwrap_err());
     assert!(r.contains("found 0 and 0"), "{r}");
-    std::fs::write(
-        dir.path().join("x-memory.json"),
-        "{\"1\": {\"event\": \"e\", \"user-id\": 1}}\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("x-memory.json"), "{\"1\": {\"event\": \"e\", \"user-id\": 1}}\n").unwrap();
     std::fs::write(
         dir.path().join("x-dialogue.json"),
         "{\"dialogue\": [\"<BOD>\\n\"], \"test-turn\": [1], \"relevant-id\": [1], \"user-id\": 1, \"id\": 0}\n",
     )
     .unwrap();
     let r = invalid_reason(load_madial(dir.path()).unwrap_err());
-    assert!(
-        r.contains("x-dialogue.json") && r.contains("dialogue 0"),
-        "{r}"
-    );
+    assert!(r.contains("x-dialogue.json") && r.contains("dialogue 0"), "{r}");
 }

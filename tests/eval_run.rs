@@ -5,15 +5,12 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use mnemon::eval::{
-    load_locomo, load_longmemeval, load_madial, run, Backend, Dataset, Doc, Report, RunOptions,
-    SplitFilter,
+    load_locomo, load_longmemeval, load_madial, run, Backend, Dataset, Doc, Report, RunOptions, SplitFilter,
 };
 use mnemon::Error;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/eval")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval").join(name)
 }
 
 /// Lower-cased ASCII words, plus each non-ASCII letter as its own token.
@@ -51,12 +48,7 @@ struct WordOverlap {
 impl Backend for WordOverlap {
     fn ingest(&mut self, unit: &str, docs: &[Doc]) -> mnemon::Result<()> {
         self.ingested.push(unit.to_string());
-        self.units.insert(
-            unit.into(),
-            docs.iter()
-                .map(|d| (d.id.clone(), tokens(&d.text)))
-                .collect(),
-        );
+        self.units.insert(unit.into(), docs.iter().map(|d| (d.id.clone(), tokens(&d.text))).collect());
         Ok(())
     }
 
@@ -70,11 +62,7 @@ impl Backend for WordOverlap {
             .filter(|(s, _, _)| *s > 0)
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut out: Vec<String> = scored
-            .into_iter()
-            .take(k)
-            .map(|(_, _, id)| id.to_string())
-            .collect();
+        let mut out: Vec<String> = scored.into_iter().take(k).map(|(_, _, id)| id.to_string()).collect();
         if self.junk {
             // An unknown id and a repeat, both to be ignored by the runner.
             out.insert(0, "no-such-doc".into());
@@ -92,10 +80,7 @@ impl Backend for WordOverlap {
 }
 
 fn opts(dataset: Dataset) -> RunOptions {
-    RunOptions {
-        record_queries: true,
-        ..RunOptions::for_dataset(dataset)
-    }
+    RunOptions { record_queries: true, ..RunOptions::for_dataset(dataset) }
 }
 
 fn close(a: Option<f64>, b: f64) -> bool {
@@ -105,21 +90,12 @@ fn close(a: Option<f64>, b: f64) -> bool {
 /// Asserts a whole row of a table.
 #[track_caller]
 fn row(report: &Report, split: &str, table: &str, group: &str, n: usize, values: &[f64]) {
-    let t = report
-        .split(split)
-        .and_then(|s| s.table(table))
-        .unwrap_or_else(|| panic!("{split}/{table}"));
-    let r = t
-        .row(group)
-        .unwrap_or_else(|| panic!("{split}/{table}: no row {group}"));
+    let t = report.split(split).and_then(|s| s.table(table)).unwrap_or_else(|| panic!("{split}/{table}"));
+    let r = t.row(group).unwrap_or_else(|| panic!("{split}/{table}: no row {group}"));
     assert_eq!(r.n, n, "{split}/{table}/{group}: n");
     assert_eq!(r.values.len(), values.len());
     for (got, want) in r.values.iter().zip(values) {
-        assert!(
-            (got - want).abs() < 1e-9,
-            "{split}/{table}/{group}: got {:?}, want {values:?}",
-            r.values
-        );
+        assert!((got - want).abs() < 1e-9, "{split}/{table}/{group}: got {:?}, want {values:?}", r.values);
     }
 }
 
@@ -147,120 +123,34 @@ fn locomo_report() {
 
     let c = &rep.split("dev").unwrap().counts;
     assert_eq!((c.units, c.docs, c.queries, c.scored), (1, 5, 7, 7));
-    assert_eq!(
-        (
-            c.empty_gold_scored_as_hit,
-            c.gold_ids_dropped,
-            c.queries_gold_repaired
-        ),
-        (1, 2, 2)
-    );
-    assert_eq!(
-        (
-            c.excluded_abstention,
-            c.excluded_no_gold,
-            c.unknown_ids_returned
-        ),
-        (0, 0, 0)
-    );
+    assert_eq!((c.empty_gold_scored_as_hit, c.gold_ids_dropped, c.queries_gold_repaired), (1, 2, 2));
+    assert_eq!((c.excluded_abstention, c.excluded_no_gold, c.unknown_ids_returned), (0, 0, 0));
     let c = &rep.split("all").unwrap().counts;
     assert_eq!((c.units, c.docs, c.queries, c.scored), (2, 7, 9, 9));
 
     // dev: q2 (multi-hop) finds 1 of 2 at @1, q5 (multi-hop) 0 of 1 at @1.
     row(&rep, "dev", "recall", "single-hop", 2, &[1.0; 5]);
-    row(
-        &rep,
-        "dev",
-        "recall",
-        "multi-hop",
-        2,
-        &[0.25, 1.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "dev", "recall", "multi-hop", 2, &[0.25, 1.0, 1.0, 1.0, 1.0]);
     row(&rep, "dev", "recall", "temporal", 1, &[1.0; 5]);
     row(&rep, "dev", "recall", "open-domain", 1, &[1.0; 5]); // empty evidence scores 1
-    row(
-        &rep,
-        "dev",
-        "recall",
-        "overall",
-        6,
-        &[0.75, 1.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "dev", "recall", "overall", 6, &[0.75, 1.0, 1.0, 1.0, 1.0]);
     row(&rep, "dev", "recall", "adversarial", 1, &[0.0; 5]);
-    row(
-        &rep,
-        "dev",
-        "any",
-        "overall",
-        6,
-        &[5.0 / 6.0, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "dev",
-        "all",
-        "overall",
-        6,
-        &[4.0 / 6.0, 1.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "dev", "any", "overall", 6, &[5.0 / 6.0, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "all", "overall", 6, &[4.0 / 6.0, 1.0, 1.0, 1.0, 1.0]);
     row(&rep, "test", "recall", "overall", 2, &[1.0; 5]);
-    row(
-        &rep,
-        "all",
-        "recall",
-        "overall",
-        8,
-        &[0.8125, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "all",
-        "any",
-        "overall",
-        8,
-        &[0.875, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "all",
-        "all",
-        "overall",
-        8,
-        &[0.75, 1.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "all", "recall", "overall", 8, &[0.8125, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "all", "any", "overall", 8, &[0.875, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "all", "all", "overall", 8, &[0.75, 1.0, 1.0, 1.0, 1.0]);
     row(&rep, "all", "recall", "adversarial", 1, &[0.0; 5]);
     // Row order: paper order of categories, overall, then adversarial.
-    let groups: Vec<&str> = rep
-        .split("all")
-        .unwrap()
-        .table("recall")
-        .unwrap()
-        .rows
-        .iter()
-        .map(|r| r.group.as_str())
-        .collect();
-    assert_eq!(
-        groups,
-        [
-            "single-hop",
-            "multi-hop",
-            "temporal",
-            "open-domain",
-            "overall",
-            "adversarial"
-        ]
-    );
+    let groups: Vec<&str> =
+        rep.split("all").unwrap().table("recall").unwrap().rows.iter().map(|r| r.group.as_str()).collect();
+    assert_eq!(groups, ["single-hop", "multi-hop", "temporal", "open-domain", "overall", "adversarial"]);
 
     let text = rep.render_table();
     assert!(text.contains("evidence recall@k"), "{text}");
-    assert!(
-        text.contains("== dev: 1 units, 5 docs, 7 queries, 7 scored"),
-        "{text}"
-    );
-    assert!(
-        text.contains("  overall          8  0.8125  1.0000"),
-        "{text}"
-    );
+    assert!(text.contains("== dev: 1 units, 5 docs, 7 queries, 7 scored"), "{text}");
+    assert!(text.contains("  overall          8  0.8125  1.0000"), "{text}");
     assert_eq!(rep.latency.searches, 9);
     assert_eq!((rep.ingest.units, rep.ingest.docs), (2, 7));
 
@@ -275,34 +165,17 @@ fn locomo_report() {
 
 #[test]
 fn longmemeval_report() {
-    let units = load_longmemeval(
-        &fixture("longmemeval_mini.jsonl.gz"),
-        Some(&fixture("longmemeval_mini_dev_ids.txt")),
-    )
-    .unwrap();
+    let units = load_longmemeval(&fixture("longmemeval_mini.jsonl.gz"), Some(&fixture("longmemeval_mini_dev_ids.txt")))
+        .unwrap();
     let mut b = WordOverlap::default();
-    let rep = run(
-        Dataset::LongMemEval,
-        &units,
-        &mut b,
-        &opts(Dataset::LongMemEval),
-    )
-    .unwrap();
+    let rep = run(Dataset::LongMemEval, &units, &mut b, &opts(Dataset::LongMemEval)).unwrap();
     assert_eq!(rep.k_values, [1, 3, 5, 10, 30, 50]);
 
     // q1: gold turns answer_x1#1 (rank 3) and answer_x3#2 (rank 7); the
     // non-gold turn answer_x1#3 of a gold session ranks 2.
     assert_eq!(
         retrieved(&rep, "q1"),
-        [
-            "s_b#3",
-            "answer_x1#3",
-            "answer_x1#1",
-            "s_a#1",
-            "answer_x2#1",
-            "s_a~2#1",
-            "answer_x3#2"
-        ]
+        ["s_b#3", "answer_x1#3", "answer_x1#1", "s_a#1", "answer_x2#1", "s_a~2#1", "answer_x3#2"]
     );
     // q2: gold at rank 2.
     assert_eq!(retrieved(&rep, "q2"), ["s_c#1", "answer_y1#2"]);
@@ -314,63 +187,14 @@ fn longmemeval_report() {
 
     // dev = q1 alone.
     // Session ranking: s_b, answer_x1, s_a, answer_x2, answer_x3.
-    row(
-        &rep,
-        "dev",
-        "session/recall_any",
-        "overall",
-        1,
-        &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "dev",
-        "session/recall_all",
-        "overall",
-        1,
-        &[0.0, 0.0, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "dev",
-        "session/ndcg_any",
-        "overall",
-        1,
-        &[0.0, 0.5, s_ndcg5, s_ndcg5, s_ndcg5, s_ndcg5],
-    );
-    row(
-        &rep,
-        "dev",
-        "turn/recall_any",
-        "overall",
-        1,
-        &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "dev",
-        "turn/recall_all",
-        "overall",
-        1,
-        &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "dev",
-        "turn/ndcg_any",
-        "overall",
-        1,
-        &[0.0, t_ndcg3, t_ndcg3, t_ndcg_all, t_ndcg_all, t_ndcg_all],
-    );
+    row(&rep, "dev", "session/recall_any", "overall", 1, &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "session/recall_all", "overall", 1, &[0.0, 0.0, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "session/ndcg_any", "overall", 1, &[0.0, 0.5, s_ndcg5, s_ndcg5, s_ndcg5, s_ndcg5]);
+    row(&rep, "dev", "turn/recall_any", "overall", 1, &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "turn/recall_all", "overall", 1, &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "turn/ndcg_any", "overall", 1, &[0.0, t_ndcg3, t_ndcg3, t_ndcg_all, t_ndcg_all, t_ndcg_all]);
     // Official turn→session: answer_x1#3 counts as a separate "noans" session.
-    row(
-        &rep,
-        "dev",
-        "session_official/recall_all",
-        "overall",
-        1,
-        &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "dev", "session_official/recall_all", "overall", 1, &[0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
     row(
         &rep,
         "dev",
@@ -379,61 +203,18 @@ fn longmemeval_report() {
         1,
         &[0.0, t_ndcg3, t_ndcg3, t_ndcg_all, t_ndcg_all, t_ndcg_all],
     );
-    row(
-        &rep,
-        "dev",
-        "session/recall_any",
-        "multi-session",
-        1,
-        &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "dev", "session/recall_any", "multi-session", 1, &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
 
     // test = q2 scored (gold at rank 2: nDCG 1 from @3 since ranks 1 and 2
     // weigh the same), q3_abs and q4 (no user gold) left out.
     let c = &rep.split("test").unwrap().counts;
-    assert_eq!(
-        (
-            c.units,
-            c.queries,
-            c.scored,
-            c.excluded_abstention,
-            c.excluded_no_gold
-        ),
-        (3, 3, 1, 1, 1)
-    );
-    row(
-        &rep,
-        "test",
-        "turn/ndcg_any",
-        "overall",
-        1,
-        &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-    );
-    row(
-        &rep,
-        "test",
-        "session_official/ndcg_any",
-        "single-session-user",
-        1,
-        &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-    );
-    assert!(rep
-        .split("test")
-        .unwrap()
-        .table("turn/ndcg_any")
-        .unwrap()
-        .row("single-session-assistant")
-        .is_none());
+    assert_eq!((c.units, c.queries, c.scored, c.excluded_abstention, c.excluded_no_gold), (3, 3, 1, 1, 1));
+    row(&rep, "test", "turn/ndcg_any", "overall", 1, &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "test", "session_official/ndcg_any", "single-session-user", 1, &[0.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    assert!(rep.split("test").unwrap().table("turn/ndcg_any").unwrap().row("single-session-assistant").is_none());
 
     // all = mean of q1 and q2.
-    row(
-        &rep,
-        "all",
-        "session/recall_all",
-        "overall",
-        2,
-        &[0.0, 0.5, 1.0, 1.0, 1.0, 1.0],
-    );
+    row(&rep, "all", "session/recall_all", "overall", 2, &[0.0, 0.5, 1.0, 1.0, 1.0, 1.0]);
     row(
         &rep,
         "all",
@@ -449,15 +230,8 @@ fn longmemeval_report() {
             (t_ndcg_all + 1.0) / 2.0,
         ],
     );
-    let groups: Vec<&str> = rep
-        .split("all")
-        .unwrap()
-        .table("turn/ndcg_any")
-        .unwrap()
-        .rows
-        .iter()
-        .map(|r| r.group.as_str())
-        .collect();
+    let groups: Vec<&str> =
+        rep.split("all").unwrap().table("turn/ndcg_any").unwrap().rows.iter().map(|r| r.group.as_str()).collect();
     assert_eq!(groups, ["single-session-user", "multi-session", "overall"]);
 
     let recs = rep.queries.as_ref().unwrap();
@@ -465,9 +239,7 @@ fn longmemeval_report() {
     assert_eq!(abs.excluded.as_deref(), Some("abstention"));
     let q4 = recs.iter().find(|r| r.query == "q4").unwrap();
     assert_eq!(q4.excluded.as_deref(), Some("no gold"));
-    assert!(rep
-        .render_table()
-        .contains("session ndcg_any@k, official turn→session"));
+    assert!(rep.render_table().contains("session ndcg_any@k, official turn→session"));
 }
 
 #[test]
@@ -485,14 +257,7 @@ fn madial_report() {
     row(&rep, "test", "recall", "overall", 2, &[1.0; 4]);
     row(&rep, "test", "mrr", "overall", 2, &[1.0; 4]);
     row(&rep, "all", "recall", "overall", 4, &[0.625, 1.0, 1.0, 1.0]);
-    row(
-        &rep,
-        "all",
-        "mrr",
-        "overall",
-        4,
-        &[0.75, 0.875, 0.875, 0.875],
-    );
+    row(&rep, "all", "mrr", "overall", 4, &[0.75, 0.875, 0.875, 0.875]);
     assert_eq!(rep.split("dev").unwrap().counts.gold_ids_dropped, 1);
     assert_eq!(rep.split("all").unwrap().tables[0].rows.len(), 1);
 }
@@ -501,53 +266,27 @@ fn madial_report() {
 fn split_filter_limit_and_k_values() {
     let units = load_locomo(&fixture("locomo_mini.json")).unwrap();
     let mut b = WordOverlap::default();
-    let o = RunOptions {
-        split: SplitFilter::Test,
-        k_values: Some(vec![5, 1, 5]),
-        ..opts(Dataset::Locomo)
-    };
+    let o = RunOptions { split: SplitFilter::Test, k_values: Some(vec![5, 1, 5]), ..opts(Dataset::Locomo) };
     let rep = run(Dataset::Locomo, &units, &mut b, &o).unwrap();
     assert_eq!(b.ingested, ["locomo:conv-44"]);
     assert_eq!(rep.k_values, [1, 5]);
     let splits: Vec<&str> = rep.splits.iter().map(|s| s.split.as_str()).collect();
     assert_eq!(splits, ["test"]);
-    assert!(close(
-        rep.split("test")
-            .unwrap()
-            .table("recall")
-            .unwrap()
-            .value("overall", 5),
-        1.0
-    ));
+    assert!(close(rep.split("test").unwrap().table("recall").unwrap().value("overall", 5), 1.0));
 
     let mut b = WordOverlap::default();
-    let o = RunOptions {
-        limit: Some(1),
-        ..opts(Dataset::Locomo)
-    };
+    let o = RunOptions { limit: Some(1), ..opts(Dataset::Locomo) };
     let rep = run(Dataset::Locomo, &units, &mut b, &o).unwrap();
     assert_eq!(b.ingested, ["locomo:conv-26"]);
     assert_eq!(rep.splits.len(), 1);
 
     let mut b = WordOverlap::default();
     for bad in [
-        RunOptions {
-            k_values: Some(vec![]),
-            ..opts(Dataset::Locomo)
-        },
-        RunOptions {
-            k_values: Some(vec![0, 5]),
-            ..opts(Dataset::Locomo)
-        },
-        RunOptions {
-            retrieve_depth: 10,
-            ..opts(Dataset::Locomo)
-        },
+        RunOptions { k_values: Some(vec![]), ..opts(Dataset::Locomo) },
+        RunOptions { k_values: Some(vec![0, 5]), ..opts(Dataset::Locomo) },
+        RunOptions { retrieve_depth: 10, ..opts(Dataset::Locomo) },
     ] {
-        assert!(matches!(
-            run(Dataset::Locomo, &units, &mut b, &bad),
-            Err(Error::InvalidInput { .. })
-        ));
+        assert!(matches!(run(Dataset::Locomo, &units, &mut b, &bad), Err(Error::InvalidInput { .. })));
     }
     let twice = [units[0].clone(), units[0].clone()];
     assert!(matches!(
@@ -561,10 +300,7 @@ fn unknown_and_repeated_ids_are_ignored_and_counted() {
     let units = load_locomo(&fixture("locomo_mini.json")).unwrap();
     let mut plain = WordOverlap::default();
     let a = run(Dataset::Locomo, &units, &mut plain, &opts(Dataset::Locomo)).unwrap();
-    let mut junk = WordOverlap {
-        junk: true,
-        ..WordOverlap::default()
-    };
+    let mut junk = WordOverlap { junk: true, ..WordOverlap::default() };
     let b = run(Dataset::Locomo, &units, &mut junk, &opts(Dataset::Locomo)).unwrap();
     assert_eq!(
         a.splits.iter().map(|s| &s.tables).collect::<Vec<_>>(),
@@ -586,13 +322,5 @@ fn backend_errors_propagate() {
         }
     }
     let units = load_madial(&fixture("madial")).unwrap();
-    assert!(matches!(
-        run(
-            Dataset::MADial,
-            &units,
-            &mut Failing,
-            &opts(Dataset::MADial)
-        ),
-        Err(Error::Closed)
-    ));
+    assert!(matches!(run(Dataset::MADial, &units, &mut Failing, &opts(Dataset::MADial)), Err(Error::Closed)));
 }

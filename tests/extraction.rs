@@ -4,8 +4,8 @@
 use std::error::Error as StdError;
 
 use mnemon::{
-    rule_extract, Engine, Error, ItemStatus, Kind, Lang, ListOptions, MemoryId, Namespace,
-    NewMemory, NewObservation, Role, Section, Status, MAX_EXTRACTION_ITEMS,
+    rule_extract, Engine, Error, ItemStatus, Kind, Lang, ListOptions, MemoryId, Namespace, NewMemory, NewObservation,
+    Role, Section, Status, MAX_EXTRACTION_ITEMS,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -23,37 +23,17 @@ fn prompt_shows_observations_and_related_memories_in_both_languages() -> TestRes
     let dir = tempfile::tempdir()?;
     let e = Engine::open(dir.path())?;
     let u = ns("u1");
-    let o = e.observe(
-        &u,
-        NewObservation::new(
-            "s1",
-            Role::User,
-            "I moved to Lisbon last month and I love surfing",
-        ),
-    )?;
-    let m = e.remember(
-        &u,
-        NewMemory::new("The user lives in Berlin").key("user.city"),
-    )?;
+    let o = e.observe(&u, NewObservation::new("s1", Role::User, "I moved to Lisbon last month and I love surfing"))?;
+    let m = e.remember(&u, NewMemory::new("The user lives in Berlin").key("user.city"))?;
     let en = e.extraction_prompt(&u, "s1", Lang::En)?;
-    assert!(
-        en.contains(&format!("[observation {o}] user: I moved to Lisbon")),
-        "{en}"
-    );
+    assert!(en.contains(&format!("[observation {o}] user: I moved to Lisbon")), "{en}");
     assert!(en.contains(&format!("[memory {}]", m.id)), "{en}");
-    assert!(
-        en.contains("\"new_memories\"")
-            && en.contains("\"update_existing\"")
-            && en.contains("\"forget\"")
-    );
+    assert!(en.contains("\"new_memories\"") && en.contains("\"update_existing\"") && en.contains("\"forget\""));
     let zh = e.extraction_prompt(&u, "s1", Lang::Zh)?;
     assert!(zh.contains("规则") && zh.contains("source_ids"), "{zh}");
     // Building a prompt records no access.
     assert_eq!(e.get(&u, m.id)?.access_count, 0);
-    assert!(matches!(
-        e.extraction_prompt(&u, "nope", Lang::En),
-        Err(Error::NotFound { .. })
-    ));
+    assert!(matches!(e.extraction_prompt(&u, "nope", Lang::En), Err(Error::NotFound { .. })));
     Ok(())
 }
 
@@ -62,22 +42,9 @@ fn valid_extraction_applies_in_one_go() -> TestResult {
     let dir = tempfile::tempdir()?;
     let e = Engine::open(dir.path())?;
     let u = ns("u1");
-    let o = e.observe(
-        &u,
-        NewObservation::new(
-            "s1",
-            Role::User,
-            "I moved to Lisbon. Forget that I like jazz.",
-        ),
-    )?;
-    let city = e.remember(
-        &u,
-        NewMemory::new("The user lives in Berlin").key("user.city"),
-    )?;
-    let jazz = e.remember(
-        &u,
-        NewMemory::new("The user likes jazz").kind(Kind::Preference),
-    )?;
+    let o = e.observe(&u, NewObservation::new("s1", Role::User, "I moved to Lisbon. Forget that I like jazz."))?;
+    let city = e.remember(&u, NewMemory::new("The user lives in Berlin").key("user.city"))?;
+    let jazz = e.remember(&u, NewMemory::new("The user likes jazz").kind(Kind::Preference))?;
     let json = format!(
         r#"{{"new_memories":[{{"content":"The user surfs","kind":"preference","tier":"long_term","importance":0.6,"entities":["surfing"],"key":null,"source_ids":[{o}]}}],
             "update_existing":[{{"memory_id":{},"new_content":"The user lives in Lisbon","importance":0.8}}],
@@ -88,22 +55,13 @@ fn valid_extraction_applies_in_one_go() -> TestResult {
     assert_eq!((r.applied(), r.rejected()), (3, 0), "{r:?}");
     let list = e.list(&u, &ListOptions::default());
     let contents: Vec<&str> = list.iter().map(|m| m.content.as_str()).collect();
-    assert!(
-        contents.contains(&"The user surfs") && contents.contains(&"The user lives in Lisbon"),
-        "{contents:?}"
-    );
+    assert!(contents.contains(&"The user surfs") && contents.contains(&"The user lives in Lisbon"), "{contents:?}");
     assert!(!contents.contains(&"The user likes jazz"));
     assert_eq!(e.get(&u, city.id)?.status, Status::Superseded);
-    let new_city = list
-        .iter()
-        .find(|m| m.content.contains("Lisbon"))
-        .ok_or("missing")?;
+    let new_city = list.iter().find(|m| m.content.contains("Lisbon")).ok_or("missing")?;
     assert_eq!(new_city.importance, 0.8);
     assert_eq!(e.history(&u, new_city.id)?.len(), 2);
-    let surf = list
-        .iter()
-        .find(|m| m.content == "The user surfs")
-        .ok_or("missing")?;
+    let surf = list.iter().find(|m| m.content == "The user surfs").ok_or("missing")?;
     assert_eq!(surf.sources, vec![o]);
     assert_eq!(surf.session.as_deref(), Some("s1"));
     Ok(())
@@ -114,10 +72,7 @@ fn partly_invalid_and_hostile_items_are_rejected_alone() -> TestResult {
     let dir = tempfile::tempdir()?;
     let e = Engine::open(dir.path())?;
     let (u, other) = (ns("u1"), ns("u2"));
-    let o = e.observe(
-        &u,
-        NewObservation::new("s1", Role::User, "I drink green tea"),
-    )?;
+    let o = e.observe(&u, NewObservation::new("s1", Role::User, "I drink green tea"))?;
     let foreign_obs = e.observe(&other, NewObservation::new("x", Role::User, "secret"))?;
     let foreign_mem = e.remember(&other, NewMemory::new("Other user's secret"))?;
     let mine = e.remember(&u, NewMemory::new("The user drinks coffee"))?;
@@ -147,18 +102,11 @@ fn partly_invalid_and_hostile_items_are_rejected_alone() -> TestResult {
     );
     let r = e.apply_extraction(&u, &json)?;
     let status = |sec: Section, i: usize| {
-        r.items
-            .iter()
-            .find(|x| x.section == sec && x.index == i)
-            .map(|x| x.status.clone())
-            .ok_or("missing item")
+        r.items.iter().find(|x| x.section == sec && x.index == i).map(|x| x.status.clone()).ok_or("missing item")
     };
     assert!(applied(&status(Section::NewMemories, 0)?));
     for i in 1..7 {
-        assert!(
-            !applied(&status(Section::NewMemories, i)?),
-            "new {i}: {r:?}"
-        );
+        assert!(!applied(&status(Section::NewMemories, i)?), "new {i}: {r:?}");
     }
     assert!(applied(&status(Section::UpdateExisting, 0)?));
     for i in 1..5 {
@@ -194,18 +142,12 @@ fn duplicates_never_delete_and_unchanged_updates_are_noops() -> TestResult {
     );
     let r = e.apply_extraction(&u, &json)?;
     assert!(r.items.iter().all(|i| applied(&i.status)), "{r:?}");
-    assert!(r
-        .items
-        .iter()
-        .any(|i| matches!(&i.status, ItemStatus::Applied { action, .. } if action == "unchanged")));
+    assert!(r.items.iter().any(|i| matches!(&i.status, ItemStatus::Applied { action, .. } if action == "unchanged")));
     let list = e.list(&u, &ListOptions::default());
     assert_eq!(list.len(), 1);
     assert_eq!(list[0].id, m.id);
     // The same forget twice deletes once and reports the repeat.
-    let json = format!(
-        r#"{{"forget":[{{"memory_id":{id}}},{{"memory_id":{id}}}]}}"#,
-        id = m.id
-    );
+    let json = format!(r#"{{"forget":[{{"memory_id":{id}}},{{"memory_id":{id}}}]}}"#, id = m.id);
     let r = e.apply_extraction(&u, &json)?;
     assert_eq!((r.applied(), r.rejected()), (1, 1));
     Ok(())
@@ -218,28 +160,12 @@ fn malformed_and_oversized_documents_write_nothing() -> TestResult {
     let u = ns("u1");
     let o = e.observe(&u, NewObservation::new("s1", Role::User, "hello"))?;
     let before = e.stats().last_seq;
-    for bad in [
-        "",
-        "{",
-        "[]",
-        "null",
-        r#"{"new_memories": 5}"#,
-        "{\"new_memories\":[{\"content\":\"x\"}]",
-    ] {
-        assert!(
-            matches!(e.apply_extraction(&u, bad), Err(Error::InvalidInput { .. })),
-            "{bad:?}"
-        );
+    for bad in ["", "{", "[]", "null", r#"{"new_memories": 5}"#, "{\"new_memories\":[{\"content\":\"x\"}]"] {
+        assert!(matches!(e.apply_extraction(&u, bad), Err(Error::InvalidInput { .. })), "{bad:?}");
     }
     let item = format!(r#"{{"content":"fact","source_ids":[{o}]}}"#);
-    let huge = format!(
-        r#"{{"new_memories":[{}]}}"#,
-        vec![item.as_str(); MAX_EXTRACTION_ITEMS + 1].join(",")
-    );
-    assert!(matches!(
-        e.apply_extraction(&u, &huge),
-        Err(Error::InvalidInput { .. })
-    ));
+    let huge = format!(r#"{{"new_memories":[{}]}}"#, vec![item.as_str(); MAX_EXTRACTION_ITEMS + 1].join(","));
+    assert!(matches!(e.apply_extraction(&u, &huge), Err(Error::InvalidInput { .. })));
     assert_eq!(e.stats().last_seq, before);
     // Unknown fields are ignored; empty documents write nothing.
     let r = e.apply_extraction(&u, r#"{"thoughts":"none","new_memories":[]}"#)?;
@@ -275,11 +201,7 @@ fn rules_find_explicit_statements_in_english() {
         "Thanks, that's great!",
         "ok",
     ] {
-        assert!(
-            rule_extract(none).is_empty(),
-            "{none:?} -> {:?}",
-            rule_extract(none)
-        );
+        assert!(rule_extract(none).is_empty(), "{none:?} -> {:?}", rule_extract(none));
     }
 }
 
@@ -304,11 +226,7 @@ fn rules_find_explicit_statements_in_chinese() {
         "今天天气不错",
         "你记住了吗？",
     ] {
-        assert!(
-            rule_extract(none).is_empty(),
-            "{none:?} -> {:?}",
-            rule_extract(none)
-        );
+        assert!(rule_extract(none).is_empty(), "{none:?} -> {:?}", rule_extract(none));
     }
 }
 
@@ -317,33 +235,18 @@ fn observe_with_rules_writes_grounded_keyed_memories() -> TestResult {
     let dir = tempfile::tempdir()?;
     let e = Engine::open(dir.path())?;
     let u = ns("u1");
-    let r = e.observe_with_rules(
-        &u,
-        NewObservation::new("s1", Role::User, "My name is Alice. I love hiking."),
-    )?;
+    let r = e.observe_with_rules(&u, NewObservation::new("s1", Role::User, "My name is Alice. I love hiking."))?;
     assert_eq!(r.memories.len(), 2);
-    let name = e
-        .list(&u, &ListOptions::default())
-        .into_iter()
-        .find(|m| m.key.as_deref() == Some("user.name"));
+    let name = e.list(&u, &ListOptions::default()).into_iter().find(|m| m.key.as_deref() == Some("user.name"));
     let name = name.ok_or("no name memory")?;
     assert_eq!(name.sources, vec![r.observation]);
     assert_eq!(name.session.as_deref(), Some("s1"));
     // A later statement supersedes the slot; a question writes nothing.
-    e.observe_with_rules(
-        &u,
-        NewObservation::new("s2", Role::User, "My name is Alicia"),
-    )?;
+    e.observe_with_rules(&u, NewObservation::new("s2", Role::User, "My name is Alicia"))?;
     assert_eq!(e.history(&u, name.id)?.len(), 2);
-    let q = e.observe_with_rules(
-        &u,
-        NewObservation::new("s2", Role::User, "What is my name?"),
-    )?;
+    let q = e.observe_with_rules(&u, NewObservation::new("s2", Role::User, "What is my name?"))?;
     assert!(q.memories.is_empty());
-    let a = e.observe_with_rules(
-        &u,
-        NewObservation::new("s2", Role::Assistant, "My name is Mnemon."),
-    )?;
+    let a = e.observe_with_rules(&u, NewObservation::new("s2", Role::Assistant, "My name is Mnemon."))?;
     assert!(a.memories.is_empty());
     Ok(())
 }

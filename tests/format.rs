@@ -10,18 +10,15 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, TimeZone, Utc};
 use mnemon::{
-    decode_record, encode_record, Accessed, Error, Event, EventBody, Extracted, ForgetTarget,
-    Forgotten, Kind, MemoryId, Namespace, ObservationId, Observed, Role, SupersedeReason,
-    Superseded, Tier, Tombstone, FORMAT_VERSION,
+    decode_record, encode_record, Accessed, Error, Event, EventBody, Extracted, ForgetTarget, Forgotten, Kind,
+    MemoryId, Namespace, ObservationId, Observed, Role, SupersedeReason, Superseded, Tier, Tombstone, FORMAT_VERSION,
 };
 use proptest::prelude::*;
 
 type TestResult = Result<(), Box<dyn StdError>>;
 
 fn at(secs: i64, micros: u32) -> DateTime<Utc> {
-    Utc.timestamp_opt(secs, micros * 1000)
-        .single()
-        .expect("valid time")
+    Utc.timestamp_opt(secs, micros * 1000).single().expect("valid time")
 }
 
 fn ns(name: &str) -> Namespace {
@@ -151,9 +148,7 @@ fn fixture_events() -> Vec<(&'static str, Event)> {
                 seq: u64::MAX,
                 time: at(0, 0),
                 ns: ns("u1"),
-                body: EventBody::Tombstone(Tombstone {
-                    was: "extracted".into(),
-                }),
+                body: EventBody::Tombstone(Tombstone { was: "extracted".into() }),
             },
         ),
     ]
@@ -165,20 +160,12 @@ fn fixture_dir() -> PathBuf {
 
 #[test]
 fn golden_fixtures_v1() -> TestResult {
-    assert_eq!(
-        FORMAT_VERSION, 1,
-        "a new format version needs its own fixture folder"
-    );
+    assert_eq!(FORMAT_VERSION, 1, "a new format version needs its own fixture folder");
     let dir = fixture_dir();
     std::fs::create_dir_all(&dir)?;
     let events = fixture_events();
-    let kinds: std::collections::BTreeSet<&str> =
-        events.iter().map(|(_, e)| e.body.kind_name()).collect();
-    assert_eq!(
-        kinds.len(),
-        6,
-        "one fixture per event kind at least: {kinds:?}"
-    );
+    let kinds: std::collections::BTreeSet<&str> = events.iter().map(|(_, e)| e.body.kind_name()).collect();
+    assert_eq!(kinds.len(), 6, "one fixture per event kind at least: {kinds:?}");
     for (name, event) in events {
         let path = dir.join(format!("{name}.bin"));
         let encoded = encode_record(&event)?;
@@ -187,26 +174,16 @@ fn golden_fixtures_v1() -> TestResult {
             eprintln!("wrote new fixture {}", path.display());
         }
         let golden = std::fs::read(&path)?;
-        assert_eq!(
-            encoded, golden,
-            "{name}: the encoding of a v1 record changed"
-        );
+        assert_eq!(encoded, golden, "{name}: the encoding of a v1 record changed");
         assert_eq!(golden[0], 1, "{name}: version byte");
-        assert_eq!(
-            decode_record(event.seq, &golden)?,
-            event,
-            "{name}: the fixture decodes to another event"
-        );
+        assert_eq!(decode_record(event.seq, &golden)?, event, "{name}: the fixture decodes to another event");
     }
     Ok(())
 }
 
 /// Every fixture record, with the seq it is stored under.
 fn valid_records() -> Vec<(u64, Vec<u8>)> {
-    fixture_events()
-        .into_iter()
-        .map(|(_, e)| (e.seq, encode_record(&e).expect("fixture events encode")))
-        .collect()
+    fixture_events().into_iter().map(|(_, e)| (e.seq, encode_record(&e).expect("fixture events encode"))).collect()
 }
 
 fn assert_corrupted_at(r: mnemon::Result<Event>, want: u64, what: &str) {
@@ -223,29 +200,17 @@ fn corrupt_records_are_typed_errors() -> TestResult {
         for i in 1..5 {
             let mut b = bytes.clone();
             b[i] ^= 0x5a;
-            assert_corrupted_at(
-                decode_record(seq, &b),
-                seq,
-                &format!("checksum byte {i} of {seq}"),
-            );
+            assert_corrupted_at(decode_record(seq, &b), seq, &format!("checksum byte {i} of {seq}"));
         }
         // A flipped payload bit anywhere.
         for i in 5..bytes.len() {
             let mut b = bytes.clone();
             b[i] ^= 0x01;
-            assert_corrupted_at(
-                decode_record(seq, &b),
-                seq,
-                &format!("payload byte {i} of {seq}"),
-            );
+            assert_corrupted_at(decode_record(seq, &b), seq, &format!("payload byte {i} of {seq}"));
         }
         // Every truncation, down to nothing.
         for len in 0..bytes.len() {
-            assert_corrupted_at(
-                decode_record(seq, &bytes[..len]),
-                seq,
-                &format!("{seq} cut to {len} bytes"),
-            );
+            assert_corrupted_at(decode_record(seq, &bytes[..len]), seq, &format!("{seq} cut to {len} bytes"));
         }
         // Trailing bytes, even under a valid checksum.
         let mut b = bytes.clone();
@@ -259,10 +224,7 @@ fn corrupt_records_are_typed_errors() -> TestResult {
             b[0] = v;
             match decode_record(seq, &b) {
                 Err(Error::IncompatibleFormat(msg)) => {
-                    assert!(
-                        msg.contains(&v.to_string()) && msg.contains(&seq.to_string()),
-                        "{msg}"
-                    )
+                    assert!(msg.contains(&v.to_string()) && msg.contains(&seq.to_string()), "{msg}")
                 }
                 other => panic!("version {v}: expected IncompatibleFormat, got {other:?}"),
             }
@@ -273,11 +235,7 @@ fn corrupt_records_are_typed_errors() -> TestResult {
         // A record stored under another key names that key.
         for other in [seq.wrapping_add(1), seq.wrapping_sub(1), 0] {
             if other != seq {
-                assert_corrupted_at(
-                    decode_record(other, &bytes),
-                    other,
-                    &format!("{seq} under key {other}"),
-                );
+                assert_corrupted_at(decode_record(other, &bytes), other, &format!("{seq} under key {other}"));
             }
         }
     }
@@ -299,19 +257,11 @@ fn well_framed_but_invalid_payloads_are_corrupted() -> TestResult {
     if let EventBody::Extracted(x) = &mut ev.body {
         x.importance = 1.5;
     }
-    assert_corrupted_at(
-        decode_record(ev.seq, &encode_record(&ev)?),
-        ev.seq,
-        "importance 1.5",
-    );
+    assert_corrupted_at(decode_record(ev.seq, &encode_record(&ev)?), ev.seq, "importance 1.5");
     if let EventBody::Extracted(x) = &mut ev.body {
         x.importance = f32::NAN;
     }
-    assert_corrupted_at(
-        decode_record(ev.seq, &encode_record(&ev)?),
-        ev.seq,
-        "importance NaN",
-    );
+    assert_corrupted_at(decode_record(ev.seq, &encode_record(&ev)?), ev.seq, "importance NaN");
     Ok(())
 }
 

@@ -39,9 +39,7 @@ struct Clusters {
 impl Clusters {
     fn new(rng: &mut SmallRng, dim: usize, k: usize) -> Self {
         let centres = (0..k).map(|_| unit_gauss(rng, dim)).collect();
-        let spreads = (0..k)
-            .map(|_| rng.gen_range(0.4f32..0.9) / (dim as f32).sqrt())
-            .collect();
+        let spreads = (0..k).map(|_| rng.gen_range(0.4f32..0.9) / (dim as f32).sqrt()).collect();
         Clusters { centres, spreads }
     }
 
@@ -54,27 +52,14 @@ impl Clusters {
     }
 }
 
-fn recall_case(
-    seed: u64,
-    n: usize,
-    dim: usize,
-    clusters: usize,
-    params: HnswParams,
-    queries: usize,
-) -> f64 {
+fn recall_case(seed: u64, n: usize, dim: usize, clusters: usize, params: HnswParams, queries: usize) -> f64 {
     println!("seed {seed}, n {n}, dim {dim}, clusters {clusters}, {params:?}");
     let mut rng = SmallRng::seed_from_u64(seed);
     let cl = Clusters::new(&mut rng, dim, clusters);
     let data: Vec<Vec<f32>> = (0..n).map(|_| cl.sample(&mut rng)).collect();
 
     let mut hnsw = VectorIndex::new(dim, params.clone());
-    let mut exact = VectorIndex::new(
-        dim,
-        HnswParams {
-            exact_threshold: usize::MAX,
-            ..params
-        },
-    );
+    let mut exact = VectorIndex::new(dim, HnswParams { exact_threshold: usize::MAX, ..params });
     for (i, v) in data.iter().enumerate() {
         hnsw.insert(i as u64, v);
         exact.insert(i as u64, v);
@@ -86,11 +71,7 @@ fn recall_case(
     let mut hits = 0usize;
     for _ in 0..queries {
         let q = cl.sample(&mut rng);
-        let truth: Vec<u64> = exact
-            .search(&q, 10, &all)
-            .into_iter()
-            .map(|x| x.0)
-            .collect();
+        let truth: Vec<u64> = exact.search(&q, 10, &all).into_iter().map(|x| x.0).collect();
         let got = hnsw.search(&q, 10, &all);
         assert_eq!(got.len(), 10);
         hits += got.iter().filter(|(id, _)| truth.contains(id)).count();
@@ -109,12 +90,7 @@ fn recall_case(
 #[test]
 fn hnsw_recall_medium() {
     // Small ef_search so that recall is not trivially 1.0 at this size.
-    let params = HnswParams {
-        exact_threshold: 500,
-        ef_construction: 64,
-        ef_search: 12,
-        ..HnswParams::default()
-    };
+    let params = HnswParams { exact_threshold: 500, ef_construction: 64, ef_search: 12, ..HnswParams::default() };
     let recall = recall_case(20240601, 2000, 32, 40, params, 100);
     assert!(recall >= 0.95, "recall@10 {recall}");
 }
@@ -122,10 +98,7 @@ fn hnsw_recall_medium() {
 #[test]
 #[ignore = "large: 20k × 384 with default parameters; run in release"]
 fn hnsw_recall_large() {
-    let params = HnswParams {
-        exact_threshold: 2000,
-        ..HnswParams::default()
-    };
+    let params = HnswParams { exact_threshold: 2000, ..HnswParams::default() };
     let recall = recall_case(20240602, 20_000, 384, 100, params, 200);
     assert!(recall >= 0.95, "recall@10 {recall}");
 }

@@ -5,8 +5,7 @@ use std::error::Error as StdError;
 
 use chrono::{Duration, Utc};
 use mnemon::{
-    AsOf, DedupMode, Engine, EventBody, ListOptions, Namespace, NewMemory, RecallOptions, Status,
-    SupersedeReason, Tier,
+    AsOf, DedupMode, Engine, EventBody, ListOptions, Namespace, NewMemory, RecallOptions, Status, SupersedeReason, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -16,10 +15,7 @@ fn ns(name: &str) -> Namespace {
 }
 
 fn with_archived() -> ListOptions {
-    ListOptions {
-        include_archived: true,
-        ..ListOptions::default()
-    }
+    ListOptions { include_archived: true, ..ListOptions::default() }
 }
 
 #[test]
@@ -31,12 +27,7 @@ fn end_session_archives_short_term_and_promotes_marked() -> TestResult {
     let a = e.remember(&u, short("The user is debugging a flaky test"))?;
     let b = e.remember(&u, short("The user wants the answer in French"))?;
     let c = e.remember(&u, short("The user is on a train right now"))?;
-    let other = e.remember(
-        &u,
-        NewMemory::new("The user is drafting a poem")
-            .tier(Tier::ShortTerm)
-            .session("s2"),
-    )?;
+    let other = e.remember(&u, NewMemory::new("The user is drafting a poem").tier(Tier::ShortTerm).session("s2"))?;
     let long = e.remember(&u, NewMemory::new("The user lives in Lisbon"))?;
     let r = e.end_session(&u, "s1", &[b.id, long.id])?;
     assert_eq!(r.archived, vec![a.id, c.id]);
@@ -46,51 +37,25 @@ fn end_session_archives_short_term_and_promotes_marked() -> TestResult {
     let promoted = e.get(&u, r.promoted[0].1)?;
     assert_eq!(
         (promoted.tier, promoted.status, promoted.content.as_str()),
-        (
-            Tier::LongTerm,
-            Status::Active,
-            "The user wants the answer in French"
-        )
+        (Tier::LongTerm, Status::Active, "The user wants the answer in French")
     );
     assert_eq!(e.history(&u, b.id)?.len(), 2);
     assert_eq!(e.get(&u, a.id)?.status, Status::Archived);
     // Archived: out of default list and recall, still in history and on request.
-    let ids: Vec<_> = e
-        .list(&u, &ListOptions::default())
-        .iter()
-        .map(|m| m.id)
-        .collect();
-    assert!(
-        !ids.contains(&a.id)
-            && !ids.contains(&c.id)
-            && ids.contains(&other.id)
-            && ids.contains(&long.id)
-    );
+    let ids: Vec<_> = e.list(&u, &ListOptions::default()).iter().map(|m| m.id).collect();
+    assert!(!ids.contains(&a.id) && !ids.contains(&c.id) && ids.contains(&other.id) && ids.contains(&long.id));
     assert_eq!(e.list(&u, &with_archived()).len(), ids.len() + 2);
-    let quiet = RecallOptions {
-        record_access: false,
-        ..RecallOptions::default()
-    };
+    let quiet = RecallOptions { record_access: false, ..RecallOptions::default() };
     let hits = e.recall(&u, "flaky test debugging", &quiet)?;
     assert!(hits.iter().all(|h| h.memory.id != a.id));
-    let hits = e.recall(
-        &u,
-        "flaky test debugging",
-        &RecallOptions {
-            include_archived: true,
-            ..quiet.clone()
-        },
-    )?;
+    let hits = e.recall(&u, "flaky test debugging", &RecallOptions { include_archived: true, ..quiet.clone() })?;
     assert!(hits.iter().any(|h| h.memory.id == a.id));
     assert_eq!(e.history(&u, a.id)?.len(), 1);
     assert_eq!(e.stats().archived_memories, 2);
     // A view from before the end of the session still sees it active.
     let before = e.as_of(&u, AsOf::Seq(other.id.0))?;
     assert_eq!(before.get(a.id)?.status, Status::Active);
-    assert!(before
-        .list(&ListOptions::default())?
-        .iter()
-        .any(|m| m.id == a.id));
+    assert!(before.list(&ListOptions::default())?.iter().any(|m| m.id == a.id));
     drop(before);
     // Replay reproduces it.
     let digest = e.digest();
@@ -106,23 +71,11 @@ fn decay_and_expiry_are_events_that_replay_reproduces() -> TestResult {
     let dir = tempfile::tempdir()?;
     let e = Engine::open(dir.path())?;
     let u = ns("u1");
-    let weak = e.remember(
-        &u,
-        NewMemory::new("The user once mentioned a blue umbrella").importance(0.2),
-    )?;
+    let weak = e.remember(&u, NewMemory::new("The user once mentioned a blue umbrella").importance(0.2))?;
     let strong = e.remember(&u, NewMemory::new("The user is a nurse").importance(1.0))?;
-    let perm = e.remember(
-        &u,
-        NewMemory::new("The user is allergic to penicillin")
-            .importance(0.01)
-            .tier(Tier::Permanent),
-    )?;
-    let short = e.remember(
-        &u,
-        NewMemory::new("The user is packing for a trip")
-            .tier(Tier::ShortTerm)
-            .session("s9"),
-    )?;
+    let perm =
+        e.remember(&u, NewMemory::new("The user is allergic to penicillin").importance(0.01).tier(Tier::Permanent))?;
+    let short = e.remember(&u, NewMemory::new("The user is packing for a trip").tier(Tier::ShortTerm).session("s9"))?;
     // Half-life 30 days, threshold 0.05: after 60 days 0.2 → 0.05·… falls below, 1.0 → 0.25 stays.
     let now = Utc::now() + Duration::days(61);
     let r = e.maintain(&u, now)?;
@@ -136,13 +89,7 @@ fn decay_and_expiry_are_events_that_replay_reproduces() -> TestResult {
     let archived: Vec<_> = e
         .events(&u, 1, u64::MAX)?
         .into_iter()
-        .filter_map(|ev| {
-            if let EventBody::Archived(a) = ev.body {
-                Some(a)
-            } else {
-                None
-            }
-        })
+        .filter_map(|ev| if let EventBody::Archived(a) = ev.body { Some(a) } else { None })
         .collect();
     assert_eq!(archived.len(), 2);
     assert!(e.maintain(&u, now)?.is_empty());
@@ -161,21 +108,11 @@ fn capacity_never_archives_permanent_memories() -> TestResult {
     let e = Engine::builder(dir.path()).capacity(2).open()?;
     let u = ns("u1");
     let mut perms = Vec::new();
-    for t in [
-        "The user's blood type is O",
-        "The user's birthday is 3 May",
-        "The user's son is called Leo",
-    ] {
+    for t in ["The user's blood type is O", "The user's birthday is 3 May", "The user's son is called Leo"] {
         perms.push(e.remember(&u, NewMemory::new(t).tier(Tier::Permanent))?.id);
     }
-    let lo = e.remember(
-        &u,
-        NewMemory::new("The user tried a new cafe").importance(0.3),
-    )?;
-    let hi = e.remember(
-        &u,
-        NewMemory::new("The user runs marathons").importance(0.9),
-    )?;
+    let lo = e.remember(&u, NewMemory::new("The user tried a new cafe").importance(0.3))?;
+    let hi = e.remember(&u, NewMemory::new("The user runs marathons").importance(0.9))?;
     let r = e.maintain(&u, Utc::now())?;
     let mut got = r.capacity.clone();
     got.sort();
@@ -210,27 +147,16 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
         v[1] = y;
         v
     };
-    let m = |t: &str, v: Vec<f32>, imp: f32| {
-        NewMemory::new(t)
-            .vector(v)
-            .importance(imp)
-            .dedup(DedupMode::Off)
-    };
+    let m = |t: &str, v: Vec<f32>, imp: f32| NewMemory::new(t).vector(v).importance(imp).dedup(DedupMode::Off);
     let a = e.remember(&u, m("The user likes green tea", vec_at(1.0, 0.0), 0.4))?;
     let b = e.remember(&u, m("The user enjoys green tea", vec_at(1.0, 0.05), 0.8))?;
-    let c = e.remember(
-        &u,
-        m("The user drinks green tea daily", vec_at(1.0, 0.1), 0.5),
-    )?;
+    let c = e.remember(&u, m("The user drinks green tea daily", vec_at(1.0, 0.1), 0.5))?;
     let other = e.remember(&u, m("The user owns a kayak", vec_at(0.0, 1.0), 0.5))?;
     let merged = e.consolidate(&u, None)?;
     assert_eq!(merged.len(), 1);
     assert_eq!(merged[0].members, vec![a.id, b.id, c.id]);
     let new = e.get(&u, merged[0].merged)?;
-    assert_eq!(
-        new.content, "The user enjoys green tea",
-        "most important member's content"
-    );
+    assert_eq!(new.content, "The user enjoys green tea", "most important member's content");
     assert_eq!(new.importance, 0.8);
     for id in [a.id, b.id, c.id] {
         let old = e.get(&u, id)?;
@@ -240,13 +166,7 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let reasons: Vec<_> = e
         .events(&u, 1, u64::MAX)?
         .into_iter()
-        .filter_map(|ev| {
-            if let EventBody::Superseded(s) = ev.body {
-                Some(s.reason)
-            } else {
-                None
-            }
-        })
+        .filter_map(|ev| if let EventBody::Superseded(s) = ev.body { Some(s.reason) } else { None })
         .collect();
     assert_eq!(reasons, vec![SupersedeReason::Consolidated; 3]);
     assert!(e.history(&u, new.id)?.len() >= 2);
@@ -258,10 +178,7 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let merged2 = e.consolidate(&u, Some(&text))?;
     assert_eq!(merged2.len(), 1);
     assert_eq!(merged2[0].members, vec![other.id, d.id]);
-    assert_eq!(
-        e.get(&u, merged2[0].merged)?.content,
-        "The user owns a kayak (merged)"
-    );
+    assert_eq!(e.get(&u, merged2[0].merged)?.content, "The user owns a kayak (merged)");
     let digest = e.digest();
     e.close()?;
     let e = Engine::open(dir.path())?;
@@ -274,18 +191,8 @@ fn archived_memories_can_be_forgotten_and_compacted() -> TestResult {
     let dir = tempfile::tempdir()?;
     let e = Engine::open(dir.path())?;
     let u = ns("u1");
-    let a = e.remember(
-        &u,
-        NewMemory::new("The user's locker code is 4471")
-            .tier(Tier::ShortTerm)
-            .session("s1"),
-    )?;
-    let keep = e.remember(
-        &u,
-        NewMemory::new("The user's gym is downtown")
-            .tier(Tier::ShortTerm)
-            .session("s1"),
-    )?;
+    let a = e.remember(&u, NewMemory::new("The user's locker code is 4471").tier(Tier::ShortTerm).session("s1"))?;
+    let keep = e.remember(&u, NewMemory::new("The user's gym is downtown").tier(Tier::ShortTerm).session("s1"))?;
     let r = e.end_session(&u, "s1", &[keep.id])?;
     assert_eq!(r.archived, vec![a.id]);
     let f = e.forget(&u, mnemon::ForgetRequest::Memory(a.id), "user request")?;
@@ -304,20 +211,14 @@ fn archived_memories_can_be_forgotten_and_compacted() -> TestResult {
 #[test]
 fn archived_event_round_trips_through_the_codec() -> TestResult {
     use mnemon::{decode_record, encode_record, ArchiveReason, Archived, Event, MemoryId};
-    for reason in [
-        ArchiveReason::SessionEnded,
-        ArchiveReason::SessionExpired,
-        ArchiveReason::Decayed,
-        ArchiveReason::Capacity,
-    ] {
+    for reason in
+        [ArchiveReason::SessionEnded, ArchiveReason::SessionExpired, ArchiveReason::Decayed, ArchiveReason::Capacity]
+    {
         let ev = Event {
             seq: 7,
             time: chrono::DateTime::from_timestamp_micros(1_700_000_000_000_000).ok_or("time")?,
             ns: ns("u1"),
-            body: EventBody::Archived(Archived {
-                ids: vec![MemoryId(3), MemoryId(5)],
-                reason,
-            }),
+            body: EventBody::Archived(Archived { ids: vec![MemoryId(3), MemoryId(5)], reason }),
         };
         assert_eq!(decode_record(7, &encode_record(&ev)?)?, ev);
     }

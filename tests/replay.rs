@@ -7,8 +7,8 @@ use std::error::Error as StdError;
 use std::path::Path;
 
 use mnemon::{
-    AsOf, DedupMode, Engine, Error, EventBody, ForgetOutcome, ForgetRequest, ListOptions, MemoryId,
-    Namespace, NewMemory, NewObservation, ObservationId, RememberAction, Role, Status,
+    AsOf, DedupMode, Engine, Error, EventBody, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace,
+    NewMemory, NewObservation, ObservationId, RememberAction, Role, Status,
 };
 use proptest::prelude::*;
 
@@ -19,10 +19,7 @@ fn ns(name: &str) -> Namespace {
 }
 
 fn all_versions() -> ListOptions {
-    ListOptions {
-        include_superseded: true,
-        ..ListOptions::default()
-    }
+    ListOptions { include_superseded: true, ..ListOptions::default() }
 }
 
 #[test]
@@ -30,14 +27,8 @@ fn digest_after_reopen_equals_live() -> TestResult {
     let dir = tempfile::tempdir()?;
     let (u1, u2, team) = (ns("u1"), ns("u2"), ns("team:alpha"));
     let engine = Engine::open(dir.path())?;
-    let o1 = engine.observe(
-        &u1,
-        NewObservation::new("s1", Role::User, "I just adopted a cat called Miso"),
-    )?;
-    let o2 = engine.observe(
-        &u1,
-        NewObservation::new("s1", Role::Assistant, "Congratulations on adopting Miso!"),
-    )?;
+    let o1 = engine.observe(&u1, NewObservation::new("s1", Role::User, "I just adopted a cat called Miso"))?;
+    let o2 = engine.observe(&u1, NewObservation::new("s1", Role::Assistant, "Congratulations on adopting Miso!"))?;
     engine.observe_batch(
         &u2,
         vec![
@@ -45,51 +36,23 @@ fn digest_after_reopen_equals_live() -> TestResult {
             NewObservation::new("会话1", Role::Tool, "已预订上海酒店两晚"),
         ],
     )?;
-    let cat = engine.remember(
-        &u1,
-        NewMemory::new("The user has a cat called Miso")
-            .sources([o1, o2])
-            .session("s1"),
-    )?;
-    engine.remember(
-        &u1,
-        NewMemory::new("The user lives in Berlin").key("user.city"),
-    )?;
-    engine.remember(
-        &u1,
-        NewMemory::new("The user lives in Paris now").key("user.city"),
-    )?;
+    let cat = engine.remember(&u1, NewMemory::new("The user has a cat called Miso").sources([o1, o2]).session("s1"))?;
+    engine.remember(&u1, NewMemory::new("The user lives in Berlin").key("user.city"))?;
+    engine.remember(&u1, NewMemory::new("The user lives in Paris now").key("user.city"))?;
     engine.remember(&u1, NewMemory::new("The user has a cat called Miso"))?; // duplicate
-    engine.supersede(
-        &u1,
-        cat.id,
-        NewMemory::new("The user has two cats, Miso and Tofu"),
-    )?;
-    let trip = engine.remember(
-        &u2,
-        NewMemory::new("用户下周二去上海出差")
-            .key("user.next_trip")
-            .session("会话1"),
-    )?;
+    engine.supersede(&u1, cat.id, NewMemory::new("The user has two cats, Miso and Tofu"))?;
+    let trip = engine.remember(&u2, NewMemory::new("用户下周二去上海出差").key("user.next_trip").session("会话1"))?;
     engine.remember(&u2, NewMemory::new("用户对花生过敏").importance(0.95))?;
     engine.remember_batch(
         &team,
         vec![
             NewMemory::new("The team meets on Mondays at 10:00"),
-            NewMemory::new("Deploys are frozen during the last week of December")
-                .key("team.deploy_freeze"),
+            NewMemory::new("Deploys are frozen during the last week of December").key("team.deploy_freeze"),
         ],
     )?;
     engine.forget(&u1, ForgetRequest::Observation(o1), "user asked")?;
-    engine.forget(
-        &u2,
-        ForgetRequest::Session("会话1".into()),
-        "trip cancelled",
-    )?;
-    assert!(matches!(
-        engine.get(&u2, trip.id),
-        Err(Error::NotFound { .. })
-    ));
+    engine.forget(&u2, ForgetRequest::Session("会话1".into()), "trip cancelled")?;
+    assert!(matches!(engine.get(&u2, trip.id), Err(Error::NotFound { .. })));
     engine.forget(&team, ForgetRequest::All, "team disbanded")?;
     engine.remember(&team, NewMemory::new("A new team was formed in March"))?;
 
@@ -106,11 +69,7 @@ fn digest_after_reopen_equals_live() -> TestResult {
         assert_eq!(replayed.observations, stats.observations);
         assert_eq!(replayed.vectors, stats.vectors);
         assert_eq!(engine.open_report().events_replayed, stats.last_seq);
-        assert_eq!(
-            engine.open_report().vectors_embedded,
-            0,
-            "vectors come from the cache"
-        );
+        assert_eq!(engine.open_report().vectors_embedded, 0, "vectors come from the cache");
         engine.close()?;
     }
     Ok(())
@@ -283,9 +242,7 @@ enum Expect {
 impl Model {
     fn memory_target(&self, t: &Target) -> MemoryId {
         match t {
-            Target::Known(i) if !self.memory_ids.is_empty() => {
-                self.memory_ids[i % self.memory_ids.len()]
-            }
+            Target::Known(i) if !self.memory_ids.is_empty() => self.memory_ids[i % self.memory_ids.len()],
             Target::Known(i) => MemoryId(1_000 + *i as u64 % 1_000),
             Target::Unknown(id) => MemoryId(*id),
         }
@@ -353,10 +310,7 @@ impl Model {
         sources: Vec<ObservationId>,
         dedup_off: bool,
     ) -> Expect {
-        if sources
-            .iter()
-            .any(|s| self.observations.get(s).is_none_or(|o| o.ns != ns))
-        {
+        if sources.iter().any(|s| self.observations.get(s).is_none_or(|o| o.ns != ns)) {
             return Expect::NotFound;
         }
         let norm = normalize(text);
@@ -364,9 +318,7 @@ impl Model {
             let holder = self
                 .memories
                 .iter()
-                .find(|(_, m)| {
-                    m.ns == ns && m.status == Status::Active && m.key.as_ref() == Some(k)
-                })
+                .find(|(_, m)| m.ns == ns && m.status == Status::Active && m.key.as_ref() == Some(k))
                 .map(|(id, m)| (*id, normalize(&m.content)));
             if let Some((old, old_norm)) = holder {
                 if old_norm == norm && !dedup_off {
@@ -382,16 +334,11 @@ impl Model {
             .iter()
             .rev()
             .filter(|_| !dedup_off)
-            .find(|(_, m)| {
-                m.ns == ns && m.status == Status::Active && normalize(&m.content) == norm
-            });
+            .find(|(_, m)| m.ns == ns && m.status == Status::Active && normalize(&m.content) == norm);
         if let Some((id, _)) = dup {
             return Expect::Remembered(*id, RememberAction::Duplicate);
         }
-        Expect::Remembered(
-            self.new_memory(ns, text, key, session, sources),
-            RememberAction::Created,
-        )
+        Expect::Remembered(self.new_memory(ns, text, key, session, sources), RememberAction::Created)
     }
 
     fn supersede(&mut self, ns: usize, old: MemoryId, text: &str) -> Expect {
@@ -412,20 +359,11 @@ impl Model {
     /// The contiguous version chain around `id`, oldest first.
     fn chain(&self, id: MemoryId) -> Vec<MemoryId> {
         let mut first = id;
-        while let Some(p) = self
-            .memories
-            .get(&first)
-            .and_then(|m| m.prev)
-            .filter(|p| self.memories.contains_key(p))
-        {
+        while let Some(p) = self.memories.get(&first).and_then(|m| m.prev).filter(|p| self.memories.contains_key(p)) {
             first = p;
         }
         let mut out = vec![first];
-        while let Some(n) = self
-            .memories
-            .get(out.last().unwrap_or(&first))
-            .and_then(|m| m.next)
-        {
+        while let Some(n) = self.memories.get(out.last().unwrap_or(&first)).and_then(|m| m.next) {
             if !self.memories.contains_key(&n) {
                 break;
             }
@@ -434,20 +372,13 @@ impl Model {
         out
     }
 
-    fn forget(
-        &mut self,
-        ns: usize,
-        mut mems: BTreeSet<MemoryId>,
-        obs: BTreeSet<ObservationId>,
-    ) -> Expect {
+    fn forget(&mut self, ns: usize, mut mems: BTreeSet<MemoryId>, obs: BTreeSet<ObservationId>) -> Expect {
         // Memories derived only from erased observations go with them.
         if !obs.is_empty() {
             for (id, m) in &self.memories {
                 if m.ns == ns
                     && !m.sources.is_empty()
-                    && m.sources
-                        .iter()
-                        .all(|s| obs.contains(s) || self.forgotten_o.contains(&(ns, *s)))
+                    && m.sources.iter().all(|s| obs.contains(s) || self.forgotten_o.contains(&(ns, *s)))
                 {
                     mems.insert(*id);
                 }
@@ -496,28 +427,14 @@ impl Model {
             .filter(|(_, m)| m.ns == ns && m.session.as_deref() == Some(session))
             .map(|(id, _)| *id)
             .collect();
-        let obs = self
-            .observations
-            .iter()
-            .filter(|(_, o)| o.ns == ns && o.session == session)
-            .map(|(id, _)| *id)
-            .collect();
+        let obs =
+            self.observations.iter().filter(|(_, o)| o.ns == ns && o.session == session).map(|(id, _)| *id).collect();
         self.forget(ns, mems, obs)
     }
 
     fn forget_all(&mut self, ns: usize) -> Expect {
-        let mems = self
-            .memories
-            .iter()
-            .filter(|(_, m)| m.ns == ns)
-            .map(|(id, _)| *id)
-            .collect();
-        let obs = self
-            .observations
-            .iter()
-            .filter(|(_, o)| o.ns == ns)
-            .map(|(id, _)| *id)
-            .collect();
+        let mems = self.memories.iter().filter(|(_, m)| m.ns == ns).map(|(id, _)| *id).collect();
+        let obs = self.observations.iter().filter(|(_, o)| o.ns == ns).map(|(id, _)| *id).collect();
         self.forget(ns, mems, obs)
     }
 }
@@ -550,40 +467,25 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
     let (got, want) = match op {
         Op::Observe { ns, session, text } => {
             let id = engine
-                .observe(
-                    &n(*ns),
-                    NewObservation::new(SESSIONS[*session], Role::User, TEXTS[*text]),
-                )
+                .observe(&n(*ns), NewObservation::new(SESSIONS[*session], Role::User, TEXTS[*text]))
                 .map_err(|e| format!("observe: {e:?}"))?;
             model.last_seq += 1;
             let want = ObservationId(model.last_seq);
             model.observations.insert(
                 want,
-                MObs {
-                    ns: *ns,
-                    session: SESSIONS[*session].to_string(),
-                    text: TEXTS[*text].to_string(),
-                },
+                MObs { ns: *ns, session: SESSIONS[*session].to_string(), text: TEXTS[*text].to_string() },
             );
             model.observation_ids.push(want);
             (Expect::Id(id.0), Expect::Id(want.0))
         }
-        Op::Remember {
-            ns,
-            text,
-            key,
-            session,
-            source,
-            dedup_off,
-        } => {
+        Op::Remember { ns, text, key, session, source, dedup_off } => {
             let mut m = NewMemory::new(TEXTS[*text]);
             if *dedup_off {
                 m = m.dedup(DedupMode::Off);
             }
             let key = key.map(|k| KEYS[k].to_string());
             let session = session.map(|s| SESSIONS[s].to_string());
-            let sources: Vec<ObservationId> =
-                source.iter().map(|t| model.observation_target(t)).collect();
+            let sources: Vec<ObservationId> = source.iter().map(|t| model.observation_target(t)).collect();
             if let Some(k) = &key {
                 m = m.key(k.clone());
             }
@@ -592,10 +494,7 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
             }
             m = m.sources(sources.clone());
             let got = outcome_of(engine.remember(&n(*ns), m))?;
-            (
-                got,
-                model.remember(*ns, TEXTS[*text], key, session, sources, *dedup_off),
-            )
+            (got, model.remember(*ns, TEXTS[*text], key, session, sources, *dedup_off))
         }
         Op::RememberBatch { ns, items } => {
             let batch = items
@@ -605,21 +504,12 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
                     key.map_or(m.clone(), |k| m.key(KEYS[k]))
                 })
                 .collect();
-            let got = engine
-                .remember_batch(&n(*ns), batch)
-                .map_err(|e| format!("batch: {e:?}"))?;
+            let got = engine.remember_batch(&n(*ns), batch).map_err(|e| format!("batch: {e:?}"))?;
             let got = Expect::Batch(got.into_iter().map(outcome_of).collect::<Result<_, _>>()?);
             let want = items
                 .iter()
                 .map(|(text, key)| {
-                    model.remember(
-                        *ns,
-                        TEXTS[*text],
-                        key.map(|k| KEYS[k].to_string()),
-                        None,
-                        vec![],
-                        false,
-                    )
+                    model.remember(*ns, TEXTS[*text], key.map(|k| KEYS[k].to_string()), None, vec![], false)
                 })
                 .collect();
             (got, Expect::Batch(want))
@@ -653,9 +543,7 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
     if got != want {
         return Err(format!("{op:?}: engine {got:?}, model {want:?}"));
     }
-    model
-        .snapshots
-        .push((model.last_seq, model.memories.clone()));
+    model.snapshots.push((model.last_seq, model.memories.clone()));
     Ok(())
 }
 
@@ -667,46 +555,22 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
     }
     for (i, name) in NAMESPACES.iter().enumerate() {
         let namespace = ns(name);
-        let got: BTreeMap<MemoryId, MMem> = engine
-            .list(&namespace, &all_versions())
-            .into_iter()
-            .map(|m| (m.id, mmem(i, m)))
-            .collect();
-        let want: BTreeMap<MemoryId, MMem> = model
-            .memories
-            .iter()
-            .filter(|(_, m)| m.ns == i)
-            .map(|(id, m)| (*id, m.clone()))
-            .collect();
+        let got: BTreeMap<MemoryId, MMem> =
+            engine.list(&namespace, &all_versions()).into_iter().map(|m| (m.id, mmem(i, m))).collect();
+        let want: BTreeMap<MemoryId, MMem> =
+            model.memories.iter().filter(|(_, m)| m.ns == i).map(|(id, m)| (*id, m.clone())).collect();
         if got != want {
-            return Err(format!(
-                "memories of {name}:\n engine {got:#?}\n model {want:#?}"
-            ));
+            return Err(format!("memories of {name}:\n engine {got:#?}\n model {want:#?}"));
         }
         let got: BTreeMap<ObservationId, MObs> = engine
             .observations(&namespace, None)
             .into_iter()
-            .map(|o| {
-                (
-                    o.id,
-                    MObs {
-                        ns: i,
-                        session: o.session,
-                        text: o.text,
-                    },
-                )
-            })
+            .map(|o| (o.id, MObs { ns: i, session: o.session, text: o.text }))
             .collect();
-        let want: BTreeMap<ObservationId, MObs> = model
-            .observations
-            .iter()
-            .filter(|(_, o)| o.ns == i)
-            .map(|(id, o)| (*id, o.clone()))
-            .collect();
+        let want: BTreeMap<ObservationId, MObs> =
+            model.observations.iter().filter(|(_, o)| o.ns == i).map(|(id, o)| (*id, o.clone())).collect();
         if got != want {
-            return Err(format!(
-                "observations of {name}: engine {got:?}, model {want:?}"
-            ));
+            return Err(format!("observations of {name}: engine {got:?}, model {want:?}"));
         }
         for (fns, id) in &model.forgotten_m {
             if engine.get(&ns(NAMESPACES[*fns]), *id).is_ok() {
@@ -716,9 +580,7 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
         if full {
             // Each past view shows the memories as they were, less what was forgotten since.
             for (seq, then) in &model.snapshots {
-                let view = engine
-                    .as_of(&namespace, AsOf::Seq(*seq))
-                    .map_err(|e| format!("as_of {seq}: {e:?}"))?;
+                let view = engine.as_of(&namespace, AsOf::Seq(*seq)).map_err(|e| format!("as_of {seq}: {e:?}"))?;
                 let got: BTreeMap<MemoryId, MMem> = view
                     .list(&all_versions())
                     .map_err(|e| format!("as_of {seq}: {e:?}"))?
@@ -731,9 +593,7 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
                     .map(|(id, m)| (*id, m.clone()))
                     .collect();
                 if got != want {
-                    return Err(format!(
-                        "as_of {seq} in {name}:\n engine {got:#?}\n model {want:#?}"
-                    ));
+                    return Err(format!("as_of {seq} in {name}:\n engine {got:#?}\n model {want:#?}"));
                 }
                 let active: Vec<MemoryId> = view
                     .list(&ListOptions::default())
@@ -741,15 +601,10 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
                     .iter()
                     .map(|m| m.id)
                     .collect();
-                let want_active: Vec<MemoryId> = want
-                    .iter()
-                    .filter(|(_, m)| m.status == Status::Active)
-                    .map(|(id, _)| *id)
-                    .collect();
+                let want_active: Vec<MemoryId> =
+                    want.iter().filter(|(_, m)| m.status == Status::Active).map(|(id, _)| *id).collect();
                 if active != want_active {
-                    return Err(format!(
-                        "active as_of {seq} in {name}: engine {active:?}, model {want_active:?}"
-                    ));
+                    return Err(format!("active as_of {seq} in {name}: engine {active:?}, model {want_active:?}"));
                 }
             }
             // Histories are the model's chains, and the export hides forgotten payloads.
@@ -761,15 +616,10 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
                     .map(|m| m.id)
                     .collect();
                 if h != model.chain(id) {
-                    return Err(format!(
-                        "history of {id}: engine {h:?}, model {:?}",
-                        model.chain(id)
-                    ));
+                    return Err(format!("history of {id}: engine {h:?}, model {:?}", model.chain(id)));
                 }
             }
-            let events = engine
-                .events(&namespace, 1, u64::MAX)
-                .map_err(|e| format!("events: {e:?}"))?;
+            let events = engine.events(&namespace, 1, u64::MAX).map_err(|e| format!("events: {e:?}"))?;
             for ev in events {
                 let forgotten = model.forgotten_m.contains(&(i, MemoryId(ev.seq)))
                     || model.forgotten_o.contains(&(i, ObservationId(ev.seq)));
@@ -797,12 +647,7 @@ fn mmem(ns: usize, m: mnemon::Memory) -> MMem {
 }
 
 fn want_ids(model: &Model, ns: usize) -> Vec<MemoryId> {
-    model
-        .memories
-        .iter()
-        .filter(|(_, m)| m.ns == ns)
-        .map(|(id, _)| *id)
-        .collect()
+    model.memories.iter().filter(|(_, m)| m.ns == ns).map(|(id, _)| *id).collect()
 }
 
 fn run_ops(dir: &Path, ops: &[Op]) -> Result<(), String> {
@@ -855,10 +700,7 @@ fn text_pool_has_no_near_duplicates() -> TestResult {
 /// Cases per run: 32 by default (each reopens the store several times);
 /// set `MNEMON_MODEL_CASES` for a deeper run.
 fn model_cases() -> u32 {
-    std::env::var("MNEMON_MODEL_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(32)
+    std::env::var("MNEMON_MODEL_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(32)
 }
 
 proptest! {
@@ -880,13 +722,8 @@ fn reopen_right_after_close() -> TestResult {
     for i in 0..25 {
         let engine = Engine::open(dir.path())?;
         assert_eq!(engine.stats().last_seq, 3 * i);
-        engine.observe(
-            &u1,
-            NewObservation::new("s1", Role::User, format!("Turn {i}: 今天天气很好")),
-        )?;
-        let batch = (0..2)
-            .map(|j| NewMemory::new(format!("Fact {j} of round {i} about the weather")))
-            .collect();
+        engine.observe(&u1, NewObservation::new("s1", Role::User, format!("Turn {i}: 今天天气很好")))?;
+        let batch = (0..2).map(|j| NewMemory::new(format!("Fact {j} of round {i} about the weather"))).collect();
         engine.remember_batch(&u1, batch)?;
         engine.close()?;
     }

@@ -57,12 +57,7 @@ fn check_redaction(r: &Redactor, text: &str) -> Result<(), TestCaseError> {
 
     let twice = r.redact(&once.text);
     prop_assert_eq!(&twice.text, &once.text);
-    prop_assert!(
-        twice.is_clean(),
-        "second pass found {:?} in {:?}",
-        twice.counts,
-        once.text
-    );
+    prop_assert!(twice.is_clean(), "second pass found {:?} in {:?}", twice.counts, once.text);
     Ok(())
 }
 

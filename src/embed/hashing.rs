@@ -91,10 +91,7 @@ impl HashingEmbedder {
                 format!("hashing embedder dimension must be in 1..={MAX_HASHING_DIM}, got {dim}"),
             ));
         }
-        Ok(Self {
-            dim,
-            model_id: format!("hashing-v1-{dim}"),
-        })
+        Ok(Self { dim, model_id: format!("hashing-v1-{dim}") })
     }
 
     /// Embeds one text (see the [module docs](self)). Never fails.
@@ -131,10 +128,7 @@ impl HashingEmbedder {
 impl Default for HashingEmbedder {
     /// A hashing embedder of [`DEFAULT_HASHING_DIM`] (384) components.
     fn default() -> Self {
-        Self {
-            dim: DEFAULT_HASHING_DIM,
-            model_id: format!("hashing-v1-{DEFAULT_HASHING_DIM}"),
-        }
+        Self { dim: DEFAULT_HASHING_DIM, model_id: format!("hashing-v1-{DEFAULT_HASHING_DIM}") }
     }
 }
 
@@ -274,11 +268,7 @@ fn word_features(word: &str, prev: Option<&str>, out: &mut Vec<u64>) {
     out.push(Fnv::new(TAG_WORD).bytes(word.as_bytes()).finish(TAG_WORD));
     if let Some(p) = prev {
         out.push(
-            Fnv::new(TAG_WORD_BIGRAM)
-                .bytes(p.as_bytes())
-                .byte(0xFF)
-                .bytes(word.as_bytes())
-                .finish(TAG_WORD_BIGRAM),
+            Fnv::new(TAG_WORD_BIGRAM).bytes(p.as_bytes()).byte(0xFF).bytes(word.as_bytes()).finish(TAG_WORD_BIGRAM),
         );
     }
     // Character 3-grams of "<word>".
@@ -293,11 +283,7 @@ fn word_features(word: &str, prev: Option<&str>, out: &mut Vec<u64>) {
         }
         if filled == 3 {
             out.push(
-                Fnv::new(TAG_CHAR_TRIGRAM)
-                    .char(window[0])
-                    .char(window[1])
-                    .char(window[2])
-                    .finish(TAG_CHAR_TRIGRAM),
+                Fnv::new(TAG_CHAR_TRIGRAM).char(window[0]).char(window[1]).char(window[2]).finish(TAG_CHAR_TRIGRAM),
             );
         }
     }
@@ -308,23 +294,14 @@ fn cjk_features(run: &str, out: &mut Vec<u64>) {
     for c in run.chars() {
         out.push(Fnv::new(TAG_CJK_UNIGRAM).char(c).finish(TAG_CJK_UNIGRAM));
         if let Some(p) = prev {
-            out.push(
-                Fnv::new(TAG_CJK_BIGRAM)
-                    .char(p)
-                    .char(c)
-                    .finish(TAG_CJK_BIGRAM),
-            );
+            out.push(Fnv::new(TAG_CJK_BIGRAM).char(p).char(c).finish(TAG_CJK_BIGRAM));
         }
         prev = Some(c);
     }
 }
 
 fn normalize_in_place(v: &mut [f32]) {
-    let norm = v
-        .iter()
-        .map(|x| f64::from(*x) * f64::from(*x))
-        .sum::<f64>()
-        .sqrt();
+    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
     if norm > 0.0 {
         for x in v.iter_mut() {
             *x = (f64::from(*x) / norm) as f32;
@@ -361,10 +338,7 @@ mod tests {
         let e = HashingEmbedder::default();
         let a = emb(&e, "The quick brown fox jumps over the lazy dog");
         let b = HashingEmbedder::default()
-            .embed(
-                &["The quick brown fox jumps over the lazy dog"],
-                EmbedKind::Query,
-            )
+            .embed(&["The quick brown fox jumps over the lazy dog"], EmbedKind::Query)
             .unwrap()
             .remove(0);
         assert_eq!(a, b);
@@ -375,17 +349,9 @@ mod tests {
     fn stable_fixture() {
         let e = HashingEmbedder::new(16).unwrap();
         let v = emb(&e, "hello world");
-        let nonzero: Vec<(usize, f32)> = v
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|(_, x)| *x != 0.0)
-            .collect();
+        let nonzero: Vec<(usize, f32)> = v.iter().copied().enumerate().filter(|(_, x)| *x != 0.0).collect();
         let h = Fnv::new(TAG_WORD).bytes(b"hello").finish(TAG_WORD);
-        assert_eq!(
-            h, HELLO_HASH,
-            "FNV-1a/SplitMix64 hash of the word feature 'hello' changed"
-        );
+        assert_eq!(h, HELLO_HASH, "FNV-1a/SplitMix64 hash of the word feature 'hello' changed");
         assert_eq!(format!("{nonzero:.4?}"), HELLO_WORLD_16);
     }
 
@@ -397,23 +363,14 @@ mod tests {
     #[test]
     fn unit_norm_and_zero_for_empty() {
         let e = HashingEmbedder::default();
-        for t in [
-            "a",
-            "hello world",
-            "我喜欢喝偏酸的咖啡",
-            "Ünïcödé ﬁne",
-            "x".repeat(10_000).as_str(),
-        ] {
+        for t in ["a", "hello world", "我喜欢喝偏酸的咖啡", "Ünïcödé ﬁne", "x".repeat(10_000).as_str()] {
             let v = emb(&e, t);
             let n: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             assert!((n - 1.0).abs() < 1e-5, "norm {n} for {t:?}");
             assert!(v.iter().all(|x| x.is_finite()));
         }
         for t in ["", "   \n\t", "!!! ... ???"] {
-            assert!(
-                emb(&e, t).iter().all(|x| *x == 0.0),
-                "{t:?} should embed to zeros"
-            );
+            assert!(emb(&e, t).iter().all(|x| *x == 0.0), "{t:?} should embed to zeros");
         }
     }
 
@@ -423,12 +380,7 @@ mod tests {
         let a = emb(&e, "I like drinking coffee with a sour taste");
         let b = emb(&e, "sour coffee beans");
         let c = emb(&e, "it will rain tomorrow");
-        assert!(
-            cos(&a, &b) > cos(&a, &c) + 0.1,
-            "{} vs {}",
-            cos(&a, &b),
-            cos(&a, &c)
-        );
+        assert!(cos(&a, &b) > cos(&a, &c) + 0.1, "{} vs {}", cos(&a, &b), cos(&a, &c));
         // Morphology through character 3-grams.
         let d = emb(&e, "running runner");
         let f = emb(&e, "runs");

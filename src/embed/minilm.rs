@@ -59,9 +59,7 @@ pub struct MiniLmEmbedder {
 
 impl std::fmt::Debug for MiniLmEmbedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MiniLmEmbedder")
-            .field("model_id", &self.model_id)
-            .finish_non_exhaustive()
+        f.debug_struct("MiniLmEmbedder").field("model_id", &self.model_id).finish_non_exhaustive()
     }
 }
 
@@ -82,15 +80,12 @@ impl MiniLmEmbedder {
             let p = model_dir.join(name);
             std::fs::read(&p).map_err(|e| model_err(&format!("reading {}", p.display()), e))
         };
-        let config: Config = serde_json::from_slice(&read("config.json")?)
-            .map_err(|e| model_err("parsing config.json", e))?;
+        let config: Config =
+            serde_json::from_slice(&read("config.json")?).map_err(|e| model_err("parsing config.json", e))?;
         if config.hidden_size != MINILM_DIM {
             return Err(model_err(
                 "config.json",
-                format!(
-                    "hidden_size is {}, expected {MINILM_DIM}",
-                    config.hidden_size
-                ),
+                format!("hidden_size is {}, expected {MINILM_DIM}", config.hidden_size),
             ));
         }
 
@@ -103,8 +98,8 @@ impl MiniLmEmbedder {
             .map_err(|e| model_err("reading model.safetensors", e))?;
         let model = BertModel::load(vb, &config).map_err(|e| model_err("loading weights", e))?;
 
-        let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?)
-            .map_err(|e| model_err("parsing tokenizer.json", e))?;
+        let mut tokenizer =
+            Tokenizer::from_bytes(read("tokenizer.json")?).map_err(|e| model_err("parsing tokenizer.json", e))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: MINILM_MAX_TOKENS,
@@ -115,13 +110,7 @@ impl MiniLmEmbedder {
             .map_err(|e| model_err("configuring truncation", e))?;
         tokenizer.with_padding(None);
 
-        Ok(Self {
-            model,
-            tokenizer,
-            device,
-            model_id,
-            dim: config.hidden_size,
-        })
+        Ok(Self { model, tokenizer, device, model_id, dim: config.hidden_size })
     }
 
     /// Runs one batch of token-id sequences (each at most
@@ -140,26 +129,11 @@ impl MiniLmEmbedder {
         let mask = Tensor::from_vec(mask, (batch, max_len), &self.device).map_err(err)?;
         let type_ids = ids.zeros_like().map_err(err)?;
         // (batch, seq, hidden)
-        let hidden = self
-            .model
-            .forward(&ids, &type_ids, Some(&mask))
-            .map_err(err)?;
+        let hidden = self.model.forward(&ids, &type_ids, Some(&mask)).map_err(err)?;
         // Mean over the unmasked positions.
-        let maskf = mask
-            .to_dtype(DType::F32)
-            .map_err(err)?
-            .unsqueeze(2)
-            .map_err(err)?;
-        let summed = hidden
-            .broadcast_mul(&maskf)
-            .map_err(err)?
-            .sum(1)
-            .map_err(err)?;
-        let counts = maskf
-            .sum(1)
-            .map_err(err)?
-            .clamp(1e-9f32, f32::MAX)
-            .map_err(err)?;
+        let maskf = mask.to_dtype(DType::F32).map_err(err)?.unsqueeze(2).map_err(err)?;
+        let summed = hidden.broadcast_mul(&maskf).map_err(err)?.sum(1).map_err(err)?;
+        let counts = maskf.sum(1).map_err(err)?.clamp(1e-9f32, f32::MAX).map_err(err)?;
         let mean = summed.broadcast_div(&counts).map_err(err)?;
         let rows: Vec<Vec<f32>> = mean.to_vec2().map_err(err)?;
         Ok(rows
@@ -185,10 +159,7 @@ impl Embedder for MiniLmEmbedder {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let encodings = self
-            .tokenizer
-            .encode_batch(texts.to_vec(), true)
-            .map_err(|e| model_err("tokenizing", e))?;
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| model_err("tokenizing", e))?;
         let ids: Vec<&[u32]> = encodings.iter().map(|e| e.get_ids()).collect();
         // Sort by length (stable, so equal lengths keep input order).
         let mut order: Vec<usize> = (0..ids.len()).collect();

@@ -17,8 +17,8 @@ pub mod minilm;
 
 pub use hashing::{is_cjk, HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};
 pub use install::{
-    all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed,
-    InstallReport, InstallSource, MINILM,
+    all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed, InstallReport,
+    InstallSource, MINILM,
 };
 #[cfg(feature = "neural")]
 pub use minilm::{MiniLmEmbedder, MINILM_BATCH, MINILM_DIM, MINILM_MAX_TOKENS};
@@ -102,12 +102,8 @@ pub enum EmbedderChoice {
 
 impl EmbedderChoice {
     /// Every choice, in display order.
-    pub const ALL: &'static [EmbedderChoice] = &[
-        EmbedderChoice::Auto,
-        EmbedderChoice::Hashing,
-        EmbedderChoice::MiniLm,
-        EmbedderChoice::E5,
-    ];
+    pub const ALL: &'static [EmbedderChoice] =
+        &[EmbedderChoice::Auto, EmbedderChoice::Hashing, EmbedderChoice::MiniLm, EmbedderChoice::E5];
 
     /// The canonical name, as accepted by [`FromStr`].
     pub fn as_str(self) -> &'static str {
@@ -142,10 +138,7 @@ impl FromStr for EmbedderChoice {
                 let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
                 Err(Error::invalid(
                     "embedder",
-                    format!(
-                        "unknown embedder {other:?}; expected one of: {}",
-                        names.join(", ")
-                    ),
+                    format!("unknown embedder {other:?}; expected one of: {}", names.join(", ")),
                 ))
             }
         }
@@ -204,17 +197,12 @@ fn load_e5(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
             model_dir(&e5::E5_SMALL, models_dir).display()
         )));
     }
-    Ok(Arc::new(e5::E5Embedder::load(&model_dir(
-        &e5::E5_SMALL,
-        models_dir,
-    ))?))
+    Ok(Arc::new(e5::E5Embedder::load(&model_dir(&e5::E5_SMALL, models_dir))?))
 }
 
 #[cfg(not(feature = "neural"))]
 fn load_e5(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
-    Err(Error::Embedder(
-        "multilingual-e5-small needs the `neural` feature".to_string(),
-    ))
+    Err(Error::Embedder("multilingual-e5-small needs the `neural` feature".to_string()))
 }
 
 #[cfg(feature = "neural")]
@@ -226,16 +214,13 @@ fn load_minilm(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
             model_dir(&MINILM, models_dir).display()
         )));
     }
-    Ok(Arc::new(MiniLmEmbedder::load(&model_dir(
-        &MINILM, models_dir,
-    ))?))
+    Ok(Arc::new(MiniLmEmbedder::load(&model_dir(&MINILM, models_dir))?))
 }
 
 #[cfg(not(feature = "neural"))]
 fn load_minilm(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
     Err(Error::Embedder(
-        "all-MiniLM-L6-v2 needs the `neural` feature; this build has only the hashing embedder"
-            .to_string(),
+        "all-MiniLM-L6-v2 needs the `neural` feature; this build has only the hashing embedder".to_string(),
     ))
 }
 
@@ -262,16 +247,10 @@ pub fn describe(e: &dyn Embedder) -> String {
 /// the index of the first NaN or infinite component.
 pub fn validate_vector(v: &[f32], dim: usize) -> Result<()> {
     if v.len() != dim {
-        return Err(Error::invalid(
-            "vector",
-            format!("expected {dim} components, got {}", v.len()),
-        ));
+        return Err(Error::invalid("vector", format!("expected {dim} components, got {}", v.len())));
     }
     if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-        return Err(Error::invalid(
-            "vector",
-            format!("component {i} is {x} (must be finite)"),
-        ));
+        return Err(Error::invalid("vector", format!("component {i} is {x} (must be finite)")));
     }
     Ok(())
 }
@@ -281,11 +260,7 @@ pub fn validate_vector(v: &[f32], dim: usize) -> Result<()> {
 /// Returns `false`, leaving `v` unchanged, when the norm is zero or not
 /// finite (NaN or infinite components); `true` otherwise.
 pub fn normalize(v: &mut [f32]) -> bool {
-    let norm = v
-        .iter()
-        .map(|x| f64::from(*x) * f64::from(*x))
-        .sum::<f64>()
-        .sqrt();
+    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
     if norm == 0.0 || !norm.is_finite() {
         return false;
     }
@@ -303,29 +278,11 @@ mod tests {
     fn validate_vector_rejects_bad_input() {
         assert!(validate_vector(&[0.0, 1.0, 0.5], 3).is_ok());
         let err = validate_vector(&[0.0, 1.0], 3).unwrap_err();
-        assert!(
-            matches!(
-                err,
-                Error::InvalidInput {
-                    field: "vector",
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        assert!(
-            err.to_string().contains("expected 3 components, got 2"),
-            "{err}"
-        );
+        assert!(matches!(err, Error::InvalidInput { field: "vector", .. }), "{err}");
+        assert!(err.to_string().contains("expected 3 components, got 2"), "{err}");
         for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
             let err = validate_vector(&[0.0, bad, 1.0], 3).unwrap_err();
-            assert!(matches!(
-                err,
-                Error::InvalidInput {
-                    field: "vector",
-                    ..
-                }
-            ));
+            assert!(matches!(err, Error::InvalidInput { field: "vector", .. }));
             assert!(err.to_string().contains("component 1"), "{err}");
         }
         assert!(validate_vector(&[], 0).is_ok());
@@ -351,10 +308,7 @@ mod tests {
         for c in EmbedderChoice::ALL {
             assert_eq!(c.to_string().parse::<EmbedderChoice>().unwrap(), *c);
         }
-        assert_eq!(
-            "MiniLM".parse::<EmbedderChoice>().unwrap(),
-            EmbedderChoice::MiniLm
-        );
+        assert_eq!("MiniLM".parse::<EmbedderChoice>().unwrap(), EmbedderChoice::MiniLm);
         let err = "bert".parse::<EmbedderChoice>().unwrap_err();
         assert!(err.to_string().contains("auto, hashing, minilm"), "{err}");
     }
@@ -365,15 +319,10 @@ mod tests {
         let e = load_embedder(EmbedderChoice::Auto, dir.path()).unwrap();
         assert_eq!(e.model_id(), "hashing-v1-384");
         assert!(describe(e.as_ref()).starts_with("hashing-v1-384 (384 dimensions"));
-        let err = load_embedder(EmbedderChoice::MiniLm, dir.path())
-            .err()
-            .unwrap();
+        let err = load_embedder(EmbedderChoice::MiniLm, dir.path()).err().unwrap();
         assert!(matches!(err, Error::Embedder(_)));
         if cfg!(feature = "neural") {
-            assert!(
-                err.to_string().contains("mnemon model install minilm"),
-                "{err}"
-            );
+            assert!(err.to_string().contains("mnemon model install minilm"), "{err}");
         }
     }
 }

@@ -58,10 +58,7 @@ impl Engine {
         })?;
         match rx.recv() {
             Ok(r) => r,
-            Err(_) => Err(self
-                .shared()
-                .poison_message()
-                .map_or(Error::Closed, Error::Poisoned)),
+            Err(_) => Err(self.shared().poison_message().map_or(Error::Closed, Error::Poisoned)),
         }
     }
 
@@ -82,10 +79,7 @@ impl Engine {
         let mut patterns = ErasurePatterns::new();
         for t in texts {
             if t.len() < MIN_TEXT_BYTES {
-                return Err(Error::invalid(
-                    "texts",
-                    format!("{} bytes; at least {MIN_TEXT_BYTES} needed", t.len()),
-                ));
+                return Err(Error::invalid("texts", format!("{} bytes; at least {MIN_TEXT_BYTES} needed", t.len())));
             }
             patterns.add_text(t);
         }

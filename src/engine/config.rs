@@ -56,10 +56,7 @@ impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
             .field("path", &self.path)
-            .field(
-                "embedder",
-                &self.embedder.as_ref().map(|e| e.model_id().to_string()),
-            )
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model_id().to_string()))
             .field("durability", &self.durability)
             .field("max_content_bytes", &self.max_content_bytes)
             .field("max_batch", &self.max_batch)
@@ -284,10 +281,7 @@ impl EngineBuilder {
         }
         if let Durability::Interval(d) = c.durability {
             if d < Duration::from_millis(1) || d > Duration::from_secs(60) {
-                return Err(Error::invalid(
-                    "durability",
-                    "interval must be 1 ms ..= 60 s",
-                ));
+                return Err(Error::invalid("durability", "interval must be 1 ms ..= 60 s"));
             }
         }
         if let Some(t) = c.dedup_threshold {
@@ -299,20 +293,14 @@ impl EngineBuilder {
             return Err(Error::invalid("archive_threshold", "must be in 0.0..=1.0"));
         }
         if c.session_timeout < Duration::from_secs(1) {
-            return Err(Error::invalid(
-                "session_timeout",
-                "must be at least 1 second",
-            ));
+            return Err(Error::invalid("session_timeout", "must be at least 1 second"));
         }
         if c.capacity == Some(0) {
             return Err(Error::invalid("capacity", "must be at least 1"));
         }
         if let Some(t) = c.consolidate_threshold {
             if !(0.0..=1.0).contains(&t) {
-                return Err(Error::invalid(
-                    "consolidate_threshold",
-                    "must be in 0.0..=1.0",
-                ));
+                return Err(Error::invalid("consolidate_threshold", "must be in 0.0..=1.0"));
             }
         }
         if c.half_life < Duration::from_secs(1) {

@@ -34,10 +34,7 @@ impl NewMemory {
     /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8,
     /// not only whitespace).
     pub fn new(content: impl Into<String>) -> NewMemory {
-        NewMemory {
-            content: content.into(),
-            ..NewMemory::default()
-        }
+        NewMemory { content: content.into(), ..NewMemory::default() }
     }
 
     /// What sort of memory. Default `fact`.

@@ -1,5 +1,6 @@
 //! The front door: [`Engine`], cheap to clone and shareable across threads.
 
+mod check;
 mod compact;
 mod config;
 mod input;
@@ -7,6 +8,7 @@ mod open;
 mod read;
 pub(crate) mod write;
 
+pub use check::CheckReport;
 pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES};
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 pub use open::OpenReport;

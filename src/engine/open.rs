@@ -47,8 +47,7 @@ const REEMBED_BATCH: usize = 64;
 impl Engine {
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
         let dir = DataDir::open(&cfg.path)?;
-        let store: Arc<dyn LogStore> =
-            Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
+        let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
         match store.meta_get(META_FORMAT)? {
             Some(v) if v.as_slice() != [FORMAT_VERSION] => {
                 return Err(Error::IncompatibleFormat(format!(
@@ -64,21 +63,10 @@ impl Engine {
         };
         let model_id = embedder.model_id().to_string();
         let mut state = State::new(embedder.dim(), cfg.hnsw.clone());
-        let mut report = OpenReport {
-            generation: dir.current_generation(),
-            ..OpenReport::default()
-        };
+        let mut report = OpenReport { generation: dir.current_generation(), ..OpenReport::default() };
         replay_into(store.as_ref(), &mut state, &mut report)?;
-        load_vectors(
-            store.as_ref(),
-            embedder.as_ref(),
-            &mut state,
-            &mut report,
-            &cfg,
-        )?;
-        let prev = store
-            .meta_get(META_MODEL)?
-            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true)?;
+        let prev = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         if prev.as_deref() != Some(model_id.as_str()) {
             report.previous_model = prev;
             store.meta_put(META_MODEL, model_id.as_bytes())?;
@@ -103,14 +91,8 @@ impl Engine {
         }
         report.pending_erasure = shared.state.read().pending_erasure();
         let (tx, rx) = crossbeam_channel::bounded(cfg.queue_capacity);
-        let handle = writer::spawn(
-            shared.clone(),
-            rx,
-            WriterConfig {
-                durability: cfg.durability,
-                max_group: cfg.max_group,
-            },
-        )?;
+        let handle =
+            writer::spawn(shared.clone(), rx, WriterConfig { durability: cfg.durability, max_group: cfg.max_group })?;
         Ok(Engine {
             inner: Arc::new(Inner {
                 shared,
@@ -127,18 +109,11 @@ impl Engine {
 }
 
 /// Replays every record of `store` into `state` (vectors not indexed yet).
-pub(crate) fn replay_into(
-    store: &dyn LogStore,
-    state: &mut State,
-    report: &mut OpenReport,
-) -> Result<()> {
+pub(crate) fn replay_into(store: &dyn LogStore, state: &mut State, report: &mut OpenReport) -> Result<()> {
     // A malformed key has no seq of its own: name the position it took.
     let at = |expected: u64| {
         move |e| match e {
-            Error::Corrupted { seq: 0, reason } => Error::Corrupted {
-                seq: expected,
-                reason,
-            },
+            Error::Corrupted { seq: 0, reason } => Error::Corrupted { seq: expected, reason },
             other => other,
         }
     };
@@ -146,10 +121,7 @@ pub(crate) fn replay_into(
     for r in store.scan(1, u64::MAX) {
         let (seq, bytes) = r.map_err(at(expected))?;
         if seq != expected {
-            return Err(Error::Corrupted {
-                seq: expected,
-                reason: format!("log has a gap: next record is seq {seq}"),
-            });
+            return Err(Error::Corrupted { seq: expected, reason: format!("log has a gap: next record is seq {seq}") });
         }
         let ev = decode_record(seq, &bytes)?;
         state.apply(&ev, None);
@@ -157,23 +129,22 @@ pub(crate) fn replay_into(
         report.events_replayed += 1;
     }
     if store.last_seq().map_err(at(expected))?.unwrap_or(0) != expected - 1 {
-        return Err(Error::Corrupted {
-            seq: expected,
-            reason: "log ends past its last readable record".into(),
-        });
+        return Err(Error::Corrupted { seq: expected, reason: "log ends past its last readable record".into() });
     }
     Ok(())
 }
 
 /// Puts every surviving memory version's vector into its index, from the
 /// cache when it matches the content, else embedding it (in batches) and
-/// caching the result. Inserts in id order so the index is deterministic.
+/// caching the result (when `write_cache`). Inserts in id order so the
+/// index is deterministic.
 pub(crate) fn load_vectors(
     store: &dyn LogStore,
     embedder: &dyn Embedder,
     state: &mut State,
     report: &mut OpenReport,
     cfg: &Config,
+    write_cache: bool,
 ) -> Result<()> {
     let model = embedder.model_id().to_string();
     let dim = embedder.dim();
@@ -182,37 +153,25 @@ pub(crate) fn load_vectors(
         for m in st.memories.values() {
             let cached = store
                 .get_vector(&model, m.id)?
-                .filter(|c| {
-                    c.content_hash == fnv1a64(m.content.as_bytes()) && c.vector.len() == dim
-                })
+                .filter(|c| c.content_hash == fnv1a64(m.content.as_bytes()) && c.vector.len() == dim)
                 .map(|c| c.vector);
             all.push((ns.clone(), m.id, cached, m.content.clone()));
         }
     }
-    let missing: Vec<usize> = all
-        .iter()
-        .enumerate()
-        .filter(|(_, x)| x.2.is_none())
-        .map(|(i, _)| i)
-        .collect();
+    let missing: Vec<usize> = all.iter().enumerate().filter(|(_, x)| x.2.is_none()).map(|(i, _)| i).collect();
     report.vectors_cached = all.len() - missing.len();
     report.vectors_embedded = missing.len();
     for (done, chunk) in missing.chunks(REEMBED_BATCH).enumerate() {
         let texts: Vec<&str> = chunk.iter().map(|&i| all[i].3.as_str()).collect();
         let vecs = embedder.embed(&texts, EmbedKind::Passage)?;
         if vecs.len() != texts.len() {
-            return Err(Error::Embedder(format!(
-                "{} vectors for {} texts",
-                vecs.len(),
-                texts.len()
-            )));
+            return Err(Error::Embedder(format!("{} vectors for {} texts", vecs.len(), texts.len())));
         }
-        let entries: Vec<(MemoryId, u64, &[f32])> = chunk
-            .iter()
-            .zip(&vecs)
-            .map(|(&i, v)| (all[i].1, fnv1a64(all[i].3.as_bytes()), v.as_slice()))
-            .collect();
-        store.put_vectors(&model, &entries)?;
+        let entries: Vec<(MemoryId, u64, &[f32])> =
+            chunk.iter().zip(&vecs).map(|(&i, v)| (all[i].1, fnv1a64(all[i].3.as_bytes()), v.as_slice())).collect();
+        if write_cache {
+            store.put_vectors(&model, &entries)?;
+        }
         for (&i, v) in chunk.iter().zip(vecs) {
             all[i].2 = Some(v);
         }

@@ -147,9 +147,7 @@ impl Engine {
 
     pub(crate) fn history_at(&self, ns: &Namespace, id: MemoryId, at: Seq) -> Result<Vec<Memory>> {
         let state = self.shared().state.read();
-        let st = state
-            .ns(ns)
-            .ok_or_else(|| Error::not_found(format!("memory {id} in namespace {ns}")))?;
+        let st = state.ns(ns).ok_or_else(|| Error::not_found(format!("memory {id} in namespace {ns}")))?;
         match st.memories.get(&id) {
             Some(m) if m.visible_at(at) => {}
             _ => return Err(Error::not_found(format!("memory {id} in namespace {ns}"))),
@@ -186,11 +184,7 @@ impl Engine {
             .filter(|m| opts.include_quarantined || m.quarantine.is_none())
             .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
             .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
-            .filter(|m| {
-                opts.session
-                    .as_ref()
-                    .is_none_or(|s| m.session.as_ref() == Some(s))
-            })
+            .filter(|m| opts.session.as_ref().is_none_or(|s| m.session.as_ref() == Some(s)))
             .take(opts.limit.unwrap_or(usize::MAX))
             .map(|m| m.view_at(at))
             .collect()
@@ -203,11 +197,7 @@ impl Engine {
         let Some(st) = state.ns(ns) else {
             return Vec::new();
         };
-        st.observations
-            .values()
-            .filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s))
-            .cloned()
-            .collect()
+        st.observations.values().filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s)).cloned().collect()
     }
 
     /// A read-only view of `ns` at a past point.
@@ -221,20 +211,13 @@ impl Engine {
         let seq = match at {
             AsOf::Seq(s) => {
                 if s > state.visible {
-                    return Err(Error::invalid(
-                        "seq",
-                        format!("{s} is past the end of the log ({})", state.visible),
-                    ));
+                    return Err(Error::invalid("seq", format!("{s} is past the end of the log ({})", state.visible)));
                 }
                 s
             }
             AsOf::Time(t) => state.seq_at_time(t),
         };
-        Ok(View {
-            engine: self.clone(),
-            ns: ns.clone(),
-            at: seq,
-        })
+        Ok(View { engine: self.clone(), ns: ns.clone(), at: seq })
     }
 
     /// The audit export: events of `ns` with `from <= seq <= to`, in order.
@@ -250,8 +233,7 @@ impl Engine {
             (
                 state.visible,
                 st.map(|s| s.forgotten_memories.clone()).unwrap_or_default(),
-                st.map(|s| s.forgotten_observations.clone())
-                    .unwrap_or_default(),
+                st.map(|s| s.forgotten_observations.clone()).unwrap_or_default(),
             )
         };
         let store = self.shared().store();
@@ -268,9 +250,7 @@ impl Engine {
                 _ => false,
             };
             if erased {
-                ev.body = EventBody::Tombstone(Tombstone {
-                    was: ev.body.kind_name().to_string(),
-                });
+                ev.body = EventBody::Tombstone(Tombstone { was: ev.body.kind_name().to_string() });
             }
             out.push(ev);
         }

@@ -28,17 +28,11 @@ pub(crate) struct Prepared {
 impl Engine {
     pub(crate) fn check_text(&self, field: &'static str, text: &str) -> Result<()> {
         if text.trim().is_empty() {
-            return Err(Error::invalid(
-                field,
-                "must not be empty or only whitespace",
-            ));
+            return Err(Error::invalid(field, "must not be empty or only whitespace"));
         }
         let max = self.inner.cfg.max_content_bytes;
         if text.len() > max {
-            return Err(Error::invalid(
-                field,
-                format!("{} bytes, at most {max} allowed", text.len()),
-            ));
+            return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", text.len())));
         }
         Ok(())
     }
@@ -46,33 +40,20 @@ impl Engine {
     /// Runs the safety stage on text bound for the log: personal data per
     /// `policy` (or the engine's), then, for memory content, the
     /// injected-instruction check.
-    pub(crate) fn prepare_text(
-        &self,
-        text: &str,
-        policy: Option<PiiPolicy>,
-        is_memory: bool,
-    ) -> Result<Prepared> {
+    pub(crate) fn prepare_text(&self, text: &str, policy: Option<PiiPolicy>, is_memory: bool) -> Result<Prepared> {
         let cfg = &self.inner.cfg;
         let r = cfg.redactor.apply(text, policy.unwrap_or(cfg.pii_policy))?;
         let mut quarantine = None;
         if is_memory && cfg.injection_policy != InjectionPolicy::Allow {
             if let Some(f) = cfg.injection.check(&r.text) {
-                let reason = format!(
-                    "injected instruction (score {:.2}: {})",
-                    f.score,
-                    f.matched.join(", ")
-                );
+                let reason = format!("injected instruction (score {:.2}: {})", f.score, f.matched.join(", "));
                 if cfg.injection_policy == InjectionPolicy::Reject {
                     return Err(Error::Rejected(reason));
                 }
                 quarantine = Some(reason);
             }
         }
-        Ok(Prepared {
-            text: r.text,
-            redactions: r.counts,
-            quarantine,
-        })
+        Ok(Prepared { text: r.text, redactions: r.counts, quarantine })
     }
 
     pub(crate) fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
@@ -80,11 +61,7 @@ impl Engine {
             return Err(Error::Poisoned(msg));
         }
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.send(Command::Write {
-            ns: ns.clone(),
-            ops,
-            reply: tx,
-        })?;
+        self.send(Command::Write { ns: ns.clone(), ops, reply: tx })?;
         rx.recv().map_err(|_| Error::Closed)?
     }
 
@@ -99,9 +76,7 @@ impl Engine {
     /// [`Error::Rejected`] when the personal-data policy is `reject` and the
     /// text holds personal data; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn observe(&self, ns: &Namespace, obs: NewObservation) -> Result<ObservationId> {
-        self.observe_batch(ns, vec![obs])?
-            .pop()
-            .ok_or(Error::Closed)
+        self.observe_batch(ns, vec![obs])?.pop().ok_or(Error::Closed)
     }
 
     /// Records many observations in one group commit. All are validated
@@ -110,11 +85,7 @@ impl Engine {
     /// # Errors
     /// As [`Engine::observe`], for the first bad item; also
     /// [`Error::InvalidInput`] when the batch exceeds `max_batch`.
-    pub fn observe_batch(
-        &self,
-        ns: &Namespace,
-        batch: Vec<NewObservation>,
-    ) -> Result<Vec<ObservationId>> {
+    pub fn observe_batch(&self, ns: &Namespace, batch: Vec<NewObservation>) -> Result<Vec<ObservationId>> {
         self.check_batch(batch.len())?;
         let mut ops = Vec::with_capacity(batch.len());
         for o in batch {
@@ -144,10 +115,7 @@ impl Engine {
     fn check_batch(&self, n: usize) -> Result<()> {
         let max = self.inner.cfg.max_batch;
         if n > max {
-            return Err(Error::invalid(
-                "batch",
-                format!("{n} items, at most {max} allowed"),
-            ));
+            return Err(Error::invalid("batch", format!("{n} items, at most {max} allowed")));
         }
         Ok(())
     }
@@ -158,19 +126,13 @@ impl Engine {
         self.check_text("content", &m.content)?;
         if let Some(i) = m.importance {
             if !(0.0..=1.0).contains(&i) {
-                return Err(Error::invalid(
-                    "importance",
-                    format!("{i} is outside 0.0..=1.0"),
-                ));
+                return Err(Error::invalid("importance", format!("{i} is outside 0.0..=1.0")));
             }
         }
         if let Some(es) = &m.entities {
             let max = self.inner.cfg.max_entities;
             if es.len() > max {
-                return Err(Error::invalid(
-                    "entities",
-                    format!("{} entities, at most {max} allowed", es.len()),
-                ));
+                return Err(Error::invalid("entities", format!("{} entities, at most {max} allowed", es.len())));
             }
             for e in es {
                 check_short("entities", e, self.inner.cfg.max_entity_bytes, false)?;
@@ -193,24 +155,15 @@ impl Engine {
 
     /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.
     pub(crate) fn vectors_for(&self, items: &[(&NewMemory, &Prepared)]) -> Result<Vec<Vec<f32>>> {
-        let need: Vec<&str> = items
-            .iter()
-            .filter(|(m, _)| m.vector.is_none())
-            .map(|(_, p)| p.text.as_str())
-            .collect();
-        let mut embedded = if need.is_empty() {
-            Vec::new()
-        } else {
-            self.inner.embedder.embed(&need, EmbedKind::Passage)?
-        }
-        .into_iter();
+        let need: Vec<&str> = items.iter().filter(|(m, _)| m.vector.is_none()).map(|(_, p)| p.text.as_str()).collect();
+        let mut embedded =
+            if need.is_empty() { Vec::new() } else { self.inner.embedder.embed(&need, EmbedKind::Passage)? }
+                .into_iter();
         let mut out = Vec::with_capacity(items.len());
         for (m, _) in items {
             let mut v = match &m.vector {
                 Some(v) => v.clone(),
-                None => embedded
-                    .next()
-                    .ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?,
+                None => embedded.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?,
             };
             if v.len() != self.inner.embedder.dim() {
                 return Err(Error::Embedder(format!(
@@ -241,9 +194,7 @@ impl Engine {
     /// observation not in this namespace; [`Error::Rejected`] under `reject`
     /// policies; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn remember(&self, ns: &Namespace, m: NewMemory) -> Result<Remembered> {
-        self.remember_batch(ns, vec![m])?
-            .pop()
-            .ok_or(Error::Closed)?
+        self.remember_batch(ns, vec![m])?.pop().ok_or(Error::Closed)?
     }
 
     /// Remembers many memories with one embedding batch and one group commit.
@@ -253,16 +204,9 @@ impl Engine {
     ///
     /// # Errors
     /// As [`Engine::remember`].
-    pub fn remember_batch(
-        &self,
-        ns: &Namespace,
-        batch: Vec<NewMemory>,
-    ) -> Result<Vec<Result<Remembered>>> {
+    pub fn remember_batch(&self, ns: &Namespace, batch: Vec<NewMemory>) -> Result<Vec<Result<Remembered>>> {
         self.check_batch(batch.len())?;
-        let prepared = batch
-            .iter()
-            .map(|m| self.check_memory(m))
-            .collect::<Result<Vec<_>>>()?;
+        let prepared = batch.iter().map(|m| self.check_memory(m)).collect::<Result<Vec<_>>>()?;
         let pairs: Vec<(&NewMemory, &Prepared)> = batch.iter().zip(&prepared).collect();
         let vectors = self.vectors_for(&pairs)?;
         let threshold = self.inner.dedup_threshold;
@@ -282,12 +226,7 @@ impl Engine {
             .into_iter()
             .zip(meta)
             .map(|(r, (redactions, quarantined))| match r? {
-                OpOutcome::Remembered { id, action } => Ok(Remembered {
-                    id,
-                    action,
-                    redactions,
-                    quarantined,
-                }),
+                OpOutcome::Remembered { id, action } => Ok(Remembered { id, action, redactions, quarantined }),
                 other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
             })
             .collect())
@@ -315,26 +254,12 @@ impl Engine {
     ) -> Result<Remembered> {
         let base = self.get(ns, old)?;
         let p = self.check_memory(&new)?;
-        let v = self
-            .vectors_for(&[(&new, &p)])?
-            .pop()
-            .ok_or(Error::Closed)?;
+        let v = self.vectors_for(&[(&new, &p)])?.pop().ok_or(Error::Closed)?;
         let mem = extracted(&new, p.text, p.quarantine.clone(), Some(&base));
-        match self.run_one(
-            ns,
-            Op::Supersede {
-                old,
-                mem,
-                vector: v,
-                reason,
-            },
-        )? {
-            OpOutcome::Remembered { id, action } => Ok(Remembered {
-                id,
-                action,
-                redactions: p.redactions,
-                quarantined: p.quarantine,
-            }),
+        match self.run_one(ns, Op::Supersede { old, mem, vector: v, reason })? {
+            OpOutcome::Remembered { id, action } => {
+                Ok(Remembered { id, action, redactions: p.redactions, quarantined: p.quarantine })
+            }
             other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
         }
     }
@@ -349,33 +274,16 @@ impl Engine {
     /// [`Error::NotFound`] for an unknown memory or observation id;
     /// [`Error::InvalidInput`] for an oversized reason or a bad `Matching`
     /// request; [`Error::Poisoned`] / [`Error::Closed`].
-    pub fn forget(
-        &self,
-        ns: &Namespace,
-        req: ForgetRequest,
-        reason: &str,
-    ) -> Result<ForgetOutcome> {
+    pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         check_short("reason", reason, MAX_REASON_BYTES, true)?;
         let (target, ids) = self.resolve_forget(ns, &req)?;
-        match self.run_one(
-            ns,
-            Op::Forget {
-                target,
-                reason: reason.to_string(),
-                requester: None,
-                ids,
-            },
-        )? {
+        match self.run_one(ns, Op::Forget { target, reason: reason.to_string(), requester: None, ids })? {
             OpOutcome::Forgot(f) => Ok(f),
             other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
         }
     }
 
-    fn resolve_forget(
-        &self,
-        ns: &Namespace,
-        req: &ForgetRequest,
-    ) -> Result<(ForgetTarget, Vec<MemoryId>)> {
+    fn resolve_forget(&self, ns: &Namespace, req: &ForgetRequest) -> Result<(ForgetTarget, Vec<MemoryId>)> {
         Ok(match req {
             ForgetRequest::Memory(id) => (ForgetTarget::Memory(*id), vec![]),
             ForgetRequest::Observation(id) => (ForgetTarget::Observation(*id), vec![]),
@@ -384,14 +292,9 @@ impl Engine {
                 (ForgetTarget::Session(s.clone()), vec![])
             }
             ForgetRequest::All => (ForgetTarget::Namespace, vec![]),
-            ForgetRequest::Matching {
-                query,
-                min_similarity,
-                limit,
-            } => (
-                ForgetTarget::Matching,
-                self.matching_ids(ns, query, *min_similarity, *limit)?,
-            ),
+            ForgetRequest::Matching { query, min_similarity, limit } => {
+                (ForgetTarget::Matching, self.matching_ids(ns, query, *min_similarity, *limit)?)
+            }
         })
     }
 
@@ -411,21 +314,16 @@ impl Engine {
         if limit == 0 || limit > 10_000 {
             return Err(Error::invalid("limit", "must be in 1..=10000"));
         }
-        let qv = self
-            .inner
-            .embedder
-            .embed(&[query], EmbedKind::Query)?
-            .pop()
-            .unwrap_or_default();
+        let qv = self.inner.embedder.embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default();
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
             return Ok(vec![]);
         };
         let at = state.visible;
         let ok = |id: u64| {
-            st.memories.get(&MemoryId(id)).is_some_and(|m| {
-                m.visible_at(at) && m.status_at(at) == crate::types::Status::Active
-            })
+            st.memories
+                .get(&MemoryId(id))
+                .is_some_and(|m| m.visible_at(at) && m.status_at(at) == crate::types::Status::Active)
         };
         Ok(st
             .vectors
@@ -448,20 +346,11 @@ impl Engine {
 
     /// Sends an `Accessed` event for recall results without waiting. When the
     /// writer's queue is full the event is dropped (access is advisory).
-    pub(crate) fn record_access(
-        &self,
-        ns: &Namespace,
-        ids: Vec<MemoryId>,
-        requester: Option<String>,
-    ) {
+    pub(crate) fn record_access(&self, ns: &Namespace, ids: Vec<MemoryId>, requester: Option<String>) {
         if ids.is_empty() {
             return;
         }
-        let _ = self.inner.tx.try_send(Command::Access {
-            ns: ns.clone(),
-            ids,
-            requester,
-        });
+        let _ = self.inner.tx.try_send(Command::Access { ns: ns.clone(), ids, requester });
     }
 }
 
@@ -474,44 +363,25 @@ pub(crate) fn extracted(
 ) -> Extracted {
     Extracted {
         content,
-        kind: m
-            .kind
-            .clone()
-            .or_else(|| base.map(|b| b.kind.clone()))
-            .unwrap_or(Kind::Fact),
+        kind: m.kind.clone().or_else(|| base.map(|b| b.kind.clone())).unwrap_or(Kind::Fact),
         tier: m.tier.or(base.map(|b| b.tier)).unwrap_or(Tier::LongTerm),
         importance: m.importance.or(base.map(|b| b.importance)).unwrap_or(0.5),
-        entities: m
-            .entities
-            .clone()
-            .or_else(|| base.map(|b| b.entities.clone()))
-            .unwrap_or_default(),
+        entities: m.entities.clone().or_else(|| base.map(|b| b.entities.clone())).unwrap_or_default(),
         key: m.key.clone().or_else(|| base.and_then(|b| b.key.clone())),
         sources: m.sources.clone(),
-        session: m
-            .session
-            .clone()
-            .or_else(|| base.and_then(|b| b.session.clone())),
+        session: m.session.clone().or_else(|| base.and_then(|b| b.session.clone())),
         event_time: m.event_time,
         source_ref: m.source_ref.clone(),
         quarantine,
     }
 }
 
-pub(crate) fn check_short(
-    field: &'static str,
-    s: &str,
-    max: usize,
-    allow_empty: bool,
-) -> Result<()> {
+pub(crate) fn check_short(field: &'static str, s: &str, max: usize, allow_empty: bool) -> Result<()> {
     if !allow_empty && s.trim().is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
     }
     if s.len() > max {
-        return Err(Error::invalid(
-            field,
-            format!("{} bytes, at most {max} allowed", s.len()),
-        ));
+        return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", s.len())));
     }
     if s.chars().any(|c| c.is_control() && c != '\t') {
         return Err(Error::invalid(field, "must not contain control characters"));
@@ -522,20 +392,14 @@ pub(crate) fn check_short(
 /// A slot key: `entity.attribute`, no whitespace, non-empty parts.
 fn check_key(k: &str, max: usize) -> Result<()> {
     if k.len() < 3 || k.len() > max {
-        return Err(Error::invalid(
-            "key",
-            format!("{} bytes; must be 3..={max}", k.len()),
-        ));
+        return Err(Error::invalid("key", format!("{} bytes; must be 3..={max}", k.len())));
     }
     if k.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(Error::invalid("key", "must not contain whitespace"));
     }
     let parts: Vec<&str> = k.split('.').collect();
     if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
-        return Err(Error::invalid(
-            "key",
-            format!("{k:?} is not of the form entity.attribute"),
-        ));
+        return Err(Error::invalid("key", format!("{k:?} is not of the form entity.attribute")));
     }
     Ok(())
 }

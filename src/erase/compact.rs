@@ -68,11 +68,7 @@ struct Harvest {
 /// the switch leaves the old generation live and removes the new one; a
 /// failure to make the switch durable poisons the engine; a failure after
 /// the switch leaves `COMPACTING` behind, so the next open compacts again.
-pub(crate) fn run(
-    shared: &Shared,
-    dir: &Mutex<DataDir>,
-    cache_bytes: u64,
-) -> Result<ErasureReceipt> {
+pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Result<ErasureReceipt> {
     let started = Instant::now();
     if let Some(msg) = shared.poison_message() {
         return Err(Error::Poisoned(msg));
@@ -91,22 +87,16 @@ pub(crate) fn run(
     let bytes_before = tree_bytes(&old_path);
 
     dir.lock().mark_compaction(old_gen, new_gen)?;
-    let (new_store, harvest) = match write_generation(
-        old.as_ref(),
-        &new_path,
-        cache_bytes,
-        last_seq,
-        &forgotten_m,
-        &forgotten_o,
-    ) {
-        Ok(x) => x,
-        Err(e) => {
-            if fs::remove_dir_all(&new_path).is_ok() {
-                let _ = dir.lock().clear_compaction_mark();
+    let (new_store, harvest) =
+        match write_generation(old.as_ref(), &new_path, cache_bytes, last_seq, &forgotten_m, &forgotten_o) {
+            Ok(x) => x,
+            Err(e) => {
+                if fs::remove_dir_all(&new_path).is_ok() {
+                    let _ = dir.lock().clear_compaction_mark();
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-    };
+        };
     let bytes_after = tree_bytes(&new_path);
 
     // The switch. After the rename, the new generation is the store, so a
@@ -121,23 +111,16 @@ pub(crate) fn run(
             }
             return Err(e);
         }
-        poison(
-            shared,
-            &format!(
-                "compaction could not make the switch to {} durable: {e}",
-                new_path.display()
-            ),
-        );
+        poison(shared, &format!("compaction could not make the switch to {} durable: {e}", new_path.display()));
         *shared.store.write() = Arc::new(new_store);
         return Err(e);
     }
     crash_point("switch");
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::switch", |arg| Err(crate::log::injected_error("compact::switch", arg)));
     let replaced = std::mem::replace(&mut *shared.store.write(), Arc::new(new_store));
     drop(replaced);
-    shared.state.write().note_tombstones(
-        harvest.observations.len() as u64,
-        harvest.memories.len() as u64,
-    );
+    shared.state.write().note_tombstones(harvest.observations.len() as u64, harvest.memories.len() as u64);
     release(old);
     delete_generation(&old_path)?;
     sync_dir(&root)?;
@@ -159,13 +142,12 @@ pub(crate) fn run(
     if !patterns.is_empty() {
         patterns.exclude_found_in(surviving_strings(&shared.state.read()));
         let store = shared.store();
-        patterns.exclude_found_in(store.vector_entries().filter_map(|r| r.ok()).map(|e| {
-            e.cached
-                .vector
-                .iter()
-                .flat_map(|x| x.to_le_bytes())
-                .collect::<Vec<u8>>()
-        }));
+        patterns.exclude_found_in(
+            store
+                .vector_entries()
+                .filter_map(|r| r.ok())
+                .map(|e| e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
+        );
     }
     let scan = verify_erasure(&root, &patterns)?;
     let verify_ms = millis(verify_started.elapsed());
@@ -197,26 +179,17 @@ pub(crate) fn run(
 pub(crate) fn surviving_strings(state: &State) -> impl Iterator<Item = &[u8]> + '_ {
     state.namespaces.values().flat_map(|st| {
         let mems = st.memories.values().flat_map(|m| {
-            [
-                Some(m.content.as_str()),
-                m.key.as_deref(),
-                m.session.as_deref(),
-                m.source_ref.as_deref(),
-            ]
-            .into_iter()
-            .flatten()
-            .chain(m.entities.iter().map(String::as_str))
-            .map(str::as_bytes)
+            [Some(m.content.as_str()), m.key.as_deref(), m.session.as_deref(), m.source_ref.as_deref()]
+                .into_iter()
+                .flatten()
+                .chain(m.entities.iter().map(String::as_str))
+                .map(str::as_bytes)
         });
         let obs = st.observations.values().flat_map(|o| {
-            [
-                Some(o.text.as_str()),
-                Some(o.session.as_str()),
-                o.source.as_deref(),
-            ]
-            .into_iter()
-            .flatten()
-            .map(str::as_bytes)
+            [Some(o.text.as_str()), Some(o.session.as_str()), o.source.as_deref()]
+                .into_iter()
+                .flatten()
+                .map(str::as_bytes)
         });
         mems.chain(obs)
     })
@@ -269,15 +242,14 @@ fn write_generation(
         }
     }
     if h.events_copied != last_seq {
-        return Err(Error::Corrupted {
-            seq: h.events_copied + 1,
-            reason: format!("log ends before seq {last_seq}"),
-        });
+        return Err(Error::Corrupted { seq: h.events_copied + 1, reason: format!("log ends before seq {last_seq}") });
     }
     if !batch.is_empty() {
         new.append(&batch)?;
     }
     crash_point("copy");
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!("compact::copy", |arg| Err(crate::log::injected_error("compact::copy", arg)));
 
     let mut vbatch = Vec::with_capacity(VECTOR_BATCH);
     for e in old.vector_entries() {
@@ -315,10 +287,7 @@ fn write_generation(
 /// other record (already a tombstone) is kept as it is.
 fn erase_payload(seq: Seq, bytes: Vec<u8>, h: &mut Harvest) -> Result<Vec<u8>> {
     let mut ev = decode_record(seq, &bytes)?;
-    let was = match std::mem::replace(
-        &mut ev.body,
-        EventBody::Tombstone(Tombstone { was: String::new() }),
-    ) {
+    let was = match std::mem::replace(&mut ev.body, EventBody::Tombstone(Tombstone { was: String::new() })) {
         EventBody::Observed(o) => {
             h.texts.push(o.text);
             h.observations.push(ObservationId(seq));
@@ -331,9 +300,7 @@ fn erase_payload(seq: Seq, bytes: Vec<u8>, h: &mut Harvest) -> Result<Vec<u8>> {
         }
         _ => return Ok(bytes),
     };
-    ev.body = EventBody::Tombstone(Tombstone {
-        was: was.to_string(),
-    });
+    ev.body = EventBody::Tombstone(Tombstone { was: was.to_string() });
     encode_record(&ev)
 }
 
@@ -397,6 +364,8 @@ fn delete_files(dir: &Path, first: &mut bool) -> Result<()> {
             fs::remove_file(entry.path())?;
             if std::mem::take(first) {
                 crash_point("delete");
+                #[cfg(feature = "failpoints")]
+                fail::fail_point!("compact::delete", |arg| Err(crate::log::injected_error("compact::delete", arg)));
             }
         }
     }

@@ -76,9 +76,7 @@ mod verify;
 
 pub use receipt::{CompactionFigures, ErasureReceipt};
 pub(crate) use verify::MIN_TEXT_BYTES;
-pub use verify::{
-    verify_erasure, ErasurePatterns, PatternKind, PatternMatch, ScanReport, ScannedFile,
-};
+pub use verify::{verify_erasure, ErasurePatterns, PatternKind, PatternMatch, ScanReport, ScannedFile};
 
 use std::sync::OnceLock;
 

@@ -73,11 +73,7 @@ pub struct ErasureReceipt {
 impl fmt::Display for ErasureReceipt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "erasure receipt  {}", self.at.to_rfc3339())?;
-        writeln!(
-            f,
-            "  generation      {}  (log position {})",
-            self.generation, self.last_seq
-        )?;
+        writeln!(f, "  generation      {}  (log position {})", self.generation, self.last_seq)?;
         if let Some(c) = &self.compaction {
             writeln!(
                 f,
@@ -112,11 +108,7 @@ impl fmt::Display for ErasureReceipt {
             writeln!(f, "  skipped         {s}")?;
         }
         for m in &self.scan.matches {
-            writeln!(
-                f,
-                "  MATCH           {} @ {} ({:?})",
-                m.path, m.offset, m.kind
-            )?;
+            writeln!(f, "  MATCH           {} @ {} ({:?})", m.path, m.offset, m.kind)?;
         }
         write!(
             f,

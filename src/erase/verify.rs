@@ -297,11 +297,7 @@ impl Matcher {
         };
         for (i, (b, _)) in patterns.iter().enumerate() {
             let (map, bits, key) = if b.len() >= WINDOW_BYTES {
-                (
-                    &mut m.long,
-                    &mut m.long_bits,
-                    window_hash(&b[..WINDOW_BYTES]),
-                )
+                (&mut m.long, &mut m.long_bits, window_hash(&b[..WINDOW_BYTES]))
             } else {
                 (&mut m.short, &mut m.short_bits, first8(b))
             };
@@ -314,13 +310,7 @@ impl Matcher {
 
     /// Calls `f(pattern, start)` for every occurrence of a pattern that
     /// starts before `upto` and lies wholly inside `hay`.
-    fn find(
-        &self,
-        patterns: &[(Vec<u8>, PatternKind)],
-        hay: &[u8],
-        upto: usize,
-        mut f: impl FnMut(usize, usize),
-    ) {
+    fn find(&self, patterns: &[(Vec<u8>, PatternKind)], hay: &[u8], upto: usize, mut f: impl FnMut(usize, usize)) {
         let upto = upto.min(hay.len());
         let has_short = !self.short.is_empty();
         let has_long = !self.long.is_empty();
@@ -332,11 +322,7 @@ impl Matcher {
                 }
             }
         };
-        let mut h = if has_long && hay.len() >= WINDOW_BYTES {
-            window_hash(&hay[..WINDOW_BYTES])
-        } else {
-            0
-        };
+        let mut h = if has_long && hay.len() >= WINDOW_BYTES { window_hash(&hay[..WINDOW_BYTES]) } else { 0 };
         for at in 0..upto {
             if has_long && at + WINDOW_BYTES <= hay.len() {
                 if at > 0 {
@@ -367,9 +353,7 @@ impl Matcher {
 
 /// Polynomial hash of one window: `Σ b[j]·BASE^(n-1-j)` mod 2^64.
 fn window_hash(w: &[u8]) -> u64 {
-    w.iter().fold(0u64, |h, &b| {
-        h.wrapping_mul(BASE).wrapping_add(u64::from(b))
-    })
+    w.iter().fold(0u64, |h, &b| h.wrapping_mul(BASE).wrapping_add(u64::from(b)))
 }
 
 /// One file the scanner read.
@@ -442,11 +426,7 @@ impl ScanReport {
 /// # Ok(()) }
 /// ```
 pub fn verify_erasure(dir: &Path, patterns: &ErasurePatterns) -> Result<ScanReport> {
-    let matcher = if patterns.is_empty() {
-        None
-    } else {
-        Some(Matcher::new(&patterns.patterns))
-    };
+    let matcher = if patterns.is_empty() { None } else { Some(Matcher::new(&patterns.patterns)) };
     let mut paths = Vec::new();
     let mut skipped = Vec::new();
     walk(dir, dir, &mut paths, &mut skipped)?;
@@ -464,27 +444,14 @@ pub fn verify_erasure(dir: &Path, patterns: &ErasurePatterns) -> Result<ScanRepo
         let file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                report
-                    .skipped
-                    .push(format!("{rel}: removed during the scan"));
+                report.skipped.push(format!("{rel}: removed during the scan"));
                 continue;
             }
             Err(e) => return Err(Error::Io(e)),
         };
-        let (len, sha256) = scan_file(
-            file,
-            &rel,
-            matcher.as_ref(),
-            patterns,
-            &mut report,
-            CHUNK_BYTES,
-        )?;
+        let (len, sha256) = scan_file(file, &rel, matcher.as_ref(), patterns, &mut report, CHUNK_BYTES)?;
         report.bytes_scanned += len;
-        report.files.push(ScannedFile {
-            path: rel,
-            len,
-            sha256,
-        });
+        report.files.push(ScannedFile { path: rel, len, sha256 });
     }
     Ok(report)
 }
@@ -518,11 +485,7 @@ fn scan_file(
         hasher.update(&chunk[..n]);
         buf.extend_from_slice(&chunk[..n]);
         total += n as u64;
-        let upto = if eof {
-            buf.len()
-        } else {
-            buf.len().saturating_sub(max_len - 1)
-        };
+        let upto = if eof { buf.len() } else { buf.len().saturating_sub(max_len - 1) };
         if let Some(m) = matcher {
             m.find(&patterns.patterns, &buf, upto, |i, at| {
                 report.matches_total += 1;
@@ -544,12 +507,7 @@ fn scan_file(
     Ok((total, hex::encode(hasher.finalize())))
 }
 
-fn walk(
-    root: &Path,
-    dir: &Path,
-    out: &mut Vec<(String, PathBuf)>,
-    skipped: &mut Vec<String>,
-) -> Result<()> {
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>, skipped: &mut Vec<String>) -> Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = match entry {
             Ok(e) => e,
@@ -602,11 +560,7 @@ mod tests {
         let mut p = ErasurePatterns::new();
         p.add_text(secret);
         let r = verify_erasure(dir.path(), &p).unwrap();
-        let whole: Vec<_> = r
-            .matches
-            .iter()
-            .filter(|m| m.kind == PatternKind::Text)
-            .collect();
+        let whole: Vec<_> = r.matches.iter().filter(|m| m.kind == PatternKind::Text).collect();
         assert_eq!(whole.len(), 1);
         assert_eq!(whole[0].offset, (CHUNK_BYTES - 20) as u64);
         // Whole text plus each of its windows, each found exactly once.
@@ -625,17 +579,9 @@ mod tests {
             let hay: Vec<u8> = (0..3000).map(|_| rng.gen_range(b'a'..b'd')).collect();
             let mut p = ErasurePatterns::new();
             for _ in 0..rng.gen_range(1..30) {
-                let len = if rng.gen_bool(0.5) {
-                    WINDOW_BYTES
-                } else {
-                    rng.gen_range(8..80)
-                };
+                let len = if rng.gen_bool(0.5) { WINDOW_BYTES } else { rng.gen_range(8..80) };
                 let at = rng.gen_range(0..hay.len() - len);
-                let kind = if len == WINDOW_BYTES {
-                    PatternKind::TextWindow
-                } else {
-                    PatternKind::Text
-                };
+                let kind = if len == WINDOW_BYTES { PatternKind::TextWindow } else { PatternKind::Text };
                 p.push(&hay[at..at + len], kind);
             }
             p.push(b"zzzzzzzzzzzz", PatternKind::Text);
@@ -668,21 +614,14 @@ mod tests {
                 for mt in &r.matches {
                     let at = usize::try_from(mt.offset).unwrap();
                     for (i, (pat, k)) in p.patterns.iter().enumerate() {
-                        if *k == mt.kind
-                            && hay.len() - at >= pat.len()
-                            && hay[at..at + pat.len()] == pat[..]
-                        {
+                        if *k == mt.kind && hay.len() - at >= pat.len() && hay[at..at + pat.len()] == pat[..] {
                             got.push((mt.offset, i));
                         }
                     }
                 }
                 got.sort_unstable();
                 got.dedup();
-                assert_eq!(
-                    r.matches_total as usize,
-                    want.len(),
-                    "round {round}, chunk {chunk}"
-                );
+                assert_eq!(r.matches_total as usize, want.len(), "round {round}, chunk {chunk}");
                 if want.len() <= MAX_LISTED_MATCHES {
                     assert_eq!(got, want, "round {round}, chunk {chunk}");
                 }

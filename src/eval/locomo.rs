@@ -43,22 +43,13 @@ fn category_name(code: u64) -> String {
 /// `dia_id` repeats within a sample.
 pub fn load_locomo(path: &Path) -> Result<Vec<Unit>> {
     let bytes = std::fs::read(path)?;
-    let root: Value =
-        serde_json::from_slice(&bytes).map_err(|e| json_error(path, "document", &e))?;
-    let samples = root
-        .as_array()
-        .ok_or_else(|| bad_record(path, "document", "expected a JSON array of samples"))?;
-    samples
-        .iter()
-        .enumerate()
-        .map(|(i, s)| load_sample(path, i, s))
-        .collect()
+    let root: Value = serde_json::from_slice(&bytes).map_err(|e| json_error(path, "document", &e))?;
+    let samples = root.as_array().ok_or_else(|| bad_record(path, "document", "expected a JSON array of samples"))?;
+    samples.iter().enumerate().map(|(i, s)| load_sample(path, i, s)).collect()
 }
 
 fn str_field<'a>(v: &'a Value, key: &str, path: &Path, rec: &str) -> Result<&'a str> {
-    v.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad_record(path, rec, format!("missing or non-string {key:?}")))
+    v.get(key).and_then(Value::as_str).ok_or_else(|| bad_record(path, rec, format!("missing or non-string {key:?}")))
 }
 
 fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
@@ -101,11 +92,7 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
                 }
             }
             if !seen.insert(dia_id.to_string()) {
-                return Err(bad_record(
-                    path,
-                    &trec,
-                    format!("duplicate dia_id {dia_id:?}"),
-                ));
+                return Err(bad_record(path, &trec, format!("duplicate dia_id {dia_id:?}")));
             }
             docs.push(Doc {
                 id: dia_id.to_string(),
@@ -117,15 +104,8 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
         }
     }
 
-    let split = if DEV_SAMPLES.contains(&sample_id) {
-        Split::Dev
-    } else {
-        Split::Test
-    };
-    let qa = sample
-        .get("qa")
-        .and_then(Value::as_array)
-        .ok_or_else(|| bad_record(path, &rec, "missing \"qa\" list"))?;
+    let split = if DEV_SAMPLES.contains(&sample_id) { Split::Dev } else { Split::Test };
+    let qa = sample.get("qa").and_then(Value::as_array).ok_or_else(|| bad_record(path, &rec, "missing \"qa\" list"))?;
     let mut queries = Vec::with_capacity(qa.len());
     for (q, item) in qa.iter().enumerate() {
         let qrec = format!("{rec} qa {q}");
@@ -138,10 +118,7 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(a)) => a
                 .iter()
-                .map(|e| {
-                    e.as_str()
-                        .ok_or_else(|| bad_record(path, &qrec, "non-string evidence id"))
-                })
+                .map(|e| e.as_str().ok_or_else(|| bad_record(path, &qrec, "non-string evidence id")))
                 .collect::<Result<_>>()?,
             Some(_) => return Err(bad_record(path, &qrec, "\"evidence\" is not a list")),
         };
@@ -162,12 +139,7 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
 
     let name = format!("locomo:{sample_id}");
     Namespace::new(name.as_str()).map_err(|e| bad_record(path, &rec, e))?;
-    Ok(Unit {
-        name,
-        split,
-        docs,
-        queries,
-    })
+    Ok(Unit { name, split, docs, queries })
 }
 
 /// Evidence ids after cleaning (see [`clean_evidence`]).
@@ -196,10 +168,8 @@ pub fn clean_evidence<S: AsRef<str>>(raw: &[S], known: &HashSet<String>) -> Clea
     let mut out = CleanedEvidence::default();
     for r in raw {
         let r = r.as_ref();
-        let pieces: Vec<&str> = r
-            .split(|c: char| c == ';' || c == ',' || c.is_whitespace())
-            .filter(|p| !p.is_empty())
-            .collect();
+        let pieces: Vec<&str> =
+            r.split(|c: char| c == ';' || c == ',' || c.is_whitespace()).filter(|p| !p.is_empty()).collect();
         if pieces.len() != 1 || pieces.first() != Some(&r) {
             out.repaired = true;
         }
@@ -244,9 +214,7 @@ fn normalize_dia_id(p: &str) -> Option<String> {
 /// clock, full English month name), read as UTC. `None` when it does not
 /// parse.
 pub fn parse_locomo_date(s: &str) -> Option<DateTime<Utc>> {
-    NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y")
-        .ok()
-        .map(|t| t.and_utc())
+    NaiveDateTime::parse_from_str(s.trim(), "%I:%M %p on %d %B, %Y").ok().map(|t| t.and_utc())
 }
 
 #[cfg(test)]
@@ -261,25 +229,17 @@ mod tests {
     #[test]
     fn eval_locomo_dates_parse() {
         let t = parse_locomo_date("1:56 pm on 8 May, 2023");
-        assert_eq!(
-            t,
-            Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap())
-        );
+        assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 5, 8, 13, 56, 0).unwrap()));
         let t = parse_locomo_date("12:09 am on 13 September, 2023");
         assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 9, 13, 0, 9, 0).unwrap()));
         let t = parse_locomo_date("10:04 am on 19 December, 2023");
-        assert_eq!(
-            t,
-            Some(Utc.with_ymd_and_hms(2023, 12, 19, 10, 4, 0).unwrap())
-        );
+        assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 12, 19, 10, 4, 0).unwrap()));
         assert_eq!(parse_locomo_date("yesterday"), None);
     }
 
     #[test]
     fn eval_locomo_evidence_cleaning() {
-        let k = known(&[
-            "D8:6", "D9:17", "D11:26", "D30:5", "D9:1", "D4:4", "D4:6", "D1:3",
-        ]);
+        let k = known(&["D8:6", "D9:17", "D11:26", "D30:5", "D9:1", "D4:4", "D4:6", "D1:3"]);
         let c = clean_evidence(&["D8:6; D9:17"], &k);
         assert_eq!(c.ids, vec!["D8:6", "D9:17"]);
         assert!(c.repaired && c.dropped.is_empty());

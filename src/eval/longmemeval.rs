@@ -64,12 +64,9 @@ struct Turn {
 pub fn load_longmemeval(path: &Path, dev_ids: Option<&Path>) -> Result<Vec<Unit>> {
     let dev: HashSet<String> = match dev_ids {
         None => HashSet::new(),
-        Some(p) => std::fs::read_to_string(p)?
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(String::from)
-            .collect(),
+        Some(p) => {
+            std::fs::read_to_string(p)?.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
+        }
     };
     let file = File::open(path)?;
     let mut reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
@@ -108,20 +105,13 @@ pub fn load_longmemeval(path: &Path, dev_ids: Option<&Path>) -> Result<Vec<Unit>
             break;
         }
         first = false;
-        let r: Record = serde_json::from_str(trimmed)
-            .map_err(|e| json_error(path, &format!("line {line_no}"), &e))?;
+        let r: Record = serde_json::from_str(trimmed).map_err(|e| json_error(path, &format!("line {line_no}"), &e))?;
         units.push(to_unit(path, r, &dev)?);
     }
 
     if let Some(p) = dev_ids {
-        let have: HashSet<&str> = units
-            .iter()
-            .filter_map(|u| u.name.strip_prefix("lme:"))
-            .collect();
-        let mut missing: Vec<&String> = dev
-            .iter()
-            .filter(|id| !have.contains(id.as_str()))
-            .collect();
+        let have: HashSet<&str> = units.iter().filter_map(|u| u.name.strip_prefix("lme:")).collect();
+        let mut missing: Vec<&String> = dev.iter().filter(|id| !have.contains(id.as_str())).collect();
         missing.sort();
         if let Some(id) = missing.first() {
             return Err(Error::invalid(
@@ -153,38 +143,19 @@ fn to_unit(path: &Path, r: Record, dev: &HashSet<String>) -> Result<Unit> {
             ),
         ));
     }
-    let qtime = parse_longmemeval_date(&r.question_date).ok_or_else(|| {
-        bad_record(
-            path,
-            &rec,
-            format!("unparseable question_date {:?}", r.question_date),
-        )
-    })?;
+    let qtime = parse_longmemeval_date(&r.question_date)
+        .ok_or_else(|| bad_record(path, &rec, format!("unparseable question_date {:?}", r.question_date)))?;
 
     let mut docs = Vec::new();
     let mut gold = Vec::new();
     let mut gold_sessions: Vec<String> = Vec::new();
     let mut occurrences: HashMap<&str, usize> = HashMap::new();
-    for ((sid, date), turns) in r
-        .haystack_session_ids
-        .iter()
-        .zip(&r.haystack_dates)
-        .zip(&r.haystack_sessions)
-    {
-        let time = parse_longmemeval_date(date).ok_or_else(|| {
-            bad_record(
-                path,
-                &rec,
-                format!("session {sid}: unparseable date {date:?}"),
-            )
-        })?;
+    for ((sid, date), turns) in r.haystack_session_ids.iter().zip(&r.haystack_dates).zip(&r.haystack_sessions) {
+        let time = parse_longmemeval_date(date)
+            .ok_or_else(|| bad_record(path, &rec, format!("session {sid}: unparseable date {date:?}")))?;
         let occ = occurrences.entry(sid.as_str()).or_insert(0);
         *occ += 1;
-        let prefix = if *occ == 1 {
-            sid.clone()
-        } else {
-            format!("{sid}~{occ}")
-        };
+        let prefix = if *occ == 1 { sid.clone() } else { format!("{sid}~{occ}") };
         for (i, t) in turns.iter().enumerate() {
             if t.role != "user" {
                 continue;
@@ -210,11 +181,7 @@ fn to_unit(path: &Path, r: Record, dev: &HashSet<String>) -> Result<Unit> {
         }
     }
 
-    let split = if dev.contains(&r.question_id) {
-        Split::Dev
-    } else {
-        Split::Test
-    };
+    let split = if dev.contains(&r.question_id) { Split::Dev } else { Split::Test };
     let name = format!("lme:{}", r.question_id);
     Namespace::new(name.as_str()).map_err(|e| bad_record(path, &rec, e))?;
     let query = Query {
@@ -229,12 +196,7 @@ fn to_unit(path: &Path, r: Record, dev: &HashSet<String>) -> Result<Unit> {
         gold_dropped: Vec::new(),
         gold_repaired: false,
     };
-    Ok(Unit {
-        name,
-        split,
-        docs,
-        queries: vec![query],
-    })
+    Ok(Unit { name, split, docs, queries: vec![query] })
 }
 
 /// Parses a LongMemEval date such as `"2023/05/30 (Tue) 23:40"`, read as UTC.
@@ -261,10 +223,7 @@ mod tests {
     #[test]
     fn eval_longmemeval_dates_parse() {
         let t = parse_longmemeval_date("2023/05/30 (Tue) 23:40");
-        assert_eq!(
-            t,
-            Some(Utc.with_ymd_and_hms(2023, 5, 30, 23, 40, 0).unwrap())
-        );
+        assert_eq!(t, Some(Utc.with_ymd_and_hms(2023, 5, 30, 23, 40, 0).unwrap()));
         assert!(parse_longmemeval_date("2023/05/30 (Tue)").is_none());
         assert!(parse_longmemeval_date("30 May 2023").is_none());
     }

@@ -47,9 +47,7 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
     let mut memories: Vec<Memory> = Vec::new();
     for (line_no, v) in json_lines(&memory_path)? {
         let rec = format!("line {line_no}");
-        let obj = v
-            .as_object()
-            .ok_or_else(|| bad_record(&memory_path, &rec, "expected an object"))?;
+        let obj = v.as_object().ok_or_else(|| bad_record(&memory_path, &rec, "expected an object"))?;
         for (key, m) in obj {
             let rec = format!("line {line_no} memory {key}");
             let id = match m.get("id") {
@@ -57,9 +55,10 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
                 Some(Value::Number(n)) => n.to_string(),
                 _ => key.clone(),
             };
-            let user = m.get("user-id").and_then(Value::as_i64).ok_or_else(|| {
-                bad_record(&memory_path, &rec, "missing or non-integer \"user-id\"")
-            })?;
+            let user = m
+                .get("user-id")
+                .and_then(Value::as_i64)
+                .ok_or_else(|| bad_record(&memory_path, &rec, "missing or non-integer \"user-id\""))?;
             let event = m
                 .get("event")
                 .and_then(Value::as_str)
@@ -70,9 +69,8 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             let time = if date.is_empty() {
                 None
             } else {
-                let d = NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| {
-                    bad_record(&memory_path, &rec, format!("unparseable time {date:?}"))
-                })?;
+                let d = NaiveDate::parse_from_str(date, "%Y-%m-%d")
+                    .map_err(|_| bad_record(&memory_path, &rec, format!("unparseable time {date:?}")))?;
                 d.and_hms_opt(0, 0, 0).map(|t| t.and_utc())
             };
             let text = match (scene.is_empty(), emotion.is_empty()) {
@@ -82,19 +80,9 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
                 (false, false) => format!("{event}（{scene}，{emotion}）"),
             };
             if memories.iter().any(|x| x.id == id) {
-                return Err(bad_record(
-                    &memory_path,
-                    &rec,
-                    format!("duplicate memory id {id:?}"),
-                ));
+                return Err(bad_record(&memory_path, &rec, format!("duplicate memory id {id:?}")));
             }
-            let doc = Doc {
-                id: id.clone(),
-                text,
-                session: date.to_string(),
-                time,
-                speaker: None,
-            };
+            let doc = Doc { id: id.clone(), text, session: date.to_string(), time, speaker: None };
             memories.push(Memory { id, user, doc });
         }
     }
@@ -109,10 +97,7 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             .and_then(Value::as_array)
             .ok_or_else(|| bad_record(&dialogue_path, &rec, "missing \"dialogue\" list"))?
             .iter()
-            .map(|l| {
-                l.as_str()
-                    .ok_or_else(|| bad_record(&dialogue_path, &rec, "non-string dialogue line"))
-            })
+            .map(|l| l.as_str().ok_or_else(|| bad_record(&dialogue_path, &rec, "non-string dialogue line")))
             .collect::<Result<_>>()?;
         let test_turn = v
             .get("test-turn")
@@ -120,9 +105,10 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             .and_then(|a| a.first())
             .and_then(Value::as_u64)
             .ok_or_else(|| bad_record(&dialogue_path, &rec, "missing or empty \"test-turn\""))?;
-        let user = v.get("user-id").and_then(Value::as_i64).ok_or_else(|| {
-            bad_record(&dialogue_path, &rec, "missing or non-integer \"user-id\"")
-        })?;
+        let user = v
+            .get("user-id")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| bad_record(&dialogue_path, &rec, "missing or non-integer \"user-id\""))?;
         let id = match v.get("id") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
@@ -137,17 +123,11 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             .map(|r| match r {
                 Value::String(s) => Ok(s.clone()),
                 Value::Number(n) => Ok(n.to_string()),
-                _ => Err(bad_record(
-                    &dialogue_path,
-                    &rec,
-                    "relevant-id holds a non-id",
-                )),
+                _ => Err(bad_record(&dialogue_path, &rec, "relevant-id holds a non-id")),
             })
             .collect::<Result<_>>()?;
 
-        let cut = usize::try_from(test_turn)
-            .unwrap_or(usize::MAX)
-            .min(lines.len());
+        let cut = usize::try_from(test_turn).unwrap_or(usize::MAX).min(lines.len());
         let text = lines[..cut]
             .iter()
             .map(|l| l.trim())
@@ -155,16 +135,11 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             .collect::<Vec<_>>()
             .join("\n");
         if text.is_empty() {
-            return Err(bad_record(
-                &dialogue_path,
-                &rec,
-                format!("test-turn {test_turn} leaves no query text"),
-            ));
+            return Err(bad_record(&dialogue_path, &rec, format!("test-turn {test_turn} leaves no query text")));
         }
-        if let (std::collections::hash_map::Entry::Vacant(slot), Some(name)) = (
-            names.entry(user),
-            lines.iter().find_map(|l| speaker_name(l)),
-        ) {
+        if let (std::collections::hash_map::Entry::Vacant(slot), Some(name)) =
+            (names.entry(user), lines.iter().find_map(|l| speaker_name(l)))
+        {
             slot.insert(name.to_string());
         }
 
@@ -180,11 +155,7 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
                 dropped.push(g);
             }
         }
-        let split = if pos % 2 == 0 {
-            Split::Dev
-        } else {
-            Split::Test
-        };
+        let split = if pos % 2 == 0 { Split::Dev } else { Split::Test };
         groups.entry((user, split)).or_default().push(Query {
             id,
             text,
@@ -204,19 +175,11 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
         let docs: Vec<Doc> = memories
             .iter()
             .filter(|m| m.user == user)
-            .map(|m| Doc {
-                speaker: names.get(&user).cloned(),
-                ..m.doc.clone()
-            })
+            .map(|m| Doc { speaker: names.get(&user).cloned(), ..m.doc.clone() })
             .collect();
         let name = format!("madial:user-{user}:{}", split.name());
         Namespace::new(name.as_str()).map_err(|e| bad_record(&dialogue_path, &name, e))?;
-        units.push(Unit {
-            name,
-            split,
-            docs,
-            queries,
-        });
+        units.push(Unit { name, split, docs, queries });
     }
     Ok(units)
 }
@@ -238,11 +201,7 @@ fn resolve(p: &Path) -> Result<(PathBuf, PathBuf)> {
         let mut memory = Vec::new();
         for entry in std::fs::read_dir(p)? {
             let path = entry?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("")
-                .to_string();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
             if name.ends_with("-dialogue.json") {
                 dialogue.push(path);
             } else if name.ends_with("-memory.json") {
@@ -260,26 +219,14 @@ fn resolve(p: &Path) -> Result<(PathBuf, PathBuf)> {
     }
     let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let (dialogue, memory) = if name.contains("dialogue") {
-        (
-            p.to_path_buf(),
-            p.with_file_name(name.replacen("dialogue", "memory", 1)),
-        )
+        (p.to_path_buf(), p.with_file_name(name.replacen("dialogue", "memory", 1)))
     } else if name.contains("memory") {
-        (
-            p.with_file_name(name.replacen("memory", "dialogue", 1)),
-            p.to_path_buf(),
-        )
+        (p.with_file_name(name.replacen("memory", "dialogue", 1)), p.to_path_buf())
     } else {
-        return Err(not_found(
-            "neither a directory nor a *dialogue* / *memory* file",
-        ));
+        return Err(not_found("neither a directory nor a *dialogue* / *memory* file"));
     };
     if !dialogue.is_file() || !memory.is_file() {
-        return Err(not_found(&format!(
-            "pair not found: {} and {}",
-            dialogue.display(),
-            memory.display()
-        )));
+        return Err(not_found(&format!("pair not found: {} and {}", dialogue.display(), memory.display())));
     }
     Ok((dialogue, memory))
 }
@@ -291,9 +238,7 @@ fn json_lines(path: &Path) -> Result<Vec<(usize, Value)>> {
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map(|v| (i + 1, v))
-                .map_err(|e| json_error(path, &format!("line {}", i + 1), &e))
+            serde_json::from_str(l).map(|v| (i + 1, v)).map_err(|e| json_error(path, &format!("line {}", i + 1), &e))
         })
         .collect()
 }

@@ -26,20 +26,12 @@ fn id_set<G: AsRef<str>>(gold: &[G]) -> HashSet<&str> {
 /// Fraction of the distinct gold ids found in the top `k`:
 /// |gold ∩ top-k| / |gold| (LoCoMo evidence recall, MADial `recall_at_k`).
 /// `None` when `gold` is empty (LoCoMo then counts 1, MADial never has it).
-pub fn recall_fraction<R: AsRef<str>, G: AsRef<str>>(
-    ranked: &[R],
-    gold: &[G],
-    k: usize,
-) -> Option<f64> {
+pub fn recall_fraction<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize) -> Option<f64> {
     let gold = id_set(gold);
     if gold.is_empty() {
         return None;
     }
-    let found: HashSet<&str> = top_k(ranked, k)
-        .iter()
-        .map(AsRef::as_ref)
-        .filter(|id| gold.contains(id))
-        .collect();
+    let found: HashSet<&str> = top_k(ranked, k).iter().map(AsRef::as_ref).filter(|id| gold.contains(id)).collect();
     Some(found.len() as f64 / gold.len() as f64)
 }
 
@@ -47,9 +39,7 @@ pub fn recall_fraction<R: AsRef<str>, G: AsRef<str>>(
 /// 0 for empty `gold`, as Python's `any([])`).
 pub fn recall_any<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize) -> f64 {
     let gold = id_set(gold);
-    f64::from(u8::from(
-        top_k(ranked, k).iter().any(|r| gold.contains(r.as_ref())),
-    ))
+    f64::from(u8::from(top_k(ranked, k).iter().any(|r| gold.contains(r.as_ref()))))
 }
 
 /// 1 if every gold id is in the top `k`, else 0 (LongMemEval `recall_all`;
@@ -63,17 +53,7 @@ pub fn recall_all<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usi
 /// DCG = rel₁ + Σ_{i≥2} relᵢ / log₂(i), positions 1-based (`eval_utils.dcg`;
 /// unlike the common rel/log₂(i+1), ranks 1 and 2 weigh the same).
 pub fn dcg(relevances: &[f64]) -> f64 {
-    relevances
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            if i == 0 {
-                *r
-            } else {
-                r / ((i + 1) as f64).log2()
-            }
-        })
-        .sum()
+    relevances.iter().enumerate().map(|(i, r)| if i == 0 { *r } else { r / ((i + 1) as f64).log2() }).sum()
 }
 
 fn ndcg_of(rels: &[f64], n_relevant: usize, k: usize) -> f64 {
@@ -90,10 +70,7 @@ fn ndcg_of(rels: &[f64], n_relevant: usize, k: usize) -> f64 {
 /// in the corpus). 0 when `gold` is empty. DCG as [`dcg`].
 pub fn ndcg_any<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize) -> f64 {
     let gold = id_set(gold);
-    let rels: Vec<f64> = top_k(ranked, k)
-        .iter()
-        .map(|r| f64::from(u8::from(gold.contains(r.as_ref()))))
-        .collect();
+    let rels: Vec<f64> = top_k(ranked, k).iter().map(|r| f64::from(u8::from(gold.contains(r.as_ref())))).collect();
     ndcg_of(&rels, gold.len(), k)
 }
 
@@ -101,25 +78,15 @@ pub fn ndcg_any<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize
 /// (MADial `reciprocal_rank_at_k`; the mean over queries is MRR@k).
 pub fn reciprocal_rank<R: AsRef<str>, G: AsRef<str>>(ranked: &[R], gold: &[G], k: usize) -> f64 {
     let gold = id_set(gold);
-    top_k(ranked, k)
-        .iter()
-        .position(|r| gold.contains(r.as_ref()))
-        .map_or(0.0, |p| 1.0 / (p + 1) as f64)
+    top_k(ranked, k).iter().position(|r| gold.contains(r.as_ref())).map_or(0.0, |p| 1.0 / (p + 1) as f64)
 }
 
 /// Session ranking from a doc ranking: each session ranks where its
 /// best-ranked doc does; repeats are dropped in order. Docs for which
 /// `session_of` returns `None` are skipped.
-pub fn rank_sessions<'a, R: AsRef<str>>(
-    ranked: &[R],
-    session_of: impl Fn(&str) -> Option<&'a str>,
-) -> Vec<&'a str> {
+pub fn rank_sessions<'a, R: AsRef<str>>(ranked: &[R], session_of: impl Fn(&str) -> Option<&'a str>) -> Vec<&'a str> {
     let mut seen = HashSet::new();
-    ranked
-        .iter()
-        .filter_map(|r| session_of(r.as_ref()))
-        .filter(|s| seen.insert(*s))
-        .collect()
+    ranked.iter().filter_map(|r| session_of(r.as_ref())).filter(|s| seen.insert(*s)).collect()
 }
 
 /// The three LongMemEval scores of one question at one cut-off.
@@ -163,10 +130,7 @@ pub fn turn2session_official<R: AsRef<str>, G: AsRef<str>>(
         }
     }
     let gold_set = id_set(gold);
-    let rels: Vec<f64> = top_k(keys, eff)
-        .iter()
-        .map(|r| f64::from(u8::from(gold_set.contains(r.as_ref()))))
-        .collect();
+    let rels: Vec<f64> = top_k(keys, eff).iter().map(|r| f64::from(u8::from(gold_set.contains(r.as_ref())))).collect();
     LmeScores {
         recall_any: recall_any(keys, gold, eff),
         recall_all: recall_all(keys, gold, eff),
@@ -185,18 +149,9 @@ mod tests {
     #[test]
     fn eval_metrics_recall_fraction() {
         let ranked = ["a", "x", "b", "y", "c"];
-        assert_eq!(
-            recall_fraction(&ranked, &["a", "b", "c", "z"], 1),
-            Some(0.25)
-        );
-        assert_eq!(
-            recall_fraction(&ranked, &["a", "b", "c", "z"], 3),
-            Some(0.5)
-        );
-        assert_eq!(
-            recall_fraction(&ranked, &["a", "b", "c", "z"], 50),
-            Some(0.75)
-        );
+        assert_eq!(recall_fraction(&ranked, &["a", "b", "c", "z"], 1), Some(0.25));
+        assert_eq!(recall_fraction(&ranked, &["a", "b", "c", "z"], 3), Some(0.5));
+        assert_eq!(recall_fraction(&ranked, &["a", "b", "c", "z"], 50), Some(0.75));
         assert_eq!(recall_fraction(&ranked, &["a", "a"], 1), Some(1.0));
         assert_eq!(recall_fraction::<&str, &str>(&ranked, &[], 5), None);
         assert_eq!(recall_fraction::<&str, &str>(&[], &["a"], 5), Some(0.0));
@@ -229,10 +184,7 @@ mod tests {
         // One gold at rank 2 scores 1: ranks 1 and 2 share the weight 1.
         assert!(close(ndcg_any(&ranked, &["a"], 5), 1.0));
         // One gold at rank 3: 1/log2(3) over 1.
-        assert!(close(
-            ndcg_any(&["x", "y", "a"], &["a"], 3),
-            1.0 / 3f64.log2()
-        ));
+        assert!(close(ndcg_any(&["x", "y", "a"], &["a"], 3), 1.0 / 3f64.log2()));
         // Three gold, k=2, found at rank 1 only: 1 / (1 + 1).
         assert!(close(ndcg_any(&["a", "x"], &["a", "b", "c"], 2), 0.5));
         assert_eq!(ndcg_any::<&str, &str>(&ranked, &[], 4), 0.0);

@@ -35,9 +35,7 @@ mod run;
 pub use locomo::{clean_evidence, load_locomo, parse_locomo_date, CleanedEvidence};
 pub use longmemeval::{load_longmemeval, parse_longmemeval_date};
 pub use madial::load_madial;
-pub use report::{
-    Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow,
-};
+pub use report::{Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow};
 pub use run::{run, RunOptions};
 
 /// One retrievable unit handed to the backend (a dialog turn or a memory).
@@ -122,10 +120,7 @@ impl FromStr for SplitFilter {
             "dev" => Ok(SplitFilter::Dev),
             "test" => Ok(SplitFilter::Test),
             "all" => Ok(SplitFilter::All),
-            other => Err(Error::invalid(
-                "split",
-                format!("{other:?}: expected dev, test or all"),
-            )),
+            other => Err(Error::invalid("split", format!("{other:?}: expected dev, test or all"))),
         }
     }
 }
@@ -286,10 +281,7 @@ impl FromStr for Dataset {
             "locomo" => Ok(Dataset::Locomo),
             "longmemeval" | "lme" | "longmemeval_s" => Ok(Dataset::LongMemEval),
             "madial" | "madial-bench" | "madial-bench-zh" => Ok(Dataset::MADial),
-            other => Err(Error::invalid(
-                "dataset",
-                format!("{other:?}: expected locomo, longmemeval or madial"),
-            )),
+            other => Err(Error::invalid("dataset", format!("{other:?}: expected locomo, longmemeval or madial"))),
         }
     }
 }

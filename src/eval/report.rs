@@ -156,12 +156,7 @@ impl MetricTable {
     /// The mean of `group` at cut-off `k`, if both exist.
     pub fn value(&self, group: &str, k: usize) -> Option<f64> {
         let col = self.k_values.iter().position(|&x| x == k)?;
-        self.rows
-            .iter()
-            .find(|r| r.group == group)?
-            .values
-            .get(col)
-            .copied()
+        self.rows.iter().find(|r| r.group == group)?.values.get(col).copied()
     }
 
     /// The row of `group`, if any.
@@ -219,9 +214,7 @@ impl Report {
             ks.join(" "),
             self.retrieve_depth,
             self.split_filter,
-            self.limit
-                .map(|l| format!(" · limit {l} units"))
-                .unwrap_or_default()
+            self.limit.map(|l| format!(" · limit {l} units")).unwrap_or_default()
         );
         for s in &self.splits {
             let c = &s.counts;
@@ -238,11 +231,8 @@ impl Report {
                 (c.queries_gold_repaired, "queries with repaired gold"),
                 (c.unknown_ids_returned, "unknown ids returned"),
             ];
-            let notes: Vec<String> = notes
-                .iter()
-                .filter(|(n, _)| *n > 0)
-                .map(|(n, what)| format!("{n} {what}"))
-                .collect();
+            let notes: Vec<String> =
+                notes.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
             if !notes.is_empty() {
                 let _ = writeln!(out, "   ({})", notes.join("; "));
             }
@@ -268,13 +258,7 @@ impl Report {
 }
 
 fn render_one(out: &mut String, t: &MetricTable) {
-    let w = t
-        .rows
-        .iter()
-        .map(|r| r.group.chars().count())
-        .max()
-        .unwrap_or(5)
-        .max(5);
+    let w = t.rows.iter().map(|r| r.group.chars().count()).max().unwrap_or(5).max(5);
     let _ = writeln!(out, "\n{}", t.title);
     let _ = write!(out, "  {:<w$} {:>6}", "group", "n");
     for k in &t.k_values {
@@ -298,10 +282,7 @@ mod tests {
     fn eval_report_percentiles_nearest_rank() {
         let samples: Vec<f64> = (1..=100).map(f64::from).rev().collect();
         let l = LatencyStats::from_samples(&samples);
-        assert_eq!(
-            (l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms),
-            (50.0, 95.0, 99.0, 100.0)
-        );
+        assert_eq!((l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms), (50.0, 95.0, 99.0, 100.0));
         assert_eq!(l.mean_ms, 50.5);
         let l = LatencyStats::from_samples(&[3.0]);
         assert_eq!((l.p50_ms, l.p99_ms, l.searches), (3.0, 3.0, 1));

@@ -7,12 +7,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{
-    ndcg_any, rank_sessions, recall_all, recall_any, recall_fraction, reciprocal_rank,
-    turn2session_official,
+    ndcg_any, rank_sessions, recall_all, recall_any, recall_fraction, reciprocal_rank, turn2session_official,
 };
-use super::report::{
-    Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow,
-};
+use super::report::{Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow};
 use super::{Backend, Dataset, Query, Split, SplitFilter, Unit};
 use crate::error::{Error, Result};
 
@@ -55,10 +52,7 @@ impl RunOptions {
 type Family = (&'static str, &'static str);
 
 const LOCOMO_FAMILIES: &[Family] = &[
-    (
-        "recall",
-        "evidence recall@k (|evidence ∩ top-k| / |evidence|)",
-    ),
+    ("recall", "evidence recall@k (|evidence ∩ top-k| / |evidence|)"),
     ("any", "evidence any-hit@k (some evidence turn in top-k)"),
     ("all", "evidence all-hit@k (every evidence turn in top-k)"),
 ];
@@ -69,23 +63,11 @@ const LME_FAMILIES: &[Family] = &[
     ("turn/recall_any", "turn recall_any@k"),
     ("turn/recall_all", "turn recall_all@k"),
     ("turn/ndcg_any", "turn ndcg_any@k"),
-    (
-        "session_official/recall_any",
-        "session recall_any@k, official turn→session",
-    ),
-    (
-        "session_official/recall_all",
-        "session recall_all@k, official turn→session",
-    ),
-    (
-        "session_official/ndcg_any",
-        "session ndcg_any@k, official turn→session",
-    ),
+    ("session_official/recall_any", "session recall_any@k, official turn→session"),
+    ("session_official/recall_all", "session recall_all@k, official turn→session"),
+    ("session_official/ndcg_any", "session ndcg_any@k, official turn→session"),
 ];
-const MADIAL_FAMILIES: &[Family] = &[
-    ("recall", "memory recall@k (|gold ∩ top-k| / |gold|)"),
-    ("mrr", "MRR@k"),
-];
+const MADIAL_FAMILIES: &[Family] = &[("recall", "memory recall@k (|gold ∩ top-k| / |gold|)"), ("mrr", "MRR@k")];
 
 impl Dataset {
     fn families(self) -> &'static [Family] {
@@ -143,16 +125,10 @@ impl<'a> UnitIndex<'a> {
         let mut session = HashMap::with_capacity(unit.docs.len());
         for d in &unit.docs {
             if session.insert(d.id.as_str(), d.session.as_str()).is_some() {
-                return Err(Error::invalid(
-                    "units",
-                    format!("unit {}: duplicate doc id {:?}", unit.name, d.id),
-                ));
+                return Err(Error::invalid("units", format!("unit {}: duplicate doc id {:?}", unit.name, d.id)));
             }
         }
-        Ok(UnitIndex {
-            session,
-            len: unit.docs.len(),
-        })
+        Ok(UnitIndex { session, len: unit.docs.len() })
     }
 }
 
@@ -183,24 +159,14 @@ impl<'a> UnitIndex<'a> {
 /// [`Error::InvalidInput`] when `k_values` is empty or holds 0, when
 /// `retrieve_depth` is below the largest k, when unit names repeat or a unit
 /// repeats a doc id; any error of the backend, as it is.
-pub fn run(
-    dataset: Dataset,
-    units: &[Unit],
-    backend: &mut dyn Backend,
-    opts: &RunOptions,
-) -> Result<Report> {
+pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &RunOptions) -> Result<Report> {
     let started = Instant::now();
-    let mut ks = opts
-        .k_values
-        .clone()
-        .unwrap_or_else(|| dataset.default_k_values());
+    let mut ks = opts.k_values.clone().unwrap_or_else(|| dataset.default_k_values());
     ks.sort_unstable();
     ks.dedup();
     let max_k = match ks.last() {
         None => return Err(Error::invalid("k_values", "must not be empty")),
-        Some(_) if ks[0] == 0 => {
-            return Err(Error::invalid("k_values", "cut-offs must be at least 1"))
-        }
+        Some(_) if ks[0] == 0 => return Err(Error::invalid("k_values", "cut-offs must be at least 1")),
         Some(&k) => k,
     };
     if opts.retrieve_depth < max_k {
@@ -209,30 +175,20 @@ pub fn run(
             format!("{} is below the largest k ({max_k})", opts.retrieve_depth),
         ));
     }
-    let selected: Vec<&Unit> = units
-        .iter()
-        .filter(|u| opts.split.admits(u.split))
-        .take(opts.limit.unwrap_or(usize::MAX))
-        .collect();
+    let selected: Vec<&Unit> =
+        units.iter().filter(|u| opts.split.admits(u.split)).take(opts.limit.unwrap_or(usize::MAX)).collect();
     let mut names = HashSet::new();
     for u in &selected {
         if !names.insert(u.name.as_str()) {
-            return Err(Error::invalid(
-                "units",
-                format!("unit name {:?} repeats", u.name),
-            ));
+            return Err(Error::invalid("units", format!("unit name {:?} repeats", u.name)));
         }
     }
 
     let total: usize = selected.iter().map(|u| u.queries.len()).sum();
-    let bar = if opts.progress {
-        ProgressBar::new(total as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    if let Ok(style) = ProgressStyle::with_template(
-        "{bar:30} {pos}/{len} queries · {msg} [{elapsed_precise} < {eta_precise}]",
-    ) {
+    let bar = if opts.progress { ProgressBar::new(total as u64) } else { ProgressBar::hidden() };
+    if let Ok(style) =
+        ProgressStyle::with_template("{bar:30} {pos}/{len} queries · {msg} [{elapsed_precise} < {eta_precise}]")
+    {
         bar.set_style(style);
     }
 
@@ -287,11 +243,7 @@ pub fn run(
         backend.finish_unit(&unit.name)?;
     }
     bar.finish_and_clear();
-    ingest.docs_per_sec = if ingest.seconds > 0.0 {
-        ingest.docs as f64 / ingest.seconds
-    } else {
-        0.0
-    };
+    ingest.docs_per_sec = if ingest.seconds > 0.0 { ingest.docs as f64 / ingest.seconds } else { 0.0 };
 
     let mut splits = Vec::new();
     let mut present: Vec<Split> = per_split_units.keys().copied().collect();
@@ -303,14 +255,7 @@ pub fn run(
     }
     if present.len() > 1 {
         let all: Vec<&Scored> = scored.iter().collect();
-        splits.push(aggregate(
-            dataset,
-            "all",
-            ingest.units,
-            ingest.docs,
-            &all,
-            &ks,
-        ));
+        splits.push(aggregate(dataset, "all", ingest.units, ingest.docs, &all, &ks));
     }
 
     Ok(Report {
@@ -394,9 +339,7 @@ fn score(
                 .collect();
             let official: Vec<_> = ks
                 .iter()
-                .map(|&k| {
-                    turn2session_official(&keys, &q.gold_sessions, q.gold.len(), index.len, k)
-                })
+                .map(|&k| turn2session_official(&keys, &q.gold_sessions, q.gold.len(), index.len, k))
                 .collect();
             Ok(vec![
                 per_k(ks, |k| recall_any(&sessions, &q.gold_sessions, k)),
@@ -435,27 +378,11 @@ fn mean_row(group: &str, items: &[&Vec<Vec<f64>>], family: usize, n_k: usize) ->
     for acc in &mut values {
         *acc /= items.len() as f64;
     }
-    Some(TableRow {
-        group: group.to_string(),
-        n: items.len(),
-        values,
-    })
+    Some(TableRow { group: group.to_string(), n: items.len(), values })
 }
 
-fn aggregate(
-    dataset: Dataset,
-    name: &str,
-    units: usize,
-    docs: usize,
-    xs: &[&Scored],
-    ks: &[usize],
-) -> SplitReport {
-    let mut counts = Counts {
-        units,
-        docs,
-        queries: xs.len(),
-        ..Counts::default()
-    };
+fn aggregate(dataset: Dataset, name: &str, units: usize, docs: usize, xs: &[&Scored], ks: &[usize]) -> SplitReport {
+    let mut counts = Counts { units, docs, queries: xs.len(), ..Counts::default() };
     for x in xs {
         match x.values {
             Ok(_) => counts.scored += 1,
@@ -472,10 +399,7 @@ fn aggregate(
     let apart = dataset.apart();
     let mut cats: Vec<&str> = Vec::new();
     for c in dataset.category_order() {
-        if xs
-            .iter()
-            .any(|x| x.values.is_ok() && x.category.as_deref() == Some(*c))
-        {
+        if xs.iter().any(|x| x.values.is_ok() && x.category.as_deref() == Some(*c)) {
             cats.push(c);
         }
     }
@@ -490,10 +414,7 @@ fn aggregate(
     cats.extend(others);
 
     let in_cat = |c: &str| -> Vec<&Vec<Vec<f64>>> {
-        xs.iter()
-            .filter(|x| x.category.as_deref() == Some(c))
-            .filter_map(|x| x.values.as_ref().ok())
-            .collect()
+        xs.iter().filter(|x| x.category.as_deref() == Some(c)).filter_map(|x| x.values.as_ref().ok()).collect()
     };
     let overall: Vec<&Vec<Vec<f64>>> = xs
         .iter()
@@ -506,27 +427,11 @@ fn aggregate(
         .iter()
         .enumerate()
         .map(|(f, (tname, title))| {
-            let mut rows: Vec<TableRow> = cats
-                .iter()
-                .filter_map(|c| mean_row(c, &in_cat(c), f, ks.len()))
-                .collect();
+            let mut rows: Vec<TableRow> = cats.iter().filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())).collect();
             rows.extend(mean_row("overall", &overall, f, ks.len()));
-            rows.extend(
-                apart
-                    .iter()
-                    .filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())),
-            );
-            MetricTable {
-                name: tname.to_string(),
-                title: title.to_string(),
-                k_values: ks.to_vec(),
-                rows,
-            }
+            rows.extend(apart.iter().filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())));
+            MetricTable { name: tname.to_string(), title: title.to_string(), k_values: ks.to_vec(), rows }
         })
         .collect();
-    SplitReport {
-        split: name.to_string(),
-        counts,
-        tables,
-    }
+    SplitReport { split: name.to_string(), counts, tables }
 }

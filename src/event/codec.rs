@@ -25,10 +25,7 @@ pub fn encode_record(event: &Event) -> Result<Vec<u8>> {
     let mut out = postcard::to_extend(event, vec![FORMAT_VERSION, 0, 0, 0, 0])
         .map_err(|e| Error::invalid("event", format!("cannot encode: {e}")))?;
     if out.len() > MAX_RECORD_LEN {
-        return Err(Error::invalid(
-            "event",
-            format!("record of {} bytes is too large", out.len()),
-        ));
+        return Err(Error::invalid("event", format!("record of {} bytes is too large", out.len())));
     }
     let crc = crc32fast::hash(&out[RECORD_HEADER_LEN..]);
     out[1..RECORD_HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
@@ -48,23 +45,19 @@ pub fn encode_record(event: &Event) -> Result<Vec<u8>> {
 pub fn decode_record(seq: Seq, bytes: &[u8]) -> Result<Event> {
     let corrupted = |reason: String| Error::Corrupted { seq, reason };
     if bytes.len() < RECORD_HEADER_LEN {
-        return Err(corrupted(format!(
-            "record of {} bytes is shorter than its header",
-            bytes.len()
-        )));
+        return Err(corrupted(format!("record of {} bytes is shorter than its header", bytes.len())));
     }
     if bytes.len() > MAX_RECORD_LEN {
-        return Err(corrupted(format!(
-            "record of {} bytes exceeds the maximum",
-            bytes.len()
-        )));
+        return Err(corrupted(format!("record of {} bytes exceeds the maximum", bytes.len())));
     }
     match bytes[0] {
         FORMAT_VERSION => {}
         0 => return Err(corrupted("version byte is 0".into())),
-        v => return Err(Error::IncompatibleFormat(format!(
-            "record at seq {seq} has format version {v}; this build reads version {FORMAT_VERSION}"
-        ))),
+        v => {
+            return Err(Error::IncompatibleFormat(format!(
+                "record at seq {seq} has format version {v}; this build reads version {FORMAT_VERSION}"
+            )))
+        }
     }
     let mut crc_bytes = [0u8; 4];
     crc_bytes.copy_from_slice(&bytes[1..RECORD_HEADER_LEN]);
@@ -72,28 +65,18 @@ pub fn decode_record(seq: Seq, bytes: &[u8]) -> Result<Event> {
     let payload = &bytes[RECORD_HEADER_LEN..];
     let actual = crc32fast::hash(payload);
     if stored != actual {
-        return Err(corrupted(format!(
-            "checksum mismatch (stored {stored:08x}, computed {actual:08x})"
-        )));
+        return Err(corrupted(format!("checksum mismatch (stored {stored:08x}, computed {actual:08x})")));
     }
-    let (event, rest): (Event, &[u8]) = postcard::take_from_bytes(payload)
-        .map_err(|e| corrupted(format!("payload does not decode: {e}")))?;
+    let (event, rest): (Event, &[u8]) =
+        postcard::take_from_bytes(payload).map_err(|e| corrupted(format!("payload does not decode: {e}")))?;
     if !rest.is_empty() {
-        return Err(corrupted(format!(
-            "{} trailing bytes after the payload",
-            rest.len()
-        )));
+        return Err(corrupted(format!("{} trailing bytes after the payload", rest.len())));
     }
     if event.seq != seq {
-        return Err(corrupted(format!(
-            "payload carries seq {} under key {seq}",
-            event.seq
-        )));
+        return Err(corrupted(format!("payload carries seq {} under key {seq}", event.seq)));
     }
     if !event.body_is_valid() {
-        return Err(corrupted(
-            "payload fails validation (importance outside 0..=1 or non-finite)".into(),
-        ));
+        return Err(corrupted("payload fails validation (importance outside 0..=1 or non-finite)".into()));
     }
     Ok(event)
 }

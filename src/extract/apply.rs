@@ -76,10 +76,7 @@ pub struct ExtractionReport {
 impl ExtractionReport {
     /// Items applied.
     pub fn applied(&self) -> usize {
-        self.items
-            .iter()
-            .filter(|i| matches!(i.status, ItemStatus::Applied { .. }))
-            .count()
+        self.items.iter().filter(|i| matches!(i.status, ItemStatus::Applied { .. })).count()
     }
 
     /// Items rejected.
@@ -127,18 +124,12 @@ fn array<'a>(doc: &'a serde_json::Map<String, Value>, name: &'static str) -> Res
             if a.len() > MAX_EXTRACTION_ITEMS {
                 return Err(Error::invalid(
                     "extraction",
-                    format!(
-                        "{name} has {} items, at most {MAX_EXTRACTION_ITEMS} allowed",
-                        a.len()
-                    ),
+                    format!("{name} has {} items, at most {MAX_EXTRACTION_ITEMS} allowed", a.len()),
                 ));
             }
             Ok(a)
         }
-        Some(_) => Err(Error::invalid(
-            "extraction",
-            format!("{name} must be an array"),
-        )),
+        Some(_) => Err(Error::invalid("extraction", format!("{name} must be an array"))),
     }
 }
 
@@ -189,19 +180,13 @@ impl Engine {
         if json.len() > MAX_EXTRACTION_BYTES {
             return Err(Error::invalid(
                 "extraction",
-                format!(
-                    "{} bytes, at most {MAX_EXTRACTION_BYTES} allowed",
-                    json.len()
-                ),
+                format!("{} bytes, at most {MAX_EXTRACTION_BYTES} allowed", json.len()),
             ));
         }
-        let doc: Value = serde_json::from_str(json)
-            .map_err(|e| Error::invalid("extraction", format!("malformed JSON: {e}")))?;
+        let doc: Value =
+            serde_json::from_str(json).map_err(|e| Error::invalid("extraction", format!("malformed JSON: {e}")))?;
         let Value::Object(doc) = doc else {
-            return Err(Error::invalid(
-                "extraction",
-                "the top level must be a JSON object",
-            ));
+            return Err(Error::invalid("extraction", "the top level must be a JSON object"));
         };
         let new_items = array(&doc, "new_memories")?;
         let updates = array(&doc, "update_existing")?;
@@ -209,38 +194,24 @@ impl Engine {
 
         let mut report = ExtractionReport::default();
         let reject = |report: &mut ExtractionReport, section, index, reason: String| {
-            report.items.push(ItemOutcome {
-                section,
-                index,
-                status: ItemStatus::Rejected { reason },
-            });
+            report.items.push(ItemOutcome { section, index, status: ItemStatus::Rejected { reason } });
         };
 
         // Ids named by updates and by forgets, to refuse contradictions.
         let ids_in = |items: &[Value]| -> BTreeSet<u64> {
-            items
-                .iter()
-                .filter_map(|v| v.get("memory_id").and_then(Value::as_u64))
-                .collect()
+            items.iter().filter_map(|v| v.get("memory_id").and_then(Value::as_u64)).collect()
         };
         let (updated_ids, forgotten_ids) = (ids_in(updates), ids_in(forgets));
-        let contradicted: BTreeSet<u64> =
-            updated_ids.intersection(&forgotten_ids).copied().collect();
+        let contradicted: BTreeSet<u64> = updated_ids.intersection(&forgotten_ids).copied().collect();
 
         // New memories.
         let mut pending: Vec<Pending> = Vec::new();
-        let mut to_embed: Vec<(usize, NewMemory, Option<crate::Memory>, SupersedeReason)> =
-            Vec::new();
+        let mut to_embed: Vec<(usize, NewMemory, Option<crate::Memory>, SupersedeReason)> = Vec::new();
         for (i, v) in new_items.iter().enumerate() {
             let item: NewItem = match serde_json::from_value(v.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    reject(
-                        &mut report,
-                        Section::NewMemories,
-                        i,
-                        format!("malformed item: {e}"),
-                    );
+                    reject(&mut report, Section::NewMemories, i, format!("malformed item: {e}"));
                     continue;
                 }
             };
@@ -250,9 +221,7 @@ impl Engine {
                     report.items.push(ItemOutcome {
                         section: Section::NewMemories,
                         index: i,
-                        status: ItemStatus::Rejected {
-                            reason: "not applied".into(),
-                        },
+                        status: ItemStatus::Rejected { reason: "not applied".into() },
                     });
                     to_embed.push((slot, m, None, SupersedeReason::Extraction));
                 }
@@ -266,12 +235,7 @@ impl Engine {
             let item: UpdateItem = match serde_json::from_value(v.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    reject(
-                        &mut report,
-                        Section::UpdateExisting,
-                        i,
-                        format!("malformed item: {e}"),
-                    );
+                    reject(&mut report, Section::UpdateExisting, i, format!("malformed item: {e}"));
                     continue;
                 }
             };
@@ -280,10 +244,7 @@ impl Engine {
                     &mut report,
                     Section::UpdateExisting,
                     i,
-                    format!(
-                        "memory {} is both updated and forgotten; neither applied",
-                        item.memory_id
-                    ),
+                    format!("memory {} is both updated and forgotten; neither applied", item.memory_id),
                 );
                 continue;
             }
@@ -302,9 +263,7 @@ impl Engine {
                     report.items.push(ItemOutcome {
                         section: Section::UpdateExisting,
                         index: i,
-                        status: ItemStatus::Rejected {
-                            reason: "not applied".into(),
-                        },
+                        status: ItemStatus::Rejected { reason: "not applied".into() },
                     });
                     to_embed.push((slot, m, Some(base), SupersedeReason::Extraction));
                 }
@@ -314,42 +273,26 @@ impl Engine {
 
         // Embed new and updated content in one batch.
         if !to_embed.is_empty() {
-            let prepared: Vec<Result<crate::engine::write::Prepared>> = to_embed
-                .iter()
-                .map(|(_, m, _, _)| self.check_memory(m))
-                .collect();
+            let prepared: Vec<Result<crate::engine::write::Prepared>> =
+                to_embed.iter().map(|(_, m, _, _)| self.check_memory(m)).collect();
             let mut ok_idx = Vec::new();
             for (k, p) in prepared.iter().enumerate() {
                 if let Err(e) = p {
-                    report.items[to_embed[k].0].status = ItemStatus::Rejected {
-                        reason: e.to_string(),
-                    };
+                    report.items[to_embed[k].0].status = ItemStatus::Rejected { reason: e.to_string() };
                 } else {
                     ok_idx.push(k);
                 }
             }
-            let pairs: Vec<(&NewMemory, &crate::engine::write::Prepared)> = ok_idx
-                .iter()
-                .filter_map(|&k| prepared[k].as_ref().ok().map(|p| (&to_embed[k].1, p)))
-                .collect();
+            let pairs: Vec<(&NewMemory, &crate::engine::write::Prepared)> =
+                ok_idx.iter().filter_map(|&k| prepared[k].as_ref().ok().map(|p| (&to_embed[k].1, p))).collect();
             let vectors = self.vectors_for(&pairs)?;
             for (&k, v) in ok_idx.iter().zip(vectors) {
                 let (slot, m, base, reason) = &to_embed[k];
                 let Ok(p) = &prepared[k] else { continue };
                 let mem = extracted(m, p.text.clone(), p.quarantine.clone(), base.as_ref());
                 let op = match base {
-                    None => Op::Remember {
-                        mem,
-                        vector: v,
-                        dedup: m.dedup,
-                        threshold: self.dedup_threshold(),
-                    },
-                    Some(b) => Op::Supersede {
-                        old: b.id,
-                        mem,
-                        vector: v,
-                        reason: reason.clone(),
-                    },
+                    None => Op::Remember { mem, vector: v, dedup: m.dedup, threshold: self.dedup_threshold() },
+                    Some(b) => Op::Supersede { old: b.id, mem, vector: v, reason: reason.clone() },
                 };
                 pending.push(Pending { slot: *slot, op });
             }
@@ -361,12 +304,7 @@ impl Engine {
             let item: ForgetItem = match serde_json::from_value(v.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    reject(
-                        &mut report,
-                        Section::Forget,
-                        i,
-                        format!("malformed item: {e}"),
-                    );
+                    reject(&mut report, Section::Forget, i, format!("malformed item: {e}"));
                     continue;
                 }
             };
@@ -375,20 +313,12 @@ impl Engine {
                     &mut report,
                     Section::Forget,
                     i,
-                    format!(
-                        "memory {} is both updated and forgotten; neither applied",
-                        item.memory_id
-                    ),
+                    format!("memory {} is both updated and forgotten; neither applied", item.memory_id),
                 );
                 continue;
             }
             if !seen.insert(item.memory_id) {
-                reject(
-                    &mut report,
-                    Section::Forget,
-                    i,
-                    format!("memory {} repeated; applied once", item.memory_id),
-                );
+                reject(&mut report, Section::Forget, i, format!("memory {} repeated; applied once", item.memory_id));
                 continue;
             }
             let reason = item.reason.unwrap_or_else(|| "extraction".into());
@@ -405,9 +335,7 @@ impl Engine {
             report.items.push(ItemOutcome {
                 section: Section::Forget,
                 index: i,
-                status: ItemStatus::Rejected {
-                    reason: "not applied".into(),
-                },
+                status: ItemStatus::Rejected { reason: "not applied".into() },
             });
             pending.push(Pending {
                 slot,
@@ -423,45 +351,29 @@ impl Engine {
         if pending.is_empty() {
             return Ok(report);
         }
-        let (slots, ops): (Vec<usize>, Vec<Op>) =
-            pending.into_iter().map(|p| (p.slot, p.op)).unzip();
+        let (slots, ops): (Vec<usize>, Vec<Op>) = pending.into_iter().map(|p| (p.slot, p.op)).unzip();
         let forget_ids: BTreeMap<usize, MemoryId> = slots
             .iter()
             .zip(&ops)
             .filter_map(|(s, o)| match o {
-                Op::Forget {
-                    target: ForgetTarget::Memory(id),
-                    ..
-                } => Some((*s, *id)),
+                Op::Forget { target: ForgetTarget::Memory(id), .. } => Some((*s, *id)),
                 _ => None,
             })
             .collect();
         let results = self.run(ns, ops)?;
         for (slot, r) in slots.into_iter().zip(results) {
             report.items[slot].status = match r {
-                Ok(OpOutcome::Remembered { id, action }) => ItemStatus::Applied {
-                    id,
-                    action: action_name(&action),
-                },
+                Ok(OpOutcome::Remembered { id, action }) => ItemStatus::Applied { id, action: action_name(&action) },
                 Ok(OpOutcome::Forgot(f)) => {
                     let id = forget_ids.get(&slot).copied().unwrap_or(MemoryId(0));
                     if f.memories == 0 {
-                        ItemStatus::Rejected {
-                            reason: format!("memory {id} was already forgotten"),
-                        }
+                        ItemStatus::Rejected { reason: format!("memory {id} was already forgotten") }
                     } else {
-                        ItemStatus::Applied {
-                            id,
-                            action: "forgotten".into(),
-                        }
+                        ItemStatus::Applied { id, action: "forgotten".into() }
                     }
                 }
-                Ok(other) => ItemStatus::Rejected {
-                    reason: format!("unexpected outcome {other:?}"),
-                },
-                Err(e) => ItemStatus::Rejected {
-                    reason: e.to_string(),
-                },
+                Ok(other) => ItemStatus::Rejected { reason: format!("unexpected outcome {other:?}") },
+                Err(e) => ItemStatus::Rejected { reason: e.to_string() },
             };
         }
         Ok(report)
@@ -469,10 +381,7 @@ impl Engine {
 
     fn new_item(&self, ns: &Namespace, item: NewItem) -> Result<NewMemory> {
         if item.source_ids.is_empty() {
-            return Err(Error::invalid(
-                "source_ids",
-                "ungrounded: a new memory must cite at least one observation",
-            ));
+            return Err(Error::invalid("source_ids", "ungrounded: a new memory must cite at least one observation"));
         }
         let mut session = None;
         {
@@ -482,16 +391,13 @@ impl Engine {
                 let o = st
                     .and_then(|st| st.observations.get(&ObservationId(*s)))
                     .filter(|o| o.id.0 <= state.visible)
-                    .ok_or_else(|| {
-                        Error::not_found(format!("observation {s} in namespace {ns}"))
-                    })?;
+                    .ok_or_else(|| Error::not_found(format!("observation {s} in namespace {ns}")))?;
                 if session.is_none() {
                     session = Some(o.session.clone());
                 }
             }
         }
-        let mut m =
-            NewMemory::new(item.content).sources(item.source_ids.iter().map(|s| ObservationId(*s)));
+        let mut m = NewMemory::new(item.content).sources(item.source_ids.iter().map(|s| ObservationId(*s)));
         if let Some(k) = item.kind {
             m = m.kind(k.parse::<Kind>()?);
         }
@@ -518,10 +424,7 @@ impl Engine {
         let base = self.get(ns, id)?;
         if base.status != Status::Active {
             let latest = self.history(ns, id)?.last().map(|m| m.id).unwrap_or(id);
-            return Err(Error::Conflict(format!(
-                "memory {id} is {} (latest version: {latest})",
-                base.status
-            )));
+            return Err(Error::Conflict(format!("memory {id} is {} (latest version: {latest})", base.status)));
         }
         let mut m = NewMemory::new(item.new_content.clone());
         if let Some(i) = item.importance {

@@ -11,8 +11,6 @@ mod apply;
 mod prompt;
 mod rules;
 
-pub use apply::{
-    ExtractionReport, ItemOutcome, ItemStatus, Section, MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
-};
+pub use apply::{ExtractionReport, ItemOutcome, ItemStatus, Section, MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS};
 pub use prompt::Lang;
 pub use rules::{rule_extract, RuleCandidate, RuleObservation};

@@ -73,27 +73,13 @@ impl Engine {
     pub fn extraction_prompt(&self, ns: &Namespace, session: &str, lang: Lang) -> Result<String> {
         let obs = self.observations(ns, Some(session));
         if obs.is_empty() {
-            return Err(Error::not_found(format!(
-                "observations of session {session:?} in namespace {ns}"
-            )));
+            return Err(Error::not_found(format!("observations of session {session:?} in namespace {ns}")));
         }
         let obs = &obs[obs.len().saturating_sub(MAX_PROMPT_OBSERVATIONS)..];
-        let text: String = obs
-            .iter()
-            .map(|o| o.text.as_str())
-            .collect::<Vec<_>>()
-            .join("\n");
+        let text: String = obs.iter().map(|o| o.text.as_str()).collect::<Vec<_>>().join("\n");
         let query = truncate_bytes(&text, self.config().max_content_bytes.min(8192));
-        let opts = RecallOptions {
-            top_k: RELATED_MEMORIES,
-            record_access: false,
-            ..RecallOptions::default()
-        };
-        let related = if query.trim().is_empty() {
-            Vec::new()
-        } else {
-            self.recall(ns, query, &opts)?
-        };
+        let opts = RecallOptions { top_k: RELATED_MEMORIES, record_access: false, ..RecallOptions::default() };
+        let related = if query.trim().is_empty() { Vec::new() } else { self.recall(ns, query, &opts)? };
 
         let zh = lang == Lang::Zh;
         let mut p = String::new();
@@ -106,27 +92,11 @@ impl Engine {
                 "You are the memory extractor of an assistant. Read the conversation below and decide what about the user is worth remembering."
             }
         );
-        let _ = writeln!(
-            p,
-            "\n## {} \"{session}\"",
-            if zh {
-                "对话记录，会话"
-            } else {
-                "Observations of session"
-            }
-        );
+        let _ = writeln!(p, "\n## {} \"{session}\"", if zh { "对话记录，会话" } else { "Observations of session" });
         for o in obs {
             let _ = writeln!(p, "[observation {}] {}: {}", o.id, o.role, clip(&o.text));
         }
-        let _ = writeln!(
-            p,
-            "\n## {}",
-            if zh {
-                "相关的现有记忆"
-            } else {
-                "Related existing memories"
-            }
-        );
+        let _ = writeln!(p, "\n## {}", if zh { "相关的现有记忆" } else { "Related existing memories" });
         if related.is_empty() {
             let _ = writeln!(p, "{}", if zh { "（无）" } else { "(none)" });
         }
@@ -139,10 +109,7 @@ impl Engine {
                 m.kind,
                 m.tier,
                 m.importance,
-                m.key
-                    .as_deref()
-                    .map(|k| format!(", key {k}"))
-                    .unwrap_or_default(),
+                m.key.as_deref().map(|k| format!(", key {k}")).unwrap_or_default(),
                 clip(&m.content)
             );
         }

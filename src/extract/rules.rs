@@ -211,33 +211,20 @@ impl Engine {
     /// # Errors
     /// As [`Engine::observe`]; a rule memory that fails validation fails in
     /// its slot of [`RuleObservation::memories`].
-    pub fn observe_with_rules(
-        &self,
-        ns: &crate::Namespace,
-        obs: NewObservation,
-    ) -> Result<RuleObservation> {
+    pub fn observe_with_rules(&self, ns: &crate::Namespace, obs: NewObservation) -> Result<RuleObservation> {
         let (session, role) = (obs.session.clone(), obs.role);
         let id = self.observe(ns, obs)?;
         if role != Role::User {
-            return Ok(RuleObservation {
-                observation: id,
-                memories: Vec::new(),
-            });
+            return Ok(RuleObservation { observation: id, memories: Vec::new() });
         }
         let text = {
             let state = self.shared().state.read();
-            state
-                .ns(ns)
-                .and_then(|st| st.observations.get(&id))
-                .map(|o| o.text.clone())
+            state.ns(ns).and_then(|st| st.observations.get(&id)).map(|o| o.text.clone())
         }
         .ok_or_else(|| Error::not_found(format!("observation {id} in namespace {ns}")))?;
         let found = rule_extract(&text);
         if found.is_empty() {
-            return Ok(RuleObservation {
-                observation: id,
-                memories: Vec::new(),
-            });
+            return Ok(RuleObservation { observation: id, memories: Vec::new() });
         }
         let batch = found
             .into_iter()
@@ -254,9 +241,6 @@ impl Engine {
                 m
             })
             .collect();
-        Ok(RuleObservation {
-            observation: id,
-            memories: self.remember_batch(ns, batch)?,
-        })
+        Ok(RuleObservation { observation: id, memories: self.remember_batch(ns, batch)? })
     }
 }

@@ -114,9 +114,7 @@ impl PartialOrd for Hit {
 }
 impl Ord for Hit {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
-            .then_with(|| other.id.cmp(&self.id))
+        self.score.total_cmp(&other.score).then_with(|| other.id.cmp(&self.id))
     }
 }
 
@@ -128,10 +126,7 @@ pub(crate) struct TopK {
 
 impl TopK {
     pub fn new(k: usize) -> Self {
-        TopK {
-            k,
-            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)),
-        }
+        TopK { k, heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)) }
     }
 
     /// Whether a hit with this score and id would enter the top k.
@@ -161,11 +156,7 @@ impl TopK {
     /// Hits best first as `(id, score)`.
     pub fn into_sorted(self) -> Vec<(u64, f32)> {
         // into_sorted_vec is ascending in Reverse<Hit>, i.e. best first.
-        self.heap
-            .into_sorted_vec()
-            .into_iter()
-            .map(|Reverse(h)| (h.id, h.score))
-            .collect()
+        self.heap.into_sorted_vec().into_iter().map(|Reverse(h)| (h.id, h.score)).collect()
     }
 }
 
@@ -179,12 +170,7 @@ pub(crate) struct ExactStore {
 
 impl ExactStore {
     pub fn new(dim: usize) -> Self {
-        ExactStore {
-            dim,
-            data: Vec::new(),
-            ids: Vec::new(),
-            rows: IdMap::default(),
-        }
+        ExactStore { dim, data: Vec::new(), ids: Vec::new(), rows: IdMap::default() }
     }
 
     pub fn len(&self) -> usize {
@@ -236,8 +222,7 @@ impl ExactStore {
         let last = self.ids.len() - 1;
         let dim = self.dim;
         if row != last {
-            self.data
-                .copy_within(last * dim..(last + 1) * dim, row * dim);
+            self.data.copy_within(last * dim..(last + 1) * dim, row * dim);
             let moved = self.ids[last];
             self.ids[row] = moved;
             self.rows.insert(moved, row);
@@ -260,13 +245,7 @@ impl ExactStore {
     /// `filter_first`: evaluate the filter before the dot product (better when
     /// the filter rejects most ids); otherwise the dot product is computed
     /// first and the filter is asked only for rows that would enter the top k.
-    pub fn search(
-        &self,
-        query: &[f32],
-        k: usize,
-        filter: &dyn Fn(u64) -> bool,
-        filter_first: bool,
-    ) -> Vec<(u64, f32)> {
+    pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool, filter_first: bool) -> Vec<(u64, f32)> {
         let mut top = TopK::new(k);
         if k == 0 {
             return Vec::new();
@@ -279,25 +258,16 @@ impl ExactStore {
             }
             return top.into_sorted();
         }
-        let rows = self
-            .data
-            .chunks_exact(self.dim)
-            .zip(self.ids.iter().copied());
+        let rows = self.data.chunks_exact(self.dim).zip(self.ids.iter().copied());
         if filter_first {
             for (v, id) in rows {
                 if filter(id) {
-                    top.push(Hit {
-                        score: dot(query, v),
-                        id,
-                    });
+                    top.push(Hit { score: dot(query, v), id });
                 }
             }
         } else {
             for (v, id) in rows {
-                let hit = Hit {
-                    score: dot(query, v),
-                    id,
-                };
+                let hit = Hit { score: dot(query, v), id };
                 if top.would_accept(hit) && filter(id) {
                     top.push(hit);
                 }
@@ -325,11 +295,7 @@ mod tests {
         for n in 0..70 {
             let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
             let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
-            let naive: f64 = a
-                .iter()
-                .zip(&b)
-                .map(|(x, y)| f64::from(*x) * f64::from(*y))
-                .sum();
+            let naive: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
             assert!((f64::from(dot(&a, &b)) - naive).abs() < 1e-4, "n={n}");
         }
     }
@@ -352,20 +318,12 @@ mod tests {
         for id in 0..5000u64 {
             s.insert(id, &[1.0, 0.0, 0.0, 0.0]);
         }
-        assert!(
-            s.data.capacity() <= 5000 * 4 * 5 / 4 + 64 * 4,
-            "{}",
-            s.data.capacity()
-        );
+        assert!(s.data.capacity() <= 5000 * 4 * 5 / 4 + 64 * 4, "{}", s.data.capacity());
         let full = s.memory_bytes();
         for id in 0..4500u64 {
             assert!(s.remove(id));
         }
-        assert!(
-            s.memory_bytes() < full / 3,
-            "{} vs {full}",
-            s.memory_bytes()
-        );
+        assert!(s.memory_bytes() < full / 3, "{} vs {full}", s.memory_bytes());
         for id in 4500..5000u64 {
             assert_eq!(s.get(id), Some(&[1.0, 0.0, 0.0, 0.0][..]));
         }

@@ -182,11 +182,7 @@ impl Graph {
     /// Up to `ef` nearest slots to `query` (graph order, nearest first),
     /// including tombstones. `ef` is the search list size.
     pub fn search_slots(&self, query: &[f32], ef: usize) -> Vec<usize> {
-        self.hnsw
-            .search(query, ef, ef)
-            .into_iter()
-            .map(|n| n.d_id)
-            .collect()
+        self.hnsw.search(query, ef, ef).into_iter().map(|n| n.d_id).collect()
     }
 
     /// Heap bytes held, estimated from `hnsw_rs` 0.3.5's layout: per point a

@@ -173,10 +173,7 @@ impl LexicalIndex {
         if k == 0 || self.docs.is_empty() {
             return Vec::new();
         }
-        let mut q: Vec<String> = tokenize(query)
-            .into_iter()
-            .filter(|t| !is_stop_word(t))
-            .collect();
+        let mut q: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stop_word(t)).collect();
         q.sort_unstable();
         q.dedup();
         let n = self.docs.len() as f32;
@@ -193,13 +190,8 @@ impl LexicalIndex {
             let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for p in list {
                 let tf = p.tf as f32;
-                let norm = if avgdl > 0.0 {
-                    p.len as f32 / avgdl
-                } else {
-                    0.0
-                };
-                let s =
-                    idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
+                let norm = if avgdl > 0.0 { p.len as f32 / avgdl } else { 0.0 };
+                let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
                 *acc.entry(p.id).or_insert(0.0) += s;
             }
         }
@@ -219,11 +211,7 @@ impl LexicalIndex {
         let postings: usize = self.postings.iter().map(|l| l.capacity() * 16 + 24).sum();
         let terms: usize = self.terms.iter().map(|t| t.capacity() + 24).sum();
         let dict = self.dict.capacity() * (24 + 4 + 1) * 8 / 7 + terms; // keys duplicate the term strings
-        let docs: usize = self
-            .docs
-            .values()
-            .map(|d| d.terms.capacity() * 4)
-            .sum::<usize>()
+        let docs: usize = self.docs.values().map(|d| d.terms.capacity() * 4).sum::<usize>()
             + self.docs.capacity() * (8 + std::mem::size_of::<Doc>() + 1) * 8 / 7;
         std::mem::size_of::<Self>() + postings + terms + dict + docs + self.free.capacity() * 4
     }
@@ -280,19 +268,13 @@ mod tests {
 
     fn corpus() -> Vec<(u64, &'static str)> {
         vec![
-            (
-                1,
-                "I like my coffee strong and slightly acidic in the morning",
-            ),
+            (1, "I like my coffee strong and slightly acidic in the morning"),
             (2, "The cat sleeps on the warm windowsill all afternoon"),
             (3, "Booked flights to Tokyo for the conference in March"),
             (4, "我喜欢喝偏酸的咖啡"),
             (5, "他每天早上跑步五公里"),
             (6, "明天去北京出差，需要订酒店"),
-            (
-                7,
-                "The conference keynote is about running large language models",
-            ),
+            (7, "The conference keynote is about running large language models"),
             (8, "iPhone15手机的电池续航很好"),
         ]
     }
@@ -335,10 +317,7 @@ mod tests {
     fn no_shared_term_no_result_and_filter_honoured() {
         let ix = build(&corpus());
         assert!(ix.search("zebra", 5, &all).is_empty());
-        assert!(
-            ix.search("the of and", 5, &all).is_empty(),
-            "stop words only"
-        );
+        assert!(ix.search("the of and", 5, &all).is_empty(), "stop words only");
         assert!(ix.search("", 5, &all).is_empty());
         assert!(ix.search("conference", 0, &all).is_empty());
         let r = ix.search("conference", 5, &|id| id != 3);
@@ -377,11 +356,7 @@ mod tests {
         let fresh = build(&expected);
         assert_eq!(inc.snapshot(), fresh.snapshot());
         for q in ["coffee", "咖啡", "conference running", "cat", "iphone 电池"] {
-            assert_eq!(
-                inc.search(q, 10, &all),
-                fresh.search(q, 10, &all),
-                "query {q}"
-            );
+            assert_eq!(inc.search(q, 10, &all), fresh.search(q, 10, &all), "query {q}");
         }
         // Removing everything returns to the empty state.
         for (id, _) in &expected {
@@ -400,9 +375,6 @@ mod tests {
         let s2 = idf * 2.0 * 2.2 / (2.0 + 1.2 * (0.25 + 0.75 * 4.0 / 3.0));
         let r = ix.search("apple", 2, &all);
         assert_eq!(r[0].0, 2);
-        assert!(
-            (r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6,
-            "{r:?}"
-        );
+        assert!((r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6, "{r:?}");
     }
 }

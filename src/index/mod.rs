@@ -40,11 +40,7 @@ fn graph_cost(ef: usize, m: usize) -> f64 {
 /// computes dot products for passing rows only, and the filter calls
 /// themselves are counted as 2 % of a dot product each.
 fn scan_cost(live: usize, frac: f64) -> f64 {
-    let per_row = if frac < FILTER_FIRST_BELOW {
-        frac.max(0.02)
-    } else {
-        1.0
-    };
+    let per_row = if frac < FILTER_FIRST_BELOW { frac.max(0.02) } else { 1.0 };
     live as f64 * per_row
 }
 
@@ -81,12 +77,7 @@ impl VectorIndex {
     /// `dim` is fixed for the life of the index (384 for all-MiniLM-L6-v2).
     /// Nothing is allocated until the first insert.
     pub fn new(dim: usize, params: HnswParams) -> Self {
-        VectorIndex {
-            dim,
-            params,
-            store: ExactStore::new(dim),
-            graph: None,
-        }
+        VectorIndex { dim, params, store: ExactStore::new(dim), graph: None }
     }
 
     /// Number of components of every vector in this index.
@@ -112,15 +103,8 @@ impl VectorIndex {
     /// rebuilding the graph, when triggered, costs one insertion per live
     /// vector.
     pub fn insert(&mut self, id: u64, v: &[f32]) {
-        debug_assert_eq!(
-            v.len(),
-            self.dim,
-            "vector length must equal the index dimension"
-        );
-        debug_assert!(
-            v.iter().all(|x| x.is_finite()),
-            "vector components must be finite"
-        );
+        debug_assert_eq!(v.len(), self.dim, "vector length must equal the index dimension");
+        debug_assert!(v.iter().all(|x| x.is_finite()), "vector components must be finite");
         if v.len() != self.dim {
             return;
         }
@@ -206,11 +190,7 @@ impl VectorIndex {
     /// filter), or when nothing in the sample passes. So a graph-mode index
     /// answers small or very selective queries by scanning.
     pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
-        debug_assert_eq!(
-            query.len(),
-            self.dim,
-            "query length must equal the index dimension"
-        );
+        debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
         if k == 0 || query.len() != self.dim || self.store.len() == 0 {
             return Vec::new();
         }
@@ -229,9 +209,7 @@ impl VectorIndex {
     /// measured bytes per vector). Capacity-based, so it may exceed the bytes
     /// in use.
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + self.store.memory_bytes()
-            + self.graph.as_ref().map_or(0, Graph::memory_bytes)
+        std::mem::size_of::<Self>() + self.store.memory_bytes() + self.graph.as_ref().map_or(0, Graph::memory_bytes)
     }
 
     fn exact_filter_first(&self, filter: &dyn Fn(u64) -> bool) -> bool {
@@ -240,19 +218,11 @@ impl VectorIndex {
         if ids.len() < 4 * SAMPLE {
             return false;
         }
-        let pass = exact::sample_positions(ids.len(), SAMPLE)
-            .filter(|&row| filter(ids[row]))
-            .count();
+        let pass = exact::sample_positions(ids.len(), SAMPLE).filter(|&row| filter(ids[row])).count();
         (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
     }
 
-    fn search_graph(
-        &self,
-        g: &Graph,
-        query: &[f32],
-        k: usize,
-        filter: &dyn Fn(u64) -> bool,
-    ) -> Vec<(u64, f32)> {
+    fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
         if pass == 0 || seen == 0 {
             return self.store.search(query, k, filter, true);
@@ -278,10 +248,7 @@ impl VectorIndex {
                 }
                 if let Some(v) = self.store.get(id) {
                     found += 1;
-                    top.push(Hit {
-                        score: exact::dot(query, v),
-                        id,
-                    });
+                    top.push(Hit { score: exact::dot(query, v), id });
                 }
             }
             if found >= k {
@@ -292,8 +259,7 @@ impl VectorIndex {
             }
             ef = ef.saturating_mul(2);
         }
-        self.store
-            .search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
+        self.store.search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
     }
 
     /// Keeps the graph in its intended state after a change: dropped below
@@ -332,10 +298,7 @@ impl fmt::Debug for VectorIndex {
             .field("dim", &self.dim)
             .field("len", &self.len())
             .field("hnsw", &self.is_hnsw())
-            .field(
-                "graph_tombstones",
-                &self.graph.as_ref().map_or(0, Graph::tombstones),
-            )
+            .field("graph_tombstones", &self.graph.as_ref().map_or(0, Graph::tombstones))
             .field("params", &self.params)
             .finish()
     }

@@ -33,10 +33,7 @@ fn clustered(rng: &mut SmallRng, n: usize, dim: usize, clusters: usize) -> Vec<V
     (0..n)
         .map(|_| {
             let c = &centres[rng.gen_range(0..clusters)];
-            let mut v: Vec<f32> = c
-                .iter()
-                .map(|x| x + rng.gen_range(-0.12f32..0.12))
-                .collect();
+            let mut v: Vec<f32> = c.iter().map(|x| x + rng.gen_range(-0.12f32..0.12)).collect();
             normalize(&mut v);
             v
         })
@@ -48,15 +45,7 @@ fn brute(data: &[(u64, Vec<f32>)], q: &[f32], k: usize, filter: &dyn Fn(u64) -> 
     let mut s: Vec<(f64, u64)> = data
         .iter()
         .filter(|(id, _)| filter(*id))
-        .map(|(id, v)| {
-            (
-                v.iter()
-                    .zip(q)
-                    .map(|(a, b)| f64::from(*a) * f64::from(*b))
-                    .sum(),
-                *id,
-            )
-        })
+        .map(|(id, v)| (v.iter().zip(q).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum(), *id))
         .collect();
     s.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     s.into_iter().take(k).map(|x| x.1).collect()
@@ -71,13 +60,7 @@ fn params(threshold: usize) -> HnswParams {
     // a small ef_search keeps the planner on the graph path at these sizes
     // (for k = 10 and M = 4: graph cost 10 · 2M · 3 = 240 row-units < a scan
     // of the few hundred rows these tests hold).
-    HnswParams {
-        exact_threshold: threshold,
-        m: 4,
-        ef_construction: 64,
-        ef_search: 10,
-        ..HnswParams::default()
-    }
+    HnswParams { exact_threshold: threshold, m: 4, ef_construction: 64, ef_search: 10, ..HnswParams::default() }
 }
 
 fn all(_: u64) -> bool {
@@ -97,9 +80,7 @@ fn exact_search_equals_brute_force() {
     println!("seed {seed}");
     let mut rng = SmallRng::seed_from_u64(seed);
     let dim = 37; // exercises the non-multiple-of-16 tail
-    let data: Vec<(u64, Vec<f32>)> = (0..1500u64)
-        .map(|i| (i * 3 + 1, unit(&mut rng, dim)))
-        .collect();
+    let data: Vec<(u64, Vec<f32>)> = (0..1500u64).map(|i| (i * 3 + 1, unit(&mut rng, dim))).collect();
     let mut ix = VectorIndex::new(dim, HnswParams::default());
     for (id, v) in &data {
         ix.insert(*id, v);
@@ -199,10 +180,7 @@ fn hnsw_query_equal_to_stored_vector_returns_it_first() {
         assert_eq!(r[0].0, i as u64);
         assert!((r[0].1 - 1.0).abs() < 1e-5);
     }
-    assert!(
-        graph_searches() >= before + 800 / 17,
-        "graph path not taken"
-    );
+    assert!(graph_searches() >= before + 800 / 17, "graph path not taken");
 }
 
 #[test]
@@ -240,10 +218,7 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
             let q = &vs[rng.gen_range(0..vs.len())];
             let got = ix.search(q, 10, &all);
             assert_eq!(got.len(), 10);
-            assert!(
-                got.iter().all(|(id, _)| id % 20 >= 3),
-                "removed id returned"
-            );
+            assert!(got.iter().all(|(id, _)| id % 20 >= 3), "removed id returned");
             let exact = brute(live, q, 10, &all);
             hits += got.iter().filter(|(id, _)| exact.contains(id)).count();
             total += 10;
@@ -258,11 +233,7 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
             assert_eq!(graph_searches(), g, "a rare filter should scan");
         }
         // Unfiltered and odd-filtered searches went through the graph.
-        assert!(
-            graph_searches() >= before + 60,
-            "graph path not taken: {}",
-            graph_searches() - before
-        );
+        assert!(graph_searches() >= before + 60, "graph path not taken: {}", graph_searches() - before);
         let recall = hits as f64 / total as f64;
         println!("recall@10 = {recall:.3}");
         recall

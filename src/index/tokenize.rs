@@ -55,11 +55,7 @@ use unicode_segmentation::UnicodeSegmentation;
 /// Never panics; the empty string gives an empty vector. Tokens are returned
 /// in text order and may repeat.
 pub fn tokenize(text: &str) -> Vec<String> {
-    let normalized: String = text
-        .nfkc()
-        .collect::<String>()
-        .to_lowercase()
-        .replace('\u{2019}', "'");
+    let normalized: String = text.nfkc().collect::<String>().to_lowercase().replace('\u{2019}', "'");
     let mut out = Vec::new();
     let mut other_start: Option<usize> = None;
     let mut cjk_run: Vec<char> = Vec::new();
@@ -101,12 +97,11 @@ pub fn is_stop_word(token: &str) -> bool {
 /// Sorted (for binary search); every entry is a fixed point of [`stem`]
 /// (checked by a test).
 const STOP_WORDS: &[&str] = &[
-    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
-    "because", "been", "but", "by", "can", "could", "did", "do", "for", "from", "had", "has",
-    "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just",
-    "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their",
-    "them", "then", "there", "these", "they", "this", "those", "to", "too", "us", "very", "was",
-    "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
+    "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "but",
+    "by", "can", "could", "did", "do", "for", "from", "had", "has", "have", "he", "her", "him", "his", "how", "i",
+    "if", "in", "into", "is", "it", "its", "just", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so",
+    "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "us",
+    "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
     "your",
 ];
 
@@ -191,10 +186,7 @@ fn stem(word: &str) -> String {
     if word.ends_with("sses") {
         return word[..n - 2].to_string();
     }
-    if ["xes", "ches", "shes", "zzes"]
-        .iter()
-        .any(|s| word.ends_with(s))
-    {
+    if ["xes", "ches", "shes", "zzes"].iter().any(|s| word.ends_with(s)) {
         return word[..n - 2].to_string();
     }
     if word.ends_with("ss") || word.ends_with("us") || word.ends_with("is") {
@@ -218,20 +210,13 @@ fn stem(word: &str) -> String {
 }
 
 fn has_vowel(s: &str) -> bool {
-    s.bytes()
-        .any(|c| matches!(c, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
+    s.bytes().any(|c| matches!(c, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
 }
 
 fn undouble(s: &str) -> String {
     let b = s.as_bytes();
     let n = b.len();
-    if n >= 2
-        && b[n - 1] == b[n - 2]
-        && !matches!(
-            b[n - 1],
-            b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z'
-        )
-    {
+    if n >= 2 && b[n - 1] == b[n - 2] && !matches!(b[n - 1], b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z') {
         return s[..n - 1].to_string();
     }
     s.to_string()
@@ -256,10 +241,7 @@ mod tests {
             ["walk", "stop", "study", "match", "status", "analysis"]
         );
         // Short words and "-eed" words are left alone.
-        assert_eq!(
-            toks("gas bus need speed thing string"),
-            ["gas", "bus", "need", "speed", "thing", "string"]
-        );
+        assert_eq!(toks("gas bus need speed thing string"), ["gas", "bus", "need", "speed", "thing", "string"]);
         // Curly apostrophe handled like the ASCII one.
         assert_eq!(toks("Mary’s"), ["mary"]);
         assert_eq!(toks(""), Vec::<String>::new());
@@ -268,20 +250,14 @@ mod tests {
 
     #[test]
     fn chinese_becomes_bigrams() {
-        assert_eq!(
-            toks("我喜欢喝偏酸的咖啡"),
-            ["我喜", "喜欢", "欢喝", "喝偏", "偏酸", "酸的", "的咖", "咖啡"]
-        );
+        assert_eq!(toks("我喜欢喝偏酸的咖啡"), ["我喜", "喜欢", "欢喝", "喝偏", "偏酸", "酸的", "的咖", "咖啡"]);
         // Punctuation splits runs; a one-character run is kept as a unigram.
         assert_eq!(toks("咖啡，茶。好"), ["咖啡", "茶", "好"]);
     }
 
     #[test]
     fn japanese_scripts_bigrammed_together() {
-        assert_eq!(
-            toks("コーヒーが好き"),
-            ["コー", "ーヒ", "ヒー", "ーが", "が好", "好き"]
-        );
+        assert_eq!(toks("コーヒーが好き"), ["コー", "ーヒ", "ヒー", "ーが", "が好", "好き"]);
         // Half-width katakana is folded to full-width by NFKC.
         assert_eq!(toks("ｺｰﾋｰ"), toks("コーヒー"));
     }
@@ -289,15 +265,9 @@ mod tests {
     #[test]
     fn mixed_latin_digits_cjk() {
         assert_eq!(toks("iPhone15手机"), ["iphone", "15", "手机"]);
-        assert_eq!(
-            toks("我买了3台iPhone"),
-            ["我买", "买了", "3", "台", "iphone"]
-        );
+        assert_eq!(toks("我买了3台iPhone"), ["我买", "买了", "3", "台", "iphone"]);
         assert_eq!(toks("GPT-4 and gpt4"), ["gpt", "4", "and", "gpt", "4"]);
-        assert_eq!(
-            toks("pi is 3.14, not 1,000"),
-            ["pi", "is", "3.14", "not", "1,000"]
-        );
+        assert_eq!(toks("pi is 3.14, not 1,000"), ["pi", "is", "3.14", "not", "1,000"]);
         assert_eq!(toks("2024年"), ["2024", "年"]);
     }
 

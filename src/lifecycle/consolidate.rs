@@ -46,15 +46,8 @@ impl Engine {
     /// Input errors for caller-supplied text (it passes the same safety
     /// stage as [`Engine::remember`]); [`crate::Error::Poisoned`] /
     /// [`crate::Error::Closed`].
-    pub fn consolidate(
-        &self,
-        ns: &Namespace,
-        merged_text: Option<MergeFn<'_>>,
-    ) -> Result<Vec<Consolidation>> {
-        let threshold = self
-            .config()
-            .consolidate_threshold
-            .unwrap_or_else(|| self.dedup_threshold());
+    pub fn consolidate(&self, ns: &Namespace, merged_text: Option<MergeFn<'_>>) -> Result<Vec<Consolidation>> {
+        let threshold = self.config().consolidate_threshold.unwrap_or_else(|| self.dedup_threshold());
         let clusters: Vec<Vec<Memory>> = {
             let state = self.shared().state.read();
             let at = state.visible;
@@ -64,11 +57,7 @@ impl Engine {
             let active: Vec<&Memory> = st
                 .memories
                 .values()
-                .filter(|m| {
-                    m.visible_at(at)
-                        && m.status_at(at) == crate::Status::Active
-                        && m.quarantine.is_none()
-                })
+                .filter(|m| m.visible_at(at) && m.status_at(at) == crate::Status::Active && m.quarantine.is_none())
                 .collect();
             let mut taken: BTreeSet<MemoryId> = BTreeSet::new();
             let mut clusters = Vec::new();
@@ -84,9 +73,8 @@ impl Engine {
                     if taken.contains(&other.id) || other.kind != seed.kind {
                         continue;
                     }
-                    let keys_conflict = cluster
-                        .iter()
-                        .any(|c| matches!((&c.key, &other.key), (Some(a), Some(b)) if a != b));
+                    let keys_conflict =
+                        cluster.iter().any(|c| matches!((&c.key, &other.key), (Some(a), Some(b)) if a != b));
                     if keys_conflict {
                         continue;
                     }
@@ -109,10 +97,7 @@ impl Engine {
             let Some(rep) = members
                 .iter()
                 .max_by(|a, b| {
-                    a.importance
-                        .total_cmp(&b.importance)
-                        .then(a.valid_from.cmp(&b.valid_from))
-                        .then(a.id.cmp(&b.id))
+                    a.importance.total_cmp(&b.importance).then(a.valid_from.cmp(&b.valid_from)).then(a.id.cmp(&b.id))
                 })
                 .cloned()
             else {
@@ -123,10 +108,7 @@ impl Engine {
                 Some(t) => {
                     let nm = crate::NewMemory::new(t);
                     let p = self.check_memory(&nm)?;
-                    let v = self
-                        .vectors_for(&[(&nm, &p)])?
-                        .pop()
-                        .ok_or(crate::Error::Closed)?;
+                    let v = self.vectors_for(&[(&nm, &p)])?.pop().ok_or(crate::Error::Closed)?;
                     (p.text, p.quarantine, v)
                 }
                 None => (rep.content.clone(), None, self.vector_of(ns, &rep)?),
@@ -137,17 +119,10 @@ impl Engine {
                     entities.push(e.clone());
                 }
             }
-            let mut sources: Vec<_> = members
-                .iter()
-                .flat_map(|m| m.sources.iter().copied())
-                .collect();
+            let mut sources: Vec<_> = members.iter().flat_map(|m| m.sources.iter().copied()).collect();
             sources.sort_unstable();
             sources.dedup();
-            let tier = members
-                .iter()
-                .map(|m| m.tier)
-                .max_by_key(|t| tier_rank(*t))
-                .unwrap_or(rep.tier);
+            let tier = members.iter().map(|m| m.tier).max_by_key(|t| tier_rank(*t)).unwrap_or(rep.tier);
             let mem = Extracted {
                 content,
                 kind: rep.kind.clone(),
@@ -162,19 +137,9 @@ impl Engine {
                 quarantine,
             };
             let ids: Vec<MemoryId> = members.iter().map(|m| m.id).collect();
-            let r = self.run(
-                ns,
-                vec![Op::Consolidate {
-                    members: ids.clone(),
-                    mem,
-                    vector,
-                }],
-            )?;
+            let r = self.run(ns, vec![Op::Consolidate { members: ids.clone(), mem, vector }])?;
             if let Some(Ok(OpOutcome::Remembered { id, .. })) = r.into_iter().next() {
-                out.push(Consolidation {
-                    members: ids,
-                    merged: id,
-                });
+                out.push(Consolidation { members: ids, merged: id });
             }
         }
         Ok(out)

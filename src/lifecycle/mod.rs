@@ -48,10 +48,7 @@ pub struct MaintenanceReport {
 impl MaintenanceReport {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.decayed.is_empty()
-            && self.expired.is_empty()
-            && self.capacity.is_empty()
-            && self.consolidated.is_empty()
+        self.decayed.is_empty() && self.expired.is_empty() && self.capacity.is_empty() && self.consolidated.is_empty()
     }
 }
 
@@ -87,18 +84,8 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidInput`] for an empty or oversized session id;
     /// [`Error::Poisoned`] / [`Error::Closed`].
-    pub fn end_session(
-        &self,
-        ns: &Namespace,
-        session: &str,
-        promote: &[MemoryId],
-    ) -> Result<SessionEnd> {
-        crate::engine::write::check_short(
-            "session",
-            session,
-            crate::engine::write::MAX_SESSION_BYTES,
-            false,
-        )?;
+    pub fn end_session(&self, ns: &Namespace, session: &str, promote: &[MemoryId]) -> Result<SessionEnd> {
+        crate::engine::write::check_short("session", session, crate::engine::write::MAX_SESSION_BYTES, false)?;
         let short: Vec<Memory> = self
             .active(ns)
             .into_iter()
@@ -120,22 +107,12 @@ impl Engine {
                     });
                     promoting.push(m.id);
                 }
-                None => out.rejected.push((
-                    *id,
-                    format!("not an active short-term memory of session {session:?}"),
-                )),
+                None => out.rejected.push((*id, format!("not an active short-term memory of session {session:?}"))),
             }
         }
-        let archive: Vec<MemoryId> = short
-            .iter()
-            .map(|m| m.id)
-            .filter(|id| !wanted.contains(id))
-            .collect();
+        let archive: Vec<MemoryId> = short.iter().map(|m| m.id).filter(|id| !wanted.contains(id)).collect();
         if !archive.is_empty() {
-            ops.push(Op::Archive {
-                ids: archive,
-                reason: ArchiveReason::SessionEnded,
-            });
+            ops.push(Op::Archive { ids: archive, reason: ArchiveReason::SessionEnded });
         }
         if ops.is_empty() {
             return Ok(out);
@@ -157,9 +134,7 @@ impl Engine {
     pub(crate) fn vector_of(&self, ns: &Namespace, m: &Memory) -> Result<Vec<f32>> {
         let cached = {
             let state = self.shared().state.read();
-            state
-                .ns(ns)
-                .and_then(|st| st.vectors.get(m.id.0).map(<[f32]>::to_vec))
+            state.ns(ns).and_then(|st| st.vectors.get(m.id.0).map(<[f32]>::to_vec))
         };
         match cached {
             Some(v) => Ok(v),
@@ -209,19 +184,13 @@ impl Engine {
                 *t = (*t).max(o.recorded_at);
             }
         }
-        let timeout =
-            chrono::Duration::from_std(cfg.session_timeout).unwrap_or(chrono::Duration::MAX);
+        let timeout = chrono::Duration::from_std(cfg.session_timeout).unwrap_or(chrono::Duration::MAX);
         let expired: Vec<MemoryId> = active
             .iter()
             .filter(|m| m.tier == Tier::ShortTerm)
             .filter(|m| {
                 // A short-term memory without a session idles on its own.
-                let last = m
-                    .session
-                    .as_ref()
-                    .and_then(|s| last_activity.get(s))
-                    .copied()
-                    .unwrap_or(m.last_access);
+                let last = m.session.as_ref().and_then(|s| last_activity.get(s)).copied().unwrap_or(m.last_access);
                 now.signed_duration_since(last) > timeout
             })
             .map(|m| m.id)
@@ -248,11 +217,7 @@ impl Engine {
                     })
                     .collect();
                 cands.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)).then(a.2.cmp(&b.2)));
-                capacity = cands
-                    .into_iter()
-                    .take(left.len() - cap)
-                    .map(|c| c.2)
-                    .collect();
+                capacity = cands.into_iter().take(left.len() - cap).map(|c| c.2).collect();
             }
         }
 
@@ -263,20 +228,15 @@ impl Engine {
             (&capacity, ArchiveReason::Capacity),
         ] {
             if !ids.is_empty() {
-                ops.push(Op::Archive {
-                    ids: ids.clone(),
-                    reason,
-                });
+                ops.push(Op::Archive { ids: ids.clone(), reason });
             }
         }
         if !ops.is_empty() {
             let results = self.run(ns, ops)?;
             let mut done = results.into_iter();
-            for (ids, slot) in [
-                (&expired, &mut report.expired),
-                (&decayed, &mut report.decayed),
-                (&capacity, &mut report.capacity),
-            ] {
+            for (ids, slot) in
+                [(&expired, &mut report.expired), (&decayed, &mut report.decayed), (&capacity, &mut report.capacity)]
+            {
                 if ids.is_empty() {
                     continue;
                 }
@@ -294,19 +254,9 @@ impl Engine {
     /// # Errors
     /// As [`Engine::maintain`], for the first namespace that fails.
     pub fn maintain_all(&self, now: DateTime<Utc>) -> Result<Vec<(Namespace, MaintenanceReport)>> {
-        let mut names: Vec<Namespace> = self
-            .shared()
-            .state
-            .read()
-            .namespaces
-            .keys()
-            .cloned()
-            .collect();
+        let mut names: Vec<Namespace> = self.shared().state.read().namespaces.keys().cloned().collect();
         names.sort();
-        names
-            .into_iter()
-            .map(|ns| self.maintain(&ns, now).map(|r| (ns, r)))
-            .collect()
+        names.into_iter().map(|ns| self.maintain(&ns, now).map(|r| (ns, r))).collect()
     }
 }
 

@@ -50,11 +50,7 @@ impl DataDir {
     pub(crate) fn open(root: &Path) -> Result<DataDir> {
         fs::create_dir_all(root)?;
         let lock_path = root.join(LOCK);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
+        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: lock_path }),
@@ -63,11 +59,7 @@ impl DataDir {
         let current = match fs::read_to_string(root.join(CURRENT)) {
             Ok(s) => parse_gen(s.trim()).ok_or_else(|| Error::Corrupted {
                 seq: 0,
-                reason: format!(
-                    "{} holds {:?}, not a generation name",
-                    root.join(CURRENT).display(),
-                    s.trim()
-                ),
+                reason: format!("{} holds {:?}, not a generation name", root.join(CURRENT).display(), s.trim()),
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let first = 1;
@@ -77,11 +69,7 @@ impl DataDir {
             }
             Err(e) => return Err(Error::Io(e)),
         };
-        let dir = DataDir {
-            root: root.to_path_buf(),
-            _lock: lock,
-            current,
-        };
+        let dir = DataDir { root: root.to_path_buf(), _lock: lock, current };
         dir.remove_stale_generations()?;
         Ok(dir)
     }
@@ -123,9 +111,7 @@ impl DataDir {
     /// # Errors
     /// [`Error::Io`] when `CURRENT` cannot be read.
     pub(crate) fn current_on_disk(&self) -> Result<Option<u64>> {
-        Ok(parse_gen(
-            fs::read_to_string(self.root.join(CURRENT))?.trim(),
-        ))
+        Ok(parse_gen(fs::read_to_string(self.root.join(CURRENT))?.trim()))
     }
 
     /// True when `COMPACTING` exists: a compaction started and did not finish.

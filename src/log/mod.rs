@@ -134,3 +134,13 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     }
     h
 }
+
+/// The error a failpoint injects: `return(enospc)` gives the OS error of a
+/// full disk (`ENOSPC`, errno 28 on Linux), anything else a plain I/O error.
+#[cfg(feature = "failpoints")]
+pub(crate) fn injected_error(at: &str, arg: Option<String>) -> crate::Error {
+    match arg.as_deref() {
+        Some("enospc") => crate::Error::Io(std::io::Error::from_raw_os_error(28)),
+        _ => crate::Error::Io(std::io::Error::other(format!("injected failure at {at}"))),
+    }
+}

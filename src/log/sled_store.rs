@@ -36,18 +36,12 @@ impl SledStore {
         let deadline = Instant::now() + LOCK_WAIT;
         let mut pause = Duration::from_millis(1);
         let db = loop {
-            let opened = sled::Config::new()
-                .path(path)
-                .cache_capacity(cache_bytes)
-                .flush_every_ms(None)
-                .open();
+            let opened = open_db(path, cache_bytes)?;
             match opened {
                 Ok(db) => break db,
                 Err(sled::Error::Io(io)) if is_lock_error(&io) => {
                     if Instant::now() >= deadline {
-                        return Err(Error::Locked {
-                            path: path.to_path_buf(),
-                        });
+                        return Err(Error::Locked { path: path.to_path_buf() });
                     }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
@@ -55,15 +49,12 @@ impl SledStore {
                 Err(other) => return Err(Error::from(other)),
             }
         };
-        let events = db.open_tree("events")?;
-        let vectors = db.open_tree("vectors")?;
-        let meta = db.open_tree("meta")?;
-        Ok(SledStore {
-            db,
-            events,
-            vectors,
-            meta,
-        })
+        let trees = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Ok::<_, sled::Error>((db.open_tree("events")?, db.open_tree("vectors")?, db.open_tree("meta")?))
+        }))
+        .map_err(|p| Error::Storage(format!("sled panicked opening its trees: {}", panic_text(&p))))?;
+        let (events, vectors, meta) = trees?;
+        Ok(SledStore { db, events, vectors, meta })
     }
 
     fn vector_key(id: MemoryId, model_id: &str) -> [u8; 16] {
@@ -76,6 +67,21 @@ impl SledStore {
         k[8..].copy_from_slice(&model_hash.to_be_bytes());
         k
     }
+}
+
+/// Opens sled, turning a panic during its recovery (sled 0.34 asserts on
+/// some damaged files instead of returning an error) into
+/// [`Error::Storage`], so a damaged store is reported, not a crash.
+fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Result<sled::Db>> {
+    std::panic::catch_unwind(|| sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open())
+        .map_err(|p| Error::Storage(format!("sled panicked opening {}: {}", path.display(), panic_text(&p))))
+}
+
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".to_string())
 }
 
 /// How long [`SledStore::open`] waits for sled's file lock.
@@ -101,26 +107,21 @@ fn decode_vector(val: &[u8]) -> Option<CachedVector> {
     }
     let mut h = [0u8; 8];
     h.copy_from_slice(&val[..8]);
-    let vector = val[8..]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Some(CachedVector {
-        content_hash: u64::from_le_bytes(h),
-        vector,
-    })
+    let vector = val[8..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    Some(CachedVector { content_hash: u64::from_le_bytes(h), vector })
 }
 
 fn seq_from_key(key: &[u8]) -> Result<Seq> {
-    let arr: [u8; 8] = key.try_into().map_err(|_| Error::Corrupted {
-        seq: 0,
-        reason: format!("event key of {} bytes, expected 8", key.len()),
-    })?;
+    let arr: [u8; 8] = key
+        .try_into()
+        .map_err(|_| Error::Corrupted { seq: 0, reason: format!("event key of {} bytes, expected 8", key.len()) })?;
     Ok(u64::from_be_bytes(arr))
 }
 
 impl LogStore for SledStore {
     fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("log::append", |arg| Err(crate::log::injected_error("append", arg)));
         let mut batch = sled::Batch::default();
         for (seq, bytes) in records {
             batch.insert(&seq.to_be_bytes(), bytes.as_slice());
@@ -130,6 +131,8 @@ impl LogStore for SledStore {
     }
 
     fn flush(&self) -> Result<usize> {
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!("log::flush", |arg| Err(crate::log::injected_error("flush", arg)));
         Ok(self.db.flush()?)
     }
 
@@ -144,14 +147,10 @@ impl LogStore for SledStore {
         if from > to {
             return Box::new(std::iter::empty());
         }
-        Box::new(
-            self.events
-                .range(from.to_be_bytes()..=to.to_be_bytes())
-                .map(|r| {
-                    let (k, v) = r?;
-                    Ok((seq_from_key(&k)?, v.to_vec()))
-                }),
-        )
+        Box::new(self.events.range(from.to_be_bytes()..=to.to_be_bytes()).map(|r| {
+            let (k, v) = r?;
+            Ok((seq_from_key(&k)?, v.to_vec()))
+        }))
     }
 
     fn len(&self) -> usize {
@@ -168,10 +167,7 @@ impl LogStore for SledStore {
     }
 
     fn get_vector(&self, model_id: &str, id: MemoryId) -> Result<Option<CachedVector>> {
-        Ok(self
-            .vectors
-            .get(Self::vector_key(id, model_id))?
-            .and_then(|v| decode_vector(&v)))
+        Ok(self.vectors.get(Self::vector_key(id, model_id))?.and_then(|v| decode_vector(&v)))
     }
 
     fn vector_entries(&self) -> VectorIter<'_> {
@@ -210,10 +206,8 @@ impl LogStore for SledStore {
         let mut out = Vec::new();
         for r in self.meta.iter() {
             let (k, v) = r?;
-            let key = String::from_utf8(k.to_vec()).map_err(|_| Error::Corrupted {
-                seq: 0,
-                reason: "meta key is not UTF-8".into(),
-            })?;
+            let key = String::from_utf8(k.to_vec())
+                .map_err(|_| Error::Corrupted { seq: 0, reason: "meta key is not UTF-8".into() })?;
             out.push((key, v.to_vec()));
         }
         Ok(out)

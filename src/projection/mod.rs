@@ -156,9 +156,7 @@ impl State {
 
     fn ns_mut(&mut self, ns: &Namespace) -> &mut NsState {
         let (dim, params) = (self.dim, &self.params);
-        self.namespaces
-            .entry(ns.clone())
-            .or_insert_with(|| NsState::new(dim, params))
+        self.namespaces.entry(ns.clone()).or_insert_with(|| NsState::new(dim, params))
     }
 
     /// The last `Seq` whose commit time is at or before `t` (0 if none).
@@ -193,11 +191,8 @@ impl State {
                     old.next = Some(s.new);
                     old.superseded_seq = Some(ev.seq);
                     old.valid_to = Some(time);
-                    let (first_seen, old_key, old_norm) = (
-                        old.first_seen,
-                        old.key.clone(),
-                        normalize_content(&old.content),
-                    );
+                    let (first_seen, old_key, old_norm) =
+                        (old.first_seen, old.key.clone(), normalize_content(&old.content));
                     st.unindex_norm(&old_norm, s.old);
                     if let Some(k) = old_key {
                         if st.by_key.get(&k) == Some(&s.old) {
@@ -262,9 +257,7 @@ impl State {
             EventBody::Tombstone(t) => {
                 self.counts.tombstones += 1;
                 if t.was == "extracted" {
-                    self.ns_mut(&ev.ns)
-                        .erased_first_seen
-                        .insert(MemoryId(ev.seq), time);
+                    self.ns_mut(&ev.ns).erased_first_seen.insert(MemoryId(ev.seq), time);
                 }
             }
         }
@@ -318,10 +311,7 @@ impl State {
         if let Some(k) = &x.key {
             st.by_key.insert(k.clone(), id);
         }
-        st.by_norm
-            .entry(normalize_content(&x.content))
-            .or_default()
-            .insert(id);
+        st.by_norm.entry(normalize_content(&x.content)).or_default().insert(id);
         st.lexical.insert(id.0, &x.content);
         if let Some(v) = vector {
             if v.len() == dim {
@@ -347,11 +337,8 @@ impl State {
     /// Forgotten memories and observations whose payload the log still holds
     /// (every forgotten item is either still in the log or a tombstone).
     pub(crate) fn pending_erasure(&self) -> u64 {
-        let forgotten: usize = self
-            .namespaces
-            .values()
-            .map(|s| s.forgotten_memories.len() + s.forgotten_observations.len())
-            .sum();
+        let forgotten: usize =
+            self.namespaces.values().map(|s| s.forgotten_memories.len() + s.forgotten_observations.len()).sum();
         (forgotten as u64).saturating_sub(self.counts.tombstones)
     }
 

@@ -20,8 +20,7 @@ pub fn estimate_tokens(text: &str) -> usize {
     cjk + other.div_ceil(4)
 }
 
-const HEADER: &str =
-    "<memories>\nRelevant memories from earlier conversations, most relevant first. \
+const HEADER: &str = "<memories>\nRelevant memories from earlier conversations, most relevant first. \
 If the current conversation disagrees with a memory, the current conversation wins.\n";
 const FOOTER: &str = "</memories>";
 

@@ -114,10 +114,7 @@ impl Engine {
         let qv = if opts.mode == RecallMode::Lexical {
             Vec::new()
         } else {
-            self.embedder()
-                .embed(&[query], EmbedKind::Query)?
-                .pop()
-                .unwrap_or_default()
+            self.embedder().embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default()
         };
         self.recall_with_vector(ns, query, &qv, opts)
     }
@@ -127,10 +124,7 @@ impl Engine {
             return Err(Error::invalid("query", "must not be empty"));
         }
         if query.len() > self.config().max_content_bytes {
-            return Err(Error::invalid(
-                "query",
-                format!("{} bytes, above max_content_bytes", query.len()),
-            ));
+            return Err(Error::invalid("query", format!("{} bytes, above max_content_bytes", query.len())));
         }
         if opts.top_k == 0 || opts.top_k > 1000 {
             return Err(Error::invalid("top_k", "must be in 1..=1000"));
@@ -172,16 +166,8 @@ impl Engine {
             let Some(st) = state.ns(ns) else {
                 return Ok(Vec::new());
             };
-            let keep = |id: u64| {
-                st.memories
-                    .get(&MemoryId(id))
-                    .is_some_and(|m| admissible(m, at, opts))
-            };
-            let n = if opts.candidates == 0 {
-                (opts.top_k * 5).max(50)
-            } else {
-                opts.candidates
-            };
+            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, at, opts));
+            let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
             let mut cands: HashMap<u64, (Option<f32>, f32)> = HashMap::new();
             if opts.mode != RecallMode::Lexical {
                 for (id, sim) in st.vectors.search(query_vector, n, &keep) {
@@ -203,46 +189,21 @@ impl Engine {
                 let sim = match sim {
                     Some(s) => s,
                     None if query_vector.is_empty() => 0.0,
-                    None => st
-                        .vectors
-                        .get(id)
-                        .map(|v| score::dot(v, query_vector))
-                        .unwrap_or(0.0),
+                    None => st.vectors.get(id).map(|v| score::dot(v, query_vector)).unwrap_or(0.0),
                 };
                 if opts.min_similarity.is_some_and(|floor| sim < floor) {
                     continue;
                 }
-                let explain = score::explain(
-                    m,
-                    sim,
-                    bm25,
-                    max_bm25,
-                    &query_terms,
-                    opts,
-                    now,
-                    half_life_days,
-                );
-                hits.push(Hit {
-                    memory: m.view_at(at),
-                    score: explain.score,
-                    explain,
-                });
+                let explain = score::explain(m, sim, bm25, max_bm25, &query_terms, opts, now, half_life_days);
+                hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
             hits
         };
         let mut hits = hits;
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.memory.id.cmp(&b.memory.id))
-        });
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
         hits.truncate(opts.top_k);
         if opts.record_access && opts.as_of.is_none() {
-            self.record_access(
-                ns,
-                hits.iter().map(|h| h.memory.id).collect(),
-                opts.requester.clone(),
-            );
+            self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
         Ok(hits)
     }

@@ -43,10 +43,7 @@ impl std::str::FromStr for RecallMode {
             "dense" => Ok(RecallMode::Dense),
             "lexical" => Ok(RecallMode::Lexical),
             "hybrid" => Ok(RecallMode::Hybrid),
-            _ => Err(crate::Error::invalid(
-                "mode",
-                format!("{s:?}: expected dense|lexical|hybrid"),
-            )),
+            _ => Err(crate::Error::invalid("mode", format!("{s:?}: expected dense|lexical|hybrid"))),
         }
     }
 }
@@ -69,12 +66,7 @@ pub struct Weights {
 
 impl Default for Weights {
     fn default() -> Self {
-        Weights {
-            dense: 0.7,
-            importance: 0.1,
-            recency: 0.1,
-            entity: 0.05,
-        }
+        Weights { dense: 0.7, importance: 0.1, recency: 0.1, entity: 0.05 }
     }
 }
 
@@ -132,14 +124,8 @@ pub(crate) fn explain(
     let entity_matches = if m.entities.is_empty() {
         0
     } else {
-        let ents: Vec<Vec<String>> = m
-            .entities
-            .iter()
-            .map(|e| crate::index::tokenize(e))
-            .collect();
-        ents.iter()
-            .filter(|e| !e.is_empty() && e.iter().all(|t| query_terms.contains(t)))
-            .count()
+        let ents: Vec<Vec<String>> = m.entities.iter().map(|e| crate::index::tokenize(e)).collect();
+        ents.iter().filter(|e| !e.is_empty() && e.iter().all(|t| query_terms.contains(t))).count()
     };
     let imp_factor = 1.0 - w.importance + 2.0 * w.importance * m.importance;
     let rec_factor = 1.0 - w.recency + w.recency * recency;

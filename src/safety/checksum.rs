@@ -48,8 +48,8 @@ const ID_CHECK: [char; 11] = ['1', '0', 'X', '9', '8', '7', '6', '5', '4', '3', 
 /// Province-level codes (first two digits) of GB/T 2260, plus 71 (Taiwan),
 /// 81 (Hong Kong), 82 (Macao) and 83 (residence permits for Taiwan residents).
 const ID_PROVINCES: [u8; 35] = [
-    11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52,
-    53, 54, 61, 62, 63, 64, 65, 71, 81, 82, 83,
+    11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54, 61, 62, 63,
+    64, 65, 71, 81, 82, 83,
 ];
 
 /// The GB 11643-1999 check character (`'0'..='9'` or `'X'`) for the first 17
@@ -68,11 +68,7 @@ pub fn cn_id_check_char(first17: &str) -> Option<char> {
     if bytes.len() != 17 || !bytes.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let sum: u32 = bytes
-        .iter()
-        .zip(ID_WEIGHTS)
-        .map(|(b, w)| u32::from(b - b'0') * w)
-        .sum();
+    let sum: u32 = bytes.iter().zip(ID_WEIGHTS).map(|(b, w)| u32::from(b - b'0') * w).sum();
     ID_CHECK.get((sum % 11) as usize).copied()
 }
 
@@ -102,11 +98,8 @@ pub fn cn_id_valid(id: &str) -> bool {
     if last != expected {
         return false;
     }
-    let num = |r: std::ops::Range<usize>| -> u32 {
-        bytes[r]
-            .iter()
-            .fold(0u32, |acc, b| acc * 10 + u32::from(b - b'0'))
-    };
+    let num =
+        |r: std::ops::Range<usize>| -> u32 { bytes[r].iter().fold(0u32, |acc, b| acc * 10 + u32::from(b - b'0')) };
     let province = num(0..2) as u8;
     if !ID_PROVINCES.contains(&province) {
         return false;
@@ -149,15 +142,7 @@ mod tests {
 
     #[test]
     fn luhn_invalid_examples() {
-        for n in [
-            "4111111111111112",
-            "6222020200112233447",
-            "79927398710",
-            "",
-            "0",
-            "4111 1111",
-            "41a1",
-        ] {
+        for n in ["4111111111111112", "6222020200112233447", "79927398710", "", "0", "4111 1111", "41a1"] {
             assert!(!luhn_valid(n), "{n:?} should fail Luhn");
         }
     }

@@ -39,6 +39,5 @@ pub mod redact;
 pub use checksum::{cn_id_check_char, cn_id_valid, luhn_valid};
 pub use injection::{InjectionDetector, InjectionFinding, InjectionPolicy, DEFAULT_THRESHOLD};
 pub use redact::{
-    PiiKind, PiiPolicy, PiiSpan, Redaction, Redactor, MAX_CUSTOM_PATTERNS, MAX_GROWTH_PER_SPAN,
-    MAX_LABEL_LEN,
+    PiiKind, PiiPolicy, PiiSpan, Redaction, Redactor, MAX_CUSTOM_PATTERNS, MAX_GROWTH_PER_SPAN, MAX_LABEL_LEN,
 };

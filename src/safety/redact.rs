@@ -241,41 +241,23 @@ impl Redactor {
     pub fn with_pattern(mut self, label: &str, regex: &str) -> Result<Self> {
         if label.is_empty()
             || label.len() > MAX_LABEL_LEN
-            || !label
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            || !label.bytes().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         {
             return Err(Error::invalid(
                 "pii_label",
                 format!("label must be 1-{MAX_LABEL_LEN} characters of [A-Z0-9_], got {label:?}"),
             ));
         }
-        let builtin = [
-            PiiKind::CnMobile,
-            PiiKind::CnId,
-            PiiKind::BankCard,
-            PiiKind::Email,
-            PiiKind::Phone,
-        ];
+        let builtin = [PiiKind::CnMobile, PiiKind::CnId, PiiKind::BankCard, PiiKind::Email, PiiKind::Phone];
         if builtin.iter().any(|k| k.name() == Some(label)) {
-            return Err(Error::invalid(
-                "pii_label",
-                format!("label {label} is reserved for a built-in detector"),
-            ));
+            return Err(Error::invalid("pii_label", format!("label {label} is reserved for a built-in detector")));
         }
         if self.custom.len() >= MAX_CUSTOM_PATTERNS {
-            return Err(Error::invalid(
-                "pii_pattern",
-                format!("at most {MAX_CUSTOM_PATTERNS} custom patterns"),
-            ));
+            return Err(Error::invalid("pii_pattern", format!("at most {MAX_CUSTOM_PATTERNS} custom patterns")));
         }
-        let compiled = Regex::new(regex)
-            .map_err(|e| Error::invalid("pii_pattern", format!("pattern for {label}: {e}")))?;
-        self.custom.push(CustomPattern {
-            label: label.to_owned(),
-            placeholder: format!("[{label}]"),
-            regex: compiled,
-        });
+        let compiled =
+            Regex::new(regex).map_err(|e| Error::invalid("pii_pattern", format!("pattern for {label}: {e}")))?;
+        self.custom.push(CustomPattern { label: label.to_owned(), placeholder: format!("[{label}]"), regex: compiled });
         Ok(self)
     }
 
@@ -292,10 +274,7 @@ impl Redactor {
     /// redactor does not have.
     pub fn placeholder(&self, kind: PiiKind) -> Option<&str> {
         match kind {
-            PiiKind::Custom(i) => self
-                .custom
-                .get(usize::from(i))
-                .map(|p| p.placeholder.as_str()),
+            PiiKind::Custom(i) => self.custom.get(usize::from(i)).map(|p| p.placeholder.as_str()),
             other => other.placeholder(),
         }
     }
@@ -305,10 +284,7 @@ impl Redactor {
     /// longer. `redact(t).text.len() <= t.len() + max_growth_per_span() *
     /// redact(t).total()` always holds.
     pub fn max_growth_per_span(&self) -> usize {
-        self.custom
-            .iter()
-            .map(|p| p.placeholder.len())
-            .fold(MAX_GROWTH_PER_SPAN, usize::max)
+        self.custom.iter().map(|p| p.placeholder.len()).fold(MAX_GROWTH_PER_SPAN, usize::max)
     }
 
     /// All personal-data occurrences in `text`: byte ranges on `char`
@@ -323,8 +299,7 @@ impl Redactor {
         // Terminates: every new span covers original bytes not covered before.
         loop {
             let (rendered, placed) = self.render(text, &spans);
-            let protected: Vec<(usize, usize)> =
-                placed.iter().map(|p| (p.t_start, p.t_end)).collect();
+            let protected: Vec<(usize, usize)> = placed.iter().map(|p| (p.t_start, p.t_end)).collect();
             let fresh = self.find_pass(&rendered, &protected);
             if fresh.is_empty() {
                 return spans;
@@ -337,11 +312,7 @@ impl Redactor {
                     Some(p) => (s.start - p.t_end + p.o_end, s.end - p.t_end + p.o_end),
                     None => (s.start, s.end),
                 };
-                spans.push(PiiSpan {
-                    start,
-                    end,
-                    kind: s.kind,
-                });
+                spans.push(PiiSpan { start, end, kind: s.kind });
             }
             spans.sort_by_key(|s| s.start);
         }
@@ -359,10 +330,7 @@ impl Redactor {
                 *counts.entry(label.to_owned()).or_insert(0) += 1;
             }
         }
-        Redaction {
-            text: rendered,
-            counts,
-        }
+        Redaction { text: rendered, counts }
     }
 
     /// Applies `policy` to `text`: [`PiiPolicy::Redact`] returns
@@ -376,28 +344,15 @@ impl Redactor {
     /// `personal data: CN_MOBILE=1, EMAIL=2`), never the values.
     pub fn apply(&self, text: &str, policy: PiiPolicy) -> Result<Redaction> {
         match policy {
-            PiiPolicy::Off => Ok(Redaction {
-                text: text.to_owned(),
-                counts: BTreeMap::new(),
-            }),
+            PiiPolicy::Off => Ok(Redaction { text: text.to_owned(), counts: BTreeMap::new() }),
             PiiPolicy::Redact => Ok(self.redact(text)),
             PiiPolicy::Reject => {
                 let found = self.redact(text);
                 if found.is_clean() {
-                    return Ok(Redaction {
-                        text: text.to_owned(),
-                        counts: BTreeMap::new(),
-                    });
+                    return Ok(Redaction { text: text.to_owned(), counts: BTreeMap::new() });
                 }
-                let kinds: Vec<String> = found
-                    .counts
-                    .iter()
-                    .map(|(k, n)| format!("{k}={n}"))
-                    .collect();
-                Err(Error::Rejected(format!(
-                    "personal data: {}",
-                    kinds.join(", ")
-                )))
+                let kinds: Vec<String> = found.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+                Err(Error::Rejected(format!("personal data: {}", kinds.join(", "))))
             }
         }
     }
@@ -412,11 +367,7 @@ impl Redactor {
             out.push_str(&text[at..s.start]);
             let t_start = out.len();
             out.push_str(self.placeholder(s.kind).unwrap_or("[REDACTED]"));
-            placed.push(Placed {
-                t_start,
-                t_end: out.len(),
-                o_end: s.end,
-            });
+            placed.push(Placed { t_start, t_end: out.len(), o_end: s.end });
             at = s.end;
         }
         out.push_str(&text[at..]);
@@ -431,11 +382,7 @@ impl Redactor {
             let kind = PiiKind::Custom(u16::try_from(i).unwrap_or(u16::MAX));
             for m in p.regex.find_iter(text) {
                 if m.start() < m.end() {
-                    cands.push(PiiSpan {
-                        start: m.start(),
-                        end: m.end(),
-                        kind,
-                    });
+                    cands.push(PiiSpan { start: m.start(), end: m.end(), kind });
                 }
             }
         }
@@ -462,22 +409,11 @@ fn overlaps(ranges: &[(usize, usize)], start: usize, end: usize) -> bool {
 
 /// Greedy overlap resolution by precedence, then length, then position.
 fn resolve(mut cands: Vec<PiiSpan>) -> Vec<PiiSpan> {
-    cands.sort_by_key(|c| {
-        (
-            c.kind.rank().0,
-            Reverse(c.end - c.start),
-            c.kind.rank().1,
-            c.start,
-            c.kind,
-        )
-    });
+    cands.sort_by_key(|c| (c.kind.rank().0, Reverse(c.end - c.start), c.kind.rank().1, c.start, c.kind));
     cands.dedup();
     let mut taken: BTreeMap<usize, PiiSpan> = BTreeMap::new();
     for c in cands {
-        let clash = taken
-            .range(..c.end)
-            .next_back()
-            .is_some_and(|(_, t)| t.end > c.start);
+        let clash = taken.range(..c.end).next_back().is_some_and(|(_, t)| t.end > c.start);
         if !clash {
             taken.insert(c.start, c);
         }
@@ -573,9 +509,7 @@ impl Joiner {
             Joiner::Space => JoinClass::Space,
             Joiner::Dash | Joiner::SpacedDash => JoinClass::Dash,
             Joiner::Dot => JoinClass::Dot,
-            Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash | Joiner::SpaceOpen => {
-                JoinClass::Paren
-            }
+            Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash | Joiner::SpaceOpen => JoinClass::Paren,
         }
     }
 
@@ -649,10 +583,7 @@ impl Cand<'_> {
         self.groups.iter().map(Group::len).sum()
     }
     fn digits(&self) -> Vec<u8> {
-        self.groups
-            .iter()
-            .flat_map(|g| g.digits.iter().copied())
-            .collect()
+        self.groups.iter().flat_map(|g| g.digits.iter().copied()).collect()
     }
     fn lens(&self) -> Vec<usize> {
         self.groups.iter().map(Group::len).collect()
@@ -675,27 +606,19 @@ impl Cand<'_> {
         let Some(inner) = self.inner.first().map(|j| j.class()) else {
             return false;
         };
-        [self.left, self.right]
-            .iter()
-            .flatten()
-            .any(|j| j.class() == inner)
+        [self.left, self.right].iter().flatten().any(|j| j.class() == inner)
     }
 }
 
 fn uniform_space_or_dash(js: &[Joiner]) -> bool {
     match js.first() {
         None => true,
-        Some(&j) => {
-            matches!(j.class(), JoinClass::Space | JoinClass::Dash) && js.iter().all(|&k| k == j)
-        }
+        Some(&j) => matches!(j.class(), JoinClass::Space | JoinClass::Dash) && js.iter().all(|&k| k == j),
     }
 }
 
 fn ascii(digits: &[u8]) -> String {
-    digits
-        .iter()
-        .map(|&d| if d == 10 { 'X' } else { char::from(b'0' + d) })
-        .collect()
+    digits.iter().map(|&d| if d == 10 { 'X' } else { char::from(b'0' + d) }).collect()
 }
 
 /// Finds digit runs, links them into chains, and tries every short sub-chain
@@ -716,9 +639,7 @@ fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
             digits.push(d);
             k += 1;
         }
-        if chars.get(k).is_some_and(|&(_, c)| is_x(c))
-            && !chars.get(k + 1).is_some_and(|&(_, c)| is_word(c))
-        {
+        if chars.get(k).is_some_and(|&(_, c)| is_x(c)) && !chars.get(k + 1).is_some_and(|&(_, c)| is_word(c)) {
             digits.push(10);
             k += 1;
         }
@@ -728,15 +649,7 @@ fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
             Some((b, Some(b'('))) => (None, Some(b)),
             _ => (None, None),
         };
-        groups.push(Group {
-            start: chars[ci_start].0,
-            end: byte_at(k),
-            ci_start,
-            ci_end: k,
-            digits,
-            plus,
-            paren,
-        });
+        groups.push(Group { start: chars[ci_start].0, end: byte_at(k), ci_start, ci_end: k, digits, plus, paren });
     }
     let scan = Scan { chars: &chars };
     // Split into chains of runs joined by a recognised joiner.
@@ -817,8 +730,7 @@ fn chain_candidates(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], out: 
 
 /// Span start of an unprefixed candidate, if its left side allows one.
 fn plain_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    scan.left_ok(c.first().ci_start, false)
-        .then_some(c.first().start)
+    scan.left_ok(c.first().ci_start, false).then_some(c.first().start)
 }
 
 /// Mainland-China resident ID: 18 chars, `[18]` or `[6, 8, 4]`, verified.
@@ -849,9 +761,7 @@ fn card(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     let grouping_ok = match lens.as_slice() {
         [_] => true,
         [4, 6, 5] | [4, 6, 4] => true,
-        [init @ .., last] => {
-            init.len() >= 2 && init.iter().all(|&l| l == 4) && (1..=4).contains(last)
-        }
+        [init @ .., last] => init.len() >= 2 && init.iter().all(|&l| l == 4) && (1..=4).contains(last),
         [] => false,
     };
     if !grouping_ok {
@@ -907,11 +817,7 @@ fn cn_mobile(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         Some(start)
     };
     if first.plus.is_some() {
-        return if digits.starts_with(&[8, 6]) {
-            prefixed(&[8, 6])
-        } else {
-            None
-        };
+        return if digits.starts_with(&[8, 6]) { prefixed(&[8, 6]) } else { None };
     }
     if digits.starts_with(&[0, 0, 8, 6]) {
         return prefixed(&[0, 0, 8, 6]);
@@ -1056,27 +962,18 @@ fn email_candidates(text: &str, out: &mut Vec<PiiSpan>) {
             continue;
         };
         let end = at + 1 + domain_end;
-        if bytes
-            .get(end)
-            .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_')
-        {
+        if bytes.get(end).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_') {
             continue;
         }
-        out.push(PiiSpan {
-            start,
-            end,
-            kind: PiiKind::Email,
-        });
+        out.push(PiiSpan { start, end, kind: PiiKind::Email });
     }
 }
 
 /// Length of the longest prefix of `d` that is a valid domain (two or more
 /// labels of 1–63 letters, digits or inner hyphens; the last 2–24 letters).
 fn valid_domain(d: &str) -> Option<usize> {
-    let label_ok =
-        |l: &str| !l.is_empty() && l.len() <= 63 && !l.starts_with('-') && !l.ends_with('-');
-    let tld_ok =
-        |l: &str| (2..=24).contains(&l.len()) && l.bytes().all(|b| b.is_ascii_alphabetic());
+    let label_ok = |l: &str| !l.is_empty() && l.len() <= 63 && !l.starts_with('-') && !l.ends_with('-');
+    let tld_ok = |l: &str| (2..=24).contains(&l.len()) && l.bytes().all(|b| b.is_ascii_alphabetic());
     // Labels up to the first malformed one; the longest such prefix whose
     // last label is a TLD wins. Linear in the length of `d`.
     let mut best = None;
@@ -1102,20 +999,12 @@ mod tests {
     }
 
     fn kinds(text: &str) -> Vec<(String, PiiKind)> {
-        r().find(text)
-            .into_iter()
-            .map(|s| (text[s.range()].to_owned(), s.kind))
-            .collect()
+        r().find(text).into_iter().map(|s| (text[s.range()].to_owned(), s.kind)).collect()
     }
 
     fn assert_untouched(text: &str) {
         let out = r().redact(text);
-        assert_eq!(
-            out.text,
-            text,
-            "false positive in {text:?}: {:?}",
-            r().find(text)
-        );
+        assert_eq!(out.text, text, "false positive in {text:?}: {:?}", r().find(text));
         assert!(out.is_clean());
     }
 
@@ -1132,13 +1021,7 @@ mod tests {
         let text = "我的手机号是13812345678，身份证号11010519491231002X，卡号6222020200112233446";
         let out = r().redact(text);
         assert_eq!(out.text, "我的手机号是[PHONE]，身份证号[CN_ID]，卡号[CARD]");
-        for leaked in [
-            "13812345678",
-            "11010519491231002X",
-            "6222020200112233446",
-            "1381",
-            "2233",
-        ] {
+        for leaked in ["13812345678", "11010519491231002X", "6222020200112233446", "1381", "2233"] {
             assert!(!out.text.contains(leaked));
         }
         assert!(!out.text.chars().any(|c| c.is_ascii_digit()));
@@ -1183,11 +1066,7 @@ mod tests {
             ("13812345678,13912345678", "13812345678"),
         ] {
             let found = kinds(text);
-            assert_eq!(
-                found.first(),
-                Some(&(m.to_owned(), PiiKind::CnMobile)),
-                "{text:?}"
-            );
+            assert_eq!(found.first(), Some(&(m.to_owned(), PiiKind::CnMobile)), "{text:?}");
         }
         assert_eq!(kinds("13812345678,13912345678").len(), 2);
         let out = r().redact("我的手机号是13812345678，");
@@ -1208,11 +1087,7 @@ mod tests {
             "13812345678.5",       // decimal
             "1.13812345678",
         ] {
-            assert!(
-                kinds(text).iter().all(|(_, k)| *k != PiiKind::CnMobile),
-                "{text:?}: {:?}",
-                kinds(text)
-            );
+            assert!(kinds(text).iter().all(|(_, k)| *k != PiiKind::CnMobile), "{text:?}: {:?}", kinds(text));
         }
     }
 
@@ -1220,15 +1095,9 @@ mod tests {
     fn cn_id_shapes() {
         assert_eq!(kinds("身份证号11010519491231002X，")[0].1, PiiKind::CnId);
         assert_eq!(kinds("id 11010519491231002x")[0].0, "11010519491231002x");
-        assert_eq!(
-            kinds("ID: 110105 19491231 002X")[0],
-            ("110105 19491231 002X".into(), PiiKind::CnId)
-        );
+        assert_eq!(kinds("ID: 110105 19491231 002X")[0], ("110105 19491231 002X".into(), PiiKind::CnId));
         assert_eq!(kinds("身份证：110105 1949 1231 002X")[0].1, PiiKind::CnId);
-        assert_eq!(
-            kinds("证件４４０３０４１９９００１０１００１１")[0].1,
-            PiiKind::CnId
-        );
+        assert_eq!(kinds("证件４４０３０４１９９００１０１００１１")[0].1, PiiKind::CnId);
         assert_eq!(r().redact("身份证11010519491231002X").text, "身份证[CN_ID]");
     }
 
@@ -1253,11 +1122,7 @@ mod tests {
             ("卡 6222 0202 0011 2233 446", "6222 0202 0011 2233 446"),
             ("mc 5500005555555559 ok", "5500005555555559"),
         ] {
-            assert_eq!(
-                kinds(text),
-                vec![(m.to_owned(), PiiKind::BankCard)],
-                "{text:?}"
-            );
+            assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::BankCard)], "{text:?}");
         }
     }
 
@@ -1278,31 +1143,14 @@ mod tests {
     fn email_shapes() {
         for (text, m) in [
             ("Reach me at jane.roe@example.com.", "jane.roe@example.com"),
-            (
-                "邮箱jane_roe+tag@mail.example.co.uk，谢谢",
-                "jane_roe+tag@mail.example.co.uk",
-            ),
+            ("邮箱jane_roe+tag@mail.example.co.uk，谢谢", "jane_roe+tag@mail.example.co.uk"),
             ("qq 12345678@qq.com", "12345678@qq.com"),
-            (
-                "<a.b-c@sub-domain.example.org>",
-                "a.b-c@sub-domain.example.org",
-            ),
+            ("<a.b-c@sub-domain.example.org>", "a.b-c@sub-domain.example.org"),
             ("...jane@example.com", "jane@example.com"),
         ] {
-            assert_eq!(
-                kinds(text),
-                vec![(m.to_owned(), PiiKind::Email)],
-                "{text:?}"
-            );
+            assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::Email)], "{text:?}");
         }
-        for text in [
-            "a@b",
-            "user@localhost",
-            "@example.com",
-            "x@.com",
-            "x@example.c",
-            "x@example.com1",
-        ] {
+        for text in ["a@b", "user@localhost", "@example.com", "x@.com", "x@example.c", "x@example.com1"] {
             assert!(kinds(text).is_empty(), "{text:?}: {:?}", kinds(text));
         }
     }
@@ -1335,11 +1183,7 @@ mod tests {
             ("深圳(0755) 1234 5678", "(0755) 1234 5678"),
             ("London 020 7946 0958", "020 7946 0958"),
         ] {
-            assert_eq!(
-                kinds(text),
-                vec![(m.to_owned(), PiiKind::Phone)],
-                "{text:?}"
-            );
+            assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::Phone)], "{text:?}");
         }
         assert_eq!(r().redact("call (415) 555-0100.").text, "call [PHONE].");
     }
@@ -1380,21 +1224,10 @@ mod tests {
         // CN mobile vs generic international: same span, mobile kind wins.
         assert_eq!(kinds("+86 138 1234 5678")[0].1, PiiKind::CnMobile);
         // E-mail whose local part is a mobile number stays one e-mail.
-        assert_eq!(
-            kinds("13812345678@qq.com"),
-            vec![("13812345678@qq.com".into(), PiiKind::Email)]
-        );
+        assert_eq!(kinds("13812345678@qq.com"), vec![("13812345678@qq.com".into(), PiiKind::Email)]);
         let spans = r().find("a 13812345678 b x@y.com c 4111111111111111 d 11010519491231002X");
         let ks: Vec<PiiKind> = spans.iter().map(|s| s.kind).collect();
-        assert_eq!(
-            ks,
-            vec![
-                PiiKind::CnMobile,
-                PiiKind::Email,
-                PiiKind::BankCard,
-                PiiKind::CnId
-            ]
-        );
+        assert_eq!(ks, vec![PiiKind::CnMobile, PiiKind::Email, PiiKind::BankCard, PiiKind::CnId]);
         assert!(spans.windows(2).all(|w| w[0].end <= w[1].start));
     }
 
@@ -1440,25 +1273,14 @@ mod tests {
 
     #[test]
     fn placeholders_well_formed() {
-        let text =
-            "13812345678 +1 415 555 0100 a@b.com 4111111111111111 11010519491231002X EMP-12345";
-        let r = Redactor::new()
-            .with_pattern("EMPLOYEE_ID", r"EMP-\d{5}")
-            .unwrap();
+        let text = "13812345678 +1 415 555 0100 a@b.com 4111111111111111 11010519491231002X EMP-12345";
+        let r = Redactor::new().with_pattern("EMPLOYEE_ID", r"EMP-\d{5}").unwrap();
         let out = r.redact(text);
-        assert_eq!(
-            out.text,
-            "[PHONE] [PHONE] [EMAIL] [CARD] [CN_ID] [EMPLOYEE_ID]"
-        );
+        assert_eq!(out.text, "[PHONE] [PHONE] [EMAIL] [CARD] [CN_ID] [EMPLOYEE_ID]");
         let re = Regex::new(r"^\[[A-Z0-9_]{1,32}\]$").unwrap();
-        for k in [
-            PiiKind::CnMobile,
-            PiiKind::CnId,
-            PiiKind::BankCard,
-            PiiKind::Email,
-            PiiKind::Phone,
-            PiiKind::Custom(0),
-        ] {
+        for k in
+            [PiiKind::CnMobile, PiiKind::CnId, PiiKind::BankCard, PiiKind::Email, PiiKind::Phone, PiiKind::Custom(0)]
+        {
             let p = r.placeholder(k).unwrap();
             assert!(re.is_match(p), "{p}");
             assert!(p.len() <= r.max_growth_per_span());
@@ -1545,9 +1367,7 @@ mod tests {
         let spans = r().find(text);
         assert_eq!(spans.len(), 4);
         for s in &spans {
-            assert!(
-                s.start < s.end && text.is_char_boundary(s.start) && text.is_char_boundary(s.end)
-            );
+            assert!(s.start < s.end && text.is_char_boundary(s.start) && text.is_char_boundary(s.end));
         }
         assert!(spans.windows(2).all(|w| w[0].end <= w[1].start));
     }
@@ -1559,9 +1379,6 @@ mod tests {
         assert_eq!(json, r#"{"text":"[EMAIL]","counts":{"EMAIL":1}}"#);
         let back: Redaction = serde_json::from_str(&json).unwrap();
         assert_eq!(back, out);
-        assert_eq!(
-            serde_json::to_string(&PiiPolicy::Reject).unwrap(),
-            r#""Reject""#
-        );
+        assert_eq!(serde_json::to_string(&PiiPolicy::Reject).unwrap(), r#""Reject""#);
     }
 }

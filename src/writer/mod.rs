@@ -47,25 +47,15 @@ pub(crate) type WriteReply = Sender<Result<Vec<Result<OpOutcome>>>>;
 /// Work for the writer thread. A closed set: nothing else mutates the store.
 pub(crate) enum Command {
     /// Validate and append operations for one namespace.
-    Write {
-        ns: Namespace,
-        ops: Vec<Op>,
-        reply: WriteReply,
-    },
+    Write { ns: Namespace, ops: Vec<Op>, reply: WriteReply },
     /// Record that recall returned these memories; no reply, and not flushed
     /// on its own (it rides with the next flush).
-    Access {
-        ns: Namespace,
-        ids: Vec<MemoryId>,
-        requester: Option<String>,
-    },
+    Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String> },
     /// Flush everything appended so far, then reply.
     Sync { reply: Sender<Result<()>> },
     /// Run a function with exclusive access to the store and state (used by
     /// compaction); the writer queues other commands meanwhile.
-    Exclusive {
-        f: Box<dyn FnOnce(&mut WriterCtx<'_>) + Send>,
-    },
+    Exclusive { f: Box<dyn FnOnce(&mut WriterCtx<'_>) + Send> },
     /// Flush and stop.
     Shutdown { reply: Sender<Result<()>> },
 }
@@ -116,30 +106,13 @@ enum Pending {
 }
 
 /// Starts the writer thread.
-pub(crate) fn spawn(
-    shared: Arc<Shared>,
-    rx: Receiver<Command>,
-    cfg: WriterConfig,
-) -> Result<JoinHandle<()>> {
+pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfig) -> Result<JoinHandle<()>> {
     let (next_seq, last_time_us) = {
         let st = shared.state.read();
-        (
-            st.last_seq + 1,
-            st.times.last().copied().unwrap_or(i64::MIN),
-        )
+        (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
     };
-    let mut w = Writer {
-        shared,
-        rx,
-        cfg,
-        next_seq,
-        last_time_us,
-        dirty_since: None,
-    };
-    std::thread::Builder::new()
-        .name("mnemon-writer".into())
-        .spawn(move || w.run())
-        .map_err(Error::Io)
+    let mut w = Writer { shared, rx, cfg, next_seq, last_time_us, dirty_since: None };
+    std::thread::Builder::new().name("mnemon-writer".into()).spawn(move || w.run()).map_err(Error::Io)
 }
 
 impl Writer {
@@ -218,21 +191,14 @@ impl Writer {
                         let _ = reply.send(Err(Error::Poisoned(msg)));
                         continue;
                     }
-                    let results = ops
-                        .into_iter()
-                        .map(|op| self.apply_op(&ns, op, &mut records, &mut vectors))
-                        .collect();
+                    let results =
+                        ops.into_iter().map(|op| self.apply_op(&ns, op, &mut records, &mut vectors)).collect();
                     must_flush |= self.cfg.durability == Durability::PerGroup;
                     pending.push(Pending::Write(reply, results));
                 }
                 Command::Access { ns, ids, requester } => {
                     if poisoned.is_none() {
-                        let _ = self.apply_op(
-                            &ns,
-                            Op::Access { ids, requester },
-                            &mut records,
-                            &mut vectors,
-                        );
+                        let _ = self.apply_op(&ns, Op::Access { ids, requester }, &mut records, &mut vectors);
                     }
                 }
                 Command::Sync { reply } => {
@@ -245,14 +211,10 @@ impl Writer {
                     must_flush = false;
                     self.reply_all(&mut pending, ok.clone());
                     if ok.is_ok() {
-                        let mut ctx = WriterCtx {
-                            shared: &self.shared,
-                        };
+                        let mut ctx = WriterCtx { shared: &self.shared };
                         f(&mut ctx);
                         let st = self.shared.state.read();
-                        self.last_time_us = self
-                            .last_time_us
-                            .max(st.times.last().copied().unwrap_or(i64::MIN));
+                        self.last_time_us = self.last_time_us.max(st.times.last().copied().unwrap_or(i64::MIN));
                     }
                 }
                 Command::Shutdown { reply } => {
@@ -305,10 +267,8 @@ impl Writer {
         let store = self.shared.store();
         let res = (|| -> Result<()> {
             if !vectors.is_empty() {
-                let entries: Vec<(MemoryId, u64, &[f32])> = vectors
-                    .iter()
-                    .map(|(id, h, v)| (*id, *h, v.as_slice()))
-                    .collect();
+                let entries: Vec<(MemoryId, u64, &[f32])> =
+                    vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
                 store.put_vectors(&self.shared.model_id, &entries)?;
             }
             if !records.is_empty() {
@@ -354,12 +314,7 @@ impl Writer {
         let time = self.tick();
         for (i, (body, vector)) in plan.bodies.into_iter().enumerate() {
             let seq = self.next_seq + i as Seq;
-            let ev = Event {
-                seq,
-                time,
-                ns: ns.clone(),
-                body,
-            };
+            let ev = Event { seq, time, ns: ns.clone(), body };
             let bytes = encode_record(&ev)?;
             staged.push((ev, bytes, vector));
         }
@@ -373,13 +328,10 @@ impl Writer {
             records.push((ev.seq, bytes));
         }
         Ok(match plan.outcome {
-            PlannedOutcome::NewObservation(i) => {
-                OpOutcome::Observed(crate::types::ObservationId(first + i as Seq))
+            PlannedOutcome::NewObservation(i) => OpOutcome::Observed(crate::types::ObservationId(first + i as Seq)),
+            PlannedOutcome::NewMemory { body_idx, action } => {
+                OpOutcome::Remembered { id: MemoryId(first + body_idx as Seq), action }
             }
-            PlannedOutcome::NewMemory { body_idx, action } => OpOutcome::Remembered {
-                id: MemoryId(first + body_idx as Seq),
-                action,
-            },
             PlannedOutcome::Existing { id, action } => OpOutcome::Remembered { id, action },
             PlannedOutcome::Forgot(f) => OpOutcome::Forgot(f),
             PlannedOutcome::Accessed => OpOutcome::Accessed,

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
 use crate::event::{
-    Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed,
-    SupersedeReason, Superseded,
+    Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed, SupersedeReason,
+    Superseded,
 };
 use crate::projection::{normalize_content, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
@@ -107,10 +107,7 @@ pub struct ForgetOutcome {
 #[derive(Clone, Debug)]
 pub(crate) enum OpOutcome {
     Observed(ObservationId),
-    Remembered {
-        id: MemoryId,
-        action: RememberAction,
-    },
+    Remembered { id: MemoryId, action: RememberAction },
     Forgot(ForgetOutcome),
     Accessed,
     Archived(Vec<MemoryId>),
@@ -147,27 +144,15 @@ fn mem_not_found(ns: &Namespace, id: MemoryId) -> Error {
 pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Result<Plan> {
     let st = state.ns(ns);
     match op {
-        Op::Observe(o) => Ok(Plan {
-            bodies: vec![(EventBody::Observed(o), None)],
-            outcome: PlannedOutcome::NewObservation(0),
-        }),
-        Op::Remember {
-            mem,
-            vector,
-            dedup,
-            threshold,
-        } => plan_remember(st, ns, mem, vector, dedup, threshold, next_seq),
-        Op::Supersede {
-            old,
-            mem,
-            vector,
-            reason,
-        } => {
+        Op::Observe(o) => {
+            Ok(Plan { bodies: vec![(EventBody::Observed(o), None)], outcome: PlannedOutcome::NewObservation(0) })
+        }
+        Op::Remember { mem, vector, dedup, threshold } => {
+            plan_remember(st, ns, mem, vector, dedup, threshold, next_seq)
+        }
+        Op::Supersede { old, mem, vector, reason } => {
             let st = st.ok_or_else(|| mem_not_found(ns, old))?;
-            let cur = st
-                .memories
-                .get(&old)
-                .ok_or_else(|| mem_not_found(ns, old))?;
+            let cur = st.memories.get(&old).ok_or_else(|| mem_not_found(ns, old))?;
             if cur.status != Status::Active {
                 return Err(Error::Conflict(format!(
                     "memory {old} is {} (latest version: {}); supersede the latest version",
@@ -177,131 +162,70 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
             }
             check_sources(st, ns, &mem.sources)?;
             // At most one active memory holds a slot key.
-            if let Some(holder) = mem
-                .key
-                .as_ref()
-                .and_then(|k| st.by_key.get(k))
-                .filter(|&&h| h != old)
-            {
+            if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|&&h| h != old) {
                 return Err(Error::Conflict(format!(
                     "key {:?} is held by memory {holder}; supersede that memory instead",
                     mem.key.as_deref().unwrap_or_default()
                 )));
             }
             // A promotion keeps the content and changes the tier.
-            if reason != SupersedeReason::Promoted
-                && normalize_content(&cur.content) == normalize_content(&mem.content)
+            if reason != SupersedeReason::Promoted && normalize_content(&cur.content) == normalize_content(&mem.content)
             {
                 return Ok(Plan {
                     bodies: vec![],
-                    outcome: PlannedOutcome::Existing {
-                        id: old,
-                        action: RememberAction::Unchanged,
-                    },
+                    outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Unchanged },
                 });
             }
             Ok(supersede_plan(old, mem, vector, reason, next_seq))
         }
-        Op::Forget {
-            target,
-            reason,
-            requester,
-            ids,
-        } => plan_forget(st, ns, target, reason, requester, ids),
+        Op::Forget { target, reason, requester, ids } => plan_forget(st, ns, target, reason, requester, ids),
         Op::Archive { ids, reason } => {
-            let active = |id: &MemoryId| {
-                st.and_then(|s| s.memories.get(id))
-                    .is_some_and(|m| m.status == Status::Active)
-            };
+            let active =
+                |id: &MemoryId| st.and_then(|s| s.memories.get(id)).is_some_and(|m| m.status == Status::Active);
             let mut ids: Vec<MemoryId> = ids.into_iter().filter(|i| active(i)).collect();
             ids.sort_unstable();
             ids.dedup();
             if ids.is_empty() {
-                return Ok(Plan {
-                    bodies: vec![],
-                    outcome: PlannedOutcome::Archived(vec![]),
-                });
+                return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Archived(vec![]) });
             }
             Ok(Plan {
-                bodies: vec![(
-                    EventBody::Archived(Archived {
-                        ids: ids.clone(),
-                        reason,
-                    }),
-                    None,
-                )],
+                bodies: vec![(EventBody::Archived(Archived { ids: ids.clone(), reason }), None)],
                 outcome: PlannedOutcome::Archived(ids),
             })
         }
-        Op::Consolidate {
-            members,
-            mem,
-            vector,
-        } => {
+        Op::Consolidate { members, mem, vector } => {
             let first = members.first().copied().unwrap_or(MemoryId(0));
             let st = st.ok_or_else(|| mem_not_found(ns, first))?;
             for id in &members {
                 let m = st.memories.get(id).ok_or_else(|| mem_not_found(ns, *id))?;
                 if m.status != Status::Active {
-                    return Err(Error::Conflict(format!(
-                        "memory {id} is {}; only active memories merge",
-                        m.status
-                    )));
+                    return Err(Error::Conflict(format!("memory {id} is {}; only active memories merge", m.status)));
                 }
             }
             if members.len() < 2 {
-                return Err(Error::invalid(
-                    "members",
-                    "a consolidation merges at least two memories",
-                ));
+                return Err(Error::invalid("members", "a consolidation merges at least two memories"));
             }
             check_sources(st, ns, &mem.sources)?;
-            if let Some(holder) = mem
-                .key
-                .as_ref()
-                .and_then(|k| st.by_key.get(k))
-                .filter(|h| !members.contains(h))
-            {
-                return Err(Error::Conflict(format!(
-                    "key held by memory {holder}, not a member"
-                )));
+            if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|h| !members.contains(h)) {
+                return Err(Error::Conflict(format!("key held by memory {holder}, not a member")));
             }
             let new = MemoryId(next_seq);
             let mut bodies = vec![(EventBody::Extracted(mem), Some(vector))];
             for old in &members {
                 bodies.push((
-                    EventBody::Superseded(Superseded {
-                        old: *old,
-                        new,
-                        reason: SupersedeReason::Consolidated,
-                    }),
+                    EventBody::Superseded(Superseded { old: *old, new, reason: SupersedeReason::Consolidated }),
                     None,
                 ));
             }
-            Ok(Plan {
-                bodies,
-                outcome: PlannedOutcome::NewMemory {
-                    body_idx: 0,
-                    action: RememberAction::Created,
-                },
-            })
+            Ok(Plan { bodies, outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created } })
         }
         Op::Access { ids, requester } => {
             let Some(st) = st else {
-                return Ok(Plan {
-                    bodies: vec![],
-                    outcome: PlannedOutcome::Accessed,
-                });
+                return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
             };
-            let ids: Vec<MemoryId> = ids
-                .into_iter()
-                .filter(|i| st.memories.contains_key(i))
-                .collect();
+            let ids: Vec<MemoryId> = ids.into_iter().filter(|i| st.memories.contains_key(i)).collect();
             if ids.is_empty() {
-                return Ok(Plan {
-                    bodies: vec![],
-                    outcome: PlannedOutcome::Accessed,
-                });
+                return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
             }
             Ok(Plan {
                 bodies: vec![(EventBody::Accessed(Accessed { ids, requester }), None)],
@@ -311,32 +235,21 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
     }
 }
 
-fn supersede_plan(
-    old: MemoryId,
-    mem: Extracted,
-    vector: Vec<f32>,
-    reason: SupersedeReason,
-    next_seq: u64,
-) -> Plan {
+fn supersede_plan(old: MemoryId, mem: Extracted, vector: Vec<f32>, reason: SupersedeReason, next_seq: u64) -> Plan {
     let new = MemoryId(next_seq);
     Plan {
         bodies: vec![
             (EventBody::Extracted(mem), Some(vector)),
             (EventBody::Superseded(Superseded { old, new, reason }), None),
         ],
-        outcome: PlannedOutcome::NewMemory {
-            body_idx: 0,
-            action: RememberAction::Superseded { old },
-        },
+        outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Superseded { old } },
     }
 }
 
 fn check_sources(st: &NsState, ns: &Namespace, sources: &[ObservationId]) -> Result<()> {
     for s in sources {
         if !st.observations.contains_key(s) {
-            return Err(Error::not_found(format!(
-                "observation {s} in namespace {ns}"
-            )));
+            return Err(Error::not_found(format!("observation {s} in namespace {ns}")));
         }
     }
     Ok(())
@@ -353,16 +266,11 @@ fn plan_remember(
 ) -> Result<Plan> {
     let Some(st) = st else {
         if let Some(s) = mem.sources.first() {
-            return Err(Error::not_found(format!(
-                "observation {s} in namespace {ns}"
-            )));
+            return Err(Error::not_found(format!("observation {s} in namespace {ns}")));
         }
         return Ok(Plan {
             bodies: vec![(EventBody::Extracted(mem), Some(vector))],
-            outcome: PlannedOutcome::NewMemory {
-                body_idx: 0,
-                action: RememberAction::Created,
-            },
+            outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
         });
     };
     check_sources(st, ns, &mem.sources)?;
@@ -371,62 +279,36 @@ fn plan_remember(
     // content (a duplicate) or replaced, whatever else holds this text.
     if let Some(key) = &mem.key {
         if let Some(&old) = st.by_key.get(key) {
-            let same = st
-                .memories
-                .get(&old)
-                .is_some_and(|m| normalize_content(&m.content) == norm);
+            let same = st.memories.get(&old).is_some_and(|m| normalize_content(&m.content) == norm);
             if same && dedup != DedupMode::Off {
                 return Ok(Plan {
                     bodies: vec![],
-                    outcome: PlannedOutcome::Existing {
-                        id: old,
-                        action: RememberAction::Duplicate,
-                    },
+                    outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Duplicate },
                 });
             }
-            return Ok(supersede_plan(
-                old,
-                mem,
-                vector,
-                SupersedeReason::SameKey,
-                next_seq,
-            ));
+            return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
         }
     }
     if dedup != DedupMode::Off {
         if let Some(&existing) = st.by_norm.get(&norm).and_then(|ids| ids.last()) {
             return Ok(Plan {
                 bodies: vec![],
-                outcome: PlannedOutcome::Existing {
-                    id: existing,
-                    action: RememberAction::Duplicate,
-                },
+                outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
             });
         }
     }
     if dedup != DedupMode::Off && vector.iter().any(|x| *x != 0.0) {
-        let active = |id: u64| {
-            st.memories
-                .get(&MemoryId(id))
-                .is_some_and(|m| m.status == Status::Active)
-        };
+        let active = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| m.status == Status::Active);
         if let Some(&(id, sim)) = st.vectors.search(&vector, 1, &active).first() {
             if sim >= threshold {
                 let existing = MemoryId(id);
                 return Ok(match dedup {
-                    DedupMode::Supersede => supersede_plan(
-                        existing,
-                        mem,
-                        vector,
-                        SupersedeReason::NearDuplicate,
-                        next_seq,
-                    ),
+                    DedupMode::Supersede => {
+                        supersede_plan(existing, mem, vector, SupersedeReason::NearDuplicate, next_seq)
+                    }
                     _ => Plan {
                         bodies: vec![(
-                            EventBody::Accessed(Accessed {
-                                ids: vec![existing],
-                                requester: Some("dedup".into()),
-                            }),
+                            EventBody::Accessed(Accessed { ids: vec![existing], requester: Some("dedup".into()) }),
                             None,
                         )],
                         outcome: PlannedOutcome::Existing {
@@ -440,10 +322,7 @@ fn plan_remember(
     }
     Ok(Plan {
         bodies: vec![(EventBody::Extracted(mem), Some(vector))],
-        outcome: PlannedOutcome::NewMemory {
-            body_idx: 0,
-            action: RememberAction::Created,
-        },
+        outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
     })
 }
 
@@ -455,16 +334,11 @@ fn plan_forget(
     requester: Option<String>,
     ids: Vec<MemoryId>,
 ) -> Result<Plan> {
-    let empty = || Plan {
-        bodies: vec![],
-        outcome: PlannedOutcome::Forgot(ForgetOutcome::default()),
-    };
+    let empty = || Plan { bodies: vec![], outcome: PlannedOutcome::Forgot(ForgetOutcome::default()) };
     let Some(st) = st else {
         return match target {
             ForgetTarget::Memory(id) => Err(mem_not_found(ns, id)),
-            ForgetTarget::Observation(id) => Err(Error::not_found(format!(
-                "observation {id} in namespace {ns}"
-            ))),
+            ForgetTarget::Observation(id) => Err(Error::not_found(format!("observation {id} in namespace {ns}"))),
             _ => Ok(empty()),
         };
     };
@@ -485,25 +359,13 @@ fn plan_forget(
                 return Ok(empty());
             }
             if !st.observations.contains_key(id) {
-                return Err(Error::not_found(format!(
-                    "observation {id} in namespace {ns}"
-                )));
+                return Err(Error::not_found(format!("observation {id} in namespace {ns}")));
             }
             obs.insert(*id);
         }
         ForgetTarget::Session(s) => {
-            obs.extend(
-                st.observations
-                    .values()
-                    .filter(|o| &o.session == s)
-                    .map(|o| o.id),
-            );
-            mems.extend(
-                st.memories
-                    .values()
-                    .filter(|m| m.session.as_deref() == Some(s))
-                    .map(|m| m.id),
-            );
+            obs.extend(st.observations.values().filter(|o| &o.session == s).map(|o| o.id));
+            mems.extend(st.memories.values().filter(|m| m.session.as_deref() == Some(s)).map(|m| m.id));
         }
         ForgetTarget::Namespace => {
             obs.extend(st.observations.keys().copied());
@@ -523,9 +385,7 @@ fn plan_forget(
         for m in st.memories.values() {
             if !mems.contains(&m.id)
                 && !m.sources.is_empty()
-                && m.sources
-                    .iter()
-                    .all(|s| obs.contains(s) || st.forgotten_observations.contains(s))
+                && m.sources.iter().all(|s| obs.contains(s) || st.forgotten_observations.contains(s))
             {
                 mems.insert(m.id);
                 derived += 1;
@@ -549,10 +409,7 @@ fn plan_forget(
         memories: outcome.memory_ids.clone(),
         observations: outcome.observation_ids.clone(),
     });
-    Ok(Plan {
-        bodies: vec![(body, None)],
-        outcome: PlannedOutcome::Forgot(outcome),
-    })
+    Ok(Plan { bodies: vec![(body, None)], outcome: PlannedOutcome::Forgot(outcome) })
 }
 
 /// What a forget would erase, computed against `state` without writing.

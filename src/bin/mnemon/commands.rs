@@ -8,8 +8,8 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use mnemon::embed::{self, EmbedderChoice};
 use mnemon::{
-    AsOf, Engine, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory, NewObservation,
-    ObservationId, RecallMode, RecallOptions, Result, Role,
+    AsOf, Engine, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory, NewObservation, ObservationId,
+    RecallMode, RecallOptions, Result, Role,
 };
 
 use crate::output::{hit_line, json, memory_block, memory_line};
@@ -279,6 +279,13 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
             let code = r?;
             closed.map(|()| code)
         }
+        Cmd::Check => {
+            let engine = open_engine(cli)?;
+            let r = check_command(cli, &engine);
+            let closed = engine.close();
+            let code = r?;
+            closed.map(|()| code)
+        }
         other => {
             let engine = open_engine(cli)?;
             let r = store_command(cli, &engine, other);
@@ -288,14 +295,40 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
     }
 }
 
+/// Exit status of `check` when the projections differ from a fresh replay.
+const CHECK_MISMATCH: u8 = 4;
+
+/// `check`: opening already verified every record and the `Seq` sequence;
+/// [`Engine::check`] does it again and compares the projections with a
+/// fresh replay. Exit status 4 on a mismatch; a bad record is an error.
+fn check_command(cli: &Cli, engine: &Engine) -> Result<ExitCode> {
+    let r = engine.check()?;
+    if cli.json {
+        json(&r);
+    } else {
+        println!(
+            "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
+            r.records,
+            r.record_bytes,
+            r.last_seq,
+            r.namespaces,
+            r.memories,
+            r.observations,
+            r.vectors_cached,
+            r.vectors_embedded,
+            r.digest,
+            r.replay_digest,
+            if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
+        );
+    }
+    Ok(if r.consistent { ExitCode::SUCCESS } else { ExitCode::from(CHECK_MISMATCH) })
+}
+
 /// `compact` and `verify-erasure`: print the receipt; exit status 3 when
 /// the scan found a trace.
 fn erase_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<ExitCode> {
     if let Some(r) = &engine.open_report().erasure {
-        eprintln!(
-            "note: finished a compaction that an earlier process left unfinished (verified: {})",
-            r.verified
-        );
+        eprintln!("note: finished a compaction that an earlier process left unfinished (verified: {})", r.verified);
     }
     let receipt = match cmd {
         Cmd::VerifyErasure(a) => {
@@ -309,11 +342,7 @@ fn erase_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<ExitCode> {
     } else {
         println!("{receipt}");
     }
-    Ok(if receipt.verified {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(FOUND_ON_DISK)
-    })
+    Ok(if receipt.verified { ExitCode::SUCCESS } else { ExitCode::from(FOUND_ON_DISK) })
 }
 
 fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
@@ -322,16 +351,11 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
         ModelCmd::Install { name, from } => {
             let spec = embed::find_spec(name).ok_or_else(|| {
                 let names: Vec<&str> = embed::all_specs().iter().map(|s| s.name).collect();
-                mnemon::Error::invalid(
-                    "model",
-                    format!("unknown model {name:?}; known: {}", names.join(", ")),
-                )
+                mnemon::Error::invalid("model", format!("unknown model {name:?}; known: {}", names.join(", ")))
             })?;
             let report = embed::install(spec, &dir, from.as_deref())?;
             if cli.json {
-                json(
-                    &serde_json::json!({ "model": spec.name, "dir": dir, "report": format!("{report:?}") }),
-                );
+                json(&serde_json::json!({ "model": spec.name, "dir": dir, "report": format!("{report:?}") }));
             } else {
                 println!("{report}");
             }
@@ -343,11 +367,7 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
                     println!("{}", spec.name);
                     continue;
                 }
-                let state = if embed::is_installed(spec, &dir) {
-                    "installed"
-                } else {
-                    "not installed"
-                };
+                let state = if embed::is_installed(spec, &dir) { "installed" } else { "not installed" };
                 println!(
                     "{:<10} {:<14} {}  ({})",
                     spec.name,
@@ -424,8 +444,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             }
         }
         Cmd::Supersede(a) => {
-            let r =
-                engine.supersede(&ns(&a.ns)?, MemoryId(a.id), NewMemory::new(a.text.clone()))?;
+            let r = engine.supersede(&ns(&a.ns)?, MemoryId(a.id), NewMemory::new(a.text.clone()))?;
             if cli.json {
                 json(&r);
             } else {
@@ -470,9 +489,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             for ev in engine.events(&ns(&a.ns)?, a.from, a.to)? {
                 match serde_json::to_string(&ev) {
                     Ok(s) => println!("{s}"),
-                    Err(e) => {
-                        return Err(mnemon::Error::Storage(format!("cannot encode event: {e}")))
-                    }
+                    Err(e) => return Err(mnemon::Error::Storage(format!("cannot encode event: {e}"))),
                 }
             }
         }
@@ -480,9 +497,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             let at = match (a.seq, &a.time) {
                 (Some(s), _) => AsOf::Seq(s),
                 (None, Some(t)) => AsOf::Time(parse_time(t)?),
-                (None, None) => {
-                    return Err(mnemon::Error::invalid("as-of", "give --seq or --time"))
-                }
+                (None, None) => return Err(mnemon::Error::invalid("as-of", "give --seq or --time")),
             };
             let view = engine.as_of(&ns(&a.ns)?, at)?;
             let list = match a.what {
@@ -503,12 +518,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             let opts = RecallOptions {
                 top_k: a.k,
                 min_similarity: a.min_similarity,
-                as_of: a
-                    .as_of
-                    .as_deref()
-                    .map(parse_time)
-                    .transpose()?
-                    .map(AsOf::Time),
+                as_of: a.as_of.as_deref().map(parse_time).transpose()?.map(AsOf::Time),
                 mode: a.mode.parse::<RecallMode>()?,
                 requester: Some("cli".into()),
                 ..RecallOptions::default()
@@ -523,11 +533,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             }
         }
         Cmd::Context(a) => {
-            let opts = RecallOptions {
-                top_k: a.k,
-                requester: Some("cli".into()),
-                ..RecallOptions::default()
-            };
+            let opts = RecallOptions { top_k: a.k, requester: Some("cli".into()), ..RecallOptions::default() };
             let hits = engine.recall(&ns(&a.ns)?, &a.query, &opts)?;
             let (block, n) = mnemon::render_context(&hits, a.budget);
             if cli.json {
@@ -549,11 +555,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             } else if t.all {
                 ForgetRequest::All
             } else if let Some(q) = &t.matching {
-                ForgetRequest::Matching {
-                    query: q.clone(),
-                    min_similarity: a.min_similarity,
-                    limit: 1000,
-                }
+                ForgetRequest::Matching { query: q.clone(), min_similarity: a.min_similarity, limit: 1000 }
             } else {
                 return Err(mnemon::Error::invalid("forget", "name a target"));
             };
@@ -593,7 +595,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
         | Cmd::EndSession(_)
         | Cmd::Consolidate(_)
         | Cmd::Maintain(_) => crate::lifecycle::run(cli, engine, cmd)?,
-        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) => {}
+        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) | Cmd::Check => {}
     }
     Ok(())
 }

@@ -10,8 +10,7 @@ use clap::Args;
 use mnemon::embed::{EmbedKind, Embedder};
 use mnemon::eval::{self, Backend, Dataset, Doc, RunOptions, SplitFilter};
 use mnemon::{
-    DedupMode, Engine, Kind, MemoryId, Namespace, NewMemory, RecallMode, RecallOptions, Result,
-    Tier, Weights,
+    DedupMode, Engine, Kind, MemoryId, Namespace, NewMemory, RecallMode, RecallOptions, Result, Tier, Weights,
 };
 
 use crate::commands::load_embedder;
@@ -77,15 +76,8 @@ struct VectorCache {
 
 impl EngineBackend {
     fn passages(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut cache = self
-            .cache
-            .lock()
-            .map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
-        let missing: Vec<&str> = texts
-            .iter()
-            .copied()
-            .filter(|t| !cache.passages.contains_key(*t))
-            .collect();
+        let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
+        let missing: Vec<&str> = texts.iter().copied().filter(|t| !cache.passages.contains_key(*t)).collect();
         if !missing.is_empty() {
             let t0 = Instant::now();
             let vs = self.embedder.embed(&missing, EmbedKind::Passage)?;
@@ -94,26 +86,16 @@ impl EngineBackend {
                 cache.passages.insert(t.to_string(), v);
             }
         }
-        Ok(texts
-            .iter()
-            .map(|t| cache.passages.get(*t).cloned().unwrap_or_default())
-            .collect())
+        Ok(texts.iter().map(|t| cache.passages.get(*t).cloned().unwrap_or_default()).collect())
     }
 
     fn query_vector(&mut self, q: &str) -> Result<Vec<f32>> {
-        let mut cache = self
-            .cache
-            .lock()
-            .map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
+        let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
         if let Some(v) = cache.queries.get(q) {
             return Ok(v.clone());
         }
         let t0 = Instant::now();
-        let v = self
-            .embedder
-            .embed(&[q], EmbedKind::Query)?
-            .pop()
-            .unwrap_or_default();
+        let v = self.embedder.embed(&[q], EmbedKind::Query)?.pop().unwrap_or_default();
         self.query_embed_secs += t0.elapsed().as_secs_f64();
         cache.queries.insert(q.to_string(), v.clone());
         Ok(v)
@@ -123,13 +105,7 @@ impl EngineBackend {
 fn ns_for(unit: &str) -> Result<Namespace> {
     let clean: String = unit
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "_.:@-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
+        .map(|c| if c.is_ascii_alphanumeric() || "_.:@-".contains(c) { c } else { '_' })
         .take(128)
         .collect();
     Namespace::new(clean)
@@ -142,10 +118,8 @@ impl Backend for EngineBackend {
         let embed_texts: Vec<String> = (0..docs.len())
             .map(|i| {
                 let first = i.saturating_sub(self.context_docs);
-                let ctx: Vec<&str> = (first..i)
-                    .filter(|&j| docs[j].session == docs[i].session)
-                    .map(|j| docs[j].text.as_str())
-                    .collect();
+                let ctx: Vec<&str> =
+                    (first..i).filter(|&j| docs[j].session == docs[i].session).map(|j| docs[j].text.as_str()).collect();
                 if ctx.is_empty() {
                     docs[i].text.clone()
                 } else {
@@ -154,10 +128,7 @@ impl Backend for EngineBackend {
             })
             .collect();
         for (ci, chunk) in docs.chunks(512).enumerate() {
-            let texts: Vec<&str> = embed_texts[ci * 512..ci * 512 + chunk.len()]
-                .iter()
-                .map(String::as_str)
-                .collect();
+            let texts: Vec<&str> = embed_texts[ci * 512..ci * 512 + chunk.len()].iter().map(String::as_str).collect();
             let vectors = self.passages(&texts)?;
             let batch: Vec<NewMemory> = chunk
                 .iter()
@@ -191,10 +162,7 @@ impl Backend for EngineBackend {
     fn search(&mut self, unit: &str, query: &str, k: usize) -> Result<Vec<String>> {
         let ns = ns_for(unit)?;
         let query: String = query.chars().take(4000).collect();
-        let opts = RecallOptions {
-            top_k: k.clamp(1, 1000),
-            ..self.opts.clone()
-        };
+        let opts = RecallOptions { top_k: k.clamp(1, 1000), ..self.opts.clone() };
         let hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
         } else {
@@ -202,14 +170,9 @@ impl Backend for EngineBackend {
             self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
         };
         let top10: Vec<_> = hits.iter().take(10).cloned().collect();
-        self.context_tokens.push(mnemon::estimate_tokens(
-            &mnemon::render_context(&top10, usize::MAX).0,
-        ));
+        self.context_tokens.push(mnemon::estimate_tokens(&mnemon::render_context(&top10, usize::MAX).0));
         let map = self.ids.get(unit);
-        Ok(hits
-            .iter()
-            .filter_map(|h| map.and_then(|m| m.get(&h.memory.id)).cloned())
-            .collect())
+        Ok(hits.iter().filter_map(|h| map.and_then(|m| m.get(&h.memory.id)).cloned()).collect())
     }
 
     fn finish_unit(&mut self, unit: &str) -> Result<()> {
@@ -223,21 +186,14 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     let split: SplitFilter = args.split.parse()?;
     let dev_ids = match (&args.dev_ids, dataset) {
         (Some(p), _) => Some(p.clone()),
-        (None, Dataset::LongMemEval) => args
-            .path
-            .parent()
-            .map(|d| d.join("longmemeval_s_dev100_ids.txt"))
-            .filter(|p| p.exists()),
+        (None, Dataset::LongMemEval) => {
+            args.path.parent().map(|d| d.join("longmemeval_s_dev100_ids.txt")).filter(|p| p.exists())
+        }
         _ => None,
     };
     let t_load = Instant::now();
     let units = dataset.load(&args.path, dev_ids.as_deref())?;
-    eprintln!(
-        "loaded {} units from {} in {:.1}s",
-        units.len(),
-        args.path.display(),
-        t_load.elapsed().as_secs_f64()
-    );
+    eprintln!("loaded {} units from {} in {:.1}s", units.len(), args.path.display(), t_load.elapsed().as_secs_f64());
     let embedder = load_embedder(cli)?;
     eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
     let mut all = serde_json::Map::new();
@@ -247,18 +203,14 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         let (mode_str, weight) = match spec.split_once('@') {
             Some((m, w)) => (
                 m,
-                Some(w.parse::<f32>().map_err(|_| {
-                    mnemon::Error::invalid("mode", format!("bad weight in {spec:?}"))
-                })?),
+                Some(w.parse::<f32>().map_err(|_| mnemon::Error::invalid("mode", format!("bad weight in {spec:?}")))?),
             ),
             None => (spec, args.dense_weight),
         };
         let mode: RecallMode = mode_str.parse()?;
         let dir = tempfile::tempdir()?;
-        let engine = Engine::builder(dir.path().join("store"))
-            .embedder(embedder.clone())
-            .max_content_bytes(1 << 20)
-            .open()?;
+        let engine =
+            Engine::builder(dir.path().join("store")).embedder(embedder.clone()).max_content_bytes(1 << 20).open()?;
         let mut weights = Weights::default();
         if let Some(w) = weight {
             if !(0.0..=1.0).contains(&w) {
@@ -266,12 +218,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             }
             weights.dense = w;
         }
-        let opts = RecallOptions {
-            mode,
-            weights,
-            record_access: false,
-            ..RecallOptions::default()
-        };
+        let opts = RecallOptions { mode, weights, record_access: false, ..RecallOptions::default() };
         let mut backend = EngineBackend {
             engine,
             embedder: embedder.clone(),
@@ -290,11 +237,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         ropts.split = split;
         ropts.progress = !args.quiet;
         let report = eval::run(dataset, &units, &mut backend, &ropts)?;
-        println!(
-            "\n### {} — mode {spec} — embedder {}\n",
-            dataset,
-            embedder.model_id()
-        );
+        println!("\n### {} — mode {spec} — embedder {}\n", dataset, embedder.model_id());
         println!("{}", report.render_table());
         let docs = backend.docs.max(1) as f64;
         let ingest_all = backend.embed_secs + backend.write_secs;
@@ -311,8 +254,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             backend.write_secs,
             backend.query_embed_secs,
         );
-        let mut entry =
-            serde_json::to_value(&report).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+        let mut entry = serde_json::to_value(&report).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
         if let Some(obj) = entry.as_object_mut() {
             obj.insert(
                 "engine".into(),

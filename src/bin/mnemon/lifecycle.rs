@@ -57,21 +57,14 @@ fn print<T: serde::Serialize + std::fmt::Debug>(cli: &Cli, v: &T) {
     if cli.json {
         json(v);
     } else {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(v).unwrap_or_else(|_| format!("{v:?}"))
-        );
+        println!("{}", serde_json::to_string_pretty(v).unwrap_or_else(|_| format!("{v:?}")));
     }
 }
 
 pub fn run(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
     match cmd {
         Cmd::ExtractPrompt(a) => {
-            let p = engine.extraction_prompt(
-                &Namespace::new(&a.ns)?,
-                &a.session,
-                a.lang.parse::<Lang>()?,
-            )?;
+            let p = engine.extraction_prompt(&Namespace::new(&a.ns)?, &a.session, a.lang.parse::<Lang>()?)?;
             if cli.json {
                 json(&serde_json::json!({ "prompt": p }));
             } else {
@@ -96,10 +89,7 @@ pub fn run(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
         }
         Cmd::EndSession(a) => {
             let ids: Vec<MemoryId> = a.promote.iter().map(|i| MemoryId(*i)).collect();
-            print(
-                cli,
-                &engine.end_session(&Namespace::new(&a.ns)?, &a.session, &ids)?,
-            );
+            print(cli, &engine.end_session(&Namespace::new(&a.ns)?, &a.session, &ids)?);
         }
         Cmd::Consolidate(a) => print(cli, &engine.consolidate(&Namespace::new(&a.ns)?, None)?),
         Cmd::Maintain(a) => match &a.ns {

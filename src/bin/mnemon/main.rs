@@ -17,12 +17,7 @@ use clap::{Parser, Subcommand};
 #[command(name = "mnemon", version, about)]
 pub struct Cli {
     /// Data directory of the store.
-    #[arg(
-        long,
-        global = true,
-        env = "MNEMON_DATA",
-        default_value = "./mnemon-data"
-    )]
+    #[arg(long, global = true, env = "MNEMON_DATA", default_value = "./mnemon-data")]
     pub data: PathBuf,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
@@ -86,6 +81,9 @@ pub enum Cmd {
     Consolidate(lifecycle::NsArgs),
     /// Run decay, session expiry, capacity and consolidation now.
     Maintain(lifecycle::MaintainArgs),
+    /// Verify the store: every record's checksum and decoding, a gap-free
+    /// log, and projections equal to a fresh replay (exit status 4 if not).
+    Check,
     /// Install or inspect embedding models.
     Model {
         #[command(subcommand)]

@@ -10,16 +10,8 @@ pub fn json<T: serde::Serialize>(v: &T) {
 }
 
 pub fn memory_line(m: &Memory) -> String {
-    let key = m
-        .key
-        .as_deref()
-        .map(|k| format!(" key={k}"))
-        .unwrap_or_default();
-    let q = if m.quarantine.is_some() {
-        " QUARANTINED"
-    } else {
-        ""
-    };
+    let key = m.key.as_deref().map(|k| format!(" key={k}")).unwrap_or_default();
+    let q = if m.quarantine.is_some() { " QUARANTINED" } else { "" };
     format!(
         "#{:<6} {:<10} {:<10} {:<9} imp={:.2}{key}{q}  {}",
         m.id.0,
@@ -37,9 +29,7 @@ pub fn memory_block(m: &Memory) -> String {
         "\n        written {}  first seen {}  valid to {}",
         m.valid_from.to_rfc3339(),
         m.first_seen.to_rfc3339(),
-        m.valid_to
-            .map(|t| t.to_rfc3339())
-            .unwrap_or_else(|| "-".into())
+        m.valid_to.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
     ));
     if let Some(p) = m.prev {
         s.push_str(&format!("  prev #{p}"));

@@ -208,8 +208,7 @@ impl E5File {
 
     /// The directory entry named `name`, or [`Error::IncompatibleFormat`].
     pub fn require(&self, name: &str) -> Result<&TensorEntry> {
-        self.tensor(name)
-            .ok_or_else(|| bad(format!("missing tensor {name:?}")))
+        self.tensor(name).ok_or_else(|| bad(format!("missing tensor {name:?}")))
     }
 }
 
@@ -229,12 +228,7 @@ impl<'a> Reader<'a> {
             .pos
             .checked_add(n)
             .filter(|&e| e <= self.bytes.len())
-            .ok_or_else(|| {
-                bad(format!(
-                    "truncated at byte {} reading {what} ({n} bytes)",
-                    self.pos
-                ))
-            })?;
+            .ok_or_else(|| bad(format!("truncated at byte {} reading {what} ({n} bytes)", self.pos)))?;
         let s = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -277,14 +271,9 @@ impl<'a> Reader<'a> {
 
     /// `n` little-endian `u32`s, after checking that the bytes exist.
     fn u32s(&mut self, n: usize, what: &str) -> Result<Vec<u32>> {
-        let len = n
-            .checked_mul(4)
-            .ok_or_else(|| bad(format!("{what}: count overflows")))?;
+        let len = n.checked_mul(4).ok_or_else(|| bad(format!("{what}: count overflows")))?;
         let raw = self.take(len, what)?;
-        Ok(raw
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        Ok(raw.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
     }
 }
 
@@ -308,9 +297,7 @@ pub fn parse_header(bytes: &[u8]) -> Result<E5File> {
     }
     let version = r.u32("version")?;
     if version != FORMAT_VERSION {
-        return Err(bad(format!(
-            "format version {version}, expected {FORMAT_VERSION}"
-        )));
+        return Err(bad(format!("format version {version}, expected {FORMAT_VERSION}")));
     }
     let hidden = r.size("hidden size", 32, 8192)?;
     let layers = r.size("layer count", 1, 256)?;
@@ -321,47 +308,24 @@ pub fn parse_header(bytes: &[u8]) -> Result<E5File> {
     let type_vocab = r.size("token-type count", 1, 64)?;
     let layer_norm_eps = r.f32("layer-norm epsilon")?;
     if !(layer_norm_eps.is_finite() && layer_norm_eps > 0.0 && layer_norm_eps < 1.0) {
-        return Err(bad(format!(
-            "layer-norm epsilon {layer_norm_eps} is not in (0, 1)"
-        )));
+        return Err(bad(format!("layer-norm epsilon {layer_norm_eps} is not in (0, 1)")));
     }
     let block_size = r.size("quantisation block", 1, 1 << 20)?;
     if block_size != Q4_BLOCK {
-        return Err(bad(format!(
-            "quantisation block {block_size}, expected {Q4_BLOCK}"
-        )));
+        return Err(bad(format!("quantisation block {block_size}, expected {Q4_BLOCK}")));
     }
     if !hidden.is_multiple_of(heads) {
-        return Err(bad(format!(
-            "hidden size {hidden} is not a multiple of {heads} heads"
-        )));
+        return Err(bad(format!("hidden size {hidden} is not a multiple of {heads} heads")));
     }
     if !hidden.is_multiple_of(Q4_BLOCK) || !ffn.is_multiple_of(Q4_BLOCK) {
-        return Err(bad(format!(
-            "hidden size {hidden} / FFN width {ffn} not multiples of 32"
-        )));
+        return Err(bad(format!("hidden size {hidden} / FFN width {ffn} not multiples of 32")));
     }
-    let header = E5Header {
-        hidden,
-        layers,
-        heads,
-        ffn,
-        vocab,
-        max_positions,
-        type_vocab,
-        layer_norm_eps,
-        block_size,
-    };
+    let header = E5Header { hidden, layers, heads, ffn, vocab, max_positions, type_vocab, layer_norm_eps, block_size };
 
     let vocab_table = read_vocab(&mut r, vocab)?;
     let normalizer = read_normalizer(&mut r)?;
     let tensors = read_directory(&mut r, bytes.len())?;
-    let file = E5File {
-        header,
-        vocab: vocab_table,
-        normalizer,
-        tensors,
-    };
+    let file = E5File { header, vocab: vocab_table, normalizer, tensors };
     check_tensors(&file)?;
     Ok(file)
 }
@@ -369,19 +333,11 @@ pub fn parse_header(bytes: &[u8]) -> Result<E5File> {
 fn read_vocab(r: &mut Reader<'_>, rows: usize) -> Result<VocabTable> {
     let count = r.size("piece count", 5, rows)?;
     let mut ids = [0u32; 4];
-    for (slot, what) in ids
-        .iter_mut()
-        .zip(["<s> id", "</s> id", "<pad> id", "<unk> id"])
-    {
+    for (slot, what) in ids.iter_mut().zip(["<s> id", "</s> id", "<pad> id", "<unk> id"]) {
         let id = r.size(what, 0, count - 1)?;
         *slot = id as u32;
     }
-    let specials = SpecialIds {
-        bos: ids[0],
-        eos: ids[1],
-        pad: ids[2],
-        unk: ids[3],
-    };
+    let specials = SpecialIds { bos: ids[0], eos: ids[1], pad: ids[2], unk: ids[3] };
     let text_len = r.u64("piece text length")?;
     let text_len = usize::try_from(text_len)
         .ok()
@@ -394,21 +350,12 @@ fn read_vocab(r: &mut Reader<'_>, rows: usize) -> Result<VocabTable> {
     if offsets.windows(2).any(|w| w[1] < w[0]) {
         return Err(bad("piece offsets are not monotone"));
     }
-    let scores: Vec<f32> = r
-        .u32s(count, "piece scores")?
-        .into_iter()
-        .map(f32::from_bits)
-        .collect();
+    let scores: Vec<f32> = r.u32s(count, "piece scores")?.into_iter().map(f32::from_bits).collect();
     if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
         return Err(bad(format!("piece {i} has a non-finite score")));
     }
     let text = r.take(text_len, "piece text")?.to_vec();
-    Ok(VocabTable {
-        specials,
-        offsets,
-        scores,
-        text,
-    })
+    Ok(VocabTable { specials, offsets, scores, text })
 }
 
 fn read_normalizer(r: &mut Reader<'_>) -> Result<NormTable> {
@@ -418,9 +365,7 @@ fn read_normalizer(r: &mut Reader<'_>) -> Result<NormTable> {
     // Every entry takes at least 5 bytes: refuse counts the bytes cannot hold
     // before allocating for them.
     if count > len / 5 {
-        return Err(bad(format!(
-            "{count} normaliser entries cannot fit in {len} bytes"
-        )));
+        return Err(bad(format!("{count} normaliser entries cannot fit in {len} bytes")));
     }
     let mut t = Reader { bytes: raw, pos: 0 };
     let mut table = NormTable {
@@ -432,23 +377,16 @@ fn read_normalizer(r: &mut Reader<'_>) -> Result<NormTable> {
     for i in 0..count {
         let cp = t.u32("normaliser code point")?;
         if char::from_u32(cp).is_none() {
-            return Err(bad(format!(
-                "normaliser entry {i}: {cp:#x} is not a character"
-            )));
+            return Err(bad(format!("normaliser entry {i}: {cp:#x} is not a character")));
         }
         if table.code_points.last().is_some_and(|&last| last >= cp) {
-            return Err(bad(format!(
-                "normaliser entry {i}: code points not strictly increasing"
-            )));
+            return Err(bad(format!("normaliser entry {i}: code points not strictly increasing")));
         }
         let n = t.u8("normaliser replacement length")?;
         for _ in 0..n {
             let out = t.u32("normaliser replacement")?;
-            let c = char::from_u32(out).ok_or_else(|| {
-                bad(format!(
-                    "normaliser entry {i}: replacement {out:#x} is not a character"
-                ))
-            })?;
+            let c = char::from_u32(out)
+                .ok_or_else(|| bad(format!("normaliser entry {i}: replacement {out:#x} is not a character")))?;
             table.replacements.push(c);
         }
         table.code_points.push(cp);
@@ -478,19 +416,15 @@ fn read_directory(r: &mut Reader<'_>, file_len: usize) -> Result<Vec<TensorEntry
         let elements = r.u32("tensor element count")? as usize;
         let offset = r.u64("tensor offset")?;
         let len = r.u64("tensor byte length")?;
-        let expected = ty.byte_len(elements).ok_or_else(|| {
-            bad(format!(
-                "tensor {name:?}: {elements} elements do not fill whole blocks"
-            ))
-        })?;
+        let expected = ty
+            .byte_len(elements)
+            .ok_or_else(|| bad(format!("tensor {name:?}: {elements} elements do not fill whole blocks")))?;
         let (offset, len) = match (usize::try_from(offset), usize::try_from(len)) {
             (Ok(o), Ok(l)) => (o, l),
             _ => return Err(bad(format!("tensor {name:?}: offset/length out of range"))),
         };
         if len != expected {
-            return Err(bad(format!(
-                "tensor {name:?}: {len} bytes, expected {expected} for {elements} elements"
-            )));
+            return Err(bad(format!("tensor {name:?}: {len} bytes, expected {expected} for {elements} elements")));
         }
         if offset.checked_add(len).is_none_or(|end| end > file_len) {
             return Err(bad(format!("tensor {name:?}: data lies outside the file")));
@@ -498,13 +432,7 @@ fn read_directory(r: &mut Reader<'_>, file_len: usize) -> Result<Vec<TensorEntry
         if out.iter().any(|t| t.name == name) {
             return Err(bad(format!("tensor {name:?} appears twice")));
         }
-        out.push(TensorEntry {
-            name,
-            ty,
-            elements,
-            offset,
-            len,
-        });
+        out.push(TensorEntry { name, ty, elements, offset, len });
     }
     Ok(out)
 }
@@ -549,10 +477,7 @@ fn check_tensors(file: &E5File) -> Result<()> {
     for (name, ty, n) in expected_tensors(&file.header) {
         let t = file.require(&name)?;
         if t.ty != ty || t.elements != n {
-            return Err(bad(format!(
-                "tensor {name:?} is {:?} × {}, expected {ty:?} × {n}",
-                t.ty, t.elements
-            )));
+            return Err(bad(format!("tensor {name:?} is {:?} × {}, expected {ty:?} × {n}", t.ty, t.elements)));
         }
     }
     Ok(())
@@ -567,10 +492,7 @@ pub fn read_f32(bytes: &[u8], t: &TensorEntry) -> Result<Vec<f32>> {
         return Err(bad(format!("tensor {:?} is not f32", t.name)));
     }
     let data = tensor_bytes(bytes, t)?;
-    Ok(data
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect())
+    Ok(data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 /// The data bytes of tensor `t` in `bytes` (the whole file).
@@ -588,10 +510,7 @@ pub fn tensor_bytes<'a>(bytes: &'a [u8], t: &TensorEntry) -> Result<&'a [u8]> {
 /// written, so `out` must hold at least that many (extra values are untouched;
 /// a trailing partial block is ignored).
 pub fn dequantize_q4_0(blocks: &[u8], out: &mut [f32]) {
-    for (block, dst) in blocks
-        .chunks_exact(Q4_BLOCK_BYTES)
-        .zip(out.chunks_exact_mut(Q4_BLOCK))
-    {
+    for (block, dst) in blocks.chunks_exact(Q4_BLOCK_BYTES).zip(out.chunks_exact_mut(Q4_BLOCK)) {
         let scale = half::f16::from_bits(u16::from_le_bytes([block[0], block[1]])).to_f32();
         let (low, high) = dst.split_at_mut(Q4_BLOCK / 2);
         for ((&b, lo), hi) in block[2..].iter().zip(low.iter_mut()).zip(high.iter_mut()) {

@@ -74,9 +74,7 @@ pub struct E5Embedder {
 
 impl std::fmt::Debug for E5Embedder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("E5Embedder")
-            .field("model_id", &self.model_id)
-            .finish_non_exhaustive()
+        f.debug_struct("E5Embedder").field("model_id", &self.model_id).finish_non_exhaustive()
     }
 }
 
@@ -91,11 +89,7 @@ impl E5Embedder {
     /// [`crate::Error::IncompatibleFormat`] when it is not a valid model file,
     /// [`crate::Error::Embedder`] when the encoder cannot be built.
     pub fn load(path: &Path) -> Result<Self> {
-        let file = if path.is_dir() {
-            path.join(MODEL_FILE)
-        } else {
-            path.to_path_buf()
-        };
+        let file = if path.is_dir() { path.join(MODEL_FILE) } else { path.to_path_buf() };
         Self::from_bytes(std::fs::read(file)?)
     }
 
@@ -109,12 +103,7 @@ impl E5Embedder {
         let dim = file.header.hidden;
         let encoder = Encoder::load(&file, bytes)?;
         let tokenizer = E5Tokenizer::new(file.vocab, file.normalizer);
-        Ok(E5Embedder {
-            tokenizer,
-            encoder,
-            model_id: format!("multilingual-e5-small-q4@{}", &digest[..12]),
-            dim,
-        })
+        Ok(E5Embedder { tokenizer, encoder, model_id: format!("multilingual-e5-small-q4@{}", &digest[..12]), dim })
     }
 
     /// The tokenizer.
@@ -168,10 +157,7 @@ impl Embedder for E5Embedder {
                 }
                 end += 1;
             }
-            let batch: Vec<&[u32]> = order[start..end]
-                .iter()
-                .map(|&i| ids[i].as_slice())
-                .collect();
+            let batch: Vec<&[u32]> = order[start..end].iter().map(|&i| ids[i].as_slice()).collect();
             let vectors = self.encoder.forward(&batch, self.tokenizer.pad_id())?;
             for (&i, v) in order[start..end].iter().zip(vectors) {
                 out[i] = v;

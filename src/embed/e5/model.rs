@@ -170,25 +170,18 @@ impl Encoder {
             return Ok(Vec::new());
         };
         if len == 0 || len > self.max_positions {
-            return Err(Error::Embedder(format!(
-                "e5: sequence length {len} not in 1..=512"
-            )));
+            return Err(Error::Embedder(format!("e5: sequence length {len} not in 1..=512")));
         }
         let (n, d) = (batch.len(), self.hidden);
         let x = self.embed_inputs(batch, len, pad)?;
         let x = Tensor::from_vec(x, (n, len, d), &self.device).map_err(candle_err)?;
         // Additive attention mask, `n × 1 × 1 × len`: 0 for tokens, f32::MIN
         // for padding (as Hugging Face's BERT does).
-        let mask: Vec<f32> = batch
-            .iter()
-            .flat_map(|s| (0..len).map(move |p| if p < s.len() { 0.0 } else { f32::MIN }))
-            .collect();
+        let mask: Vec<f32> =
+            batch.iter().flat_map(|s| (0..len).map(move |p| if p < s.len() { 0.0 } else { f32::MIN })).collect();
         let mask = Tensor::from_vec(mask, (n, 1, 1, len), &self.device).map_err(candle_err)?;
         let out = self.encoder.forward(&x, &mask).map_err(candle_err)?;
-        let out = out
-            .flatten_all()
-            .and_then(|t| t.to_vec1::<f32>())
-            .map_err(candle_err)?;
+        let out = out.flatten_all().and_then(|t| t.to_vec1::<f32>()).map_err(candle_err)?;
 
         let mut vectors = Vec::with_capacity(n);
         for (b, ids) in batch.iter().enumerate() {

@@ -86,18 +86,8 @@ impl E5Tokenizer {
                 }
             }
         }
-        let unk_score = if min_score.is_finite() {
-            min_score
-        } else {
-            0.0
-        } - UNK_PENALTY;
-        E5Tokenizer {
-            vocab,
-            norm,
-            slots,
-            max_piece_bytes,
-            unk_score,
-        }
+        let unk_score = if min_score.is_finite() { min_score } else { 0.0 } - UNK_PENALTY;
+        E5Tokenizer { vocab, norm, slots, max_piece_bytes, unk_score }
     }
 
     /// Number of pieces in the vocabulary (250,002 for e5-small).
@@ -194,9 +184,7 @@ impl E5Tokenizer {
             // `▁` past its first character, so words segment independently.
             let rest = &normalized[start..];
             let skip = rest.chars().next().map_or(0, char::len_utf8);
-            let end = rest[skip..]
-                .find(META)
-                .map_or(bytes.len(), |i| start + skip + i);
+            let end = rest[skip..].find(META).map_or(bytes.len(), |i| start + skip + i);
             self.viterbi(&normalized[start..end], &mut lattice, &mut ids);
             start = end;
         }
