@@ -260,3 +260,20 @@ fn supersede_into_an_occupied_slot_is_a_conflict() -> TestResult {
     engine.close()?;
     Ok(())
 }
+
+/// A view at the position of a new version, before its link event, shows
+/// one active version per key, not two.
+#[test]
+fn as_of_between_the_two_events_of_a_supersede_shows_one_version() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let engine = mnemon::Engine::open(dir.path())?;
+    let ns = mnemon::Namespace::new("u1")?;
+    let a = engine.remember(&ns, mnemon::NewMemory::new("Lives in Berlin").key("user.city"))?;
+    let b = engine.remember(&ns, mnemon::NewMemory::new("Lives in Hangzhou now").key("user.city"))?;
+    let view = engine.as_of(&ns, mnemon::AsOf::Seq(b.id.0))?;
+    let active: Vec<_> = view.list(&Default::default())?.into_iter().map(|m| m.id).collect();
+    assert_eq!(active, vec![b.id]);
+    let before = engine.as_of(&ns, mnemon::AsOf::Seq(b.id.0 - 1))?;
+    assert_eq!(before.list(&Default::default())?.into_iter().map(|m| m.id).collect::<Vec<_>>(), vec![a.id]);
+    Ok(())
+}

@@ -217,6 +217,16 @@ impl Engine {
             }
             AsOf::Time(t) => state.seq_at_time(t),
         };
+        // A supersede is two events (the new version, then the link); a view
+        // between them would show both versions active, so it snaps to the link.
+        let seq = match state.ns(ns).and_then(|st| st.memories.get(&MemoryId(seq)).map(|m| (st, m))) {
+            Some((st, m))
+                if m.prev.and_then(|p| st.memories.get(&p)).and_then(|p| p.superseded_seq) == Some(seq + 1) =>
+            {
+                seq + 1
+            }
+            _ => seq,
+        };
         Ok(View { engine: self.clone(), ns: ns.clone(), at: seq })
     }
 

@@ -430,6 +430,11 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 println!("{}", r.id);
                 let note = match &r.action {
                     mnemon::RememberAction::Created => None,
+                    mnemon::RememberAction::Duplicate => Some("identical content was already remembered".to_string()),
+                    mnemon::RememberAction::NearDuplicate { similarity } => {
+                        Some(format!("a near-duplicate (cosine {similarity:.3}) was refreshed instead"))
+                    }
+                    mnemon::RememberAction::Superseded { old } => Some(format!("supersedes memory {old}")),
                     other => Some(format!("{other:?}")),
                 };
                 if let Some(n) = note {
