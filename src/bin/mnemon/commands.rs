@@ -592,7 +592,27 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             if cli.json {
                 json(&s);
             } else {
-                println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+                let e = &s.events;
+                println!("log:        {} events (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
+                    s.last_seq, e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
+                println!(
+                    "memories:   {} active, {} superseded, {} observations, {} namespaces",
+                    s.active_memories, s.superseded_memories, s.observations, s.namespaces
+                );
+                println!(
+                    "indexes:    {} vectors ({} namespaces on HNSW), ~{} bytes in memory",
+                    s.vectors, s.hnsw_namespaces, s.index_bytes
+                );
+                println!("embedder:   {} ({} dimensions)", s.model_id, s.dim);
+                println!(
+                    "disk:       {} bytes, generation {}",
+                    s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),
+                    s.generation
+                );
+                if let Some(p) = &s.poisoned {
+                    println!("POISONED:   {p}");
+                }
+                println!("(all figures: --json)");
             }
         }
         Cmd::ExtractPrompt(_)
