@@ -25,6 +25,9 @@ pub fn memory_line(m: &Memory) -> String {
 
 pub fn memory_block(m: &Memory) -> String {
     let mut s = memory_line(m);
+    if let Some(t) = m.event_time {
+        s.push_str(&format!("\n        happened {}", t.format("%Y-%m-%d %H:%M UTC")));
+    }
     s.push_str(&format!(
         "\n        written {}  first seen {}  valid to {}",
         m.valid_from.to_rfc3339(),
