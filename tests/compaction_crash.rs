@@ -5,6 +5,8 @@
 //! every acknowledged surviving memory is there, and after the compaction
 //! that open finishes, no file holds the canary.
 
+mod common;
+use common::files_containing;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,29 +70,6 @@ fn crash_child() {
     assert!(receipt.verified);
     w.join().unwrap();
     e.close().unwrap();
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_file() {
-                out.push(e.path());
-            }
-        }
-    }
-    out
-}
-
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    files_under(dir)
-        .into_iter()
-        .filter(|p| std::fs::read(p).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false))
-        .collect()
 }
 
 fn current(dir: &Path) -> String {

