@@ -1,5 +1,6 @@
 //! Embedding throughput: sentences per second for the hashing embedder and
-//! (with the `neural` feature and the model installed) all-MiniLM-L6-v2, at
+//! (with the `neural` feature and the models installed) all-MiniLM-L6-v2 and
+//! multilingual-e5-small, at
 //! batch sizes 1 and 32, for short (~10 words) and long (~128 word pieces)
 //! inputs. Run with `cargo bench --bench embed`.
 
@@ -82,6 +83,15 @@ fn main() {
             }
         } else {
             eprintln!("SKIPPED MiniLM: not installed in {} (run `mnemon model install minilm`)", dir.display());
+        }
+        use mnemon::embed::e5::{E5Embedder, E5_SMALL};
+        if is_installed(&E5_SMALL, &dir) {
+            match E5Embedder::load(&model_dir(&E5_SMALL, &dir)) {
+                Ok(m) => bench(m.model_id(), &m, min_time),
+                Err(e) => eprintln!("e5-small failed to load: {e}"),
+            }
+        } else {
+            eprintln!("SKIPPED e5-small: not installed in {} (run `mnemon model install e5-small`)", dir.display());
         }
     }
     println!("threads: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));

@@ -164,14 +164,13 @@ impl Embedder for MiniLmEmbedder {
         // Sort by length (stable, so equal lengths keep input order).
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(MINILM_BATCH) {
+        // Enough batches to keep every worker busy, at most MINILM_BATCH each.
+        let workers = super::embed_workers();
+        let per = MINILM_BATCH.min(texts.len().div_ceil(workers)).max(1);
+        let batches: Vec<Vec<usize>> = order.chunks(per).map(<[usize]>::to_vec).collect();
+        super::run_batches(texts.len(), &batches, workers, |chunk| {
             let seqs: Vec<&[u32]> = chunk.iter().map(|&i| ids[i]).collect();
-            let vecs = self.forward(&seqs)?;
-            for (&i, v) in chunk.iter().zip(vecs) {
-                out[i] = v;
-            }
-        }
-        Ok(out)
+            self.forward(&seqs)
+        })
     }
 }

@@ -255,6 +255,70 @@ pub fn validate_vector(v: &[f32], dim: usize) -> Result<()> {
     Ok(())
 }
 
+/// Runs `forward` over `batches` (each a list of input indices) on up to
+/// `workers` threads and places each result at its input index in a vector
+/// of `n` results.
+///
+/// candle's CPU backend parallelises large matrix products only; the many
+/// small per-head products and the element-wise ops of a small encoder run
+/// on one thread, so running two batches at once is what fills 2 cores
+/// (measured with `benches/embed.rs`). The first error stops the run.
+///
+/// # Errors
+/// The first error `forward` returns.
+#[cfg(feature = "neural")]
+pub(crate) fn run_batches<F>(n: usize, batches: &[Vec<usize>], workers: usize, forward: F) -> Result<Vec<Vec<f32>>>
+where
+    F: Fn(&[usize]) -> Result<Vec<Vec<f32>>> + Sync,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let out = Mutex::new(vec![Vec::new(); n]);
+    let next = AtomicUsize::new(0);
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    let work = || loop {
+        let b = next.fetch_add(1, Ordering::Relaxed);
+        if b >= batches.len() || failed.lock().map_or(true, |f| f.is_some()) {
+            return;
+        }
+        match forward(&batches[b]) {
+            Ok(vs) => {
+                if let Ok(mut out) = out.lock() {
+                    for (&i, v) in batches[b].iter().zip(vs) {
+                        out[i] = v;
+                    }
+                }
+            }
+            Err(e) => {
+                if let Ok(mut f) = failed.lock() {
+                    f.get_or_insert(e);
+                }
+                return;
+            }
+        }
+    };
+    let workers = workers.clamp(1, batches.len().max(1));
+    if workers == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(work);
+            }
+        });
+    }
+    if let Some(e) = failed.into_inner().ok().flatten() {
+        return Err(e);
+    }
+    out.into_inner().map_err(|_| Error::Embedder("embedding worker panicked".into()))
+}
+
+/// Worker threads for [`run_batches`]: the machine's available parallelism.
+#[cfg(feature = "neural")]
+pub(crate) fn embed_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Scales `v` in place to unit L2 norm (accumulated in `f64`).
 ///
 /// Returns `false`, leaving `v` unchanged, when the norm is zero or not

@@ -2,6 +2,7 @@
 //! the backend (one namespace per unit, every doc an episode memory).
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -14,6 +15,7 @@ use mnemon::{
 };
 
 use crate::commands::load_embedder;
+use crate::vector_cache::VectorCache;
 use crate::Cli;
 
 #[derive(Args, Debug)]
@@ -46,6 +48,18 @@ pub struct EvalArgs {
     /// Weight of cosine in the hybrid score (0–1).
     #[arg(long)]
     dense_weight: Option<f32>,
+    /// Write every query's hits with their score parts (cosine, raw BM25,
+    /// fused score) as JSON lines to this file, one line per query and mode.
+    #[arg(long, value_name = "FILE")]
+    explain_out: Option<PathBuf>,
+    /// Hits asked of the engine per query (default: the data set's, 50 for
+    /// LoCoMo, 1000 for LongMemEval, 10 for MADial); at least the largest k.
+    #[arg(long)]
+    depth: Option<usize>,
+    /// Keep vectors in DIR (one file per model, text digests only) so a
+    /// later run embeds only texts it has not seen.
+    #[arg(long, value_name = "DIR")]
+    vector_cache: Option<PathBuf>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -66,38 +80,38 @@ struct EngineBackend {
     /// embedded once (passages and queries kept apart).
     cache: Arc<Mutex<VectorCache>>,
     context_docs: usize,
-}
-
-#[derive(Default)]
-struct VectorCache {
-    passages: HashMap<String, Vec<f32>>,
-    queries: HashMap<String, Vec<f32>>,
+    /// Where `--explain-out` lines go, with the mode they are for.
+    explain: Option<(String, Arc<Mutex<std::io::BufWriter<std::fs::File>>>)>,
 }
 
 impl EngineBackend {
     fn passages(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
-        let missing: Vec<&str> = texts.iter().copied().filter(|t| !cache.passages.contains_key(*t)).collect();
+        let mut missing: Vec<&str> =
+            texts.iter().copied().filter(|t| cache.get(EmbedKind::Passage, t).is_none()).collect();
+        missing.sort_unstable();
+        missing.dedup();
         if !missing.is_empty() {
             let t0 = Instant::now();
             let vs = self.embedder.embed(&missing, EmbedKind::Passage)?;
             self.embed_secs += t0.elapsed().as_secs_f64();
             for (t, v) in missing.into_iter().zip(vs) {
-                cache.passages.insert(t.to_string(), v);
+                cache.put(EmbedKind::Passage, t, v)?;
             }
+            cache.flush()?;
         }
-        Ok(texts.iter().map(|t| cache.passages.get(*t).cloned().unwrap_or_default()).collect())
+        Ok(texts.iter().map(|t| cache.get(EmbedKind::Passage, t).cloned().unwrap_or_default()).collect())
     }
 
     fn query_vector(&mut self, q: &str) -> Result<Vec<f32>> {
         let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
-        if let Some(v) = cache.queries.get(q) {
+        if let Some(v) = cache.get(EmbedKind::Query, q) {
             return Ok(v.clone());
         }
         let t0 = Instant::now();
         let v = self.embedder.embed(&[q], EmbedKind::Query)?.pop().unwrap_or_default();
         self.query_embed_secs += t0.elapsed().as_secs_f64();
-        cache.queries.insert(q.to_string(), v.clone());
+        cache.put(EmbedKind::Query, q, v.clone())?;
         Ok(v)
     }
 }
@@ -169,6 +183,19 @@ impl Backend for EngineBackend {
             let qv = self.query_vector(&query)?;
             self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
         };
+        if let Some((mode, out)) = &self.explain {
+            let map = self.ids.get(unit);
+            let rows: Vec<_> = hits
+                .iter()
+                .filter_map(|h| {
+                    let id = map.and_then(|m| m.get(&h.memory.id))?;
+                    Some(serde_json::json!([id, h.explain.similarity, h.explain.lexical, h.score]))
+                })
+                .collect();
+            let line = serde_json::json!({"mode": mode, "unit": unit, "query": query, "hits": rows});
+            let mut out = out.lock().map_err(|_| mnemon::Error::Storage("explain lock".into()))?;
+            writeln!(out, "{line}")?;
+        }
         let top10: Vec<_> = hits.iter().take(10).cloned().collect();
         self.context_tokens.push(mnemon::estimate_tokens(&mnemon::render_context(&top10, usize::MAX).0));
         let map = self.ids.get(unit);
@@ -197,7 +224,21 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     let embedder = load_embedder(cli)?;
     eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
     let mut all = serde_json::Map::new();
-    let cache = Arc::new(Mutex::new(VectorCache::default()));
+    let cache = match &args.vector_cache {
+        Some(dir) => {
+            let c = VectorCache::open(dir, embedder.model_id())?;
+            if let Some(p) = c.path() {
+                eprintln!("vector cache: {} ({} vectors)", p.display(), c.loaded);
+            }
+            c
+        }
+        None => VectorCache::in_memory(),
+    };
+    let cache = Arc::new(Mutex::new(cache));
+    let explain_file = match &args.explain_out {
+        Some(p) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(std::fs::File::create(p)?)))),
+        None => None,
+    };
     for spec in args.mode.split(',') {
         let spec = spec.trim();
         let (mode_str, weight) = match spec.split_once('@') {
@@ -231,11 +272,18 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             context_tokens: Vec::new(),
             cache: cache.clone(),
             context_docs: args.context_docs,
+            explain: explain_file.clone().map(|f| (spec.to_string(), f)),
         };
         let mut ropts = RunOptions::for_dataset(dataset);
         ropts.limit = args.limit;
         ropts.split = split;
+        if let Some(d) = args.depth {
+            ropts.retrieve_depth = d;
+        }
         ropts.progress = !args.quiet;
+        // With --explain-out, the JSON also holds each query's gold, in the
+        // same order as the explain lines.
+        ropts.record_queries = args.explain_out.is_some();
         let report = eval::run(dataset, &units, &mut backend, &ropts)?;
         println!("\n### {} — mode {spec} — embedder {}\n", dataset, embedder.model_id());
         println!("{}", report.render_table());
@@ -272,6 +320,9 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             );
         }
         all.insert(spec.to_string(), entry);
+        if let Some(f) = &explain_file {
+            f.lock().map_err(|_| mnemon::Error::Storage("explain lock".into()))?.flush()?;
+        }
         backend.engine.close()?;
     }
     if let Some(out) = &args.out {

@@ -6,6 +6,7 @@ mod demo;
 mod eval;
 mod lifecycle;
 mod output;
+mod vector_cache;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -145,25 +145,26 @@ impl Embedder for E5Embedder {
         let ids: Vec<Vec<u32>> = texts.iter().map(|t| self.token_ids(t, kind)).collect();
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); ids.len()];
+        let mut batches: Vec<Vec<usize>> = Vec::new();
+        let workers = crate::embed::embed_workers();
+        let max_batch = MAX_BATCH.min(ids.len().div_ceil(workers)).max(1);
         let mut start = 0;
         while start < order.len() {
             // Sorted ascending: the chunk's last sequence is its longest.
             let mut end = start + 1;
-            while end < order.len() && end - start < MAX_BATCH {
+            while end < order.len() && end - start < max_batch {
                 let len = ids[order[end]].len();
                 if (end - start + 1) * len * len > MAX_BATCH_CELLS {
                     break;
                 }
                 end += 1;
             }
-            let batch: Vec<&[u32]> = order[start..end].iter().map(|&i| ids[i].as_slice()).collect();
-            let vectors = self.encoder.forward(&batch, self.tokenizer.pad_id())?;
-            for (&i, v) in order[start..end].iter().zip(vectors) {
-                out[i] = v;
-            }
+            batches.push(order[start..end].to_vec());
             start = end;
         }
-        Ok(out)
+        crate::embed::run_batches(ids.len(), &batches, workers, |b| {
+            let batch: Vec<&[u32]> = b.iter().map(|&i| ids[i].as_slice()).collect();
+            self.encoder.forward(&batch, self.tokenizer.pad_id())
+        })
     }
 }
