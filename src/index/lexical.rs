@@ -205,6 +205,31 @@ impl LexicalIndex {
         top.into_sorted()
     }
 
+    /// The sum of `idf(t)` over the distinct non-stop-word terms of `query`
+    /// (a term absent from the index counts with `df = 0`): the BM25 score of
+    /// a document of average length holding each query term once, and so a
+    /// query-specific scale for BM25 scores that does not depend on which
+    /// documents were retrieved. 0 for a query with no terms or an empty index.
+    pub fn idf_mass(&self, query: &str) -> f32 {
+        if self.docs.is_empty() {
+            return 0.0;
+        }
+        let mut q: Vec<String> = tokenize(query).into_iter().filter(|t| !is_stop_word(t)).collect();
+        q.sort_unstable();
+        q.dedup();
+        let n = self.docs.len() as f32;
+        q.iter()
+            .map(|term| {
+                let df = self
+                    .dict
+                    .get(term)
+                    .and_then(|&tid| self.postings.get(tid as usize))
+                    .map_or(0.0, |l| l.len() as f32);
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .sum()
+    }
+
     /// Estimated heap bytes held: postings (16 bytes each), term strings and
     /// dictionary, per-document term lists and maps. Capacity-based.
     pub fn memory_bytes(&self) -> usize {

@@ -180,6 +180,7 @@ impl Engine {
                 }
             }
             let max_bm25 = cands.values().map(|c| c.1).fold(0.0f32, f32::max);
+            let query_idf = if opts.mode == RecallMode::Dense { 0.0 } else { st.lexical.idf_mass(query) };
             let query_terms: Vec<String> = crate::index::tokenize(query);
             let mut hits = Vec::with_capacity(cands.len());
             for (id, (sim, bm25)) in cands {
@@ -194,7 +195,7 @@ impl Engine {
                 if opts.min_similarity.is_some_and(|floor| sim < floor) {
                     continue;
                 }
-                let explain = score::explain(m, sim, bm25, max_bm25, &query_terms, opts, now, half_life_days);
+                let explain = score::explain(m, sim, bm25, max_bm25, query_idf, &query_terms, opts, now, half_life_days);
                 hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
             hits

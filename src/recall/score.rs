@@ -79,6 +79,9 @@ pub struct Explanation {
     pub lexical: f32,
     /// BM25 divided by the best BM25 among candidates, `0..=1`.
     pub lexical_norm: f32,
+    /// Sum of the query terms' idf in this namespace's BM25 index (see
+    /// [`crate::index::LexicalIndex::idf_mass`]); 0 in dense mode.
+    pub query_idf: f32,
     /// The fused relevance before reranking.
     pub fused: f32,
     /// The memory's importance, `0..=1`.
@@ -102,6 +105,7 @@ pub(crate) fn explain(
     similarity: f32,
     bm25: f32,
     max_bm25: f32,
+    query_idf: f32,
     query_terms: &[String],
     opts: &RecallOptions,
     now: DateTime<Utc>,
@@ -134,6 +138,7 @@ pub(crate) fn explain(
         similarity,
         lexical: bm25,
         lexical_norm,
+        query_idf,
         fused,
         importance: m.importance,
         recency,

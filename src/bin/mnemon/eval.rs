@@ -192,7 +192,8 @@ impl Backend for EngineBackend {
                     Some(serde_json::json!([id, h.explain.similarity, h.explain.lexical, h.score]))
                 })
                 .collect();
-            let line = serde_json::json!({"mode": mode, "unit": unit, "query": query, "hits": rows});
+            let query_idf = hits.first().map_or(0.0, |h| h.explain.query_idf);
+            let line = serde_json::json!({"mode": mode, "unit": unit, "query": query, "query_idf": query_idf, "hits": rows});
             let mut out = out.lock().map_err(|_| mnemon::Error::Storage("explain lock".into()))?;
             writeln!(out, "{line}")?;
         }
