@@ -1,4 +1,5 @@
-//! Retrieval evaluation on three public long-term-memory benchmarks.
+//! Retrieval evaluation on three public long-term-memory benchmarks and a
+//! small cross-lingual set shipped with the crate.
 //!
 //! - **LoCoMo** (Maharana et al., ACL 2024): evidence recall@k over dialog
 //!   turns, per question category.
@@ -6,15 +7,23 @@
 //!   ndcg_any @k at session and turn level over a per-question haystack.
 //! - **MADial-Bench zh** (NAACL 2025): memory recall@k and MRR@k for a
 //!   dialogue prefix against the user's memories.
+//! - **Cross-lingual** (`crosslingual.json`, embedded): one user's 40 English
+//!   and 40 Chinese memories, each asked about by one question in the other
+//!   language; recall@k and MRR@k per direction (`zh→en`, `en→zh`). Schema:
+//!   `{"memories": [{"id", "lang", "text"}], "queries": [{"id", "lang",
+//!   "text", "gold": [memory ids]}]}`, `lang` ∈ {`en`, `zh`}; see
+//!   [`load_crosslingual`].
 //!
-//! Loaders ([`load_locomo`], [`load_longmemeval`], [`load_madial`]) turn the
-//! files into [`Unit`]s: a namespace's worth of [`Doc`]s plus the [`Query`]s
-//! asked against it. [`run`] ingests each unit into a [`Backend`], asks its
-//! queries, scores the rankings with the official metrics ([`metrics`]) and
-//! returns a [`Report`] (JSON via serde, text via [`Report::render_table`]).
+//! Loaders ([`load_locomo`], [`load_longmemeval`], [`load_madial`],
+//! [`load_crosslingual`]) turn the files into [`Unit`]s: a namespace's worth
+//! of [`Doc`]s plus the [`Query`]s asked against it. [`run`] ingests each
+//! unit into a [`Backend`], asks its queries, scores the rankings with the
+//! official metrics ([`metrics`]) and returns a [`Report`] (JSON via serde,
+//! text via [`Report::render_table`]).
 //!
 //! Unit names are valid [`crate::Namespace`] names (`locomo:conv-26`,
-//! `lme:001be529`, `madial:user-1:dev`), so a backend may use them directly.
+//! `lme:001be529`, `madial:user-1:dev`, `xling:dev`), so a backend may use
+//! them directly.
 
 use std::fmt;
 use std::path::Path;
@@ -25,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod crosslingual;
 mod locomo;
 mod longmemeval;
 mod madial;
@@ -32,6 +42,7 @@ pub mod metrics;
 mod report;
 mod run;
 
+pub use crosslingual::load_crosslingual;
 pub use locomo::{clean_evidence, load_locomo, parse_locomo_date, CleanedEvidence};
 pub use longmemeval::{load_longmemeval, parse_longmemeval_date};
 pub use madial::load_madial;
@@ -46,15 +57,17 @@ pub struct Doc {
     /// with `i` the 1-based index over all turns of the session (user and
     /// assistant, as the official turn ids count); a session id repeated in
     /// one haystack gets `"<session_id>~<n>#<i>"` for its n-th (≥ 2)
-    /// occurrence. MADial: the memory id (`"17"`).
+    /// occurrence. MADial: the memory id (`"17"`). Cross-lingual: the memory
+    /// id (`"en-01"`).
     pub id: String,
     /// The text to index. LoCoMo: `"<speaker>: <text>"`, plus
     /// `" [shares <blip_caption>]"` for image turns. LongMemEval: the user
     /// turn's content. MADial: `"<event>（<scene>，<emotion>）"`.
+    /// Cross-lingual: the memory's text.
     pub text: String,
     /// The session the doc belongs to. LoCoMo: `"session_<n>"`. LongMemEval:
     /// the haystack session id (shared by repeated occurrences). MADial: the
-    /// memory's date (`"2023-12-25"`).
+    /// memory's date (`"2023-12-25"`). Cross-lingual: the memory id.
     pub session: String,
     /// When it was said or happened (session date; the benchmarks give local
     /// times without a zone, read as UTC). `None` when the data has none.
@@ -130,13 +143,13 @@ impl FromStr for SplitFilter {
 pub struct Query {
     /// Id unique within the dataset. LoCoMo: `"<sample_id>/q<index>"` (0-based
     /// index into the sample's `qa` list). LongMemEval: the `question_id`.
-    /// MADial: the dialogue `id`.
+    /// MADial: the dialogue `id`. Cross-lingual: the query `id`.
     pub id: String,
     /// The query text handed to [`Backend::search`].
     pub text: String,
     /// Gold doc ids at the scored unit, distinct, in data order. LoCoMo: the
     /// cleaned evidence dia_ids. LongMemEval: user turns with
-    /// `has_answer: true`. MADial: `relevant-id`.
+    /// `has_answer: true`. MADial: `relevant-id`. Cross-lingual: `gold`.
     pub gold: Vec<String>,
     /// LongMemEval only: gold sessions (haystack sessions holding a gold
     /// turn, the official `correct_docs` after turn→session mapping). Empty
@@ -145,7 +158,7 @@ pub struct Query {
     /// Category the metrics are broken down by. LoCoMo: `multi-hop`,
     /// `temporal`, `open-domain`, `single-hop`, `adversarial` (or
     /// `category-<n>` for an unknown code). LongMemEval: `question_type`.
-    /// MADial: `None`.
+    /// MADial: `None`. Cross-lingual: the direction, `zh→en` or `en→zh`.
     pub category: Option<String>,
     /// The query's split (always its unit's split).
     pub split: Split,
@@ -164,7 +177,8 @@ pub struct Query {
 
 /// Docs and queries that live in one namespace: a LoCoMo sample, a
 /// LongMemEval question with its haystack, a MADial user (one unit per user
-/// and split, each holding all of the user's memories).
+/// and split, each holding all of the user's memories), a cross-lingual
+/// split (each holding all memories).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Unit {
     /// Namespace-safe name (`[A-Za-z0-9_.:@-]`), unique within the dataset.
@@ -215,36 +229,41 @@ pub enum Dataset {
     /// MADial-Bench zh (`madial-bench-zh/`).
     #[serde(rename = "madial")]
     MADial,
+    /// The embedded cross-lingual set (`crosslingual.json`).
+    #[serde(rename = "crosslingual")]
+    Crosslingual,
 }
 
 impl Dataset {
-    /// Short name: `locomo`, `longmemeval`, `madial`.
+    /// Short name: `locomo`, `longmemeval`, `madial`, `crosslingual`.
     pub fn name(self) -> &'static str {
         match self {
             Dataset::Locomo => "locomo",
             Dataset::LongMemEval => "longmemeval",
             Dataset::MADial => "madial",
+            Dataset::Crosslingual => "crosslingual",
         }
     }
 
     /// The cut-offs the official scripts report: LoCoMo {1, 5, 10, 25, 50},
-    /// LongMemEval {1, 3, 5, 10, 30, 50}, MADial {1, 3, 5, 10}.
+    /// LongMemEval {1, 3, 5, 10, 30, 50}, MADial {1, 3, 5, 10}; the
+    /// cross-lingual set uses MADial's.
     pub fn default_k_values(self) -> Vec<usize> {
         match self {
             Dataset::Locomo => vec![1, 5, 10, 25, 50],
             Dataset::LongMemEval => vec![1, 3, 5, 10, 30, 50],
-            Dataset::MADial => vec![1, 3, 5, 10],
+            Dataset::MADial | Dataset::Crosslingual => vec![1, 3, 5, 10],
         }
     }
 
     /// How many ids [`run`] asks the backend for by default: 50 for LoCoMo,
-    /// 10 for MADial, and 1000 for LongMemEval (more than the ~245 user turns
+    /// 10 for MADial and the cross-lingual set, and 1000 for LongMemEval (more than the ~245 user turns
     /// of an S haystack, so sessions can be ranked to depth 50 from turns).
     pub fn default_retrieve_depth(self) -> usize {
         match self {
             Dataset::Locomo => 50,
             Dataset::LongMemEval => 1000,
-            Dataset::MADial => 10,
+            Dataset::MADial | Dataset::Crosslingual => 10,
         }
     }
 
@@ -259,6 +278,30 @@ impl Dataset {
             Dataset::Locomo => load_locomo(path),
             Dataset::LongMemEval => load_longmemeval(path, dev_ids),
             Dataset::MADial => load_madial(path),
+            Dataset::Crosslingual => load_crosslingual(Some(path)),
+        }
+    }
+
+    /// Whether the crate ships the dataset, so it loads without a path
+    /// (only the cross-lingual set).
+    pub fn is_embedded(self) -> bool {
+        self == Dataset::Crosslingual
+    }
+
+    /// As [`Dataset::load`] when `path` is given; without one, loads the
+    /// embedded copy of a dataset the crate ships ([`Dataset::is_embedded`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `"path"`) when `path` is `None` for a
+    /// dataset that is not embedded; otherwise as [`Dataset::load`].
+    pub fn load_or_embedded(self, path: Option<&Path>, dev_ids: Option<&Path>) -> Result<Vec<Unit>> {
+        match (path, self) {
+            (Some(p), _) => self.load(p, dev_ids),
+            (None, Dataset::Crosslingual) => load_crosslingual(None),
+            (None, _) => Err(Error::invalid(
+                "path",
+                format!("{self} needs its data file or directory (only crosslingual is built in)"),
+            )),
         }
     }
 }
@@ -272,7 +315,8 @@ impl fmt::Display for Dataset {
 impl FromStr for Dataset {
     type Err = Error;
 
-    /// Parses `locomo`, `longmemeval` (or `lme`), `madial` (case-insensitive).
+    /// Parses `locomo`, `longmemeval` (or `lme`), `madial`, `crosslingual`
+    /// (or `xling`) (case-insensitive).
     ///
     /// # Errors
     /// [`Error::InvalidInput`] (field `"dataset"`) for anything else.
@@ -281,7 +325,11 @@ impl FromStr for Dataset {
             "locomo" => Ok(Dataset::Locomo),
             "longmemeval" | "lme" | "longmemeval_s" => Ok(Dataset::LongMemEval),
             "madial" | "madial-bench" | "madial-bench-zh" => Ok(Dataset::MADial),
-            other => Err(Error::invalid("dataset", format!("{other:?}: expected locomo, longmemeval or madial"))),
+            "crosslingual" | "xling" | "cross-lingual" => Ok(Dataset::Crosslingual),
+            other => Err(Error::invalid(
+                "dataset",
+                format!("{other:?}: expected locomo, longmemeval, madial or crosslingual"),
+            )),
         }
     }
 }

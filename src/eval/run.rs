@@ -74,7 +74,7 @@ impl Dataset {
         match self {
             Dataset::Locomo => LOCOMO_FAMILIES,
             Dataset::LongMemEval => LME_FAMILIES,
-            Dataset::MADial => MADIAL_FAMILIES,
+            Dataset::MADial | Dataset::Crosslingual => MADIAL_FAMILIES,
         }
     }
 
@@ -91,6 +91,7 @@ impl Dataset {
                 "temporal-reasoning",
             ],
             Dataset::MADial => &[],
+            Dataset::Crosslingual => &["zh→en", "en→zh"],
         }
     }
 
@@ -149,7 +150,8 @@ impl<'a> UnitIndex<'a> {
 ///   `evaluate_retrieval_turn2session` reproduced
 ///   ([`super::metrics::turn2session_official`]); abstention questions and
 ///   questions without gold turns are left out of the means (counted).
-/// - MADial: recall@k and MRR@k.
+/// - MADial and the cross-lingual set: recall@k and MRR@k (the latter per
+///   direction, `zh→en` and `en→zh`).
 ///
 /// Means are plain averages over queries, per split (dev, test, and all
 /// when both ran). Then `finish_unit` is called. Timings cover only the
@@ -353,7 +355,7 @@ fn score(
                 official.iter().map(|s| s.ndcg_any).collect(),
             ])
         }
-        Dataset::MADial => {
+        Dataset::MADial | Dataset::Crosslingual => {
             if q.gold.is_empty() {
                 return Err("no gold");
             }

@@ -20,10 +20,12 @@ use crate::Cli;
 
 #[derive(Args, Debug)]
 pub struct EvalArgs {
-    /// locomo, longmemeval or madial.
+    /// locomo, longmemeval, madial or crosslingual.
     dataset: String,
-    /// The data file (LoCoMo JSON, LongMemEval .jsonl.gz) or directory (MADial).
-    path: PathBuf,
+    /// The data file (LoCoMo JSON, LongMemEval .jsonl.gz, cross-lingual
+    /// JSON) or directory (MADial). Required except for crosslingual, which
+    /// uses the set built into mnemon when it is left out.
+    path: Option<PathBuf>,
     /// dev, test or all (splits from SPLITS.md); dev and test are always
     /// reported apart as well.
     #[arg(long, default_value = "all")]
@@ -53,7 +55,8 @@ pub struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     explain_out: Option<PathBuf>,
     /// Hits asked of the engine per query (default: the data set's, 50 for
-    /// LoCoMo, 1000 for LongMemEval, 10 for MADial); at least the largest k.
+    /// LoCoMo, 1000 for LongMemEval, 10 for MADial and crosslingual); at
+    /// least the largest k.
     #[arg(long)]
     depth: Option<usize>,
     /// Keep vectors in DIR (one file per model, text digests only) so a
@@ -214,14 +217,21 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     let split: SplitFilter = args.split.parse()?;
     let dev_ids = match (&args.dev_ids, dataset) {
         (Some(p), _) => Some(p.clone()),
-        (None, Dataset::LongMemEval) => {
-            args.path.parent().map(|d| d.join("longmemeval_s_dev100_ids.txt")).filter(|p| p.exists())
-        }
+        (None, Dataset::LongMemEval) => args
+            .path
+            .as_deref()
+            .and_then(|p| p.parent())
+            .map(|d| d.join("longmemeval_s_dev100_ids.txt"))
+            .filter(|p| p.exists()),
         _ => None,
     };
     let t_load = Instant::now();
-    let units = dataset.load(&args.path, dev_ids.as_deref())?;
-    eprintln!("loaded {} units from {} in {:.1}s", units.len(), args.path.display(), t_load.elapsed().as_secs_f64());
+    let units = dataset.load_or_embedded(args.path.as_deref(), dev_ids.as_deref())?;
+    let source = match &args.path {
+        Some(p) => p.display().to_string(),
+        None => format!("the built-in {dataset} set"),
+    };
+    eprintln!("loaded {} units from {source} in {:.1}s", units.len(), t_load.elapsed().as_secs_f64());
     let embedder = load_embedder(cli)?;
     eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
     let mut all = serde_json::Map::new();

@@ -40,7 +40,8 @@ pub enum Cmd {
     /// Run a scripted multi-session agent conversation (English and Chinese)
     /// against a fresh store and show what mnemon remembers, recalls and forgets.
     Demo(demo::DemoArgs),
-    /// Measure recall quality on a public benchmark (locomo, longmemeval, madial).
+    /// Measure recall quality on a public benchmark (locomo, longmemeval,
+    /// madial) or the built-in cross-lingual set (crosslingual).
     Eval(eval::EvalArgs),
     /// Record an observation (a conversation turn or tool result).
     Observe(commands::ObserveArgs),
