@@ -81,6 +81,8 @@ pub use extract::{
 pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
 pub use projection::{EventCounts, Memory, Observation};
-pub use recall::{estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, Weights};
+pub use recall::{
+    estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, SimilarityNorm, Weights,
+};
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

@@ -250,3 +250,70 @@ fn c07_the_embedding_model_changes() -> R {
     assert!(matches!(err, mnemon::Error::InvalidInput { field: "vector", .. }), "{err}");
     Ok(())
 }
+
+/// Unit vector in 4 dimensions whose cosine with `e0` is `c`.
+fn at_cosine(c: f32) -> Vec<f32> {
+    vec![c, (1.0 - c * c).sqrt(), 0.0, 0.0]
+}
+
+/// An embedder that only declares its similarity scaling (vectors are given
+/// with each memory and query).
+struct Bunched(mnemon::SimilarityNorm);
+
+impl mnemon::embed::Embedder for Bunched {
+    fn model_id(&self) -> &str {
+        "bunched-4"
+    }
+    fn dim(&self) -> usize {
+        4
+    }
+    fn embed(&self, texts: &[&str], _kind: mnemon::embed::EmbedKind) -> mnemon::Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|_| at_cosine(0.8)).collect())
+    }
+    fn similarity_norm(&self) -> mnemon::SimilarityNorm {
+        self.0
+    }
+}
+
+#[test]
+fn min_max_similarity_restores_the_spread_of_bunched_cosines() -> R {
+    use mnemon::{SimilarityNorm, Weights};
+    // Cosines bunched like e5's (0.78–0.84): the semantic match has the best
+    // cosine but shares no word with the query, the keyword match has the
+    // worst cosine.
+    let docs = [
+        ("I switched to oat-based drinks because dairy upsets my stomach.", 0.84),
+        ("Milk tea shop opens downtown; the milk tea menu lists milk options.", 0.78),
+        ("Booked a dentist appointment for next Tuesday.", 0.80),
+    ];
+    let query = "which milk should I buy";
+    for (declared, asked, winner) in [
+        (SimilarityNorm::Raw, SimilarityNorm::Auto, 1),
+        (SimilarityNorm::MinMax, SimilarityNorm::Auto, 0),
+        (SimilarityNorm::Raw, SimilarityNorm::MinMax, 0),
+        (SimilarityNorm::MinMax, SimilarityNorm::Raw, 1),
+    ] {
+        let dir = tempfile::tempdir()?;
+        let engine = Engine::builder(dir.path()).embedder(Arc::new(Bunched(declared))).open()?;
+        let u = ns("u");
+        for (text, c) in docs {
+            engine.remember(&u, NewMemory::new(text).vector(at_cosine(c)).dedup(DedupMode::Off))?;
+        }
+        let opts = RecallOptions {
+            weights: Weights { similarity_norm: asked, ..Weights::default() },
+            record_access: false,
+            ..RecallOptions::default()
+        };
+        let hits = engine.recall_with_vector(&u, query, &[1.0, 0.0, 0.0, 0.0], &opts)?;
+        assert_eq!(hits.len(), 3);
+        assert_eq!(hits[0].memory.content, docs[winner].0, "declared {declared:?}, asked {asked:?}");
+        // The explanation keeps the raw cosine whatever the scaling.
+        let best = hits.iter().find(|h| h.memory.content == docs[0].0).ok_or("missing")?;
+        assert!((best.explain.similarity - 0.84).abs() < 1e-4);
+        if hits[0].memory.content == docs[0].0 {
+            // Min-max: the best cosine counts as 1, and it has no lexical part.
+            assert!((best.explain.fused - 0.7).abs() < 1e-4, "{:?}", best.explain);
+        }
+    }
+    Ok(())
+}

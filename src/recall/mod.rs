@@ -12,7 +12,7 @@ mod score;
 
 pub use context::{estimate_tokens, render_context};
 pub(crate) use score::dot as score_dot;
-pub use score::{Explanation, RecallMode, Weights};
+pub use score::{Explanation, RecallMode, SimilarityNorm, Weights};
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -182,11 +182,10 @@ impl Engine {
             let max_bm25 = cands.values().map(|c| c.1).fold(0.0f32, f32::max);
             let query_idf = if opts.mode == RecallMode::Dense { 0.0 } else { st.lexical.idf_mass(query) };
             let query_terms: Vec<String> = crate::index::tokenize(query);
-            let mut hits = Vec::with_capacity(cands.len());
+            // Cosine of every candidate (lexical-only candidates get theirs
+            // computed here), minus those under the similarity floor.
+            let mut scored: Vec<(u64, f32, f32)> = Vec::with_capacity(cands.len());
             for (id, (sim, bm25)) in cands {
-                let Some(m) = st.memories.get(&MemoryId(id)) else {
-                    continue;
-                };
                 let sim = match sim {
                     Some(s) => s,
                     None if query_vector.is_empty() => 0.0,
@@ -195,7 +194,32 @@ impl Engine {
                 if opts.min_similarity.is_some_and(|floor| sim < floor) {
                     continue;
                 }
-                let explain = score::explain(m, sim, bm25, max_bm25, query_idf, &query_terms, opts, now, half_life_days);
+                scored.push((id, sim, bm25));
+            }
+            let norm = match opts.weights.similarity_norm {
+                SimilarityNorm::Auto => self.embedder().similarity_norm(),
+                n => n,
+            };
+            let sim_scale = (norm == SimilarityNorm::MinMax && opts.mode == RecallMode::Hybrid).then(|| {
+                scored.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| (lo.min(c.1), hi.max(c.1)))
+            });
+            let mut hits = Vec::with_capacity(scored.len());
+            for (id, sim, bm25) in scored {
+                let Some(m) = st.memories.get(&MemoryId(id)) else {
+                    continue;
+                };
+                let explain = score::explain(
+                    m,
+                    sim,
+                    bm25,
+                    max_bm25,
+                    query_idf,
+                    sim_scale,
+                    &query_terms,
+                    opts,
+                    now,
+                    half_life_days,
+                );
                 hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
             hits

@@ -50,6 +50,9 @@ pub struct EvalArgs {
     /// Weight of cosine in the hybrid score (0–1).
     #[arg(long)]
     dense_weight: Option<f32>,
+    /// How hybrid recall scales cosine: auto (the embedder's choice), raw or minmax.
+    #[arg(long, default_value = "auto")]
+    similarity_norm: String,
     /// Write every query's hits with their score parts (cosine, raw BM25,
     /// fused score) as JSON lines to this file, one line per query and mode.
     #[arg(long, value_name = "FILE")]
@@ -196,7 +199,8 @@ impl Backend for EngineBackend {
                 })
                 .collect();
             let query_idf = hits.first().map_or(0.0, |h| h.explain.query_idf);
-            let line = serde_json::json!({"mode": mode, "unit": unit, "query": query, "query_idf": query_idf, "hits": rows});
+            let line =
+                serde_json::json!({"mode": mode, "unit": unit, "query": query, "query_idf": query_idf, "hits": rows});
             let mut out = out.lock().map_err(|_| mnemon::Error::Storage("explain lock".into()))?;
             writeln!(out, "{line}")?;
         }
@@ -263,7 +267,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         let dir = tempfile::tempdir()?;
         let engine =
             Engine::builder(dir.path().join("store")).embedder(embedder.clone()).max_content_bytes(1 << 20).open()?;
-        let mut weights = Weights::default();
+        let mut weights = Weights { similarity_norm: args.similarity_norm.parse()?, ..Weights::default() };
         if let Some(w) = weight {
             if !(0.0..=1.0).contains(&w) {
                 return Err(mnemon::Error::invalid("dense_weight", "must be in 0..=1"));
@@ -327,6 +331,10 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                     "query_embed_seconds": backend.query_embed_secs,
                     "context_tokens_top10_median": median_tokens,
                     "dense_weight": weights.dense,
+                    "similarity_norm": match weights.similarity_norm {
+                        mnemon::SimilarityNorm::Auto => embedder.similarity_norm(),
+                        n => n,
+                    },
                 }),
             );
         }

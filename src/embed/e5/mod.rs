@@ -135,6 +135,13 @@ impl Embedder for E5Embedder {
         self.dim
     }
 
+    /// Min-max: e5's cosines are bunched (unrelated pairs ≈ 0.74–0.81), so
+    /// hybrid recall rescales them over the candidates (measured gains in
+    /// `recall/score.rs`).
+    fn similarity_norm(&self) -> crate::SimilarityNorm {
+        crate::SimilarityNorm::MinMax
+    }
+
     /// Embeds texts in batches of up to 32, grouped by token length so that
     /// little padding is computed. Results do not depend on how texts are
     /// batched (differences stay below 1e-4).
