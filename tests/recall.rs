@@ -258,7 +258,7 @@ fn at_cosine(c: f32) -> Vec<f32> {
 
 /// An embedder that only declares its similarity scaling (vectors are given
 /// with each memory and query).
-struct Bunched(mnemon::SimilarityNorm);
+struct Bunched(mnemon::SimilarityNorm, f32);
 
 impl mnemon::embed::Embedder for Bunched {
     fn model_id(&self) -> &str {
@@ -272,6 +272,9 @@ impl mnemon::embed::Embedder for Bunched {
     }
     fn similarity_norm(&self) -> mnemon::SimilarityNorm {
         self.0
+    }
+    fn near_duplicate_threshold(&self) -> f32 {
+        self.1
     }
 }
 
@@ -294,7 +297,7 @@ fn min_max_similarity_restores_the_spread_of_bunched_cosines() -> R {
         (SimilarityNorm::MinMax, SimilarityNorm::Raw, 1),
     ] {
         let dir = tempfile::tempdir()?;
-        let engine = Engine::builder(dir.path()).embedder(Arc::new(Bunched(declared))).open()?;
+        let engine = Engine::builder(dir.path()).embedder(Arc::new(Bunched(declared, 0.99))).open()?;
         let u = ns("u");
         for (text, c) in docs {
             engine.remember(&u, NewMemory::new(text).vector(at_cosine(c)).dedup(DedupMode::Off))?;
@@ -314,6 +317,34 @@ fn min_max_similarity_restores_the_spread_of_bunched_cosines() -> R {
             // Min-max: the best cosine counts as 1, and it has no lexical part.
             assert!((best.explain.fused - 0.7).abs() < 1e-4, "{:?}", best.explain);
         }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_near_duplicate_threshold_is_the_embedders_unless_set() -> R {
+    use mnemon::SimilarityNorm;
+    // Two distinct facts whose vectors are at cosine 0.94: a near-duplicate
+    // for a model whose threshold is 0.92, distinct for one at 0.95 (e5).
+    let first = NewMemory::new("My sister Lena lives in Vancouver.").vector(at_cosine(1.0));
+    let second = NewMemory::new("My brother Tom lives in Toronto.").vector(at_cosine(0.94));
+    for (model, builder_threshold, near) in [(0.92, None, true), (0.95, None, false), (0.95, Some(0.9), true)] {
+        let dir = tempfile::tempdir()?;
+        let mut b = Engine::builder(dir.path()).embedder(Arc::new(Bunched(SimilarityNorm::Raw, model)));
+        if let Some(t) = builder_threshold {
+            b = b.dedup_threshold(t);
+        }
+        let engine = b.open()?;
+        let u = ns("u");
+        let a = engine.remember(&u, first.clone())?;
+        let r = engine.remember(&u, second.clone())?;
+        assert_eq!(
+            matches!(r.action, RememberAction::NearDuplicate { .. }),
+            near,
+            "model threshold {model}, builder {builder_threshold:?}: {:?}",
+            r.action
+        );
+        assert_eq!(r.id == a.id, near);
     }
     Ok(())
 }

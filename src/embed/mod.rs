@@ -62,6 +62,15 @@ pub trait Embedder: Send + Sync {
     fn similarity_norm(&self) -> crate::SimilarityNorm {
         crate::SimilarityNorm::Raw
     }
+
+    /// Cosine (passage against passage) at or above which a new memory is a
+    /// near-duplicate of a stored one, when the engine is not given its own
+    /// ([`crate::EngineBuilder::dedup_threshold`]). Must sit between the
+    /// model's distinct-fact and paraphrase cosines (`benches/similarity.rs`
+    /// measures both). Default 0.92.
+    fn near_duplicate_threshold(&self) -> f32 {
+        0.92
+    }
 }
 
 /// A model whose files come from a PyPI wheel, fetched and verified by

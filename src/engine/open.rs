@@ -75,7 +75,7 @@ impl Engine {
         store.flush()?;
         state.visible = state.last_seq;
 
-        let dedup_threshold = cfg.dedup_threshold.unwrap_or(0.92);
+        let dedup_threshold = cfg.dedup_threshold.unwrap_or_else(|| embedder.near_duplicate_threshold());
         let shared = Arc::new(Shared {
             state: RwLock::new(state),
             store: RwLock::new(store),
