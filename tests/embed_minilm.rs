@@ -142,8 +142,45 @@ fn long_input_is_truncated() {
 }
 
 #[test]
-fn auto_choice_picks_minilm_when_installed() {
+fn auto_choice_picks_minilm_when_it_is_the_only_model() {
     let Some(_) = model() else { return };
-    let e = load_embedder(EmbedderChoice::Auto, &default_models_dir()).unwrap();
+    // A models directory holding MiniLM alone.
+    let only = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(model_dir(&MINILM, &default_models_dir()), model_dir(&MINILM, only.path())).unwrap();
+    let e = load_embedder(EmbedderChoice::Auto, only.path()).unwrap();
     assert!(e.model_id().starts_with("all-MiniLM-L6-v2@"), "{}", e.model_id());
+}
+
+#[test]
+fn auto_prefers_e5_but_keeps_the_model_a_store_was_built_with() {
+    use mnemon::embed::e5::E5_SMALL;
+    use mnemon::embed::load_embedder_for;
+    use mnemon::{Engine, Namespace, NewMemory};
+    let Some(minilm) = model() else { return };
+    let dir = default_models_dir();
+    if !is_installed(&E5_SMALL, &dir) {
+        assert_ne!(std::env::var("MNEMON_REQUIRE_MODELS").as_deref(), Ok("1"), "e5-small is not installed");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: needs e5-small too");
+        return;
+    }
+    let auto = load_embedder(EmbedderChoice::Auto, &dir).unwrap();
+    assert!(auto.model_id().starts_with("multilingual-e5-small"), "{}", auto.model_id());
+
+    let data = tempfile::tempdir().unwrap();
+    assert_eq!(Engine::recorded_model(data.path().join("none")).unwrap(), None);
+    let shared: std::sync::Arc<dyn Embedder> =
+        std::sync::Arc::new(MiniLmEmbedder::load(&model_dir(&MINILM, &dir)).unwrap());
+    let engine = Engine::builder(data.path()).embedder(shared).open().unwrap();
+    engine.remember(&Namespace::new("u").unwrap(), NewMemory::new("I moved to Hangzhou last month")).unwrap();
+    engine.close().unwrap();
+    let recorded = Engine::recorded_model(data.path()).unwrap();
+    assert_eq!(recorded.as_deref(), Some(minilm.model_id()));
+    let kept = load_embedder_for(EmbedderChoice::Auto, &dir, recorded.as_deref()).unwrap();
+    assert_eq!(kept.model_id(), minilm.model_id());
+    let asked = load_embedder_for(EmbedderChoice::E5, &dir, recorded.as_deref()).unwrap();
+    assert_eq!(asked.model_id(), auto.model_id());
+    let from_hashing = load_embedder_for(EmbedderChoice::Auto, &dir, Some("hashing-v1-384")).unwrap();
+    assert_eq!(from_hashing.model_id(), auto.model_id());
+    // Reading the recorded model released the lock.
+    Engine::open(data.path()).unwrap().close().unwrap();
 }

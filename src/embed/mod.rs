@@ -101,8 +101,9 @@ pub struct ModelSpec {
 /// `"all-minilm-l6-v2"`); displayed as the first of those names.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EmbedderChoice {
-    /// all-MiniLM-L6-v2 when it is installed (and the crate is built with the
-    /// `neural` feature), otherwise the hashing embedder.
+    /// multilingual-e5-small when it is installed (and the crate is built
+    /// with the `neural` feature), else all-MiniLM-L6-v2, else the hashing
+    /// embedder; see [`load_embedder`] and [`load_embedder_for`].
     #[default]
     Auto,
     /// The deterministic [`HashingEmbedder`] of [`DEFAULT_HASHING_DIM`]
@@ -168,30 +169,69 @@ impl FromStr for EmbedderChoice {
 /// - [`EmbedderChoice::Hashing`]: `HashingEmbedder` of 384 dimensions.
 /// - [`EmbedderChoice::MiniLm`]: loads all-MiniLM-L6-v2 (about 90 MB read and
 ///   hashed, well under a second on a modern CPU).
-/// - [`EmbedderChoice::Auto`]: MiniLM when [`is_installed`] says its files are
-///   there and the crate has the `neural` feature; otherwise hashing. A model
-///   that is installed but fails to load is an error, not a silent fallback
-///   (falling back would change the model id and re-embed every memory).
+/// - [`EmbedderChoice::E5`]: loads multilingual-e5-small (72 MB).
+/// - [`EmbedderChoice::Auto`]: multilingual-e5-small when [`is_installed`]
+///   says its files are there and the crate has the `neural` feature, else
+///   all-MiniLM-L6-v2 likewise, else hashing. e5 comes first because it is
+///   the better model over our benchmarks taken together: far ahead on
+///   Chinese (MADial-Bench zh dev recall@10 0.743 vs 0.620) and across
+///   languages, 0.028 behind on English LoCoMo dev (0.658 vs 0.686), level
+///   on LongMemEval dev (README, "Choosing the embedder"). A model that is
+///   installed but fails to load is an error, not a silent fallback (falling
+///   back would change the model id and re-embed every memory).
 ///
 /// # Errors
-/// [`Error::Embedder`] when MiniLM is asked for but not installed (the message
-/// says to run `mnemon model install minilm`), when the crate was built
-/// without the `neural` feature, or when the model files fail to load.
+/// [`Error::Embedder`] when a neural model is asked for but not installed
+/// (the message says which `mnemon model install` to run), when the crate
+/// was built without the `neural` feature, or when the model files fail to
+/// load.
 pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dyn Embedder>> {
     match choice {
         EmbedderChoice::Hashing => Ok(Arc::new(HashingEmbedder::default())),
         EmbedderChoice::MiniLm => load_minilm(models_dir),
         EmbedderChoice::E5 => load_e5(models_dir),
         EmbedderChoice::Auto => {
-            if cfg!(feature = "neural") && is_installed(&MINILM, models_dir) {
-                load_minilm(models_dir)
-            } else if cfg!(feature = "neural") && e5_installed(models_dir) {
+            if cfg!(feature = "neural") && e5_installed(models_dir) {
                 load_e5(models_dir)
+            } else if cfg!(feature = "neural") && is_installed(&MINILM, models_dir) {
+                load_minilm(models_dir)
             } else {
                 Ok(Arc::new(HashingEmbedder::default()))
             }
         }
     }
+}
+
+/// [`load_embedder`] for a store whose vectors were made by `recorded` (the
+/// model id the store keeps, see `Engine::recorded_model`):
+/// [`EmbedderChoice::Auto`] keeps that model when it is installed, so that an
+/// existing store is not re-embedded just because a preferred model was
+/// installed later; any other choice, or an unknown / absent recorded model,
+/// resolves as [`load_embedder`] does.
+///
+/// # Errors
+/// As [`load_embedder`].
+pub fn load_embedder_for(
+    choice: EmbedderChoice,
+    models_dir: &Path,
+    recorded: Option<&str>,
+) -> Result<Arc<dyn Embedder>> {
+    if choice == EmbedderChoice::Auto && cfg!(feature = "neural") {
+        if let Some(id) = recorded {
+            if id.starts_with("all-MiniLM-L6-v2@") && is_installed(&MINILM, models_dir) {
+                return load_minilm(models_dir);
+            }
+            if id.starts_with("multilingual-e5-small") && e5_installed(models_dir) {
+                return load_e5(models_dir);
+            }
+            if id.starts_with("hashing-") {
+                // Hashing stores move up to a neural model: that is the point
+                // of installing one.
+                return load_embedder(choice, models_dir);
+            }
+        }
+    }
+    load_embedder(choice, models_dir)
 }
 
 #[cfg(feature = "neural")]

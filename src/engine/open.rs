@@ -45,6 +45,28 @@ const META_DIM: &str = "embedder.dim";
 const REEMBED_BATCH: usize = 64;
 
 impl Engine {
+    /// The model id of the embedder whose vectors the store at `path` holds,
+    /// without opening an engine (no replay): `None` for a directory that is
+    /// not a store yet or a store that never recorded one. Takes and releases
+    /// the store's lock. Used to keep an existing store's model
+    /// ([`crate::embed::load_embedder_for`]).
+    ///
+    /// # Errors
+    /// [`Error::Locked`] when another process or engine holds the store;
+    /// [`Error::Io`] / [`Error::Storage`] when it cannot be read.
+    pub fn recorded_model(path: impl AsRef<std::path::Path>) -> Result<Option<String>> {
+        let path = path.as_ref();
+        if !path.join("CURRENT").exists() {
+            return Ok(None);
+        }
+        let dir = DataDir::open(path)?;
+        let store = SledStore::open(&dir.current_path(), 8 * 1024 * 1024)?;
+        let model = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        drop(store);
+        drop(dir);
+        Ok(model)
+    }
+
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
         let dir = DataDir::open(&cfg.path)?;
         let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);

@@ -144,6 +144,10 @@ pub struct RecallArgs {
     /// dense, lexical or hybrid.
     #[arg(long, default_value = "hybrid")]
     mode: String,
+    /// How hybrid mode scales cosine before fusing with BM25: auto (the
+    /// embedder's choice), raw or minmax.
+    #[arg(long, default_value = "auto")]
+    similarity_norm: String,
     query: String,
 }
 
@@ -239,7 +243,10 @@ pub fn open_engine(cli: &Cli) -> Result<Engine> {
 }
 
 pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
-    let e = load_embedder(cli)?;
+    // `auto` keeps the model an existing store was built with, if installed.
+    let choice: EmbedderChoice = cli.embedder.parse()?;
+    let recorded = Engine::recorded_model(dir)?;
+    let e = embed::load_embedder_for(choice, &models_dir(cli), recorded.as_deref())?;
     let engine = Engine::builder(dir)
         .embedder(e)
         .on_progress(Arc::new(|p: &mnemon::Progress| {
@@ -525,6 +532,7 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 min_similarity: a.min_similarity,
                 as_of: a.as_of.as_deref().map(parse_time).transpose()?.map(AsOf::Time),
                 mode: a.mode.parse::<RecallMode>()?,
+                weights: mnemon::Weights { similarity_norm: a.similarity_norm.parse()?, ..Default::default() },
                 requester: Some("cli".into()),
                 ..RecallOptions::default()
             };
