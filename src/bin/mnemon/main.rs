@@ -23,7 +23,8 @@ pub struct Cli {
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Embedder: auto (MiniLM if installed, else hashing), hashing, minilm.
+    /// Embedder: auto (e5-small if installed, else MiniLM, else hashing; an
+    /// existing store keeps its model), hashing, minilm, e5-small.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
     pub embedder: String,
     /// Directory of installed models (default: $MNEMON_MODELS, else

@@ -1,0 +1,73 @@
+//! The `mnemon` binary end to end on a temporary store, hashing embedder:
+//! `forget --matching` takes the embedder's relevance floor when none is
+//! given, and `recall --similarity-norm` switches the cosine scaling.
+
+use std::path::Path;
+use std::process::Command;
+
+fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .arg("--data")
+        .arg(data)
+        .args(["--embedder", "hashing"])
+        .args(args)
+        .output()
+        .expect("run mnemon");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn forget_matching_defaults_to_the_embedders_floor_and_dry_run_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for text in [
+        "I am allergic to peanuts and shellfish.",
+        "My daughter Xiaoyu turns five in March.",
+        "我喜欢喝偏酸的浅烘咖啡。",
+    ] {
+        let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", text]);
+        assert!(ok, "{err}");
+    }
+    // The hashing embedder's floor (0.5) keeps the unrelated memories out.
+    let (ok, out, err) = mnemon(
+        &data,
+        &["--json", "forget", "--ns", "u1", "--matching", "I am allergic to peanuts and shellfish", "--dry-run"],
+    );
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["memories"], 1, "{out}");
+    // A floor given on the command line wins: -1 matches everything.
+    let (ok, out, err) =
+        mnemon(&data, &["--json", "forget", "--ns", "u1", "--matching", "peanuts", "--min-similarity=-1", "--dry-run"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["memories"], 3, "{out}");
+    // Dry runs wrote nothing.
+    let (ok, out, _) = mnemon(&data, &["--json", "list", "--ns", "u1"]);
+    assert!(ok);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().map(Vec::len), Some(3), "{out}");
+}
+
+#[test]
+fn recall_similarity_norm_is_parsed_and_bad_values_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for text in ["Prefers window seats on flights.", "Lives in Hangzhou near West Lake."] {
+        assert!(mnemon(&data, &["remember", "--ns", "u1", text]).0);
+    }
+    for norm in ["auto", "raw", "minmax"] {
+        let (ok, out, err) =
+            mnemon(&data, &["--json", "recall", "--ns", "u1", "--similarity-norm", norm, "window seat on flights"]);
+        assert!(ok, "{norm}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v[0]["memory"]["content"], "Prefers window seats on flights.", "{norm}: {out}");
+    }
+    let (ok, _, err) = mnemon(&data, &["recall", "--ns", "u1", "--similarity-norm", "zscore", "seat"]);
+    assert!(!ok);
+    assert!(err.contains("similarity_norm"), "{err}");
+}
