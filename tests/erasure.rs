@@ -5,7 +5,7 @@
 mod common;
 use common::files_containing;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use mnemon::embed::EmbedKind;
 use mnemon::{

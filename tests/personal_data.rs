@@ -2,7 +2,6 @@
 
 mod common;
 use common::files_containing;
-use std::path::Path;
 
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::{Engine, Namespace, NewMemory, NewObservation, RecallOptions, Role};

@@ -41,6 +41,7 @@ mod madial;
 pub mod metrics;
 mod report;
 mod run;
+mod vectors;
 
 pub use crosslingual::load_crosslingual;
 pub use locomo::{clean_evidence, load_locomo, parse_locomo_date, CleanedEvidence};
@@ -48,6 +49,9 @@ pub use longmemeval::{load_longmemeval, parse_longmemeval_date};
 pub use madial::load_madial;
 pub use report::{Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow};
 pub use run::{run, RunOptions};
+pub use vectors::{
+    encode_record as encode_vector_record, parse_records as parse_vector_records, VectorCache, VectorKey,
+};
 
 /// One retrievable unit handed to the backend (a dialog turn or a memory).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -197,7 +197,7 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     println!("mnemon demo — store at {}", dir.display());
     println!("embedder: {}", mnemon::embed::describe(engine.embedder().as_ref()));
     if engine.embedder().model_id().starts_with("hashing") {
-        println!("(install a neural model with `mnemon model install minilm` for recall by meaning)");
+        println!("(install a neural model with `mnemon model install e5-small` for recall by meaning, in Chinese and English)");
     }
     let ns = Namespace::new("user:lin-wei")?;
     let mut before_change = 0;

@@ -9,13 +9,12 @@ use std::time::Instant;
 
 use clap::Args;
 use mnemon::embed::{EmbedKind, Embedder};
-use mnemon::eval::{self, Backend, Dataset, Doc, RunOptions, SplitFilter};
+use mnemon::eval::{self, Backend, Dataset, Doc, RunOptions, SplitFilter, VectorCache};
 use mnemon::{
     DedupMode, Engine, Kind, MemoryId, Namespace, NewMemory, RecallMode, RecallOptions, Result, Tier, Weights,
 };
 
 use crate::commands::load_embedder;
-use crate::vector_cache::VectorCache;
 use crate::Cli;
 
 #[derive(Args, Debug)]
@@ -264,9 +263,19 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             None => (spec, args.dense_weight),
         };
         let mode: RecallMode = mode_str.parse()?;
+        // BM25 alone needs no model: the store gets the hashing embedder's
+        // vectors (cheap, never consulted) instead of the model's.
+        let (run_embedder, run_cache, run_model): (Arc<dyn Embedder>, _, String) = if mode == RecallMode::Lexical {
+            let h: Arc<dyn Embedder> = Arc::new(mnemon::embed::HashingEmbedder::default());
+            (h, Arc::new(Mutex::new(VectorCache::in_memory())), "none (BM25 only)".to_string())
+        } else {
+            (embedder.clone(), cache.clone(), embedder.model_id().to_string())
+        };
         let dir = tempfile::tempdir()?;
-        let engine =
-            Engine::builder(dir.path().join("store")).embedder(embedder.clone()).max_content_bytes(1 << 20).open()?;
+        let engine = Engine::builder(dir.path().join("store"))
+            .embedder(run_embedder.clone())
+            .max_content_bytes(1 << 20)
+            .open()?;
         let mut weights = Weights { similarity_norm: args.similarity_norm.parse()?, ..Weights::default() };
         if let Some(w) = weight {
             if !(0.0..=1.0).contains(&w) {
@@ -277,7 +286,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         let opts = RecallOptions { mode, weights, record_access: false, ..RecallOptions::default() };
         let mut backend = EngineBackend {
             engine,
-            embedder: embedder.clone(),
+            embedder: run_embedder.clone(),
             opts,
             ids: HashMap::new(),
             embed_secs: 0.0,
@@ -285,7 +294,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             docs: 0,
             query_embed_secs: 0.0,
             context_tokens: Vec::new(),
-            cache: cache.clone(),
+            cache: run_cache,
             context_docs: args.context_docs,
             explain: explain_file.clone().map(|f| (spec.to_string(), f)),
         };
@@ -300,7 +309,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         // same order as the explain lines.
         ropts.record_queries = args.explain_out.is_some();
         let report = eval::run(dataset, &units, &mut backend, &ropts)?;
-        println!("\n### {} — mode {spec} — embedder {}\n", dataset, embedder.model_id());
+        println!("\n### {} — mode {spec} — embedder {run_model}\n", dataset);
         println!("{}", report.render_table());
         let docs = backend.docs.max(1) as f64;
         let ingest_all = backend.embed_secs + backend.write_secs;
@@ -322,7 +331,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             obj.insert(
                 "engine".into(),
                 serde_json::json!({
-                    "embedder": embedder.model_id(),
+                    "embedder": run_model,
                     "docs": backend.docs,
                     "embed_seconds": backend.embed_secs,
                     "write_seconds": backend.write_secs,

@@ -6,7 +6,6 @@ mod demo;
 mod eval;
 mod lifecycle;
 mod output;
-mod vector_cache;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
-//! Vectors of `mnemon eval` runs, kept by text so that each text is embedded
-//! once per model — across the modes of one run and, with
-//! `--vector-cache DIR`, across runs.
+//! Vectors of evaluation runs, kept by text so that each text is embedded
+//! once per model — across the modes of one run and, with `mnemon eval
+//! --vector-cache DIR`, across runs.
 //!
 //! On disk: one append-only file per model, `DIR/<model id>.vectors`, of
 //! records `kind (1 byte: 0 passage, 1 query) · SHA-256 of the text (first
@@ -13,17 +13,21 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use mnemon::embed::EmbedKind;
-use mnemon::Result;
 use sha2::{Digest, Sha256};
 
-type Key = (u8, [u8; 16]);
+use crate::embed::EmbedKind;
+use crate::error::Result;
+
+/// A record's key: kind (0 passage, 1 query) and the first 16 bytes of the
+/// text's SHA-256.
+pub type VectorKey = (u8, [u8; 16]);
+type Key = VectorKey;
 
 /// Largest dimension a record may claim (guards against corrupt files).
 const MAX_DIM: usize = 8192;
 
 /// The cache: vectors by (kind, text digest), plus the file new ones go to.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct VectorCache {
     map: HashMap<Key, Vec<f32>>,
     file: Option<BufWriter<File>>,
@@ -49,7 +53,7 @@ impl VectorCache {
     /// vectors.
     ///
     /// # Errors
-    /// `Error::Io` when the directory or file cannot be created or read.
+    /// [`crate::Error::Io`] when the directory or file cannot be created or read.
     pub fn open(dir: &Path, model_id: &str) -> Result<Self> {
         std::fs::create_dir_all(dir)?;
         let name: String =
@@ -58,12 +62,8 @@ impl VectorCache {
         let mut f = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path)?;
         let mut bytes = Vec::new();
         f.read_to_end(&mut bytes)?;
-        let mut map = HashMap::new();
-        let mut at = 0usize;
-        while let Some((k, v, next)) = parse(&bytes, at) {
-            map.insert(k, v);
-            at = next;
-        }
+        let (records, at) = parse_records(&bytes);
+        let map: HashMap<Key, Vec<f32>> = records.into_iter().collect();
         // Cut a torn tail so appends start on a record boundary.
         f.set_len(at as u64)?;
         f.seek(SeekFrom::Start(at as u64))?;
@@ -84,16 +84,11 @@ impl VectorCache {
     /// Caches `v` for `text` (and appends it to the file, if any).
     ///
     /// # Errors
-    /// `Error::Io` when the file cannot be written.
+    /// [`crate::Error::Io`] when the file cannot be written.
     pub fn put(&mut self, kind: EmbedKind, text: &str, v: Vec<f32>) -> Result<()> {
         let k = key(kind, text);
         if let Some(f) = self.file.as_mut() {
-            f.write_all(&[k.0])?;
-            f.write_all(&k.1)?;
-            f.write_all(&(v.len() as u32).to_le_bytes())?;
-            for x in &v {
-                f.write_all(&x.to_le_bytes())?;
-            }
+            f.write_all(&encode_record(&k, &v))?;
         }
         self.map.insert(k, v);
         Ok(())
@@ -102,7 +97,7 @@ impl VectorCache {
     /// Writes buffered records to the file.
     ///
     /// # Errors
-    /// `Error::Io` when the file cannot be written.
+    /// [`crate::Error::Io`] when the file cannot be written.
     pub fn flush(&mut self) -> Result<()> {
         if let Some(f) = self.file.as_mut() {
             f.flush()?;
@@ -111,10 +106,37 @@ impl VectorCache {
     }
 }
 
+/// One record's bytes (the file format in the module docs).
+pub fn encode_record(key: &VectorKey, v: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(21 + 4 * v.len());
+    out.push(key.0);
+    out.extend_from_slice(&key.1);
+    out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    for x in v {
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes a cache file's bytes: the records of its longest well-formed
+/// prefix, in order, and that prefix's length in bytes. A record is
+/// malformed when its kind byte is above 1, its dimension is 0 or above
+/// 8192, it is cut short, or a component is NaN or infinite; decoding stops
+/// there. Never panics.
+pub fn parse_records(bytes: &[u8]) -> (Vec<(VectorKey, Vec<f32>)>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Some((k, v, next)) = parse(bytes, at) {
+        out.push((k, v));
+        at = next;
+    }
+    (out, at)
+}
+
 /// One record at `at`: key, vector, offset of the next record; `None` at the
 /// end or on a torn or malformed record.
 fn parse(bytes: &[u8], at: usize) -> Option<(Key, Vec<f32>, usize)> {
-    let head = bytes.get(at..at + 21)?;
+    let head = bytes.get(at..at.checked_add(21)?)?;
     if head[0] > 1 {
         return None;
     }
@@ -124,7 +146,7 @@ fn parse(bytes: &[u8], at: usize) -> Option<(Key, Vec<f32>, usize)> {
     if dim == 0 || dim > MAX_DIM {
         return None;
     }
-    let body = bytes.get(at + 21..at + 21 + dim * 4)?;
+    let body = bytes.get(at + 21..(at + 21).checked_add(dim * 4)?)?;
     let v: Vec<f32> = body.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     if v.iter().any(|x| !x.is_finite()) {
         return None;
