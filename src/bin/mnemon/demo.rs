@@ -24,11 +24,15 @@ pub struct DemoArgs {
     explain: bool,
 }
 
+/// What the script's extractor keeps from a turn: content, kind, tier,
+/// importance (0–1), slot key, entities.
+type Extracted = (&'static str, Kind, Tier, f32, Option<&'static str>, &'static [&'static str]);
+
 /// One scripted user turn: what they said, and what the agent's extractor
 /// (here: the script) decided to remember from it.
 struct Turn {
     text: &'static str,
-    memory: Option<(&'static str, Kind, Tier, f32, Option<&'static str>, &'static [&'static str])>,
+    memory: Option<Extracted>,
 }
 
 struct Session {
