@@ -10,10 +10,13 @@
 //! `MNEMON_EVAL_OUT=<dir>` also writes each report (with per-query rankings)
 //! as `<dataset>.json` there.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::PathBuf;
 
-use mnemon::eval::{load_locomo, load_longmemeval, load_madial, run, Backend, Dataset, Doc, Report, RunOptions, Split};
+use mnemon::eval::{load_locomo, load_longmemeval, load_madial, run, Dataset, Report, RunOptions, Split};
+
+mod common;
+use common::overlap::WordOverlap;
 
 fn data_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("MNEMON_EVAL_DATA")
@@ -27,52 +30,9 @@ fn data_dir() -> Option<PathBuf> {
     }
 }
 
-/// Distinct shared lower-case words (non-ASCII letters one by one).
-struct WordOverlap(HashMap<String, Vec<(String, HashSet<String>)>>);
-
-fn tokens(text: &str) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let mut cur = String::new();
-    for c in text.to_lowercase().chars() {
-        if c.is_ascii_alphanumeric() {
-            cur.push(c);
-            continue;
-        }
-        if !cur.is_empty() {
-            out.insert(std::mem::take(&mut cur));
-        }
-        if !c.is_ascii() && c.is_alphanumeric() {
-            out.insert(c.to_string());
-        }
-    }
-    if !cur.is_empty() {
-        out.insert(cur);
-    }
-    out
-}
-
-impl Backend for WordOverlap {
-    fn ingest(&mut self, unit: &str, docs: &[Doc]) -> mnemon::Result<()> {
-        self.0.insert(unit.into(), docs.iter().map(|d| (d.id.clone(), tokens(&d.text))).collect());
-        Ok(())
-    }
-    fn search(&mut self, unit: &str, query: &str, k: usize) -> mnemon::Result<Vec<String>> {
-        let q = tokens(query);
-        let docs = self.0.get(unit).ok_or_else(|| mnemon::Error::not_found(unit))?;
-        let mut s: Vec<(usize, usize, &str)> =
-            docs.iter().enumerate().map(|(i, (id, t))| (t.intersection(&q).count(), i, id.as_str())).collect();
-        s.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        Ok(s.into_iter().take(k).map(|x| x.2.to_string()).collect())
-    }
-    fn finish_unit(&mut self, unit: &str) -> mnemon::Result<()> {
-        self.0.remove(unit);
-        Ok(())
-    }
-}
-
 fn baseline(dataset: Dataset, units: &[mnemon::eval::Unit]) -> Report {
     let opts = RunOptions { record_queries: true, ..RunOptions::for_dataset(dataset) };
-    let rep = run(dataset, units, &mut WordOverlap(HashMap::new()), &opts).unwrap();
+    let rep = run(dataset, units, &mut WordOverlap::default(), &opts).unwrap();
     println!("{}", rep.render_table());
     if let Some(out) = std::env::var_os("MNEMON_EVAL_OUT") {
         let path = PathBuf::from(out).join(format!("{dataset}.json"));

@@ -1,7 +1,6 @@
 //! Runner tests: a word-overlap backend on the fixtures, whole reports checked
 //! against hand-computed values.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use mnemon::eval::{
@@ -9,74 +8,11 @@ use mnemon::eval::{
 };
 use mnemon::Error;
 
+mod common;
+use common::overlap::WordOverlap;
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval").join(name)
-}
-
-/// Lower-cased ASCII words, plus each non-ASCII letter as its own token.
-fn tokens(text: &str) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let mut cur = String::new();
-    for c in text.to_lowercase().chars() {
-        if c.is_ascii_alphanumeric() {
-            cur.push(c);
-            continue;
-        }
-        if !cur.is_empty() {
-            out.insert(std::mem::take(&mut cur));
-        }
-        if !c.is_ascii() && c.is_alphanumeric() {
-            out.insert(c.to_string());
-        }
-    }
-    if !cur.is_empty() {
-        out.insert(cur);
-    }
-    out
-}
-
-/// Scores a doc by the number of distinct tokens it shares with the query;
-/// returns docs with a positive score, best first, ties in ingest order.
-#[derive(Default)]
-struct WordOverlap {
-    units: HashMap<String, Vec<(String, HashSet<String>)>>,
-    ingested: Vec<String>,
-    finished: Vec<String>,
-    junk: bool,
-}
-
-impl Backend for WordOverlap {
-    fn ingest(&mut self, unit: &str, docs: &[Doc]) -> mnemon::Result<()> {
-        self.ingested.push(unit.to_string());
-        self.units.insert(unit.into(), docs.iter().map(|d| (d.id.clone(), tokens(&d.text))).collect());
-        Ok(())
-    }
-
-    fn search(&mut self, unit: &str, query: &str, k: usize) -> mnemon::Result<Vec<String>> {
-        let q = tokens(query);
-        let docs = self.units.get(unit).ok_or_else(|| Error::not_found(unit))?;
-        let mut scored: Vec<(usize, usize, &str)> = docs
-            .iter()
-            .enumerate()
-            .map(|(i, (id, t))| (t.intersection(&q).count(), i, id.as_str()))
-            .filter(|(s, _, _)| *s > 0)
-            .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut out: Vec<String> = scored.into_iter().take(k).map(|(_, _, id)| id.to_string()).collect();
-        if self.junk {
-            // An unknown id and a repeat, both to be ignored by the runner.
-            out.insert(0, "no-such-doc".into());
-            if let Some(first) = out.get(1).cloned() {
-                out.insert(2, first);
-            }
-        }
-        Ok(out)
-    }
-
-    fn finish_unit(&mut self, unit: &str) -> mnemon::Result<()> {
-        self.finished.push(unit.to_string());
-        Ok(())
-    }
 }
 
 fn opts(dataset: Dataset) -> RunOptions {
@@ -300,7 +236,8 @@ fn unknown_and_repeated_ids_are_ignored_and_counted() {
     let units = load_locomo(&fixture("locomo_mini.json")).unwrap();
     let mut plain = WordOverlap::default();
     let a = run(Dataset::Locomo, &units, &mut plain, &opts(Dataset::Locomo)).unwrap();
-    let mut junk = WordOverlap { junk: true, ..WordOverlap::default() };
+    let mut junk = WordOverlap::default();
+    junk.junk = true;
     let b = run(Dataset::Locomo, &units, &mut junk, &opts(Dataset::Locomo)).unwrap();
     assert_eq!(
         a.splits.iter().map(|s| &s.tables).collect::<Vec<_>>(),

@@ -1,6 +1,8 @@
 //! Helpers shared by the test binaries that scan the data directory.
 #![allow(dead_code)]
 
+pub mod overlap;
+
 use std::path::{Path, PathBuf};
 
 /// Every regular file under `dir`, recursively.
