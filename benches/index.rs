@@ -14,6 +14,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use cpu_time::ThreadTime;
+use mnemon::embed::normalize;
 use mnemon::index::{HnswParams, LexicalIndex, VectorIndex};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -21,13 +22,6 @@ use rand::{Rng, SeedableRng};
 const DIM: usize = 384;
 const QUERIES: usize = 300;
 const SEED: u64 = 0x6d6e_656d_6f6e;
-
-fn normalize(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 {
-        v.iter_mut().for_each(|x| *x /= n);
-    }
-}
 
 fn gauss(rng: &mut SmallRng) -> f32 {
     let u1: f32 = rng.gen_range(f32::EPSILON..1.0);
@@ -47,7 +41,7 @@ impl Clusters {
         let centres = (0..k)
             .map(|_| {
                 let mut v: Vec<f32> = (0..DIM).map(|_| gauss(rng)).collect();
-                normalize(&mut v);
+                let _ = normalize(&mut v);
                 v
             })
             .collect();
@@ -59,7 +53,7 @@ impl Clusters {
         let c = rng.gen_range(0..self.centres.len());
         let s = self.spreads[c];
         let mut v: Vec<f32> = self.centres[c].iter().map(|x| x + s * gauss(rng)).collect();
-        normalize(&mut v);
+        let _ = normalize(&mut v);
         v
     }
 }

@@ -5,16 +5,10 @@
 //! (20k × 384, default parameters) is `#[ignore]`d: run it with
 //! `cargo test --release --no-default-features --test index_hnsw -- --ignored`.
 
+use mnemon::embed::normalize;
 use mnemon::index::{HnswParams, VectorIndex};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-
-fn normalize(v: &mut [f32]) {
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if n > 0.0 {
-        v.iter_mut().for_each(|x| *x /= n);
-    }
-}
 
 /// Standard normal sample (Box–Muller).
 fn gauss(rng: &mut SmallRng) -> f32 {
@@ -25,7 +19,7 @@ fn gauss(rng: &mut SmallRng) -> f32 {
 
 fn unit_gauss(rng: &mut SmallRng, dim: usize) -> Vec<f32> {
     let mut v: Vec<f32> = (0..dim).map(|_| gauss(rng)).collect();
-    normalize(&mut v);
+    let _ = normalize(&mut v);
     v
 }
 
@@ -47,7 +41,7 @@ impl Clusters {
         let c = rng.gen_range(0..self.centres.len());
         let s = self.spreads[c];
         let mut v: Vec<f32> = self.centres[c].iter().map(|x| x + s * gauss(rng)).collect();
-        normalize(&mut v);
+        let _ = normalize(&mut v);
         v
     }
 }
