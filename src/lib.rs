@@ -55,6 +55,7 @@ mod projection;
 mod types;
 mod writer;
 
+pub mod dedup;
 pub mod embed;
 pub mod eval;
 pub mod index;
