@@ -1,13 +1,17 @@
 //! The failure cases of `shared/cases/README.md` that the core engine covers
 //! without recall: one test per case, named after it.
 
+mod common;
+
 use std::error::Error as StdError;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mnemon::embed::{Embedder, EmbedderChoice, HashingEmbedder};
 use mnemon::{
     AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
-    NewObservation, RememberAction, Role, Status,
+    NewObservation, RememberAction, Role, Status, SupersedeReason,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -432,4 +436,99 @@ fn c08_over_limit_write() -> TestResult {
     assert_eq!(engine.digest(), digest, "the log replays cleanly");
     engine.close()?;
     Ok(())
+}
+
+/// Texts that differ in one fact only: a time, a room number, whose flight,
+/// a place, a negation, in English and Chinese. Each must be stored.
+const C10_CHANGED_FACTS: &[(&str, &str)] = &[
+    (
+        "The team standup meeting starts at 9:30 every weekday morning in room four",
+        "The team standup meeting starts at 10:30 every weekday morning in room four",
+    ),
+    ("The quarterly review is held in room 204 on the second floor", "The quarterly review is held in room 206 on the second floor"),
+    ("Anna's flight to Berlin leaves at 7 am on Friday", "Mark's flight to Berlin leaves at 7 am on Friday"),
+    ("Do not give the dog chocolate", "Do give the dog chocolate"),
+    ("我的航班是周五早上七点起飞", "我的航班是周五早上八点起飞"),
+    ("我妹妹在杭州的一家医院工作", "我妹妹在苏州的一家医院工作"),
+    ("我女儿对花生过敏，不能吃花生酱", "我女儿对花生过敏，能吃花生酱"),
+    ("我每个月的房租是三千五百元", "我每个月的房租是四千五百元"),
+];
+
+fn c10_with(embedder: Arc<dyn Embedder>) -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::builder(dir.path()).embedder(embedder.clone()).open()?;
+    let model = embedder.model_id().to_string();
+    for (i, (a, b)) in C10_CHANGED_FACTS.iter().enumerate() {
+        let u = ns(&format!("u{i}"));
+        let first = engine.remember(&u, NewMemory::new(*a))?;
+        let second = engine.remember(&u, NewMemory::new(*b))?;
+        assert_eq!(second.action, RememberAction::Created, "{model}: {b:?} must be stored, not merged");
+        assert_ne!(second.id, first.id);
+        let live: Vec<String> = active(&engine, &u).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(live, [a.to_string(), b.to_string()], "{model}: both facts stay active");
+        let logged = engine
+            .events(&u, 1, u64::MAX)?
+            .into_iter()
+            .any(|ev| matches!(&ev.body, EventBody::Extracted(x) if x.content == *b));
+        assert!(logged, "{model}: the caller's text {b:?} is in the log");
+    }
+
+    // A restatement (same facts, other words) becomes a new version of the
+    // memory it restates; the old text stays in its history.
+    let u = ns("restate");
+    let first = engine.remember(&u, NewMemory::new(C10_CHANGED_FACTS[0].1))?;
+    let again = "Every weekday morning, the team standup meeting starts at 10:30 in room four.";
+    let second = engine.remember(&u, NewMemory::new(again))?;
+    match second.action {
+        RememberAction::NearDuplicate { old, similarity } => {
+            assert_eq!(old, first.id);
+            assert!(similarity >= embedder.near_duplicate_threshold());
+        }
+        other => panic!("{model}: a restatement should supersede, got {other:?}"),
+    }
+    let history: Vec<String> = engine.history(&u, second.id)?.into_iter().map(|m| m.content).collect();
+    assert_eq!(history, [C10_CHANGED_FACTS[0].1, again]);
+    assert_eq!(engine.get(&u, first.id)?.status, Status::Superseded);
+    let reasons: Vec<SupersedeReason> = engine
+        .events(&u, 1, u64::MAX)?
+        .into_iter()
+        .filter_map(|ev| if let EventBody::Superseded(s) = ev.body { Some(s.reason) } else { None })
+        .collect();
+    assert_eq!(reasons, [SupersedeReason::NearDuplicate]);
+
+    // Stored side by side (ExactOnly), the pair shows once in recall.
+    let u2 = ns("recall");
+    engine.remember(&u2, NewMemory::new(C10_CHANGED_FACTS[0].1))?;
+    engine.remember(&u2, NewMemory::new(again).dedup(DedupMode::ExactOnly))?;
+    engine.remember(&u2, NewMemory::new(C10_CHANGED_FACTS[0].0).dedup(DedupMode::ExactOnly))?;
+    let opts = mnemon::RecallOptions { record_access: false, ..mnemon::RecallOptions::default() };
+    let hits = engine.recall(&u2, "when does the standup meeting start", &opts)?;
+    let at_1030 = hits.iter().filter(|h| h.memory.content.contains("10:30")).count();
+    assert_eq!(at_1030, 1, "{model}: a restatement pair takes one slot");
+    assert!(hits.iter().any(|h| h.memory.content.contains("9:30")), "{model}: the other fact is not collapsed");
+
+    // Forgetting the chain takes the restated text with it.
+    let f = engine.forget(&u, ForgetRequest::Memory(second.id), "user request")?;
+    assert_eq!(f.memories, 2);
+
+    // Replay equals live.
+    let digest = engine.digest();
+    engine.close()?;
+    let engine = Engine::builder(dir.path()).embedder(embedder).open()?;
+    assert_eq!(engine.digest(), digest, "{model}: replay equals live");
+    engine.close()?;
+    Ok(())
+}
+
+#[test]
+fn c10_changed_fact_not_merged() -> TestResult {
+    c10_with(Arc::new(HashingEmbedder::default()))
+}
+
+#[test]
+fn c10_changed_fact_not_merged_e5() -> TestResult {
+    match common::models::installed(EmbedderChoice::E5) {
+        Some(e) => c10_with(e),
+        None => Ok(()),
+    }
 }

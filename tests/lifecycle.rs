@@ -150,7 +150,10 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let m = |t: &str, v: Vec<f32>, imp: f32| NewMemory::new(t).vector(v).importance(imp).dedup(DedupMode::Off);
     let a = e.remember(&u, m("The user likes green tea", vec_at(1.0, 0.0), 0.4))?;
     let b = e.remember(&u, m("The user enjoys green tea", vec_at(1.0, 0.05), 0.8))?;
-    let c = e.remember(&u, m("The user drinks green tea daily", vec_at(1.0, 0.1), 0.5))?;
+    let c = e.remember(&u, m("The user loves green tea", vec_at(1.0, 0.1), 0.5))?;
+    // As close in vector space, but another fact: a negation, a frequency.
+    let not = e.remember(&u, m("The user doesn't like green tea", vec_at(1.0, 0.02), 0.5))?;
+    let daily = e.remember(&u, m("The user drinks green tea daily", vec_at(1.0, 0.03), 0.5))?;
     let other = e.remember(&u, m("The user owns a kayak", vec_at(0.0, 1.0), 0.5))?;
     let merged = e.consolidate(&u, None)?;
     assert_eq!(merged.len(), 1);
@@ -162,7 +165,9 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
         let old = e.get(&u, id)?;
         assert_eq!((old.status, old.next), (Status::Superseded, Some(new.id)));
     }
-    assert_eq!(e.get(&u, other.id)?.status, Status::Active);
+    for id in [other.id, not.id, daily.id] {
+        assert_eq!(e.get(&u, id)?.status, Status::Active, "changed facts are never merged");
+    }
     let reasons: Vec<_> = e
         .events(&u, 1, u64::MAX)?
         .into_iter()

@@ -95,6 +95,13 @@ pub(super) fn extract(s: &str, sig: &mut FactSignature) {
             while j < chars.len() && zh_numeral(chars[j]).is_some() {
                 j += 1;
             }
+            // 一个 / 一只 / 一场 before a noun is the indefinite article
+            // ("a"), as `a` is in English; other counts are numbers.
+            if j == i + 1 && c == '一' && chars.get(j).is_some_and(|n| zh_classifier(*n)) {
+                i = j + 1;
+                after_count = false;
+                continue;
+            }
             if let Some(v) = zh_value(&chars[i..j]) {
                 i = number_tail(&chars, j, v, sig);
                 after_count = true;

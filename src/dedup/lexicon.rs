@@ -396,7 +396,6 @@ pub(super) const ZH_FUNCTION_WORDS: &[&str] = &[
     "大概",
     "大约",
     "左右",
-    "时候",
 ];
 
 /// Chinese function characters: particles, prepositions, conjunctions,
@@ -470,6 +469,7 @@ pub(super) fn zh_function_char(c: char) -> bool {
             | '个'
             | '些'
             | '约'
+            | '时'
     )
 }
 

@@ -66,6 +66,8 @@ fn chinese_numerals() {
     assert_eq!(numbers("一亿两千万"), ["120000000"]);
     assert_eq!(numbers("第三名"), ["3"]);
     assert_eq!(numbers("两只猫"), ["2"]);
+    assert!(numbers("一只猫").is_empty(), "一 + classifier is the indefinite article");
+    assert_eq!(kind("我去了一次云台山", "我去了两次云台山"), Some(FactKind::Number));
     assert_eq!(numbers("3万元"), ["30000", "¥"]);
     assert_eq!(numbers("九点半"), ["9:30"]);
     assert_eq!(numbers("下午三点十五分"), ["3:15"]);

@@ -114,7 +114,8 @@ impl NewMemory {
         self
     }
 
-    /// Duplicate handling. Default [`DedupMode::Refresh`].
+    /// Duplicate handling. Default [`DedupMode::Supersede`]: identical
+    /// content is a no-op, a restatement becomes a new version.
     pub fn dedup(mut self, d: DedupMode) -> Self {
         self.dedup = d;
         self

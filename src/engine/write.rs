@@ -184,8 +184,11 @@ impl Engine {
     /// that memory (or, with identical content, returns it and writes
     /// nothing). Otherwise identical content (after whitespace/case
     /// normalisation) already active in the namespace returns the existing id
-    /// and writes nothing. A near-duplicate (cosine ≥ the dedup threshold) refreshes the
-    /// existing memory, or supersedes it with [`crate::DedupMode::Supersede`].
+    /// and writes nothing. A restatement of an active memory (cosine ≥ the
+    /// near-duplicate threshold and the same facts: numbers, names, negations;
+    /// see [`crate::dedup`]) is written as its new version
+    /// ([`crate::RememberAction::NearDuplicate`]); a text that differs in a
+    /// fact is a new memory however similar. [`crate::DedupMode`] narrows this.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for empty or oversized content, importance

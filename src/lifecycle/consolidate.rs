@@ -1,4 +1,4 @@
-//! Consolidation: merging clusters of near-duplicate active memories.
+//! Consolidation: merging clusters of active memories that restate each other.
 
 use std::collections::BTreeSet;
 
@@ -32,9 +32,10 @@ fn tier_rank(t: Tier) -> u8 {
 }
 
 impl Engine {
-    /// Finds clusters of near-duplicate active memories (same kind, no
+    /// Finds clusters of restatements among active memories (same kind, no
     /// conflicting slot keys, cosine similarity to the cluster's first
-    /// member ≥ `consolidate_threshold`), writes one merged memory per
+    /// member ≥ `consolidate_threshold` and the same facts as it — numbers,
+    /// names, negations, see [`crate::dedup`]), writes one merged memory per
     /// cluster and supersedes every member with it (reason `consolidated`),
     /// so each member's history leads to the merged version. The merged
     /// text is `merged_text(members)` when given and `Some`, else the
@@ -68,6 +69,7 @@ impl Engine {
                 let Some(sv) = st.vectors.get(seed.id.0) else {
                     continue;
                 };
+                let seed_sig = crate::dedup::FactSignature::of(&seed.content);
                 let mut cluster = vec![(*seed).clone()];
                 for other in &active[i + 1..] {
                     if taken.contains(&other.id) || other.kind != seed.kind {
@@ -81,7 +83,15 @@ impl Engine {
                     let Some(ov) = st.vectors.get(other.id.0) else {
                         continue;
                     };
-                    if score_dot(sv, ov) >= threshold {
+                    let similarity = score_dot(sv, ov);
+                    if similarity >= threshold
+                        && crate::dedup::is_restatement(
+                            similarity,
+                            threshold,
+                            &seed_sig,
+                            &crate::dedup::FactSignature::of(&other.content),
+                        )
+                    {
                         cluster.push((*other).clone());
                     }
                 }

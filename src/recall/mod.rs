@@ -3,10 +3,14 @@
 //!
 //! Candidates come from the namespace's vector index (cosine similarity) and
 //! its BM25 index; they are fused by a normalised weighted sum, then
-//! reranked by importance, recency decay by tier, and entity overlap. Every
-//! [`Hit`] carries an [`Explanation`] of its score. See `score.rs` for the
-//! formula and the source of each constant.
+//! reranked by importance, recency decay by tier, and entity overlap. Hits
+//! that restate a better-ranked hit (cosine ≥ the near-duplicate threshold
+//! and the same facts, see [`crate::dedup`]) are collapsed into it, so a
+//! paraphrase pair takes one slot. Every [`Hit`] carries an [`Explanation`]
+//! of its score. See `score.rs` for the formula and the source of each
+//! constant.
 
+mod collapse;
 mod context;
 mod score;
 
@@ -222,11 +226,9 @@ impl Engine {
                 );
                 hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
-            hits
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
+            collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k)
         };
-        let mut hits = hits;
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
-        hits.truncate(opts.top_k);
         if opts.record_access && opts.as_of.is_none() {
             self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }

@@ -8,17 +8,27 @@ use crate::event::{
     Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed, SupersedeReason,
     Superseded,
 };
+use crate::dedup::{is_restatement, FactSignature};
 use crate::projection::{normalize_content, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
 
-/// What to do when a new memory is a near-duplicate of an active one.
+/// How `remember` treats a memory that repeats an active one.
+///
+/// Whatever the mode, the caller's text is never dropped: it is either
+/// already active word for word, or written as an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DedupMode {
-    /// Keep the existing memory and refresh its recency (an `Accessed` event).
+    /// Identical content (after whitespace/case normalisation) returns the
+    /// active memory and writes nothing; a restatement — cosine ≥ the
+    /// near-duplicate threshold **and** the same facts
+    /// ([`crate::dedup::differing_facts`]: numbers, names, negations) — is
+    /// written as a new version superseding the memory it restates (reason
+    /// `near_duplicate`); anything else is a new memory.
     #[default]
-    Refresh,
-    /// Write the new memory as a new version of the existing one.
     Supersede,
+    /// Only identical content is a duplicate; a restatement is stored as a
+    /// memory of its own (recall still shows one of the pair).
+    ExactOnly,
     /// No duplicate detection at all (exact or near): always a new memory.
     Off,
 }
@@ -72,14 +82,17 @@ pub enum RememberAction {
     /// Identical content (after whitespace/case normalisation) was already
     /// active; nothing was written and the existing id is returned.
     Duplicate,
-    /// A memory with cosine similarity ≥ the near-duplicate threshold was
-    /// active; its recency was refreshed and its id is returned.
+    /// The new memory restates an active one (cosine ≥ the near-duplicate
+    /// threshold and the same facts) and was written as its new version
+    /// (reason `near_duplicate`); the returned id is the new version.
     NearDuplicate {
-        /// Cosine similarity to the existing memory, in `-1.0..=1.0`.
+        /// The restated version, now superseded.
+        old: MemoryId,
+        /// Cosine similarity of the two, in `-1.0..=1.0`.
         similarity: f32,
     },
-    /// The new memory superseded an older version (same slot key, an
-    /// explicit supersede, or a near-duplicate with `DedupMode::Supersede`).
+    /// The new memory superseded an older version (same slot key or an
+    /// explicit supersede).
     Superseded {
         /// The replaced version.
         old: MemoryId,
@@ -297,33 +310,52 @@ fn plan_remember(
             });
         }
     }
-    if dedup != DedupMode::Off && vector.iter().any(|x| *x != 0.0) {
-        let active = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| m.status == Status::Active);
-        if let Some(&(id, sim)) = st.vectors.search(&vector, 1, &active).first() {
-            if sim >= threshold {
-                let existing = MemoryId(id);
-                return Ok(match dedup {
-                    DedupMode::Supersede => {
-                        supersede_plan(existing, mem, vector, SupersedeReason::NearDuplicate, next_seq)
-                    }
-                    _ => Plan {
-                        bodies: vec![(
-                            EventBody::Accessed(Accessed { ids: vec![existing], requester: Some("dedup".into()) }),
-                            None,
-                        )],
-                        outcome: PlannedOutcome::Existing {
-                            id: existing,
-                            action: RememberAction::NearDuplicate { similarity: sim },
-                        },
-                    },
-                });
+    if dedup == DedupMode::Supersede && vector.iter().any(|x| *x != 0.0) {
+        if let Some((old, similarity)) = restated(st, &mem, &vector, threshold) {
+            // The new version keeps the slot of the memory it restates.
+            let mut mem = mem;
+            if mem.key.is_none() {
+                mem.key = st.memories.get(&old).and_then(|m| m.key.clone());
             }
+            let mut plan = supersede_plan(old, mem, vector, SupersedeReason::NearDuplicate, next_seq);
+            plan.outcome =
+                PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::NearDuplicate { old, similarity } };
+            return Ok(plan);
         }
     }
     Ok(Plan {
         bodies: vec![(EventBody::Extracted(mem), Some(vector))],
         outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
     })
+}
+
+/// Active memories searched for one that `mem` restates.
+const RESTATEMENT_CANDIDATES: usize = 8;
+
+/// The best-ranked active memory that `mem` restates: cosine ≥ `threshold`
+/// and the same facts ([`crate::dedup::is_restatement`]), and no other slot
+/// key than `mem`'s. A nearer memory with other facts (a changed number,
+/// name or negation) is passed over, never merged.
+fn restated(st: &NsState, mem: &Extracted, vector: &[f32], threshold: f32) -> Option<(MemoryId, f32)> {
+    let active = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| m.status == Status::Active);
+    let hits = st.vectors.search(vector, RESTATEMENT_CANDIDATES, &active);
+    let mut sig = None;
+    for (id, similarity) in hits {
+        if similarity < threshold {
+            continue;
+        }
+        let Some(m) = st.memories.get(&MemoryId(id)) else {
+            continue;
+        };
+        if matches!((&mem.key, &m.key), (Some(a), Some(b)) if a != b) {
+            continue;
+        }
+        let sig = sig.get_or_insert_with(|| FactSignature::of(&mem.content));
+        if is_restatement(similarity, threshold, sig, &FactSignature::of(&m.content)) {
+            return Some((m.id, similarity));
+        }
+    }
+    None
 }
 
 fn plan_forget(

@@ -440,8 +440,8 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 let note = match &r.action {
                     mnemon::RememberAction::Created => None,
                     mnemon::RememberAction::Duplicate => Some("identical content was already remembered".to_string()),
-                    mnemon::RememberAction::NearDuplicate { similarity } => {
-                        Some(format!("a near-duplicate (cosine {similarity:.3}) was refreshed instead"))
+                    mnemon::RememberAction::NearDuplicate { old, similarity } => {
+                        Some(format!("restates memory {old} (cosine {similarity:.3}); written as its new version"))
                     }
                     mnemon::RememberAction::Superseded { old } => Some(format!("supersedes memory {old}")),
                     other => Some(format!("{other:?}")),
