@@ -113,7 +113,9 @@ fn report(e: &dyn Embedder) {
 }
 
 fn main() {
-    println!("| embedder | split | lang | false merges | by cosine alone | paraphrases merged or collapsed | threshold |");
+    println!(
+        "| embedder | split | lang | false merges | by cosine alone | paraphrases merged or collapsed | threshold |"
+    );
     println!("|---|---|---|---|---|---|---|");
     report(&HashingEmbedder::default());
     #[cfg(feature = "neural")]

@@ -445,7 +445,10 @@ const C10_CHANGED_FACTS: &[(&str, &str)] = &[
         "The team standup meeting starts at 9:30 every weekday morning in room four",
         "The team standup meeting starts at 10:30 every weekday morning in room four",
     ),
-    ("The quarterly review is held in room 204 on the second floor", "The quarterly review is held in room 206 on the second floor"),
+    (
+        "The quarterly review is held in room 204 on the second floor",
+        "The quarterly review is held in room 206 on the second floor",
+    ),
     ("Anna's flight to Berlin leaves at 7 am on Friday", "Mark's flight to Berlin leaves at 7 am on Friday"),
     ("Do not give the dog chocolate", "Do give the dog chocolate"),
     ("我的航班是周五早上七点起飞", "我的航班是周五早上八点起飞"),

@@ -1,9 +1,7 @@
 //! The signature of CJK runs: numerals, clock times, negations and content
 //! characters.
 
-use super::lexicon::{
-    zh_classifier, zh_function_char, ZH_FUNCTION_WORDS, ZH_NEGATIONS, ZH_NOT_NEGATIONS,
-};
+use super::lexicon::{zh_classifier, zh_function_char, ZH_FUNCTION_WORDS, ZH_NEGATIONS, ZH_NOT_NEGATIONS};
 use super::numbers::{canonical, clock, read_digits, zh_numeral, zh_value, Digits};
 use super::FactSignature;
 

@@ -9,7 +9,10 @@ use super::FactSignature;
 
 enum Tok {
     /// A word; `start` when it opens a sentence.
-    Word { text: String, start: bool },
+    Word {
+        text: String,
+        start: bool,
+    },
     Num(Digits),
     Sign(&'static str),
     /// Punctuation that ends a phrase.

@@ -114,7 +114,8 @@ impl FactSignature {
         let text: String = text.nfkc().collect();
         let mut sig = FactSignature::default();
         let cjk_chars = text.chars().filter(|c| cjk::is_cjk_char(*c)).count();
-        let latin_words = text.split(|c: char| !c.is_alphabetic() || cjk::is_cjk_char(c)).filter(|w| !w.is_empty()).count();
+        let latin_words =
+            text.split(|c: char| !c.is_alphabetic() || cjk::is_cjk_char(c)).filter(|w| !w.is_empty()).count();
         // In CJK-dominant text every Latin token is a name (there is no
         // sentence case to read).
         let cjk_text = cjk_chars > 0 && cjk_chars >= latin_words;

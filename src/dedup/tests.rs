@@ -161,7 +161,8 @@ fn the_difference_names_its_tokens() {
 
 #[test]
 fn empty_and_odd_input_never_panics() {
-    for t in ["", " ", "...", "12:", "1,2", "１２：３０", "点", "第", "万", "$", "'s", "n't", "\u{200b}", "一点"] {
+    for t in ["", " ", "...", "12:", "1,2", "１２：３０", "点", "第", "万", "$", "'s", "n't", "\u{200b}", "一点"]
+    {
         let _ = FactSignature::of(t).differs(&FactSignature::of("x"));
     }
 }

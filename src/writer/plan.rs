@@ -3,12 +3,12 @@
 
 use std::collections::BTreeSet;
 
+use crate::dedup::{is_restatement, FactSignature};
 use crate::error::{Error, Result};
 use crate::event::{
     Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed, SupersedeReason,
     Superseded,
 };
-use crate::dedup::{is_restatement, FactSignature};
 use crate::projection::{normalize_content, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
 

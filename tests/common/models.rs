@@ -17,7 +17,8 @@ pub fn installed(choice: EmbedderChoice) -> Option<Arc<dyn Embedder>> {
     match load_embedder(choice, &dir) {
         Ok(e) => Some(e),
         Err(err) => {
-            let msg = format!("{choice} is not usable from {}: {err}; run `mnemon model install {choice}`", dir.display());
+            let msg =
+                format!("{choice} is not usable from {}: {err}; run `mnemon model install {choice}`", dir.display());
             if std::env::var("MNEMON_REQUIRE_MODELS").as_deref() == Ok("1") {
                 panic!("{msg}; MNEMON_REQUIRE_MODELS=1 makes this a failure");
             }
