@@ -170,7 +170,7 @@ impl Reader<'_> {
         let Some(p) = self.pending else {
             return false;
         };
-        let hour = |v: f64| (v.fract() == 0.0 && (0.0..=24.0).contains(&v)).then(|| v as u32);
+        let hour = |v: f64| (v.fract() == 0.0 && (0.0..=24.0).contains(&v)).then_some(v as u32);
         let next = match (lw, p) {
             ("am" | "pm", Digits::Value(v)) => hour(v).filter(|h| (1..=12).contains(h)).map(|h| (h, 0)),
             ("am" | "pm", Digits::Clock(h, m)) => (h <= 12).then_some((h, m)),
@@ -207,10 +207,9 @@ impl Reader<'_> {
         if lower == "o'clock" && self.modifies_pending("o'clock") {
             return;
         }
-        if let Some(base) = lower.strip_suffix("n't") {
-            self.flush();
+        if lower.ends_with("n't") {
             // "won't" / "can't" / "don't": the auxiliary carries no fact.
-            let _ = base;
+            self.flush();
             self.sig.negations.push("not".into());
             self.counted = false;
             return;
