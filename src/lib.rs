@@ -26,6 +26,12 @@
 //! [`Engine::apply_extraction`] are the contract with the caller's LLM;
 //! [`rule_extract`] handles explicit statements without one.
 //!
+//! No text a caller sends is dropped: a memory that repeats an active one
+//! word for word returns it; one that restates it (cosine ≥ the embedder's
+//! near-duplicate threshold and the same numbers, names and negations, see
+//! [`dedup`]) becomes its new version; a changed fact, however similar, is a
+//! new memory. Recall shows one hit of each restatement pair.
+//!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
 //! general vector database, and not a server: it is a library with a CLI.
 //!
