@@ -2,7 +2,7 @@
 one run, and how they scale from 1 to 4 threads on one engine.
 
     cargo build --release -p mnemon-python --example bench_rust
-    target/python-venv/bin/python python/bench.py [--calls N] [--prefill N] [--json FILE]
+    target/python-venv/bin/python python/bench.py [--calls N] [--warmup N] [--repeat N] [--prefill N] [--json FILE]
 
 Every configuration runs three ways on a fresh store (hashing embedder,
 namespace `bench`): Python (`mnemon.Engine`, one call per method call),
@@ -12,8 +12,9 @@ does minus Python) and Rust calling `Engine::remember` / `Engine::recall`
 directly. `remember` runs with the default durability (a flush per group of
 writes) and with a 20 ms flush interval (no fsync in the call, so the
 binding's own cost shows); `recall` runs over `--prefill` memories with
-top-k 10 and no access records. Figures are ratios within this run; the
-machine's other load moves the absolute rates.
+top-k 10 and no access records. Each configuration runs `--repeat` times,
+the three ways interleaved, and the median counts. Figures are ratios
+within this run; the machine's other load moves the absolute rates.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import argparse
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,10 +51,10 @@ def rust_binary() -> pathlib.Path:
     return target / "release" / "examples" / "bench_rust"
 
 
-def run_rust(op: str, calls: int, threads: int, flush_ms: int, prefill: int, path: str) -> Dict[str, Any]:
+def run_rust(op: str, calls: int, threads: int, flush_ms: int, prefill: int, path: str, warmup: int) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         out = subprocess.run(
-            [str(rust_binary()), d, op, str(calls), str(threads), str(flush_ms), str(prefill), path],
+            [str(rust_binary()), d, op, str(calls), str(threads), str(flush_ms), str(prefill), path, str(warmup)],
             capture_output=True,
             text=True,
             check=True,
@@ -60,34 +62,41 @@ def run_rust(op: str, calls: int, threads: int, flush_ms: int, prefill: int, pat
     return json.loads(out.stdout)
 
 
-def run_python(op: str, calls: int, threads: int, flush_ms: int, prefill: int) -> Dict[str, Any]:
+def run_python(op: str, calls: int, threads: int, flush_ms: int, prefill: int, warmup: int) -> Dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
         engine = mnemon.Engine.open(d, embedder="hashing", flush_interval_s=None if flush_ms == 0 else flush_ms / 1000)
         with engine:
             for i in range(prefill):
                 engine.remember("bench", memory_text(i), dedup="off")
-            errors: List[BaseException] = []
 
-            def work(t: int) -> None:
-                try:
-                    for c in range(calls):
-                        i = prefill + t * calls + c
-                        if op == "remember":
-                            engine.remember("bench", memory_text(i), dedup="off")
-                        else:
-                            engine.recall("bench", query_text(i), top_k=10, record_access=False)
-                except BaseException as e:  # noqa: BLE001 - reported below
-                    errors.append(e)
+            def run(n: int, base: int) -> float:
+                errors: List[BaseException] = []
 
-            workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
-            start = time.perf_counter()
-            for w in workers:
-                w.start()
-            for w in workers:
-                w.join()
-            secs = time.perf_counter() - start
-            if errors:
-                raise errors[0]
+                def work(t: int) -> None:
+                    try:
+                        for c in range(n):
+                            i = base + t * n + c
+                            if op == "remember":
+                                engine.remember("bench", memory_text(i), dedup="off")
+                            else:
+                                engine.recall("bench", query_text(i), top_k=10, record_access=False)
+                    except BaseException as e:  # noqa: BLE001 - reported below
+                        errors.append(e)
+
+                workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+                start = time.perf_counter()
+                for w in workers:
+                    w.start()
+                for w in workers:
+                    w.join()
+                secs = time.perf_counter() - start
+                if errors:
+                    raise errors[0]
+                return secs
+
+            # Warm-up (untimed), then the timed calls, as the Rust side.
+            run(warmup, prefill)
+            secs = run(calls, prefill + threads * warmup)
     total = calls * threads
     return {
         "side": "python",
@@ -102,8 +111,10 @@ def run_python(op: str, calls: int, threads: int, flush_ms: int, prefill: int) -
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--calls", type=int, default=400, help="calls per thread (default 400)")
+    ap.add_argument("--calls", type=int, default=1000, help="timed calls per thread (default 1000)")
     ap.add_argument("--prefill", type=int, default=1000, help="memories before timing recall (default 1000)")
+    ap.add_argument("--warmup", type=int, default=100, help="untimed calls per thread first (default 100)")
+    ap.add_argument("--repeat", type=int, default=3, help="interleaved runs per configuration (default 3)")
     ap.add_argument("--json", help="also write every measurement to this file")
     args = ap.parse_args()
     if not rust_binary().exists():
@@ -112,37 +123,43 @@ def main() -> int:
         )
         return 2
     configs = [("remember", 0, 0), ("remember", 20, 0), ("recall", 0, args.prefill)]
-    rows = []
-    print(f"mnemon {mnemon.__version__}, hashing embedder, {args.calls} calls per thread, {os.cpu_count()} CPUs")
+    rows: List[Dict[str, Any]] = []
+    print(
+        f"mnemon {mnemon.__version__}, hashing embedder, {args.calls} calls per thread after {args.warmup} "
+        f"untimed, median of {args.repeat} interleaved runs, {os.cpu_count()} CPUs"
+    )
     print(
         f"{'op':<10}{'flush':>7}{'threads':>9}{'python/s':>11}{'rust api/s':>12}{'rust engine/s':>15}"
         f"{'py/api':>8}{'py/engine':>11}"
     )
+    medians: Dict[Any, float] = {}
     for op, flush_ms, prefill in configs:
         for threads in (1, 2, 4):
-            py = run_python(op, args.calls, threads, flush_ms, prefill)
-            api = run_rust(op, args.calls, threads, flush_ms, prefill, "surface")
-            eng = run_rust(op, args.calls, threads, flush_ms, prefill, "engine")
-            rows.extend([py, api, eng])
+            runs: Dict[str, List[float]] = {"python": [], "surface": [], "engine": []}
+            for _ in range(args.repeat):
+                py = run_python(op, args.calls, threads, flush_ms, prefill, args.warmup)
+                api = run_rust(op, args.calls, threads, flush_ms, prefill, "surface", args.warmup)
+                eng = run_rust(op, args.calls, threads, flush_ms, prefill, "engine", args.warmup)
+                rows.extend([py, api, eng])
+                for key, r in (("python", py), ("surface", api), ("engine", eng)):
+                    runs[key].append(r["calls_per_s"])
+            m = {k: statistics.median(v) for k, v in runs.items()}
+            for k, v in m.items():
+                medians[(op, flush_ms, threads, k)] = v
             flush = "group" if flush_ms == 0 else f"{flush_ms}ms"
             print(
-                f"{op:<10}{flush:>7}{threads:>9}{py['calls_per_s']:>11.0f}{api['calls_per_s']:>12.0f}"
-                f"{eng['calls_per_s']:>15.0f}{py['calls_per_s'] / api['calls_per_s']:>8.2f}"
-                f"{py['calls_per_s'] / eng['calls_per_s']:>11.2f}",
+                f"{op:<10}{flush:>7}{threads:>9}{m['python']:>11.0f}{m['surface']:>12.0f}{m['engine']:>15.0f}"
+                f"{m['python'] / m['surface']:>8.2f}{m['python'] / m['engine']:>11.2f}",
                 flush=True,
             )
-    print("\nthreads scaling (calls/s at 4 threads / at 1 thread):")
+    print("\nthreads scaling (median calls/s at 4 threads / at 1 thread):")
     for op, flush_ms, _ in configs:
-        for side, path in (("python", None), ("rust", "surface"), ("rust", "engine")):
-            sel = [
-                r
-                for r in rows
-                if r["op"] == op and r["flush_ms"] == flush_ms and r["side"] == side and r.get("path") == path
-            ]
-            one = next(r for r in sel if r["threads"] == 1)["calls_per_s"]
-            four = next(r for r in sel if r["threads"] == 4)["calls_per_s"]
-            label = side if path is None else f"{side} {path}"
-            print(f"  {op:<9} flush {flush_ms or 'group'!s:<6} {label:<13} {four / one:.2f}x")
+        flush = "group" if flush_ms == 0 else f"{flush_ms}ms"
+        cells = "  ".join(
+            f"{label} {medians[(op, flush_ms, 4, k)] / medians[(op, flush_ms, 1, k)]:.2f}x"
+            for k, label in (("python", "python"), ("surface", "rust api"), ("engine", "rust engine"))
+        )
+        print(f"  {op:<9} flush {flush:<6} {cells}")
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

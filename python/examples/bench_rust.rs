@@ -3,7 +3,7 @@
 //! compared as a ratio within one run.
 //!
 //! ```text
-//! bench_rust DATA_DIR OP CALLS THREADS FLUSH_MS PREFILL PATH
+//! bench_rust DATA_DIR OP CALLS THREADS FLUSH_MS PREFILL PATH WARMUP
 //! ```
 //!
 //! `OP`: `remember` or `recall`. `CALLS` per thread, `THREADS` threads on
@@ -12,7 +12,8 @@
 //! `PREFILL` memories written before timing. `PATH`: `surface` builds each
 //! request from JSON text and runs it through `mnemon::api` (exactly what a
 //! Python call does, without Python); `engine` calls `Engine::remember` /
-//! `Engine::recall` directly. Prints one JSON object with `calls_per_s`.
+//! `Engine::recall` directly. `WARMUP` calls per thread of the same kind run
+//! untimed first. Prints one JSON object with `calls_per_s`.
 
 use std::error::Error;
 use std::sync::Arc;
@@ -48,32 +49,25 @@ fn surface_call(engine: &Engine, op: &str, args: &str) -> Result<String, Box<dyn
     Ok(serde_json::to_string(&resp)?)
 }
 
-fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 8 {
-        return Err("usage: bench_rust DATA_DIR remember|recall CALLS THREADS FLUSH_MS PREFILL surface|engine".into());
-    }
-    let (dir, op, path) = (&args[1], args[2].clone(), args[7].clone());
-    let calls: usize = args[3].parse()?;
-    let threads: usize = args[4].parse()?;
-    let flush_ms: u64 = args[5].parse()?;
-    let prefill: usize = args[6].parse()?;
-    let durability =
-        if flush_ms == 0 { Durability::PerGroup } else { Durability::Interval(Duration::from_millis(flush_ms)) };
-    let engine = Engine::builder(dir).embedder(Arc::new(HashingEmbedder::default())).durability(durability).open()?;
-    let ns = "bench";
-    for i in 0..prefill {
-        surface_call(&engine, "remember", &remember_json(ns, &memory_text(i)))?;
-    }
-    let start = Instant::now();
+/// `threads` threads on `engine`, each making `calls` calls of `op` over
+/// `path`, indices from `base`.
+fn run(
+    engine: &Engine,
+    op: &str,
+    path: &str,
+    threads: usize,
+    calls: usize,
+    base: usize,
+) -> Result<(), Box<dyn Error + Send + Sync>> {
     let workers: Vec<_> = (0..threads)
         .map(|t| {
             let engine = engine.clone();
-            let (op, path) = (op.clone(), path.clone());
+            let (op, path) = (op.to_string(), path.to_string());
             std::thread::spawn(move || -> Result<(), Box<dyn Error + Send + Sync>> {
+                let ns = "bench";
                 let namespace = Namespace::new(ns)?;
                 for c in 0..calls {
-                    let i = prefill + t * calls + c;
+                    let i = base + t * calls + c;
                     match (op.as_str(), path.as_str()) {
                         ("remember", "surface") => {
                             surface_call(&engine, "remember", &remember_json(ns, &memory_text(i)))?;
@@ -98,6 +92,34 @@ fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
     for w in workers {
         w.join().map_err(|_| "a worker panicked")??;
     }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() != 9 {
+        return Err(
+            "usage: bench_rust DATA_DIR remember|recall CALLS THREADS FLUSH_MS PREFILL surface|engine WARMUP".into()
+        );
+    }
+    let (dir, op, path) = (&args[1], args[2].clone(), args[7].clone());
+    let calls: usize = args[3].parse()?;
+    let threads: usize = args[4].parse()?;
+    let flush_ms: u64 = args[5].parse()?;
+    let prefill: usize = args[6].parse()?;
+    let warmup: usize = args[8].parse()?;
+    let durability =
+        if flush_ms == 0 { Durability::PerGroup } else { Durability::Interval(Duration::from_millis(flush_ms)) };
+    let engine = Engine::builder(dir).embedder(Arc::new(HashingEmbedder::default())).durability(durability).open()?;
+    let ns = "bench";
+    for i in 0..prefill {
+        surface_call(&engine, "remember", &remember_json(ns, &memory_text(i)))?;
+    }
+    // Warm-up (untimed), then the timed calls; memory and query indices
+    // never repeat, so every remember writes a new memory.
+    run(&engine, &op, &path, threads, warmup, prefill)?;
+    let start = Instant::now();
+    run(&engine, &op, &path, threads, calls, prefill + threads * warmup)?;
     let secs = start.elapsed().as_secs_f64();
     engine.close()?;
     let total = calls * threads;

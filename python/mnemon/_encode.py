@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import math
 from datetime import date, datetime, timezone
-from typing import Any, Dict, Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Any, Dict, Optional, Tuple
 
 from ._errors import InvalidInputError
 

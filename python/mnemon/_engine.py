@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 from . import _native
 from ._encode import as_of_value, encode_args, find_bad_string, time_text
@@ -35,6 +35,11 @@ from ._types import (
     Stats,
     Tier,
 )
+
+try:  # orjson decodes responses about three times faster; same values.
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency of the package
+    from json import loads as _loads  # type: ignore[assignment]
 
 __all__ = ["Engine", "View", "AsOf", "TimeRange"]
 
@@ -279,7 +284,7 @@ class Engine:
         except UnicodeEncodeError:
             field = find_bad_string(args) or "arguments"
             raise InvalidInputError(f"{field}: not valid Unicode text (lone surrogate)", field) from None
-        return json.loads(text)
+        return _loads(text)
 
     def _one(self, cls: Type[R], op: str, args: Mapping[str, Any]) -> R:
         return cls(self._call(op, args))  # type: ignore[call-arg]

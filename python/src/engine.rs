@@ -9,6 +9,7 @@ use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::Durability;
 use parking_lot::RwLock;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::error::{from_engine, invalid, surface};
 
@@ -167,22 +168,24 @@ impl Engine {
 
     /// Runs operation `op` of the command surface with `args`, a JSON
     /// object as text (the operation's request without `"op"`), and returns
-    /// the response as JSON text.
+    /// the response as JSON (UTF-8 bytes, for `json.loads`).
     ///
     /// Raises `SurfaceError` with the surface's code: `invalid_input`
     /// (unknown operation or field, wrong type, bad value; nothing was
     /// written), `not_found`, `conflict`, `rejected`, `closed`, …
-    fn call(&self, py: Python<'_>, op: String, args: String) -> PyResult<String> {
+    fn call<'py>(&self, py: Python<'py>, op: String, args: String) -> PyResult<Bound<'py, PyBytes>> {
         let engine = self.handle()?;
         let limits = self.limits;
-        py.detach(move || -> Result<String, ApiError> {
-            let value: serde_json::Value = serde_json::from_str(&args)
-                .map_err(|e| ApiError::invalid("arguments", format!("not a JSON object: {e}")))?;
-            let req = Request::from_op(&op, value)?;
-            let resp = api::execute_with(&engine, req, &limits)?;
-            serde_json::to_string(&resp).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
-        })
-        .map_err(surface)
+        let out = py
+            .detach(move || -> Result<Vec<u8>, ApiError> {
+                let value: serde_json::Value = serde_json::from_str(&args)
+                    .map_err(|e| ApiError::invalid("arguments", format!("not a JSON object: {e}")))?;
+                let req = Request::from_op(&op, value)?;
+                let resp = api::execute_with(&engine, req, &limits)?;
+                serde_json::to_vec(&resp).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
+            })
+            .map_err(surface)?;
+        Ok(PyBytes::new(py, &out))
     }
 
     /// Drains the writer's queue, flushes and releases the store's lock.
