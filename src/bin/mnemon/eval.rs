@@ -204,7 +204,7 @@ impl Backend for EngineBackend {
             writeln!(out, "{line}")?;
         }
         let top10: Vec<_> = hits.iter().take(10).cloned().collect();
-        self.context_tokens.push(mnemon::estimate_tokens(&mnemon::render_context(&top10, usize::MAX).0));
+        self.context_tokens.push(mnemon::render_context(&top10, usize::MAX).tokens);
         let map = self.ids.get(unit);
         Ok(hits.iter().filter_map(|h| map.and_then(|m| m.get(&h.memory.id)).cloned()).collect())
     }
