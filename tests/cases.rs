@@ -622,7 +622,8 @@ fn c14_budget_skips_long_memory() -> TestResult {
     let u1 = ns("u1");
     let engine = Engine::open(dir.path())?;
     // 3,120 characters: 780 tokens by the block's estimate.
-    let long = format!("Pizza night notes: {}", "the user talked about pizza dough, pizza ovens and toppings. ".repeat(51));
+    let long =
+        format!("Pizza night notes: {}", "the user talked about pizza dough, pizza ovens and toppings. ".repeat(51));
     let long: String = long.chars().take(3120).collect();
     assert_eq!(mnemon::estimate_tokens(&long), 780);
     let big = engine.remember(&u1, NewMemory::new(long.clone()).importance(1.0))?;

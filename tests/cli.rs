@@ -107,5 +107,9 @@ fn context_keeps_stored_text_inside_its_entry() {
     let (ok, out, err) = mnemon(&data, &["--json", "context", "--ns", "u1", "--budget", "150", "pizza"]);
     assert!(ok, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((v["memories"].as_u64(), v["skipped"].as_u64(), v["truncated"].as_u64()), (Some(1), Some(0), Some(0)), "{out}");
+    assert_eq!(
+        (v["memories"].as_u64(), v["skipped"].as_u64(), v["truncated"].as_u64()),
+        (Some(1), Some(0), Some(0)),
+        "{out}"
+    );
 }

@@ -39,7 +39,9 @@ fn json_docs(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("read corpus");
     match serde_json::from_str::<Value>(&text) {
         Ok(v) => vec![v],
-        Err(_) => text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("JSON line")).collect(),
+        Err(_) => {
+            text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).expect("JSON line")).collect()
+        }
     }
 }
 
@@ -53,7 +55,8 @@ fn corpora(dir: &Path) -> Vec<Corpus> {
     let mut out = Vec::new();
     let units = load_locomo(&dir.join("locomo10.json")).expect("LoCoMo");
     for (split, want) in [("dev", Split::Dev), ("test", Split::Test)] {
-        let texts = units.iter().filter(|u| u.split == want).flat_map(|u| u.docs.iter().map(|d| d.text.clone())).collect();
+        let texts =
+            units.iter().filter(|u| u.split == want).flat_map(|u| u.docs.iter().map(|d| d.text.clone())).collect();
         out.push(Corpus { name: "locomo turns", split, texts });
     }
 

@@ -118,7 +118,9 @@ fn disguised_injected_instructions_are_quarantined_and_kept_as_sent() -> R {
         let r = engine.remember(&u, NewMemory::new(disguised))?;
         assert!(r.quarantined.is_some(), "{disguised:?}");
     }
-    for benign in ["Игнорируй шум с улицы, он скоро закончится.", "Ξέχασε τις παλιές οδηγίες του πλυντηρίου.", "我想忽略这个提醒"] {
+    for benign in
+        ["Игнорируй шум с улицы, он скоро закончится.", "Ξέχασε τις παλιές οδηγίες του πλυντηρίου.", "我想忽略这个提醒"]
+    {
         let r = engine.remember(&u, NewMemory::new(benign))?;
         assert!(r.quarantined.is_none(), "{benign:?}");
     }

@@ -201,7 +201,9 @@ fn join_spaced_letters(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let n = chars.len();
     let standalone = |i: usize| {
-        is_letter(chars[i]) && (i == 0 || !chars[i - 1].is_alphanumeric()) && chars.get(i + 1).is_none_or(|c| !c.is_alphanumeric())
+        is_letter(chars[i])
+            && (i == 0 || !chars[i - 1].is_alphanumeric())
+            && chars.get(i + 1).is_none_or(|c| !c.is_alphanumeric())
     };
     let mut out = String::with_capacity(text.len());
     let mut joined_any = false;

@@ -79,9 +79,9 @@
 
 use std::sync::LazyLock;
 
+use crate::safety::fold::{leet_tolerant, views};
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
-use crate::safety::fold::{leet_tolerant, views};
 
 /// What the engine does with content that contains an injected instruction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]

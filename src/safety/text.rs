@@ -179,7 +179,8 @@ mod tests {
 
     #[test]
     fn blank_and_invisible_only_text_is_refused() {
-        for text in ["", " ", "\u{200B}\u{200B}", "\u{FEFF}", "\u{2060} \u{00AD}", "\u{3164}", "\u{2800}", "\u{3000}\t"] {
+        for text in ["", " ", "\u{200B}\u{200B}", "\u{FEFF}", "\u{2060} \u{00AD}", "\u{3164}", "\u{2800}", "\u{3000}\t"]
+        {
             for rules in [TextField::Body, TextField::Label] {
                 assert!(!ok(text, rules), "{text:?} {rules:?}");
             }
@@ -193,7 +194,9 @@ mod tests {
     fn controls_are_refused_with_their_position() {
         let err = check_chars("content", "ab\u{0}c", TextField::Body).unwrap_err();
         assert!(err.to_string().contains("U+0000 at character 2"), "{err}");
-        for c in ['\u{1}', '\u{7}', '\u{8}', '\u{B}', '\u{C}', '\u{1B}', '\u{1E}', '\u{7F}', '\u{80}', '\u{85}', '\u{9B}'] {
+        for c in
+            ['\u{1}', '\u{7}', '\u{8}', '\u{B}', '\u{C}', '\u{1B}', '\u{1E}', '\u{7F}', '\u{80}', '\u{85}', '\u{9B}']
+        {
             assert!(!ok(&format!("x{c}y"), TextField::Body), "{c:?}");
         }
         for c in ['\t', '\n', '\r', '\u{2028}', '\u{2029}'] {
@@ -204,7 +207,9 @@ mod tests {
 
     #[test]
     fn bidi_controls_are_refused_and_marks_allowed() {
-        for c in ['\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}'] {
+        for c in
+            ['\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}']
+        {
             assert!(!ok(&format!("abc{c}def"), TextField::Body), "{c:?}");
         }
         assert!(ok("שלום \u{200E}abc\u{200F}", TextField::Body));
@@ -235,7 +240,20 @@ mod tests {
 
     #[test]
     fn invisible_set_is_default_ignorable() {
-        for c in ['\u{00AD}', '\u{034F}', '\u{061C}', '\u{180E}', '\u{200B}', '\u{200D}', '\u{2060}', '\u{2064}', '\u{FE0F}', '\u{FEFF}', '\u{E0041}', '\u{E0100}'] {
+        for c in [
+            '\u{00AD}',
+            '\u{034F}',
+            '\u{061C}',
+            '\u{180E}',
+            '\u{200B}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{2064}',
+            '\u{FE0F}',
+            '\u{FEFF}',
+            '\u{E0041}',
+            '\u{E0100}',
+        ] {
             assert!(is_invisible(c), "{c:?}");
         }
         for c in ['a', ' ', '\u{2800}', '中', '\u{0600}', '\u{0301}'] {
