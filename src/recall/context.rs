@@ -165,10 +165,10 @@ impl Entry {
     fn new(h: &Hit) -> Entry {
         let m = &h.memory;
         let mut head = format!("- [{}] (", m.effective_time().format("%Y-%m-%d"));
-        push_field(&mut head, &m.kind.to_string(), true);
+        push_field(&mut head, &m.kind.to_string(), Escape::Meta);
         let mut meta = |label: &str, value: &str| {
             let mut v = String::new();
-            push_field(&mut v, value, true);
+            push_field(&mut v, value, Escape::Meta);
             if !v.is_empty() {
                 head.push_str("; ");
                 head.push_str(label);
@@ -185,7 +185,7 @@ impl Entry {
             (None, None) => {}
         }
         let mut content = String::new();
-        push_field(&mut content, &m.content, false);
+        push_field(&mut content, &m.content, Escape::Content);
         Entry { head, content }
     }
 
@@ -232,11 +232,30 @@ impl Entry {
     }
 }
 
+/// What [`push_field`] escapes besides line breaks and invisible characters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Escape {
+    /// Nothing more: for line-based prompts without tags.
+    Lines,
+    /// Angle brackets as entities: `CONTENT`.
+    Content,
+    /// Angle brackets, then `\ ; ( )` with a backslash: `META` fields.
+    Meta,
+}
+
+/// `text` on one line for a line-based prompt: every line break and
+/// whitespace run as one space (none at either end), invisible characters
+/// dropped except joiners and variation selectors.
+pub(crate) fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    push_field(&mut out, text, Escape::Lines);
+    out
+}
+
 /// Appends `text` neutralised for the block (see the [module docs](self)):
 /// whitespace and line breaks as single spaces (none at either end),
-/// invisible characters dropped, angle brackets as entities, and in `meta`
-/// fields `\ ; ( )` escaped with a backslash.
-fn push_field(out: &mut String, text: &str, meta: bool) {
+/// invisible characters dropped, then what `escape` asks.
+fn push_field(out: &mut String, text: &str, escape: Escape) {
     let start = out.len();
     let mut space = false;
     for c in text.chars() {
@@ -251,7 +270,11 @@ fn push_field(out: &mut String, text: &str, meta: bool) {
             out.push(' ');
             space = false;
         }
-        if !meta {
+        if escape == Escape::Lines {
+            out.push(c);
+            continue;
+        }
+        if escape == Escape::Content {
             if !push_angle(out, c) {
                 out.push(c);
             }

@@ -14,6 +14,7 @@ mod collapse;
 mod context;
 mod score;
 
+pub(crate) use context::one_line;
 pub use context::{
     estimate_tokens, render_context, ContextBlock, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, MIN_TRUNCATED_TOKENS,
     TRUNCATED_FIELD,

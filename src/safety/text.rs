@@ -7,7 +7,8 @@
 //! or written. A violation is [`Error::InvalidInput`] naming the field, the
 //! code point and its position; nothing is written. The rules reject rather
 //! than strip: stripping would silently store something other than what the
-//! caller sent, and a caller who wants stripping can do it and retry.
+//! caller sent, and a caller who wants stripping can do it and retry
+//! ([`scrub`] does it for imported text).
 //!
 //! | rule | [`TextField::Body`] | [`TextField::Label`] | [`TextField::Identifier`] |
 //! |---|---|---|---|
@@ -76,6 +77,35 @@ pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<
         return Err(Error::invalid(field, "has no visible character (only whitespace or invisible characters)"));
     }
     Ok(())
+}
+
+/// `text` with every character that [`TextField::Body`] refuses replaced:
+/// control characters (other than tab, LF, CR) by a space, bidi embedding,
+/// override and isolate controls and tag characters outside emoji flag
+/// sequences removed. For callers that import text they do not control
+/// (benchmark files, scraped pages) and prefer cleaning to an error; the
+/// result can still be refused when nothing visible is left.
+pub fn scrub(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if is_tag(c) {
+            if let Some(end) = flag_tag_sequence_end(&chars, i) {
+                out.extend(&chars[i..end]);
+                i = end;
+                continue;
+            }
+        }
+        match refusal(c, TextField::Body) {
+            None => out.push(c),
+            Some(_) if c.is_control() => out.push(' '),
+            Some(_) => {}
+        }
+        i += 1;
+    }
+    out
 }
 
 /// Why `c` may not appear in text checked with `rules`, if it may not.
@@ -226,6 +256,16 @@ mod tests {
         assert!(!ok(&format!("🏴{hidden}\u{E007F}"), TextField::Body));
         assert!(!ok("🏴\u{E007F}", TextField::Body));
         assert!(!ok("a\u{E0001}b", TextField::Body));
+    }
+
+    #[test]
+    fn scrub_makes_text_acceptable() {
+        let england = "🏴\u{E0067}\u{E0062}\u{E0065}\u{E006E}\u{E0067}\u{E007F}";
+        let dirty = format!("a\u{0}b\u{93}c\u{202E}d\u{E0041}e\tf\n{england}");
+        let clean = scrub(&dirty);
+        assert_eq!(clean, format!("a b cde\tf\n{england}"));
+        assert!(ok(&clean, TextField::Body));
+        assert_eq!(scrub("plain text"), "plain text");
     }
 
     #[test]
