@@ -89,7 +89,8 @@ pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
 pub use projection::{EventCounts, Memory, Observation};
 pub use recall::{
-    estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, SimilarityNorm, Weights,
+    estimate_tokens, render_context, ContextBlock, Explanation, Hit, RecallMode, RecallOptions, SimilarityNorm,
+    Weights, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, MIN_TRUNCATED_TOKENS, TRUNCATED_FIELD,
 };
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

@@ -193,15 +193,18 @@ fn render_context_respects_the_budget_and_orders_by_score() -> R {
     fill(&engine, &u)?;
     let hits = engine.recall(&u, "user coffee flights allergies", &RecallOptions::default())?;
     for budget in [40, 80, 120, 1000] {
-        let (block, n) = mnemon::render_context(&hits, budget);
+        let r = mnemon::render_context(&hits, budget);
+        let (block, n) = (r.text, r.included);
+        assert_eq!(r.included + r.skipped, hits.len());
         if n > 0 {
             assert!(mnemon::estimate_tokens(&block) <= budget, "budget {budget}: {block}");
             assert!(block.starts_with("<memories>") && block.ends_with("</memories>"));
             assert!(block.contains("current conversation"));
         }
     }
-    let (block, n) = mnemon::render_context(&hits, 10_000);
-    assert_eq!(n, hits.len());
+    let r = mnemon::render_context(&hits, 10_000);
+    let (block, n) = (r.text, r.included);
+    assert_eq!((n, r.truncated, r.skipped), (hits.len(), 0, 0));
     let first = block.find(&hits[0].memory.content).expect("first hit rendered");
     let last = block.find(&hits[hits.len() - 1].memory.content).expect("last hit rendered");
     assert!(first <= last);

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use mnemon::safety::text::{check_chars, TextField};
 use mnemon::safety::{InjectionDetector, Redactor};
 use mnemon::{
     DedupMode, Durability, Engine, Error, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
@@ -111,6 +112,12 @@ impl<'a> Arbitrary<'a> for Op {
 
 fn idx(b: bool) -> usize {
     usize::from(b)
+}
+
+/// Text the engine refuses as input: blank, or holding characters the input
+/// rules (`mnemon::safety::text`) refuse.
+fn refused(text: &str) -> bool {
+    text.trim().is_empty() || check_chars("content", text, TextField::Body).is_err()
 }
 
 fn text_of(t: &Text) -> String {
@@ -332,7 +339,7 @@ impl Harness {
                     Err(Error::InvalidInput { .. }) => Expect::Invalid,
                     Err(e) => panic!("observe: unexpected error {e:?}"),
                 };
-                let want = if text.trim().is_empty() {
+                let want = if refused(&text) {
                     Expect::Invalid
                 } else {
                     model.observe(ns, session, self.redactor.redact(&text).text)
@@ -352,8 +359,7 @@ impl Harness {
                     m = m.session(s.as_str());
                 }
                 let got = outcome(engine.remember(&self.namespaces[ns], m));
-                let want =
-                    if text.trim().is_empty() { Expect::Invalid } else { model.remember(ns, content, key, session) };
+                let want = if refused(&text) { Expect::Invalid } else { model.remember(ns, content, key, session) };
                 (got, want)
             }
             Op::Supersede { ns, target, text } => {
@@ -364,7 +370,7 @@ impl Harness {
                 // The old version is looked up before the new content is checked.
                 let want = match model.memories[ns].get(&old) {
                     None => Expect::NotFound,
-                    Some(_) if text.trim().is_empty() => Expect::Invalid,
+                    Some(_) if refused(&text) => Expect::Invalid,
                     Some(_) => model.supersede(ns, old, content),
                 };
                 (got, want)

@@ -31,8 +31,12 @@ pub struct NewMemory {
 }
 
 impl NewMemory {
-    /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8,
-    /// not only whitespace).
+    /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8
+    /// with something visible, under the [input rules](crate::safety::text):
+    /// no NUL or other control characters but tab, LF and CR, no bidi
+    /// overrides, no tag characters outside emoji flags). Kind, session,
+    /// source reference and entities are one-line labels under the same
+    /// rules; the key also refuses whitespace and invisible characters.
     pub fn new(content: impl Into<String>) -> NewMemory {
         NewMemory { content: content.into(), ..NewMemory::default() }
     }
@@ -134,8 +138,9 @@ pub struct NewObservation {
 }
 
 impl NewObservation {
-    /// An observation in `session` (1 ..= 128 bytes) by `role` with `text`
-    /// (1 ..= `max_content_bytes` bytes).
+    /// An observation in `session` (1 ..= 128 bytes, one line) by `role` with
+    /// `text` (1 ..= `max_content_bytes` bytes, under the same
+    /// [input rules](crate::safety::text) as memory content).
     pub fn new(session: impl Into<String>, role: Role, text: impl Into<String>) -> NewObservation {
         NewObservation {
             session: session.into(),

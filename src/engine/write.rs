@@ -8,6 +8,7 @@ use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered}
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{Extracted, ForgetTarget, Observed, SupersedeReason};
+use crate::safety::text::{check_chars, TextField};
 use crate::safety::{InjectionPolicy, PiiPolicy};
 use crate::types::{Kind, MemoryId, Namespace, ObservationId, Tier};
 use crate::writer::{Command, ForgetOutcome, Op, OpOutcome};
@@ -26,6 +27,9 @@ pub(crate) struct Prepared {
 }
 
 impl Engine {
+    /// Free text (content, observation text, query): 1 ..=
+    /// `max_content_bytes` bytes under the [`TextField::Body`] character
+    /// rules.
     pub(crate) fn check_text(&self, field: &'static str, text: &str) -> Result<()> {
         if text.trim().is_empty() {
             return Err(Error::invalid(field, "must not be empty or only whitespace"));
@@ -34,7 +38,7 @@ impl Engine {
         if text.len() > max {
             return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", text.len())));
         }
-        Ok(())
+        check_chars(field, text, TextField::Body)
     }
 
     /// Runs the safety stage on text bound for the log: personal data per
@@ -72,7 +76,8 @@ impl Engine {
     /// Records an observation (a conversation turn, a tool result).
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for empty or oversized text or session;
+    /// [`Error::InvalidInput`] for empty or oversized text or session, or
+    /// characters the [input rules](crate::safety::text) refuse;
     /// [`Error::Rejected`] when the personal-data policy is `reject` and the
     /// text holds personal data; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn observe(&self, ns: &Namespace, obs: NewObservation) -> Result<ObservationId> {
@@ -138,6 +143,9 @@ impl Engine {
                 check_short("entities", e, self.inner.cfg.max_entity_bytes, false)?;
             }
         }
+        if let Some(Kind::Other(k)) = &m.kind {
+            crate::types::check_kind(k)?;
+        }
         if let Some(k) = &m.key {
             check_key(k, self.inner.cfg.max_key_bytes)?;
         }
@@ -191,9 +199,12 @@ impl Engine {
     /// fact is a new memory however similar. [`crate::DedupMode`] narrows this.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for empty or oversized content, importance
-    /// outside `0.0..=1.0`, a malformed key, too many entities, a vector of
-    /// the wrong dimension or with NaN/inf; [`Error::NotFound`] for a source
+    /// [`Error::InvalidInput`] for empty or oversized content, content with
+    /// nothing visible or with characters the [input rules](crate::safety::text)
+    /// refuse (NUL and other controls, bidi overrides, smuggled tag
+    /// characters), a kind, session or source reference with control
+    /// characters or line breaks, importance outside `0.0..=1.0`, a malformed
+    /// key, too many entities, a vector of the wrong dimension or with NaN/inf; [`Error::NotFound`] for a source
     /// observation not in this namespace; [`Error::Rejected`] under `reject`
     /// policies; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn remember(&self, ns: &Namespace, m: NewMemory) -> Result<Remembered> {
@@ -379,17 +390,20 @@ pub(crate) fn extracted(
     }
 }
 
+/// A one-line label (session, source, entity, reason): at most `max` bytes
+/// under the [`TextField::Label`] character rules; empty only when
+/// `allow_empty`.
 pub(crate) fn check_short(field: &'static str, s: &str, max: usize, allow_empty: bool) -> Result<()> {
-    if !allow_empty && s.trim().is_empty() {
+    if allow_empty && s.is_empty() {
+        return Ok(());
+    }
+    if s.trim().is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
     }
     if s.len() > max {
         return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", s.len())));
     }
-    if s.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(Error::invalid(field, "must not contain control characters"));
-    }
-    Ok(())
+    check_chars(field, s, TextField::Label)
 }
 
 /// A slot key: `entity.attribute`, no whitespace, non-empty parts.
@@ -397,9 +411,7 @@ fn check_key(k: &str, max: usize) -> Result<()> {
     if k.len() < 3 || k.len() > max {
         return Err(Error::invalid("key", format!("{} bytes; must be 3..={max}", k.len())));
     }
-    if k.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(Error::invalid("key", "must not contain whitespace"));
-    }
+    check_chars("key", k, TextField::Identifier)?;
     let parts: Vec<&str> = k.split('.').collect();
     if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
         return Err(Error::invalid("key", format!("{k:?} is not of the form entity.attribute")));

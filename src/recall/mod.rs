@@ -14,7 +14,11 @@ mod collapse;
 mod context;
 mod score;
 
-pub use context::{estimate_tokens, render_context};
+pub(crate) use context::one_line;
+pub use context::{
+    estimate_tokens, render_context, ContextBlock, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, MIN_TRUNCATED_TOKENS,
+    TRUNCATED_FIELD,
+};
 pub(crate) use score::dot as score_dot;
 pub use score::{Explanation, RecallMode, SimilarityNorm, Weights};
 
@@ -109,7 +113,8 @@ impl Engine {
     /// Recalls the memories of `ns` that best match `query`.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for an empty or oversized query, `top_k`
+    /// [`Error::InvalidInput`] for an empty or oversized query, a query with
+    /// characters the [input rules](crate::safety::text) refuse, `top_k`
     /// outside 1..=1000, `min_similarity` outside -1..=1, or an `as_of`
     /// position past the log's end; [`Error::Embedder`] if embedding the
     /// query fails.
@@ -130,6 +135,7 @@ impl Engine {
         if query.len() > self.config().max_content_bytes {
             return Err(Error::invalid("query", format!("{} bytes, above max_content_bytes", query.len())));
         }
+        crate::safety::text::check_chars("query", query, crate::safety::text::TextField::Body)?;
         if opts.top_k == 0 || opts.top_k > 1000 {
             return Err(Error::invalid("top_k", "must be in 1..=1000"));
         }

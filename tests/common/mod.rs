@@ -1,6 +1,7 @@
 //! Helpers shared by the test binaries: the data directory, installed models.
 #![allow(dead_code)]
 
+pub mod block;
 pub mod models;
 pub mod overlap;
 

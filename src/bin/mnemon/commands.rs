@@ -550,13 +550,17 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
         Cmd::Context(a) => {
             let opts = RecallOptions { top_k: a.k, requester: Some("cli".into()), ..RecallOptions::default() };
             let hits = engine.recall(&ns(&a.ns)?, &a.query, &opts)?;
-            let (block, n) = mnemon::render_context(&hits, a.budget);
+            let block = mnemon::render_context(&hits, a.budget);
             if cli.json {
-                json(
-                    &serde_json::json!({ "context": block, "memories": n, "tokens": mnemon::estimate_tokens(&block) }),
-                );
+                json(&serde_json::json!({
+                    "context": block.text,
+                    "memories": block.included,
+                    "truncated": block.truncated,
+                    "skipped": block.skipped,
+                    "tokens": block.tokens,
+                }));
             } else {
-                println!("{block}");
+                println!("{}", block.text);
             }
         }
         Cmd::Forget(a) => {

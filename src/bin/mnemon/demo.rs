@@ -255,8 +255,11 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
 
     println!("\n== The prompt block for \"{}\" (budget 120 tokens) ==", QUESTIONS[2]);
     let hits = engine.recall(&ns, QUESTIONS[2], &RecallOptions { top_k: 5, ..RecallOptions::default() })?;
-    let (block, n) = mnemon::render_context(&hits, 120);
-    println!("{block}\n  ({n} memories, ~{} tokens)", mnemon::estimate_tokens(&block));
+    let block = mnemon::render_context(&hits, 120);
+    println!(
+        "{}\n  ({} memories, {} cut, {} left out; ~{} tokens)",
+        block.text, block.included, block.truncated, block.skipped, block.tokens
+    );
 
     println!("\n== Version history of the coffee preference ==");
     let current =
