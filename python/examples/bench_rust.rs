@@ -13,12 +13,15 @@
 //! request from JSON text and runs it through `mnemon::api` (exactly what a
 //! Python call does, without Python); `engine` calls `Engine::remember` /
 //! `Engine::recall` directly. `WARMUP` calls per thread of the same kind run
-//! untimed first. Prints one JSON object with `calls_per_s`.
+//! untimed first. Prints one JSON object with `calls_per_s` (wall clock)
+//! and `cpu_us_per_call` (CPU time of the whole process, every thread,
+//! per call).
 
 use std::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cpu_time::ProcessTime;
 use mnemon::api::{self, Request};
 use mnemon::embed::HashingEmbedder;
 use mnemon::{DedupMode, Durability, Engine, Namespace, NewMemory, RecallOptions};
@@ -119,8 +122,10 @@ fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
     // never repeat, so every remember writes a new memory.
     run(&engine, &op, &path, threads, warmup, prefill)?;
     let start = Instant::now();
+    let cpu = ProcessTime::now();
     run(&engine, &op, &path, threads, calls, prefill + threads * warmup)?;
     let secs = start.elapsed().as_secs_f64();
+    let cpu_secs = cpu.elapsed().as_secs_f64();
     engine.close()?;
     let total = calls * threads;
     println!(
@@ -128,6 +133,7 @@ fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
         serde_json::json!({
             "side": "rust", "path": path, "op": op, "threads": threads, "calls": total,
             "flush_ms": flush_ms, "seconds": secs, "calls_per_s": total as f64 / secs,
+            "cpu_us_per_call": cpu_secs * 1e6 / total as f64,
         })
     );
     Ok(())
