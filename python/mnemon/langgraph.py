@@ -302,15 +302,23 @@ class MnemonStore(BaseStore):
 
     @classmethod
     def open(
-        cls, path: Any, *, prefix: str = "lg", include_quarantined: bool = False, **engine_options: Any
+        cls,
+        path: Any,
+        *,
+        prefix: str = "lg",
+        tier: str = "permanent",
+        kind: str = "fact",
+        include_quarantined: bool = False,
+        **engine_options: Any,
     ) -> "MnemonStore":
-        """Opens an engine on `path` (options as `Engine.open`) and a store
-        on it that owns it: `close()` closes the engine.
+        """Opens an engine on `path` (`engine_options` as `Engine.open`) and
+        a store on it (the other arguments as the constructor's) that owns
+        it: `close()` closes the engine.
 
-        Raises as `Engine.open`."""
+        Raises as `Engine.open` and the constructor."""
         engine = Engine.open(path, **engine_options)
         try:
-            store = cls(engine, prefix=prefix, include_quarantined=include_quarantined)
+            store = cls(engine, prefix=prefix, tier=tier, kind=kind, include_quarantined=include_quarantined)
         except BaseException:
             engine.close()
             raise
@@ -482,8 +490,10 @@ class MnemonStore(BaseStore):
     def _namespaces_under(self, prefix: Tuple[str, ...]) -> List[Tuple[str, Tuple[str, ...]]]:
         """(mnemon namespace, tuple) of every catalogued tuple under `prefix`."""
         catalog = self._load_catalog()
+        with self._lock:  # a put in another thread may add to it meanwhile
+            entries = list(catalog.items())
         n = len(prefix)
-        return sorted((name, ns) for name, ns in catalog.items() if ns[:n] == prefix)
+        return sorted((name, ns) for name, ns in entries if ns[:n] == prefix)
 
     def _listed(self, name: str, ns: Tuple[str, ...]) -> List[SearchItem]:
         items: List[SearchItem] = []
