@@ -26,8 +26,14 @@
 //! [`Engine::apply_extraction`] are the contract with the caller's LLM;
 //! [`rule_extract`] handles explicit statements without one.
 //!
+//! [`api`] is the command surface over the engine: one typed request and
+//! response per capability, shared by the CLI's `--json`, the MCP server
+//! (`mnemon::mcp`, feature `mcp`: `mnemon mcp` on stdio, `mnemon serve` over
+//! HTTP) and language bindings.
+//!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
-//! general vector database, and not a server: it is a library with a CLI.
+//! general vector database, and not a general network service: it is a
+//! library with a CLI and an MCP server.
 //!
 //! ```
 //! # fn main() -> mnemon::Result<()> {
@@ -55,9 +61,12 @@ mod projection;
 mod types;
 mod writer;
 
+pub mod api;
 pub mod embed;
 pub mod eval;
 pub mod index;
+#[cfg(all(feature = "mcp", unix))]
+pub mod mcp;
 pub mod recall;
 pub mod safety;
 

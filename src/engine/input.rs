@@ -166,7 +166,7 @@ impl NewObservation {
 }
 
 /// The result of `remember` / `supersede`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Remembered {
     /// The memory that now holds the content: the new version, or the
     /// existing one for duplicates and unchanged supersedes.

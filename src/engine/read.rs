@@ -11,7 +11,8 @@ use crate::projection::{EventCounts, Memory, Observation};
 use crate::types::{Kind, MemoryId, Namespace, Seq, Status, Tier};
 
 /// A point in history for [`Engine::as_of`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum AsOf {
     /// After the event at this log position (0 = before anything).
     Seq(Seq),
@@ -36,10 +37,13 @@ pub struct ListOptions {
     pub session: Option<String>,
     /// At most this many (oldest first); `None` for all.
     pub limit: Option<usize>,
+    /// Only memories with a larger id: the last id of the previous page,
+    /// when paging through a namespace.
+    pub after: Option<MemoryId>,
 }
 
 /// Store-wide figures for `mnemon stats`.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Last durable log position.
     pub last_seq: Seq,
@@ -116,6 +120,11 @@ impl View {
 }
 
 impl Engine {
+    /// The last durable log position: what live reads see.
+    pub fn last_seq(&self) -> Seq {
+        self.shared().state.read().visible
+    }
+
     /// The current version record of memory `id`.
     ///
     /// # Errors
@@ -172,8 +181,10 @@ impl Engine {
         let Some(st) = state.ns(ns) else {
             return Vec::new();
         };
+        let start = opts.after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         st.memories
-            .values()
+            .range((start, std::ops::Bound::Unbounded))
+            .map(|(_, m)| m)
             .filter(|m| m.visible_at(at))
             .filter(|m| match m.status_at(at) {
                 Status::Active => true,
@@ -237,6 +248,15 @@ impl Engine {
     /// # Errors
     /// [`Error::Corrupted`] naming a bad record; storage errors.
     pub fn events(&self, ns: &Namespace, from: Seq, to: Seq) -> Result<Vec<Event>> {
+        self.events_limited(ns, from, to, usize::MAX)
+    }
+
+    /// [`Engine::events`], stopping after `limit` events of `ns` (a page of
+    /// the audit export: continue from the last `seq` + 1).
+    ///
+    /// # Errors
+    /// As [`Engine::events`].
+    pub fn events_limited(&self, ns: &Namespace, from: Seq, to: Seq, limit: usize) -> Result<Vec<Event>> {
         let (visible, forgotten_m, forgotten_o) = {
             let state = self.shared().state.read();
             let st = state.ns(ns);
@@ -249,6 +269,9 @@ impl Engine {
         let store = self.shared().store();
         let mut out = Vec::new();
         for r in store.scan(from.max(1), to.min(visible)) {
+            if out.len() >= limit {
+                break;
+            }
             let (seq, bytes) = r?;
             let mut ev = decode_record(seq, &bytes)?;
             if &ev.ns != ns {

@@ -25,7 +25,7 @@ pub const MAX_EXTRACTION_ITEMS: usize = 256;
 pub const MAX_EXTRACTION_BYTES: usize = 4 * 1024 * 1024;
 
 /// Which array of the document an item came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Section {
     /// `new_memories`.
@@ -37,7 +37,7 @@ pub enum Section {
 }
 
 /// What happened to one item.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum ItemStatus {
     /// Written (or resolved to an existing memory, see `action`).
@@ -55,7 +55,7 @@ pub enum ItemStatus {
 }
 
 /// The outcome of one item of the document.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ItemOutcome {
     /// Array the item came from.
     pub section: Section,
@@ -67,7 +67,7 @@ pub struct ItemOutcome {
 }
 
 /// Per-item outcomes of [`Engine::apply_extraction`], in document order.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ExtractionReport {
     /// One entry per item.
     pub items: Vec<ItemOutcome>,

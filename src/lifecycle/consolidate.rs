@@ -11,7 +11,7 @@ use crate::types::{MemoryId, Namespace, Tier};
 use crate::writer::{Op, OpOutcome};
 
 /// One merged cluster.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Consolidation {
     /// The members, now superseded (reason `consolidated`), oldest first.
     pub members: Vec<MemoryId>,

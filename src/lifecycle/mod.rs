@@ -21,7 +21,7 @@ use crate::types::{MemoryId, Namespace, Status, Tier};
 use crate::writer::{Op, OpOutcome};
 
 /// What [`Engine::end_session`] did.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SessionEnd {
     /// Short-term memories archived.
     pub archived: Vec<MemoryId>,
@@ -33,7 +33,7 @@ pub struct SessionEnd {
 }
 
 /// What [`Engine::maintain`] changed.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MaintenanceReport {
     /// Long-term memories archived because their strength fell below the threshold.
     pub decayed: Vec<MemoryId>,

@@ -105,7 +105,7 @@ impl NsState {
 }
 
 /// Counters over the whole log, for `stats`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct EventCounts {
     /// `Observed` events.
     pub observed: u64,

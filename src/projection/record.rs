@@ -1,7 +1,7 @@
 //! The records of the fact table: memory versions and observations.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::types::{Kind, MemoryId, Namespace, ObservationId, Role, Seq, Status, Tier};
 
@@ -10,7 +10,7 @@ use crate::types::{Kind, MemoryId, Namespace, ObservationId, Role, Seq, Status, 
 /// A read at log position `S` (live reads use the last durable position;
 /// `as_of` views use an earlier one) sees the record as it was at `S`:
 /// `status`, `next`, `valid_to` reflect only events with `seq <= S`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     /// Id: the `Seq` of the `Extracted` event that created this version.
     pub id: MemoryId,
@@ -104,7 +104,7 @@ impl Memory {
 }
 
 /// A raw observation as the fact table holds it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observation {
     /// Id: the `Seq` of its `Observed` event.
     pub id: ObservationId,

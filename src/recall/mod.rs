@@ -91,7 +91,7 @@ impl Default for RecallOptions {
 }
 
 /// One recalled memory with its score.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Hit {
     /// The memory as seen at the recall's position.
     pub memory: Memory,

@@ -12,7 +12,8 @@ use crate::projection::{normalize_content, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
 
 /// What to do when a new memory is a near-duplicate of an active one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum DedupMode {
     /// Keep the existing memory and refresh its recency (an `Accessed` event).
     #[default]
@@ -64,7 +65,7 @@ pub(crate) enum Op {
 }
 
 /// How a remember or supersede call was resolved.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum RememberAction {
     /// A new memory was written.
@@ -89,7 +90,7 @@ pub enum RememberAction {
 }
 
 /// Counts of what a forget erased.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ForgetOutcome {
     /// Memory versions erased (whole version chains count every version).
     pub memories: usize,

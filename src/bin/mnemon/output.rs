@@ -1,11 +1,177 @@
-//! Printing results as text or JSON.
+//! Printing responses: `--json` prints the surface's JSON as it is; the
+//! human rendering is one line per memory or hit.
 
+use std::process::ExitCode;
+
+use mnemon::api::Response;
 use mnemon::{Hit, Memory};
 
-pub fn json<T: serde::Serialize>(v: &T) {
+use crate::{Cli, Cmd};
+
+/// Exit status when a scan finds erased content on disk.
+const FOUND_ON_DISK: u8 = 3;
+/// Exit status of `check` when the projections differ from a fresh replay.
+const CHECK_MISMATCH: u8 = 4;
+
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) {
+    use std::io::Write as _;
     match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
+        // A closed pipe (`| head`) is not an error of the command.
+        Ok(s) => drop(writeln!(std::io::stdout(), "{s}")),
         Err(e) => eprintln!("error: cannot encode JSON: {e}"),
+    }
+}
+
+/// Prints `resp` for command `cli.command` and returns the exit status.
+pub fn print(cli: &Cli, resp: &Response) -> ExitCode {
+    let code = match resp {
+        Response::Compact(r) | Response::VerifyErasure(r) if !r.verified => ExitCode::from(FOUND_ON_DISK),
+        Response::Check(r) if !r.consistent => ExitCode::from(CHECK_MISMATCH),
+        _ => ExitCode::SUCCESS,
+    };
+    if cli.json {
+        json(resp);
+    } else {
+        human(cli, resp);
+    }
+    code
+}
+
+fn next_page(cursor: Option<&String>) {
+    if let Some(c) = cursor {
+        eprintln!("note: more on the next page: --cursor {c}");
+    }
+}
+
+fn human(cli: &Cli, resp: &Response) {
+    match resp {
+        Response::Remember(r) | Response::Supersede(r) => {
+            println!("{}", r.id);
+            let note = match &r.action {
+                mnemon::RememberAction::Created => None,
+                mnemon::RememberAction::Duplicate => Some("identical content was already remembered".to_string()),
+                mnemon::RememberAction::NearDuplicate { similarity } => {
+                    Some(format!("a near-duplicate (cosine {similarity:.3}) was refreshed instead"))
+                }
+                mnemon::RememberAction::Superseded { old } => Some(format!("supersedes memory {old}")),
+                other => Some(format!("{other:?}")),
+            };
+            if let Some(n) = note {
+                eprintln!("note: {n}");
+            }
+            if !r.redactions.is_empty() {
+                eprintln!("note: redacted {:?}", r.redactions);
+            }
+            if let Some(q) = &r.quarantined {
+                eprintln!("note: quarantined: {q}");
+            }
+        }
+        Response::Observe(o) => println!("{}", o.observation_id),
+        Response::Get(m) => match &cli.command {
+            Cmd::AsOf(_) => println!("{}", memory_line(m)),
+            _ => println!("{}", memory_block(m)),
+        },
+        Response::History(h) => {
+            if let Cmd::AsOf(_) = &cli.command {
+                println!("as of seq {}:", h.seq);
+                for m in &h.versions {
+                    println!("{}", memory_line(m));
+                }
+            } else {
+                for m in &h.versions {
+                    println!("{}", memory_block(m));
+                }
+            }
+            next_page(h.next_cursor.as_ref());
+        }
+        Response::List(l) => {
+            if let Cmd::AsOf(_) = &cli.command {
+                println!("as of seq {}:", l.seq);
+            }
+            for m in &l.memories {
+                println!("{}", memory_line(m));
+            }
+            next_page(l.next_cursor.as_ref());
+        }
+        Response::Log(l) => {
+            for ev in &l.events {
+                println!("{}", serde_json::to_string(ev).unwrap_or_default());
+            }
+            next_page(l.next_cursor.as_ref());
+        }
+        Response::Recall(r) => {
+            let explain = matches!(&cli.command, Cmd::Recall(a) if a.explain);
+            for h in &r.hits {
+                println!("{}", hit_line(h, explain));
+            }
+            if r.omitted > 0 {
+                eprintln!("note: {} more hits left out by the response budget", r.omitted);
+            }
+        }
+        Response::Context(c) => println!("{}", c.context),
+        Response::Forget(f) => {
+            let o = &f.outcome;
+            let verb = if f.dry_run { "would forget" } else { "forgot" };
+            println!(
+                "{verb} {} memories ({} derived from forgotten observations) and {} observations",
+                o.memories, o.derived_memories, o.observations
+            );
+            for m in &f.preview {
+                println!("  {}", memory_line(m));
+            }
+            if f.ids_omitted > 0 {
+                eprintln!("note: {} ids not listed (response budget)", f.ids_omitted);
+            }
+        }
+        Response::ExtractionPrompt(p) => print!("{}", p.prompt),
+        Response::ApplyExtraction(r) => {
+            for i in &r.items {
+                println!("{:?}[{}]: {:?}", i.section, i.index, i.status);
+            }
+            println!("applied {}, rejected {}", r.applied(), r.rejected());
+        }
+        Response::EndSession(r) => json(r),
+        Response::Consolidate(r) => json(r),
+        Response::Maintain(r) => json(r),
+        Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
+        Response::Stats(s) => {
+            let e = &s.events;
+            println!("log:        {} events (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
+                s.last_seq, e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
+            println!(
+                "memories:   {} active, {} superseded, {} observations, {} namespaces",
+                s.active_memories, s.superseded_memories, s.observations, s.namespaces
+            );
+            println!(
+                "indexes:    {} vectors ({} namespaces on HNSW), ~{} bytes in memory",
+                s.vectors, s.hnsw_namespaces, s.index_bytes
+            );
+            println!("embedder:   {} ({} dimensions)", s.model_id, s.dim);
+            println!(
+                "disk:       {} bytes, generation {}",
+                s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),
+                s.generation
+            );
+            if let Some(p) = &s.poisoned {
+                println!("POISONED:   {p}");
+            }
+            println!("(all figures: --json)");
+        }
+        Response::Check(r) => println!(
+            "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
+            r.records,
+            r.record_bytes,
+            r.last_seq,
+            r.namespaces,
+            r.memories,
+            r.observations,
+            r.vectors_cached,
+            r.vectors_embedded,
+            r.digest,
+            r.replay_digest,
+            if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
+        ),
+        _ => json(resp),
     }
 }
 
