@@ -1,11 +1,14 @@
-//! The `mnemon` command-line tool: every engine operation, plus the demo,
-//! the benchmark evaluation and the model installer.
+//! The `mnemon` command-line tool: every operation of the command surface
+//! (`mnemon::api`), plus the demo, the benchmark evaluation and the model
+//! installer.
 
 mod commands;
 mod demo;
 mod eval;
 mod lifecycle;
 mod output;
+#[cfg(all(feature = "mcp", unix))]
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,7 +55,7 @@ pub enum Cmd {
     /// Show one memory.
     Get(commands::GetArgs),
     /// Show the version chain of a memory, oldest first.
-    History(commands::GetArgs),
+    History(commands::HistoryArgs),
     /// List memories of a namespace.
     List(commands::ListArgs),
     /// Print a namespace's events as JSON lines (audit export).
@@ -86,6 +89,17 @@ pub enum Cmd {
     /// Verify the store: every record's checksum and decoding, a gap-free
     /// log, and projections equal to a fresh replay (exit status 4 if not).
     Check,
+    /// Serve the memory tools over MCP on standard input and output (for
+    /// MCP clients that start the server themselves).
+    #[cfg(all(feature = "mcp", unix))]
+    Mcp(serve::McpArgs),
+    /// Serve the memory tools over MCP streamable HTTP at /mcp.
+    #[cfg(all(feature = "mcp", unix))]
+    Serve(serve::ServeArgs),
+    /// Print the JSON Schema of each operation of the command surface
+    /// (the requests and responses behind `--json`, the MCP tools and the
+    /// language bindings).
+    Schema(commands::SchemaArgs),
     /// Install or inspect embedding models.
     Model {
         #[command(subcommand)]
@@ -99,7 +113,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if cli.json {
-                eprintln!("{}", serde_json::json!({ "error": e.to_string() }));
+                eprintln!("{}", serde_json::json!({ "error": e }));
             } else {
                 eprintln!("error: {e}");
             }
