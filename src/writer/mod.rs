@@ -8,8 +8,10 @@
 //! readers until durable), appends the whole group in one batch, flushes
 //! once, advances the visible position, and only then replies.
 
+mod inherit;
 mod plan;
 
+pub(crate) use inherit::{merge, PendingMemory};
 pub(crate) use plan::{forget_preview, Op, OpOutcome};
 pub use plan::{DedupMode, ForgetOutcome, RememberAction};
 

@@ -57,6 +57,10 @@ pub struct RememberArgs {
     /// Source observation ids (repeatable).
     #[arg(long = "source")]
     sources: Vec<u64>,
+    /// When the remembered fact became true (RFC 3339): starts its valid
+    /// time; without it, the write time.
+    #[arg(long)]
+    time: Option<String>,
     /// The text.
     text: String,
 }
@@ -65,6 +69,9 @@ pub struct RememberArgs {
 pub struct SupersedeArgs {
     #[arg(long)]
     ns: String,
+    /// When the new fact became true (RFC 3339), if not now.
+    #[arg(long)]
+    time: Option<String>,
     /// The memory to replace.
     id: u64,
     /// The new content.
@@ -105,12 +112,15 @@ pub struct LogArgs {
 pub struct AsOfArgs {
     #[arg(long)]
     ns: String,
-    /// Log position.
-    #[arg(long, conflicts_with = "time")]
+    /// Log position: what the store knew after this event.
+    #[arg(long, conflicts_with_all = ["time", "valid_time"])]
     seq: Option<u64>,
-    /// RFC 3339 time.
-    #[arg(long)]
+    /// Recorded time (RFC 3339): what the store knew then.
+    #[arg(long, conflicts_with = "valid_time")]
     time: Option<String>,
+    /// Valid time (RFC 3339): what was true then, as the store knows it now.
+    #[arg(long)]
+    valid_time: Option<String>,
     #[command(subcommand)]
     what: AsOfWhat,
 }
@@ -138,9 +148,12 @@ pub struct RecallArgs {
     /// Show how each score was made.
     #[arg(long)]
     explain: bool,
-    /// Recall as of this RFC 3339 time.
-    #[arg(long)]
+    /// Recall as of this RFC 3339 time: what the store knew then.
+    #[arg(long, conflicts_with = "valid_time")]
     as_of: Option<String>,
+    /// Recall the memories true at this RFC 3339 time (valid time).
+    #[arg(long)]
+    valid_time: Option<String>,
     /// dense, lexical or hybrid.
     #[arg(long, default_value = "hybrid")]
     mode: String,
@@ -432,6 +445,9 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             if !a.sources.is_empty() {
                 m = m.sources(a.sources.iter().map(|s| ObservationId(*s)));
             }
+            if let Some(t) = &a.time {
+                m = m.event_time(parse_time(t)?);
+            }
             let r = engine.remember(&ns(&a.ns)?, m)?;
             if cli.json {
                 json(&r);
@@ -458,7 +474,11 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             }
         }
         Cmd::Supersede(a) => {
-            let r = engine.supersede(&ns(&a.ns)?, MemoryId(a.id), NewMemory::new(a.text.clone()))?;
+            let mut m = NewMemory::new(a.text.clone());
+            if let Some(t) = &a.time {
+                m = m.event_time(parse_time(t)?);
+            }
+            let r = engine.supersede(&ns(&a.ns)?, MemoryId(a.id), m)?;
             if cli.json {
                 json(&r);
             } else {
@@ -508,10 +528,13 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             }
         }
         Cmd::AsOf(a) => {
-            let at = match (a.seq, &a.time) {
-                (Some(s), _) => AsOf::Seq(s),
-                (None, Some(t)) => AsOf::Time(parse_time(t)?),
-                (None, None) => return Err(mnemon::Error::invalid("as-of", "give --seq or --time")),
+            let at = match (a.seq, &a.time, &a.valid_time) {
+                (Some(s), _, _) => AsOf::Seq(s),
+                (None, Some(t), _) => AsOf::Time(parse_time(t)?),
+                (None, None, Some(t)) => AsOf::ValidTime(parse_time(t)?),
+                (None, None, None) => {
+                    return Err(mnemon::Error::invalid("as-of", "give --seq, --time or --valid-time"))
+                }
             };
             let view = engine.as_of(&ns(&a.ns)?, at)?;
             let list = match a.what {
@@ -520,9 +543,12 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
                 AsOfWhat::History { id } => view.history(MemoryId(id))?,
             };
             if cli.json {
-                json(&serde_json::json!({ "seq": view.seq(), "memories": list }));
+                json(&serde_json::json!({ "seq": view.seq(), "valid_time": view.valid_time(), "memories": list }));
             } else {
-                println!("as of seq {}:", view.seq());
+                match view.valid_time() {
+                    Some(t) => println!("true at {} (valid time, as known at seq {}):", t.to_rfc3339(), view.seq()),
+                    None => println!("as of seq {}:", view.seq()),
+                }
                 for m in &list {
                     println!("{}", memory_line(m));
                 }
@@ -532,7 +558,11 @@ fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
             let opts = RecallOptions {
                 top_k: a.k,
                 min_similarity: a.min_similarity,
-                as_of: a.as_of.as_deref().map(parse_time).transpose()?.map(AsOf::Time),
+                as_of: match (&a.as_of, &a.valid_time) {
+                    (Some(t), _) => Some(AsOf::Time(parse_time(t)?)),
+                    (None, Some(t)) => Some(AsOf::ValidTime(parse_time(t)?)),
+                    (None, None) => None,
+                },
                 mode: a.mode.parse::<RecallMode>()?,
                 weights: mnemon::Weights { similarity_norm: a.similarity_norm.parse()?, ..Default::default() },
                 requester: Some("cli".into()),
