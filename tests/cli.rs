@@ -113,3 +113,112 @@ fn context_keeps_stored_text_inside_its_entry() {
         "{out}"
     );
 }
+
+/// A keyed `remember` that states only new content keeps the old version's
+/// kind, tier, importance and the entities it still names.
+#[test]
+fn keyed_remember_keeps_the_fields_it_does_not_restate() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (ok, out, err) = mnemon(
+        &data,
+        &[
+            "remember",
+            "--ns",
+            "u",
+            "--kind",
+            "preference",
+            "--tier",
+            "permanent",
+            "--importance",
+            "0.9",
+            "--entity",
+            "Oolong",
+            "--entity",
+            "tea",
+            "--key",
+            "user.drink",
+            "Prefers oolong tea",
+        ],
+    );
+    assert!(ok, "{err}");
+    let first = out.trim().to_string();
+    let (ok, out, err) =
+        mnemon(&data, &["--json", "remember", "--ns", "u", "--key", "user.drink", "Prefers green tea"]);
+    assert!(ok, "{err}");
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(r["action"], "superseded", "{out}");
+    assert_eq!(r["old"].to_string(), first, "{out}");
+    let id = r["id"].to_string();
+    let (ok, out, err) = mnemon(&data, &["--json", "get", "--ns", "u", &id]);
+    assert!(ok, "{err}");
+    let m: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(m["content"], "Prefers green tea");
+    assert_eq!(m["kind"], "preference", "{out}");
+    assert_eq!(m["tier"], "permanent", "{out}");
+    assert!((m["importance"].as_f64().unwrap() - 0.9).abs() < 1e-6, "{out}");
+    assert_eq!(m["entities"], serde_json::json!(["tea"]), "{out}");
+    // The text view shows the new version with both time lines.
+    let (ok, out, _) = mnemon(&data, &["history", "--ns", "u", &id]);
+    assert!(ok);
+    assert!(out.contains("permanent") && out.contains("imp=0.90"), "{out}");
+    assert!(out.contains("valid    from") && out.contains("recorded from"), "{out}");
+}
+
+/// `--time` sets when a fact became true; `as-of --valid-time` answers what
+/// was true then, `as-of --time` what the store knew then.
+#[test]
+fn valid_time_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let remember = |text: &str, at: &str| {
+        let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u", "--key", "user.coffee", "--time", at, text]);
+        assert!(ok, "{err}");
+    };
+    remember("Prefers light roast", "2026-03-02T09:02:00Z");
+    remember("Prefers dark roast", "2026-04-20T09:00:00Z");
+    let (ok, out, err) =
+        mnemon(&data, &["--json", "as-of", "--ns", "u", "--valid-time", "2026-04-01T00:00:00Z", "list"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let list = v["memories"].as_array().unwrap();
+    assert_eq!(list.len(), 1, "{out}");
+    assert_eq!(list[0]["content"], "Prefers light roast");
+    assert_eq!(list[0]["valid_to"], "2026-04-20T09:00:00Z", "{out}");
+    assert_ne!(list[0]["recorded_to"], list[0]["valid_to"], "{out}");
+    let (ok, out, _) = mnemon(&data, &["as-of", "--ns", "u", "--valid-time", "2026-05-01T00:00:00Z", "list"]);
+    assert!(ok && out.contains("Prefers dark roast") && !out.contains("light roast"), "{out}");
+    let (ok, _, err) =
+        mnemon(&data, &["as-of", "--ns", "u", "--seq", "1", "--valid-time", "2026-05-01T00:00:00Z", "list"]);
+    assert!(!ok, "--seq and --valid-time conflict: {err}");
+    let (ok, out, err) =
+        mnemon(&data, &["--json", "recall", "--ns", "u", "--valid-time", "2026-04-01T00:00:00Z", "roast"]);
+    assert!(ok, "{err}");
+    let hits: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(hits[0]["memory"]["content"], "Prefers light roast", "{out}");
+}
+
+/// The provenance sequence from the command line: the superseding version
+/// keeps its source, and forgetting the observation forgets both versions.
+#[test]
+fn forgetting_an_observation_forgets_the_versions_derived_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let run = |args: &[&str]| {
+        let (ok, out, err) = mnemon(&data, args);
+        assert!(ok, "{args:?}: {err}");
+        out
+    };
+    assert_eq!(run(&["observe", "--ns", "u", "--session", "s1", "User: my boat is called Sea Biscuit"]).trim(), "1");
+    assert_eq!(run(&["remember", "--ns", "u", "--source", "1", "Boat is named Sea Biscuit"]).trim(), "2");
+    assert_eq!(run(&["supersede", "--ns", "u", "2", "Boat is named Sea Biscuit II"]).trim(), "3");
+    let m: serde_json::Value = serde_json::from_str(&run(&["--json", "get", "--ns", "u", "3"])).unwrap();
+    assert_eq!(m["sources"], serde_json::json!([1]));
+    let out: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "forget", "--ns", "u", "--observation", "1"])).unwrap();
+    assert_eq!(out["memory_ids"], serde_json::json!([2, 3]), "{out}");
+    let list: serde_json::Value = serde_json::from_str(&run(&["--json", "list", "--ns", "u", "--all"])).unwrap();
+    assert_eq!(list, serde_json::json!([]));
+    let (ok, _, err) = mnemon(&data, &["history", "--ns", "u", "3"]);
+    assert!(!ok && err.contains("not found"), "{err}");
+}
