@@ -209,7 +209,11 @@ pub struct Remembered {
 pub enum ForgetRequest {
     /// One memory and every version in its chain.
     Memory(MemoryId),
-    /// One observation, and memories derived only from erased observations.
+    /// One observation, and what was derived from it: every memory version
+    /// whose sources are all erased, and every whole version chain that
+    /// cites it and whose latest version is left without a source that is
+    /// not erased (a version that does not restate its sources inherits
+    /// them, so a chain grown from one observation goes with it).
     Observation(ObservationId),
     /// Every observation and memory of a session.
     Session(String),

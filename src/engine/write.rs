@@ -301,6 +301,9 @@ impl Engine {
     /// as-of views, exported events, indexes) and stay gone after reopen; the
     /// bytes leave the disk at the next [`Engine::compact`]. Forgetting
     /// something already forgotten, or nothing matching, returns zero counts.
+    /// Forgetting observations also forgets what was derived from them (see
+    /// [`ForgetRequest::Observation`]). A forgotten version is cut out of its
+    /// chain: its neighbours link to each other, never to it.
     ///
     /// # Errors
     /// [`Error::NotFound`] for an unknown memory or observation id;

@@ -176,7 +176,7 @@ impl Engine {
         for m in &active {
             if let Some(s) = &m.session {
                 let t = last_activity.entry(s.clone()).or_insert(m.last_access);
-                *t = (*t).max(m.last_access).max(m.valid_from);
+                *t = (*t).max(m.last_access).max(m.recorded_from);
             }
         }
         for o in self.observations(ns, None) {

@@ -114,7 +114,8 @@ pub struct ForgetOutcome {
     pub memories: usize,
     /// Observations erased.
     pub observations: usize,
-    /// Memories erased because every observation they came from was erased.
+    /// Memory versions erased because they were derived from erased
+    /// observations (see [`crate::ForgetRequest::Observation`]).
     pub derived_memories: usize,
     /// The memory ids erased.
     pub memory_ids: Vec<MemoryId>,

@@ -182,7 +182,7 @@ pub struct ForgetTargetArgs {
     /// One memory (and its whole version chain).
     #[arg(long)]
     id: Option<u64>,
-    /// One observation (and memories derived only from it).
+    /// One observation (and the memory versions and chains derived from it).
     #[arg(long)]
     observation: Option<u64>,
     /// Every memory and observation of a session.
