@@ -349,7 +349,7 @@ fn near_duplicate_supersede_inherits() -> TestResult {
     Ok(())
 }
 
-/// The provenance sequence: a version that does not restate its
+/// Provenance across versions: a version that does not restate its
 /// sources keeps them, and forgetting the observation takes the whole chain.
 #[test]
 fn forgetting_the_source_observation_forgets_the_whole_chain() -> TestResult {
