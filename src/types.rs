@@ -155,7 +155,8 @@ impl fmt::Display for Role {
 }
 
 /// What sort of memory this is. `Other` carries a caller-defined kind
-/// (1–64 characters).
+/// (1–64 characters, one line, no control characters; checked when parsed
+/// and when written).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
@@ -186,13 +187,24 @@ impl FromStr for Kind {
             "episode" => Kind::Episode,
             "procedure" => Kind::Procedure,
             other => {
-                if other.is_empty() || other.chars().count() > 64 {
-                    return Err(Error::invalid("kind", "must be 1–64 characters"));
-                }
+                check_kind(other)?;
                 Kind::Other(other.to_string())
             }
         })
     }
+}
+
+/// Longest caller-defined kind, in characters.
+pub const MAX_KIND_CHARS: usize = 64;
+
+/// Checks a caller-defined kind: 1 ..= [`MAX_KIND_CHARS`] characters under
+/// the one-line [label rules](crate::safety::text) (no control characters,
+/// line breaks, bidi controls or tag characters; something visible).
+pub(crate) fn check_kind(k: &str) -> Result<()> {
+    if k.is_empty() || k.chars().count() > MAX_KIND_CHARS {
+        return Err(Error::invalid("kind", format!("must be 1–{MAX_KIND_CHARS} characters")));
+    }
+    crate::safety::text::check_chars("kind", k, crate::safety::text::TextField::Label)
 }
 
 impl fmt::Display for Kind {

@@ -1,7 +1,9 @@
 //! multilingual-e5-small embedder against the real model file.
 //!
-//! Needs `<models>/e5-small/e5-small-q4.bin`, where `<models>` is
-//! `$MNEMON_MODELS` (default `/work/models`). Without it the tests print a
+//! Needs `<models>/e5-small/e5-small-q4.bin`, where `<models>` is the
+//! directory the product itself uses ([`mnemon::embed::default_models_dir`]:
+//! `$MNEMON_MODELS`, else `$XDG_DATA_HOME/mnemon/models`, else
+//! `~/.local/share/mnemon/models`). Without it the tests print a
 //! skip notice and pass, unless `MNEMON_REQUIRE_MODELS=1`, which makes them
 //! fail.
 #![cfg(feature = "neural")]
@@ -10,13 +12,12 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use mnemon::embed::e5::{format, E5Embedder, E5_SMALL, MODEL_FILE};
-use mnemon::embed::{EmbedKind, Embedder};
+use mnemon::embed::{default_models_dir, model_dir, EmbedKind, Embedder};
 use mnemon::Error;
 use serde_json::Value;
 
 fn model_path() -> PathBuf {
-    let dir = std::env::var("MNEMON_MODELS").unwrap_or_else(|_| "/work/models".to_owned());
-    PathBuf::from(dir).join(E5_SMALL.name).join(MODEL_FILE)
+    model_dir(&E5_SMALL, &default_models_dir()).join(MODEL_FILE)
 }
 
 /// The shared model, or `None` (after a notice) when the file is missing.

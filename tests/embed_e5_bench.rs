@@ -7,12 +7,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use mnemon::embed::e5::{E5Embedder, MODEL_FILE};
-use mnemon::embed::{EmbedKind, Embedder};
+use mnemon::embed::e5::{E5Embedder, E5_SMALL, MODEL_FILE};
+use mnemon::embed::{default_models_dir, model_dir, EmbedKind, Embedder};
 
 fn model_path() -> PathBuf {
-    let dir = std::env::var("MNEMON_MODELS").unwrap_or_else(|_| "/work/models".to_owned());
-    PathBuf::from(dir).join("e5-small").join(MODEL_FILE)
+    model_dir(&E5_SMALL, &default_models_dir()).join(MODEL_FILE)
 }
 
 fn rss_kib(field: &str) -> u64 {

@@ -10,6 +10,7 @@
 //! that would pass the budget and say how to continue (`next_cursor`) or
 //! how many were left out (`omitted`).
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::error::{ApiError, ErrorCode};
@@ -85,23 +86,38 @@ pub(crate) fn page_size(limit: Option<usize>) -> Result<usize, ApiError> {
     }
 }
 
-/// A position in a paged read: the log position the first page was read at
-/// (so later pages show the same state) and how far the pages got. Written
-/// as `"<at>.<after>"`; clients treat it as opaque.
+/// A position in a paged read: the point the first page was read at (log
+/// position and, for a valid-time view, the valid time: later pages show
+/// the same state) and how far the pages got. Written as `"<at>.<after>"`
+/// or `"<at>.<after>.<valid time, µs since the epoch>"`; clients treat it
+/// as opaque.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Cursor {
     pub(crate) at: Seq,
     pub(crate) after: u64,
+    pub(crate) valid_at: Option<DateTime<Utc>>,
 }
 
 impl Cursor {
     pub(crate) fn parse(s: &str) -> Result<Cursor, ApiError> {
         let bad = || ApiError::invalid("cursor", format!("{s:?} is not a cursor this server returned"));
-        let (a, b) = s.split_once('.').ok_or_else(bad)?;
-        Ok(Cursor { at: a.parse().map_err(|_| bad())?, after: b.parse().map_err(|_| bad())? })
+        let mut parts = s.split('.');
+        let at = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let after = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
+        let valid_at = match parts.next() {
+            None => None,
+            Some(p) => Some(p.parse().ok().and_then(DateTime::<Utc>::from_timestamp_micros).ok_or_else(bad)?),
+        };
+        if parts.next().is_some() {
+            return Err(bad());
+        }
+        Ok(Cursor { at, after, valid_at })
     }
 
     pub(crate) fn encode(self) -> String {
-        format!("{}.{}", self.at, self.after)
+        match self.valid_at {
+            Some(t) => format!("{}.{}.{}", self.at, self.after, t.timestamp_micros()),
+            None => format!("{}.{}", self.at, self.after),
+        }
     }
 }

@@ -49,7 +49,7 @@ pub struct RecallFilters {
     /// Happened at or before (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<DateTime<Utc>>,
-    /// As of {"seq": N} or {"time": RFC 3339}.
+    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
     /// Also superseded versions.
@@ -184,16 +184,9 @@ pub struct ContextRequest {
     pub filters: RecallFilters,
 }
 
-/// The prompt block.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub struct ContextResponse {
-    /// The block, `<memories>` … `</memories>` (empty when the budget cannot hold its frame).
-    pub context: String,
-    /// Memories in the block.
-    pub memories: usize,
-    /// Estimated tokens of the block.
-    pub tokens: usize,
-}
+/// The prompt block: [`crate::ContextBlock`], in JSON `{"context", "memories",
+/// "truncated", "skipped", "tokens"}`.
+pub type ContextResponse = crate::recall::ContextBlock;
 
 impl Call for ContextRequest {
     type Output = ContextResponse;
@@ -214,21 +207,25 @@ impl Call for ContextRequest {
         }
         let opts = self.filters.options(RecallOptions::default().top_k)?;
         let hits = engine.recall(&self.namespace, &self.query, &opts)?;
-        let (context, memories) = crate::render_context(&hits, budget);
-        let tokens = crate::estimate_tokens(&context);
-        Ok(ContextResponse { context, memories, tokens })
+        Ok(crate::render_context(&hits, budget))
     }
 }
 
-/// The view a read works on: the cursor's pinned position, else `as_of`,
-/// else the live position.
+/// The view a read works on: the cursor's pinned point, else `as_of`, else
+/// the live position.
 fn view(engine: &Engine, ns: &Namespace, as_of: Option<AsOf>, cursor: Option<&Cursor>) -> Result<View, ApiError> {
-    let at = match (cursor, as_of) {
-        (Some(c), _) => AsOf::Seq(c.at),
-        (None, Some(a)) => a,
-        (None, None) => AsOf::Seq(engine.last_seq()),
-    };
-    Ok(engine.as_of(ns, at)?)
+    if let Some(c) = cursor {
+        if c.at > engine.last_seq() {
+            return Err(ApiError::invalid("cursor", "points past the end of the log"));
+        }
+        return Ok(View::pinned(engine, ns, c.at, c.valid_at));
+    }
+    Ok(engine.as_of(ns, as_of.unwrap_or(AsOf::Seq(engine.last_seq())))?)
+}
+
+/// A cursor continuing `view` after `after`.
+fn cursor_after(view: &View, after: u64) -> String {
+    Cursor { at: view.seq(), after, valid_at: view.valid_time() }.encode()
 }
 
 /// `get`: one memory version.
@@ -238,7 +235,7 @@ pub struct GetRequest {
     pub namespace: Namespace,
     /// Memory id.
     pub id: MemoryId,
-    /// As of {"seq": N} or {"time": RFC 3339}.
+    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
 }
@@ -271,7 +268,7 @@ pub struct HistoryRequest {
     pub namespace: Namespace,
     /// Any version of the chain.
     pub id: MemoryId,
-    /// As of {"seq": N} or {"time": RFC 3339}.
+    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
     /// next_cursor of the previous page.
@@ -289,6 +286,9 @@ pub struct HistoryResponse {
     pub versions: Vec<Memory>,
     /// The log position read.
     pub seq: Seq,
+    /// The valid time read, for a valid-time view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_time: Option<DateTime<Utc>>,
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -316,8 +316,8 @@ impl Call for HistoryRequest {
             return Err(Packer::too_large(&format!("version {}", rest[0].id), limits));
         }
         let next = skip + versions.len();
-        let next_cursor = (next < chain.len()).then(|| Cursor { at: view.seq(), after: next as u64 }.encode());
-        Ok(HistoryResponse { versions, seq: view.seq(), next_cursor })
+        let next_cursor = (next < chain.len()).then(|| cursor_after(&view, next as u64));
+        Ok(HistoryResponse { versions, seq: view.seq(), valid_time: view.valid_time(), next_cursor })
     }
 }
 
@@ -344,7 +344,7 @@ pub struct ListRequest {
     /// Only this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// As of {"seq": N} or {"time": RFC 3339}.
+    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
     /// next_cursor of the previous page.
@@ -362,6 +362,9 @@ pub struct ListResponse {
     pub memories: Vec<Memory>,
     /// The log position read (every page of one listing reads the same).
     pub seq: Seq,
+    /// The valid time read, for a valid-time view.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_time: Option<DateTime<Utc>>,
     /// Pass as `cursor` for the next page; absent on the last page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
@@ -396,10 +399,9 @@ impl Call for ListRequest {
         if memories.is_empty() && !found.is_empty() {
             return Err(Packer::too_large(&format!("memory {}", found[0].id), limits));
         }
-        let next_cursor = (memories.len() < found.len())
-            .then(|| memories.last().map(|m| Cursor { at: view.seq(), after: m.id.0 }.encode()))
-            .flatten();
-        Ok(ListResponse { memories, seq: view.seq(), next_cursor })
+        let next_cursor =
+            (memories.len() < found.len()).then(|| memories.last().map(|m| cursor_after(&view, m.id.0))).flatten();
+        Ok(ListResponse { memories, seq: view.seq(), valid_time: view.valid_time(), next_cursor })
     }
 }
 
@@ -456,7 +458,7 @@ impl Call for LogRequest {
             return Err(Packer::too_large(&format!("event {}", found[0].seq), limits));
         }
         let next_cursor = (events.len() < found.len())
-            .then(|| events.last().map(|e| Cursor { at: end, after: e.seq }.encode()))
+            .then(|| events.last().map(|e| Cursor { at: end, after: e.seq, valid_at: None }.encode()))
             .flatten();
         Ok(LogResponse { events, next_cursor })
     }

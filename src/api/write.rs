@@ -103,7 +103,7 @@ pub struct RememberRequest {
     /// Optional fields of the memory.
     #[serde(flatten)]
     pub fields: MemoryFields,
-    /// Near-duplicate handling. Default refresh.
+    /// How repeats are treated. Default supersede: a restatement becomes the new version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<DedupMode>,
 }

@@ -175,11 +175,13 @@ impl EngineBuilder {
         self
     }
 
-    /// Cosine similarity at or above which a new memory counts as a
-    /// near-duplicate of an active one, in `0.0..=1.0`. Default: the
-    /// embedder's own ([`crate::embed::Embedder::near_duplicate_threshold`]:
-    /// 0.92 for MiniLM and hashing, 0.95 for e5-small; measured by
-    /// `benches/similarity.rs`).
+    /// Cosine similarity at or above which a new memory may restate an
+    /// active one, in `0.0..=1.0`; it restates it only with the same facts
+    /// (numbers, names, negations; [`crate::dedup::is_restatement`]), and
+    /// recall collapses hits by the same rule. Default: the embedder's own
+    /// ([`crate::embed::Embedder::near_duplicate_threshold`]: 0.92 for
+    /// MiniLM and hashing, 0.95 for e5-small; measured by
+    /// `benches/similarity.rs` and `benches/dedup.rs`).
     pub fn dedup_threshold(mut self, t: f32) -> Self {
         self.cfg.dedup_threshold = Some(t);
         self

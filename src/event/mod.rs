@@ -165,7 +165,9 @@ pub struct Accessed {
 pub enum ForgetTarget {
     /// One memory and its whole version chain.
     Memory(MemoryId),
-    /// One observation (and memories derived only from forgotten observations).
+    /// One observation, and what was derived from it: versions whose
+    /// sources are all forgotten, and whole version chains that cite it and
+    /// whose latest version has no surviving source.
     Observation(ObservationId),
     /// Every observation and memory of a session.
     Session(String),
@@ -193,7 +195,9 @@ pub struct Forgotten {
 /// A content-free stand-in for an erased payload.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tombstone {
-    /// `"observed"` or `"extracted"`: what the erased payload was.
+    /// `"observed"` or `"extracted"`: what the erased payload was. (The
+    /// audit export also shows a `Superseded` link to a forgotten version
+    /// as a tombstone with `"superseded"`.)
     pub was: String,
 }
 

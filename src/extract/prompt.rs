@@ -40,8 +40,10 @@ const SHAPE: &str = r#"{"new_memories":[{"content":"...","kind":"preference","ti
  "update_existing":[{"memory_id":2,"new_content":"...","importance":0.8}],
  "forget":[{"memory_id":3,"reason":"..."}]}"#;
 
+/// `s` on one line (every kind of line break as a space, invisible
+/// characters dropped), clipped to [`MAX_SHOWN_CHARS`].
 fn clip(s: &str) -> String {
-    let one_line = s.replace(['\n', '\r'], " ");
+    let one_line = crate::recall::one_line(s);
     if one_line.chars().count() <= MAX_SHOWN_CHARS {
         return one_line;
     }
@@ -157,10 +159,10 @@ fn render(session: &str, obs: &[crate::Observation], related: &[crate::Hit], lan
             p,
             "[memory {}] ({}, {}, importance {:.2}{}) {}",
             m.id,
-            m.kind,
+            clip(&m.kind.to_string()),
             m.tier,
             m.importance,
-            m.key.as_deref().map(|k| format!(", key {k}")).unwrap_or_default(),
+            m.key.as_deref().map(|k| format!(", key {}", clip(k))).unwrap_or_default(),
             clip(&m.content)
         );
     }

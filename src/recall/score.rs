@@ -27,6 +27,11 @@
 //! LoCoMo dev split (a reference run: 0.671 vs 0.580 evidence recall@10);
 //! the importance factor is 1 at the default importance 0.5, so importance
 //! and recency only reorder near-ties unless a caller sets them.
+//!
+//! After sorting, a hit that restates a better-ranked one (memory vectors'
+//! cosine ≥ the engine's near-duplicate threshold and the same numbers,
+//! names and negations, [`crate::dedup`]) is dropped before the cut to
+//! `top_k`, and counted in the better hit's [`Explanation::collapsed`].
 
 use chrono::{DateTime, Utc};
 
@@ -136,6 +141,9 @@ pub struct Explanation {
     pub entity_matches: usize,
     /// The final score.
     pub score: f32,
+    /// Lower-ranked hits of this recall dropped because they restate this
+    /// one (cosine ≥ the near-duplicate threshold and the same facts).
+    pub collapsed: usize,
 }
 
 /// Dot product of two equal-length slices.
@@ -196,5 +204,6 @@ pub(crate) fn explain(
         recency,
         entity_matches,
         score,
+        collapsed: 0,
     }
 }

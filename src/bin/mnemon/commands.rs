@@ -62,7 +62,8 @@ pub struct MemoryFieldArgs {
     /// Source observation ids (repeatable).
     #[arg(long = "source")]
     sources: Vec<u64>,
-    /// When the remembered thing happened (RFC 3339).
+    /// When the remembered fact became true (RFC 3339): starts its valid
+    /// time; without it, the write time.
     #[arg(long)]
     time: Option<String>,
 }
@@ -89,7 +90,8 @@ pub struct RememberArgs {
     ns: String,
     #[command(flatten)]
     fields: MemoryFieldArgs,
-    /// Near-duplicate handling: refresh, supersede or off.
+    /// Repeats: supersede (a restatement becomes the new version; the
+    /// default), exact_only (only identical text is a repeat) or off.
     #[arg(long)]
     dedup: Option<String>,
     /// The text.
@@ -170,12 +172,15 @@ pub struct LogArgs {
 pub struct AsOfArgs {
     #[arg(long)]
     ns: String,
-    /// Log position.
-    #[arg(long, conflicts_with = "time")]
+    /// Log position: what the store knew after this event.
+    #[arg(long, conflicts_with_all = ["time", "valid_time"])]
     seq: Option<u64>,
-    /// RFC 3339 time.
-    #[arg(long)]
+    /// Recorded time (RFC 3339): what the store knew then.
+    #[arg(long, conflicts_with = "valid_time")]
     time: Option<String>,
+    /// Valid time (RFC 3339): what was true then, as the store knows it now.
+    #[arg(long)]
+    valid_time: Option<String>,
     #[command(subcommand)]
     what: AsOfWhat,
 }
@@ -214,12 +219,15 @@ pub struct RecallFlags {
     /// Only memories that happened at or before this time (RFC 3339).
     #[arg(long)]
     to: Option<String>,
-    /// Recall as the store was after this log position.
-    #[arg(long, conflicts_with = "as_of_time")]
+    /// Recall as the store was after this log position (what it knew then).
+    #[arg(long, conflicts_with_all = ["as_of_time", "valid_time"])]
     as_of_seq: Option<u64>,
-    /// Recall as the store was at this time (RFC 3339).
-    #[arg(long, alias = "as-of")]
+    /// Recall as the store was at this time (RFC 3339; what it knew then).
+    #[arg(long, alias = "as-of", conflicts_with = "valid_time")]
     as_of_time: Option<String>,
+    /// Recall the memories true at this time (RFC 3339; valid time).
+    #[arg(long)]
+    valid_time: Option<String>,
     /// Also return superseded versions.
     #[arg(long)]
     include_superseded: bool,
@@ -249,10 +257,11 @@ pub struct RecallFlags {
 
 impl RecallFlags {
     fn filters(&self, k: usize) -> Result<RecallFilters, ApiError> {
-        let as_of = match (self.as_of_seq, &self.as_of_time) {
-            (Some(s), _) => Some(AsOf::Seq(s)),
-            (None, Some(t)) => Some(AsOf::Time(parse_time("as_of_time", t)?)),
-            (None, None) => None,
+        let as_of = match (self.as_of_seq, &self.as_of_time, &self.valid_time) {
+            (Some(s), _, _) => Some(AsOf::Seq(s)),
+            (None, Some(t), _) => Some(AsOf::Time(parse_time("as_of_time", t)?)),
+            (None, None, Some(t)) => Some(AsOf::ValidTime(parse_time("valid_time", t)?)),
+            (None, None, None) => None,
         };
         Ok(RecallFilters {
             top_k: Some(k),
@@ -312,7 +321,7 @@ pub struct ForgetTargetArgs {
     /// One memory (and its whole version chain).
     #[arg(long)]
     id: Option<u64>,
-    /// One observation (and memories derived only from it).
+    /// One observation (and the memory versions and chains derived from it).
     #[arg(long)]
     observation: Option<u64>,
     /// Every memory and observation of a session.
@@ -492,10 +501,11 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
             limit: a.limit,
         }),
         Cmd::AsOf(a) => {
-            let at = match (a.seq, &a.time) {
-                (Some(s), _) => AsOf::Seq(s),
-                (None, Some(t)) => AsOf::Time(parse_time("time", t)?),
-                (None, None) => return Err(ApiError::invalid("as_of", "give --seq or --time")),
+            let at = match (a.seq, &a.time, &a.valid_time) {
+                (Some(s), _, _) => AsOf::Seq(s),
+                (None, Some(t), _) => AsOf::Time(parse_time("time", t)?),
+                (None, None, Some(t)) => AsOf::ValidTime(parse_time("valid_time", t)?),
+                (None, None, None) => return Err(ApiError::invalid("as_of", "give --seq, --time or --valid-time")),
             };
             let namespace = ns(&a.ns)?;
             match a.what {
@@ -561,12 +571,8 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
 }
 
 fn parse_dedup(s: &str) -> Result<mnemon::DedupMode, ApiError> {
-    match s {
-        "refresh" => Ok(mnemon::DedupMode::Refresh),
-        "supersede" => Ok(mnemon::DedupMode::Supersede),
-        "off" => Ok(mnemon::DedupMode::Off),
-        _ => Err(ApiError::invalid("dedup", format!("dedup: {s:?}: expected refresh|supersede|off"))),
-    }
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|_| ApiError::invalid("dedup", format!("dedup: {s:?}: expected supersede|exact_only|off")))
 }
 
 /// Runs the command line.

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use chrono::{DateTime, Utc};
 use mnemon::api::Response;
 use mnemon::{Hit, Memory};
 
@@ -37,6 +38,14 @@ pub fn print(cli: &Cli, resp: &Response) -> ExitCode {
     code
 }
 
+/// The first line of an `as-of` listing: which time line it shows.
+fn view_header(seq: mnemon::Seq, valid_time: Option<DateTime<Utc>>) {
+    match valid_time {
+        Some(t) => println!("true at {} (valid time, as known at seq {seq}):", t.to_rfc3339()),
+        None => println!("as of seq {seq}:"),
+    }
+}
+
 fn next_page(cursor: Option<&String>) {
     if let Some(c) = cursor {
         eprintln!("note: more on the next page: --cursor {c}");
@@ -50,8 +59,8 @@ fn human(cli: &Cli, resp: &Response) {
             let note = match &r.action {
                 mnemon::RememberAction::Created => None,
                 mnemon::RememberAction::Duplicate => Some("identical content was already remembered".to_string()),
-                mnemon::RememberAction::NearDuplicate { similarity } => {
-                    Some(format!("a near-duplicate (cosine {similarity:.3}) was refreshed instead"))
+                mnemon::RememberAction::NearDuplicate { old, similarity } => {
+                    Some(format!("restates memory {old} (cosine {similarity:.3}); written as its new version"))
                 }
                 mnemon::RememberAction::Superseded { old } => Some(format!("supersedes memory {old}")),
                 other => Some(format!("{other:?}")),
@@ -73,7 +82,7 @@ fn human(cli: &Cli, resp: &Response) {
         },
         Response::History(h) => {
             if let Cmd::AsOf(_) = &cli.command {
-                println!("as of seq {}:", h.seq);
+                view_header(h.seq, h.valid_time);
                 for m in &h.versions {
                     println!("{}", memory_line(m));
                 }
@@ -86,7 +95,7 @@ fn human(cli: &Cli, resp: &Response) {
         }
         Response::List(l) => {
             if let Cmd::AsOf(_) = &cli.command {
-                println!("as of seq {}:", l.seq);
+                view_header(l.seq, l.valid_time);
             }
             for m in &l.memories {
                 println!("{}", memory_line(m));
@@ -108,7 +117,7 @@ fn human(cli: &Cli, resp: &Response) {
                 eprintln!("note: {} more hits left out by the response budget", r.omitted);
             }
         }
-        Response::Context(c) => println!("{}", c.context),
+        Response::Context(c) => println!("{}", c.text),
         Response::Forget(f) => {
             let o = &f.outcome;
             let verb = if f.dry_run { "would forget" } else { "forgot" };
@@ -179,26 +188,45 @@ pub fn memory_line(m: &Memory) -> String {
     let key = m.key.as_deref().map(|k| format!(" key={k}")).unwrap_or_default();
     let q = if m.quarantine.is_some() { " QUARANTINED" } else { "" };
     format!(
-        "#{:<6} {:<10} {:<10} {:<9} imp={:.2}{key}{q}  {}",
+        "#{:<6} {:<10} {:<10} {:<9} imp={:.2}{key}{q}  {}  {}",
         m.id.0,
         m.status.to_string(),
         m.kind.to_string(),
         m.tier.to_string(),
         m.importance,
+        time_span(m),
         m.content
+    )
+}
+
+/// Both time lines in one short column: valid time by date (when the fact
+/// held), recorded time to the second (when the store believed it).
+fn time_span(m: &Memory) -> String {
+    let day = |t: DateTime<Utc>| t.format("%Y-%m-%d").to_string();
+    let sec = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    format!(
+        "valid {}..{} recorded {}..{}",
+        day(m.valid_from),
+        m.valid_to.map(day).unwrap_or_default(),
+        sec(m.recorded_from),
+        m.recorded_to.map(sec).unwrap_or_default()
     )
 }
 
 pub fn memory_block(m: &Memory) -> String {
     let mut s = memory_line(m);
-    if let Some(t) = m.event_time {
-        s.push_str(&format!("\n        happened {}", t.format("%Y-%m-%d %H:%M UTC")));
-    }
+    let full = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into());
+    let from = if m.event_time.is_some() { "event time" } else { "write time" };
     s.push_str(&format!(
-        "\n        written {}  first seen {}  valid to {}",
+        "\n        valid    from {} to {}  (true in the world; from the {from})",
         m.valid_from.to_rfc3339(),
-        m.first_seen.to_rfc3339(),
-        m.valid_to.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
+        full(m.valid_to)
+    ));
+    s.push_str(&format!(
+        "\n        recorded from {} to {}  (believed by the store)  first seen {}",
+        m.recorded_from.to_rfc3339(),
+        full(m.recorded_to),
+        m.first_seen.to_rfc3339()
     ));
     if let Some(p) = m.prev {
         s.push_str(&format!("  prev #{p}"));
