@@ -41,11 +41,13 @@
 pub mod checksum;
 mod fold;
 pub mod injection;
+pub mod phone;
 pub mod redact;
 pub mod text;
 
 pub use checksum::{cn_id_check_char, cn_id_valid, luhn_valid};
 pub use injection::{InjectionDetector, InjectionFinding, InjectionPolicy, DEFAULT_THRESHOLD};
+pub use phone::{PhoneRegions, DEFAULT_PHONE_REGIONS, MAX_PHONE_REGIONS};
 pub use redact::{
     PiiKind, PiiPolicy, PiiSpan, Redaction, Redactor, MAX_CUSTOM_PATTERNS, MAX_GROWTH_PER_SPAN, MAX_LABEL_LEN,
 };

@@ -66,6 +66,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::checksum::{cn_id_valid, luhn_valid};
+use super::phone::{self, Candidate, PhoneCache, PhoneRegions, Written};
 use crate::error::{Error, Result};
 
 /// What the engine does when a memory's content contains personal data.
@@ -218,12 +219,28 @@ struct CustomPattern {
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
     custom: Vec<CustomPattern>,
+    phones: PhoneRegions,
 }
 
 impl Redactor {
-    /// A redactor with the built-in detectors only.
+    /// A redactor with the built-in detectors only, reading national phone
+    /// numbers of the [`DEFAULT_PHONE_REGIONS`](super::DEFAULT_PHONE_REGIONS).
     pub fn new() -> Self {
-        Self { custom: Vec::new() }
+        Self { custom: Vec::new(), phones: PhoneRegions::default() }
+    }
+
+    /// Reads nationally written phone numbers (no `+` or `00`) as numbers of
+    /// `regions`, in order, instead of the [`DEFAULT_PHONE_REGIONS`](super::DEFAULT_PHONE_REGIONS);
+    /// international numbers are read whatever the regions. Build `regions`
+    /// with [`PhoneRegions::new`], which validates the codes.
+    pub fn with_phone_regions(mut self, regions: PhoneRegions) -> Self {
+        self.phones = regions;
+        self
+    }
+
+    /// The regions nationally written phone numbers are read for.
+    pub fn phone_regions(&self) -> &PhoneRegions {
+        &self.phones
     }
 
     /// Adds a caller pattern whose matches are replaced by `[LABEL]` and
@@ -291,7 +308,8 @@ impl Redactor {
     /// boundaries, non-empty, non-overlapping and sorted by start. These are
     /// exactly the spans [`Redactor::redact`] replaces.
     pub fn find(&self, text: &str) -> Vec<PiiSpan> {
-        let mut spans = self.find_pass(text, &[]);
+        let mut cache = PhoneCache::default();
+        let mut spans = self.find_pass(text, &[], &mut cache);
         if spans.is_empty() {
             return spans;
         }
@@ -300,7 +318,7 @@ impl Redactor {
         loop {
             let (rendered, placed) = self.render(text, &spans);
             let protected: Vec<(usize, usize)> = placed.iter().map(|p| (p.t_start, p.t_end)).collect();
-            let fresh = self.find_pass(&rendered, &protected);
+            let fresh = self.find_pass(&rendered, &protected, &mut cache);
             if fresh.is_empty() {
                 return spans;
             }
@@ -376,7 +394,7 @@ impl Redactor {
 
     /// One scan: every candidate, then overlap resolution. Candidates that
     /// touch a `protected` byte range (a placeholder) are dropped.
-    fn find_pass(&self, text: &str, protected: &[(usize, usize)]) -> Vec<PiiSpan> {
+    fn find_pass(&self, text: &str, protected: &[(usize, usize)], cache: &mut PhoneCache) -> Vec<PiiSpan> {
         let mut cands: Vec<PiiSpan> = Vec::new();
         for (i, p) in self.custom.iter().enumerate() {
             let kind = PiiKind::Custom(u16::try_from(i).unwrap_or(u16::MAX));
@@ -386,7 +404,7 @@ impl Redactor {
                 }
             }
         }
-        digit_candidates(text, &mut cands);
+        digit_candidates(text, &mut Phones { regions: &self.phones, cache }, &mut cands);
         email_candidates(text, &mut cands);
         cands.retain(|c| !overlaps(protected, c.start, c.end));
         resolve(cands)
@@ -546,6 +564,7 @@ impl Group {
 
 /// Scanning context shared by the digit detectors.
 struct Scan<'a> {
+    text: &'a str,
     chars: &'a [(usize, char)],
 }
 
@@ -623,7 +642,7 @@ fn ascii(digits: &[u8]) -> String {
 
 /// Finds digit runs, links them into chains, and tries every short sub-chain
 /// against every digit-based detector.
-fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
+fn digit_candidates(text: &str, phones: &mut Phones<'_>, out: &mut Vec<PiiSpan>) {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let byte_at = |ci: usize| chars.get(ci).map_or(text.len(), |&(b, _)| b);
     let mut groups: Vec<Group> = Vec::new();
@@ -651,7 +670,7 @@ fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
         };
         groups.push(Group { start: chars[ci_start].0, end: byte_at(k), ci_start, ci_end: k, digits, plus, paren });
     }
-    let scan = Scan { chars: &chars };
+    let scan = Scan { text, chars: &chars };
     // Split into chains of runs joined by a recognised joiner.
     let mut i = 0;
     while i < groups.len() {
@@ -664,7 +683,7 @@ fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
             }
             j += 1;
         }
-        chain_candidates(&scan, &groups[i..j], &joiners, out);
+        chain_candidates(&scan, &groups[i..j], &joiners, phones, out);
         i = j;
     }
 }
@@ -676,8 +695,27 @@ const MAX_DIGITS: usize = 19;
 /// Shortest sub-chain any detector accepts, in digits (`+` and 8 digits).
 const MIN_DIGITS: usize = 8;
 
-fn chain_candidates(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], out: &mut Vec<PiiSpan>) {
+/// The redactor's phone regions and the verdicts of the current scan.
+struct Phones<'a> {
+    regions: &'a PhoneRegions,
+    cache: &'a mut PhoneCache,
+}
+
+fn chain_candidates(
+    scan: &Scan<'_>,
+    groups: &[Group],
+    joiners: &[Joiner],
+    phones: &mut Phones<'_>,
+    out: &mut Vec<PiiSpan>,
+) {
     let n = groups.len();
+    // A chain glued to a letter (`DE89 3704 0044 …`, `A1 234 567`) is a code.
+    let glued = match (groups.first(), groups.last()) {
+        (Some(f), Some(l)) => {
+            !scan.left_ok(f.ci_start, true) || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c))
+        }
+        _ => true,
+    };
     for i in 0..n {
         let mut total = 0;
         for j in i + 1..=n.min(i + MAX_RUNS) {
@@ -712,20 +750,70 @@ fn chain_candidates(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], out: 
             if let Some(s) = card(scan, &cand) {
                 push(s, PiiKind::BankCard);
             }
-            if let Some(s) = cn_mobile(scan, &cand) {
-                push(s, PiiKind::CnMobile);
-            }
-            if let Some(s) = plus_phone(scan, &cand) {
-                push(s, PiiKind::Phone);
-            }
-            if let Some(s) = nanp_phone(scan, &cand) {
-                push(s, PiiKind::Phone);
-            }
-            if let Some(s) = trunk_phone(scan, &cand) {
-                push(s, PiiKind::Phone);
+            if !glued {
+                if let Some((s, kind)) = phone(scan, &cand, phones) {
+                    push(s, kind);
+                }
             }
         }
     }
+}
+
+/// A telephone number: a loose shape check here, then confirmation with
+/// libphonenumber metadata in [`super::phone`]. Returns the span start and
+/// kind.
+fn phone(scan: &Scan<'_>, c: &Cand<'_>, phones: &mut Phones<'_>) -> Option<(usize, PiiKind)> {
+    let first = c.first();
+    let digits = ascii(&c.digits());
+    let lens = c.lens();
+    // Whether the span starts with a `(` that the candidate closes.
+    let (written, start, mut open) = if let Some(plus) = first.plus {
+        let start = plus_start(scan, c)?;
+        (Written::Plus, start, start < plus)
+    } else {
+        let first_paren = c.inner.iter().find(|j| j.class() == JoinClass::Paren);
+        let (start, open) = match first.paren {
+            Some(p) if first_paren.is_some_and(|j| j.closes()) => {
+                (scan.left_ok(first.ci_start.checked_sub(1)?, false).then_some(p)?, true)
+            }
+            _ => (plain_start(scan, c)?, false),
+        };
+        let idd = first.len() >= 2 && digits.starts_with("00") && !digits[2..].starts_with('0');
+        (if idd { Written::Idd00 } else { Written::National }, start, open)
+    };
+    // Parentheses: at most one pair, opened before it is closed, all inside.
+    let mut pairs = usize::from(open);
+    for j in c.inner {
+        match j {
+            Joiner::SpaceOpen if !open => {
+                open = true;
+                pairs += 1;
+            }
+            Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash if open => open = false,
+            Joiner::SpaceOpen | Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash => return None,
+            _ => {}
+        }
+    }
+    if open || pairs > 1 {
+        return None;
+    }
+    // One separator throughout, except after the first run and around
+    // parentheses (`+86 138-1234-5678`, `(0755) 1234 5678`).
+    let mut seps = c.inner.iter().skip(1).filter(|j| j.class() != JoinClass::Paren);
+    if let Some(sep) = seps.next() {
+        if seps.any(|j| j != sep) {
+            return None;
+        }
+    }
+    if phone::looks_like_date(&digits, &lens)
+        || phone::looks_like_isbn(&digits, &lens)
+        || (written == Written::National && phone::looks_like_thousands(&digits, &lens))
+        || phone::amount_or_id_context(scan.text, start, c.last().end)
+    {
+        return None;
+    }
+    let kind = phones.regions.confirm(Candidate { digits: &digits, runs: &lens, written }, phones.cache)?;
+    Some((start, kind))
 }
 
 /// Span start of an unprefixed candidate, if its left side allows one.
@@ -788,59 +876,6 @@ fn issuer_plausible(d: &[u8]) -> bool {
     }
 }
 
-/// 11-digit CN mobile body: `1[3-9]`, grouped `[11]`, `[3,4,4]` or `[3,8]`.
-fn mobile_body(digits: &[u8], lens: &[usize], joiners: &[Joiner]) -> bool {
-    digits.len() == 11
-        && digits[0] == 1
-        && (3..=9).contains(&digits[1])
-        && matches!(lens, [11] | [3, 4, 4] | [3, 8])
-        && uniform_space_or_dash(joiners)
-}
-
-fn cn_mobile(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    let digits = c.digits();
-    let lens = c.lens();
-    let first = c.first();
-    let prefixed = |code: &[u8]| -> Option<usize> {
-        let start = match first.plus {
-            Some(_) => plus_start(scan, c)?,
-            None => plain_start(scan, c)?,
-        };
-        let body = &digits[code.len()..];
-        if first.digits == code && c.groups.len() >= 2 {
-            mobile_body(body, &lens[1..], &c.inner[1..]).then_some(())?;
-        } else if c.groups.len() == 1 && first.digits.starts_with(code) {
-            mobile_body(body, &[body.len()], &[]).then_some(())?;
-        } else {
-            return None;
-        }
-        Some(start)
-    };
-    if first.plus.is_some() {
-        return if digits.starts_with(&[8, 6]) { prefixed(&[8, 6]) } else { None };
-    }
-    if digits.starts_with(&[0, 0, 8, 6]) {
-        return prefixed(&[0, 0, 8, 6]);
-    }
-    if mobile_body(&digits, &lens, c.inner) {
-        return plain_start(scan, c);
-    }
-    None
-}
-
-/// International notation: `+` and 8–15 digits in any grouping.
-fn plus_phone(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    c.first().plus?;
-    let total = c.total();
-    if !(8..=15).contains(&total) || c.first().digits.first() == Some(&0) {
-        return None;
-    }
-    if c.inner.contains(&Joiner::SpaceOpen) && !c.inner.iter().any(|j| j.closes()) {
-        return None;
-    }
-    plus_start(scan, c)
-}
-
 /// Span start of a candidate whose first run follows a `+`: the `+`, or the
 /// `(` before it when the country code is parenthesised (`(+86) 138…`).
 fn plus_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
@@ -853,77 +888,6 @@ fn plus_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         return (norm_punct(ch) == Some(b'(') && scan.left_ok(open_ci, false)).then_some(open);
     }
     scan.left_ok(plus_ci, true).then_some(plus)
-}
-
-/// North-American notation: `[3,3,4]`, optionally after a `1` run.
-fn nanp_phone(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    if c.first().plus.is_some() {
-        return None;
-    }
-    let lens = c.lens();
-    let o = match lens.as_slice() {
-        [3, 3, 4] => 0,
-        [1, 3, 3, 4] if c.first().digits == [1] => 1,
-        _ => return None,
-    };
-    let area = &c.groups[o];
-    let exchange = &c.groups[o + 1];
-    if area.digits[0] < 2 || exchange.digits[0] < 2 {
-        return None;
-    }
-    let (j_area, j_exch) = (c.inner[o], c.inner[o + 1]);
-    let paren = area.paren.is_some() && j_area.closes();
-    let body_ok = if paren {
-        matches!(j_exch, Joiner::Dash | Joiner::Space | Joiner::Dot)
-    } else {
-        j_area == j_exch && matches!(j_area, Joiner::Dash | Joiner::Space | Joiner::Dot)
-    };
-    if !body_ok {
-        return None;
-    }
-    if o == 1 {
-        let lead = c.inner[0];
-        let lead_ok = match lead {
-            Joiner::SpaceOpen => paren,
-            Joiner::Space | Joiner::Dash | Joiner::Dot => true,
-            _ => false,
-        };
-        return (lead_ok && scan.left_ok(c.first().ci_start, false)).then_some(c.first().start);
-    }
-    if paren {
-        let p = area.paren?;
-        return scan.left_ok(area.ci_start - 1, false).then_some(p);
-    }
-    plain_start(scan, c)
-}
-
-/// Trunk-prefixed national number: `0` + 2–3 digit area code, then 6–8
-/// subscriber digits in one or two runs of at least 3.
-fn trunk_phone(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    let area = c.first();
-    if area.plus.is_some() || c.groups.len() < 2 || c.groups.len() > 3 {
-        return None;
-    }
-    if !(3..=4).contains(&area.len()) || area.digits[0] != 0 || area.digits[1] == 0 {
-        return None;
-    }
-    let rest = &c.groups[1..];
-    let sub: usize = rest.iter().map(Group::len).sum();
-    if !(6..=8).contains(&sub) || rest.iter().any(|g| g.len() < 3) {
-        return None;
-    }
-    if !uniform_space_or_dash(&c.inner[1..]) {
-        return None;
-    }
-    let j = c.inner[0];
-    if area.paren.is_some() && j.closes() {
-        let p = area.paren?;
-        return scan.left_ok(area.ci_start - 1, false).then_some(p);
-    }
-    if !matches!(j, Joiner::Space | Joiner::Dash | Joiner::SpacedDash) {
-        return None;
-    }
-    plain_start(scan, c)
 }
 
 // ---------------------------------------------------------------------------

@@ -264,6 +264,7 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
     let e = embed::load_embedder_for(choice, &models_dir(cli), recorded.as_deref())?;
     let engine = Engine::builder(dir)
         .embedder(e)
+        .phone_regions(cli.phone_region_codes())
         .on_progress(Arc::new(|p: &mnemon::Progress| {
             eprint!("\r{}: {}/{}", p.stage, p.done, p.total);
             if p.done == p.total {
