@@ -688,8 +688,8 @@ fn digit_candidates(text: &str, phones: &mut Phones<'_>, out: &mut Vec<PiiSpan>)
     }
 }
 
-/// Longest sub-chain considered, in runs.
-const MAX_RUNS: usize = 6;
+/// Longest sub-chain considered, in runs (`00 33 (0)1 23 45 67 89`).
+const MAX_RUNS: usize = 8;
 /// Longest sub-chain considered, in digits (19-digit cards).
 const MAX_DIGITS: usize = 19;
 /// Shortest sub-chain any detector accepts, in digits (`+` and 8 digits).
@@ -709,15 +709,33 @@ fn chain_candidates(
     out: &mut Vec<PiiSpan>,
 ) {
     let n = groups.len();
-    // A chain glued to a letter (`DE89 3704 0044 …`, `A1 234 567`) is a code.
-    let glued = match (groups.first(), groups.last()) {
+    if groups.iter().map(Group::len).sum::<usize>() < MIN_DIGITS {
+        return;
+    }
+    // No phone in a chain glued to a letter (`DE89 3704 0044 …`, `A1 234
+    // 567`: a code) or that is, as a whole, a date, an ISBN, a number in
+    // thousands grouping or an IPv4 address.
+    let phones_here = match (groups.first(), groups.last()) {
         (Some(f), Some(l)) => {
-            !scan.left_ok(f.ci_start, true) || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c))
+            let glued = !scan.left_ok(f.ci_start, true) || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c));
+            let all: Vec<u8> = groups.iter().flat_map(|g| g.digits.iter().copied()).collect();
+            let lens: Vec<usize> = groups.iter().map(Group::len).collect();
+            let digits = ascii(&all);
+            let dotted = !joiners.is_empty() && joiners.iter().all(|&j| j == Joiner::Dot);
+            let other = glued
+                || phone::looks_like_date(&digits, &lens)
+                || phone::looks_like_isbn(&digits, &lens)
+                || (dotted && phone::looks_like_ipv4(&digits, &lens))
+                || (f.plus.is_none() && phone::looks_like_thousands(&digits, &lens));
+            !other
         }
-        _ => true,
+        _ => false,
     };
+    // The chain starts with an international prefix (`+44 …`, `0044 …`).
+    let intl_head = groups.first().is_some_and(|g| g.plus.is_some() || g.digits.starts_with(&[0, 0]));
     for i in 0..n {
         let mut total = 0;
+        let mut phone_cands = Vec::new();
         for j in i + 1..=n.min(i + MAX_RUNS) {
             total += groups[j - 1].len();
             if total > MAX_DIGITS {
@@ -740,20 +758,25 @@ fn chain_candidates(
                 continue;
             }
             let end = cand.last().end;
-            let mut push = |start: usize, kind: PiiKind| out.push(PiiSpan { start, end, kind });
             if let Some(s) = cn_id(scan, &cand) {
-                push(s, PiiKind::CnId);
+                out.push(PiiSpan { start: s, end, kind: PiiKind::CnId });
             }
             if cand.any_x() {
                 continue;
             }
             if let Some(s) = card(scan, &cand) {
-                push(s, PiiKind::BankCard);
+                out.push(PiiSpan { start: s, end, kind: PiiKind::BankCard });
             }
-            if !glued {
-                if let Some((s, kind)) = phone(scan, &cand, phones) {
-                    push(s, kind);
-                }
+            if phones_here {
+                phone_cands.push(cand);
+            }
+        }
+        // Longest first: a shorter phone at the same start would lose the
+        // overlap anyway, so it is not looked up.
+        for cand in phone_cands.iter().rev() {
+            if let Some((start, kind)) = phone(scan, cand, intl_head, phones) {
+                out.push(PiiSpan { start, end: cand.last().end, kind });
+                break;
             }
         }
     }
@@ -762,7 +785,7 @@ fn chain_candidates(
 /// A telephone number: a loose shape check here, then confirmation with
 /// libphonenumber metadata in [`super::phone`]. Returns the span start and
 /// kind.
-fn phone(scan: &Scan<'_>, c: &Cand<'_>, phones: &mut Phones<'_>) -> Option<(usize, PiiKind)> {
+fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>) -> Option<(usize, PiiKind)> {
     let first = c.first();
     let digits = ascii(&c.digits());
     let lens = c.lens();
@@ -797,11 +820,20 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, phones: &mut Phones<'_>) -> Option<(usiz
     if open || pairs > 1 {
         return None;
     }
-    // One separator throughout, except after the first run and around
-    // parentheses (`+86 138-1234-5678`, `(0755) 1234 5678`).
-    let mut seps = c.inner.iter().skip(1).filter(|j| j.class() != JoinClass::Paren);
-    if let Some(sep) = seps.next() {
-        if seps.any(|j| j != sep) {
+    // The tail of an international number is not a national one
+    // (`+44 901 234 5678` holds no `901 234 5678`).
+    if c.left.is_some() && intl_head {
+        return None;
+    }
+    // Separators after the first run and outside parentheses: one kind, or
+    // spaces then dashes (`+86 138-1234-5678`, `(0755) 1234 5678`,
+    // `+7 912 345-67-89`), never dashes then spaces (`2023-11-05 12`).
+    let seps: Vec<Joiner> = c.inner.iter().skip(1).filter(|j| j.class() != JoinClass::Paren).copied().collect();
+    let switch = seps.windows(2).position(|w| w[0] != w[1]);
+    if let Some(at) = switch {
+        let (before, after) = seps.split_at(at + 1);
+        let spaces_then_dashes = before.iter().all(|&j| j == Joiner::Space) && after.iter().all(|&j| j == Joiner::Dash);
+        if !spaces_then_dashes {
             return None;
         }
     }
@@ -812,7 +844,10 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, phones: &mut Phones<'_>) -> Option<(usiz
     {
         return None;
     }
-    let kind = phones.regions.confirm(Candidate { digits: &digits, runs: &lens, written }, phones.cache)?;
+    // Dots also join versions and addresses: dotted numbers must be grouped
+    // as the library groups them (`415.555.0100`, `01.23.45.67.89`).
+    let strict = c.inner.contains(&Joiner::Dot);
+    let kind = phones.regions.confirm(Candidate { digits: &digits, runs: &lens, written, strict }, phones.cache)?;
     Some((start, kind))
 }
 
