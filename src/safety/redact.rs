@@ -11,9 +11,23 @@
 //! |---|---|---|---|
 //! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4; province code, birth date and GB 11643-1999 check character verified |
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
-//! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | `1[3-9]` + 9 digits, plain or grouped 3-4-4 / 3-8, optionally after `+86` or `0086` |
-//! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | `+` and 8–15 digits in any grouping (`+1 415 555 0100`, `+44 20 7946 0958`); North-American `(415) 555-0100`, `415-555-0100`, `415.555.0100`, `415 555 0100`, optionally after `1`; trunk-prefixed national numbers `010-12345678`, `(0755) 1234 5678`, `020 7946 0958` |
+//! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
+//! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
 //! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | ASCII `local@domain.tld`, TLD 2–24 letters |
+//!
+//! Telephone numbers: digit runs joined by spaces, dashes, dots or one pair
+//! of parentheses, 8–19 digits, optionally after `+` or `00`, confirmed with
+//! libphonenumber's metadata. International writings are read with their own
+//! country's metadata, national writings with the redactor's
+//! [`PhoneRegions`] (default [`DEFAULT_PHONE_REGIONS`](super::DEFAULT_PHONE_REGIONS):
+//! CN, US, GB, DE, FR, JP; see [`Redactor::with_phone_regions`]). Valid
+//! mobile, fixed-line, VoIP, personal, pager and voicemail numbers are
+//! redacted, and so are numbers of reserved or unallocated ranges written in
+//! full with their prefix and in the library's own grouping (the UK drama
+//! range `07700 900xxx`); toll-free, premium-rate, shared-cost and UAN
+//! numbers, quantities (`+100 000 000`), dates, ISBNs, amounts and
+//! identifiers are kept. The rules, and what they cost, are in
+//! [`super::phone`].
 //!
 //! Card issuer prefixes (first digits, by total length): 13 → `4`;
 //! 14 → `30`, `36`, `38`, `39`; 15 → `34`, `37`; 16 → `2221`–`2720`, `35`, `4`,
@@ -89,8 +103,9 @@ pub enum PiiPolicy {
 /// [`Redactor::with_pattern`] (0-based, in order of addition).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum PiiKind {
-    /// Mainland-China mobile number (`1[3-9]` + 9 digits, optional `+86`/`0086`).
-    /// Placeholder `[PHONE]`, count key `CN_MOBILE`.
+    /// Mainland-China mobile number (calling code 86, libphonenumber type
+    /// mobile; national or after `+86`/`0086`). Placeholder `[PHONE]`, count
+    /// key `CN_MOBILE`.
     CnMobile,
     /// Mainland-China resident identity number (GB 11643-1999, 18 chars).
     /// Placeholder `[CN_ID]`, count key `CN_ID`.
@@ -100,8 +115,9 @@ pub enum PiiKind {
     BankCard,
     /// E-mail address. Placeholder `[EMAIL]`, count key `EMAIL`.
     Email,
-    /// Other telephone number (international `+…`, North-American, or
-    /// trunk-prefixed national). Placeholder `[PHONE]`, count key `PHONE`.
+    /// Other telephone number carrying personal data, written
+    /// internationally (`+…`, `00…`) or nationally for one of the
+    /// redactor's [`PhoneRegions`]. Placeholder `[PHONE]`, count key `PHONE`.
     Phone,
     /// A caller-supplied pattern: the index among the redactor's patterns.
     /// Placeholder and count key are the pattern's label.
@@ -214,8 +230,10 @@ struct CustomPattern {
 /// detectors, boundaries, precedence and bounds.
 ///
 /// Built once and shared: it is `Send + Sync`, and cloning copies only the
-/// custom patterns (compiled regexes share their programs). All methods are
-/// pure functions of the input text.
+/// custom patterns (compiled regexes share their programs) and the phone
+/// regions. All methods are pure functions of the input text. The first
+/// phone-number lookup in a process loads libphonenumber's metadata
+/// (about 0.2 s, once; `benches/phones.rs` measures it).
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
     custom: Vec<CustomPattern>,
