@@ -441,7 +441,7 @@ pub(crate) fn amount_or_id_context(text: &str, start: usize, end: usize) -> bool
 #[rustfmt::skip]
 const ID_LABELS: &[&str] = &[
     "order", "invoice", "inv", "ticket", "tracking", "ref", "reference", "sku", "serial", "isbn", "isbn-10",
-    "isbn-13", "isbn10", "isbn13", "issn", "case", "po", "transaction", "txn", "batch", "lot", "part", "receipt",
+    "isbn-13", "isbn10", "isbn13", "issn", "case", "transaction", "txn", "batch", "lot", "part", "receipt",
     "booking", "confirmation", "订单", "订单号", "单号", "编号", "发票", "发票号", "运单", "运单号", "快递单号",
     "流水号", "工单", "工单号", "批号", "序列号", "货号",
 ];
