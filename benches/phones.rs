@@ -13,6 +13,11 @@
 //! over a service number (toll-free, premium-rate, shared-cost, UAN), is a
 //! false positive.
 //!
+//! When the real data sets are present (`MNEMON_EVAL_DATA`, as for
+//! `tests/eval_real_data.rs`), the dev-split turns of LoCoMo, LongMemEval_S
+//! and MADial-Bench zh are scanned too: texts taken to hold a phone, every
+//! such span listed for audit, and the per-text cost on real text.
+//!
 //! Run with `cargo bench --bench phones` (optionally `-- --seed N`).
 
 #[path = "phones/baseline.rs"]
@@ -20,11 +25,13 @@ mod baseline;
 #[path = "phones/set.rs"]
 mod set;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::hint::black_box;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use cpu_time::ThreadTime;
+use mnemon::eval::{load_locomo, load_longmemeval, load_madial, Split, Unit};
 use mnemon::safety::{PiiKind, Redactor};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -155,6 +162,40 @@ fn prose(rng: &mut SmallRng, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// Turn texts of the real data sets' dev splits (`MNEMON_EVAL_DATA`, else
+/// `shared/data` in the repository), deduplicated, per data set; `None`
+/// when the files are absent.
+fn real_dev_texts() -> Option<Vec<(&'static str, Vec<String>)>> {
+    let dir = std::env::var_os("MNEMON_EVAL_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("shared/data"));
+    if !dir.join("locomo10.json").is_file() {
+        println!(
+            "
+(no real data in {}: set MNEMON_EVAL_DATA to the shared data directory)",
+            dir.display()
+        );
+        return None;
+    }
+    let dev_texts = |units: Vec<Unit>| -> Vec<String> {
+        let set: BTreeSet<String> =
+            units.into_iter().filter(|u| u.split == Split::Dev).flat_map(|u| u.docs).map(|d| d.text).collect();
+        set.into_iter().collect()
+    };
+    let mut out = Vec::new();
+    if let Ok(u) = load_locomo(&dir.join("locomo10.json")) {
+        out.push(("LoCoMo dev turns", dev_texts(u)));
+    }
+    let lme = dir.join("longmemeval_s_498.jsonl.gz");
+    if let Ok(u) = load_longmemeval(&lme, Some(&dir.join("longmemeval_s_dev100_ids.txt"))) {
+        out.push(("LongMemEval_S dev user turns", dev_texts(u)));
+    }
+    if let Ok(u) = load_madial(&dir.join("madial-bench-zh")) {
+        out.push(("MADial-Bench zh dev memories", dev_texts(u)));
+    }
+    Some(out)
+}
+
 fn main() {
     let seed =
         std::env::args().skip_while(|a| a != "--seed").nth(1).and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_SEED);
@@ -280,5 +321,44 @@ fn main() {
     ] {
         let (b, a) = per_text_ns(&old, &new, texts, 7);
         println!("| {name} | {} | {:.2} | {:.2} | {:.2} |", texts.len(), b / 1e3, a / 1e3, a / b);
+    }
+
+    // Real conversations: every phone span found is listed for audit (these
+    // turns hold few real phone numbers, so most spans would be mistakes).
+    let Some(real) = real_dev_texts() else { return };
+    println!("\nreal dev-split texts: texts with a phone span, spans, and per-text cost:\n");
+    println!("| texts | n | with a phone before | after | before µs | after µs | after / before |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut found: Vec<String> = Vec::new();
+    for (name, texts) in &real {
+        let with = |r: &dyn PhoneFinder| texts.iter().filter(|t| !r.phones(t).is_empty()).count();
+        let (b, a) = per_text_ns(&old, &new, texts, 3);
+        println!(
+            "| {name} | {} | {} | {} | {:.2} | {:.2} | {:.2} |",
+            texts.len(),
+            with(&old),
+            with(&new),
+            b / 1e3,
+            a / 1e3,
+            a / b
+        );
+        for t in texts {
+            let (b, a) = (old.phones(t), new.phones(t));
+            for (tag, spans, other) in [("after", &a, &b), ("before only", &b, &a)] {
+                for &(s, e) in spans {
+                    if tag != "after" && other.contains(&(s, e)) {
+                        continue;
+                    }
+                    let from = t[..s].char_indices().rev().nth(24).map_or(0, |(i, _)| i);
+                    let to = t[e..].char_indices().nth(24).map_or(t.len(), |(i, _)| e + i);
+                    let context = format!("…{}[{}]{}…", &t[from..s], &t[s..e], &t[e..to]).replace(['\n', '\r'], " ");
+                    found.push(format!("{tag}, {name}: {context}"));
+                }
+            }
+        }
+    }
+    println!("\nphone spans in real dev texts, after, and those only the pattern-only redactor took ({}):", found.len());
+    for f in &found {
+        println!("  {f}");
     }
 }

@@ -23,7 +23,13 @@
 //! forms must carry the national (trunk) prefix wherever the region writes
 //! one: `020 7946 0958` is a London number, `20 7946 0958` and the French
 //! reading of `100 000 000` are not. A prefix the region dials but does not
-//! write (NANP `1-415-555-0100`) is accepted.
+//! write (NANP `1-415-555-0100`) is accepted. A number read with no prefix at
+//! all (NANP `415 555 0100`, CN mobile `138 1234 5678`) has only its grouping
+//! to show it is a phone number: the groups must be the library's, with the
+//! first one (the area code) set apart, and a single bare run must have 11
+//! digits (`13812345678`) or follow a word such as `phone`, `call`,
+//! `number`, `电话` or `手机` within 32 characters — a bare `8703211000` is
+//! as often a customs, product or order code.
 //!
 //! A parsed number is then redacted when either
 //!
@@ -31,7 +37,8 @@
 //!    mobile, fixed line, fixed line or mobile, VoIP, personal number, pager,
 //!    voicemail. Toll-free, premium-rate, shared-cost and UAN numbers
 //!    (`0800 123 4567`) are service numbers of organisations and stay in
-//!    clear; or
+//!    clear, unless another region reads the same national digits as a
+//!    personal number; or
 //! 2. it is not valid, but it is a **full-length possible number written
 //!    with its prefix** (national trunk prefix or country code) **and grouped
 //!    the way libphonenumber formats it** (each group boundary of the
@@ -40,21 +47,39 @@
 //!    drama range `07700 900xxx`, from leaking just because the range is not
 //!    in service.
 //!
+//! Numbers joined by dots, and national numbers of four or more runs of at
+//! most three digits (`01 23 45 67 89`, but also `20 25 30 40 50`), must be
+//! grouped the library's way even when valid.
+//!
 //! A CN mobile number (calling code 86, type mobile) is reported as
 //! [`PiiKind::CnMobile`], every other number as [`PiiKind::Phone`].
 //!
 //! # What is never a phone number
 //!
-//! Checked before the library is asked (shape and context, no allocation):
-//! dates (`2023-11-05`, `05.11.2023`, `11 05 2023`, `20231105`), numbers in
+//! Checked before the library is asked (shape and context): dates
+//! (`2023-11-05`, `05.11.2023`, `11 05 2023`, `20231105`), numbers in
 //! thousands grouping written nationally (`13 800 000 000`,
 //! `1.234.567.890`), ISBNs (4–5 groups ending in a one-digit check group,
-//! checksum verified), amounts (a currency sign just before, or `%`, `‰`,
+//! checksum verified), IPv4 addresses, decimals (one dot, unless after a
+//! trunk-prefixed area code such as `030.123456`), ranges from a lone `0`
+//! (`0–4294967295`), amounts (a currency sign just before, or `%`, `‰`,
 //! `元`, `万`, `亿`, … just after), identifiers (`#` or `№` just before; a
-//! label such as `Order`, `Invoice No.`, `Ref:`, `ISBN`, `订单号`, `编号`
-//! just before), and digit chains glued to letters (`DE89 3704 0044 0532
-//! 0130 00`). Mixed separators beyond the first (`2023-11-05 12`) break a
-//! candidate too.
+//! label such as `Order`, `Invoice No.`, `Ref:`, `code`, `ISBN`, `订单号`,
+//! `编号` just before), digit chains glued to a word (`DE89 3704 0044 0532
+//! 0130 00`, `bjo-2022-321842`, `…/2365515882.py`), and the tail of an
+//! international number read as a national one (`+44 901 234 5678` holds no
+//! `901 234 5678`). Mixed separators beyond the first, other than spaces
+//! then dashes (`+7 912 345-67-89`), break a candidate too
+//! (`2023-11-05 12`).
+//!
+//! # Cost
+//!
+//! Shape and context checks are a few comparisons per digit run; only a
+//! candidate that passes them is parsed: once when written internationally,
+//! up to once per region when written nationally (a few microseconds each;
+//! `benches/phones.rs` measures both, and real conversation text, against
+//! the pattern-only redactor). Verdicts are memoised for the duration of one
+//! [`super::Redactor::find`] call, which rescans after replacing.
 
 use std::collections::HashMap;
 
@@ -160,13 +185,16 @@ pub(crate) struct Candidate<'a> {
     pub(crate) written: Written,
     /// Valid numbers too must be grouped the way the library formats them.
     pub(crate) strict: bool,
+    /// A word naming a phone number comes just before (see
+    /// [`phone_word_before`]).
+    pub(crate) vouched: bool,
 }
 
 /// Verdicts of one scan, keyed by candidate: sub-chains overlap and the
 /// redactor rescans after replacing, so the same digits come back.
 #[derive(Default)]
 pub(crate) struct PhoneCache {
-    seen: HashMap<(Written, bool, String, Vec<usize>), Option<PiiKind>>,
+    seen: HashMap<(Written, bool, bool, String, Vec<usize>), Option<PiiKind>>,
 }
 
 /// What the library says about one parsed number.
@@ -213,6 +241,13 @@ fn run_starts(runs: &[usize]) -> Vec<usize> {
         .collect()
 }
 
+/// Digits in the first group of a formatted number, when it has groups.
+fn first_group_len(formatted: &str) -> Option<usize> {
+    let digits = formatted.chars().skip_while(|c| !c.is_ascii_digit());
+    let n = digits.clone().take_while(char::is_ascii_digit).count();
+    (n > 0 && digits.skip(n).any(|c| c.is_ascii_digit())).then_some(n)
+}
+
 /// Whether every run boundary inside the national significant number (the
 /// last `nsn_len` digits) is a group boundary of the library's `formatted`
 /// writing of the number, which must group it at least once.
@@ -242,13 +277,13 @@ impl PhoneRegions {
     /// The kind to redact `c` as, or `None` when it is not a telephone
     /// number that carries personal data. Memoised in `cache`.
     pub(crate) fn confirm(&self, c: Candidate<'_>, cache: &mut PhoneCache) -> Option<PiiKind> {
-        let key = (c.written, c.strict, c.digits.to_owned(), c.runs.to_vec());
+        let key = (c.written, c.strict, c.vouched, c.digits.to_owned(), c.runs.to_vec());
         if let Some(&known) = cache.seen.get(&key) {
             return known;
         }
         let starts = run_starts(c.runs);
         let found = match c.written {
-            Written::National => self.national(c.digits, &starts, c.strict),
+            Written::National => self.national(c, &starts),
             Written::Plus => international(c.digits, 0, &starts, c.strict),
             Written::Idd00 => international(c.digits, 2, &starts, c.strict),
         };
@@ -256,7 +291,8 @@ impl PhoneRegions {
         found
     }
 
-    fn national(&self, digits: &str, starts: &[usize], strict: bool) -> Option<PiiKind> {
+    fn national(&self, c: Candidate<'_>, starts: &[usize]) -> Option<PiiKind> {
+        let digits = c.digits;
         let mut service = false;
         let mut unallocated = false;
         for &region in &self.regions {
@@ -292,7 +328,18 @@ impl PhoneRegions {
                 continue;
             }
             let grouped = grouped_like(starts, digits.len(), nsn.len(), &national);
-            if strict && !grouped {
+            // Without a written prefix, only the grouping says "phone
+            // number": it must be the library's, with the first group (the
+            // area code) set apart, and one bare run must be 11 digits (a CN
+            // mobile) or vouched for by a word before it.
+            let bare = digits.len() == nsn.len();
+            let bare_ok = grouped
+                && match first_group_len(&national) {
+                    _ if starts.is_empty() => digits.len() >= 11 || c.vouched,
+                    Some(first) => starts.contains(&first),
+                    None => false,
+                };
+            if (c.strict && !grouped) || (bare && !bare_ok) {
                 continue;
             }
             match verdict {
@@ -436,12 +483,35 @@ pub(crate) fn amount_or_id_context(text: &str, start: usize, end: usize) -> bool
         || ends_with_id_label(before)
 }
 
+/// Words that, shortly before a number, say it is a phone number (ASCII
+/// ones case-insensitive and whole words).
+#[rustfmt::skip]
+const PHONE_WORDS: &[&str] = &[
+    "phone", "tel", "telephone", "call", "cell", "mobile", "mob", "fax", "text", "whatsapp", "sms", "dial",
+    "contact", "reach", "number", "电话", "手机", "致电", "拨打", "联系", "号码", "微信",
+];
+
+/// Whether one of [`PHONE_WORDS`] is among the 32 characters before byte
+/// `start` of `text`.
+pub(crate) fn phone_word_before(text: &str, start: usize) -> bool {
+    let before = text.get(..start).unwrap_or("");
+    let from = before.char_indices().rev().nth(31).map_or(0, |(i, _)| i);
+    let window = before[from..].to_ascii_lowercase();
+    PHONE_WORDS.iter().any(|w| {
+        window.match_indices(w).any(|(i, _)| {
+            !w.is_ascii()
+                || (!window[..i].ends_with(|c: char| c.is_ascii_alphanumeric())
+                    && !window[i + w.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()))
+        })
+    })
+}
+
 /// Words that, right before a number, say it is an identifier, not a phone
 /// number (ASCII ones case-insensitive and whole words).
 #[rustfmt::skip]
 const ID_LABELS: &[&str] = &[
     "order", "invoice", "inv", "ticket", "tracking", "ref", "reference", "sku", "serial", "isbn", "isbn-10",
-    "isbn-13", "isbn10", "isbn13", "issn", "case", "transaction", "txn", "batch", "lot", "part", "receipt",
+    "isbn-13", "isbn10", "isbn13", "issn", "case", "code", "transaction", "txn", "batch", "lot", "part", "receipt",
     "booking", "confirmation", "订单", "订单号", "单号", "编号", "发票", "发票号", "运单", "运单号", "快递单号",
     "流水号", "工单", "工单号", "批号", "序列号", "货号",
 ];
@@ -484,12 +554,13 @@ mod tests {
     }
 
     fn confirm(digits: &str, runs: &[usize], written: Written) -> Option<PiiKind> {
-        regions().confirm(Candidate { digits, runs, written, strict: false }, &mut PhoneCache::default())
+        regions()
+            .confirm(Candidate { digits, runs, written, strict: false, vouched: false }, &mut PhoneCache::default())
     }
 
     fn confirm_in(region: &str, digits: &str, runs: &[usize], written: Written) -> Option<PiiKind> {
         let only = PhoneRegions::new([region]).unwrap();
-        only.confirm(Candidate { digits, runs, written, strict: false }, &mut PhoneCache::default())
+        only.confirm(Candidate { digits, runs, written, strict: false, vouched: false }, &mut PhoneCache::default())
     }
 
     fn confirm_gb(digits: &str, runs: &[usize], written: Written) -> Option<PiiKind> {

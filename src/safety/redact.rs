@@ -597,6 +597,18 @@ impl Scan<'_> {
         !is_word(c) && (uses_plus || norm_punct(c) != Some(b'+'))
     }
 
+    /// Whether the digits from char index `start` to `end` are tied to a
+    /// word by punctuation: `bjo-2022…`, `…/2365515882`, `…530.html`,
+    /// `…0958-A`.
+    fn glued_by_punct(&self, start: usize, end: usize) -> bool {
+        let at = |ci: Option<usize>| ci.and_then(|i| self.chars.get(i)).map(|&(_, c)| c);
+        let before = matches!(at(start.checked_sub(1)), Some('-' | '/'))
+            && at(start.checked_sub(2)).is_some_and(|c| c.is_ascii_alphanumeric());
+        let after = matches!(at(Some(end)), Some('-' | '/' | '.'))
+            && at(end.checked_add(1)).is_some_and(|c| c.is_ascii_alphabetic());
+        before || after
+    }
+
     /// Whether the character at char index `ci` allows a span to end there.
     fn right_ok(&self, ci: usize) -> bool {
         match self.chars.get(ci) {
@@ -735,7 +747,9 @@ fn chain_candidates(
     // thousands grouping or an IPv4 address.
     let phones_here = match (groups.first(), groups.last()) {
         (Some(f), Some(l)) => {
-            let glued = !scan.left_ok(f.ci_start, true) || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c));
+            let glued = !scan.left_ok(f.ci_start, true)
+                || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c))
+                || scan.glued_by_punct(f.ci_start, l.ci_end);
             let all: Vec<u8> = groups.iter().flat_map(|g| g.digits.iter().copied()).collect();
             let lens: Vec<usize> = groups.iter().map(Group::len).collect();
             let digits = ascii(&all);
@@ -843,6 +857,20 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>
     if c.left.is_some() && intl_head {
         return None;
     }
+    // Dots join phone groups only as the one separator (`415.555.0100`), and
+    // a single dot only after a trunk-prefixed area code (`030.123456`);
+    // otherwise it is a decimal (`0.401425728`, `12.3456789`).
+    let dots = c.inner.iter().filter(|&&j| j == Joiner::Dot).count();
+    let trunk_area = first.len() >= 2 && first.digits.first() == Some(&0);
+    if dots > 0
+        && ((dots == 1 && !trunk_area) || c.inner.iter().any(|&j| j != Joiner::Dot && j.class() != JoinClass::Paren))
+    {
+        return None;
+    }
+    // A lone 0 before a dash opens a range (`0–4294967295`).
+    if first.digits == [0] && matches!(c.inner.first(), Some(Joiner::Dash | Joiner::SpacedDash)) {
+        return None;
+    }
     // Separators after the first run and outside parentheses: one kind, or
     // spaces then dashes (`+86 138-1234-5678`, `(0755) 1234 5678`,
     // `+7 912 345-67-89`), never dashes then spaces (`2023-11-05 12`).
@@ -862,10 +890,16 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>
     {
         return None;
     }
-    // Dots also join versions and addresses: dotted numbers must be grouped
-    // as the library groups them (`415.555.0100`, `01.23.45.67.89`).
-    let strict = c.inner.contains(&Joiner::Dot);
-    let kind = phones.regions.confirm(Candidate { digits: &digits, runs: &lens, written, strict }, phones.cache)?;
+    // Dots also join versions and addresses, and lists of small numbers
+    // (`20 25 30 40 50`) have many short runs: such numbers must be grouped
+    // as the library groups them (`415.555.0100`, `01 23 45 67 89`).
+    let short_runs = lens.len() >= 4 && lens.iter().all(|&l| l <= 3);
+    let strict = c.inner.contains(&Joiner::Dot) || (written == Written::National && short_runs);
+    // A bare run of 10 digits or fewer is as often a code as a number; a
+    // word such as "phone" or "电话" just before vouches for it.
+    let vouched = lens.len() == 1 && digits.len() <= 10 && phone::phone_word_before(scan.text, start);
+    let cand = Candidate { digits: &digits, runs: &lens, written, strict, vouched };
+    let kind = phones.regions.confirm(cand, phones.cache)?;
     Some((start, kind))
 }
 
