@@ -357,7 +357,10 @@ fn main() {
             }
         }
     }
-    println!("\nphone spans in real dev texts, after, and those only the pattern-only redactor took ({}):", found.len());
+    println!(
+        "\nphone spans in real dev texts, after, and those only the pattern-only redactor took ({}):",
+        found.len()
+    );
     for f in &found {
         println!("  {f}");
     }

@@ -735,12 +735,23 @@ mod tests {
             "+91 81234 56789",
             "+55 11 96123-4567",
             "+7 912 345-67-89",
+            "(413)583-3564",
+            "030.123456",
         ] {
             for text in [format!("Call me at {number} tomorrow."), format!("我的电话是{number}，有事找我。")]
             {
                 assert_eq!(phone_spans(&text), [number], "{text:?}");
             }
         }
+        // A bare ten-digit run counts when a word names it a phone number.
+        for (text, number) in [
+            ("Phone: 4055550123", "4055550123"),
+            ("call me on 4155550100", "4155550100"),
+            ("电话4155550100", "4155550100"),
+        ] {
+            assert_eq!(phone_spans(text), [number], "{text:?}");
+        }
+        assert_eq!(phone_spans("Office: 4155550100"), Vec::<String>::new());
         // Service numbers and non-phone numbers: nothing found.
         for text in [
             "Freephone +44 800 123 4567 for orders",
@@ -776,6 +787,16 @@ mod tests {
             "ts=1699999999",
             "created_at 1699999999123",
             "server 174.238.79.148 is down",
+            "Angle (Radians) 0.122173048 0.401425728 0.663225116",
+            "Percentile 5 10 15 20 25 30 40 50 60 70 80 90",
+            "IPv4 IPv6 0 20 40 60 80 100 7.3%",
+            "CN Code - 870321 - 9000- used car",
+            "new vehicle 8703211000 – used",
+            "whole numbers 0–4294967295 10–100",
+            "https://doi.org/10.1136/bjo-2022-321842.",
+            "ipykernel_9724\\2365515882.py in preprocess",
+            "surge-091900530.html",
+            "Freephone 1-800-767-1833 for the hard of hearing",
         ] {
             assert_eq!(phone_spans(text), Vec::<String>::new(), "{text:?}");
         }
