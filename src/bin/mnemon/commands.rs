@@ -404,18 +404,19 @@ pub fn open_engine(cli: &Cli) -> Result<Engine> {
 }
 
 pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
-    open_store(dir, &cli.embedder, &models_dir(cli))
+    open_store(dir, &cli.embedder, &models_dir(cli), &cli.phone_region_codes().map(str::to_owned).collect::<Vec<_>>())
 }
 
 /// Opens the store at `dir` with embedder choice `embedder` (models under
-/// `models`), reporting progress and model changes on standard error.
-fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path) -> Result<Engine> {
+/// `models`) and default phone regions `regions`, reporting progress and model changes on standard error.
+fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, regions: &[String]) -> Result<Engine> {
     // `auto` keeps the model an existing store was built with, if installed.
     let choice: EmbedderChoice = embedder.parse()?;
     let recorded = Engine::recorded_model(dir)?;
     let e = embed::load_embedder_for(choice, models, recorded.as_deref())?;
     let engine = Engine::builder(dir)
         .embedder(e)
+        .phone_regions(regions.iter().map(String::as_str))
         .on_progress(Arc::new(|p: &mnemon::Progress| {
             eprint!("\r{}: {}/{}", p.stage, p.done, p.total);
             if p.done == p.total {
@@ -443,7 +444,8 @@ fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path) -
 #[cfg(all(feature = "mcp", unix))]
 pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
     let (data, embedder, models) = (cli.data.clone(), cli.embedder.clone(), models_dir(cli));
-    Box::new(move || open_store(&data, &embedder, &models))
+    let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    Box::new(move || open_store(&data, &embedder, &models, &regions))
 }
 
 fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {

@@ -33,8 +33,27 @@ pub struct Cli {
     /// $XDG_DATA_HOME/mnemon/models, else ~/.local/share/mnemon/models).
     #[arg(long, global = true)]
     pub models: Option<PathBuf>,
+    /// Regions whose national phone-number formats redaction reads, as
+    /// comma-separated ISO 3166-1 alpha-2 codes; an empty value reads only
+    /// numbers written with + or 00.
+    #[arg(
+        long,
+        global = true,
+        env = "MNEMON_PHONE_REGIONS",
+        value_delimiter = ',',
+        default_values = mnemon::safety::DEFAULT_PHONE_REGIONS
+    )]
+    pub phone_regions: Vec<String>,
     #[command(subcommand)]
     pub command: Cmd,
+}
+
+impl Cli {
+    /// The `--phone-regions` codes, blanks dropped (validated when the
+    /// engine opens).
+    pub fn phone_region_codes(&self) -> impl Iterator<Item = &str> {
+        self.phone_regions.iter().map(|c| c.trim()).filter(|c| !c.is_empty())
+    }
 }
 
 /// Subcommands.
