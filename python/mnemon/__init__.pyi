@@ -78,7 +78,7 @@ __all__ = [
     "CheckReport",
     "CompactionFigures",
     "Consolidation",
-    "ContextResponse",
+    "ContextBlock",
     "ErasureReceipt",
     "Event",
     "EventCounts",

@@ -13,7 +13,7 @@ from ._errors import InvalidInputError, error_for
 from ._types import (
     CheckReport,
     Consolidation,
-    ContextResponse,
+    ContextBlock,
     DedupMode,
     ErasureReceipt,
     ExtractionPromptResponse,
@@ -46,8 +46,11 @@ __all__ = ["Engine", "View", "AsOf", "TimeRange"]
 R = TypeVar("R")
 
 #: A read position: a log position (`int`, the `seq` of an event; 0 is
-#: before anything) or a time (aware `datetime`, or RFC 3339 text).
-AsOf = Union[int, datetime, str]
+#: before anything), a recorded time (aware `datetime`, or RFC 3339 text:
+#: what the store held then), or the surface's object itself
+#: (`{"seq": n}`, `{"time": t}`, `{"valid_time": t}`: what was true in the
+#: world at `t`, by the memories' event times; see `Engine.as_of`).
+AsOf = Union[int, datetime, str, Mapping[str, Any]]
 
 #: A time window `(from, to)`, inclusive; either end may be None (open).
 TimeRange = Tuple[Optional[Union[datetime, str]], Optional[Union[datetime, str]]]
@@ -662,12 +665,12 @@ class Engine:
         candidates: Optional[int] = None,
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
-    ) -> ContextResponse:
+    ) -> ContextBlock:
         """The prompt block for `query`: recalled memories rendered as
         `<memories>` … `</memories>` with dates and sources, within
         `budget_tokens` estimated tokens (default 400). Filters as `recall`.
 
-        Returns `ContextResponse`: `context` (the block), `memories`, `tokens`.
+        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`.
 
         Raises:
             InvalidInputError: a budget outside 1..(cap/2) or bad filters.
@@ -694,7 +697,7 @@ class Engine:
             record_access=record_access,
         )
         _put(args, budget_tokens=budget_tokens)
-        return self._one(ContextResponse, "context", args)
+        return self._one(ContextBlock, "context", args)
 
     @staticmethod
     def _recall_args(
@@ -832,11 +835,33 @@ class Engine:
         _seq_range(args, seq_range)
         return self._one(LogResponse, "log", args)
 
-    def as_of(self, namespace: str, at: AsOf) -> "View":
+    def as_of(
+        self, namespace: str, at: Optional[AsOf] = None, *, valid_time: Union[datetime, str, None] = None
+    ) -> "View":
         """A read-only view of `namespace` as it was at `at`: a log position
-        (`int`, after that event; 0 is before anything) or a time (after the
-        last event committed at or before it). The view's `get`, `list`,
-        `history`, `recall` and `context` read that state."""
+        (`int`, after that event; 0 is before anything) or a recorded time
+        (after the last event committed at or before it). With `valid_time`
+        instead (aware `datetime` or RFC 3339 text), the view holds what was
+        true in the world at that time: the versions whose event-time
+        interval `[valid_from, valid_to)` contains it, as the store knows
+        them now (the two time lines of a memory: `valid_from`/`valid_to`
+        and `recorded_from`/`recorded_to`). The view's `get`, `list`,
+        `history`, `recall` and `context` read that state.
+
+        Raises:
+            InvalidInputError: neither or both of `at` and `valid_time`
+                given, or either is not a position or time (naive datetimes
+                included; field `as_of` or `valid_time`).
+        """
+        if (at is None) == (valid_time is None):
+            raise InvalidInputError("as_of: give exactly one of `at` and `valid_time`", "as_of")
+        if valid_time is not None:
+            if not isinstance(valid_time, (datetime, str)):
+                raise InvalidInputError(
+                    f"valid_time: expected a datetime or RFC 3339 text, got {type(valid_time).__name__}", "valid_time"
+                )
+            at = {"valid_time": time_text("valid_time", valid_time)}
+        assert at is not None
         as_of_value(at)
         return View(self, namespace, at)
 
@@ -899,7 +924,7 @@ class View:
         """Recall as the store was then (filters as `Engine.recall`)."""
         return self._engine.recall(self.namespace, query, as_of=self.at, **filters)
 
-    def context(self, query: str, **filters: Any) -> ContextResponse:
+    def context(self, query: str, **filters: Any) -> ContextBlock:
         """The prompt block as the store was then (as `Engine.context`)."""
         return self._engine.context(self.namespace, query, as_of=self.at, **filters)
 

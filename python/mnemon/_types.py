@@ -30,7 +30,7 @@ __all__ = [
     "CheckReport",
     "CompactionFigures",
     "Consolidation",
-    "ContextResponse",
+    "ContextBlock",
     "ErasureReceipt",
     "Event",
     "EventCounts",
@@ -59,8 +59,11 @@ __all__ = [
 ArchiveReason = Union[Literal["session_ended"], Literal["session_expired"], Literal["decayed"], Literal["capacity"]]
 """Why memories were archived."""
 
-DedupMode = Union[Literal["refresh"], Literal["supersede"], Literal["off"]]
-"""What to do when a new memory is a near-duplicate of an active one."""
+DedupMode = Union[Literal["supersede"], Literal["exact_only"], Literal["off"]]
+"""How `remember` treats a memory that repeats an active one.
+
+Whatever the mode, the caller's text is never dropped: it is either
+already active word for word, or written as an event."""
 
 Lang = Union[Literal["en"], Literal["zh"]]
 """Language of the extraction prompt."""
@@ -212,29 +215,42 @@ class Consolidation(Record):
         return self._data["merged"]  # type: ignore[no-any-return]
 
 
-class ContextResponse(Record):
-    """The prompt block."""
+class ContextBlock(Record):
+    """
+    A rendered prompt block and what went into it. In JSON (the `context` response of
+    the command surface) `text` is `context` and `included` is `memories`.
+    """
 
     __slots__ = ()
-    _FIELDS = ('context', 'memories', 'tokens')
+    _FIELDS = ('context', 'memories', 'skipped', 'tokens', 'truncated')
 
     @property
     def context(self) -> str:
         """
-        The block, `<memories>` … `</memories>` (empty when the budget cannot hold its
-        frame).
+        The block ([module grammar](self)); empty when the budget is smaller than the
+        block's frame.
         """
         return self._data["context"]  # type: ignore[no-any-return]
 
     @property
     def memories(self) -> int:
-        """Memories in the block."""
+        """Hits rendered as entries (whole or cut)."""
         return self._data["memories"]  # type: ignore[no-any-return]
 
     @property
+    def skipped(self) -> int:
+        """Hits left out for lack of budget (`included + skipped` = hits given)."""
+        return self._data["skipped"]  # type: ignore[no-any-return]
+
+    @property
     def tokens(self) -> int:
-        """Estimated tokens of the block."""
+        """`estimate_tokens` of `text`; at most the budget."""
         return self._data["tokens"]  # type: ignore[no-any-return]
+
+    @property
+    def truncated(self) -> int:
+        """Of those, entries cut to fit (0 or 1)."""
+        return self._data["truncated"]  # type: ignore[no-any-return]
 
 
 class ErasureReceipt(Record):
@@ -432,7 +448,15 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'similarity')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'similarity')
+
+    @property
+    def collapsed(self) -> int:
+        """
+        Lower-ranked hits of this recall dropped because they restate this one (cosine ≥
+        the near-duplicate threshold and the same facts).
+        """
+        return self._data["collapsed"]  # type: ignore[no-any-return]
 
     @property
     def entity_matches(self) -> int:
@@ -521,7 +545,10 @@ class ForgetResponse(Record):
 
     @property
     def derived_memories(self) -> int:
-        """Memories erased because every observation they came from was erased."""
+        """
+        Memory versions erased because they were derived from erased observations (see
+        `crate::ForgetRequest::Observation`).
+        """
         return self._data["derived_memories"]  # type: ignore[no-any-return]
 
     @property
@@ -568,7 +595,7 @@ class HistoryResponse(Record):
     """A page of a version chain."""
 
     __slots__ = ()
-    _FIELDS = ('next_cursor', 'seq', 'versions')
+    _FIELDS = ('next_cursor', 'seq', 'valid_time', 'versions')
 
     @property
     def next_cursor(self) -> Optional[str]:
@@ -579,6 +606,12 @@ class HistoryResponse(Record):
     def seq(self) -> int:
         """The log position read."""
         return self._data["seq"]  # type: ignore[no-any-return]
+
+    @property
+    def valid_time(self) -> Optional[datetime]:
+        """The valid time read, for a valid-time view."""
+        v = self._data.get("valid_time")
+        return None if v is None else parse_time(v)
 
     @property
     def versions(self) -> List[Memory]:
@@ -661,7 +694,7 @@ class ListResponse(Record):
     """A page of memories."""
 
     __slots__ = ()
-    _FIELDS = ('memories', 'next_cursor', 'seq')
+    _FIELDS = ('memories', 'next_cursor', 'seq', 'valid_time')
 
     @property
     def memories(self) -> List[Memory]:
@@ -678,6 +711,12 @@ class ListResponse(Record):
     def seq(self) -> int:
         """The log position read (every page of one listing reads the same)."""
         return self._data["seq"]  # type: ignore[no-any-return]
+
+    @property
+    def valid_time(self) -> Optional[datetime]:
+        """The valid time read, for a valid-time view."""
+        v = self._data.get("valid_time")
+        return None if v is None else parse_time(v)
 
 
 class LogResponse(Record):
@@ -732,11 +771,24 @@ class Memory(Record):
 
     A read at log position `S` (live reads use the last durable position; `as_of` views
     use an earlier one) sees the record as it was at `S`: `status`, `next`, `valid_to`
-    reflect only events with `seq <= S`.
+    and `recorded_to` reflect only events with `seq <= S`. Forgotten versions are cut
+    out of their chain: `prev` and `next` always name a version that is readable at `S`,
+    or nothing.
+
+    Two time lines, all times UTC with microsecond precision:
+
+    * **valid time** (`valid_from`..`valid_to`): when the fact was true in the world, as
+    the store knows it now — from the caller's event time (else the write time) to the
+    successor's; * **recorded time** (`recorded_from`..`recorded_to`): when the store
+    believed it — from the commit time of the `Extracted` event to that of the
+    `Superseded` event that replaced it.
+
+    Both are derived from the log alone (event times in `Extracted` payloads, commit
+    times in envelopes), so replay reproduces them.
     """
 
     __slots__ = ()
-    _FIELDS = ('access_count', 'archived_seq', 'content', 'created_seq', 'entities', 'event_time', 'first_seen', 'id', 'importance', 'key', 'kind', 'last_access', 'namespace', 'next', 'prev', 'quarantine', 'session', 'source_ref', 'sources', 'status', 'superseded_seq', 'tier', 'valid_from', 'valid_to')
+    _FIELDS = ('access_count', 'archived_seq', 'content', 'created_seq', 'entities', 'event_time', 'first_seen', 'id', 'importance', 'key', 'kind', 'last_access', 'namespace', 'next', 'prev', 'quarantine', 'recorded_from', 'recorded_to', 'session', 'source_ref', 'sources', 'status', 'superseded_seq', 'tier', 'valid_from', 'valid_to')
 
     @property
     def access_count(self) -> int:
@@ -798,7 +850,7 @@ class Memory(Record):
 
     @property
     def last_access(self) -> datetime:
-        """Last time recall returned it (UTC); starts at `valid_from`."""
+        """Last time recall returned it (UTC); starts at `recorded_from`."""
         v = self._data["last_access"]
         return parse_time(v)
 
@@ -809,18 +861,39 @@ class Memory(Record):
 
     @property
     def next(self) -> Optional[int]:
-        """The version that replaced this one (at the read position)."""
+        """
+        The nearest later version of its chain that is not forgotten (and is visible at
+        the read position).
+        """
         return self._data.get("next")
 
     @property
     def prev(self) -> Optional[int]:
-        """The version this one replaced."""
+        """The nearest earlier version of its chain that is not forgotten."""
         return self._data.get("prev")
 
     @property
     def quarantine(self) -> Optional[str]:
         """Reason it was quarantined as an injected instruction, if it was."""
         return self._data.get("quarantine")
+
+    @property
+    def recorded_from(self) -> datetime:
+        """
+        Recorded time, start: the commit time of the `Extracted` event that wrote this
+        version.
+        """
+        v = self._data["recorded_from"]
+        return parse_time(v)
+
+    @property
+    def recorded_to(self) -> Optional[datetime]:
+        """
+        Recorded time, end: the commit time of the `Superseded` event that replaced it,
+        if that happened by the read position.
+        """
+        v = self._data.get("recorded_to")
+        return None if v is None else parse_time(v)
 
     @property
     def session(self) -> Optional[str]:
@@ -854,13 +927,22 @@ class Memory(Record):
 
     @property
     def valid_from(self) -> datetime:
-        """When this version was written (UTC): start of its validity."""
+        """
+        Valid time, start: when this fact became true — the caller's `event_time`, else
+        the write time (`recorded_from`).
+        """
         v = self._data["valid_from"]
         return parse_time(v)
 
     @property
     def valid_to(self) -> Optional[datetime]:
-        """When it was superseded (UTC), if it was by the read position."""
+        """
+        Valid time, end: when the fact stopped being true, i.e. when its successor
+        became true (the successor's `valid_from`, never before this version's own
+        `valid_from`). `None` while nothing has replaced it at the read position. When
+        the successor was forgotten, the next surviving successor's start stands in, or,
+        with none left, the time the replacement was recorded (`recorded_to`).
+        """
         v = self._data.get("valid_to")
         return None if v is None else parse_time(v)
 
@@ -969,11 +1051,12 @@ class Remembered(Record):
         * `duplicate`: Identical content (after whitespace/case normalisation) was
         already active; nothing was written and the existing id is returned.
 
-        * `near_duplicate`: A memory with cosine similarity ≥ the near-duplicate
-        threshold was active; its recency was refreshed and its id is returned.
+        * `near_duplicate`: The new memory restates an active one (cosine ≥ the near-
+        duplicate threshold and the same facts) and was written as its new version
+        (reason `near_duplicate`); the returned id is the new version.
 
-        * `superseded`: The new memory superseded an older version (same slot key, an
-        explicit supersede, or a near-duplicate with `DedupMode::Supersede`).
+        * `superseded`: The new memory superseded an older version (same slot key or an
+        explicit supersede).
 
         * `unchanged`: A supersede whose content equals the old content: nothing was
         written.
@@ -982,12 +1065,12 @@ class Remembered(Record):
 
     @property
     def old(self) -> Optional[int]:
-        """The replaced version."""
+        """The restated version, now superseded."""
         return self._data.get("old")
 
     @property
     def similarity(self) -> Optional[float]:
-        """Cosine similarity to the existing memory, in `-1.0..=1.0`."""
+        """Cosine similarity of the two, in `-1.0..=1.0`."""
         return self._data.get("similarity")
 
 
@@ -1134,7 +1217,7 @@ RESPONSES: Dict[str, Any] = {
     "observe": (ObserveResponse, False),
     "supersede": (Remembered, False),
     "recall": (RecallResponse, False),
-    "context": (ContextResponse, False),
+    "context": (ContextBlock, False),
     "get": (Memory, False),
     "history": (HistoryResponse, False),
     "list": (ListResponse, False),

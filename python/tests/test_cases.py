@@ -55,10 +55,17 @@ def test_c02_a_preference_that_changes(engine):
     ]
     view = engine.as_of("u1", between)
     assert [h.memory.id for h in view.recall("favourite player").hits] == [ronaldo.id]
-    # As of a time between the two writes, too.
-    t = engine.get("u1", messi.id).valid_from
-    assert [m.id for m in engine.as_of("u1", engine.get("u1", ronaldo.id).valid_from).list().memories] == [ronaldo.id]
-    assert [m.id for m in engine.as_of("u1", t).list().memories] == [messi.id]
+    # As of a recorded time between the two writes, too.
+    first, second = engine.get("u1", ronaldo.id), engine.get("u1", messi.id)
+    assert first.recorded_to == second.recorded_from
+    assert [m.id for m in engine.as_of("u1", first.recorded_from).list().memories] == [ronaldo.id]
+    assert [m.id for m in engine.as_of("u1", second.recorded_from).list().memories] == [messi.id]
+    # And by event time: what was true on each day, as the store knows it now.
+    assert first.valid_from == datetime(2024, 3, 1, tzinfo=timezone.utc)
+    assert first.valid_to == second.valid_from == datetime(2024, 3, 2, tzinfo=timezone.utc)
+    on = lambda day: [m.id for m in engine.as_of("u1", valid_time=datetime(2024, 3, day, 12, tzinfo=timezone.utc)).list().memories]
+    assert on(1) == [ronaldo.id] and on(2) == [messi.id]
+    assert engine.as_of("u1", valid_time=datetime(2024, 2, 1, tzinfo=timezone.utc)).list().memories == []
 
 
 def test_c03_forgotten_but_still_found(data):

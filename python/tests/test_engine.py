@@ -80,7 +80,7 @@ def test_remember_recall_context(engine):
     )
     assert [h.memory.id for h in timed.hits] == [r.id]
     ctx = engine.context("user:42", "seat on a flight", budget_tokens=200)
-    assert isinstance(ctx, mnemon.ContextResponse)
+    assert isinstance(ctx, mnemon.ContextBlock)
     assert "Prefers window seats" in ctx.context
     assert ctx.memories >= 1
     assert 0 < ctx.tokens <= 200
