@@ -26,8 +26,20 @@
 //! [`Engine::apply_extraction`] are the contract with the caller's LLM;
 //! [`rule_extract`] handles explicit statements without one.
 //!
+//! No text a caller sends is dropped: a memory that repeats an active one
+//! word for word returns it; one that restates it (cosine ≥ the embedder's
+//! near-duplicate threshold and the same numbers, names and negations, see
+//! [`dedup`]) becomes its new version; a changed fact, however similar, is a
+//! new memory. Recall shows one hit of each restatement pair.
+//!
+//! [`api`] is the command surface over the engine: one typed request and
+//! response per capability, shared by the CLI's `--json`, the MCP server
+//! (`mnemon::mcp`, feature `mcp`: `mnemon mcp` on stdio, `mnemon serve` over
+//! HTTP) and language bindings.
+//!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
-//! general vector database, and not a server: it is a library with a CLI.
+//! general vector database, and not a general network service: it is a
+//! library with a CLI and an MCP server.
 //!
 //! ```
 //! # fn main() -> mnemon::Result<()> {
@@ -55,9 +67,13 @@ mod projection;
 mod types;
 mod writer;
 
+pub mod api;
+pub mod dedup;
 pub mod embed;
 pub mod eval;
 pub mod index;
+#[cfg(all(feature = "mcp", unix))]
+pub mod mcp;
 pub mod recall;
 pub mod safety;
 
@@ -82,7 +98,8 @@ pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
 pub use projection::{EventCounts, Memory, Observation};
 pub use recall::{
-    estimate_tokens, render_context, Explanation, Hit, RecallMode, RecallOptions, SimilarityNorm, Weights,
+    estimate_tokens, render_context, ContextBlock, Explanation, Hit, RecallMode, RecallOptions, SimilarityNorm,
+    Weights, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, MIN_TRUNCATED_TOKENS, TRUNCATED_FIELD,
 };
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

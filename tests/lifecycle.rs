@@ -40,6 +40,11 @@ fn end_session_archives_short_term_and_promotes_marked() -> TestResult {
         (Tier::LongTerm, Status::Active, "The user wants the answer in French")
     );
     assert_eq!(e.history(&u, b.id)?.len(), 2);
+    // The same fact, promoted: it has held since the short-term version did.
+    let short_b = e.get(&u, b.id)?;
+    assert_eq!(promoted.valid_from, short_b.valid_from);
+    assert_eq!(short_b.valid_to, Some(short_b.valid_from));
+    assert_eq!(short_b.recorded_to, Some(promoted.recorded_from));
     assert_eq!(e.get(&u, a.id)?.status, Status::Archived);
     // Archived: out of default list and recall, still in history and on request.
     let ids: Vec<_> = e.list(&u, &ListOptions::default()).iter().map(|m| m.id).collect();
@@ -150,7 +155,10 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let m = |t: &str, v: Vec<f32>, imp: f32| NewMemory::new(t).vector(v).importance(imp).dedup(DedupMode::Off);
     let a = e.remember(&u, m("The user likes green tea", vec_at(1.0, 0.0), 0.4))?;
     let b = e.remember(&u, m("The user enjoys green tea", vec_at(1.0, 0.05), 0.8))?;
-    let c = e.remember(&u, m("The user drinks green tea daily", vec_at(1.0, 0.1), 0.5))?;
+    let c = e.remember(&u, m("The user loves green tea", vec_at(1.0, 0.1), 0.5))?;
+    // As close in vector space, but another fact: a negation, a frequency.
+    let not = e.remember(&u, m("The user doesn't like green tea", vec_at(1.0, 0.02), 0.5))?;
+    let daily = e.remember(&u, m("The user drinks green tea daily", vec_at(1.0, 0.03), 0.5))?;
     let other = e.remember(&u, m("The user owns a kayak", vec_at(0.0, 1.0), 0.5))?;
     let merged = e.consolidate(&u, None)?;
     assert_eq!(merged.len(), 1);
@@ -158,11 +166,20 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let new = e.get(&u, merged[0].merged)?;
     assert_eq!(new.content, "The user enjoys green tea", "most important member's content");
     assert_eq!(new.importance, 0.8);
+    // The merged fact holds from the earliest member's start, so in valid
+    // time it takes the place of every member.
+    assert_eq!(new.valid_from, e.get(&u, a.id)?.valid_from);
+    for id in [a.id, b.id, c.id] {
+        let old = e.get(&u, id)?;
+        assert_eq!(old.valid_to, Some(old.valid_from), "{id}");
+    }
     for id in [a.id, b.id, c.id] {
         let old = e.get(&u, id)?;
         assert_eq!((old.status, old.next), (Status::Superseded, Some(new.id)));
     }
-    assert_eq!(e.get(&u, other.id)?.status, Status::Active);
+    for id in [other.id, not.id, daily.id] {
+        assert_eq!(e.get(&u, id)?.status, Status::Active, "changed facts are never merged");
+    }
     let reasons: Vec<_> = e
         .events(&u, 1, u64::MAX)?
         .into_iter()

@@ -102,23 +102,36 @@ fn superseded_forgotten_and_quarantined_are_not_returned_by_default() -> R {
 }
 
 #[test]
-fn near_duplicates_refresh_or_supersede() -> R {
+fn near_duplicates_become_new_versions_and_changed_facts_new_memories() -> R {
     let dir = tempfile::tempdir()?;
     let engine = Engine::builder(dir.path()).dedup_threshold(0.9).open()?;
     let u = ns("u1");
     let a = engine.remember(&u, NewMemory::new("The user lives in Hangzhou near West Lake with two cats"))?;
     let b = engine.remember(&u, NewMemory::new("The user lives in Hangzhou near West Lake with two cats!"))?;
-    // Punctuation differs, so this is not an exact duplicate but a near one.
-    assert_eq!(b.id, a.id);
-    assert!(matches!(b.action, RememberAction::NearDuplicate { similarity } if similarity >= 0.9));
-    let c = engine.remember(
+    // Punctuation differs, so this is not an exact duplicate but a
+    // restatement: a new version, with the old one in its history.
+    assert!(matches!(b.action, RememberAction::NearDuplicate { old, similarity } if old == a.id && similarity >= 0.9));
+    assert_ne!(b.id, a.id);
+    let history: Vec<String> = engine.history(&u, b.id)?.into_iter().map(|m| m.content).collect();
+    assert_eq!(history.len(), 2);
+    assert!(history[1].ends_with('!'));
+    // The same words with one number changed are another fact.
+    let c = engine.remember(&u, NewMemory::new("The user lives in Hangzhou near West Lake with three cats!"))?;
+    assert_eq!(c.action, RememberAction::Created);
+    // ExactOnly stores a restatement as its own memory; recall shows one.
+    let d = engine.remember(
         &u,
-        NewMemory::new("The user lives in Hangzhou, near West Lake, with two cats.").dedup(DedupMode::Supersede),
+        NewMemory::new("The user lives in Hangzhou near West Lake with two cats.").dedup(DedupMode::ExactOnly),
     )?;
-    assert_eq!(c.action, RememberAction::Superseded { old: a.id });
-    let d = engine.remember(&u, NewMemory::new("The user's car is a blue Tesla"))?;
     assert_eq!(d.action, RememberAction::Created);
-    assert_eq!(engine.list(&u, &Default::default()).len(), 2);
+    let e = engine.remember(&u, NewMemory::new("The user's car is a blue Tesla"))?;
+    assert_eq!(e.action, RememberAction::Created);
+    assert_eq!(engine.list(&u, &Default::default()).len(), 4);
+    let hits = engine.recall(&u, "where does the user live", &RecallOptions::default())?;
+    let two_cats: Vec<_> = hits.iter().filter(|h| h.memory.content.contains("two cats")).collect();
+    assert_eq!(two_cats.len(), 1, "a restatement pair takes one slot");
+    assert_eq!(two_cats[0].explain.collapsed, 1);
+    assert!(hits.iter().any(|h| h.memory.id == c.id), "the changed fact is not collapsed");
     Ok(())
 }
 
@@ -180,15 +193,18 @@ fn render_context_respects_the_budget_and_orders_by_score() -> R {
     fill(&engine, &u)?;
     let hits = engine.recall(&u, "user coffee flights allergies", &RecallOptions::default())?;
     for budget in [40, 80, 120, 1000] {
-        let (block, n) = mnemon::render_context(&hits, budget);
+        let r = mnemon::render_context(&hits, budget);
+        let (block, n) = (r.text, r.included);
+        assert_eq!(r.included + r.skipped, hits.len());
         if n > 0 {
             assert!(mnemon::estimate_tokens(&block) <= budget, "budget {budget}: {block}");
             assert!(block.starts_with("<memories>") && block.ends_with("</memories>"));
             assert!(block.contains("current conversation"));
         }
     }
-    let (block, n) = mnemon::render_context(&hits, 10_000);
-    assert_eq!(n, hits.len());
+    let r = mnemon::render_context(&hits, 10_000);
+    let (block, n) = (r.text, r.included);
+    assert_eq!((n, r.truncated, r.skipped), (hits.len(), 0, 0));
     let first = block.find(&hits[0].memory.content).expect("first hit rendered");
     let last = block.find(&hits[hits.len() - 1].memory.content).expect("last hit rendered");
     assert!(first <= last);
@@ -324,10 +340,10 @@ fn min_max_similarity_restores_the_spread_of_bunched_cosines() -> R {
 #[test]
 fn the_near_duplicate_threshold_is_the_embedders_unless_set() -> R {
     use mnemon::SimilarityNorm;
-    // Two distinct facts whose vectors are at cosine 0.94: a near-duplicate
+    // Two restatements whose vectors are at cosine 0.94: a near-duplicate
     // for a model whose threshold is 0.92, distinct for one at 0.95 (e5).
     let first = NewMemory::new("My sister Lena lives in Vancouver.").vector(at_cosine(1.0));
-    let second = NewMemory::new("My brother Tom lives in Toronto.").vector(at_cosine(0.94));
+    let second = NewMemory::new("Lena, my sister, lives in Vancouver.").vector(at_cosine(0.94));
     for (model, builder_threshold, near) in [(0.92, None, true), (0.95, None, false), (0.95, Some(0.9), true)] {
         let dir = tempfile::tempdir()?;
         let mut b = Engine::builder(dir.path()).embedder(Arc::new(Bunched(SimilarityNorm::Raw, model)));
@@ -339,12 +355,12 @@ fn the_near_duplicate_threshold_is_the_embedders_unless_set() -> R {
         let a = engine.remember(&u, first.clone())?;
         let r = engine.remember(&u, second.clone())?;
         assert_eq!(
-            matches!(r.action, RememberAction::NearDuplicate { .. }),
+            matches!(r.action, RememberAction::NearDuplicate { old, .. } if old == a.id),
             near,
             "model threshold {model}, builder {builder_threshold:?}: {:?}",
             r.action
         );
-        assert_eq!(r.id == a.id, near);
+        assert_ne!(r.id, a.id, "a restatement is a new version, never a dropped write");
     }
     Ok(())
 }

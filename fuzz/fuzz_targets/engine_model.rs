@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use mnemon::safety::text::{check_chars, TextField};
 use mnemon::safety::{InjectionDetector, Redactor};
 use mnemon::{
     DedupMode, Durability, Engine, Error, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
@@ -113,6 +114,12 @@ fn idx(b: bool) -> usize {
     usize::from(b)
 }
 
+/// Text the engine refuses as input: blank, or holding characters the input
+/// rules (`mnemon::safety::text`) refuse.
+fn refused(text: &str) -> bool {
+    text.trim().is_empty() || check_chars("content", text, TextField::Body).is_err()
+}
+
 fn text_of(t: &Text) -> String {
     match t {
         Text::Fixed(i) => TEXTS[usize::from(*i) % TEXTS.len()].to_string(),
@@ -202,17 +209,18 @@ impl Model {
         }
     }
 
-    /// A remember with dedup off: supersedes the active holder of its key,
-    /// else creates.
+    /// A remember with dedup off: supersedes the active holder of its key
+    /// (inheriting its session when none is given), else creates.
     fn remember(&mut self, ns: usize, content: String, key: Option<String>, session: Option<String>) -> Expect {
         let holder = key.as_ref().and_then(|k| {
             self.memories[ns]
                 .iter()
                 .find(|(_, m)| m.status == Status::Active && m.key.as_ref() == Some(k))
-                .map(|(id, _)| *id)
+                .map(|(id, m)| (*id, m.session.clone()))
         });
+        let session = session.or_else(|| holder.as_ref().and_then(|(_, s)| s.clone()));
         let new = self.new_memory(ns, content, key, session);
-        match holder {
+        match holder.map(|(id, _)| id) {
             Some(old) => {
                 self.link(ns, old, new);
                 Expect::Remembered(new, RememberAction::Superseded { old })
@@ -254,7 +262,16 @@ impl Model {
         }
         self.last_seq += 1;
         for id in &mems {
-            self.memories[ns].remove(id);
+            // A forgotten version is cut out of its chain.
+            if let Some(gone) = self.memories[ns].remove(id) {
+                let live = &mut self.memories[ns];
+                if let Some(p) = gone.prev.and_then(|p| live.get_mut(&p)).filter(|p| p.next == Some(*id)) {
+                    p.next = gone.next;
+                }
+                if let Some(n) = gone.next.and_then(|n| live.get_mut(&n)).filter(|n| n.prev == Some(*id)) {
+                    n.prev = gone.prev;
+                }
+            }
             self.forgotten[ns].insert(*id);
         }
         for id in &obs {
@@ -332,7 +349,7 @@ impl Harness {
                     Err(Error::InvalidInput { .. }) => Expect::Invalid,
                     Err(e) => panic!("observe: unexpected error {e:?}"),
                 };
-                let want = if text.trim().is_empty() {
+                let want = if refused(&text) {
                     Expect::Invalid
                 } else {
                     model.observe(ns, session, self.redactor.redact(&text).text)
@@ -352,8 +369,7 @@ impl Harness {
                     m = m.session(s.as_str());
                 }
                 let got = outcome(engine.remember(&self.namespaces[ns], m));
-                let want =
-                    if text.trim().is_empty() { Expect::Invalid } else { model.remember(ns, content, key, session) };
+                let want = if refused(&text) { Expect::Invalid } else { model.remember(ns, content, key, session) };
                 (got, want)
             }
             Op::Supersede { ns, target, text } => {
@@ -364,7 +380,7 @@ impl Harness {
                 // The old version is looked up before the new content is checked.
                 let want = match model.memories[ns].get(&old) {
                     None => Expect::NotFound,
-                    Some(_) if text.trim().is_empty() => Expect::Invalid,
+                    Some(_) if refused(&text) => Expect::Invalid,
                     Some(_) => model.supersede(ns, old, content),
                 };
                 (got, want)

@@ -63,11 +63,19 @@ pub trait Embedder: Send + Sync {
         crate::SimilarityNorm::Raw
     }
 
-    /// Cosine (passage against passage) at or above which a new memory is a
-    /// near-duplicate of a stored one, when the engine is not given its own
-    /// ([`crate::EngineBuilder::dedup_threshold`]). Must sit between the
-    /// model's distinct-fact and paraphrase cosines (`benches/similarity.rs`
-    /// measures both). Default 0.92.
+    /// Cosine (passage against passage) at or above which a new memory may
+    /// restate a stored one, when the engine is not given its own
+    /// ([`crate::EngineBuilder::dedup_threshold`]); it restates it only when
+    /// their facts are also the same ([`crate::dedup::is_restatement`]).
+    /// Must sit above the cosines of unrelated memories, which the fact
+    /// check cannot always tell apart (`benches/similarity.rs`), and below
+    /// the model's paraphrase cosines. Default 0.92, kept after the fact
+    /// check came in: on the dev half of `tests/fixtures/dedup_pairs.json`
+    /// (`benches/dedup.rs`) no one-fact change merges at any threshold from
+    /// 0.70 up, and lowering it would only add paraphrases where cosines of
+    /// unrelated texts begin (hashing: 0.05 → 0.10 of English paraphrases
+    /// at 0.87; all-MiniLM-L6-v2: 0.90 → 0.95 at 0.87, its unrelated
+    /// distinct facts reach 0.89).
     fn near_duplicate_threshold(&self) -> f32 {
         0.92
     }

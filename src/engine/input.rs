@@ -10,9 +10,22 @@ use crate::writer::{DedupMode, RememberAction};
 
 /// A memory to remember (or the new content of a supersede).
 ///
-/// Fields left unset take defaults on `remember` (kind `fact`, tier
-/// long-term, importance 0.5) and are inherited from the old version on
-/// `supersede`.
+/// Fields left unset take defaults when the memory starts a lineage (kind
+/// `fact`, tier long-term, importance 0.5, no entities, no sources). When
+/// it replaces a version — [`crate::Engine::supersede`], a `remember` under
+/// a slot key that an active memory holds, a near-duplicate with
+/// [`DedupMode::Supersede`], an extraction update — every unset field is
+/// inherited from the replaced version instead:
+///
+/// * kind, tier, importance, session and slot key are kept;
+/// * sources and source reference are kept as a pair unless either is
+///   given (given sources replace the old ones), so the new version stays
+///   derived from the same observations and is forgotten with them;
+/// * entities are kept if they still occur in the new content (NFKC,
+///   case-insensitive; whole words, or a substring for CJK), so `Oolong`
+///   does not stick to "Prefers green tea"; entities you give are taken as
+///   given;
+/// * the event time is not inherited: it is when the new fact became true.
 #[derive(Clone, Debug, Default)]
 pub struct NewMemory {
     pub(crate) content: String,
@@ -31,8 +44,12 @@ pub struct NewMemory {
 }
 
 impl NewMemory {
-    /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8,
-    /// not only whitespace).
+    /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8
+    /// with something visible, under the [input rules](crate::safety::text):
+    /// no NUL or other control characters but tab, LF and CR, no bidi
+    /// overrides, no tag characters outside emoji flags). Kind, session,
+    /// source reference and entities are one-line labels under the same
+    /// rules; the key also refuses whitespace and invisible characters.
     pub fn new(content: impl Into<String>) -> NewMemory {
         NewMemory { content: content.into(), ..NewMemory::default() }
     }
@@ -75,6 +92,8 @@ impl NewMemory {
     }
 
     /// Observations (of the same namespace) this memory was derived from.
+    /// An empty list means "not given": a new version then keeps the
+    /// sources of the version it replaces.
     pub fn sources(mut self, s: impl IntoIterator<Item = ObservationId>) -> Self {
         self.sources = s.into_iter().collect();
         self
@@ -86,7 +105,10 @@ impl NewMemory {
         self
     }
 
-    /// When the remembered thing happened (used for recency and display).
+    /// When the remembered thing happened, i.e. when this fact became true
+    /// (UTC). It starts the memory's valid time ([`crate::Memory::valid_from`])
+    /// and ends its predecessor's; without it, the write time stands in.
+    /// Used for recency and display.
     pub fn event_time(mut self, t: DateTime<Utc>) -> Self {
         self.event_time = Some(t);
         self
@@ -114,7 +136,8 @@ impl NewMemory {
         self
     }
 
-    /// Duplicate handling. Default [`DedupMode::Refresh`].
+    /// Duplicate handling. Default [`DedupMode::Supersede`]: identical
+    /// content is a no-op, a restatement becomes a new version.
     pub fn dedup(mut self, d: DedupMode) -> Self {
         self.dedup = d;
         self
@@ -133,8 +156,9 @@ pub struct NewObservation {
 }
 
 impl NewObservation {
-    /// An observation in `session` (1 ..= 128 bytes) by `role` with `text`
-    /// (1 ..= `max_content_bytes` bytes).
+    /// An observation in `session` (1 ..= 128 bytes, one line) by `role` with
+    /// `text` (1 ..= `max_content_bytes` bytes, under the same
+    /// [input rules](crate::safety::text) as memory content).
     pub fn new(session: impl Into<String>, role: Role, text: impl Into<String>) -> NewObservation {
         NewObservation {
             session: session.into(),
@@ -166,7 +190,7 @@ impl NewObservation {
 }
 
 /// The result of `remember` / `supersede`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Remembered {
     /// The memory that now holds the content: the new version, or the
     /// existing one for duplicates and unchanged supersedes.
@@ -185,7 +209,11 @@ pub struct Remembered {
 pub enum ForgetRequest {
     /// One memory and every version in its chain.
     Memory(MemoryId),
-    /// One observation, and memories derived only from erased observations.
+    /// One observation, and what was derived from it: every memory version
+    /// whose sources are all erased, and every whole version chain that
+    /// cites it and whose latest version is left without a source that is
+    /// not erased (a version that does not restate its sources inherits
+    /// them, so a chain grown from one observation goes with it).
     Observation(ObservationId),
     /// Every observation and memory of a session.
     Session(String),

@@ -7,10 +7,11 @@ use crate::embed::EmbedKind;
 use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{Extracted, ForgetTarget, Observed, SupersedeReason};
+use crate::event::{ForgetTarget, Observed, SupersedeReason};
+use crate::safety::text::{check_chars, TextField};
 use crate::safety::{InjectionPolicy, PiiPolicy};
-use crate::types::{Kind, MemoryId, Namespace, ObservationId, Tier};
-use crate::writer::{Command, ForgetOutcome, Op, OpOutcome};
+use crate::types::{Kind, MemoryId, Namespace, ObservationId};
+use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory};
 
 /// Longest session id or source reference, in bytes.
 pub(crate) const MAX_SESSION_BYTES: usize = 128;
@@ -26,6 +27,9 @@ pub(crate) struct Prepared {
 }
 
 impl Engine {
+    /// Free text (content, observation text, query): 1 ..=
+    /// `max_content_bytes` bytes under the [`TextField::Body`] character
+    /// rules.
     pub(crate) fn check_text(&self, field: &'static str, text: &str) -> Result<()> {
         if text.trim().is_empty() {
             return Err(Error::invalid(field, "must not be empty or only whitespace"));
@@ -34,7 +38,7 @@ impl Engine {
         if text.len() > max {
             return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", text.len())));
         }
-        Ok(())
+        check_chars(field, text, TextField::Body)
     }
 
     /// Runs the safety stage on text bound for the log: personal data per
@@ -72,7 +76,8 @@ impl Engine {
     /// Records an observation (a conversation turn, a tool result).
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for empty or oversized text or session;
+    /// [`Error::InvalidInput`] for empty or oversized text or session, or
+    /// characters the [input rules](crate::safety::text) refuse;
     /// [`Error::Rejected`] when the personal-data policy is `reject` and the
     /// text holds personal data; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn observe(&self, ns: &Namespace, obs: NewObservation) -> Result<ObservationId> {
@@ -138,6 +143,9 @@ impl Engine {
                 check_short("entities", e, self.inner.cfg.max_entity_bytes, false)?;
             }
         }
+        if let Some(Kind::Other(k)) = &m.kind {
+            crate::types::check_kind(k)?;
+        }
         if let Some(k) = &m.key {
             check_key(k, self.inner.cfg.max_key_bytes)?;
         }
@@ -184,13 +192,26 @@ impl Engine {
     /// that memory (or, with identical content, returns it and writes
     /// nothing). Otherwise identical content (after whitespace/case
     /// normalisation) already active in the namespace returns the existing id
-    /// and writes nothing. A near-duplicate (cosine ≥ the dedup threshold) refreshes the
-    /// existing memory, or supersedes it with [`crate::DedupMode::Supersede`].
+    /// and writes nothing. A restatement of an active memory (cosine ≥ the
+    /// near-duplicate threshold and the same facts: numbers, names, negations;
+    /// see [`crate::dedup`]) is written as its new version
+    /// ([`crate::RememberAction::NearDuplicate`]); a text that differs in a
+    /// fact is a new memory however similar. [`crate::DedupMode`] narrows this.
+    ///
+    /// Fields left unset take defaults on a new memory (kind `fact`, tier
+    /// long-term, importance 0.5) and are inherited when the memory
+    /// supersedes another, as by [`Engine::supersede`]: a keyed update
+    /// stating only new content keeps the old version's kind, tier,
+    /// importance, session, sources and those entities that still occur in
+    /// the new content.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for empty or oversized content, importance
-    /// outside `0.0..=1.0`, a malformed key, too many entities, a vector of
-    /// the wrong dimension or with NaN/inf; [`Error::NotFound`] for a source
+    /// [`Error::InvalidInput`] for empty or oversized content, content with
+    /// nothing visible or with characters the [input rules](crate::safety::text)
+    /// refuse (NUL and other controls, bidi overrides, smuggled tag
+    /// characters), a kind, session or source reference with control
+    /// characters or line breaks, importance outside `0.0..=1.0`, a malformed
+    /// key, too many entities, a vector of the wrong dimension or with NaN/inf; [`Error::NotFound`] for a source
     /// observation not in this namespace; [`Error::Rejected`] under `reject`
     /// policies; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn remember(&self, ns: &Namespace, m: NewMemory) -> Result<Remembered> {
@@ -215,7 +236,7 @@ impl Engine {
         for ((m, p), v) in batch.into_iter().zip(prepared).zip(vectors) {
             meta.push((p.redactions.clone(), p.quarantine.clone()));
             ops.push(Op::Remember {
-                mem: extracted(&m, p.text, p.quarantine, None),
+                mem: pending_memory(&m, p.text, p.quarantine),
                 vector: v,
                 dedup: m.dedup,
                 threshold,
@@ -232,9 +253,19 @@ impl Engine {
             .collect())
     }
 
-    /// Writes a new version of memory `old` with new content; fields not set
-    /// in `new` are inherited from `old`. Content equal to the old content
-    /// (after normalisation) is a no-op ([`crate::RememberAction::Unchanged`]).
+    /// Writes a new version of memory `old` with new content. Content equal
+    /// to the old content (after normalisation) is a no-op
+    /// ([`crate::RememberAction::Unchanged`]).
+    ///
+    /// Fields not set in `new` are inherited from `old` (the rule every
+    /// superseding write follows, see [`NewMemory`]): kind, tier,
+    /// importance, session and slot key; sources and source reference
+    /// together, unless `new` gives either; entities, unless `new` gives
+    /// them, less those that no longer occur in the new content (an entity
+    /// that named the old value does not stick to the new one). The event
+    /// time is never inherited: the new version holds from its own event
+    /// time, else from its write time, and the old one stops holding then
+    /// ([`crate::Memory::valid_to`]).
     ///
     /// # Errors
     /// [`Error::NotFound`] if `old` is not in the namespace (or was
@@ -252,10 +283,11 @@ impl Engine {
         new: NewMemory,
         reason: SupersedeReason,
     ) -> Result<Remembered> {
-        let base = self.get(ns, old)?;
+        // Fail early on an unknown id; the writer checks again against the state.
+        self.get(ns, old)?;
         let p = self.check_memory(&new)?;
         let v = self.vectors_for(&[(&new, &p)])?.pop().ok_or(Error::Closed)?;
-        let mem = extracted(&new, p.text, p.quarantine.clone(), Some(&base));
+        let mem = pending_memory(&new, p.text, p.quarantine.clone());
         match self.run_one(ns, Op::Supersede { old, mem, vector: v, reason })? {
             OpOutcome::Remembered { id, action } => {
                 Ok(Remembered { id, action, redactions: p.redactions, quarantined: p.quarantine })
@@ -269,6 +301,9 @@ impl Engine {
     /// as-of views, exported events, indexes) and stay gone after reopen; the
     /// bytes leave the disk at the next [`Engine::compact`]. Forgetting
     /// something already forgotten, or nothing matching, returns zero counts.
+    /// Forgetting observations also forgets what was derived from them (see
+    /// [`ForgetRequest::Observation`]). A forgotten version is cut out of its
+    /// chain: its neighbours link to each other, never to it.
     ///
     /// # Errors
     /// [`Error::NotFound`] for an unknown memory or observation id;
@@ -354,39 +389,38 @@ impl Engine {
     }
 }
 
-/// Builds the event payload, applying defaults (or inheriting from `base`).
-pub(crate) fn extracted(
-    m: &NewMemory,
-    content: String,
-    quarantine: Option<String>,
-    base: Option<&crate::Memory>,
-) -> Extracted {
-    Extracted {
+/// The memory as the caller stated it, for the writer to complete
+/// (defaults for a first version, inheritance for a new version).
+pub(crate) fn pending_memory(m: &NewMemory, content: String, quarantine: Option<String>) -> PendingMemory {
+    PendingMemory {
         content,
-        kind: m.kind.clone().or_else(|| base.map(|b| b.kind.clone())).unwrap_or(Kind::Fact),
-        tier: m.tier.or(base.map(|b| b.tier)).unwrap_or(Tier::LongTerm),
-        importance: m.importance.or(base.map(|b| b.importance)).unwrap_or(0.5),
-        entities: m.entities.clone().or_else(|| base.map(|b| b.entities.clone())).unwrap_or_default(),
-        key: m.key.clone().or_else(|| base.and_then(|b| b.key.clone())),
+        kind: m.kind.clone(),
+        tier: m.tier,
+        importance: m.importance,
+        entities: m.entities.clone(),
+        key: m.key.clone(),
         sources: m.sources.clone(),
-        session: m.session.clone().or_else(|| base.and_then(|b| b.session.clone())),
+        session: m.session.clone(),
         event_time: m.event_time,
         source_ref: m.source_ref.clone(),
         quarantine,
     }
 }
 
+/// A one-line label (session, source, entity, reason): at most `max` bytes
+/// under the [`TextField::Label`] character rules; empty only when
+/// `allow_empty`.
 pub(crate) fn check_short(field: &'static str, s: &str, max: usize, allow_empty: bool) -> Result<()> {
-    if !allow_empty && s.trim().is_empty() {
+    if allow_empty && s.is_empty() {
+        return Ok(());
+    }
+    if s.trim().is_empty() {
         return Err(Error::invalid(field, "must not be empty"));
     }
     if s.len() > max {
         return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", s.len())));
     }
-    if s.chars().any(|c| c.is_control() && c != '\t') {
-        return Err(Error::invalid(field, "must not contain control characters"));
-    }
-    Ok(())
+    check_chars(field, s, TextField::Label)
 }
 
 /// A slot key: `entity.attribute`, no whitespace, non-empty parts.
@@ -394,9 +428,7 @@ fn check_key(k: &str, max: usize) -> Result<()> {
     if k.len() < 3 || k.len() > max {
         return Err(Error::invalid("key", format!("{} bytes; must be 3..={max}", k.len())));
     }
-    if k.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(Error::invalid("key", "must not contain whitespace"));
-    }
+    check_chars("key", k, TextField::Identifier)?;
     let parts: Vec<&str> = k.split('.').collect();
     if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
         return Err(Error::invalid("key", format!("{k:?} is not of the form entity.attribute")));

@@ -3,14 +3,22 @@
 //!
 //! Candidates come from the namespace's vector index (cosine similarity) and
 //! its BM25 index; they are fused by a normalised weighted sum, then
-//! reranked by importance, recency decay by tier, and entity overlap. Every
-//! [`Hit`] carries an [`Explanation`] of its score. See `score.rs` for the
-//! formula and the source of each constant.
+//! reranked by importance, recency decay by tier, and entity overlap. Hits
+//! that restate a better-ranked hit (cosine ≥ the near-duplicate threshold
+//! and the same facts, see [`crate::dedup`]) are collapsed into it, so a
+//! paraphrase pair takes one slot. Every [`Hit`] carries an [`Explanation`]
+//! of its score. See `score.rs` for the formula and the source of each
+//! constant.
 
+mod collapse;
 mod context;
 mod score;
 
-pub use context::{estimate_tokens, render_context};
+pub(crate) use context::one_line;
+pub use context::{
+    estimate_tokens, render_context, ContextBlock, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, MIN_TRUNCATED_TOKENS,
+    TRUNCATED_FIELD,
+};
 pub(crate) use score::dot as score_dot;
 pub use score::{Explanation, RecallMode, SimilarityNorm, Weights};
 
@@ -18,10 +26,10 @@ use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
 use crate::embed::EmbedKind;
-use crate::engine::{AsOf, Engine};
+use crate::engine::{AsOf, Engine, ReadPoint};
 use crate::error::{Error, Result};
 use crate::projection::Memory;
-use crate::types::{Kind, MemoryId, Namespace, Status, Tier};
+use crate::types::{Kind, MemoryId, Namespace, Tier};
 
 /// Options for [`Engine::recall`]. `RecallOptions::default()` gives top-10
 /// hybrid recall of active, unquarantined memories with no similarity floor.
@@ -45,9 +53,13 @@ pub struct RecallOptions {
     /// Only memories whose effective time (event time, else write time) is
     /// in `from..=to` (UTC).
     pub time_range: Option<(DateTime<Utc>, DateTime<Utc>)>,
-    /// Recall as the store was at a past point.
+    /// Recall as of a past point: what the store knew then
+    /// ([`AsOf::Seq`], [`AsOf::Time`]), or the memories that were true then
+    /// as the store knows them now ([`AsOf::ValidTime`]; superseded
+    /// versions that held at that time count as current).
     pub as_of: Option<AsOf>,
-    /// Also return superseded versions. Default false.
+    /// Also return superseded versions (with a valid-time `as_of`: versions
+    /// no longer true then). Default false.
     pub include_superseded: bool,
     /// Also return quarantined memories. Default false.
     pub include_quarantined: bool,
@@ -91,7 +103,7 @@ impl Default for RecallOptions {
 }
 
 /// One recalled memory with its score.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Hit {
     /// The memory as seen at the recall's position.
     pub memory: Memory,
@@ -105,7 +117,8 @@ impl Engine {
     /// Recalls the memories of `ns` that best match `query`.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for an empty or oversized query, `top_k`
+    /// [`Error::InvalidInput`] for an empty or oversized query, a query with
+    /// characters the [input rules](crate::safety::text) refuse, `top_k`
     /// outside 1..=1000, `min_similarity` outside -1..=1, or an `as_of`
     /// position past the log's end; [`Error::Embedder`] if embedding the
     /// query fails.
@@ -126,6 +139,7 @@ impl Engine {
         if query.len() > self.config().max_content_bytes {
             return Err(Error::invalid("query", format!("{} bytes, above max_content_bytes", query.len())));
         }
+        crate::safety::text::check_chars("query", query, crate::safety::text::TextField::Body)?;
         if opts.top_k == 0 || opts.top_k > 1000 {
             return Err(Error::invalid("top_k", "must be in 1..=1000"));
         }
@@ -155,10 +169,11 @@ impl Engine {
         if opts.mode != RecallMode::Lexical {
             crate::embed::validate_vector(query_vector, self.embedder().dim())?;
         }
-        let at = match opts.as_of {
-            Some(a) => self.as_of(ns, a)?.seq(),
-            None => self.shared().state.read().visible,
+        let point = match opts.as_of {
+            Some(a) => self.as_of(ns, a)?.point(),
+            None => ReadPoint::at(self.shared().state.read().visible),
         };
+        let at = point.seq;
         let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
         let now = Utc::now();
         let hits = {
@@ -166,7 +181,7 @@ impl Engine {
             let Some(st) = state.ns(ns) else {
                 return Ok(Vec::new());
             };
-            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, at, opts));
+            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, point, opts));
             let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
             let mut cands: HashMap<u64, (Option<f32>, f32)> = HashMap::new();
             if opts.mode != RecallMode::Lexical {
@@ -222,11 +237,9 @@ impl Engine {
                 );
                 hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
-            hits
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
+            collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k)
         };
-        let mut hits = hits;
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
-        hits.truncate(opts.top_k);
         if opts.record_access && opts.as_of.is_none() {
             self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
@@ -234,16 +247,10 @@ impl Engine {
     }
 }
 
-/// Whether memory `m` may be returned at position `at` under `opts`.
-fn admissible(m: &Memory, at: u64, opts: &RecallOptions) -> bool {
-    if !m.visible_at(at) {
+/// Whether memory `m` may be returned at read point `p` under `opts`.
+fn admissible(m: &Memory, p: ReadPoint, opts: &RecallOptions) -> bool {
+    if !p.shows(m) || !p.admits(m, opts.include_superseded, opts.include_archived) {
         return false;
-    }
-    match m.status_at(at) {
-        Status::Superseded if !opts.include_superseded => return false,
-        Status::Archived if !opts.include_archived => return false,
-        Status::Forgotten => return false,
-        _ => {}
     }
     if !opts.include_quarantined && m.quarantine.is_some() {
         return false;

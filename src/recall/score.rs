@@ -27,6 +27,11 @@
 //! LoCoMo dev split (a reference run: 0.671 vs 0.580 evidence recall@10);
 //! the importance factor is 1 at the default importance 0.5, so importance
 //! and recency only reorder near-ties unless a caller sets them.
+//!
+//! After sorting, a hit that restates a better-ranked one (memory vectors'
+//! cosine ≥ the engine's near-duplicate threshold and the same numbers,
+//! names and negations, [`crate::dedup`]) is dropped before the cut to
+//! `top_k`, and counted in the better hit's [`Explanation::collapsed`].
 
 use chrono::{DateTime, Utc};
 
@@ -35,7 +40,7 @@ use crate::recall::RecallOptions;
 use crate::types::Tier;
 
 /// Where candidates come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RecallMode {
     /// Vector index only; score = cosine similarity.
@@ -61,7 +66,7 @@ impl std::str::FromStr for RecallMode {
 
 /// How hybrid recall scales cosine similarity before the weighted sum (see
 /// the module docs for the formula and the measurements behind it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SimilarityNorm {
     /// Whatever the engine's embedder asks for
@@ -74,6 +79,7 @@ pub enum SimilarityNorm {
     Raw,
     /// Cosine min-max scaled over this recall's candidates to `0..=1`
     /// (all 1 when every candidate has the same cosine).
+    #[serde(alias = "minmax")]
     MinMax,
 }
 
@@ -90,7 +96,7 @@ impl std::str::FromStr for SimilarityNorm {
 }
 
 /// Weights of the recall score (see the module docs for the formula).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Weights {
     /// Weight of cosine similarity in the hybrid sum, `0..=1`; lexical gets
     /// `1 − dense`. Default 0.7 (the reference run's best on the LoCoMo dev
@@ -114,7 +120,7 @@ impl Default for Weights {
 }
 
 /// How a hit's score was made.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Explanation {
     /// Cosine similarity of query and memory vectors, `-1..=1`.
     pub similarity: f32,
@@ -135,6 +141,9 @@ pub struct Explanation {
     pub entity_matches: usize,
     /// The final score.
     pub score: f32,
+    /// Lower-ranked hits of this recall dropped because they restate this
+    /// one (cosine ≥ the near-duplicate threshold and the same facts).
+    pub collapsed: usize,
 }
 
 /// Dot product of two equal-length slices.
@@ -195,5 +204,6 @@ pub(crate) fn explain(
         recency,
         entity_matches,
         score,
+        collapsed: 0,
     }
 }

@@ -1,6 +1,8 @@
-//! Helpers shared by the test binaries that scan the data directory.
+//! Helpers shared by the test binaries: the data directory, installed models.
 #![allow(dead_code)]
 
+pub mod block;
+pub mod models;
 pub mod overlap;
 
 use std::path::{Path, PathBuf};

@@ -153,7 +153,10 @@ impl Backend for EngineBackend {
                 .iter()
                 .zip(vectors)
                 .map(|(d, v)| {
-                    let mut m = NewMemory::new(d.text.clone())
+                    // Benchmark files hold a few control characters
+                    // (LongMemEval_S: 13 user turns) that the input rules
+                    // refuse; clean them rather than fail the run.
+                    let mut m = NewMemory::new(mnemon::safety::text::scrub(&d.text))
                         .kind(Kind::Episode)
                         .tier(Tier::LongTerm)
                         .session(d.session.chars().take(128).collect::<String>())
@@ -180,7 +183,7 @@ impl Backend for EngineBackend {
 
     fn search(&mut self, unit: &str, query: &str, k: usize) -> Result<Vec<String>> {
         let ns = ns_for(unit)?;
-        let query: String = query.chars().take(4000).collect();
+        let query: String = mnemon::safety::text::scrub(query).chars().take(4000).collect();
         let opts = RecallOptions { top_k: k.clamp(1, 1000), ..self.opts.clone() };
         let hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
@@ -204,7 +207,7 @@ impl Backend for EngineBackend {
             writeln!(out, "{line}")?;
         }
         let top10: Vec<_> = hits.iter().take(10).cloned().collect();
-        self.context_tokens.push(mnemon::estimate_tokens(&mnemon::render_context(&top10, usize::MAX).0));
+        self.context_tokens.push(mnemon::render_context(&top10, usize::MAX).tokens);
         let map = self.ids.get(unit);
         Ok(hits.iter().filter_map(|h| map.and_then(|m| m.get(&h.memory.id)).cloned()).collect())
     }

@@ -1,0 +1,294 @@
+//! The signature of text outside CJK runs: Latin words, digits, signs.
+
+use super::lexicon::{
+    currency_sign, en_currency, en_function_word, en_month, en_negation, en_number, en_person, en_quantifier,
+    en_time_word, en_unit, en_weekday, NumberWord,
+};
+use super::numbers::{canonical, clock, read_digits, Digits};
+use super::FactSignature;
+
+enum Tok {
+    /// A word; `start` when it opens a sentence.
+    Word {
+        text: String,
+        start: bool,
+    },
+    Num(Digits),
+    Sign(&'static str),
+    /// Punctuation that ends a phrase.
+    Break,
+}
+
+fn tokenize(s: &str) -> Vec<Tok> {
+    let s = s
+        .replace(['\u{2019}', '\u{2018}'], "'")
+        .replace("a.m.", "am")
+        .replace("A.M.", "am")
+        .replace("p.m.", "pm")
+        .replace("P.M.", "pm");
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut at_start = true;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_alphabetic() {
+            let mut j = i + 1;
+            while j < chars.len()
+                && (chars[j].is_alphabetic()
+                    || (chars[j] == '\'' && j + 1 < chars.len() && chars[j + 1].is_alphabetic()))
+            {
+                j += 1;
+            }
+            out.push(Tok::Word { text: chars[i..j].iter().collect(), start: at_start });
+            at_start = false;
+            i = j;
+        } else if c.is_ascii_digit() {
+            let (d, mut j) = read_digits(&chars, i);
+            out.push(Tok::Num(d));
+            // Ordinal and plural suffixes: 10th, 3rd, 1950s.
+            let word_end = |from: usize| {
+                let mut k = from;
+                while k < chars.len() && chars[k].is_alphabetic() {
+                    k += 1;
+                }
+                k
+            };
+            let k = word_end(j);
+            let suffix: String = chars[j..k].iter().collect::<String>().to_lowercase();
+            if matches!(suffix.as_str(), "st" | "nd" | "rd" | "th" | "s") {
+                j = k;
+            }
+            at_start = false;
+            i = j;
+        } else if let Some(sign) = currency_sign(c) {
+            out.push(Tok::Sign(sign));
+            i += 1;
+        } else {
+            match c {
+                '.' | '!' | '?' => {
+                    if chars.get(i + 1).is_none_or(|n| n.is_whitespace() || matches!(n, '"' | '\'' | ')')) {
+                        at_start = true;
+                    }
+                    out.push(Tok::Break);
+                }
+                '\n' | '\r' => {
+                    at_start = true;
+                    out.push(Tok::Break);
+                }
+                '-' | '/' | '\'' => {}
+                c if c.is_whitespace() => {}
+                _ => out.push(Tok::Break),
+            }
+            i += 1;
+        }
+    }
+    out
+}
+
+/// English number words being read (`two hundred and fifty`).
+#[derive(Default)]
+struct WordNumber {
+    total: f64,
+    current: f64,
+    active: bool,
+}
+
+struct Reader<'a> {
+    sig: &'a mut FactSignature,
+    words: WordNumber,
+    /// The last number, kept open for `am`/`pm`, `o'clock` and scale words.
+    pending: Option<Digits>,
+    /// The previous token counts something, so a unit after it is a quantity.
+    counted: bool,
+}
+
+impl Reader<'_> {
+    fn flush_words(&mut self) {
+        if self.words.active {
+            let v = self.words.total + self.words.current;
+            self.flush_pending();
+            self.pending = Some(Digits::Value(v));
+            self.words = WordNumber::default();
+        }
+    }
+
+    fn flush_pending(&mut self) {
+        match self.pending.take() {
+            Some(Digits::Value(v)) if v.is_finite() => {
+                self.sig.numbers.insert(canonical(v));
+            }
+            Some(Digits::Clock(h, m)) => {
+                self.sig.numbers.insert(clock(h, m));
+            }
+            _ => {}
+        }
+    }
+
+    fn flush(&mut self) {
+        self.flush_words();
+        self.flush_pending();
+    }
+
+    fn number_word(&mut self, n: NumberWord) {
+        let w = &mut self.words;
+        match n {
+            NumberWord::Unit(u) => {
+                let joins = w.active
+                    && ((u < 10.0 && w.current >= 20.0 && w.current < 100.0 && w.current % 10.0 == 0.0)
+                        || (w.current >= 100.0 && w.current % 100.0 == 0.0 && u < 100.0)
+                        || (w.current == 0.0 && w.total > 0.0));
+                if !joins && w.active {
+                    self.flush_words();
+                }
+                let w = &mut self.words;
+                w.current += u;
+                w.active = true;
+            }
+            NumberWord::Scale(s) => {
+                if !w.active {
+                    w.current = s;
+                } else if s >= 1_000.0 {
+                    w.total += w.current.max(1.0) * s;
+                    w.current = 0.0;
+                } else {
+                    w.current = w.current.max(1.0) * s;
+                }
+                w.active = true;
+            }
+        }
+        self.counted = true;
+    }
+
+    /// `am`/`pm`/`o'clock`/scale words that modify the number before them.
+    fn modifies_pending(&mut self, lw: &str) -> bool {
+        let scale = matches!(lw, "thousand" | "million" | "billion" | "k");
+        if !(scale || matches!(lw, "am" | "pm" | "o'clock")) || (scale && self.words.active) {
+            return false;
+        }
+        self.flush_words();
+        let Some(p) = self.pending else {
+            return false;
+        };
+        let hour = |v: f64| (v.fract() == 0.0 && (0.0..=24.0).contains(&v)).then_some(v as u32);
+        let next = match (lw, p) {
+            ("am" | "pm", Digits::Value(v)) => hour(v).filter(|h| (1..=12).contains(h)).map(|h| (h, 0)),
+            ("am" | "pm", Digits::Clock(h, m)) => (h <= 12).then_some((h, m)),
+            ("o'clock", Digits::Value(v)) => return self.set_pending(hour(v).map(|h| Digits::Clock(h, 0))),
+            ("thousand" | "k", Digits::Value(v)) => return self.set_pending(Some(Digits::Value(v * 1_000.0))),
+            ("million", Digits::Value(v)) => return self.set_pending(Some(Digits::Value(v * 1_000_000.0))),
+            ("billion", Digits::Value(v)) => return self.set_pending(Some(Digits::Value(v * 1_000_000_000.0))),
+            _ => return false,
+        };
+        let Some((h, m)) = next else {
+            return false;
+        };
+        let h = match (lw, h) {
+            ("pm", h) if h < 12 => h + 12,
+            ("am", 12) => 0,
+            (_, h) => h,
+        };
+        self.pending = Some(Digits::Clock(h, m));
+        true
+    }
+
+    fn set_pending(&mut self, d: Option<Digits>) -> bool {
+        match d {
+            Some(d) => {
+                self.pending = Some(d);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn word(&mut self, text: &str, start: bool) {
+        let lower = text.to_lowercase();
+        if lower == "o'clock" && self.modifies_pending("o'clock") {
+            return;
+        }
+        if lower.ends_with("n't") {
+            // "won't" / "can't" / "don't": the auxiliary carries no fact.
+            self.flush();
+            self.sig.negations.push("not".into());
+            self.counted = false;
+            return;
+        }
+        // Possessive and contraction suffixes: Max's, I'm, we've.
+        let base = text.split('\'').next().unwrap_or(text);
+        let lw = base.to_lowercase();
+        if self.modifies_pending(&lw) {
+            return;
+        }
+        if let Some(n) = en_number(&lw) {
+            self.number_word(n);
+            return;
+        }
+        if lw == "and" && self.words.active {
+            return;
+        }
+        self.flush();
+        let mut chars = base.chars();
+        let capitalised = chars.next().is_some_and(char::is_uppercase);
+        let inner_upper = chars.any(char::is_uppercase);
+        let all_caps = base.chars().count() >= 2 && !base.chars().any(char::is_lowercase);
+        let counted = std::mem::replace(&mut self.counted, false);
+        if let Some(n) = en_negation(&lw) {
+            self.sig.negations.push(n.into());
+        } else if let Some(t) = en_time_word(&lw) {
+            self.sig.numbers.insert(t.into());
+            self.counted = en_quantifier(&lw);
+        } else if let Some(d) = en_weekday(&lw).filter(|_| capitalised || lw.len() > 4) {
+            self.sig.numbers.insert(d.into());
+        } else if let Some(m) = en_month(&lw, capitalised) {
+            self.sig.numbers.insert(m.into());
+        } else if let Some(u) = en_unit(&lw).filter(|_| counted) {
+            self.sig.numbers.insert(u.into());
+        } else if let Some(c) = en_currency(&lw) {
+            self.sig.numbers.insert(c.into());
+        } else if let Some(p) = en_person(&lw) {
+            self.sig.names.insert(p.into());
+        } else if all_caps || inner_upper {
+            self.sig.names.insert(lw);
+        } else if capitalised {
+            if !start {
+                self.sig.names.insert(lw);
+            } else if !en_function_word(&lw) {
+                self.sig.initial.insert(lw);
+            }
+        } else {
+            self.counted = en_quantifier(&lw);
+            self.sig.lower_words.insert(lw);
+        }
+    }
+}
+
+/// Adds the facts of `s` to `sig`. In CJK-dominant text (`cjk_text`) every
+/// Latin word is a name.
+pub(super) fn extract(s: &str, cjk_text: bool, sig: &mut FactSignature) {
+    let mut r = Reader { sig, words: WordNumber::default(), pending: None, counted: false };
+    for tok in tokenize(s) {
+        match tok {
+            Tok::Num(d) => {
+                r.flush();
+                r.pending = Some(d);
+                r.counted = true;
+            }
+            Tok::Sign(s) => {
+                r.flush();
+                r.sig.numbers.insert(s.into());
+            }
+            Tok::Break => {
+                r.flush();
+                r.counted = false;
+            }
+            Tok::Word { text, .. } if cjk_text => {
+                r.flush();
+                let base = text.split('\'').next().unwrap_or(&text).to_lowercase();
+                r.sig.names.insert(base);
+            }
+            Tok::Word { text, start } => r.word(&text, start),
+        }
+    }
+    r.flush();
+}

@@ -1,0 +1,253 @@
+//! Fact signatures: whether two texts state the same facts.
+//!
+//! Embedding similarity alone cannot tell a restatement ("My yoga class on
+//! Tuesdays is at 6:30 pm" / "Every Tuesday my yoga class is at 6:30 pm")
+//! from a changed fact ("… at 7:30 pm"): the cosine of a one-number change
+//! is as high as a paraphrase's under every embedder we ship (multilingual-e5
+//! puts both above 0.95). A [`FactSignature`] collects, independently of any
+//! embedder, the parts of a text whose change makes it a different fact:
+//!
+//! * **numbers** ([`FactKind::Number`]): digits in any writing (full-width
+//!   digits fold under Unicode NFKC), thousands separators, decimals,
+//!   clock times (`9:30`, `6:30 pm` = `18:30`, `2 PM` = `14:00`, `九点半`
+//!   = `9:30`), ordinals (`3rd`, `third`, `第三`), English number words
+//!   (`twenty-five`, `two hundred`), Chinese numerals (`一二三…十百千万亿两`,
+//!   `一千二` = 1200), currency signs and words (`$`, `dollars`), and time
+//!   words (`tomorrow`, `next`, `weekend`, weekday and month names, time
+//!   units after a count or `every`/`last`/…);
+//! * **names** ([`FactKind::Name`]): capitalised, CamelCase and ALL-CAPS
+//!   Latin tokens (a capitalised sentence-initial word counts unless it is a
+//!   function word, or the same word appears in lower case in either text),
+//!   every Latin token inside CJK text, the person a text is about
+//!   (pronouns by person, kinship and role words), and, since CJK writing has
+//!   no capitals to mark a name, every CJK character that is not a function
+//!   character (particles, classifiers after a numeral, degree adverbs);
+//! * **negations** ([`FactKind::Negation`]): `not`/`n't`, `no`, `never`,
+//!   `without`, …; `不`, `没`/`没有`, `别`, `未`, `无`, `非`, `勿`, `不要`, …
+//!   (compounds that do not negate, such as `非常` or `不错`, excepted).
+//!
+//! Two texts have the same facts when all three parts are equal as sets
+//! (negations as a multiset). The rule is deliberately one-sided: a false
+//! "different" only stores a restatement as its own memory (and recall
+//! collapses the pair), while a false "same" would let a changed fact
+//! replace the old one. So anything unknown counts as a fact: an unlisted
+//! capitalised word is a name, a CJK character outside the function list is
+//! a name.
+//!
+//! The engine uses this twice: a new memory whose cosine to an active one is
+//! at or above the embedder's near-duplicate threshold is a restatement only
+//! when [`differing_facts`] finds nothing (see [`is_restatement`]); recall
+//! shows one hit of each restatement pair. The labelled pairs in
+//! `tests/fixtures/dedup_pairs.json` measure both errors (`cargo bench
+//! --bench dedup`).
+//!
+//! ```
+//! use mnemon::dedup::{differing_facts, FactKind};
+//!
+//! let a = "The team standup meeting starts at 9:30 every weekday morning";
+//! let b = "The team standup meeting starts at 10:30 every weekday morning";
+//! assert_eq!(differing_facts(a, b).map(|d| d.kind), Some(FactKind::Number));
+//! assert_eq!(differing_facts("I have two cats.", "I've got 2 cats."), None);
+//! assert_eq!(differing_facts("我不吃香菜", "我吃香菜").map(|d| d.kind), Some(FactKind::Negation));
+//! ```
+
+mod cjk;
+mod latin;
+mod lexicon;
+mod numbers;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use unicode_normalization::UnicodeNormalization;
+
+/// Which kind of fact two texts disagree on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FactKind {
+    /// A number, time, date, amount, unit or time word.
+    Number,
+    /// A proper name or entity: a capitalised Latin token, a Latin token in
+    /// CJK text, a person word (pronoun, kin or role), a CJK content
+    /// character.
+    Name,
+    /// A negation added or removed.
+    Negation,
+}
+
+/// How two texts differ in their facts (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FactDifference {
+    /// The first kind, in the order number, name, negation, that differs.
+    pub kind: FactKind,
+    /// Normalised tokens of that kind found only in the first text (for
+    /// negations: the surplus of the first text's multiset).
+    pub only_in_first: Vec<String>,
+    /// Normalised tokens of that kind found only in the second text.
+    pub only_in_second: Vec<String>,
+}
+
+/// The facts of one text: its numbers, names and negations, normalised.
+///
+/// Built by [`FactSignature::of`]; compared by [`FactSignature::differs`].
+/// Tokens are lower case after Unicode NFKC; numbers are canonical
+/// (`"1200"`, `"3.5"`, `"18:30"`); time and currency words are canonical
+/// (`"$"`, `"tuesday"`, `"week"`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FactSignature {
+    numbers: BTreeSet<String>,
+    names: BTreeSet<String>,
+    /// Capitalised sentence-initial words that are not function words: names
+    /// unless the word also occurs in lower case in either text.
+    initial: BTreeSet<String>,
+    /// Latin words seen in lower case (to resolve `initial`).
+    lower_words: BTreeSet<String>,
+    /// Canonical negation markers, sorted (a multiset).
+    negations: Vec<String>,
+}
+
+impl FactSignature {
+    /// Extracts the signature of `text` (any length; empty text gives an
+    /// empty signature). Applies Unicode NFKC first.
+    pub fn of(text: &str) -> FactSignature {
+        let text: String = text.nfkc().collect();
+        let mut sig = FactSignature::default();
+        let cjk_chars = text.chars().filter(|c| cjk::is_cjk_char(*c)).count();
+        let latin_words =
+            text.split(|c: char| !c.is_alphabetic() || cjk::is_cjk_char(c)).filter(|w| !w.is_empty()).count();
+        // In CJK-dominant text every Latin token is a name (there is no
+        // sentence case to read).
+        let cjk_text = cjk_chars > 0 && cjk_chars >= latin_words;
+        for seg in segments(&text) {
+            match seg {
+                Segment::Cjk(s) => cjk::extract(s, &mut sig),
+                Segment::Other(s) => latin::extract(s, cjk_text, &mut sig),
+            }
+        }
+        sig.negations.sort_unstable();
+        sig
+    }
+
+    /// The numbers, times, amounts and time words, normalised.
+    pub fn numbers(&self) -> impl Iterator<Item = &str> {
+        self.numbers.iter().map(String::as_str)
+    }
+
+    /// The names and entities certainly present (sentence-initial words that
+    /// may be names are resolved only against another text, in
+    /// [`FactSignature::differs`]).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(String::as_str)
+    }
+
+    /// The negation markers, canonical and sorted, with repeats.
+    pub fn negations(&self) -> &[String] {
+        &self.negations
+    }
+
+    /// Whether `self` and `other` state different facts, and which kind
+    /// differs first (number, then name, then negation). `None`: the same
+    /// facts, so the texts may be restatements of each other.
+    pub fn differs(&self, other: &FactSignature) -> Option<FactDifference> {
+        if let Some(d) = set_difference(FactKind::Number, &self.numbers, &other.numbers) {
+            return Some(d);
+        }
+        let (na, nb) = (self.resolved_names(other), other.resolved_names(self));
+        if let Some(d) = set_difference(FactKind::Name, &na, &nb) {
+            return Some(d);
+        }
+        if self.negations != other.negations {
+            let (a, b) = multiset_surplus(&self.negations, &other.negations);
+            return Some(FactDifference { kind: FactKind::Negation, only_in_first: a, only_in_second: b });
+        }
+        None
+    }
+
+    /// Names, plus the sentence-initial candidates that are not ordinary
+    /// lower-case words of either text.
+    fn resolved_names(&self, other: &FactSignature) -> BTreeSet<String> {
+        let mut out = self.names.clone();
+        for w in &self.initial {
+            if !self.lower_words.contains(w) && !other.lower_words.contains(w) {
+                out.insert(w.clone());
+            }
+        }
+        out
+    }
+}
+
+/// [`FactSignature::differs`] of the two texts' signatures.
+pub fn differing_facts(a: &str, b: &str) -> Option<FactDifference> {
+    FactSignature::of(a).differs(&FactSignature::of(b))
+}
+
+/// The near-duplicate rule of the write path and of recall: `a` and `b`
+/// restate each other when their cosine `similarity` is at least
+/// `threshold` (the embedder's [`crate::embed::Embedder::near_duplicate_threshold`]
+/// or the engine's setting) **and** their facts are the same.
+pub fn is_restatement(similarity: f32, threshold: f32, a: &FactSignature, b: &FactSignature) -> bool {
+    similarity >= threshold && a.differs(b).is_none()
+}
+
+fn set_difference(kind: FactKind, a: &BTreeSet<String>, b: &BTreeSet<String>) -> Option<FactDifference> {
+    if a == b {
+        return None;
+    }
+    Some(FactDifference {
+        kind,
+        only_in_first: a.difference(b).cloned().collect(),
+        only_in_second: b.difference(a).cloned().collect(),
+    })
+}
+
+fn multiset_surplus(a: &[String], b: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut rest_b: Vec<&String> = b.iter().collect();
+    let mut only_a = Vec::new();
+    for x in a {
+        match rest_b.iter().position(|y| *y == x) {
+            Some(i) => {
+                rest_b.remove(i);
+            }
+            None => only_a.push(x.clone()),
+        }
+    }
+    (only_a, rest_b.into_iter().cloned().collect())
+}
+
+/// A maximal run of CJK characters (with CJK punctuation and digits inside
+/// it), or of anything else.
+enum Segment<'a> {
+    Cjk(&'a str),
+    Other(&'a str),
+}
+
+fn segments(text: &str) -> Vec<Segment<'_>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut in_cjk: Option<bool> = None;
+    for (i, c) in text.char_indices() {
+        let k = if cjk::is_cjk_char(c) || cjk::is_cjk_punct(c) {
+            Some(true)
+        } else if c.is_alphabetic() {
+            Some(false)
+        } else {
+            // Digits, spaces and ASCII punctuation stay with the current run.
+            None
+        };
+        if let (Some(k), Some(cur)) = (k, in_cjk) {
+            if k != cur {
+                out.push(if cur { Segment::Cjk(&text[start..i]) } else { Segment::Other(&text[start..i]) });
+                start = i;
+            }
+        }
+        if k.is_some() {
+            in_cjk = k;
+        }
+    }
+    if start < text.len() {
+        let s = &text[start..];
+        out.push(if in_cjk == Some(true) { Segment::Cjk(s) } else { Segment::Other(s) });
+    }
+    out
+}

@@ -1,0 +1,168 @@
+//! Unit tests of the signature extractor: each kind of writing, and the
+//! restatements that must stay equal.
+
+use super::{differing_facts, FactKind, FactSignature};
+
+fn numbers(t: &str) -> Vec<String> {
+    FactSignature::of(t).numbers().map(str::to_string).collect()
+}
+
+fn names(t: &str) -> Vec<String> {
+    FactSignature::of(t).names().map(str::to_string).collect()
+}
+
+fn kind(a: &str, b: &str) -> Option<FactKind> {
+    differing_facts(a, b).map(|d| d.kind)
+}
+
+#[test]
+fn digits_in_every_writing() {
+    assert_eq!(numbers("It costs 1,200 dollars"), ["$", "1200"]);
+    assert_eq!(numbers("It costs １２００ dollars"), ["$", "1200"], "full-width digits fold under NFKC");
+    assert_eq!(numbers("GPA of 3.30"), ["3.3"]);
+    assert_eq!(numbers("on March 10th"), ["10", "march"]);
+    assert_eq!(numbers("vintage 1950s camera"), ["1950"]);
+    assert_eq!(numbers("about 5,000 points"), ["5000"]);
+    assert_eq!(numbers("April 5, 2022"), ["2022", "5", "april"]);
+    assert_eq!(numbers("a 50mm lens"), ["50", "mm"]);
+    assert_eq!(numbers("1.5 million users"), ["1500000"]);
+}
+
+#[test]
+fn clock_times() {
+    assert_eq!(numbers("at 9:30"), ["9:30"]);
+    assert_eq!(numbers("at 09:30"), ["9:30"]);
+    assert_eq!(numbers("at 6:30 pm"), ["18:30"]);
+    assert_eq!(numbers("at 6:30 p.m."), ["18:30"]);
+    assert_eq!(numbers("at 2 PM"), ["14:00"]);
+    assert_eq!(numbers("at 12 am"), ["0:00"]);
+    assert_eq!(numbers("at nine o'clock"), ["9:00"]);
+    assert_eq!(kind("The standup starts at 9:30", "The standup starts at 10:30"), Some(FactKind::Number));
+    assert_eq!(kind("Meeting at 2:00 PM on Fridays", "Meeting at 2 pm on Fridays"), None);
+}
+
+#[test]
+fn english_number_words_and_ordinals() {
+    assert_eq!(numbers("twenty-five people"), ["25"]);
+    assert_eq!(numbers("two hundred and fifty"), ["250"]);
+    assert_eq!(numbers("three thousand four hundred"), ["3400"]);
+    assert_eq!(numbers("the third floor"), ["3"]);
+    assert_eq!(numbers("the 3rd floor"), ["3"]);
+    assert_eq!(numbers("a dozen eggs"), ["12"]);
+    assert_eq!(kind("I have two cats", "I have 2 cats"), None);
+    assert_eq!(kind("ten minutes each morning", "10 minutes every morning"), None);
+    assert_eq!(kind("I have two cats", "I have three cats"), Some(FactKind::Number));
+}
+
+#[test]
+fn chinese_numerals() {
+    assert_eq!(numbers("二十五岁"), ["25"]);
+    assert_eq!(numbers("一千二百块钱"), ["1200", "¥"]);
+    assert_eq!(numbers("一千二"), ["1200"]);
+    assert_eq!(numbers("三万五"), ["35000"]);
+    assert_eq!(numbers("一千零二"), ["1002"]);
+    assert_eq!(numbers("二〇二四年"), ["2024"]);
+    assert_eq!(numbers("十万"), ["100000"]);
+    assert_eq!(numbers("一亿两千万"), ["120000000"]);
+    assert_eq!(numbers("第三名"), ["3"]);
+    assert_eq!(numbers("两只猫"), ["2"]);
+    assert!(numbers("一只猫").is_empty(), "一 + classifier is the indefinite article");
+    assert_eq!(kind("我去了一次云台山", "我去了两次云台山"), Some(FactKind::Number));
+    assert_eq!(numbers("3万元"), ["30000", "¥"]);
+    assert_eq!(numbers("九点半"), ["9:30"]);
+    assert_eq!(numbers("下午三点十五分"), ["3:15"]);
+    assert_eq!(numbers("下午一点"), ["1:00"]);
+    assert_eq!(numbers("10点30分"), ["10:30"]);
+    assert_eq!(kind("蒸十分钟", "蒸10分钟"), None);
+    assert_eq!(kind("我九点半到", "我十点半到"), Some(FactKind::Number));
+    assert_eq!(kind("每周二晚上去游泳", "每个星期二晚上去游泳"), None);
+    assert_eq!(kind("每周二晚上去游泳", "每周三晚上去游泳"), Some(FactKind::Number));
+}
+
+#[test]
+fn idioms_with_numeral_characters_are_not_numbers() {
+    assert!(numbers("我们一起去，一直很开心，一定要来，一般都这样").is_empty());
+    assert!(numbers("味道有点酸，偏酸一点").is_empty());
+    assert!(numbers("我十分开心").is_empty());
+    assert!(numbers("玩了一下午").is_empty());
+}
+
+#[test]
+fn capitalised_names() {
+    assert_eq!(names("I bought it at Petco for Luna"), ["i", "luna", "petco"]);
+    assert_eq!(names("She works at NASA"), ["nasa", "she"]);
+    assert_eq!(names("my new iPhone and a ShopRite card"), ["i", "iphone", "shoprite"]);
+    assert_eq!(names("Max's teeth"), Vec::<String>::new(), "sentence-initial: resolved against the other text");
+    assert_eq!(kind("I brush Max's teeth daily", "I brush Buddy's teeth daily"), Some(FactKind::Name));
+    assert_eq!(kind("My sister lives in Vancouver", "My sister lives in Toronto"), Some(FactKind::Name));
+    assert_eq!(kind("My sister lives in Vancouver", "My brother lives in Vancouver"), Some(FactKind::Name));
+}
+
+#[test]
+fn sentence_initial_common_words_do_not_split_paraphrases() {
+    // "Dairy" starts a sentence and occurs in lower case in the other text.
+    assert_eq!(
+        kind(
+            "I switched to oat milk because dairy upsets my stomach.",
+            "Dairy upsets my stomach, so I switched to oat milk."
+        ),
+        None
+    );
+    // Function words opening a sentence are never names.
+    assert_eq!(kind("The class is on Tuesdays.", "Actually, the class is on Tuesdays."), None);
+    // An unknown capitalised opener is a name when in doubt.
+    assert_eq!(kind("Biscuit is our dog.", "Our dog is called Pepper."), Some(FactKind::Name));
+    assert_eq!(kind("Biscuit is our dog.", "Our dog is Biscuit."), None);
+}
+
+#[test]
+fn latin_tokens_inside_cjk_text_are_names() {
+    assert_eq!(names("Bart和Jimmy一起玩"), ["bart", "jimmy", "玩"]);
+    assert_eq!(kind("我用python写代码", "我用Python写代码"), None);
+    assert_eq!(kind("我在Google工作", "我在Apple工作"), Some(FactKind::Name));
+}
+
+#[test]
+fn cjk_content_characters_are_names() {
+    assert_eq!(kind("我哥哥在深圳做软件工程师", "我哥哥在广州做软件工程师"), Some(FactKind::Name));
+    assert_eq!(kind("我下周去北京", "他下周去北京"), Some(FactKind::Name));
+    assert_eq!(kind("我下午去北京", "我上午去北京"), Some(FactKind::Name));
+    // Function characters, degree adverbs and classifiers after a count do not count.
+    assert_eq!(kind("Bart感到非常开心。", "Bart很开心！"), None);
+    assert_eq!(kind("我去了一次云台山", "我去了一趟云台山"), None);
+}
+
+#[test]
+fn negations() {
+    assert_eq!(kind("Do not eat peanuts", "Do eat peanuts"), Some(FactKind::Negation));
+    assert_eq!(kind("I don't eat meat", "I eat meat"), Some(FactKind::Negation));
+    assert_eq!(kind("I can't swim", "I can swim"), Some(FactKind::Negation));
+    assert_eq!(kind("I never drink coffee", "I drink coffee"), Some(FactKind::Negation));
+    assert_eq!(kind("tea without sugar", "tea with sugar"), Some(FactKind::Negation));
+    assert_eq!(kind("I do NOT eat meat", "I don't eat meat"), None);
+    assert_eq!(kind("我不吃香菜", "我吃香菜"), Some(FactKind::Negation));
+    assert_eq!(kind("我没有去过北京", "我去过北京"), Some(FactKind::Negation));
+    assert_eq!(kind("我没去过北京", "我没有去过北京"), None);
+    assert_eq!(kind("别告诉他", "告诉他"), Some(FactKind::Negation));
+    assert_eq!(kind("我未婚", "我已婚"), Some(FactKind::Negation));
+    // Compounds with a negation character that do not negate.
+    assert_eq!(kind("这家店非常好", "这家店很好"), None);
+    assert_eq!(kind("味道还不错", "味道不错"), None);
+    assert!(FactSignature::of("我和别人讨论了未来").negations().is_empty());
+}
+
+#[test]
+fn the_difference_names_its_tokens() {
+    let d = differing_facts("standup at 9:30 in room 4", "standup at 10:30 in room 4").expect("differs");
+    assert_eq!(d.kind, FactKind::Number);
+    assert_eq!(d.only_in_first, ["9:30"]);
+    assert_eq!(d.only_in_second, ["10:30"]);
+}
+
+#[test]
+fn empty_and_odd_input_never_panics() {
+    for t in ["", " ", "...", "12:", "1,2", "１２：３０", "点", "第", "万", "$", "'s", "n't", "\u{200b}", "一点"]
+    {
+        let _ = FactSignature::of(t).differs(&FactSignature::of("x"));
+    }
+}

@@ -1,0 +1,140 @@
+//! The grammar of the prompt block (see the context renderer's module docs
+//! in `mnemon::recall`), as a reader that knows it parses it back: shared by
+//! `tests/prompt_block.rs` and the `render` fuzz target.
+#![allow(dead_code)]
+
+use mnemon::{BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, TRUNCATED_FIELD};
+use unicode_security::skeleton;
+
+/// One entry as parsed back from a line.
+#[derive(Debug)]
+pub struct Parsed {
+    /// `META` fields, unescaped, without the `truncated` flag: the kind
+    /// first, then `key K`, `source R` or `session S`.
+    pub meta: Vec<String>,
+    /// `CONTENT`, without the ellipsis of a cut entry.
+    pub content: String,
+    /// The entry was cut to fit the budget.
+    pub truncated: bool,
+}
+
+/// Characters that end a line for some reader: every control character but
+/// LF (which the block uses), the Unicode line and paragraph separators, and
+/// what Python's `str.splitlines` splits on.
+pub fn breaks_line(c: char) -> bool {
+    (c.is_control() && c != '\n') || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}' | '\u{1C}'..='\u{1E}')
+}
+
+/// Splits a `META` part on unescaped `; `, undoing `\` escapes; `None` on a
+/// dangling escape or a separator that is not followed by a space.
+pub fn split_meta(meta: &str) -> Option<Vec<String>> {
+    let mut out = vec![String::new()];
+    let mut chars = meta.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.last_mut()?.push(chars.next()?),
+            ';' => {
+                if chars.next()? != ' ' {
+                    return None;
+                }
+                out.push(String::new());
+            }
+            '(' | ')' => return None,
+            c => out.last_mut()?.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// Parses `- [YYYY-MM-DD] (META) CONTENT`.
+pub fn parse_entry(line: &str) -> Result<Parsed, String> {
+    let rest = line.strip_prefix("- [").ok_or_else(|| format!("not an entry: {line:?}"))?;
+    let date = rest.get(..10).ok_or("short date")?;
+    let ok_date = date.bytes().enumerate().all(|(i, b)| if i == 4 || i == 7 { b == b'-' } else { b.is_ascii_digit() });
+    if !ok_date {
+        return Err(format!("bad date in {line:?}"));
+    }
+    let rest = rest[10..].strip_prefix("] (").ok_or_else(|| format!("no meta in {line:?}"))?;
+    // The meta part ends at the first unescaped ')'.
+    let mut end = None;
+    let mut escaped = false;
+    for (i, c) in rest.char_indices() {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, ')') => {
+                end = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let end = end.ok_or_else(|| format!("unclosed meta in {line:?}"))?;
+    let mut meta = split_meta(&rest[..end]).ok_or_else(|| format!("bad meta in {line:?}"))?;
+    let truncated = meta.len() > 1 && meta.last().is_some_and(|m| m == TRUNCATED_FIELD);
+    if truncated {
+        meta.pop();
+    }
+    let content = rest[end + 1..].strip_prefix(' ').ok_or_else(|| format!("no content gap in {line:?}"))?;
+    let content = if truncated {
+        content.strip_suffix(" …").ok_or_else(|| format!("cut entry without its ellipsis: {line:?}"))?
+    } else {
+        content
+    };
+    Ok(Parsed { meta, content: content.to_string(), truncated })
+}
+
+/// Parses a whole block; every line between the frame is one entry.
+pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
+    if let Some(c) = block.chars().find(|&c| breaks_line(c)) {
+        return Err(format!("line-breaking character U+{:04X} in the block", u32::from(c)));
+    }
+    let lines: Vec<&str> = block.split('\n').collect();
+    if lines.len() < 3 || lines[0] != BLOCK_OPEN || lines[1] != BLOCK_PREAMBLE {
+        return Err(format!("bad header: {block:?}"));
+    }
+    if lines[lines.len() - 1] != BLOCK_CLOSE {
+        return Err(format!("block does not end with its footer: {block:?}"));
+    }
+    lines[2..lines.len() - 1].iter().map(|l| parse_entry(l)).collect()
+}
+
+/// True when `c` is or looks like an angle bracket (its TR39 skeleton holds
+/// one, or it is a single angle bracket of another block).
+pub fn angle_like(c: char) -> bool {
+    matches!(
+        c,
+        '\u{2329}'
+            | '\u{232A}'
+            | '\u{27E8}'
+            | '\u{27E9}'
+            | '\u{276C}'
+            | '\u{276D}'
+            | '\u{2770}'
+            | '\u{2771}'
+            | '\u{3008}'
+            | '\u{3009}'
+    ) || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>')
+}
+
+/// True for a default-ignorable (invisible) character: TR39's skeleton
+/// drops exactly those.
+pub fn invisible(c: char) -> bool {
+    skeleton(c.encode_utf8(&mut [0; 4])).next().is_none()
+}
+
+/// Letters and digits that must survive rendering: alphanumeric, visible,
+/// not an angle-bracket look-alike, with entities decoded first on both
+/// sides.
+pub fn signature(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .chars()
+        .filter(|&c| c.is_alphanumeric() && !angle_like(c) && !invisible(c))
+        .collect()
+}
+
+/// Invisible characters the renderer keeps: ZWNJ, ZWJ, variation selectors.
+pub fn kept_invisible(c: char) -> bool {
+    matches!(c, '\u{200C}' | '\u{200D}' | '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}')
+}
