@@ -201,6 +201,29 @@ pub(crate) enum Failure {
     Api(ApiError),
 }
 
+/// Whether an idle pooled connection can still carry a request: the holder
+/// has neither closed it nor sent anything unasked (a non-blocking read
+/// finds nothing to read yet).
+fn still_open(conn: &BufReader<UnixStream>) -> bool {
+    if !conn.buffer().is_empty() || conn.get_ref().set_nonblocking(true).is_err() {
+        return false;
+    }
+    let mut probe = [0u8; 1];
+    let open = matches!((&*conn.get_ref()).read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    open && conn.get_ref().set_nonblocking(false).is_ok()
+}
+
+/// Whether a read error on a request's connection proves the holder never
+/// read the whole request line. On Linux a Unix stream socket reports
+/// `ECONNRESET` to its peer only when it is closed with unread data in its
+/// receive queue (`unix_release_sock` in net/unix/af_unix.c); the holder
+/// reads a line before executing it and the client sends one line at a
+/// time, so the unread bytes are this request's own tail and it was never
+/// executed: safe to retry. Elsewhere the error stays "answer lost".
+fn unread_at_close(e: &std::io::Error) -> bool {
+    cfg!(target_os = "linux") && e.kind() == std::io::ErrorKind::ConnectionReset
+}
+
 /// The client's side: a small pool of connections to the holder.
 pub(crate) struct SocketClient {
     path: PathBuf,
@@ -214,7 +237,9 @@ impl SocketClient {
 
     /// Sends `req` and waits for the answer.
     pub(crate) fn call(&self, req: &Request, limits: &Limits) -> Result<Value, Failure> {
-        let pooled = self.idle.lock().pop();
+        // A pooled connection whose holder went away since its last use is
+        // dropped here rather than written to.
+        let pooled = self.idle.lock().pop().filter(still_open);
         let mut conn = match pooled {
             Some(c) => c,
             None => BufReader::new(UnixStream::connect(&self.path).map_err(Failure::NotSent)?),
@@ -231,6 +256,7 @@ impl SocketClient {
             Ok(_) => {
                 return Err(Failure::Lost(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "holder exited")))
             }
+            Err(e) if unread_at_close(&e) => return Err(Failure::NotSent(e)),
             Err(e) => return Err(Failure::Lost(e)),
         }
         let v: Value = serde_json::from_slice(&answer).map_err(|e| {
