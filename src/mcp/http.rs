@@ -178,6 +178,14 @@ fn message(status: StatusCode, title: &str, text: &str, head_only: bool) -> Resp
     )
 }
 
+/// A 401 page saying `why`.
+fn unauthorized(why: &str, head_only: bool) -> Response<Body> {
+    let mut r = message(StatusCode::UNAUTHORIZED, "Unauthorized", why, head_only);
+    r.headers_mut()
+        .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer realm=\"mnemon\""));
+    r
+}
+
 /// True when the `Host` header names a loopback host (any port).
 fn loopback_host(host: Option<&hyper::header::HeaderValue>) -> bool {
     let Some(host) = host.and_then(|h| h.to_str().ok()) else { return false };
@@ -225,7 +233,7 @@ async fn inspect(req: Request<Incoming>, state: &Arc<HttpState>) -> Response<Bod
             .collect();
         if let Some((_, token)) = pairs.iter().find(|(k, _)| k == "token") {
             if digest(format!("Bearer {token}").as_bytes()) != *expected {
-                return message(StatusCode::UNAUTHORIZED, "Unauthorized", "wrong token", head_only);
+                return unauthorized("wrong token", head_only);
             }
             // Into a cookie, out of the address bar.
             let mut rest = form_urlencoded::Serializer::new(String::new());
@@ -250,17 +258,10 @@ async fn inspect(req: Request<Incoming>, state: &Arc<HttpState>) -> Response<Bod
             req.headers().get(hyper::header::AUTHORIZATION).map(|v| digest(v.as_bytes())) == Some(*expected);
         let by_cookie = cookie(&req, COOKIE).map(|c| digest(c.as_bytes())) == Some(digest(cookie_expected.as_bytes()));
         if !by_header && !by_cookie {
-            let mut r = message(
-                StatusCode::UNAUTHORIZED,
-                "Unauthorized",
+            return unauthorized(
                 "this server needs its token: open this page once with ?token=TOKEN (a cookie keeps you signed in), or send Authorization: Bearer TOKEN",
                 head_only,
             );
-            r.headers_mut().insert(
-                hyper::header::WWW_AUTHENTICATE,
-                hyper::header::HeaderValue::from_static("Bearer realm=\"mnemon\""),
-            );
-            return r;
         }
     }
     let Some(pass) = state.server.shared.gate.enter() else {

@@ -41,7 +41,7 @@ if not (CHROMIUM and DRIVER):
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import Select  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
 def _shots() -> pathlib.Path:
@@ -77,6 +77,11 @@ def demo(tmp_path):
     return data, r["id"]
 
 
+def shows(browser, words):
+    """Waits (at most 10 s) until the page holds `words`."""
+    WebDriverWait(browser, 10).until(lambda d: words in d.page_source)
+
+
 def shot(browser, name):
     browser.save_screenshot(str(SHOTS / f"{name}.png"))
 
@@ -91,7 +96,7 @@ def test_the_pages_in_a_browser(browser, demo):
     try:
         # Without the token: refused. With ?token= once: a cookie, then links work.
         browser.get(server.base + "/")
-        assert "Unauthorized" in browser.page_source
+        shows(browser, "Unauthorized")
         assert NS not in browser.page_source
         browser.get(f"{server.base}/?token={TOKEN}")
         assert browser.current_url == server.base + "/", "the token leaves the address bar"
@@ -170,10 +175,11 @@ def test_off_loopback_without_the_token_is_refused(browser, demo):
     server = HttpServer(data, listen="0.0.0.0:0", token="browser-t0ken")
     try:
         browser.get(f"{server.base}/ns/{NS}")
-        assert "Unauthorized" in browser.page_source
+        shows(browser, "Unauthorized")
         assert "dark-roast" not in browser.page_source
         browser.get(f"{server.base}/ns/{NS}?token=wrong")
-        assert "Unauthorized" in browser.page_source
+        shows(browser, "wrong token")
+        assert "dark-roast" not in browser.page_source
         browser.get(f"{server.base}/ns/{NS}?token=browser-t0ken")
         assert "dark-roast" in text(browser, "#memories")
     finally:

@@ -213,7 +213,10 @@ type Keep = Box<dyn Fn(&Memory) -> bool>;
 fn status_filter(q: &Query) -> Result<((bool, bool, bool), Keep), ApiError> {
     let status = q.get("status").unwrap_or("active");
     let keep: Keep = match status {
-        "active" => Box::new(|m: &Memory| m.status == Status::Active && m.quarantine.is_none()),
+        // What the surface lists by default: current and not quarantined
+        // (in a valid-time view, the versions true then, whatever their
+        // status now).
+        "active" => Box::new(|_: &Memory| true),
         "superseded" => Box::new(|m: &Memory| m.status == Status::Superseded),
         "archived" => Box::new(|m: &Memory| m.status == Status::Archived),
         "quarantined" => Box::new(|m: &Memory| m.quarantine.is_some()),
