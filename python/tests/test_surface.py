@@ -38,6 +38,8 @@ METHODS = {
     "verify_erasure": "verify_erasure",
     "stats": "stats",
     "check": "check",
+    "namespaces": "namespaces",
+    "timeline": "timeline",
 }
 # Request fields that a Python parameter carries under another name.
 RENAMED = {
@@ -47,6 +49,7 @@ RENAMED = {
     ("context", "to"): "time_range",
     ("log", "from"): "seq_range",
     ("log", "to"): "seq_range",
+    ("timeline", "from"): "from_",
 }
 
 
