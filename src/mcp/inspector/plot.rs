@@ -9,9 +9,12 @@ use crate::engine::{Timeline, TimelineBucket};
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 360;
 
+/// One series of the plot: its kind, colour and count in a bucket.
+type Series = (&'static str, RGBColor, fn(&TimelineBucket) -> u64);
+
 /// The kinds in stacking order, with their colours (Tableau 10, a common
 /// qualitative palette that stays distinct for colour-blind readers).
-const SERIES: &[(&str, RGBColor, fn(&TimelineBucket) -> u64)] = &[
+const SERIES: &[Series] = &[
     ("observed", RGBColor(0x4e, 0x79, 0xa7), |b| b.observed),
     ("extracted", RGBColor(0x59, 0xa1, 0x4f), |b| b.extracted),
     ("superseded", RGBColor(0xf2, 0x8e, 0x2b), |b| b.superseded),
