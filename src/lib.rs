@@ -78,8 +78,9 @@ pub mod recall;
 pub mod safety;
 
 pub use engine::{
-    AsOf, CheckReport, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation,
-    OpenReport, Progress, ProgressFn, Remembered, Stats, View, DEFAULT_MAX_CONTENT_BYTES,
+    AsOf, CheckReport, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary, NewMemory,
+    NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
+    DEFAULT_MAX_CONTENT_BYTES, MAX_TIMELINE_BUCKETS,
 };
 pub use erase::{
     verify_erasure, CompactionFigures, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch, ScanReport,

@@ -69,7 +69,7 @@ fn minimal_args(op: &str) -> Value {
         "supersede" => json!({"namespace": "u", "id": 1, "content": "x"}),
         "recall" | "context" => json!({"namespace": "u", "query": "x"}),
         "get" | "history" => json!({"namespace": "u", "id": 1}),
-        "list" | "log" | "consolidate" => json!({"namespace": "u"}),
+        "list" | "log" | "consolidate" | "timeline" => json!({"namespace": "u"}),
         "forget" => json!({"namespace": "u", "all": true, "dry_run": true}),
         "extraction_prompt" | "end_session" => json!({"namespace": "u", "session": "s"}),
         "apply_extraction" => json!({"namespace": "u", "extraction": {}}),
@@ -321,4 +321,72 @@ fn writes_through_the_surface_match_the_library() {
     assert_eq!(err(call(&e, json!({"op": "get", "namespace": "u", "id": id}))).code, ErrorCode::NotFound);
     let v = call(&e, json!({"op": "check"})).unwrap();
     assert_eq!(v["consistent"], true);
+}
+
+#[test]
+fn namespaces_timeline_and_log_kinds_count_without_content() {
+    let (_d, e) = engine();
+    for i in 0..3 {
+        e.remember(&ns("b"), NewMemory::new(text(i, 4))).unwrap();
+    }
+    e.observe(&ns("a"), NewObservation::new("s1", Role::User, "I drink oolong every morning")).unwrap();
+    let r = e.remember(&ns("a"), NewMemory::new("Drinks oolong").key("user.tea")).unwrap();
+    e.remember(&ns("a"), NewMemory::new("Drinks jasmine tea now").key("user.tea")).unwrap();
+    call(&e, json!({"op": "forget", "namespace": "b", "all": true, "reason": "asked"})).unwrap();
+    let before = e.last_seq();
+
+    let page = call(&e, json!({"op": "namespaces", "limit": 1})).unwrap();
+    assert_eq!(page["namespaces"].as_array().unwrap().len(), 1);
+    assert_eq!(page["namespaces"][0]["namespace"], "a");
+    assert_eq!(page["namespaces"][0]["active"], 1);
+    assert_eq!(page["namespaces"][0]["superseded"], 1);
+    assert_eq!(page["namespaces"][0]["observations"], 1);
+    let rest = call(&e, json!({"op": "namespaces", "cursor": page["next_cursor"]})).unwrap();
+    assert_eq!(rest["namespaces"][0]["namespace"], "b");
+    assert_eq!(rest["namespaces"][0]["active"], 0);
+    assert_eq!(rest["namespaces"][0]["forgotten_memories"], 3);
+    assert!(rest.get("next_cursor").is_none(), "{rest}");
+
+    let t = call(&e, json!({"op": "timeline", "namespace": "a", "buckets": 4})).unwrap();
+    let buckets = t["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 4);
+    let sum = |k: &str| buckets.iter().map(|b| b[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("observed"), sum("extracted"), sum("superseded"), sum("forgotten")), (1, 2, 1, 0));
+    assert_eq!(t["events"], 4);
+    let last = buckets.iter().filter_map(|b| b["last_seq"].as_u64()).max().unwrap();
+    assert_eq!(last, r.id.0 + 2, "the supersede link is a's last event");
+    let tb = call(&e, json!({"op": "timeline", "namespace": "b", "buckets": 1})).unwrap();
+    assert_eq!((tb["buckets"][0]["extracted"].as_u64(), tb["buckets"][0]["forgotten"].as_u64()), (Some(3), Some(1)));
+    let empty = call(&e, json!({"op": "timeline", "namespace": "nobody"})).unwrap();
+    assert_eq!(empty["events"], 0);
+    assert!(empty["buckets"].as_array().unwrap().is_empty());
+    for bad in [
+        json!({"buckets": 0}),
+        json!({"buckets": 501}),
+        json!({"from": "2026-05-01T00:00:00Z", "to": "2026-04-01T00:00:00Z"}),
+    ] {
+        let mut req = json!({"op": "timeline", "namespace": "a"});
+        req.as_object_mut().unwrap().extend(bad.as_object().unwrap().clone());
+        assert_eq!(err(call(&e, req)).code, ErrorCode::InvalidInput);
+    }
+
+    let forgotten = call(&e, json!({"op": "log", "namespace": "b", "kinds": ["forgotten"]})).unwrap();
+    let events = forgotten["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["body"]["forgotten"]["memories"].as_array().unwrap().len(), 3);
+    let tomb = call(&e, json!({"op": "log", "namespace": "b", "kinds": ["tombstone"], "limit": 2})).unwrap();
+    assert_eq!(tomb["events"].as_array().unwrap().len(), 2);
+    let more = call(&e, json!({"op": "log", "namespace": "b", "kinds": ["tombstone"], "cursor": tomb["next_cursor"]}))
+        .unwrap();
+    assert_eq!(more["events"].as_array().unwrap().len(), 1);
+    assert!(!more.to_string().contains("w0x0"), "forgotten content in the export");
+    let bad = err(call(&e, json!({"op": "log", "namespace": "b", "kinds": ["observed", "deleted"]})));
+    assert_eq!(bad.field.as_deref(), Some("kinds[1]"));
+
+    // Store-wide: a restricted policy refuses it.
+    let only = NamespacePolicy::Only(ns("a"));
+    let e2 = err(Request::from_value_with(json!({"op": "namespaces"}), &only).map(|_| Value::Null));
+    assert_eq!(e2.code, ErrorCode::NamespaceNotAllowed);
+    // Reading wrote nothing.
+    assert_eq!(e.last_seq(), before);
 }

@@ -94,6 +94,8 @@ __all__ = [
     "MaintenanceReport",
     "Memory",
     "NamespaceMaintenance",
+    "NamespaceSummary",
+    "NamespacesResponse",
     "ObserveResponse",
     "PatternMatch",
     "RecallResponse",
@@ -101,6 +103,8 @@ __all__ = [
     "ScannedFile",
     "SessionEnd",
     "Stats",
+    "Timeline",
+    "TimelineBucket",
     "RESPONSES",
     # END GENERATED
 ]

@@ -25,6 +25,7 @@ from ._types import (
     LogResponse,
     Memory,
     NamespaceMaintenance,
+    NamespacesResponse,
     ObserveResponse,
     RecallMode,
     RecallResponse,
@@ -34,6 +35,7 @@ from ._types import (
     SimilarityNorm,
     Stats,
     Tier,
+    Timeline,
 )
 
 try:  # orjson decodes responses about three times faster; same values.
@@ -820,18 +822,22 @@ class Engine:
         namespace: str,
         *,
         seq_range: Optional[Tuple[Optional[int], Optional[int]]] = None,
+        kinds: Optional[Sequence[str]] = None,
         cursor: Optional[str] = None,
         limit: Optional[int] = None,
     ) -> LogResponse:
         """A page of the namespace's audit export: its events in log order
         (forgotten content never appears), between log positions
-        `seq_range = (from, to)` (inclusive, either end None), at most
-        `limit` (1–1000, default 100) per page.
+        `seq_range = (from, to)` (inclusive, either end None), only of
+        `kinds` if given (`"observed"`, `"extracted"`, `"superseded"`,
+        `"accessed"`, `"forgotten"`, `"tombstone"`, `"archived"`; a
+        forgotten payload counts as `"tombstone"`), at most `limit`
+        (1–1000, default 100) per page.
 
         Raises:
             InvalidInputError, CorruptedError, ClosedError.
         """
-        args = _put({"namespace": namespace}, cursor=cursor, limit=limit)
+        args = _put({"namespace": namespace}, kinds=_seq(kinds), cursor=cursor, limit=limit)
         _seq_range(args, seq_range)
         return self._one(LogResponse, "log", args)
 
@@ -884,6 +890,43 @@ class Engine:
         """Store-wide figures: memories by status, namespaces, events by
         kind, vectors, bytes, the model id."""
         return self._one(Stats, "stats", {})
+
+    def namespaces(self, *, cursor: Optional[str] = None, limit: Optional[int] = None) -> NamespacesResponse:
+        """A page of the namespaces holding a record, by name, with their
+        figures (memories by status, quarantined, observations, forgotten
+        memories and observations; counts only), at most `limit` (1–1000,
+        default 100) per page; pass `next_cursor` as `cursor` for the next.
+
+        Raises:
+            InvalidInputError, ClosedError.
+        """
+        return self._one(NamespacesResponse, "namespaces", _put({}, cursor=cursor, limit=limit))
+
+    def timeline(
+        self,
+        namespace: str,
+        *,
+        buckets: Optional[int] = None,
+        from_: Union[datetime, str, None] = None,
+        to: Union[datetime, str, None] = None,
+    ) -> Timeline:
+        """The namespace's events counted by kind (observed, extracted,
+        superseded, accessed, forgotten, archived) in `buckets` (1–500,
+        default 48) equal buckets of commit time, from `from_` to `to`
+        (aware datetimes or RFC 3339 text; default the namespace's first and
+        last event). Each bucket's `last_seq` is an `as_of` position that
+        shows the store at the bucket's end.
+
+        Raises:
+            InvalidInputError: `buckets` out of range, `from_` after `to`.
+            CorruptedError, ClosedError.
+        """
+        args = _put({"namespace": namespace}, buckets=buckets)
+        if from_ is not None:
+            args["from"] = time_text("from", from_)
+        if to is not None:
+            args["to"] = time_text("to", to)
+        return self._one(Timeline, "timeline", args)
 
     def check(self) -> CheckReport:
         """Verifies every record's checksum and that the live projections

@@ -46,6 +46,8 @@ __all__ = [
     "MaintenanceReport",
     "Memory",
     "NamespaceMaintenance",
+    "NamespaceSummary",
+    "NamespacesResponse",
     "ObserveResponse",
     "PatternMatch",
     "RecallResponse",
@@ -53,6 +55,8 @@ __all__ = [
     "ScannedFile",
     "SessionEnd",
     "Stats",
+    "Timeline",
+    "TimelineBucket",
     "RESPONSES",
 ]
 
@@ -965,6 +969,82 @@ class NamespaceMaintenance(Record):
         return MaintenanceReport(v)
 
 
+class NamespaceSummary(Record):
+    """
+    Figures of one namespace at the last durable position, for `Engine::namespaces`.
+    Counts only; no content.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('active', 'archived', 'forgotten_memories', 'forgotten_observations', 'namespace', 'observations', 'quarantined', 'superseded')
+
+    @property
+    def active(self) -> int:
+        """Active memory versions (current; quarantined ones included)."""
+        return self._data["active"]  # type: ignore[no-any-return]
+
+    @property
+    def archived(self) -> int:
+        """Archived memory versions."""
+        return self._data["archived"]  # type: ignore[no-any-return]
+
+    @property
+    def forgotten_memories(self) -> int:
+        """Memory versions forgotten (their content is gone from every read)."""
+        return self._data["forgotten_memories"]  # type: ignore[no-any-return]
+
+    @property
+    def forgotten_observations(self) -> int:
+        """Observations forgotten."""
+        return self._data["forgotten_observations"]  # type: ignore[no-any-return]
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def observations(self) -> int:
+        """Observations (forgotten ones excluded)."""
+        return self._data["observations"]  # type: ignore[no-any-return]
+
+    @property
+    def quarantined(self) -> int:
+        """Memory versions quarantined as injected instructions (any status)."""
+        return self._data["quarantined"]  # type: ignore[no-any-return]
+
+    @property
+    def superseded(self) -> int:
+        """Superseded memory versions."""
+        return self._data["superseded"]  # type: ignore[no-any-return]
+
+
+class NamespacesResponse(Record):
+    """A page of namespaces."""
+
+    __slots__ = ()
+    _FIELDS = ('namespaces', 'next_cursor', 'seq')
+
+    @property
+    def namespaces(self) -> List[NamespaceSummary]:
+        """Namespaces in name order, with their figures."""
+        v = self._data["namespaces"]
+        return [NamespaceSummary(x0) for x0 in v]
+
+    @property
+    def next_cursor(self) -> Optional[str]:
+        """
+        Pass as `cursor` for the next page (the last namespace of this page); absent on
+        the last page.
+        """
+        return self._data.get("next_cursor")
+
+    @property
+    def seq(self) -> int:
+        """The log position read."""
+        return self._data["seq"]  # type: ignore[no-any-return]
+
+
 class ObserveResponse(Record):
     """What `observe` recorded."""
 
@@ -1211,6 +1291,122 @@ class Stats(Record):
         """Vectors in the indexes."""
         return self._data["vectors"]  # type: ignore[no-any-return]
 
+
+class Timeline(Record):
+    """
+    A namespace's events over time, for `Engine::timeline`: equal-width buckets of
+    commit time from `from` to `to`.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('bucket_micros', 'buckets', 'events', 'from', 'namespace', 'seq', 'to')
+
+    @property
+    def bucket_micros(self) -> int:
+        """Width of each bucket in microseconds."""
+        return self._data["bucket_micros"]  # type: ignore[no-any-return]
+
+    @property
+    def buckets(self) -> List[TimelineBucket]:
+        """The buckets, oldest first (empty when the namespace has no event in the range)."""
+        v = self._data["buckets"]
+        return [TimelineBucket(x0) for x0 in v]
+
+    @property
+    def events(self) -> int:
+        """Events of the namespace counted (all buckets)."""
+        return self._data["events"]  # type: ignore[no-any-return]
+
+    @property
+    def from_(self) -> datetime:
+        """Start of the first bucket (UTC)."""
+        v = self._data["from"]
+        return parse_time(v)
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def seq(self) -> int:
+        """The last log position read."""
+        return self._data["seq"]  # type: ignore[no-any-return]
+
+    @property
+    def to(self) -> datetime:
+        """End of the last bucket (UTC)."""
+        v = self._data["to"]
+        return parse_time(v)
+
+
+class TimelineBucket(Record):
+    """
+    Events of one time bucket of a `Timeline`, by kind.
+
+    An event whose payload compaction replaced by a tombstone counts under the kind it
+    was (`observed`, `extracted`, `superseded`), so a timeline reads the same before and
+    after compaction; the counts never involve content.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('accessed', 'archived', 'end', 'extracted', 'first_seq', 'forgotten', 'last_seq', 'observed', 'start', 'superseded')
+
+    @property
+    def accessed(self) -> int:
+        """`accessed` events."""
+        return self._data["accessed"]  # type: ignore[no-any-return]
+
+    @property
+    def archived(self) -> int:
+        """`archived` events."""
+        return self._data["archived"]  # type: ignore[no-any-return]
+
+    @property
+    def end(self) -> datetime:
+        """End of the bucket (UTC; exclusive, except for the last bucket)."""
+        v = self._data["end"]
+        return parse_time(v)
+
+    @property
+    def extracted(self) -> int:
+        """`extracted` events."""
+        return self._data["extracted"]  # type: ignore[no-any-return]
+
+    @property
+    def first_seq(self) -> Optional[int]:
+        """Log position of the first event of the namespace in the bucket."""
+        return self._data.get("first_seq")
+
+    @property
+    def forgotten(self) -> int:
+        """`forgotten` events."""
+        return self._data["forgotten"]  # type: ignore[no-any-return]
+
+    @property
+    def last_seq(self) -> Optional[int]:
+        """
+        Log position of the last event of the namespace in the bucket: an as-of view at
+        it shows the store at the end of the bucket.
+        """
+        return self._data.get("last_seq")
+
+    @property
+    def observed(self) -> int:
+        """`observed` events."""
+        return self._data["observed"]  # type: ignore[no-any-return]
+
+    @property
+    def start(self) -> datetime:
+        """Start of the bucket (UTC, inclusive)."""
+        v = self._data["start"]
+        return parse_time(v)
+
+    @property
+    def superseded(self) -> int:
+        """`superseded` events."""
+        return self._data["superseded"]  # type: ignore[no-any-return]
+
 #: The result of each operation: (class, True when the response is a list of it).
 RESPONSES: Dict[str, Any] = {
     "remember": (Remembered, False),
@@ -1232,4 +1428,6 @@ RESPONSES: Dict[str, Any] = {
     "verify_erasure": (ErasureReceipt, False),
     "stats": (Stats, False),
     "check": (CheckReport, False),
+    "namespaces": (NamespacesResponse, False),
+    "timeline": (Timeline, False),
 }

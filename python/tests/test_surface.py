@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import keyword
 import pathlib
 from typing import Any, Dict, Set
 
@@ -38,6 +39,8 @@ METHODS = {
     "verify_erasure": "verify_erasure",
     "stats": "stats",
     "check": "check",
+    "namespaces": "namespaces",
+    "timeline": "timeline",
 }
 # Request fields that a Python parameter carries under another name.
 RENAMED = {
@@ -47,6 +50,7 @@ RENAMED = {
     ("context", "to"): "time_range",
     ("log", "from"): "seq_range",
     ("log", "to"): "seq_range",
+    ("timeline", "from"): "from_",
 }
 
 
@@ -88,7 +92,9 @@ def test_every_response_field_has_a_property():
         for variant in schema.get("oneOf", []) or []:
             fields |= set(variant.get("properties", {}))
         for f in fields:
-            assert isinstance(getattr(cls, f, None), property), f"{cls.__name__}.{f}"
+            # A Python keyword (`from`) is a property with a trailing underscore.
+            attr = f + "_" if keyword.iskeyword(f) else f
+            assert isinstance(getattr(cls, attr, None), property), f"{cls.__name__}.{attr}"
 
 
 def shape(value: Any) -> Any:

@@ -37,6 +37,7 @@
 
 pub mod budget;
 mod error;
+mod inspect;
 mod parse;
 mod policy;
 mod read;
@@ -44,11 +45,12 @@ mod write;
 
 pub use budget::{json_tokens, Limits, DEFAULT_MAX_RESPONSE_TOKENS};
 pub use error::{ApiError, ErrorCode};
+pub use inspect::{NamespacesRequest, NamespacesResponse, TimelineRequest, DEFAULT_TIMELINE_BUCKETS};
 pub use policy::{NamespacePolicy, NamespaceRule};
 pub use read::{
     CheckRequest, ContextRequest, ContextResponse, ExtractionPromptRequest, ExtractionPromptResponse, GetRequest,
     HistoryRequest, HistoryResponse, ListRequest, ListResponse, LogRequest, LogResponse, RecallFilters, RecallRequest,
-    RecallResponse, StatsRequest,
+    RecallResponse, StatsRequest, EVENT_KINDS,
 };
 pub use write::{
     ApplyExtractionRequest, CompactRequest, ConsolidateRequest, EndSessionRequest, ForgetRequest, ForgetResponse,
@@ -229,6 +231,10 @@ surface! {
     Stats(StatsRequest),
     /// Verify the store against a fresh replay.
     Check(CheckRequest),
+    /// Namespaces with their figures.
+    Namespaces(NamespacesRequest),
+    /// A namespace's events over time, by kind.
+    Timeline(TimelineRequest),
 }
 
 type FieldSet = std::collections::BTreeSet<String>;

@@ -405,6 +405,10 @@ impl Call for ListRequest {
     }
 }
 
+/// Event kinds as the audit export names them ([`crate::EventBody::kind_name`]).
+pub const EVENT_KINDS: &[&str] =
+    &["observed", "extracted", "superseded", "accessed", "forgotten", "tombstone", "archived"];
+
 /// `log`: the audit export of a namespace, events in log order, paged.
 /// Forgotten payloads appear as tombstones.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -417,6 +421,11 @@ pub struct LogRequest {
     /// Last log position. Default the end of the log.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<Seq>,
+    /// Only events of these kinds (observed, extracted, superseded,
+    /// accessed, forgotten, tombstone, archived; a forgotten payload counts
+    /// as tombstone). Default every kind.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
     /// next_cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
@@ -451,7 +460,20 @@ impl Call for LogRequest {
         let end = cursor.map_or_else(|| engine.last_seq(), |c| c.at);
         let from = cursor.map_or(self.from.unwrap_or(1), |c| c.after.saturating_add(1));
         let to = self.to.unwrap_or(u64::MAX).min(end);
-        let found = engine.events_limited(&self.namespace, from, to, page + 1)?;
+        let kinds = self
+            .kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                EVENT_KINDS.iter().find(|known| **known == k.as_str()).copied().ok_or_else(|| {
+                    ApiError::invalid(
+                        format!("kinds[{i}]"),
+                        format!("{k:?}: expected one of {}", EVENT_KINDS.join(", ")),
+                    )
+                })
+            })
+            .collect::<Result<Vec<&str>, _>>()?;
+        let found = engine.events_of_kinds(&self.namespace, from, to, page + 1, &kinds)?;
         let mut packer = Packer::new(limits);
         let events: Vec<Event> = found.iter().take(page).take_while(|e| packer.take(e)).cloned().collect();
         if events.is_empty() && !found.is_empty() {

@@ -335,6 +335,34 @@ impl Engine {
     /// # Errors
     /// As [`Engine::events`].
     pub fn events_limited(&self, ns: &Namespace, from: Seq, to: Seq, limit: usize) -> Result<Vec<Event>> {
+        self.events_where(ns, from, to, limit, |_| true)
+    }
+
+    /// [`Engine::events_limited`], keeping only the events whose exported
+    /// kind ([`EventBody::kind_name`], after forgotten payloads became
+    /// tombstones) is one of `kinds`; every kind when `kinds` is empty.
+    ///
+    /// # Errors
+    /// As [`Engine::events`].
+    pub fn events_of_kinds(
+        &self,
+        ns: &Namespace,
+        from: Seq,
+        to: Seq,
+        limit: usize,
+        kinds: &[&str],
+    ) -> Result<Vec<Event>> {
+        self.events_where(ns, from, to, limit, |ev| kinds.is_empty() || kinds.contains(&ev.body.kind_name()))
+    }
+
+    fn events_where(
+        &self,
+        ns: &Namespace,
+        from: Seq,
+        to: Seq,
+        limit: usize,
+        keep: impl Fn(&Event) -> bool,
+    ) -> Result<Vec<Event>> {
         let (visible, forgotten_m, forgotten_o) = {
             let state = self.shared().state.read();
             let st = state.ns(ns);
@@ -364,7 +392,9 @@ impl Engine {
             if erased {
                 ev.body = EventBody::Tombstone(Tombstone { was: ev.body.kind_name().to_string() });
             }
-            out.push(ev);
+            if keep(&ev) {
+                out.push(ev);
+            }
         }
         Ok(out)
     }

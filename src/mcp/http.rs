@@ -1,5 +1,16 @@
 //! MCP over streamable HTTP at `/mcp`, with bearer-token authentication,
-//! a body size limit and graceful shutdown.
+//! a body size limit and graceful shutdown; every other path is the
+//! read-only inspector ([`super::inspector`]).
+//!
+//! Authentication: with a token, `/mcp` needs `Authorization: Bearer
+//! TOKEN`. The inspector takes the same header, or a cookie for browsers:
+//! opening any inspector page with `?token=TOKEN` once answers with a
+//! redirect to the same page without the token, setting the cookie
+//! `mnemon_inspector` (HttpOnly, SameSite=Strict, Path=/) whose value is
+//! derived from the token (SHA-256 of a fixed label and the token), so the
+//! cookie cannot be replayed as the bearer token of `/mcp`. On a loopback
+//! address without a token, the inspector answers only requests whose
+//! `Host` is a loopback name (no DNS rebinding from other web pages).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -15,6 +26,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::inspector::Inspector;
 use super::server::MemoryServer;
 use super::{shutdown_signal, HttpOptions, DRAIN_TIMEOUT};
 use crate::api::{ApiError, ErrorCode};
@@ -26,9 +38,24 @@ pub const MCP_PATH: &str = "/mcp";
 
 struct HttpState {
     service: StreamableHttpService<MemoryServer, LocalSessionManager>,
+    server: MemoryServer,
+    inspector: Arc<Inspector>,
     /// SHA-256 of the expected `Authorization` header value, if any.
     token_digest: Option<[u8; 32]>,
+    /// The inspector's cookie value for the token, if any.
+    cookie_value: Option<String>,
+    /// The server listens on a loopback address.
+    loopback: bool,
     max_body_bytes: usize,
+}
+
+/// Name of the inspector's session cookie.
+const COOKIE: &str = "mnemon_inspector";
+
+/// The inspector cookie's value for `token`: hex SHA-256 of a fixed label
+/// and the token (not the token itself, which also opens `/mcp`).
+fn cookie_value(token: &str) -> String {
+    hex::encode(digest(format!("mnemon inspector cookie\n{token}").as_bytes()))
 }
 
 /// JSON-RPC 2.0 error codes (the specification's reserved range).
@@ -95,7 +122,7 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
 
 async fn handle(req: Request<Incoming>, state: Arc<HttpState>) -> Response<Body> {
     if req.uri().path() != MCP_PATH {
-        return rpc_error(StatusCode::NOT_FOUND, -32601, "not found: the MCP endpoint is /mcp");
+        return inspect(req, &state).await;
     }
     if let Some(expected) = &state.token_digest {
         // Compared as digests, so the time taken does not depend on how
@@ -115,6 +142,140 @@ async fn handle(req: Request<Incoming>, state: Arc<HttpState>) -> Response<Body>
     state.service.handle(req).await
 }
 
+/// An HTML response with the inspector's security headers: no script,
+/// no framing, no caching, no referrer.
+fn html(status: StatusCode, body: String, head_only: bool) -> Response<Body> {
+    use hyper::header::{self, HeaderValue};
+    let body = if head_only { Bytes::new() } else { Bytes::from(body) };
+    let mut r = Response::new(Full::new(body).boxed());
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// A short HTML message page.
+fn message(status: StatusCode, title: &str, text: &str, head_only: bool) -> Response<Body> {
+    let esc = |s: &str| s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    html(
+        status,
+        format!(
+            "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>{}</title><h1>{}</h1><p>{}</p></html>",
+            esc(title),
+            esc(title),
+            esc(text)
+        ),
+        head_only,
+    )
+}
+
+/// A 401 page saying `why`.
+fn unauthorized(why: &str, head_only: bool) -> Response<Body> {
+    let mut r = message(StatusCode::UNAUTHORIZED, "Unauthorized", why, head_only);
+    r.headers_mut()
+        .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer realm=\"mnemon\""));
+    r
+}
+
+/// True when the `Host` header names a loopback host (any port).
+fn loopback_host(host: Option<&hyper::header::HeaderValue>) -> bool {
+    let Some(host) = host.and_then(|h| h.to_str().ok()) else { return false };
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
+    req.headers()
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Serves one inspector request: host and method checks, authentication
+/// (header, cookie, or `?token=` once), then the page.
+async fn inspect(req: Request<Incoming>, state: &Arc<HttpState>) -> Response<Body> {
+    let head_only = req.method() == hyper::Method::HEAD;
+    if state.loopback && !loopback_host(req.headers().get(hyper::header::HOST)) {
+        return message(StatusCode::FORBIDDEN, "Forbidden", "this server answers loopback host names only", head_only);
+    }
+    if req.method() != hyper::Method::GET && !head_only {
+        let mut r = message(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method not allowed",
+            "the inspector is read-only: GET and HEAD only",
+            false,
+        );
+        r.headers_mut().insert(hyper::header::ALLOW, hyper::header::HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    if let (Some(expected), Some(cookie_expected)) = (&state.token_digest, &state.cookie_value) {
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        if let Some((_, token)) = pairs.iter().find(|(k, _)| k == "token") {
+            if digest(format!("Bearer {token}").as_bytes()) != *expected {
+                return unauthorized("wrong token", head_only);
+            }
+            // Into a cookie, out of the address bar.
+            let mut rest = form_urlencoded::Serializer::new(String::new());
+            for (k, v) in pairs.iter().filter(|(k, _)| k != "token") {
+                rest.append_pair(k, v);
+            }
+            let rest = rest.finish();
+            let location = if rest.is_empty() { path } else { format!("{path}?{rest}") };
+            let mut r = message(StatusCode::SEE_OTHER, "Signed in", "continue to the page", head_only);
+            let h = r.headers_mut();
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&location) {
+                h.insert(hyper::header::LOCATION, v);
+            }
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&format!(
+                "{COOKIE}={cookie_expected}; HttpOnly; SameSite=Strict; Path=/"
+            )) {
+                h.insert(hyper::header::SET_COOKIE, v);
+            }
+            return r;
+        }
+        let by_header =
+            req.headers().get(hyper::header::AUTHORIZATION).map(|v| digest(v.as_bytes())) == Some(*expected);
+        let by_cookie = cookie(&req, COOKIE).map(|c| digest(c.as_bytes())) == Some(digest(cookie_expected.as_bytes()));
+        if !by_header && !by_cookie {
+            return unauthorized(
+                "this server needs its token: open this page once with ?token=TOKEN (a cookie keeps you signed in), or send Authorization: Bearer TOKEN",
+                head_only,
+            );
+        }
+    }
+    let Some(pass) = state.server.shared.gate.enter() else {
+        return message(StatusCode::SERVICE_UNAVAILABLE, "Shutting down", "the server is shutting down", head_only);
+    };
+    let inspector = state.inspector.clone();
+    let page = tokio::task::spawn_blocking(move || inspector.page(&path, query.as_deref())).await;
+    drop(pass);
+    match page {
+        Ok(p) => html(StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), p.html, head_only),
+        Err(e) => message(StatusCode::INTERNAL_SERVER_ERROR, "Error", &format!("the page failed: {e}"), head_only),
+    }
+}
+
 /// Serves `server` over HTTP until SIGINT/SIGTERM, then drains in-flight
 /// calls and returns.
 pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), ApiError> {
@@ -129,17 +290,24 @@ pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), A
         // (required off loopback) is what keeps others out.
         config = config.disable_allowed_hosts();
     }
+    let inspector = Arc::new(Inspector::new(server.shared.backend.clone(), server.shared.policy.clone())?);
     let factory = server.clone();
     let service =
         StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(LocalSessionManager::default()), config);
     let state = Arc::new(HttpState {
         service,
+        server: server.clone(),
+        inspector,
         token_digest: opts.token.as_deref().map(|t| digest(format!("Bearer {t}").as_bytes())),
+        cookie_value: opts.token.as_deref().map(cookie_value),
+        loopback: opts.listen.ip().is_loopback(),
         max_body_bytes: opts.max_body_bytes,
     });
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut stop = std::pin::pin!(shutdown_signal());
-    eprintln!("mnemon: serving MCP on http://{}{MCP_PATH}", local_addr(&listener, opts.listen));
+    let addr = local_addr(&listener, opts.listen);
+    eprintln!("mnemon: serving MCP on http://{addr}{MCP_PATH}");
+    eprintln!("mnemon: inspector on http://{addr}/");
     loop {
         tokio::select! {
             accepted = listener.accept() => {

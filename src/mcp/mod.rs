@@ -21,6 +21,7 @@
 
 mod backend;
 mod http;
+mod inspector;
 mod schema;
 mod server;
 pub mod socket;

@@ -102,8 +102,8 @@ async def fails(client, tool, args):
 class HttpServer:
     """A `mnemon serve` process on a free loopback port."""
 
-    def __init__(self, data, *extra, token=TOKEN):
-        args = [BIN, "--data", str(data), "--embedder", "hashing", "serve", "--listen", "127.0.0.1:0", *extra]
+    def __init__(self, data, *extra, token=TOKEN, listen="127.0.0.1:0"):
+        args = [BIN, "--data", str(data), "--embedder", "hashing", "serve", "--listen", listen, *extra]
         if token is not None:
             args += ["--token", token]
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -120,7 +120,10 @@ class HttpServer:
             if time.monotonic() > deadline:
                 raise AssertionError("mnemon serve did not start")
         threading.Thread(target=self._drain, daemon=True).start()
+        # Bound to every address: reach it on loopback.
+        self.addr = self.addr.replace("0.0.0.0", "127.0.0.1")
         self.url = f"http://{self.addr}/mcp"
+        self.base = f"http://{self.addr}"
         self.token = token
 
     def _drain(self):

@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use mnemon::api::{
     self, ApiError, CheckRequest, CompactRequest, ContextRequest, ForgetRequest, GetRequest, HistoryRequest,
-    ListRequest, LogRequest, MemoryFields, ObserveRequest, RecallFilters, RecallRequest, RememberRequest, Request,
-    Response, StatsRequest, SupersedeRequest, VerifyErasureRequest,
+    ListRequest, LogRequest, MemoryFields, NamespacesRequest, ObserveRequest, RecallFilters, RecallRequest,
+    RememberRequest, Request, Response, StatsRequest, SupersedeRequest, TimelineRequest, VerifyErasureRequest,
 };
 use mnemon::embed::{self, EmbedderChoice};
 use mnemon::{AsOf, Engine, MemoryId, Namespace, ObservationId, Result};
@@ -166,6 +166,35 @@ pub struct LogArgs {
     from: u64,
     #[arg(long, default_value_t = u64::MAX)]
     to: u64,
+    /// Only events of these kinds (comma-separated: observed, extracted,
+    /// superseded, accessed, forgotten, tombstone, archived).
+    #[arg(long, value_delimiter = ',')]
+    kind: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct NamespacesArgs {
+    /// Page size (1–1000).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Continue after a previous page (its next_cursor).
+    #[arg(long)]
+    cursor: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TimelineArgs {
+    #[arg(long)]
+    ns: String,
+    /// Number of equal time buckets (1–500).
+    #[arg(long, default_value_t = api::DEFAULT_TIMELINE_BUCKETS)]
+    buckets: usize,
+    /// Start (RFC 3339); default the namespace's first event.
+    #[arg(long)]
+    from: Option<String>,
+    /// End (RFC 3339); default the namespace's last event.
+    #[arg(long)]
+    to: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -562,6 +591,13 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
         Cmd::Compact => Request::Compact(CompactRequest {}),
         Cmd::VerifyErasure(a) => Request::VerifyErasure(VerifyErasureRequest { texts: a.texts.clone() }),
         Cmd::Stats => Request::Stats(StatsRequest {}),
+        Cmd::Namespaces(a) => Request::Namespaces(NamespacesRequest { cursor: a.cursor.clone(), limit: a.limit }),
+        Cmd::Timeline(a) => Request::Timeline(TimelineRequest {
+            namespace: ns(&a.ns)?,
+            buckets: Some(a.buckets),
+            from: a.from.as_deref().map(|t| parse_time("from", t)).transpose()?,
+            to: a.to.as_deref().map(|t| parse_time("to", t)).transpose()?,
+        }),
         Cmd::Check => Request::Check(CheckRequest {}),
         Cmd::ExtractPrompt(_)
         | Cmd::ApplyExtraction(_)
@@ -637,6 +673,7 @@ fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Resu
             namespace: ns(&a.ns)?,
             from: Some(a.from),
             to: Some(a.to),
+            kinds: a.kind.clone(),
             cursor: cursor.take(),
             limit: Some(api::budget::MAX_PAGE),
         });

@@ -95,6 +95,11 @@ pub enum Cmd {
     VerifyErasure(commands::VerifyErasureArgs),
     /// Store-wide statistics.
     Stats,
+    /// List the namespaces with their figures (memories by status,
+    /// observations, forgotten counts).
+    Namespaces(commands::NamespacesArgs),
+    /// Count a namespace's events by kind in equal time buckets.
+    Timeline(commands::TimelineArgs),
     /// Print a prompt asking an LLM to extract memories from a session.
     ExtractPrompt(lifecycle::ExtractPromptArgs),
     /// Apply an LLM's extraction JSON (new, updated and forgotten memories).
@@ -112,7 +117,8 @@ pub enum Cmd {
     /// MCP clients that start the server themselves).
     #[cfg(all(feature = "mcp", unix))]
     Mcp(serve::McpArgs),
-    /// Serve the memory tools over MCP streamable HTTP at /mcp.
+    /// Serve the memory tools over MCP streamable HTTP at /mcp, and a
+    /// read-only HTML inspector of the store at /.
     #[cfg(all(feature = "mcp", unix))]
     Serve(serve::ServeArgs),
     /// Print the JSON Schema of each operation of the command surface

@@ -166,6 +166,43 @@ fn human(cli: &Cli, resp: &Response) {
             }
             println!("(all figures: --json)");
         }
+        Response::Namespaces(n) => {
+            for s in &n.namespaces {
+                println!(
+                    "{:<32} {} active, {} superseded, {} archived, {} quarantined, {} observations; forgotten {} memories, {} observations",
+                    s.namespace.as_str(),
+                    s.active,
+                    s.superseded,
+                    s.archived,
+                    s.quarantined,
+                    s.observations,
+                    s.forgotten_memories,
+                    s.forgotten_observations
+                );
+            }
+            next_page(n.next_cursor.as_ref());
+        }
+        Response::Timeline(t) => {
+            println!(
+                "{}: {} events from {} to {}",
+                t.namespace.as_str(),
+                t.events,
+                t.from.to_rfc3339(),
+                t.to.to_rfc3339()
+            );
+            for b in &t.buckets {
+                println!(
+                    "{}  observed {:>4}  extracted {:>4}  superseded {:>4}  accessed {:>4}  forgotten {:>4}  archived {:>4}",
+                    b.start.format("%Y-%m-%dT%H:%M:%SZ"),
+                    b.observed,
+                    b.extracted,
+                    b.superseded,
+                    b.accessed,
+                    b.forgotten,
+                    b.archived
+                );
+            }
+        }
         Response::Check(r) => println!(
             "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
             r.records,

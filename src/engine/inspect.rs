@@ -1,0 +1,239 @@
+//! Reads for looking at a store as a whole: every namespace with its
+//! figures, and a namespace's events over time (a histogram by kind).
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::event::{decode_record, EventBody};
+use crate::types::{Namespace, Seq, Status};
+
+/// Most buckets of a [`Timeline`] (a plot a page wide has no room for more).
+pub const MAX_TIMELINE_BUCKETS: usize = 500;
+
+/// Figures of one namespace at the last durable position, for
+/// [`Engine::namespaces`]. Counts only; no content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NamespaceSummary {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// Active memory versions (current; quarantined ones included).
+    pub active: usize,
+    /// Superseded memory versions.
+    pub superseded: usize,
+    /// Archived memory versions.
+    pub archived: usize,
+    /// Memory versions quarantined as injected instructions (any status).
+    pub quarantined: usize,
+    /// Observations (forgotten ones excluded).
+    pub observations: usize,
+    /// Memory versions forgotten (their content is gone from every read).
+    pub forgotten_memories: usize,
+    /// Observations forgotten.
+    pub forgotten_observations: usize,
+}
+
+/// Events of one time bucket of a [`Timeline`], by kind.
+///
+/// An event whose payload compaction replaced by a tombstone counts under
+/// the kind it was (`observed`, `extracted`, `superseded`), so a timeline
+/// reads the same before and after compaction; the counts never involve
+/// content.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelineBucket {
+    /// Start of the bucket (UTC, inclusive).
+    pub start: DateTime<Utc>,
+    /// End of the bucket (UTC; exclusive, except for the last bucket).
+    pub end: DateTime<Utc>,
+    /// Log position of the first event of the namespace in the bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seq: Option<Seq>,
+    /// Log position of the last event of the namespace in the bucket: an
+    /// as-of view at it shows the store at the end of the bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seq: Option<Seq>,
+    /// `observed` events.
+    pub observed: u64,
+    /// `extracted` events.
+    pub extracted: u64,
+    /// `superseded` events.
+    pub superseded: u64,
+    /// `accessed` events.
+    pub accessed: u64,
+    /// `forgotten` events.
+    pub forgotten: u64,
+    /// `archived` events.
+    pub archived: u64,
+}
+
+impl TimelineBucket {
+    /// Events in the bucket, all kinds.
+    pub fn total(&self) -> u64 {
+        self.observed + self.extracted + self.superseded + self.accessed + self.forgotten + self.archived
+    }
+
+    fn count(&mut self, kind: &str, seq: Seq) {
+        let slot = match kind {
+            "observed" => &mut self.observed,
+            "extracted" => &mut self.extracted,
+            "superseded" => &mut self.superseded,
+            "accessed" => &mut self.accessed,
+            "forgotten" => &mut self.forgotten,
+            "archived" => &mut self.archived,
+            _ => return,
+        };
+        *slot += 1;
+        self.first_seq.get_or_insert(seq);
+        self.last_seq = Some(seq);
+    }
+}
+
+/// A namespace's events over time, for [`Engine::timeline`]: equal-width
+/// buckets of commit time from `from` to `to`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Timeline {
+    /// The namespace.
+    pub namespace: Namespace,
+    /// Start of the first bucket (UTC).
+    pub from: DateTime<Utc>,
+    /// End of the last bucket (UTC).
+    pub to: DateTime<Utc>,
+    /// Width of each bucket in microseconds.
+    pub bucket_micros: i64,
+    /// The buckets, oldest first (empty when the namespace has no event in
+    /// the range).
+    pub buckets: Vec<TimelineBucket>,
+    /// Events of the namespace counted (all buckets).
+    pub events: u64,
+    /// The last log position read.
+    pub seq: Seq,
+}
+
+impl Engine {
+    /// Every namespace that holds a record, by name, with its figures at
+    /// the last durable position.
+    pub fn namespaces(&self) -> Vec<NamespaceSummary> {
+        let state = self.shared().state.read();
+        let at = state.visible;
+        let mut out: Vec<NamespaceSummary> = state
+            .namespaces
+            .iter()
+            .map(|(ns, st)| {
+                let mut s = NamespaceSummary {
+                    namespace: ns.clone(),
+                    active: 0,
+                    superseded: 0,
+                    archived: 0,
+                    quarantined: 0,
+                    observations: st.observations.keys().filter(|o| o.0 <= at).count(),
+                    forgotten_memories: st.forgotten_memories.iter().filter(|m| m.0 <= at).count(),
+                    forgotten_observations: st.forgotten_observations.iter().filter(|o| o.0 <= at).count(),
+                };
+                for m in st.memories.values().filter(|m| m.visible_at(at)) {
+                    match m.status_at(at) {
+                        Status::Active => s.active += 1,
+                        Status::Superseded => s.superseded += 1,
+                        Status::Archived => s.archived += 1,
+                        Status::Forgotten => {}
+                    }
+                    s.quarantined += usize::from(m.quarantine.is_some());
+                }
+                s
+            })
+            .collect();
+        out.sort_by(|a, b| a.namespace.as_str().cmp(b.namespace.as_str()));
+        out
+    }
+
+    /// The events of `ns` committed in `from..=to` (default: from the
+    /// namespace's first event to its last), counted by kind in `buckets`
+    /// equal-width time buckets. Reads every record of the log in the
+    /// range once (the log is not indexed by namespace): O(events).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for `buckets` outside
+    /// 1..=[`MAX_TIMELINE_BUCKETS`] or `from` after `to`;
+    /// [`Error::Corrupted`] naming a bad record; storage errors.
+    pub fn timeline(
+        &self,
+        ns: &Namespace,
+        buckets: usize,
+        from: Option<DateTime<Utc>>,
+        to: Option<DateTime<Utc>>,
+    ) -> Result<Timeline> {
+        if !(1..=MAX_TIMELINE_BUCKETS).contains(&buckets) {
+            return Err(Error::invalid("buckets", format!("{buckets}: must be in 1..={MAX_TIMELINE_BUCKETS}")));
+        }
+        if let (Some(f), Some(t)) = (from, to) {
+            if f > t {
+                return Err(Error::invalid("from", "is after to"));
+            }
+        }
+        let (first, last) = {
+            let state = self.shared().state.read();
+            let first = from.map_or(1, |t| state.seq_at_time(t - chrono::Duration::microseconds(1)) + 1);
+            let last = to.map_or(state.visible, |t| state.seq_at_time(t));
+            (first, last)
+        };
+        // One pass: (time in µs, kind) of each event of the namespace.
+        let mut seen: Vec<(i64, Seq, &'static str)> = Vec::new();
+        for r in self.shared().store().scan(first.max(1), last) {
+            let (seq, bytes) = r?;
+            let ev = decode_record(seq, &bytes)?;
+            if &ev.ns != ns {
+                continue;
+            }
+            let kind = match &ev.body {
+                EventBody::Tombstone(t) => match t.was.as_str() {
+                    "observed" => "observed",
+                    "extracted" => "extracted",
+                    "superseded" => "superseded",
+                    _ => continue,
+                },
+                b => b.kind_name(),
+            };
+            seen.push((ev.time.timestamp_micros(), seq, kind));
+        }
+        let lo = from.map(|t| t.timestamp_micros()).or_else(|| seen.first().map(|e| e.0));
+        let hi = to.map(|t| t.timestamp_micros()).or_else(|| seen.last().map(|e| e.0));
+        let (Some(lo), Some(hi)) = (lo, hi) else {
+            let now = Utc::now();
+            return Ok(Timeline {
+                namespace: ns.clone(),
+                from: from.unwrap_or(now),
+                to: to.unwrap_or(now),
+                bucket_micros: 0,
+                buckets: Vec::new(),
+                events: 0,
+                seq: last,
+            });
+        };
+        let n = i64::try_from(buckets).unwrap_or(1);
+        // Ceiling division, at least 1 µs, so that `hi` falls in the last bucket.
+        let width = ((hi - lo) / n + i64::from((hi - lo) % n != 0)).max(1);
+        let time = |us: i64| Utc.timestamp_micros(us).single().unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let mut out: Vec<TimelineBucket> = (0..n)
+            .map(|i| TimelineBucket {
+                start: time(lo.saturating_add(width.saturating_mul(i))),
+                end: time(lo.saturating_add(width.saturating_mul(i + 1))),
+                ..TimelineBucket::default()
+            })
+            .collect();
+        let mut events = 0;
+        for (us, seq, kind) in &seen {
+            let i = usize::try_from((us - lo) / width).unwrap_or(0).min(out.len() - 1);
+            out[i].count(kind, *seq);
+            events += 1;
+        }
+        Ok(Timeline {
+            namespace: ns.clone(),
+            from: time(lo),
+            to: time(hi),
+            bucket_micros: width,
+            buckets: out,
+            events,
+            seq: last,
+        })
+    }
+}
