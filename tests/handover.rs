@@ -131,3 +131,34 @@ async fn a_second_server_reaches_the_first_and_takes_over_when_it_dies() {
     let (ok, out, err) = mnemon(&data, &["check"]);
     assert!(ok, "{out}{err}");
 }
+
+/// CLI processes writing at once on one store: each is the holder for the
+/// length of its command or a proxy to the one that is. A holder that exits
+/// after its own command first answers every call it took, so no write is
+/// reported failed (or in doubt) and every one is there.
+#[test]
+fn concurrent_cli_writers_all_get_their_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let data = data.clone();
+            std::thread::spawn(move || {
+                for i in 0..25 {
+                    let text = format!("writer {w} noted item {i} about herons");
+                    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "shared", "--dedup", "off", &text]);
+                    assert!(ok, "writer {w}, write {i}: {err}");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let (ok, out, err) = mnemon(&data, &["--json", "stats"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["active_memories"], 75, "{out}");
+    let (ok, out, err) = mnemon(&data, &["check"]);
+    assert!(ok, "{out}{err}");
+}

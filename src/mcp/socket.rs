@@ -42,7 +42,10 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
     std::env::temp_dir().join(format!("mnemon-{hash:016x}.sock"))
 }
 
-/// Counts requests in flight and refuses new ones once closing.
+/// Counts requests in flight, from reading their line to writing their
+/// answer, and refuses new ones once closing: [`Gate::close`] returns only
+/// when every request it let in, and every refusal, has been answered, so
+/// a holder that exits after it never leaves a caller without its answer.
 #[derive(Default)]
 struct Gate {
     state: Mutex<(bool, usize)>,
@@ -50,13 +53,13 @@ struct Gate {
 }
 
 impl Gate {
+    /// Counts one request in (always: its answer, a refusal included, is
+    /// still to be written; pair with [`Gate::leave`]) and says whether it
+    /// may run (false once closing).
     fn enter(&self) -> bool {
         let mut s = self.state.lock();
-        if s.0 {
-            return false;
-        }
         s.1 += 1;
-        true
+        !s.0
     }
 
     fn leave(&self) {
@@ -159,13 +162,15 @@ fn serve_connection(conn: UnixStream, handler: &Handler, gate: &Gate) {
             return;
         }
         let answer = if gate.enter() {
-            let a = answer(&line, handler);
-            gate.leave();
-            a
+            answer(&line, handler)
         } else {
             serde_json::json!({ "error": ApiError::new(ErrorCode::Closed, "the store's holder is shutting down; not applied") })
         };
-        if writeln!(writer, "{answer}").and_then(|()| writer.flush()).is_err() {
+        // Leave the gate only once the answer is written: a closing holder
+        // waits for the gate before it exits.
+        let sent = writeln!(writer, "{answer}").and_then(|()| writer.flush());
+        gate.leave();
+        if sent.is_err() {
             return;
         }
     }
