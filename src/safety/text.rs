@@ -55,7 +55,7 @@ pub enum TextField {
 ///
 /// # Errors
 /// [`Error::InvalidInput`] with `field` when a character breaks a rule (the
-/// reason names it as `U+XXXX` with its character position) or when nothing
+/// reason names its code point, e.g. `U+200B`, and its character position) or when nothing
 /// visible remains after whitespace and invisible characters.
 pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<()> {
     let chars: Vec<char> = text.chars().collect();
