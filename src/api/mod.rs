@@ -40,6 +40,7 @@ mod error;
 mod parse;
 mod policy;
 mod read;
+mod transfer;
 mod write;
 
 pub use budget::{json_tokens, Limits, DEFAULT_MAX_RESPONSE_TOKENS};
@@ -50,6 +51,7 @@ pub use read::{
     HistoryRequest, HistoryResponse, ListRequest, ListResponse, LogRequest, LogResponse, RecallFilters, RecallRequest,
     RecallResponse, StatsRequest,
 };
+pub use transfer::{read_import_file, BackupRequest, ExportRequest, ImportRequest, RestoreRequest};
 pub use write::{
     ApplyExtractionRequest, CompactRequest, ConsolidateRequest, EndSessionRequest, ForgetRequest, ForgetResponse,
     MaintainRequest, MemoryFields, NamespaceMaintenance, ObserveRequest, ObserveResponse, RememberRequest,
@@ -229,6 +231,14 @@ surface! {
     Stats(StatsRequest),
     /// Verify the store against a fresh replay.
     Check(CheckRequest),
+    /// Bulk-load observations and memories.
+    Import(ImportRequest),
+    /// A consistent copy of the store in a new directory.
+    Backup(BackupRequest),
+    /// Every event and vector as JSON lines, for restore.
+    Export(ExportRequest),
+    /// A new store rebuilt from an export.
+    Restore(RestoreRequest),
 }
 
 type FieldSet = std::collections::BTreeSet<String>;

@@ -57,7 +57,22 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         true,
     ),
     spec::<api::ApplyExtractionRequest>("Apply your JSON answer to extraction_prompt.", true, false),
+    spec::<api::ImportRequest>(
+        "Bulk-load records given as text; returns counts and rejected lines. Re-importing writes nothing twice.",
+        false,
+        true,
+    ),
 ];
+
+/// Request fields a tool does not take over MCP: a file path would make the
+/// server read its own files on a remote client's word.
+pub(crate) fn refused_fields(op: &str) -> &'static [&'static str] {
+    if op == api::ImportRequest::OP {
+        &["path"]
+    } else {
+        &[]
+    }
+}
 
 /// The tool named `name`.
 pub(crate) fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -75,6 +90,11 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
                 remove_namespace(&mut schema);
             } else {
                 plain_namespace(&mut schema);
+            }
+            if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                for f in refused_fields(t.op) {
+                    props.remove(*f);
+                }
             }
             if t.op == api::ContextRequest::OP {
                 // The filters are recall's: described once, there.

@@ -21,6 +21,7 @@ TOOLS = [
     "forget",
     "extraction_prompt",
     "apply_extraction",
+    "import",
 ]
 MAX_TOOL_TOKENS = 2000
 
