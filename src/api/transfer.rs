@@ -58,7 +58,10 @@ pub fn read_import_file(path: &Path) -> crate::Result<String> {
         std::io::BufReader::new(file).read_to_end(&mut bytes)?;
     }
     String::from_utf8(bytes).map_err(|e| {
-        crate::Error::invalid("path", format!("{} is not UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to()))
+        crate::Error::invalid(
+            "path",
+            format!("{} is not UTF-8 (byte {})", path.display(), e.utf8_error().valid_up_to()),
+        )
     })
 }
 

@@ -99,7 +99,10 @@ impl MemoryServer {
         };
         let mut args = Value::Object(arguments.unwrap_or_default());
         if let Some(f) = tools::refused_fields(tool.op).iter().find(|f| args.get(**f).is_some()) {
-            return error_result(&ApiError::invalid(*f, format!("{f} is not accepted over MCP; send the records as text")));
+            return error_result(&ApiError::invalid(
+                *f,
+                format!("{f} is not accepted over MCP; send the records as text"),
+            ));
         }
         if matches!(tool.op, "recall" | "context") {
             if let Value::Object(m) = &mut args {

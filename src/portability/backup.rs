@@ -187,6 +187,7 @@ fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64) -> Result<Backup
     store.flush()?;
     drop(store);
     drop(layout);
+    crate::portability::record_high_water(dest, last_seq)?;
     sync_tree(dest)?;
     Ok(BackupReport {
         dir: dest.to_path_buf(),

@@ -159,7 +159,11 @@ fn question(out: &mut Parsed, line: u64, at: &str, r: &Value) {
                 Some("user") => Role::User,
                 Some("assistant") => Role::Assistant,
                 other => {
-                    out.rejected.push(Rejection { line, at: tat, reason: format!("role {other:?}: expected user or assistant") });
+                    out.rejected.push(Rejection {
+                        line,
+                        at: tat,
+                        reason: format!("role {other:?}: expected user or assistant"),
+                    });
                     continue;
                 }
             };

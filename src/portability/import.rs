@@ -300,7 +300,9 @@ impl Engine {
             }
             for (r, (line, at, prepared)) in self.run(ns, ops)?.into_iter().zip(meta) {
                 match r {
-                    Ok(OpOutcome::Remembered { action: RememberAction::Duplicate | RememberAction::Unchanged, .. }) => {
+                    Ok(OpOutcome::Remembered {
+                        action: RememberAction::Duplicate | RememberAction::Unchanged, ..
+                    }) => {
                         sum.duplicates += 1;
                     }
                     Ok(OpOutcome::Remembered { .. }) => {

@@ -127,6 +127,49 @@ fn tree_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
+/// The file under the data directory that records the last `Seq` of the
+/// log at the last clean close (decimal, one line).
+const HIGH_WATER: &str = "LAST_SEQ";
+
+/// Records `seq` as the log's extent at a clean close (or in a backup or a
+/// restored store): write a temporary file, fsync, rename, fsync the
+/// directory.
+///
+/// # Errors
+/// [`Error::Io`]; the caller may ignore it (the check is then skipped or
+/// uses an older, lower value).
+pub(crate) fn record_high_water(root: &Path, seq: crate::types::Seq) -> Result<()> {
+    use std::io::Write;
+    let tmp = root.join("LAST_SEQ.tmp");
+    let mut f = fs::File::create(&tmp)?;
+    writeln!(f, "{seq}")?;
+    f.sync_all()?;
+    fs::rename(&tmp, root.join(HIGH_WATER))?;
+    crate::log::sync_dir(root)
+}
+
+/// Checks that the log just replayed reaches the extent recorded at the
+/// last clean close. The log only grows (compaction keeps every `Seq`), so
+/// reading less means sled lost records — a damaged file that sled reads as
+/// a shorter (often empty) log instead of failing.
+///
+/// # Errors
+/// [`Error::Corrupted`] naming the first missing `Seq`.
+pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Result<()> {
+    let Ok(text) = fs::read_to_string(root.join(HIGH_WATER)) else {
+        return Ok(());
+    };
+    match text.trim().parse::<u64>() {
+        Ok(n) if replayed < n => Err(Error::Corrupted {
+            seq: replayed + 1,
+            reason: format!(
+                "the log held events up to seq {n} when the store was last closed, but only {replayed} could be read"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// What to do about a store that does not open: appended to the
 /// [`Error::Corrupted`] and [`Error::Storage`] errors of opening.
 pub(crate) fn recovery_hint(dir: &Path) -> String {

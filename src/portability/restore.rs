@@ -14,7 +14,7 @@ use crate::event::{decode_record, encode_record, EventBody, FORMAT_VERSION};
 use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
 use crate::portability::export::{ExportHeader, ExportLine, EXPORT_VERSION};
 use crate::portability::{prepare_target, remove_target, sync_tree};
-use crate::types::{MemoryId, Seq};
+use crate::types::Seq;
 
 /// Records per append batch while restoring.
 const RESTORE_BATCH: usize = 4096;
@@ -135,7 +135,10 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
             ExportLine::Event(ev) => {
                 let expected = report.last_seq + 1;
                 if ev.seq != expected {
-                    return Err(bad(line_no, format!("event seq {}, expected {expected} (the log is gap-free)", ev.seq)));
+                    return Err(bad(
+                        line_no,
+                        format!("event seq {}, expected {expected} (the log is gap-free)", ev.seq),
+                    ));
                 }
                 let micros = ev.time.timestamp_micros();
                 if micros < last_time {
@@ -164,12 +167,15 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
                     return Err(bad(line_no, format!("vector of {} which is no memory of the export", v.id)));
                 };
                 if v.values.len() != header.dim {
-                    return Err(bad(line_no, format!("vector of {} components, the export says {}", v.values.len(), header.dim)));
+                    return Err(bad(
+                        line_no,
+                        format!("vector of {} components, the export says {}", v.values.len(), header.dim),
+                    ));
                 }
                 if v.values.iter().any(|x| !x.is_finite()) {
                     return Err(bad(line_no, "vector with a component that is not finite"));
                 }
-                store.put_vectors(&header.model_id, &[(MemoryId(v.id.0), hash, v.values.as_slice())])?;
+                store.put_vectors(&header.model_id, &[(v.id, hash, v.values.as_slice())])?;
                 report.vectors += 1;
             }
         }
@@ -180,12 +186,16 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
     if report.last_seq != header.last_seq {
         return Err(bad(
             line_no,
-            format!("the export ends at event {}, its header says {}: the file is cut short", report.last_seq, header.last_seq),
+            format!(
+                "the export ends at event {}, its header says {}: the file is cut short",
+                report.last_seq, header.last_seq
+            ),
         ));
     }
     store.flush()?;
     drop(store);
     drop(layout);
+    crate::portability::record_high_water(into, report.last_seq)?;
     sync_tree(into)?;
     Ok(report)
 }
