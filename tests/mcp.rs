@@ -338,7 +338,7 @@ async fn http_requires_the_token_and_shuts_down_on_sigterm() {
 
     let c = http_client(&server.url(), Some("s3cret")).await.unwrap();
     let tools = c.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 10);
+    assert_eq!(tools.len(), 11);
     println!("tool definitions over HTTP: {} tokens", tool_tokens(&tools));
     for i in 0..20 {
         ok(&c, "remember", json!({"namespace": "u", "content": format!("Acknowledged fact number {i} about owls")}))

@@ -58,7 +58,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
     ),
     spec::<api::ApplyExtractionRequest>("Apply your JSON answer to extraction_prompt.", true, false),
     spec::<api::ImportRequest>(
-        "Bulk-load records given as text; returns counts and rejected lines. Re-importing writes nothing twice.",
+        "Bulk-load JSON lines {\"type\":\"observation\",session,text,role,time,source} or {\"type\":\"memory\",content,kind,key,sources:[observation source],…}. Reports counts and bad lines; nothing is written twice.",
         false,
         true,
     ),
@@ -94,6 +94,9 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
             if let Some(Value::Object(props)) = schema.get_mut("properties") {
                 for f in refused_fields(t.op) {
                     props.remove(*f);
+                }
+                if t.op == api::ImportRequest::OP {
+                    plain_import(props);
                 }
             }
             if t.op == api::ContextRequest::OP {
@@ -141,6 +144,15 @@ fn strip_filter_descriptions(schema: &mut Value) {
             }
         }
     }
+}
+
+/// `import` lists its choices without the per-choice prose (the tool's
+/// description gives the record shapes) and leaves out the batch size.
+fn plain_import(props: &mut serde_json::Map<String, Value>) {
+    props.remove("batch");
+    props.insert("format".into(), serde_json::json!({"enum": ["jsonl", "locomo", "longmemeval"]}));
+    props.insert("on_error".into(), serde_json::json!({"enum": ["skip", "abort"]}));
+    props.insert("text".into(), serde_json::json!({"type": "string"}));
 }
 
 /// The namespace argument is the same everywhere and explained in the
