@@ -156,6 +156,13 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
         json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["preference"]}),
     )
     .await;
+    // The keyed update inherited the kind, so both versions are preferences.
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 2, "{hits}");
+    assert!(hits["hits"].as_array().unwrap().iter().all(|h| h["memory"]["kind"] == "preference"), "{hits}");
+    let hits = ok(&c, "recall", json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["fact"]}))
+        .await;
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 0, "{hits}");
+    let hits = ok(&c, "recall", json!({"namespace": "u", "query": "tea", "kinds": ["preference"]})).await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
     let ctx = ok(&c, "context", json!({"namespace": "u", "query": "tea", "budget_tokens": 200})).await;
     assert!(ctx["context"].as_str().unwrap().contains("Prefers green tea"), "{ctx}");

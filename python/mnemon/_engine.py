@@ -1,0 +1,944 @@
+"""`Engine`: the Python door to the engine's command surface."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from collections.abc import Mapping, Sequence
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
+
+from . import _native
+from ._encode import as_of_value, encode_args, find_bad_string, time_text
+from ._errors import InvalidInputError, error_for
+from ._types import (
+    CheckReport,
+    Consolidation,
+    ContextBlock,
+    DedupMode,
+    ErasureReceipt,
+    ExtractionPromptResponse,
+    ExtractionReport,
+    ForgetResponse,
+    HistoryResponse,
+    Lang,
+    ListResponse,
+    LogResponse,
+    Memory,
+    NamespaceMaintenance,
+    ObserveResponse,
+    RecallMode,
+    RecallResponse,
+    Remembered,
+    Role,
+    SessionEnd,
+    SimilarityNorm,
+    Stats,
+    Tier,
+)
+
+try:  # orjson decodes responses about three times faster; same values.
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - orjson is a dependency of the package
+    from json import loads as _loads  # type: ignore[assignment]
+
+__all__ = ["Engine", "View", "AsOf", "TimeRange"]
+
+R = TypeVar("R")
+
+#: A read position: a log position (`int`, the `seq` of an event; 0 is
+#: before anything), a recorded time (aware `datetime`, or RFC 3339 text:
+#: what the store held then), or the surface's object itself
+#: (`{"seq": n}`, `{"time": t}`, `{"valid_time": t}`: what was true in the
+#: world at `t`, by the memories' event times; see `Engine.as_of`).
+AsOf = Union[int, datetime, str, Mapping[str, Any]]
+
+#: A time window `(from, to)`, inclusive; either end may be None (open).
+TimeRange = Tuple[Optional[Union[datetime, str]], Optional[Union[datetime, str]]]
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _put(args: Dict[str, Any], **optional: Any) -> Dict[str, Any]:
+    """`args` plus every optional argument that is not None."""
+    for k, v in optional.items():
+        if v is not None:
+            args[k] = v
+    return args
+
+
+def _seq(value: Any) -> Any:
+    """A sequence argument as a JSON array; anything else (a lone string, a
+    number) is passed on for the surface to reject with the field named."""
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        return value
+    try:
+        return [v for v in value]
+    except TypeError:
+        return value
+
+
+def _time_range(args: Dict[str, Any], time_range: Optional[TimeRange]) -> None:
+    if time_range is None:
+        return
+    if isinstance(time_range, (str, bytes)) or not isinstance(time_range, Sequence) or len(time_range) != 2:
+        raise InvalidInputError("time_range: expected a pair (from, to), either end None", "time_range")
+    start, end = time_range
+    if start is not None:
+        args["from"] = time_text("time_range[0]", start)
+    if end is not None:
+        args["to"] = time_text("time_range[1]", end)
+
+
+def _seq_range(args: Dict[str, Any], seq_range: Optional[Tuple[Optional[int], Optional[int]]]) -> None:
+    if seq_range is None:
+        return
+    if isinstance(seq_range, (str, bytes)) or not isinstance(seq_range, Sequence) or len(seq_range) != 2:
+        raise InvalidInputError("seq_range: expected a pair (from, to), either end None", "seq_range")
+    if seq_range[0] is not None:
+        args["from"] = seq_range[0]
+    if seq_range[1] is not None:
+        args["to"] = seq_range[1]
+
+
+class Engine:
+    """An open mnemon store: long-term memory for an agent, in process.
+
+    Open with `Engine.open(path)`; use it as a context manager (or call
+    `close()`) so the store's lock is released and every queued write is
+    flushed. One process may hold a data directory at a time; within the
+    process one `Engine` is safe to share between threads: every call
+    releases the GIL while it embeds, waits for the writer's group commit,
+    recalls or compacts, so threads make progress together.
+
+    Every method is one operation of the engine's command surface — the
+    same requests and responses as the CLI's `--json` output and the MCP
+    server. Results are typed objects (`Remembered`, `RecallResponse`,
+    `Memory`, ...) whose `to_dict()` is the surface's JSON. Errors are
+    subclasses of `MnemonError`; bad input raises `InvalidInputError`
+    naming the field and writes nothing.
+
+    Every read and write names a namespace: 1–128 characters of
+    `[A-Za-z0-9_.:@-]` (see `Namespace`); nothing reads across namespaces.
+    """
+
+    __slots__ = ("_native", "__weakref__")
+
+    def __init__(self, native: _native.Engine) -> None:
+        """Wraps an open native engine; use `Engine.open`."""
+        self._native = native
+
+    @classmethod
+    def open(
+        cls,
+        path: PathLike,
+        *,
+        embedder: str = "auto",
+        models_dir: Optional[PathLike] = None,
+        flush_interval_s: Optional[float] = None,
+        max_content_bytes: Optional[int] = None,
+        pii_policy: Optional[str] = None,
+        injection_policy: Optional[str] = None,
+        max_response_tokens: Optional[int] = None,
+    ) -> "Engine":
+        """Opens (creating if missing) the store in directory `path`.
+
+        Arguments:
+            embedder: `"auto"` (multilingual-e5-small when installed, else
+                all-MiniLM-L6-v2, else the hashing embedder; an existing store
+                keeps the model it was built with when that one is installed),
+                `"hashing"` (384 dimensions, no download), `"minilm"` or
+                `"e5-small"`. Install models with `mnemon model install`.
+            models_dir: where models are installed (default `$MNEMON_MODELS`,
+                else `$XDG_DATA_HOME/mnemon/models`, else
+                `~/.local/share/mnemon/models`).
+            flush_interval_s: None (default) flushes every group of writes to
+                disk before any of them returns: nothing acknowledged is ever
+                lost. Seconds in 0.001–60 flush at most that long after
+                returning (faster; a crash may lose the last interval).
+            max_content_bytes: largest memory or observation text in UTF-8
+                bytes, 1–1,048,576 (default 32 KiB, `DEFAULT_MAX_CONTENT_BYTES`).
+            pii_policy: personal data (phone, ID and card numbers, e-mail) in
+                text: `"redact"` (default: placeholders such as `[PHONE]` are
+                stored, never the data), `"reject"` or `"off"`.
+            injection_policy: text that reads as an injected instruction:
+                `"quarantine"` (default: stored, kept out of recall),
+                `"reject"` or `"allow"`.
+            max_response_tokens: cap of one response in estimated tokens, at
+                least 1,000 (default 25,000, `DEFAULT_MAX_RESPONSE_TOKENS`, the
+                limit MCP clients apply); recall and list pages stop before it.
+
+        Raises:
+            InvalidInputError: a setting of the wrong type or out of range.
+            LockedError: another process or engine holds the store.
+            EmbedderError: the model asked for is not installed.
+            CorruptedError, IncompatibleFormatError, IoError, StorageError:
+                the store cannot be read.
+        """
+        _check_type("path", path, (str, os.PathLike))
+        _check_type("embedder", embedder, str)
+        _check_type("models_dir", models_dir, (str, os.PathLike), optional=True)
+        _check_type("flush_interval_s", flush_interval_s, (int, float), optional=True)
+        _check_type("max_content_bytes", max_content_bytes, int, optional=True)
+        _check_type("pii_policy", pii_policy, str, optional=True)
+        _check_type("injection_policy", injection_policy, str, optional=True)
+        _check_type("max_response_tokens", max_response_tokens, int, optional=True)
+        if max_content_bytes is not None and max_content_bytes < 0:
+            raise InvalidInputError(f"max_content_bytes: {max_content_bytes} is negative", "max_content_bytes")
+        if max_response_tokens is not None and max_response_tokens < 0:
+            raise InvalidInputError(f"max_response_tokens: {max_response_tokens} is negative", "max_response_tokens")
+        try:
+            native = _native.Engine(
+                os.fspath(path),
+                embedder=embedder,
+                models_dir=None if models_dir is None else os.fspath(models_dir),
+                flush_interval_s=None if flush_interval_s is None else float(flush_interval_s),
+                max_content_bytes=max_content_bytes,
+                pii_policy=pii_policy,
+                injection_policy=injection_policy,
+                max_response_tokens=max_response_tokens,
+            )
+        except _native.SurfaceError as e:
+            raise error_for(*e.args) from None
+        except OverflowError:
+            raise InvalidInputError("a size setting is too large", "max_content_bytes") from None
+        return cls(native)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Drains queued writes, flushes them and releases the store's lock.
+
+        Later calls raise `ClosedError`; calls already running in other
+        threads finish first. Closing twice does nothing.
+
+        Raises:
+            PoisonedError: the final flush failed.
+        """
+        try:
+            self._native.close()
+        except _native.SurfaceError as e:
+            raise error_for(*e.args) from None
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else self.model_id
+        return f"Engine(path={str(self.path)!r}, embedder={state!r})"
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` was called."""
+        return bool(self._native.closed)
+
+    @property
+    def path(self) -> str:
+        """The data directory."""
+        return os.fspath(self._native.path)
+
+    @property
+    def model_id(self) -> str:
+        """The active embedder's model id, e.g. `"hashing-v1-384"`."""
+        return str(self._native.model_id)
+
+    @property
+    def dim(self) -> int:
+        """Dimension of the embedder's vectors."""
+        return int(self._native.dim)
+
+    @property
+    def max_content_bytes(self) -> int:
+        """Largest memory or observation text this engine accepts, in bytes
+        of UTF-8."""
+        return int(self._native.max_content_bytes)
+
+    @property
+    def max_response_tokens(self) -> int:
+        """The response cap, in estimated tokens."""
+        return int(self._native.max_response_tokens)
+
+    # -- the surface ---------------------------------------------------------
+
+    def call(self, op: str, **args: Any) -> Any:
+        """Runs operation `op` of the command surface with `args` (its
+        request fields) and returns the response as decoded JSON.
+
+        The typed methods below are the usual way in; this one reaches every
+        operation (`mnemon._native.ops()`), including `log`, by its wire
+        name and fields (`mnemon schema` lists them).
+
+        Raises:
+            InvalidInputError: unknown operation or field, wrong type, bad
+                value (nothing was written).
+            MnemonError: the subclass for the surface's error code.
+        """
+        _check_type("op", op, str)
+        return self._call(op, args)
+
+    def _call(self, op: str, args: Mapping[str, Any]) -> Any:
+        payload = encode_args(args)
+        try:
+            text = self._native.call(op, payload)
+        except _native.SurfaceError as e:
+            raise error_for(*e.args) from None
+        except UnicodeEncodeError:
+            field = find_bad_string(args) or "arguments"
+            raise InvalidInputError(f"{field}: not valid Unicode text (lone surrogate)", field) from None
+        return _loads(text)
+
+    def _one(self, cls: Type[R], op: str, args: Mapping[str, Any]) -> R:
+        return cls(self._call(op, args))  # type: ignore[call-arg]
+
+    # -- writes ----------------------------------------------------------------
+
+    def remember(
+        self,
+        namespace: str,
+        content: str,
+        *,
+        kind: Optional[str] = None,
+        tier: Optional[Tier] = None,
+        importance: Optional[float] = None,
+        entities: Optional[Sequence[str]] = None,
+        key: Optional[str] = None,
+        sources: Optional[Sequence[int]] = None,
+        session: Optional[str] = None,
+        event_time: Optional[Union[datetime, str]] = None,
+        source_ref: Optional[str] = None,
+        dedup: Optional[DedupMode] = None,
+    ) -> Remembered:
+        """Remembers `content` in `namespace` and returns what was done.
+
+        Arguments:
+            content: the memory's text, 1 byte to `max_content_bytes` of UTF-8
+                (default 32 KiB), no control characters. Personal data is
+                redacted before it is embedded or stored (`pii_policy`).
+            kind: `"preference"`, `"fact"` (default), `"decision"`,
+                `"task_state"`, `"episode"`, `"procedure"` or your own (1–64
+                characters).
+            tier: `"short_term"` (archived when its session ends),
+                `"long_term"` (default; decays with time since last recall) or
+                `"permanent"`.
+            importance: 0.0–1.0 (default 0.5).
+            entities: what the memory is about (at most 32).
+            key: slot key `entity.attribute` (3–128 bytes): a later memory
+                under the same key supersedes this one (a version chain).
+            sources: ids of the observations it was derived from.
+            session: the session it was formed in (1–128 bytes).
+            event_time: when the remembered thing happened (aware datetime).
+            source_ref: your reference for its source, at most 256 bytes.
+            dedup: near-duplicate handling (the surface's `DedupMode`).
+
+        Returns `Remembered`: `id`, `action` (`created`, `duplicate`,
+        `superseded`, ...), `redactions` (kind → count), `quarantined`.
+
+        Raises:
+            InvalidInputError: a bad value (nothing written).
+            ConflictError: `key` is held in a way that forbids this write.
+            NotFoundError: a source observation does not exist.
+            RejectedError: refused by the safety policy.
+            EmbedderError, PoisonedError, ClosedError.
+        """
+        args = _put(
+            {"namespace": namespace, "content": content},
+            kind=kind,
+            tier=tier,
+            importance=importance,
+            entities=_seq(entities),
+            key=key,
+            sources=_seq(sources),
+            session=session,
+            event_time=None if event_time is None else time_text("event_time", event_time),
+            source_ref=source_ref,
+            dedup=dedup,
+        )
+        return self._one(Remembered, "remember", args)
+
+    def supersede(
+        self,
+        namespace: str,
+        id: int,
+        content: str,
+        *,
+        kind: Optional[str] = None,
+        tier: Optional[Tier] = None,
+        importance: Optional[float] = None,
+        entities: Optional[Sequence[str]] = None,
+        key: Optional[str] = None,
+        sources: Optional[Sequence[int]] = None,
+        session: Optional[str] = None,
+        event_time: Optional[Union[datetime, str]] = None,
+        source_ref: Optional[str] = None,
+    ) -> Remembered:
+        """Writes `content` as a new version of active memory `id`; fields
+        left None keep the old version's values (arguments as `remember`).
+
+        Raises:
+            NotFoundError: no memory `id` in the namespace.
+            ConflictError: `id` is not active (already superseded,
+                forgotten or archived).
+            InvalidInputError, RejectedError, EmbedderError, ClosedError.
+        """
+        args = _put(
+            {"namespace": namespace, "id": id, "content": content},
+            kind=kind,
+            tier=tier,
+            importance=importance,
+            entities=_seq(entities),
+            key=key,
+            sources=_seq(sources),
+            session=session,
+            event_time=None if event_time is None else time_text("event_time", event_time),
+            source_ref=source_ref,
+        )
+        return self._one(Remembered, "supersede", args)
+
+    def observe(
+        self,
+        namespace: str,
+        session: str,
+        text: str,
+        *,
+        role: Optional[Role] = None,
+        event_time: Optional[Union[datetime, str]] = None,
+        source: Optional[str] = None,
+    ) -> ObserveResponse:
+        """Records a raw observation: a conversation turn or a tool result.
+
+        Arguments:
+            session: the session id (1–128 bytes).
+            text: as `remember`'s content (redacted the same way).
+            role: `"user"` (default), `"assistant"`, `"tool"`, `"system"`.
+            event_time: when it happened (default now).
+            source: your reference (message id), at most 256 bytes.
+
+        Returns `ObserveResponse` with `observation_id`.
+
+        Raises:
+            InvalidInputError, RejectedError, ClosedError, PoisonedError.
+        """
+        args = _put(
+            {"namespace": namespace, "session": session, "text": text},
+            role=role,
+            event_time=None if event_time is None else time_text("event_time", event_time),
+            source=source,
+        )
+        return self._one(ObserveResponse, "observe", args)
+
+    def forget(
+        self,
+        namespace: str,
+        *,
+        id: Optional[int] = None,
+        observation: Optional[int] = None,
+        session: Optional[str] = None,
+        all: bool = False,
+        matching: Optional[str] = None,
+        min_similarity: Optional[float] = None,
+        limit: Optional[int] = None,
+        dry_run: bool = False,
+        reason: Optional[str] = None,
+    ) -> ForgetResponse:
+        """Forgets memories or observations: from the moment this returns,
+        their content is gone from every read path (get, list, history,
+        as-of views, recall, the audit log); `compact()` then erases it from
+        the disk. Name exactly one target.
+
+        Arguments:
+            id: a memory: its whole version chain (and memories derived
+                only from it).
+            observation: an observation, and memories derived only from it.
+            session: every memory and observation of the session.
+            all: the whole namespace.
+            matching: memories whose cosine similarity to this text is at
+                least `min_similarity` (default: the embedder's conservative
+                floor, 0.5 for MiniLM and hashing, 0.92 for e5), at most
+                `limit` of them (1–10,000, default 1,000).
+            dry_run: only report what would be forgotten (with `preview`).
+            reason: why, stored in the log (default "user request").
+
+        Returns `ForgetResponse`: counts, ids, `dry_run`, `preview`.
+
+        Raises:
+            InvalidInputError: no target or more than one, bad values.
+            NotFoundError: `id` or `observation` does not exist.
+            ClosedError, PoisonedError.
+        """
+        args = _put(
+            {"namespace": namespace},
+            id=id,
+            observation=observation,
+            session=session,
+            matching=matching,
+            min_similarity=min_similarity,
+            limit=limit,
+            reason=reason,
+        )
+        if all:
+            args["all"] = all
+        if dry_run:
+            args["dry_run"] = dry_run
+        return self._one(ForgetResponse, "forget", args)
+
+    def apply_extraction(self, namespace: str, extraction: Union[str, Mapping[str, Any]]) -> ExtractionReport:
+        """Applies your LLM's answer to `extraction_prompt`: the JSON object
+        `{"new_memories": [...], "update_existing": [...], "forget": [...]}`
+        (a dict, or its text). Each item is validated on its own (schema,
+        ranges, ids of this namespace, grounding in at least one observation
+        of the prompt); valid ones are written in one command.
+
+        Returns `ExtractionReport`: one `ItemOutcome` per item (`applied`
+        with the id and action, or `rejected` with the reason).
+
+        Raises:
+            InvalidInputError: not a JSON object, or too large / too many items.
+            ClosedError, PoisonedError.
+        """
+        if isinstance(extraction, Mapping):
+            extraction = dict(extraction)
+        return self._one(ExtractionReport, "apply_extraction", {"namespace": namespace, "extraction": extraction})
+
+    def end_session(self, namespace: str, session: str, *, promote: Optional[Sequence[int]] = None) -> SessionEnd:
+        """Ends `session`: its short-term memories are archived, except the
+        ids in `promote`, which become long-term.
+
+        Returns `SessionEnd`: `archived`, `promoted`, `rejected` ids.
+
+        Raises:
+            InvalidInputError, ClosedError, PoisonedError.
+        """
+        args = _put({"namespace": namespace, "session": session}, promote=_seq(promote))
+        return self._one(SessionEnd, "end_session", args)
+
+    def consolidate(self, namespace: str) -> List[Consolidation]:
+        """Merges clusters of near-duplicate active memories of one kind in
+        `namespace` into one new version each; returns one `Consolidation`
+        per merged cluster.
+
+        Raises:
+            InvalidInputError, ClosedError, PoisonedError.
+        """
+        return [Consolidation(x) for x in self._call("consolidate", {"namespace": namespace})]
+
+    def maintain(self, namespace: Optional[str] = None) -> List[NamespaceMaintenance]:
+        """Runs lifecycle maintenance now: session expiry, decay and
+        capacity archiving, then consolidation — in `namespace`, or in every
+        namespace when None. Every decision is an event (it replays).
+
+        Returns one `NamespaceMaintenance` (namespace and report) per
+        namespace maintained.
+
+        Raises:
+            InvalidInputError, ClosedError, PoisonedError.
+        """
+        args = _put({}, namespace=namespace)
+        return [NamespaceMaintenance(x) for x in self._call("maintain", args)]
+
+    def compact(self) -> ErasureReceipt:
+        """Erases forgotten content from the disk: writes a new generation of
+        the store without it, switches to it, deletes the old one, then scans
+        every file under the data directory for the erased texts, windows of
+        them and their vectors.
+
+        Returns the `ErasureReceipt`: `verified` is True when no pattern was
+        found; the figures of the rewrite are in `compaction`.
+
+        Raises:
+            IoError, StorageError, PoisonedError, ClosedError.
+        """
+        return self._one(ErasureReceipt, "compact", {})
+
+    def verify_erasure(self, texts: Sequence[str]) -> ErasureReceipt:
+        """Scans every file of the store for `texts` (each at least 8 bytes)
+        and returns the receipt (`verified`, `matches`).
+
+        Raises:
+            InvalidInputError: no texts, or a text shorter than 8 bytes.
+            IoError, ClosedError.
+        """
+        if isinstance(texts, str):
+            raise InvalidInputError("texts: expected a list of strings, got one string", "texts")
+        return self._one(ErasureReceipt, "verify_erasure", {"texts": list(texts)})
+
+    # -- reads -------------------------------------------------------------------
+
+    def recall(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        top_k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        kinds: Optional[Sequence[str]] = None,
+        tiers: Optional[Sequence[Tier]] = None,
+        session: Optional[str] = None,
+        current_session: Optional[str] = None,
+        time_range: Optional[TimeRange] = None,
+        as_of: Optional[AsOf] = None,
+        include_superseded: bool = False,
+        include_quarantined: bool = False,
+        include_archived: bool = False,
+        mode: Optional[RecallMode] = None,
+        similarity_norm: Optional[SimilarityNorm] = None,
+        candidates: Optional[int] = None,
+        requester: Optional[str] = None,
+        record_access: Optional[bool] = None,
+    ) -> RecallResponse:
+        """The memories of `namespace` that best match `query`, best first.
+
+        Hybrid recall: cosine similarity (exact scan, HNSW past 10k memories)
+        fused with BM25, reranked by importance, recency by tier and entity
+        overlap; a hit that restates a better one is collapsed into it.
+
+        Arguments (every filter of the engine's `RecallOptions`):
+            top_k: most hits, 1–1000 (default 10).
+            min_similarity: drop hits with cosine below this (-1..1; the scale
+                depends on the embedder: unrelated text scores ~0.1–0.3 with
+                MiniLM, ~0.74–0.81 with e5).
+            kinds, tiers: only these kinds / tiers.
+            session: only memories formed in this session.
+            current_session: the caller's session; short-term memories of
+                other sessions are left out.
+            time_range: `(from, to)` on the memories' event time, inclusive;
+                either end None.
+            as_of: recall as the store was then (log position or time).
+            include_superseded, include_quarantined, include_archived: also
+                those memories.
+            mode: `"hybrid"` (default), `"dense"` or `"lexical"`.
+            similarity_norm: `"auto"` (the embedder's), `"raw"`, `"min_max"`.
+            candidates: candidates per index before reranking, 1–10,000
+                (default max(5·top_k, 50)).
+            requester: who asks (stored with the access record).
+            record_access: record the recall (refreshes recency; default True).
+
+        Returns `RecallResponse`: `hits` (each a `Hit` with `memory`, `score`
+        and `explain`) and `omitted` (hits cut by the response cap).
+
+        Raises:
+            InvalidInputError: bad values (nothing recorded).
+            EmbedderError, ClosedError.
+        """
+        args = self._recall_args(
+            namespace,
+            query,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            kinds=kinds,
+            tiers=tiers,
+            session=session,
+            current_session=current_session,
+            time_range=time_range,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            include_quarantined=include_quarantined,
+            include_archived=include_archived,
+            mode=mode,
+            similarity_norm=similarity_norm,
+            candidates=candidates,
+            requester=requester,
+            record_access=record_access,
+        )
+        return self._one(RecallResponse, "recall", args)
+
+    def context(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        budget_tokens: Optional[int] = None,
+        top_k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        kinds: Optional[Sequence[str]] = None,
+        tiers: Optional[Sequence[Tier]] = None,
+        session: Optional[str] = None,
+        current_session: Optional[str] = None,
+        time_range: Optional[TimeRange] = None,
+        as_of: Optional[AsOf] = None,
+        include_superseded: bool = False,
+        include_quarantined: bool = False,
+        include_archived: bool = False,
+        mode: Optional[RecallMode] = None,
+        similarity_norm: Optional[SimilarityNorm] = None,
+        candidates: Optional[int] = None,
+        requester: Optional[str] = None,
+        record_access: Optional[bool] = None,
+    ) -> ContextBlock:
+        """The prompt block for `query`: recalled memories rendered as
+        `<memories>` … `</memories>` with dates and sources, within
+        `budget_tokens` estimated tokens (default 400). Filters as `recall`.
+
+        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`.
+
+        Raises:
+            InvalidInputError: a budget outside 1..(cap/2) or bad filters.
+            EmbedderError, ClosedError.
+        """
+        args = self._recall_args(
+            namespace,
+            query,
+            top_k=top_k,
+            min_similarity=min_similarity,
+            kinds=kinds,
+            tiers=tiers,
+            session=session,
+            current_session=current_session,
+            time_range=time_range,
+            as_of=as_of,
+            include_superseded=include_superseded,
+            include_quarantined=include_quarantined,
+            include_archived=include_archived,
+            mode=mode,
+            similarity_norm=similarity_norm,
+            candidates=candidates,
+            requester=requester,
+            record_access=record_access,
+        )
+        _put(args, budget_tokens=budget_tokens)
+        return self._one(ContextBlock, "context", args)
+
+    @staticmethod
+    def _recall_args(
+        namespace: str,
+        query: str,
+        *,
+        top_k: Optional[int],
+        min_similarity: Optional[float],
+        kinds: Optional[Sequence[str]],
+        tiers: Optional[Sequence[Tier]],
+        session: Optional[str],
+        current_session: Optional[str],
+        time_range: Optional[TimeRange],
+        as_of: Optional[AsOf],
+        include_superseded: bool,
+        include_quarantined: bool,
+        include_archived: bool,
+        mode: Optional[RecallMode],
+        similarity_norm: Optional[SimilarityNorm],
+        candidates: Optional[int],
+        requester: Optional[str],
+        record_access: Optional[bool],
+    ) -> Dict[str, Any]:
+        args = _put(
+            {"namespace": namespace, "query": query},
+            top_k=top_k,
+            min_similarity=min_similarity,
+            kinds=_seq(kinds),
+            tiers=_seq(tiers),
+            session=session,
+            current_session=current_session,
+            as_of=None if as_of is None else as_of_value(as_of),
+            include_superseded=include_superseded or None,
+            include_quarantined=include_quarantined or None,
+            include_archived=include_archived or None,
+            mode=mode,
+            similarity_norm=similarity_norm,
+            candidates=candidates,
+            requester=requester,
+            record_access=record_access,
+        )
+        _time_range(args, time_range)
+        return args
+
+    def get(self, namespace: str, id: int, *, as_of: Optional[AsOf] = None) -> Memory:
+        """Memory version `id` (at the read position `as_of`, default now).
+
+        Raises:
+            NotFoundError: no such memory in the namespace (or forgotten).
+            ResponseTooLargeError: the memory alone is above the response cap.
+            InvalidInputError, ClosedError.
+        """
+        args = _put({"namespace": namespace, "id": id}, as_of=None if as_of is None else as_of_value(as_of))
+        return self._one(Memory, "get", args)
+
+    def history(
+        self,
+        namespace: str,
+        id: int,
+        *,
+        as_of: Optional[AsOf] = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> HistoryResponse:
+        """The version chain of memory `id` (any version of it), oldest
+        first: a page of at most `limit` versions (1–1000, default 100);
+        pass `next_cursor` as `cursor` for the next page.
+
+        Raises:
+            NotFoundError: no such memory (or forgotten).
+            InvalidInputError: a bad cursor or limit. ClosedError.
+        """
+        args = _put(
+            {"namespace": namespace, "id": id},
+            as_of=None if as_of is None else as_of_value(as_of),
+            cursor=cursor,
+            limit=limit,
+        )
+        return self._one(HistoryResponse, "history", args)
+
+    def list(
+        self,
+        namespace: str,
+        *,
+        include_superseded: bool = False,
+        include_quarantined: bool = False,
+        include_archived: bool = False,
+        kind: Optional[str] = None,
+        tier: Optional[Tier] = None,
+        session: Optional[str] = None,
+        as_of: Optional[AsOf] = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> ListResponse:
+        """A page of the namespace's memories, oldest first: active ones (and
+        the included others), filtered by kind, tier, session. At most
+        `limit` (1–1000, default 100) per page; pass `next_cursor` as
+        `cursor` for the next page (every page reads the same position,
+        `seq`).
+
+        Raises:
+            InvalidInputError, ClosedError.
+        """
+        args = _put(
+            {"namespace": namespace},
+            include_superseded=include_superseded or None,
+            include_quarantined=include_quarantined or None,
+            include_archived=include_archived or None,
+            kind=kind,
+            tier=tier,
+            session=session,
+            as_of=None if as_of is None else as_of_value(as_of),
+            cursor=cursor,
+            limit=limit,
+        )
+        return self._one(ListResponse, "list", args)
+
+    def log(
+        self,
+        namespace: str,
+        *,
+        seq_range: Optional[Tuple[Optional[int], Optional[int]]] = None,
+        cursor: Optional[str] = None,
+        limit: Optional[int] = None,
+    ) -> LogResponse:
+        """A page of the namespace's audit export: its events in log order
+        (forgotten content never appears), between log positions
+        `seq_range = (from, to)` (inclusive, either end None), at most
+        `limit` (1–1000, default 100) per page.
+
+        Raises:
+            InvalidInputError, CorruptedError, ClosedError.
+        """
+        args = _put({"namespace": namespace}, cursor=cursor, limit=limit)
+        _seq_range(args, seq_range)
+        return self._one(LogResponse, "log", args)
+
+    def as_of(
+        self, namespace: str, at: Optional[AsOf] = None, *, valid_time: Union[datetime, str, None] = None
+    ) -> "View":
+        """A read-only view of `namespace` as it was at `at`: a log position
+        (`int`, after that event; 0 is before anything) or a recorded time
+        (after the last event committed at or before it). With `valid_time`
+        instead (aware `datetime` or RFC 3339 text), the view holds what was
+        true in the world at that time: the versions whose event-time
+        interval `[valid_from, valid_to)` contains it, as the store knows
+        them now (the two time lines of a memory: `valid_from`/`valid_to`
+        and `recorded_from`/`recorded_to`). The view's `get`, `list`,
+        `history`, `recall` and `context` read that state.
+
+        Raises:
+            InvalidInputError: neither or both of `at` and `valid_time`
+                given, or either is not a position or time (naive datetimes
+                included; field `as_of` or `valid_time`).
+        """
+        if (at is None) == (valid_time is None):
+            raise InvalidInputError("as_of: give exactly one of `at` and `valid_time`", "as_of")
+        if valid_time is not None:
+            if not isinstance(valid_time, (datetime, str)):
+                raise InvalidInputError(
+                    f"valid_time: expected a datetime or RFC 3339 text, got {type(valid_time).__name__}", "valid_time"
+                )
+            at = {"valid_time": time_text("valid_time", valid_time)}
+        assert at is not None
+        as_of_value(at)
+        return View(self, namespace, at)
+
+    def extraction_prompt(
+        self, namespace: str, session: str, *, lang: Optional[Lang] = None
+    ) -> ExtractionPromptResponse:
+        """A prompt asking your LLM to extract memories from `session`'s
+        observations (with related memories and their ids), in `lang`
+        (`"en"` default, or `"zh"`), cut to the response cap oldest
+        observations first. Send `prompt` to the model and pass its JSON
+        answer to `apply_extraction`.
+
+        Raises:
+            InvalidInputError, ClosedError.
+        """
+        args = _put({"namespace": namespace, "session": session}, lang=lang)
+        return self._one(ExtractionPromptResponse, "extraction_prompt", args)
+
+    def stats(self) -> Stats:
+        """Store-wide figures: memories by status, namespaces, events by
+        kind, vectors, bytes, the model id."""
+        return self._one(Stats, "stats", {})
+
+    def check(self) -> CheckReport:
+        """Verifies every record's checksum and that the live projections
+        equal a fresh replay of the log (`consistent`).
+
+        Raises:
+            CorruptedError: a record is damaged. ClosedError.
+        """
+        return self._one(CheckReport, "check", {})
+
+
+class View:
+    """A read-only view of one namespace as it was at a point of its
+    history (`Engine.as_of`). Each method is the engine's, with `as_of`
+    fixed; `at` is the read position given."""
+
+    __slots__ = ("_engine", "namespace", "at")
+
+    def __init__(self, engine: Engine, namespace: str, at: AsOf) -> None:
+        """A view of `namespace` of `engine` at `at`; use `Engine.as_of`."""
+        self._engine = engine
+        self.namespace = namespace
+        self.at = at
+
+    def get(self, id: int) -> Memory:
+        """Memory version `id` as it was then (see `Engine.get`)."""
+        return self._engine.get(self.namespace, id, as_of=self.at)
+
+    def history(self, id: int, *, cursor: Optional[str] = None, limit: Optional[int] = None) -> HistoryResponse:
+        """The version chain of `id` as it was then (see `Engine.history`)."""
+        return self._engine.history(self.namespace, id, as_of=self.at, cursor=cursor, limit=limit)
+
+    def list(self, **filters: Any) -> ListResponse:
+        """A page of memories as they were then (filters as `Engine.list`)."""
+        return self._engine.list(self.namespace, as_of=self.at, **filters)
+
+    def recall(self, query: str, **filters: Any) -> RecallResponse:
+        """Recall as the store was then (filters as `Engine.recall`)."""
+        return self._engine.recall(self.namespace, query, as_of=self.at, **filters)
+
+    def context(self, query: str, **filters: Any) -> ContextBlock:
+        """The prompt block as the store was then (as `Engine.context`)."""
+        return self._engine.context(self.namespace, query, as_of=self.at, **filters)
+
+    def __repr__(self) -> str:
+        return f"View(namespace={self.namespace!r}, at={self.at!r})"
+
+
+def _check_type(field: str, value: Any, types: Any, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        ok = False
+    else:
+        ok = isinstance(value, types)
+    if not ok:
+        names = " or ".join(t.__name__ for t in types) if isinstance(types, tuple) else types.__name__
+        raise InvalidInputError(f"{field}: expected {names}, got {type(value).__name__}", field)

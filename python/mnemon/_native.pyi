@@ -1,0 +1,55 @@
+"""Type stub of the compiled module `mnemon._native` (python/src/)."""
+
+import os
+from typing import List, Optional, Union, final
+
+__all__ = [
+    "Engine",
+    "SurfaceError",
+    "schemas",
+    "ops",
+    "check_namespace",
+    "version",
+    "DEFAULT_MAX_RESPONSE_TOKENS",
+    "DEFAULT_MAX_CONTENT_BYTES",
+]
+
+DEFAULT_MAX_RESPONSE_TOKENS: int
+DEFAULT_MAX_CONTENT_BYTES: int
+
+class SurfaceError(Exception):
+    """args: (code, message, field)."""
+
+@final
+class Engine:
+    def __new__(
+        cls,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        embedder: str = ...,
+        models_dir: Union[str, "os.PathLike[str]", None] = None,
+        flush_interval_s: Optional[float] = None,
+        max_content_bytes: Optional[int] = None,
+        pii_policy: Optional[str] = None,
+        injection_policy: Optional[str] = None,
+        max_response_tokens: Optional[int] = None,
+    ) -> "Engine": ...
+    def call(self, op: str, args: str) -> bytes: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def model_id(self) -> str: ...
+    @property
+    def dim(self) -> int: ...
+    @property
+    def path(self) -> Union[str, "os.PathLike[str]"]: ...
+    @property
+    def max_content_bytes(self) -> int: ...
+    @property
+    def max_response_tokens(self) -> int: ...
+
+def schemas() -> str: ...
+def ops() -> List[str]: ...
+def check_namespace(name: str) -> None: ...
+def version() -> str: ...

@@ -1,0 +1,589 @@
+"""`MnemonStore`: LangGraph's `BaseStore` on a mnemon engine.
+
+A LangGraph agent that swaps its store for `MnemonStore` keeps its code
+(`store.put`, `store.get`, `store.search`, `store.delete`,
+`store.list_namespaces`, their async forms, `batch` / `abatch`) and gets
+mnemon underneath: every put is an event in the log, a put to an existing
+key writes a new version that supersedes the old one (the chain stays in
+history: `MnemonStore.history`), search with a query is mnemon's hybrid
+recall (dense + BM25, reranked), a delete is `forget` (gone from every read
+path at once, from the disk after `Engine.compact()`), and personal data in
+values is redacted before it is embedded or stored.
+
+Mapping:
+
+* A namespace tuple is one mnemon namespace: `<prefix>:` followed by the
+  labels joined by `.`, each label escaped (characters outside
+  `[A-Za-z0-9_-]` become `@XX` per UTF-8 byte, `@` included), so distinct
+  tuples never share a mnemon namespace. A name over mnemon's 128
+  characters becomes `<prefix>:@@<SHA-256 of the tuple as JSON>` (`@@`
+  never occurs in an escaped name). Every tuple used is recorded in the
+  catalogue namespace `<prefix>::catalog`, which `list_namespaces` reads.
+* An item is one memory (tier `permanent`, so lifecycle maintenance never
+  archives it): content is the value as JSON text (what recall embeds and
+  indexes), the slot key and the session are `item.<escaped key>` (the
+  slot key makes a later put supersede it; the session finds it), and the
+  key itself is kept as the memory's `source_ref`. `created_at` is when the
+  key's first version was written, `updated_at` when the current one was.
+* `search` without a query lists the namespaces under the prefix, newest
+  update first; with a query it recalls in each namespace under the prefix
+  and merges by score (scores come from separate recalls when the prefix
+  spans namespaces; within one namespace they rank exactly). Filters
+  (`$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, nested objects) apply to
+  the values as in LangGraph's in-memory store; matching items that recall
+  did not rank fill the page after the ranked ones with `score` None.
+
+Limits: values are JSON objects of at most the engine's `max_content_bytes`
+(default 32 KiB) as JSON text; keys at most 256 bytes; TTLs are not
+supported (`supports_ttl` is False); a value that reads as an injected
+instruction is quarantined: `get` returns it, `search` leaves it out unless
+the store was built with `include_quarantined=True`. Namespace labels and
+keys are identifiers, stored as given (like mnemon namespaces); values are
+redacted per the engine's `pii_policy` (a phone number becomes `[PHONE]`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import threading
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as _missing:  # pragma: no cover - exercised only without langgraph
+    raise ImportError("mnemon.langgraph needs LangGraph: pip install 'mnemon[langgraph]'") from _missing
+
+from ._engine import Engine
+from ._errors import InvalidInputError
+from ._types import Memory
+
+__all__ = ["MnemonStore"]
+
+#: Longest mnemon namespace (the engine's limit).
+MAX_NAMESPACE_CHARS = 128
+#: Longest escaped key kept readable in the slot key and session; longer
+#: keys use their SHA-256 (`item.@@<hex>`). 100 keeps `item.` + the key under
+#: the engine's 128-byte limit for slot keys and sessions.
+MAX_KEY_IDENT_CHARS = 100
+#: Longest key, in bytes of UTF-8 (as stored, see `_key_ref`): the engine's
+#: limit for `source_ref`.
+MAX_KEY_BYTES = 256
+#: Largest page the command surface returns (`list`) and largest `top_k`.
+PAGE = 1000
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_PREFIX = re.compile(r"[A-Za-z0-9_-]{1,32}")
+# A redaction placeholder (`[PHONE]`) that replaced digits of a JSON number,
+# with whatever is left of the number around it.
+_BARE_PLACEHOLDER = re.compile(
+    r"(?:\[[A-Z][A-Z0-9_]*\]|[0-9.eE+-])*\[[A-Z][A-Z0-9_]*\](?:\[[A-Z][A-Z0-9_]*\]|[0-9.eE+-])*"
+)
+
+
+def escape_label(label: str) -> str:
+    """A namespace label or key in mnemon's namespace alphabet: characters
+    of `[A-Za-z0-9_-]` as themselves, every other one (`@` and `.`
+    included) as `@XX` per byte of its UTF-8. Injective; the output never
+    holds `.`, `:` or `@@`.
+
+    Raises InvalidNamespaceError for text that is not valid Unicode.
+    """
+    out = []
+    for ch in label:
+        if ch in _SAFE:
+            out.append(ch)
+        else:
+            try:
+                data = ch.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidNamespaceError(f"label {label!r} is not valid Unicode text") from None
+            out.extend(f"@{b:02X}" for b in data)
+    return "".join(out)
+
+
+def _letters(data: bytes) -> str:
+    # Hexadecimal with the letters a–p for 0–15: no digits, so no personal
+    # data pattern (phone, card, ID numbers, e-mail) can match it.
+    return "".join(chr(97 + (b >> 4)) + chr(97 + (b & 15)) for b in data)
+
+
+def _unletters(text: str) -> bytes:
+    return bytes(((ord(text[i]) - 97) << 4) | (ord(text[i + 1]) - 97) for i in range(0, len(text), 2))
+
+
+def _key_ref(key: str) -> str:
+    """The key as the memory's `source_ref`: itself when it is plain text,
+    else (empty, surrounding whitespace, control characters, a leading
+    `"`) as a JSON string literal, which plain keys never look like."""
+    plain = (
+        key
+        and key == key.strip()
+        and not key.startswith('"')
+        and not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in key)
+    )
+    return key if plain else json.dumps(key, ensure_ascii=False)
+
+
+def _key_from_ref(ref: Optional[str]) -> str:
+    if ref is None:
+        return ""
+    if ref.startswith('"'):
+        return str(json.loads(ref))
+    return ref
+
+
+def _encode_value(value: Mapping[str, Any]) -> str:
+    try:
+        return json.dumps(dict(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"value: not a JSON object: {e}", "value") from None
+
+
+def _decode_value(content: str) -> Dict[str, Any]:
+    """The value stored as `content`. Redaction replaces personal data with
+    placeholders; one inside a JSON number leaves a bare `[PHONE]`, which
+    is read back as the string it now is."""
+    try:
+        value = json.loads(content)
+    except ValueError:
+        value = json.loads(_quote_bare_placeholders(content))
+    if not isinstance(value, dict):
+        raise InvalidInputError("stored content is not a JSON object", "value")
+    return value
+
+
+def _quote_bare_placeholders(text: str) -> str:
+    out: List[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i : j + 1])
+            i = j + 1
+            continue
+        m = _BARE_PLACEHOLDER.match(text, i)
+        if m and m.end() > i:
+            out.append(json.dumps(m.group(0)))
+            i = m.end()
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _compare(item_value: Any, filter_value: Any) -> bool:
+    """LangGraph's filter semantics (as its in-memory store applies them)."""
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(_operator(item_value, k, v) for k, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(_compare(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(_compare(i, f) for i, f in zip(item_value, filter_value))
+        )
+    return bool(item_value == filter_value)
+
+
+def _operator(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            a, b = float(value), float(operand)
+        except (TypeError, ValueError):
+            return False
+        return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
+    raise InvalidInputError(f"filter: unsupported operator {op!r}", "filter")
+
+
+def _matches(condition: MatchCondition, namespace: Tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        pairs = zip(namespace, path)
+    elif condition.match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path))
+    else:
+        raise InvalidInputError(f"match_type: unsupported {condition.match_type!r}", "match_type")
+    return all(p == "*" or k == p for k, p in pairs)
+
+
+def _check_labels(namespace: Sequence[Any], allow_empty: bool = True) -> Tuple[str, ...]:
+    if isinstance(namespace, str) or not isinstance(namespace, (tuple, list)):
+        raise InvalidNamespaceError(f"namespace must be a tuple of strings, got {namespace!r}")
+    ns = tuple(namespace)
+    if not ns and not allow_empty:
+        raise InvalidNamespaceError("namespace cannot be empty")
+    for label in ns:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(f"namespace label {label!r} in {ns} is not a string")
+        if not label:
+            raise InvalidNamespaceError(f"namespace labels cannot be empty strings: {ns}")
+        if "." in label:
+            raise InvalidNamespaceError(f"namespace label {label!r} in {ns} contains a period")
+    return ns
+
+
+class MnemonStore(BaseStore):
+    """LangGraph `BaseStore` on a mnemon `Engine` (see the module docs for
+    the mapping).
+
+    `MnemonStore(engine)` uses an open engine (the caller closes it);
+    `MnemonStore.open(path, ...)` opens one that `close()` (or the `with`
+    block) closes. Any number of threads and tasks may share a store: the
+    engine releases the GIL while it works, and `abatch` runs on the event
+    loop's executor.
+
+    Arguments:
+        engine: the open engine.
+        prefix: first part of every mnemon namespace this store uses, 1–32
+            characters of `[A-Za-z0-9_-]` (default `"lg"`); stores with
+            different prefixes share an engine without seeing each other.
+        tier: tier of the memories (default `"permanent"`: never archived
+            by `maintain`; `"long_term"` lets unread items decay away).
+        kind: kind of the memories (default `"fact"`).
+        include_quarantined: let `search` return items quarantined as
+            injected instructions (default False).
+
+    Raises:
+        InvalidInputError: a bad prefix.
+    """
+
+    supports_ttl = False
+    __slots__ = ("_engine", "_owned", "_prefix", "_tier", "_kind", "_include_quarantined", "_lock", "_catalog")
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        prefix: str = "lg",
+        tier: str = "permanent",
+        kind: str = "fact",
+        include_quarantined: bool = False,
+    ) -> None:
+        if not isinstance(engine, Engine):
+            raise InvalidInputError(f"engine: expected mnemon.Engine, got {type(engine).__name__}", "engine")
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise InvalidInputError(f"prefix: {prefix!r} is not 1–32 characters of [A-Za-z0-9_-]", "prefix")
+        self._engine = engine
+        self._owned = False
+        self._prefix = prefix
+        self._tier = tier
+        self._kind = kind
+        self._include_quarantined = bool(include_quarantined)
+        self._lock = threading.Lock()
+        # mnemon namespace -> tuple, once read from the catalogue.
+        self._catalog: Optional[Dict[str, Tuple[str, ...]]] = None
+
+    @classmethod
+    def open(
+        cls,
+        path: Any,
+        *,
+        prefix: str = "lg",
+        tier: str = "permanent",
+        kind: str = "fact",
+        include_quarantined: bool = False,
+        **engine_options: Any,
+    ) -> "MnemonStore":
+        """Opens an engine on `path` (`engine_options` as `Engine.open`) and
+        a store on it (the other arguments as the constructor's) that owns
+        it: `close()` closes the engine.
+
+        Raises as `Engine.open` and the constructor."""
+        engine = Engine.open(path, **engine_options)
+        try:
+            store = cls(engine, prefix=prefix, tier=tier, kind=kind, include_quarantined=include_quarantined)
+        except BaseException:
+            engine.close()
+            raise
+        store._owned = True
+        return store
+
+    @property
+    def engine(self) -> Engine:
+        """The engine underneath."""
+        return self._engine
+
+    def close(self) -> None:
+        """Closes the engine if this store opened it (`MnemonStore.open`)."""
+        if self._owned:
+            self._engine.close()
+
+    def __enter__(self) -> "MnemonStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- names -----------------------------------------------------------------
+
+    def mnemon_namespace(self, namespace: Sequence[str]) -> str:
+        """The mnemon namespace that holds the items of `namespace` (see the
+        module docs). Raises InvalidNamespaceError for a bad tuple."""
+        ns = _check_labels(namespace, allow_empty=False)
+        name = f"{self._prefix}:" + ".".join(escape_label(label) for label in ns)
+        if len(name) <= MAX_NAMESPACE_CHARS:
+            return name
+        digest = hashlib.sha256(json.dumps(list(ns), ensure_ascii=False).encode("utf-8")).hexdigest()
+        return f"{self._prefix}:@@{digest}"
+
+    @property
+    def catalog_namespace(self) -> str:
+        """The mnemon namespace recording every namespace tuple used."""
+        return f"{self._prefix}::catalog"
+
+    @staticmethod
+    def _ident(key: str) -> str:
+        if not isinstance(key, str):
+            raise InvalidInputError(f"key: expected str, got {type(key).__name__}", "key")
+        if len(_key_ref(key).encode("utf-8", "surrogatepass")) > MAX_KEY_BYTES:
+            raise InvalidInputError(f"key: longer than {MAX_KEY_BYTES} bytes of UTF-8", "key")
+        if not key:
+            return "item.@"
+        esc = escape_label(key)
+        if len(esc) > MAX_KEY_IDENT_CHARS:
+            esc = "@@" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+        return "item." + esc
+
+    # -- catalogue -------------------------------------------------------------
+
+    def _load_catalog(self) -> Dict[str, Tuple[str, ...]]:
+        with self._lock:
+            if self._catalog is not None:
+                return self._catalog
+            found: Dict[str, Tuple[str, ...]] = {}
+            cursor: Optional[str] = None
+            while True:
+                page = self._engine.list(self.catalog_namespace, limit=PAGE, cursor=cursor, include_quarantined=True)
+                for m in page.memories:
+                    ns = tuple(json.loads(_unletters(m.content).decode("utf-8")))
+                    found[self.mnemon_namespace(ns)] = ns
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            self._catalog = found
+            return found
+
+    def _register(self, namespace: Tuple[str, ...], name: str) -> None:
+        catalog = self._load_catalog()
+        if name in catalog:
+            return
+        with self._lock:
+            if name in catalog:
+                return
+            content = _letters(json.dumps(list(namespace), ensure_ascii=False).encode("utf-8"))
+            key = "ns." + hashlib.sha256(name.encode("utf-8")).hexdigest()
+            self._engine.remember(self.catalog_namespace, content, key=key, tier="permanent", dedup="off")
+            catalog[name] = namespace
+
+    # -- operations ------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> List[Result]:
+        """Runs `ops` in order and returns one result per op: an `Item` or
+        None for a `GetOp`, a list of `SearchItem` for a `SearchOp`, a list
+        of namespace tuples for a `ListNamespacesOp`, None for a `PutOp`.
+
+        Raises:
+            InvalidNamespaceError: a bad namespace tuple.
+            InvalidInputError: a bad key or value (not a JSON object, too
+                large), a bad filter; nothing of that op is written.
+            NotImplementedError: a `PutOp` with a TTL.
+            MnemonError: the engine's errors (ClosedError, ...).
+        """
+        results: List[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                raise InvalidInputError(f"ops: unknown operation {type(op).__name__}", "ops")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> List[Result]:
+        """`batch` on the running loop's default executor: the engine works
+        without the GIL, so the loop keeps running meanwhile."""
+        ops = list(ops)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.batch, ops)
+
+    def _find(self, name: str, ident: str) -> Optional[Memory]:
+        page = self._engine.list(name, session=ident, include_quarantined=True, limit=1)
+        return page.memories[0] if page.memories else None
+
+    def _item(self, namespace: Tuple[str, ...], m: Memory, score: Optional[float] = None) -> SearchItem:
+        return SearchItem(
+            namespace=namespace,
+            key=_key_from_ref(m.source_ref),
+            value=_decode_value(m.content),
+            created_at=m.first_seen,
+            updated_at=m.valid_from,
+            score=score,
+        )
+
+    def _get(self, op: GetOp) -> Optional[Item]:
+        ns = _check_labels(op.namespace)
+        m = self._find(self.mnemon_namespace(ns), self._ident(op.key))
+        if m is None:
+            return None
+        s = self._item(ns, m)
+        return Item(value=s.value, key=s.key, namespace=ns, created_at=s.created_at, updated_at=s.updated_at)
+
+    def _put(self, op: PutOp) -> None:
+        ns = _check_labels(op.namespace, allow_empty=False)
+        if op.ttl is not None:
+            raise NotImplementedError("MnemonStore does not support TTLs (supports_ttl is False)")
+        name = self.mnemon_namespace(ns)
+        ident = self._ident(op.key)
+        if op.value is None:
+            self._engine.forget(name, session=ident, reason="store delete")
+            return
+        if not isinstance(op.value, Mapping):
+            raise InvalidInputError(f"value: expected a dict, got {type(op.value).__name__}", "value")
+        content = _encode_value(op.value)
+        size, most = len(content.encode("utf-8", "surrogatepass")), self._engine.max_content_bytes
+        if size > most:
+            raise InvalidInputError(f"value: {size} bytes as JSON, at most {most} allowed", "value")
+        self._register(ns, name)
+        self._engine.remember(
+            name,
+            content,
+            key=ident,
+            session=ident,
+            source_ref=_key_ref(op.key),
+            tier=self._tier,  # type: ignore[arg-type]
+            kind=self._kind,
+            dedup="off",
+        )
+
+    def _namespaces_under(self, prefix: Tuple[str, ...]) -> List[Tuple[str, Tuple[str, ...]]]:
+        """(mnemon namespace, tuple) of every catalogued tuple under `prefix`."""
+        catalog = self._load_catalog()
+        with self._lock:  # a put in another thread may add to it meanwhile
+            entries = list(catalog.items())
+        n = len(prefix)
+        return sorted((name, ns) for name, ns in entries if ns[:n] == prefix)
+
+    def _listed(self, name: str, ns: Tuple[str, ...]) -> List[SearchItem]:
+        items: List[SearchItem] = []
+        cursor: Optional[str] = None
+        while True:
+            page = self._engine.list(name, limit=PAGE, cursor=cursor, include_quarantined=self._include_quarantined)
+            items.extend(self._item(ns, m) for m in page.memories)
+            cursor = page.next_cursor
+            if cursor is None:
+                return items
+
+    def _search(self, op: SearchOp) -> List[SearchItem]:
+        prefix = _check_labels(op.namespace_prefix)
+        limit, offset = int(op.limit), int(op.offset)
+        if limit < 0 or offset < 0:
+            raise InvalidInputError("limit and offset must not be negative", "limit")
+        flt = op.filter or {}
+        if not isinstance(flt, Mapping):
+            raise InvalidInputError(f"filter: expected a dict, got {type(flt).__name__}", "filter")
+
+        def keep(item: SearchItem) -> bool:
+            return all(_compare(item.value.get(k), v) for k, v in flt.items())
+
+        wanted = offset + limit
+        spaces = self._namespaces_under(prefix)
+        ranked: List[SearchItem] = []
+        if op.query:
+            top_k = max(1, min(PAGE, wanted if not flt else PAGE))
+            for name, ns in spaces:
+                hits = self._engine.recall(
+                    name,
+                    op.query,
+                    top_k=top_k,
+                    include_quarantined=self._include_quarantined,
+                    record_access=bool(op.refresh_ttl),
+                ).hits
+                for h in hits:
+                    item = self._item(ns, h.memory, float(h.score))
+                    if keep(item):
+                        ranked.append(item)
+            ranked.sort(key=lambda i: i.score if i.score is not None else float("-inf"), reverse=True)
+        if len(ranked) < wanted:
+            seen = {(i.namespace, i.key) for i in ranked}
+            rest = [i for name, ns in spaces for i in self._listed(name, ns) if (i.namespace, i.key) not in seen]
+            rest = [i for i in rest if keep(i)]
+            rest.sort(key=lambda i: i.updated_at, reverse=True)
+            ranked.extend(rest)
+        return ranked[offset:wanted]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> List[Tuple[str, ...]]:
+        for condition in op.match_conditions or ():
+            _check_labels(tuple(p for p in condition.path if p != "*"))
+        found = []
+        for name, ns in self._namespaces_under(()):
+            if not all(_matches(c, ns) for c in op.match_conditions or ()):
+                continue
+            if self._engine.list(name, limit=1, include_quarantined=True).memories:
+                found.append(ns)
+        if op.max_depth is not None:
+            found = sorted({ns[: op.max_depth] for ns in found})
+        else:
+            found = sorted(found)
+        return found[op.offset : op.offset + op.limit]
+
+    # -- beyond BaseStore --------------------------------------------------------
+
+    def history(self, namespace: Sequence[str], key: str) -> List[Item]:
+        """Every version of the item at (`namespace`, `key`), oldest first:
+        what each put stored (versions of a deleted item are gone).
+
+        Raises InvalidNamespaceError, InvalidInputError, ClosedError."""
+        ns = _check_labels(namespace)
+        name = self.mnemon_namespace(ns)
+        m = self._find(name, self._ident(key))
+        if m is None:
+            return []
+        out: List[Item] = []
+        cursor: Optional[str] = None
+        while True:
+            page = self._engine.history(name, m.id, cursor=cursor, limit=PAGE)
+            for v in page.versions:
+                out.append(
+                    Item(
+                        value=_decode_value(v.content),
+                        key=_key_from_ref(v.source_ref),
+                        namespace=ns,
+                        created_at=v.first_seen,
+                        updated_at=v.valid_from,
+                    )
+                )
+            cursor = page.next_cursor
+            if cursor is None:
+                return out

@@ -1,0 +1,231 @@
+"""The Python API over the command surface: every operation, typed results,
+`to_dict()` shapes, the context manager, as-of views."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import mnemon
+from mnemon import Engine
+
+
+def test_open_close_context_manager(data):
+    with Engine.open(data, embedder="hashing") as e:
+        assert not e.closed
+        assert e.model_id.startswith("hashing-")
+        assert e.dim == 384
+        assert e.path == str(data)
+        assert e.max_response_tokens == mnemon.DEFAULT_MAX_RESPONSE_TOKENS
+        r = e.remember("u1", "Prefers window seats")
+        assert isinstance(r, mnemon.Remembered)
+    assert e.closed
+    with pytest.raises(mnemon.ClosedError) as exc:
+        e.remember("u1", "after close")
+    assert exc.value.code == "closed"
+    e.close()  # closing twice does nothing
+    # The lock was released: the store opens again and holds the memory.
+    with Engine.open(data, embedder="hashing") as e2:
+        assert [m.content for m in e2.list("u1").memories] == ["Prefers window seats"]
+
+
+def test_remember_recall_context(engine):
+    r = engine.remember(
+        "user:42",
+        "Prefers window seats on long flights",
+        kind="preference",
+        tier="permanent",
+        importance=0.7,
+        entities=["seat", "flight"],
+        key="user.seat",
+        session="s1",
+        event_time=datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc),
+        source_ref="msg-17",
+    )
+    assert r.action == "created"
+    assert r.redactions == {}
+    assert r.quarantined is None
+    engine.remember("user:42", "Allergic to peanuts", kind="fact")
+    hits = engine.recall("user:42", "which seat on a flight", top_k=5)
+    assert isinstance(hits, mnemon.RecallResponse)
+    assert hits.omitted == 0
+    top = hits.hits[0]
+    assert isinstance(top, mnemon.Hit)
+    m = top.memory
+    assert isinstance(m, mnemon.Memory)
+    assert m.id == r.id
+    assert m.kind == "preference"
+    assert m.tier == "permanent"
+    assert m.importance == pytest.approx(0.7)
+    assert m.entities == ["seat", "flight"]
+    assert m.key == "user.seat"
+    assert m.session == "s1"
+    assert m.source_ref == "msg-17"
+    assert m.status == "active"
+    assert m.event_time == datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc)
+    assert m.first_seen.tzinfo is not None
+    assert isinstance(top.explain, mnemon.Explanation)
+    assert top.score == pytest.approx(top.explain.score)
+    # Every filter reaches the surface.
+    only = engine.recall("user:42", "peanuts", kinds=["fact"], tiers=["long_term"], mode="lexical")
+    assert [h.memory.content for h in only.hits] == ["Allergic to peanuts"]
+    none = engine.recall("user:42", "seat", session="no-such-session")
+    assert none.hits == []
+    timed = engine.recall(
+        "user:42",
+        "seat",
+        time_range=(datetime(2024, 4, 1, tzinfo=timezone.utc), datetime(2024, 6, 1, tzinfo=timezone.utc)),
+    )
+    assert [h.memory.id for h in timed.hits] == [r.id]
+    ctx = engine.context("user:42", "seat on a flight", budget_tokens=200)
+    assert isinstance(ctx, mnemon.ContextBlock)
+    assert "Prefers window seats" in ctx.context
+    assert ctx.memories >= 1
+    assert 0 < ctx.tokens <= 200
+
+
+def test_custom_kind_reads_as_its_name(engine):
+    engine.remember("u1", "Runs every morning", kind="habit")
+    m = engine.list("u1").memories[0]
+    assert m.kind == "habit"
+    assert m.to_dict()["kind"] == {"other": "habit"}
+
+
+def test_versions_history_as_of_get(engine):
+    r1 = engine.remember("u1", "My favourite player is Ronaldo", key="user.favourite_player")
+    between = engine.stats().last_seq
+    r2 = engine.remember("u1", "My favourite player is now Messi", key="user.favourite_player")
+    assert r2.action == "superseded"
+    assert r2.old == r1.id
+    old = engine.get("u1", r1.id)
+    assert old.status == "superseded"
+    assert old.next == r2.id
+    h = engine.history("u1", r2.id)
+    assert isinstance(h, mnemon.HistoryResponse)
+    assert [v.content for v in h.versions] == ["My favourite player is Ronaldo", "My favourite player is now Messi"]
+    assert h.next_cursor is None
+    paged = engine.history("u1", r2.id, limit=1)
+    assert len(paged.versions) == 1 and paged.next_cursor is not None
+    rest = engine.history("u1", r2.id, cursor=paged.next_cursor)
+    assert [v.id for v in rest.versions] == [r2.id]
+    view = engine.as_of("u1", between)
+    assert [m.content for m in view.list().memories] == ["My favourite player is Ronaldo"]
+    assert view.get(r1.id).status == "active"
+    assert [h.memory.content for h in view.recall("favourite player").hits] == ["My favourite player is Ronaldo"]
+    # As of a time: after everything.
+    later = engine.as_of("u1", datetime.now(timezone.utc) + timedelta(seconds=5))
+    assert [m.id for m in later.list().memories] == [r2.id]
+    assert "View(" in repr(view)
+
+
+def test_observe_extraction_end_session_maintain(engine):
+    o = engine.observe("u1", "s1", "My daughter is called Xiaoyu", role="user")
+    assert isinstance(o, mnemon.ObserveResponse)
+    assert o.observation_id > 0
+    p = engine.extraction_prompt("u1", "s1")
+    assert isinstance(p, mnemon.ExtractionPromptResponse)
+    assert "My daughter is called Xiaoyu" in p.prompt and p.tokens > 0
+    doc = {
+        "new_memories": [
+            {
+                "content": "The user's daughter is called Xiaoyu",
+                "kind": "fact",
+                "tier": "short_term",
+                "importance": 0.8,
+                "source_ids": [o.observation_id],
+            }
+        ],
+        "update_existing": [],
+        "forget": [],
+    }
+    rep = engine.apply_extraction("u1", doc)
+    assert isinstance(rep, mnemon.ExtractionReport)
+    assert [i.status for i in rep.items] == ["applied"]
+    mid = rep.items[0].id
+    assert engine.get("u1", mid).sources == [o.observation_id]
+    # The same document as text works too (a duplicate now).
+    rep2 = engine.apply_extraction("u1", json.dumps(doc))
+    assert rep2.items[0].status in ("applied", "rejected")
+    end = engine.end_session("u1", "s1", promote=[mid])
+    assert isinstance(end, mnemon.SessionEnd)
+    [(old, new)] = end.promoted
+    assert old == mid
+    assert engine.get("u1", new).tier == "long_term"
+    assert engine.get("u1", mid).status == "superseded"
+    reports = engine.maintain("u1")
+    assert [r.namespace for r in reports] == ["u1"]
+    assert isinstance(reports[0].report, mnemon.MaintenanceReport)
+    assert isinstance(engine.maintain(), list)
+    assert isinstance(engine.consolidate("u1"), list)
+
+
+def test_forget_compact_verify(engine, data):
+    keep = engine.remember("u1", "Likes sailing on weekends")
+    gone = engine.remember("u1", "Secret canary Zq7Hx2Lw9Pv4Mn8Kt3Rb6Yc1Jd5Fg0Sa")
+    dry = engine.forget("u1", id=gone.id, dry_run=True)
+    assert dry.dry_run and [m.id for m in dry.preview] == [gone.id]
+    assert engine.get("u1", gone.id).content.startswith("Secret canary")
+    out = engine.forget("u1", id=gone.id, reason="user asked")
+    assert isinstance(out, mnemon.ForgetResponse)
+    assert out.memory_ids == [gone.id] and not out.dry_run
+    with pytest.raises(mnemon.NotFoundError):
+        engine.get("u1", gone.id)
+    assert [m.id for m in engine.list("u1").memories] == [keep.id]
+    receipt = engine.compact()
+    assert isinstance(receipt, mnemon.ErasureReceipt)
+    assert receipt.verified
+    assert isinstance(receipt.compaction, mnemon.CompactionFigures)
+    check = engine.verify_erasure(["Zq7Hx2Lw9Pv4Mn8Kt3Rb6Yc1Jd5Fg0Sa"])
+    assert check.verified and check.matches == []
+    with pytest.raises(mnemon.InvalidInputError):
+        engine.verify_erasure("one string")
+
+
+def test_stats_check_log_call(engine):
+    engine.remember("u1", "One")
+    engine.observe("u1", "s", "Two")
+    s = engine.stats()
+    assert isinstance(s, mnemon.Stats)
+    assert s.active_memories == 1 and s.observations == 1 and s.namespaces == 1
+    assert s.model_id == engine.model_id
+    assert isinstance(s.events, mnemon.EventCounts)
+    c = engine.check()
+    assert isinstance(c, mnemon.CheckReport) and c.consistent
+    log = engine.log("u1")
+    assert isinstance(log, mnemon.LogResponse)
+    assert [e.seq for e in log.events] == [1, 2]
+    assert isinstance(log.events[0].time, datetime)
+    assert set(log.events[0].body) == {"extracted"}
+    assert [e.seq for e in engine.log("u1", seq_range=(2, None)).events] == [2]
+    raw = engine.call("stats")
+    assert raw["model_id"] == s.model_id and raw["active_memories"] == 1
+    assert set(mnemon._native.ops()) >= {"remember", "recall", "log", "check"}
+    with pytest.raises(mnemon.InvalidInputError) as e:
+        engine.call("no_such_op")
+    assert e.value.field == "op"
+
+
+def test_to_dict_is_the_surface_json(engine):
+    r = engine.remember("u1", "Prefers oolong tea", key="user.drink", importance=0.25)
+    d = r.to_dict()
+    assert d == {"id": r.id, "action": "created", "redactions": {}, "quarantined": None}
+    # A deep copy: changing it changes nothing in the record.
+    d["id"] = -1
+    assert r.id != -1
+    m = engine.get("u1", r.id)
+    md = m.to_dict()
+    assert md["importance"] == 0.25
+    assert md["first_seen"].endswith("Z")
+    assert set(md) <= set(type(m)._FIELDS)  # every field of the JSON has a property
+    assert json.loads(json.dumps(md)) == md
+    assert m == mnemon.Memory(md)
+    assert "Prefers oolong tea" in repr(m)
+
+
+def test_schemas_are_published():
+    schemas = mnemon.schemas()
+    ops = [s["op"] for s in schemas]
+    assert ops == list(mnemon._native.ops())
+    assert set(mnemon.RESPONSES) == set(ops)
