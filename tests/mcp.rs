@@ -95,8 +95,7 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
             "list",
             "forget",
             "extraction_prompt",
-            "apply_extraction",
-            "import"
+            "apply_extraction"
         ]
     );
     let tokens = tool_tokens(&tools);
@@ -179,19 +178,6 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
     let doc = json!({"new_memories": [{"content": "Lives in Hangzhou", "kind": "fact", "source_ids": [obs_id]}]});
     let rep = ok(&c, "apply_extraction", json!({"namespace": "u", "extraction": doc})).await;
     assert_eq!(rep["items"][0]["status"], "applied", "{rep}");
-    let records = concat!(
-        r#"{"type":"observation","session":"s9","text":"I run every morning","source":"m1"}"#,
-        "\n",
-        r#"{"type":"memory","content":"Runs every morning","kind":"preference","sources":["m1"]}"#,
-        "\n{oops\n"
-    );
-    let imp = ok(&c, "import", json!({"namespace": "imp", "text": records})).await;
-    assert_eq!((imp["observations_written"].as_u64(), imp["memories_written"].as_u64()), (Some(1), Some(1)), "{imp}");
-    assert_eq!(imp["rejections"][0]["line"], 3, "{imp}");
-    let again = ok(&c, "import", json!({"namespace": "imp", "text": records})).await;
-    assert_eq!(again["duplicates"].as_u64(), Some(2), "a second import writes nothing: {again}");
-    let e = fails(&c, "import", json!({"namespace": "imp", "path": "/etc/passwd"})).await;
-    assert_eq!(e["field"], "path", "{e}");
     let dry = ok(&c, "forget", json!({"namespace": "u", "id": second, "dry_run": true})).await;
     assert_eq!((dry["memories"].as_u64(), dry["dry_run"].as_bool()), (Some(2), Some(true)));
 
@@ -345,7 +331,7 @@ async fn http_requires_the_token_and_shuts_down_on_sigterm() {
 
     let c = http_client(&server.url(), Some("s3cret")).await.unwrap();
     let tools = c.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 11);
+    assert_eq!(tools.len(), 10);
     println!("tool definitions over HTTP: {} tokens", tool_tokens(&tools));
     for i in 0..20 {
         ok(&c, "remember", json!({"namespace": "u", "content": format!("Acknowledged fact number {i} about owls")}))

@@ -98,12 +98,6 @@ impl MemoryServer {
             return error_result(&ApiError::invalid("name", format!("unknown tool {name:?}")));
         };
         let mut args = Value::Object(arguments.unwrap_or_default());
-        if let Some(f) = tools::refused_fields(tool.op).iter().find(|f| args.get(**f).is_some()) {
-            return error_result(&ApiError::invalid(
-                *f,
-                format!("{f} is not accepted over MCP; send the records as text"),
-            ));
-        }
         if matches!(tool.op, "recall" | "context") {
             if let Value::Object(m) = &mut args {
                 m.entry("requester").or_insert_with(|| Value::String("mcp".into()));

@@ -57,22 +57,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         true,
     ),
     spec::<api::ApplyExtractionRequest>("Apply your JSON answer to extraction_prompt.", true, false),
-    spec::<api::ImportRequest>(
-        "Bulk-load JSON lines {\"type\":\"observation\",session,text,role,time,source} or {\"type\":\"memory\",content,kind,key,sources:[observation source],…}. Reports counts and bad lines; nothing is written twice.",
-        false,
-        true,
-    ),
 ];
-
-/// Request fields a tool does not take over MCP: a file path would make the
-/// server read its own files on a remote client's word.
-pub(crate) fn refused_fields(op: &str) -> &'static [&'static str] {
-    if op == api::ImportRequest::OP {
-        &["path"]
-    } else {
-        &[]
-    }
-}
 
 /// The tool named `name`.
 pub(crate) fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -90,14 +75,6 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
                 remove_namespace(&mut schema);
             } else {
                 plain_namespace(&mut schema);
-            }
-            if let Some(Value::Object(props)) = schema.get_mut("properties") {
-                for f in refused_fields(t.op) {
-                    props.remove(*f);
-                }
-                if t.op == api::ImportRequest::OP {
-                    plain_import(props);
-                }
             }
             if t.op == api::ContextRequest::OP {
                 // The filters are recall's: described once, there.
@@ -144,15 +121,6 @@ fn strip_filter_descriptions(schema: &mut Value) {
             }
         }
     }
-}
-
-/// `import` lists its choices without the per-choice prose (the tool's
-/// description gives the record shapes) and leaves out the batch size.
-fn plain_import(props: &mut serde_json::Map<String, Value>) {
-    props.remove("batch");
-    props.insert("format".into(), serde_json::json!({"enum": ["jsonl", "locomo", "longmemeval"]}));
-    props.insert("on_error".into(), serde_json::json!({"enum": ["skip", "abort"]}));
-    props.insert("text".into(), serde_json::json!({"type": "string"}));
 }
 
 /// The namespace argument is the same everywhere and explained in the

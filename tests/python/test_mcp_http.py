@@ -39,7 +39,7 @@ def post(server, body, token=None, extra=None):
 async def test_every_tool_over_http(http_server):
     async with http_server.client() as c:
         listed = await c.list_tools()
-        assert len(listed.tools) == 11
+        assert len(listed.tools) == 10
         o = await ok(c, "observe", {"namespace": "u", "session": "s1", "text": "User: I am allergic to peanuts"})
         r = await ok(c, "remember", {"namespace": "u", "content": "Allergic to peanuts", "kind": "fact", "sources": [o["observation_id"]]})
         hits = await ok(c, "recall", {"namespace": "u", "query": "peanut allergy"})

@@ -21,7 +21,6 @@ TOOLS = [
     "forget",
     "extraction_prompt",
     "apply_extraction",
-    "import",
 ]
 MAX_TOOL_TOKENS = 2000
 
