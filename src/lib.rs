@@ -32,6 +32,11 @@
 //! [`dedup`]) becomes its new version; a changed fact, however similar, is a
 //! new memory. Recall shows one hit of each restatement pair.
 //!
+//! [`portability`] gets data in and out: bulk import ([`Engine::import`])
+//! of JSON lines and benchmark chat histories, consistent backups of a live
+//! store ([`Engine::backup`]), and a store export ([`Engine::export`]) that
+//! [`restore`] rebuilds into a store with the same digest.
+//!
 //! [`api`] is the command surface over the engine: one typed request and
 //! response per capability, shared by the CLI's `--json`, the MCP server
 //! (`mnemon::mcp`, feature `mcp`: `mnemon mcp` on stdio, `mnemon serve` over
@@ -74,6 +79,7 @@ pub mod eval;
 pub mod index;
 #[cfg(all(feature = "mcp", unix))]
 pub mod mcp;
+pub mod portability;
 pub mod recall;
 pub mod safety;
 
@@ -97,6 +103,9 @@ pub use extract::{
 };
 pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
 pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
+pub use portability::{
+    restore, BackupReport, ExportReport, ImportFormat, ImportOptions, ImportSummary, OnError, RestoreReport,
+};
 pub use projection::{EventCounts, Memory, Observation};
 pub use recall::{
     estimate_tokens, render_context, ContextBlock, Explanation, Hit, RecallMode, RecallOptions, SimilarityNorm,

@@ -74,6 +74,10 @@ fn minimal_args(op: &str) -> Value {
         "extraction_prompt" | "end_session" => json!({"namespace": "u", "session": "s"}),
         "apply_extraction" => json!({"namespace": "u", "extraction": {}}),
         "verify_erasure" => json!({"texts": ["abcdefgh"]}),
+        "import" => json!({"namespace": "u", "text": ""}),
+        "backup" => json!({"dir": "/tmp/none"}),
+        "export" => json!({"path": "/tmp/none.jsonl"}),
+        "restore" => json!({"from": "/tmp/none.jsonl", "into": "/tmp/none"}),
         _ => json!({}),
     }
 }

@@ -432,3 +432,52 @@ fn forgetting_an_observation_forgets_the_versions_derived_from_it() {
     let (ok, _, err) = mnemon(&data, &["history", "--ns", "u", "3"]);
     assert!(!ok && err.contains("not found"), "{err}");
 }
+
+#[test]
+fn import_backup_export_and_restore_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let file = dir.path().join("in.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"observation","session":"s1","text":"I moved to Lyon","source":"c1"}"#,
+            "\n",
+            r#"{"type":"memory","content":"Lives in Lyon","key":"user.city","sources":["c1"]}"#,
+            "\n",
+            "{oops\n",
+        ),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    // abort: every bad line reported, nothing written, exit status 2.
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .args(["--data", data.to_str().unwrap(), "--embedder", "hashing", "--json", "import", "--ns", "u1"])
+        .args(["--on-error", "abort", f])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["aborted"].as_bool(), v["rejections"][0]["line"].as_u64()), (Some(true), Some(3)), "{v}");
+    assert_eq!(json(&data, &["stats"])["last_seq"], 0);
+    // skip: the good lines, once; a second run writes nothing.
+    let (ok, _, _) = mnemon(&data, &["import", "--ns", "u1", "--quiet", f]);
+    assert!(!ok, "refused lines give a non-zero status");
+    let (_, out, _) = mnemon(&data, &["--json", "import", "--ns", "u1", f]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((v["duplicates"].as_u64(), v["memories_written"].as_u64()), (Some(2), Some(0)), "{v}");
+    let digest = json(&data, &["check"])["digest"].clone();
+
+    let backup = dir.path().join("backup");
+    let b = json(&data, &["backup", backup.to_str().unwrap()]);
+    assert_eq!(b["digest"], digest, "{b}");
+    assert_eq!(json(&backup, &["check"])["consistent"], true);
+
+    let export = dir.path().join("store.jsonl");
+    let x = json(&data, &["export", export.to_str().unwrap()]);
+    assert_eq!(x["events"], 2, "{x}");
+    let into = dir.path().join("restored");
+    let r = json(&data, &["restore", "--from", export.to_str().unwrap(), "--into", into.to_str().unwrap()]);
+    assert_eq!((r["digest_matches"].as_bool(), &r["digest"]), (Some(true), &digest), "{r}");
+    assert_eq!(json(&into, &["list", "--ns", "u1"])["memories"][0]["content"], "Lives in Lyon");
+}

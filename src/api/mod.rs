@@ -41,6 +41,7 @@ mod inspect;
 mod parse;
 mod policy;
 mod read;
+mod transfer;
 mod write;
 
 pub use budget::{json_tokens, Limits, DEFAULT_MAX_RESPONSE_TOKENS};
@@ -52,6 +53,7 @@ pub use read::{
     HistoryRequest, HistoryResponse, ListRequest, ListResponse, LogRequest, LogResponse, RecallFilters, RecallRequest,
     RecallResponse, StatsRequest, EVENT_KINDS,
 };
+pub use transfer::{read_import_file, BackupRequest, ExportRequest, ImportRequest, RestoreRequest};
 pub use write::{
     ApplyExtractionRequest, CompactRequest, ConsolidateRequest, EndSessionRequest, ForgetRequest, ForgetResponse,
     MaintainRequest, MemoryFields, NamespaceMaintenance, ObserveRequest, ObserveResponse, RememberRequest,
@@ -235,6 +237,14 @@ surface! {
     Namespaces(NamespacesRequest),
     /// A namespace's events over time, by kind.
     Timeline(TimelineRequest),
+    /// Bulk-load observations and memories.
+    Import(ImportRequest),
+    /// A consistent copy of the store in a new directory.
+    Backup(BackupRequest),
+    /// Every event and vector as JSON lines, for restore.
+    Export(ExportRequest),
+    /// A new store rebuilt from an export.
+    Restore(RestoreRequest),
 }
 
 type FieldSet = std::collections::BTreeSet<String>;

@@ -294,7 +294,9 @@ impl EngineBuilder {
     /// [`Error::InvalidInput`] for a setting out of range or an unknown
     /// phone region; [`Error::Locked`]
     /// when another process or engine has the store open;
-    /// [`Error::Corrupted`] naming the first bad record;
+    /// [`Error::Corrupted`] naming the first bad record (for this and
+    /// [`Error::Storage`], the message says how to recover from a backup
+    /// or a store export);
     /// [`Error::IncompatibleFormat`] for a store written by a newer format;
     /// [`Error::Io`] / [`Error::Storage`] from the disk.
     pub fn open(self) -> Result<crate::Engine> {
@@ -339,7 +341,8 @@ impl EngineBuilder {
         if let Some(codes) = cfg.phone_regions.take() {
             cfg.redactor = cfg.redactor.with_phone_regions(PhoneRegions::new(codes)?);
         }
-        crate::engine::Engine::open_with(cfg)
+        let path = cfg.path.clone();
+        crate::engine::Engine::open_with(cfg).map_err(|e| crate::portability::with_recovery_hint(e, &path))
     }
 }
 

@@ -60,6 +60,11 @@ impl Drop for Inner {
         if let Some(h) = self.writer.lock().take() {
             let _ = h.join();
         }
+        // The writer has flushed and stopped: record how far the log goes,
+        // so that an open that reads less knows the files are damaged.
+        if self.shared.poison_message().is_none() {
+            let _ = crate::portability::record_high_water(&self.cfg.path, self.shared.state.read().visible);
+        }
     }
 }
 

@@ -87,6 +87,7 @@ impl Engine {
         let mut state = State::new(embedder.dim(), cfg.hnsw.clone());
         let mut report = OpenReport { generation: dir.current_generation(), ..OpenReport::default() };
         replay_into(store.as_ref(), &mut state, &mut report)?;
+        crate::portability::check_high_water(dir.root(), state.last_seq)?;
         load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true)?;
         let prev = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         if prev.as_deref() != Some(model_id.as_str()) {

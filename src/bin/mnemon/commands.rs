@@ -625,6 +625,14 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
         #[cfg(all(feature = "mcp", unix))]
         Cmd::Serve(a) => return crate::serve::serve(cli, a),
         Cmd::Log(a) => return with_surface(cli, |run| log(run, a)).map(|()| ExitCode::SUCCESS),
+        Cmd::Import(a) => return crate::transfer::import(cli, a),
+        Cmd::Restore(a) => return crate::transfer::restore(cli, a),
+        Cmd::Backup(_) | Cmd::Export(_) => {
+            if let Some(req) = crate::transfer::request(&cli.command)? {
+                let resp = run_one(cli, req)?;
+                return Ok(output::print(cli, &resp));
+            }
+        }
         _ => {}
     }
     let Some(req) = request(&cli.command)? else {
@@ -632,6 +640,11 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     };
     let resp = with_surface(cli, |run| run(req))?;
     Ok(output::print(cli, &resp))
+}
+
+/// Runs one request on the store (see [`with_surface`]).
+pub fn run_one(cli: &Cli, req: Request) -> Result<Response, ApiError> {
+    with_surface(cli, |run| run(req))
 }
 
 /// Runs requests on the store: opened here, or, when a server already

@@ -9,6 +9,7 @@ mod lifecycle;
 mod output;
 #[cfg(all(feature = "mcp", unix))]
 mod serve;
+mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -110,6 +111,18 @@ pub enum Cmd {
     Consolidate(lifecycle::NsArgs),
     /// Run decay, session expiry, capacity and consolidation now.
     Maintain(lifecycle::MaintainArgs),
+    /// Bulk-load observations and memories from JSON lines, or the chat
+    /// histories of LoCoMo or LongMemEval (exit status 2 if records were
+    /// refused).
+    Import(transfer::ImportArgs),
+    /// Copy the store, consistently, while it may be in use, into a new
+    /// directory (open it with --data DIR).
+    Backup(transfer::BackupArgs),
+    /// Write every event and vector of the store as JSON lines, for restore.
+    Export(transfer::ExportArgs),
+    /// Rebuild a store from an export into a new directory and compare its
+    /// digest with the export's (exit status 4 if they differ).
+    Restore(transfer::RestoreArgs),
     /// Verify the store: every record's checksum and decoding, a gap-free
     /// log, and projections equal to a fresh replay (exit status 4 if not).
     Check,

@@ -1,0 +1,478 @@
+//! Bulk import: validate every record, then write in group commits.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::write::{check_short, pending_memory, Prepared, MAX_SESSION_BYTES};
+use crate::engine::{Engine, NewMemory};
+use crate::error::{Error, Result};
+use crate::event::Observed;
+use crate::portability::records::{ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection};
+use crate::projection::normalize_content;
+use crate::types::{Namespace, ObservationId, Role, Seq};
+use crate::writer::{Op, OpOutcome, RememberAction};
+
+/// Longest observation source reference, in bytes (as `observe` allows).
+const MAX_SOURCE_BYTES: usize = 256;
+/// Rejections listed in a summary; the count covers all of them.
+pub const MAX_LISTED_REJECTIONS: usize = 1000;
+/// Default records per group commit: large enough that the flush is
+/// amortised, small enough that one group's embedding batch stays in cache.
+pub const DEFAULT_IMPORT_BATCH: usize = 1000;
+
+/// The shape of the input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportFormat {
+    /// One [`ImportRecord`] per line (docs/FORMAT.md, "Import").
+    #[default]
+    Jsonl,
+    /// LoCoMo `locomo10.json`: every turn an observation.
+    Locomo,
+    /// LongMemEval records: every turn of every haystack session an observation.
+    Longmemeval,
+}
+
+impl ImportFormat {
+    /// Reads `text` in this format.
+    pub fn parse(self, text: &str) -> Parsed {
+        match self {
+            ImportFormat::Jsonl => crate::portability::records::parse_jsonl(text),
+            ImportFormat::Locomo => crate::portability::chat::parse_locomo(text),
+            ImportFormat::Longmemeval => crate::portability::chat::parse_longmemeval(text),
+        }
+    }
+}
+
+impl std::str::FromStr for ImportFormat {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "jsonl" => Ok(ImportFormat::Jsonl),
+            "locomo" => Ok(ImportFormat::Locomo),
+            "longmemeval" => Ok(ImportFormat::Longmemeval),
+            _ => Err(Error::invalid("format", format!("{s:?}: expected jsonl|locomo|longmemeval"))),
+        }
+    }
+}
+
+/// What a bad record does to the import.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// Report it and import the good records.
+    #[default]
+    Skip,
+    /// Report every bad record and write nothing.
+    Abort,
+}
+
+impl std::str::FromStr for OnError {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "skip" => Ok(OnError::Skip),
+            "abort" => Ok(OnError::Abort),
+            _ => Err(Error::invalid("on_error", format!("{s:?}: expected skip|abort"))),
+        }
+    }
+}
+
+/// Progress of the writing phase: records handled of the total to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImportProgress {
+    /// Records written or found duplicate so far.
+    pub done: u64,
+    /// Records to write.
+    pub total: u64,
+}
+
+/// Called after each group commit of an import.
+pub type ImportProgressFn = Arc<dyn Fn(ImportProgress) + Send + Sync>;
+
+/// How to import.
+#[derive(Clone, Default)]
+pub struct ImportOptions {
+    /// Skip bad records or write nothing. Default skip.
+    pub on_error: OnError,
+    /// Check everything and report, write nothing.
+    pub dry_run: bool,
+    /// Records per group commit, 1 ..= the engine's `max_batch`; 0 means
+    /// [`DEFAULT_IMPORT_BATCH`] (capped at `max_batch`).
+    pub batch: usize,
+    /// Called after each group commit.
+    pub progress: Option<ImportProgressFn>,
+}
+
+impl std::fmt::Debug for ImportOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ImportOptions")
+            .field("on_error", &self.on_error)
+            .field("dry_run", &self.dry_run)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ImportSummary {
+    /// Records read (good and bad).
+    pub read: u64,
+    /// Observations written.
+    pub observations_written: u64,
+    /// Memories written (new memories and new versions).
+    pub memories_written: u64,
+    /// Records not written because the namespace (or an earlier record of
+    /// this import) already holds them.
+    pub duplicates: u64,
+    /// Records refused.
+    pub rejected: u64,
+    /// The first refused records (at most 1,000), with line and reason.
+    pub rejections: Vec<Rejection>,
+    /// Personal data replaced by placeholders in what was written: kind →
+    /// count (never values).
+    pub redactions: BTreeMap<String, usize>,
+    /// Memories quarantined as injected instructions.
+    pub quarantined: u64,
+    /// True when nothing was written because a record was bad and the
+    /// import was asked to abort.
+    pub aborted: bool,
+    /// True for a dry run (nothing written; the counts say what would be).
+    pub dry_run: bool,
+    /// Last log position after the import.
+    pub last_seq: Seq,
+}
+
+impl ImportSummary {
+    fn reject(&mut self, r: Rejection) {
+        self.rejected += 1;
+        if self.rejections.len() < MAX_LISTED_REJECTIONS {
+            self.rejections.push(r);
+        }
+    }
+}
+
+type ObsIdentity = (String, Role, String, Option<i64>, Option<String>);
+type MemIdentity = (String, Option<String>, Option<String>, Option<i64>);
+
+/// A checked observation, ready for the writer.
+struct ObsPlan {
+    event: Observed,
+    redactions: BTreeMap<String, usize>,
+}
+
+/// A checked memory, ready for the writer once its sources have ids.
+struct MemPlan {
+    line: u64,
+    at: String,
+    memory: NewMemory,
+    prepared: Prepared,
+    /// Resolved sources: ids already in the store, or indexes into the
+    /// observations this import writes.
+    sources: Vec<SourceRef>,
+}
+
+#[derive(Clone, Copy)]
+enum SourceRef {
+    Stored(ObservationId),
+    Planned(usize),
+}
+
+impl Engine {
+    /// Imports `parsed` (see [`ImportFormat::parse`]) into `ns`: every
+    /// record is checked first, then observations and memories are written
+    /// in group commits of `opts.batch` (observations first, so memories
+    /// can cite them; each kind in input order).
+    ///
+    /// The two guarantees:
+    ///
+    /// * **Nothing half-written.** Every record is read and checked against the
+    ///   engine's input rules and the store's state (sources resolved, safety
+    ///   stage run) before anything is written. With [`OnError::Abort`] one bad
+    ///   record means nothing is written at all; with [`OnError::Skip`] the bad
+    ///   records are reported and each good one is written exactly once.
+    ///   (A failure of the disk while writing stops the import with the error,
+    ///   like any write; what was acknowledged before stays.)
+    /// * **Idempotent.** A record whose identity is already in the namespace is
+    ///   a duplicate and is not written again, so running the same import twice
+    ///   writes nothing the second time. An observation's identity is (session,
+    ///   role, text after redaction, time, source); a memory's is (content
+    ///   after redaction, normalised as exact duplicates are, slot key, session,
+    ///   time), matched against every version the namespace holds — active,
+    ///   superseded or archived — so a keyed update that was later replaced is
+    ///   not written again either. Forgotten items are gone from the store, so
+    ///   importing them again writes them again.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a batch size above `max_batch`;
+    /// [`Error::Poisoned`] / [`Error::Closed`] / [`Error::Embedder`] /
+    /// storage errors from a write (what was acknowledged before stays).
+    /// Bad records are not errors: they are listed in the summary.
+    pub fn import(&self, ns: &Namespace, parsed: Parsed, opts: &ImportOptions) -> Result<ImportSummary> {
+        let max = self.config().max_batch;
+        let batch = match opts.batch {
+            0 => DEFAULT_IMPORT_BATCH.min(max),
+            n if n > max => return Err(Error::invalid("batch", format!("{n} records, at most {max} allowed"))),
+            n => n,
+        };
+        let mut sum = ImportSummary { read: parsed.read(), dry_run: opts.dry_run, ..ImportSummary::default() };
+        for r in parsed.rejected {
+            sum.reject(r);
+        }
+        let (obs_plans, mem_plans) = self.plan_import(ns, parsed.records, &mut sum)?;
+        sum.rejections.sort_by_key(|r| r.line);
+        if opts.on_error == OnError::Abort && sum.rejected > 0 {
+            sum.aborted = true;
+            sum.last_seq = self.shared().state.read().visible;
+            return Ok(sum);
+        }
+        if opts.dry_run {
+            sum.observations_written = obs_plans.len() as u64;
+            sum.memories_written = mem_plans.len() as u64;
+            sum.last_seq = self.shared().state.read().visible;
+            return Ok(sum);
+        }
+        let total = (obs_plans.len() + mem_plans.len()) as u64;
+        let mut done = 0u64;
+        let tick = |done: u64| {
+            if let Some(p) = &opts.progress {
+                p(ImportProgress { done, total });
+            }
+        };
+        tick(0);
+
+        let mut obs_ids = Vec::with_capacity(obs_plans.len());
+        let mut obs_plans = obs_plans.into_iter().peekable();
+        while obs_plans.peek().is_some() {
+            let chunk: Vec<ObsPlan> = obs_plans.by_ref().take(batch).collect();
+            let n = chunk.len() as u64;
+            let mut ops = Vec::with_capacity(chunk.len());
+            for p in chunk {
+                add_counts(&mut sum.redactions, &p.redactions);
+                ops.push(Op::Observe(p.event));
+            }
+            for r in self.run(ns, ops)? {
+                match r? {
+                    OpOutcome::Observed(id) => obs_ids.push(id),
+                    other => return Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+                }
+            }
+            sum.observations_written += n;
+            done += n;
+            tick(done);
+        }
+
+        let threshold = self.dedup_threshold();
+        let mut mem_plans = mem_plans.into_iter().peekable();
+        while mem_plans.peek().is_some() {
+            let chunk: Vec<MemPlan> = mem_plans.by_ref().take(batch).collect();
+            let n = chunk.len() as u64;
+            let mut chunk: Vec<MemPlan> = chunk
+                .into_iter()
+                .map(|mut p| {
+                    let ids = p.sources.iter().map(|s| match *s {
+                        SourceRef::Stored(id) => id,
+                        SourceRef::Planned(i) => obs_ids.get(i).copied().unwrap_or(ObservationId(0)),
+                    });
+                    p.memory = std::mem::take(&mut p.memory).sources(ids.collect::<Vec<_>>());
+                    p
+                })
+                .collect();
+            let vectors = {
+                let pairs: Vec<(&NewMemory, &Prepared)> = chunk.iter().map(|p| (&p.memory, &p.prepared)).collect();
+                self.vectors_for(&pairs)?
+            };
+            let mut ops = Vec::with_capacity(chunk.len());
+            let mut meta = Vec::with_capacity(chunk.len());
+            for (p, v) in chunk.iter_mut().zip(vectors) {
+                let text = std::mem::take(&mut p.prepared.text);
+                ops.push(Op::Remember {
+                    mem: pending_memory(&p.memory, text, p.prepared.quarantine.clone()),
+                    vector: v,
+                    dedup: p.memory.dedup,
+                    threshold,
+                });
+                meta.push((p.line, std::mem::take(&mut p.at), &p.prepared));
+            }
+            for (r, (line, at, prepared)) in self.run(ns, ops)?.into_iter().zip(meta) {
+                match r {
+                    Ok(OpOutcome::Remembered {
+                        action: RememberAction::Duplicate | RememberAction::Unchanged, ..
+                    }) => {
+                        sum.duplicates += 1;
+                    }
+                    Ok(OpOutcome::Remembered { .. }) => {
+                        sum.memories_written += 1;
+                        add_counts(&mut sum.redactions, &prepared.redactions);
+                        sum.quarantined += u64::from(prepared.quarantine.is_some());
+                    }
+                    Ok(other) => return Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+                    Err(e @ (Error::Poisoned(_) | Error::Closed | Error::Io(_) | Error::Storage(_))) => return Err(e),
+                    Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
+                }
+            }
+            done += n;
+            tick(done);
+        }
+        sum.last_seq = self.shared().state.read().visible;
+        Ok(sum)
+    }
+
+    /// The checking phase: every record against the input rules, the
+    /// safety stage and the namespace's state; duplicates counted;
+    /// rejections recorded in `sum`.
+    fn plan_import(
+        &self,
+        ns: &Namespace,
+        records: Vec<Located>,
+        sum: &mut ImportSummary,
+    ) -> Result<(Vec<ObsPlan>, Vec<MemPlan>)> {
+        let (mut obs_seen, mut by_source, mut mem_seen) = self.import_identities(ns);
+        let mut obs_plans: Vec<ObsPlan> = Vec::new();
+        let mut memories: Vec<(u64, String, ImportMemory)> = Vec::new();
+        // Observations first: memories may cite one that comes later in the file.
+        for Located { line, at, record } in records {
+            match record {
+                ImportRecord::Memory(m) => memories.push((line, at, m)),
+                ImportRecord::Observation(o) => match self.check_observation(o) {
+                    Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
+                    Ok(plan) => {
+                        let e = &plan.event;
+                        let id: ObsIdentity = (
+                            e.session.clone(),
+                            e.role,
+                            e.text.clone(),
+                            e.event_time.map(|t| t.timestamp_micros()),
+                            e.source.clone(),
+                        );
+                        if !obs_seen.insert(id) {
+                            sum.duplicates += 1;
+                            continue;
+                        }
+                        if let Some(s) = &e.source {
+                            by_source.entry(s.clone()).or_default().push(SourceRef::Planned(obs_plans.len()));
+                        }
+                        obs_plans.push(plan);
+                    }
+                },
+            }
+        }
+        let mut mem_plans = Vec::with_capacity(memories.len());
+        for (line, at, m) in memories {
+            match self.check_import_memory(m, &by_source) {
+                Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
+                Ok((memory, prepared, sources)) => {
+                    let id: MemIdentity = (
+                        normalize_content(&prepared.text),
+                        memory.key.clone(),
+                        memory.session.clone(),
+                        memory.event_time.map(|t| t.timestamp_micros()),
+                    );
+                    if !mem_seen.insert(id) {
+                        sum.duplicates += 1;
+                        continue;
+                    }
+                    mem_plans.push(MemPlan { line, at, memory, prepared, sources });
+                }
+            }
+        }
+        Ok((obs_plans, mem_plans))
+    }
+
+    /// What the namespace already holds: observation identities, stored
+    /// observations by source, memory identities (every version).
+    fn import_identities(
+        &self,
+        ns: &Namespace,
+    ) -> (HashSet<ObsIdentity>, HashMap<String, Vec<SourceRef>>, HashSet<MemIdentity>) {
+        let state = self.shared().state.read();
+        let mut obs = HashSet::new();
+        let mut by_source: HashMap<String, Vec<SourceRef>> = HashMap::new();
+        let mut mems = HashSet::new();
+        if let Some(st) = state.ns(ns) {
+            for o in st.observations.values() {
+                obs.insert((
+                    o.session.clone(),
+                    o.role,
+                    o.text.clone(),
+                    o.event_time.map(|t| t.timestamp_micros()),
+                    o.source.clone(),
+                ));
+                if let Some(s) = &o.source {
+                    by_source.entry(s.clone()).or_default().push(SourceRef::Stored(o.id));
+                }
+            }
+            for m in st.memories.values() {
+                mems.insert((
+                    normalize_content(&m.content),
+                    m.key.clone(),
+                    m.session.clone(),
+                    m.event_time.map(|t| t.timestamp_micros()),
+                ));
+            }
+        }
+        (obs, by_source, mems)
+    }
+
+    fn check_observation(&self, o: ImportObservation) -> Result<ObsPlan> {
+        self.check_text("text", &o.text)?;
+        check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
+        if let Some(s) = &o.source {
+            check_short("source", s, MAX_SOURCE_BYTES, false)?;
+        }
+        let p = self.prepare_text(&o.text, None, false)?;
+        Ok(ObsPlan {
+            event: Observed {
+                session: o.session,
+                role: o.role.unwrap_or(Role::User),
+                text: p.text,
+                event_time: o.time,
+                source: o.source,
+            },
+            redactions: p.redactions,
+        })
+    }
+
+    fn check_import_memory(
+        &self,
+        m: ImportMemory,
+        by_source: &HashMap<String, Vec<SourceRef>>,
+    ) -> Result<(NewMemory, Prepared, Vec<SourceRef>)> {
+        let mut sources = Vec::new();
+        for s in &m.sources {
+            match by_source.get(s) {
+                Some(refs) => sources.extend(refs.iter().copied()),
+                None => {
+                    return Err(Error::invalid(
+                        "sources",
+                        format!("{s:?} is the source of no observation in this import or the namespace"),
+                    ))
+                }
+            }
+        }
+        let mut n = NewMemory::new(m.content);
+        if let Some(k) = m.kind {
+            n = n.kind(k.parse()?);
+        }
+        n.tier = m.tier;
+        n.importance = m.importance;
+        n.entities = m.entities;
+        n.key = m.key;
+        n.session = m.session;
+        n.event_time = m.time;
+        n.source_ref = m.source_ref;
+        n.vector = m.vector;
+        let prepared = self.check_memory(&n)?;
+        Ok((n, prepared, sources))
+    }
+}
+
+fn add_counts(total: &mut BTreeMap<String, usize>, add: &BTreeMap<String, usize>) {
+    for (k, v) in add {
+        *total.entry(k.clone()).or_default() += v;
+    }
+}

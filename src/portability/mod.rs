@@ -1,0 +1,192 @@
+//! Getting data in and out of a store: bulk import, backup, the store
+//! export and restore.
+//!
+//! * **Import** ([`crate::Engine::import`]): JSON lines of observations and
+//!   memories ([`ImportRecord`], docs/FORMAT.md "Import"), or the chat
+//!   histories of LoCoMo and LongMemEval ([`ImportFormat`]). Every record is
+//!   checked before anything is written; bad records are reported by line
+//!   and either skipped or the whole import aborted ([`OnError`]); a second
+//!   run of the same import writes nothing (the identities are given at
+//!   [`crate::Engine::import`]).
+//! * **Backup** ([`crate::Engine::backup`]): a complete data directory
+//!   copied on the writer thread while other threads keep writing — a
+//!   prefix of the log, forgotten payloads as tombstones.
+//! * **Export** ([`crate::Engine::export`]) and **restore** ([`restore`]):
+//!   every event of every namespace plus the vectors as JSON lines, and a
+//!   new store rebuilt from them whose digest equals the original's.
+//!
+//! Not here: merging two stores (a restore always makes a new one) and
+//! incremental backups (every backup is a full copy).
+
+mod backup;
+mod chat;
+mod export;
+mod import;
+mod records;
+mod restore;
+
+pub use backup::BackupReport;
+pub use chat::{parse_locomo, parse_longmemeval};
+pub use export::{ExportHeader, ExportLine, ExportReport, ExportVector, EXPORT_VERSION};
+pub use import::{
+    ImportFormat, ImportOptions, ImportProgress, ImportProgressFn, ImportSummary, OnError, DEFAULT_IMPORT_BATCH,
+    MAX_LISTED_REJECTIONS,
+};
+pub use records::{
+    parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, MAX_LINE_BYTES,
+};
+pub use restore::{restore, RestoreReport};
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::projection::State;
+
+/// Ids of every forgotten memory and observation, all namespaces.
+fn forgotten_ids(state: &State) -> (HashSet<u64>, HashSet<u64>) {
+    let mut m = HashSet::new();
+    let mut o = HashSet::new();
+    for st in state.namespaces.values() {
+        m.extend(st.forgotten_memories.iter().map(|i| i.0));
+        o.extend(st.forgotten_observations.iter().map(|i| i.0));
+    }
+    (m, o)
+}
+
+/// Checks that `dir` is absent or an empty directory, creating it when
+/// absent. Returns whether it was created (so a failure removes it, and
+/// only then the directory itself).
+fn prepare_target(field: &'static str, dir: &Path) -> Result<bool> {
+    match fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                return Err(Error::invalid(field, format!("{} is not empty; name a new directory", dir.display())));
+            }
+            Ok(false)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(Error::invalid(field, format!("{} is a file; name a new directory", dir.display())))
+        }
+        Err(e) => Err(Error::Io(e)),
+    }
+}
+
+/// Removes what a failed backup or restore left in `dir` (the directory
+/// too when this run created it).
+fn remove_target(dir: &Path, created: bool) {
+    if created {
+        let _ = fs::remove_dir_all(dir);
+    } else if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            let _ = if p.is_dir() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
+        }
+    }
+}
+
+/// Fsyncs every file under `dir`, then every directory (children first),
+/// then `dir`'s parent, so the whole tree is durable.
+fn sync_tree(dir: &Path) -> Result<()> {
+    fn walk(dir: &Path) -> Result<()> {
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let ft = entry.file_type()?;
+            if ft.is_dir() {
+                walk(&entry.path())?;
+            } else if ft.is_file() {
+                fs::File::open(entry.path())?.sync_all()?;
+            }
+        }
+        crate::log::sync_dir(dir)
+    }
+    walk(dir)?;
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::log::sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// Total bytes of the regular files under `dir` (0 when unreadable).
+fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The file under the data directory that records the last `Seq` of the
+/// log at the last clean close (decimal, one line).
+const HIGH_WATER: &str = "LAST_SEQ";
+
+/// Records `seq` as the log's extent at a clean close (or in a backup or a
+/// restored store): write a temporary file, fsync, rename, fsync the
+/// directory.
+///
+/// # Errors
+/// [`Error::Io`]; the caller may ignore it (the check is then skipped or
+/// uses an older, lower value).
+pub(crate) fn record_high_water(root: &Path, seq: crate::types::Seq) -> Result<()> {
+    use std::io::Write;
+    let tmp = root.join("LAST_SEQ.tmp");
+    let mut f = fs::File::create(&tmp)?;
+    writeln!(f, "{seq}")?;
+    f.sync_all()?;
+    fs::rename(&tmp, root.join(HIGH_WATER))?;
+    crate::log::sync_dir(root)
+}
+
+/// Checks that the log just replayed reaches the extent recorded at the
+/// last clean close. The log only grows (compaction keeps every `Seq`), so
+/// reading less means sled lost records — a damaged file that sled reads as
+/// a shorter (often empty) log instead of failing.
+///
+/// # Errors
+/// [`Error::Corrupted`] naming the first missing `Seq`.
+pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Result<()> {
+    let Ok(text) = fs::read_to_string(root.join(HIGH_WATER)) else {
+        return Ok(());
+    };
+    match text.trim().parse::<u64>() {
+        Ok(n) if replayed < n => Err(Error::Corrupted {
+            seq: replayed + 1,
+            reason: format!(
+                "the log held events up to seq {n} when the store was last closed, but only {replayed} could be read"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// What to do about a store that does not open: appended to the
+/// [`Error::Corrupted`] and [`Error::Storage`] errors of opening.
+pub(crate) fn recovery_hint(dir: &Path) -> String {
+    format!(
+        "; the store at {} is damaged. Recover it from a backup (made by `mnemon backup DIR`: check it with \
+         `mnemon --data BACKUP check`, then use it in place of this directory) or from a store export (made by \
+         `mnemon export FILE`): `mnemon restore --from FILE --into NEW_DIR`. See README, \"Backup and restore\"",
+        dir.display()
+    )
+}
+
+/// Adds [`recovery_hint`] to an error of opening the store at `dir` when it
+/// means the files are damaged; other errors pass unchanged.
+pub(crate) fn with_recovery_hint(e: Error, dir: &Path) -> Error {
+    match e {
+        Error::Corrupted { seq, reason } => Error::Corrupted { seq, reason: reason + &recovery_hint(dir) },
+        Error::Storage(s) => Error::Storage(s + &recovery_hint(dir)),
+        other => other,
+    }
+}

@@ -1,0 +1,201 @@
+//! The import schema (one JSON object per line) and its reader.
+//!
+//! ```text
+//! {"type":"observation","session":"s1","role":"user","text":"I moved to Lyon","time":"2024-03-01T09:00:00Z","source":"chat-1:7"}
+//! {"type":"memory","content":"Lives in Lyon","kind":"fact","key":"user.city","sources":["chat-1:7"],"session":"s1"}
+//! ```
+//!
+//! A memory names the observations it came from by their `source` string
+//! (an observation of the same import, or one already in the namespace), so
+//! a file can be written without knowing the ids the store will assign.
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::types::{Role, Tier};
+
+/// Longest line the reader accepts, in bytes (16 MiB: a memory of the
+/// largest allowed content with a 4,096-dimension vector fits many times).
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// One record of the JSON lines import schema, tagged by `"type"`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ImportRecord {
+    /// A conversation turn or tool result.
+    Observation(ImportObservation),
+    /// A memory with all its fields.
+    Memory(ImportMemory),
+}
+
+/// An observation to import.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportObservation {
+    /// Session id (1–128 bytes).
+    pub session: String,
+    /// Who spoke; default `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// The text (redacted on the way in, as every observation).
+    pub text: String,
+    /// When it was said (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<DateTime<Utc>>,
+    /// Your reference for it (a message id, at most 256 bytes): what
+    /// memories name in `sources`, and part of its identity on re-import.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// A memory to import; unset fields take the defaults of
+/// [`crate::NewMemory`] (or are inherited when it supersedes by key).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ImportMemory {
+    /// The memory text.
+    pub content: String,
+    /// preference, fact, decision, task_state, episode, procedure, or your own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// short_term, long_term or permanent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// 0.0–1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f32>,
+    /// Entities it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<Vec<String>>,
+    /// Slot key `entity.attribute`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The `source` of each observation it came from (of this import or
+    /// already in the namespace).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// Session it was formed in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// When it became true (RFC 3339): the start of its valid time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<DateTime<Utc>>,
+    /// Your reference for its source (at most 256 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ref: Option<String>,
+    /// Its vector, when you computed it (the store's dimension, finite);
+    /// otherwise the store's embedder computes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<Vec<f32>>,
+}
+
+/// A record and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Located {
+    /// 1-based line of the input (for JSON documents, the line the
+    /// enclosing record starts on when known, else 0).
+    pub line: u64,
+    /// Where in the line's record, for chat histories (`"conv-26 session_3
+    /// turn 4"`); empty for the JSON lines schema.
+    pub at: String,
+    /// The record.
+    pub record: ImportRecord,
+}
+
+/// A record that was not imported, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Rejection {
+    /// 1-based line of the input (0 when the input is one JSON document
+    /// and the position is given by `at` alone).
+    pub line: u64,
+    /// Where in the line's record, for chat histories; empty otherwise.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub at: String,
+    /// Why: the parse error, or the field and rule that refused it.
+    pub reason: String,
+}
+
+/// What a reader made of an input: the records in input order, and the
+/// lines or turns it could not read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Parsed {
+    /// Readable records, in input order.
+    pub records: Vec<Located>,
+    /// Unreadable records, in input order.
+    pub rejected: Vec<Rejection>,
+}
+
+impl Parsed {
+    /// Records read: readable plus rejected.
+    pub fn read(&self) -> u64 {
+        (self.records.len() + self.rejected.len()) as u64
+    }
+}
+
+/// Reads the JSON lines schema. Blank lines are skipped; every other line
+/// must be one [`ImportRecord`] (unknown fields are refused, so a typo is a
+/// rejection, not a silently dropped field). Never panics, whatever the
+/// input (fuzzed).
+pub fn parse_jsonl(text: &str) -> Parsed {
+    let mut out = Parsed::default();
+    for (i, line) in text.split('\n').enumerate() {
+        let line_no = i as u64 + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            out.rejected.push(Rejection {
+                line: line_no,
+                at: String::new(),
+                reason: format!("line of {} bytes, at most {MAX_LINE_BYTES} allowed", line.len()),
+            });
+            continue;
+        }
+        match serde_json::from_str::<ImportRecord>(line) {
+            Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record }),
+            Err(e) => out.rejected.push(Rejection { line: line_no, at: String::new(), reason: within_line(&e) }),
+        }
+    }
+    out
+}
+
+/// A JSON error of one line, positioned by column only (the line number is
+/// the file's, reported beside it).
+fn within_line(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(i) if e.column() > 0 => format!("{} at column {}", &text[..i], e.column()),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_both_record_types_and_reports_bad_lines() {
+        let text = concat!(
+            r#"{"type":"observation","session":"s1","text":"I moved to Lyon","source":"m1"}"#,
+            "\n\n",
+            r#"{"type":"memory","content":"Lives in Lyon","sources":["m1"],"tier":"permanent"}"#,
+            "\n",
+            r#"{"type":"memory","content":"x","colour":"red"}"#,
+            "\n",
+            "not json\r\n",
+            r#"{"type":"note","text":"?"}"#,
+        );
+        let p = parse_jsonl(text);
+        assert_eq!(p.records.len(), 2);
+        assert_eq!(p.records[1].line, 3);
+        let ImportRecord::Memory(m) = &p.records[1].record else { panic!("not a memory") };
+        assert_eq!(m.tier, Some(Tier::Permanent));
+        assert_eq!(m.sources, vec!["m1".to_string()]);
+        let lines: Vec<u64> = p.rejected.iter().map(|r| r.line).collect();
+        assert_eq!(lines, vec![4, 5, 6]);
+        assert!(p.rejected[0].reason.contains("colour"), "{}", p.rejected[0].reason);
+        assert_eq!(p.read(), 5);
+    }
+}

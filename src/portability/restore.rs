@@ -1,0 +1,201 @@
+//! Restore: a new store from a store export.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Engine;
+use crate::error::{Error, Result};
+use crate::event::{decode_record, encode_record, EventBody, FORMAT_VERSION};
+use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
+use crate::portability::export::{ExportHeader, ExportLine, EXPORT_VERSION};
+use crate::portability::{prepare_target, remove_target, sync_tree};
+use crate::types::Seq;
+
+/// Records per append batch while restoring.
+const RESTORE_BATCH: usize = 4096;
+/// sled page cache while restoring, in bytes.
+const RESTORE_CACHE_BYTES: u64 = 64 << 20;
+
+/// What [`restore`] rebuilt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RestoreReport {
+    /// The new store's data directory.
+    pub dir: PathBuf,
+    /// Events written (`1..=last_seq`).
+    pub last_seq: Seq,
+    /// Tombstones among them (payloads forgotten before the export).
+    pub tombstones: u64,
+    /// Cached vectors written.
+    pub vectors: u64,
+    /// Model id of the vectors (recorded in the store, so `--embedder auto`
+    /// keeps it).
+    pub model_id: String,
+    /// The digest the export recorded.
+    pub expected_digest: String,
+    /// The digest of the restored store once opened ([`RestoreReport::verify`]).
+    pub digest: Option<String>,
+    /// True when the two digests are equal.
+    pub digest_matches: Option<bool>,
+}
+
+impl RestoreReport {
+    /// Compares the digest of `engine` (opened on the restored store) with
+    /// the export's and records both.
+    pub fn verify(&mut self, engine: &Engine) -> bool {
+        let d = engine.digest();
+        let ok = d == self.expected_digest;
+        self.digest = Some(d);
+        self.digest_matches = Some(ok);
+        ok
+    }
+}
+
+fn bad(line: u64, reason: impl std::fmt::Display) -> Error {
+    Error::invalid("from", format!("line {line}: {reason}"))
+}
+
+/// Rebuilds a store in `into` (a new or empty directory) from the store
+/// export at `from` ([`Engine::export`]): every event under its own `Seq`,
+/// time and namespace, tombstones as tombstones (forgotten content stays
+/// absent), and the exported vectors in the vector cache. Open the result
+/// and call [`RestoreReport::verify`] to compare digests.
+///
+/// Every line is checked before it is written (the header's version; each
+/// event's encoding, gap-free `Seq` from 1 and non-decreasing time; each
+/// vector's memory, dimension and finiteness); on any error the partial
+/// store is removed and nothing is left behind.
+///
+/// # Errors
+/// [`Error::InvalidInput`] (field `from`, naming the line) for a file that
+/// is not a store export — including the per-namespace audit export of
+/// `mnemon log`, which cannot rebuild a store — or a bad line; field
+/// `into` when the target is not empty; [`Error::IncompatibleFormat`] for
+/// an export of a newer version; [`Error::Io`] / [`Error::Storage`].
+pub fn restore(from: &Path, into: &Path) -> Result<RestoreReport> {
+    let file = File::open(from)?;
+    let created = prepare_target("into", into)?;
+    let r = write_restore(BufReader::new(file), into);
+    if r.is_err() {
+        remove_target(into, created);
+    }
+    r
+}
+
+fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport> {
+    let mut text = String::new();
+    if reader.read_line(&mut text)? == 0 {
+        return Err(bad(1, "empty file: not a store export"));
+    }
+    let header: ExportHeader = serde_json::from_str(text.trim_end()).map_err(|e| {
+        bad(1, format!("not a store export header ({e}); the audit export of `mnemon log` covers one namespace and cannot rebuild a store: write one with `mnemon export FILE`"))
+    })?;
+    if header.mnemon_export != EXPORT_VERSION {
+        return Err(Error::IncompatibleFormat(format!(
+            "store export version {}; this build reads version {EXPORT_VERSION}",
+            header.mnemon_export
+        )));
+    }
+    let layout = DataDir::open(into)?;
+    let store = SledStore::open(&layout.current_path(), RESTORE_CACHE_BYTES)?;
+    store.meta_put("format_version", &[FORMAT_VERSION])?;
+    store.meta_put("embedder.model_id", header.model_id.as_bytes())?;
+    store.meta_put("embedder.dim", &(header.dim as u64).to_le_bytes())?;
+
+    let mut report = RestoreReport {
+        dir: into.to_path_buf(),
+        last_seq: 0,
+        tombstones: 0,
+        vectors: 0,
+        model_id: header.model_id.clone(),
+        expected_digest: header.digest.clone(),
+        digest: None,
+        digest_matches: None,
+    };
+    let mut contents: HashMap<u64, u64> = HashMap::new();
+    let mut last_time = i64::MIN;
+    let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(RESTORE_BATCH);
+    let mut line_no = 1u64;
+    loop {
+        text.clear();
+        if reader.read_line(&mut text)? == 0 {
+            break;
+        }
+        line_no += 1;
+        let t = text.trim_end();
+        if t.is_empty() {
+            continue;
+        }
+        let line: ExportLine = serde_json::from_str(t).map_err(|e| bad(line_no, e))?;
+        match line {
+            ExportLine::Event(ev) => {
+                let expected = report.last_seq + 1;
+                if ev.seq != expected {
+                    return Err(bad(
+                        line_no,
+                        format!("event seq {}, expected {expected} (the log is gap-free)", ev.seq),
+                    ));
+                }
+                let micros = ev.time.timestamp_micros();
+                if micros < last_time {
+                    return Err(bad(line_no, "event time goes back (the log's times never decrease)"));
+                }
+                last_time = micros;
+                match &ev.body {
+                    EventBody::Extracted(x) => {
+                        contents.insert(ev.seq, fnv1a64(x.content.as_bytes()));
+                    }
+                    EventBody::Tombstone(_) => report.tombstones += 1,
+                    _ => {}
+                }
+                let record = encode_record(&ev)?;
+                // The decoder's own checks (ranges, sizes) apply to what we write.
+                decode_record(ev.seq, &record).map_err(|e| bad(line_no, e))?;
+                batch.push((ev.seq, record));
+                report.last_seq = ev.seq;
+                if batch.len() >= RESTORE_BATCH {
+                    store.append(&batch)?;
+                    batch.clear();
+                }
+            }
+            ExportLine::Vector(v) => {
+                let Some(&hash) = contents.get(&v.id.0) else {
+                    return Err(bad(line_no, format!("vector of {} which is no memory of the export", v.id)));
+                };
+                if v.values.len() != header.dim {
+                    return Err(bad(
+                        line_no,
+                        format!("vector of {} components, the export says {}", v.values.len(), header.dim),
+                    ));
+                }
+                if v.values.iter().any(|x| !x.is_finite()) {
+                    return Err(bad(line_no, "vector with a component that is not finite"));
+                }
+                store.put_vectors(&header.model_id, &[(v.id, hash, v.values.as_slice())])?;
+                report.vectors += 1;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        store.append(&batch)?;
+    }
+    if report.last_seq != header.last_seq {
+        return Err(bad(
+            line_no,
+            format!(
+                "the export ends at event {}, its header says {}: the file is cut short",
+                report.last_seq, header.last_seq
+            ),
+        ));
+    }
+    store.flush()?;
+    drop(store);
+    drop(layout);
+    crate::portability::record_high_water(into, report.last_seq)?;
+    sync_tree(into)?;
+    Ok(report)
+}
