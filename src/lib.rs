@@ -78,7 +78,7 @@ pub mod recall;
 pub mod safety;
 
 pub use engine::{
-    AsOf, CheckReport, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation,
+    AsOf, CheckReport, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions, NewMemory, NewObservation,
     OpenReport, Progress, ProgressFn, Remembered, Stats, View, DEFAULT_MAX_CONTENT_BYTES,
 };
 pub use erase::{
