@@ -316,7 +316,9 @@ proptest! {
 
         let (emb, _) = TestEmbedder::new(true, Duration::ZERO);
         let engine = open(dir.path(), emb, EmbedMode::Sync);
-        prop_assert_eq!(engine.open_report().vectors_pending, backlog);
+        // The backlog counts memories handed to the embedder; one forgotten
+        // meanwhile, or committed while closing, is not queued again.
+        prop_assert!(engine.open_report().vectors_pending <= backlog);
         if backlog == 0 {
             prop_assert_eq!(engine.digest(), live);
         }
