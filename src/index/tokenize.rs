@@ -2,7 +2,10 @@
 //!
 //! See [`tokenize`] for the exact pipeline.
 
-use unicode_normalization::UnicodeNormalization;
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 
 /// Splits text into normalised search tokens.
@@ -55,7 +58,7 @@ use unicode_segmentation::UnicodeSegmentation;
 /// Never panics; the empty string gives an empty vector. Tokens are returned
 /// in text order and may repeat.
 pub fn tokenize(text: &str) -> Vec<String> {
-    let normalized: String = text.nfkc().collect::<String>().to_lowercase().replace('\u{2019}', "'");
+    let normalized = search_form(text);
     let mut out = Vec::new();
     let mut other_start: Option<usize> = None;
     let mut cjk_run: Vec<char> = Vec::new();
@@ -84,6 +87,27 @@ pub fn tokenize(text: &str) -> Vec<String> {
     out
 }
 
+/// Step 1 of [`tokenize`]: NFKC, lowercase, `’` → `'`. Text that passes
+/// the NFKC quick check (all ASCII does, and most other text) is already in
+/// NFKC, so the decomposition and recomposition are skipped; the result is
+/// the same either way.
+fn search_form(text: &str) -> String {
+    let lowered =
+        if nfkc_is_identity(text) { text.to_lowercase() } else { text.nfkc().collect::<String>().to_lowercase() };
+    if lowered.contains('\u{2019}') {
+        lowered.replace('\u{2019}', "'")
+    } else {
+        lowered
+    }
+}
+
+/// Whether NFKC leaves `text` unchanged, by the Unicode quick check
+/// (UAX #15): `true` only when that is certain, so a `false` merely means
+/// "normalise to find out".
+pub(crate) fn nfkc_is_identity(text: &str) -> bool {
+    text.is_ascii() || is_nfkc_quick(text.chars()) == IsNormalized::Yes
+}
+
 /// Whether `token` is in the short English stop-word list that the BM25 index
 /// ignores (articles, pronouns, auxiliaries, common prepositions and
 /// conjunctions; 60-odd words, all ASCII and unchanged by the stemmer).
@@ -91,8 +115,18 @@ pub fn tokenize(text: &str) -> Vec<String> {
 /// Used by [`LexicalIndex`](super::LexicalIndex) only; [`tokenize`] keeps stop
 /// words so that other callers see every word. No CJK token is a stop word.
 pub fn is_stop_word(token: &str) -> bool {
-    STOP_WORDS.binary_search(&token).is_ok()
+    // Every stop word is 1..=7 ASCII bytes; most tokens are ruled out by
+    // length before the set is asked.
+    (1..=STOP_WORD_MAX_LEN).contains(&token.len()) && STOP_SET.contains(token)
 }
+
+/// Length in bytes of the longest entry of [`STOP_WORDS`] (checked by a test).
+const STOP_WORD_MAX_LEN: usize = 7;
+
+/// [`STOP_WORDS`] as a hash set: one hash instead of seven string
+/// comparisons of a binary search, the BM25 index's hottest lookup.
+static STOP_SET: LazyLock<HashSet<&'static str, foldhash::fast::RandomState>> =
+    LazyLock::new(|| STOP_WORDS.iter().copied().collect());
 
 /// Sorted (for binary search); every entry is a fixed point of [`stem`]
 /// (checked by a test).
@@ -294,5 +328,43 @@ mod tests {
         }
         assert!(!is_stop_word("coffee"));
         assert!(!is_stop_word("咖啡"));
+        assert!(!is_stop_word(""));
+        assert_eq!(STOP_WORDS.iter().map(|w| w.len()).max(), Some(STOP_WORD_MAX_LEN));
+    }
+
+    /// The quick-check shortcut gives exactly what full NFKC gives.
+    #[test]
+    fn search_form_equals_full_normalisation() {
+        let slow = |t: &str| t.nfkc().collect::<String>().to_lowercase().replace('\u{2019}', "'");
+        for t in [
+            "",
+            "Plain ASCII, with CAPS and 3.14",
+            "Mary’s café",
+            "cafe\u{301} (combining accent)",
+            "ＡＢＣ１２３ full width",
+            "ｺｰﾋｰ half-width kana",
+            "ﬁ ligature and ① circled",
+            "我喜欢喝偏酸的咖啡",
+            "Ǆ titlecase digraph, İstanbul, ΣΑΣ",
+            "\u{2126} ohm sign, \u{212B} angstrom",
+        ] {
+            assert_eq!(search_form(t), slow(t), "{t:?}");
+            if nfkc_is_identity(t) {
+                assert_eq!(t.nfkc().collect::<String>(), t, "{t:?}");
+            }
+        }
+        assert!(nfkc_is_identity("plain ascii") && nfkc_is_identity("咖啡"));
+        assert!(!nfkc_is_identity("ＡＢＣ") && !nfkc_is_identity("ﬁ"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn search_form_equals_full_normalisation_on_any_text(t in "\\PC{0,40}") {
+            let slow = t.nfkc().collect::<String>().to_lowercase().replace('\u{2019}', "'");
+            proptest::prop_assert_eq!(search_form(&t), slow);
+            if nfkc_is_identity(&t) {
+                proptest::prop_assert_eq!(t.nfkc().collect::<String>(), t);
+            }
+        }
     }
 }

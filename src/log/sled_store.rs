@@ -122,11 +122,22 @@ impl LogStore for SledStore {
     fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
         #[cfg(feature = "failpoints")]
         fail::fail_point!("log::append", |arg| Err(crate::log::injected_error("append", arg)));
-        let mut batch = sled::Batch::default();
-        for (seq, bytes) in records {
-            batch.insert(&seq.to_be_bytes(), bytes.as_slice());
+        match records {
+            [] => {}
+            // One key is atomic on its own. A batch costs sled two extra
+            // log-buffer writes (it seals its buffer before and after the
+            // batch manifest), which is most of a single event's append.
+            [(seq, bytes)] => {
+                self.events.insert(seq.to_be_bytes(), bytes.as_slice())?;
+            }
+            _ => {
+                let mut batch = sled::Batch::default();
+                for (seq, bytes) in records {
+                    batch.insert(&seq.to_be_bytes(), bytes.as_slice());
+                }
+                self.events.apply_batch(batch)?;
+            }
         }
-        self.events.apply_batch(batch)?;
         Ok(())
     }
 
@@ -158,11 +169,14 @@ impl LogStore for SledStore {
     }
 
     fn put_vectors(&self, model_id: &str, entries: &[(MemoryId, u64, &[f32])]) -> Result<()> {
-        let mut batch = sled::Batch::default();
+        // Key by key, not as one atomic batch: every entry is checked against
+        // its memory's content on use, so a partly written group is a cache
+        // miss, never a wrong vector; and a batch would cost two extra
+        // log-buffer writes per group.
+        let model_hash = fnv1a64(model_id.as_bytes());
         for (id, hash, v) in entries {
-            batch.insert(&Self::vector_key(*id, model_id), encode_vector(*hash, v));
+            self.vectors.insert(Self::vector_key_hashed(*id, model_hash), encode_vector(*hash, v))?;
         }
-        self.vectors.apply_batch(batch)?;
         Ok(())
     }
 

@@ -168,6 +168,18 @@ pub struct Observation {
 /// whitespace runs collapsed to one space, trimmed.
 pub(crate) fn normalize_content(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    let lowered: String = s.nfkc().flat_map(char::to_lowercase).collect();
-    lowered.split_whitespace().collect::<Vec<_>>().join(" ")
+    // Text already in NFKC (by the quick check) skips the normalisation.
+    let lowered: String = if crate::index::nfkc_is_identity(s) {
+        s.chars().flat_map(char::to_lowercase).collect()
+    } else {
+        s.nfkc().flat_map(char::to_lowercase).collect()
+    };
+    let mut out = String::with_capacity(lowered.len());
+    for word in lowered.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
 }
