@@ -84,8 +84,8 @@ pub mod recall;
 pub mod safety;
 
 pub use engine::{
-    AsOf, CheckReport, Config, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary, NewMemory,
-    NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
+    AsOf, CheckReport, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary,
+    NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
     DEFAULT_MAX_CONTENT_BYTES, MAX_TIMELINE_BUCKETS,
 };
 pub use erase::{

@@ -66,6 +66,7 @@ __all__ = [
     # BEGIN GENERATED
     "ArchiveReason",
     "DedupMode",
+    "EmbedMode",
     "Lang",
     "PatternKind",
     "RecallMode",

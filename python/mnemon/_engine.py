@@ -15,6 +15,7 @@ from ._types import (
     Consolidation,
     ContextBlock,
     DedupMode,
+    EmbedMode,
     ErasureReceipt,
     ExtractionPromptResponse,
     ExtractionReport,
@@ -141,6 +142,7 @@ class Engine:
         pii_policy: Optional[str] = None,
         injection_policy: Optional[str] = None,
         max_response_tokens: Optional[int] = None,
+        embed_mode: Optional[EmbedMode] = None,
     ) -> "Engine":
         """Opens (creating if missing) the store in directory `path`.
 
@@ -168,6 +170,11 @@ class Engine:
             max_response_tokens: cap of one response in estimated tokens, at
                 least 1,000 (default 25,000, `DEFAULT_MAX_RESPONSE_TOKENS`, the
                 limit MCP clients apply); recall and list pages stop before it.
+            embed_mode: when `remember` embeds: `"sync"` (default: before it
+                writes, so vector recall finds the memory at once) or
+                `"deferred"` (it returns once the write is durable; a
+                background embedder adds the vector, and recall finds the
+                memory lexically meanwhile). `remember(embed=...)` overrides.
 
         Raises:
             InvalidInputError: a setting of the wrong type or out of range.
@@ -184,6 +191,7 @@ class Engine:
         _check_type("pii_policy", pii_policy, str, optional=True)
         _check_type("injection_policy", injection_policy, str, optional=True)
         _check_type("max_response_tokens", max_response_tokens, int, optional=True)
+        _check_type("embed_mode", embed_mode, str, optional=True)
         if max_content_bytes is not None and max_content_bytes < 0:
             raise InvalidInputError(f"max_content_bytes: {max_content_bytes} is negative", "max_content_bytes")
         if max_response_tokens is not None and max_response_tokens < 0:
@@ -198,6 +206,7 @@ class Engine:
                 pii_policy=pii_policy,
                 injection_policy=injection_policy,
                 max_response_tokens=max_response_tokens,
+                embed_mode=embed_mode,
             )
         except _native.SurfaceError as e:
             raise error_for(*e.args) from None
@@ -311,6 +320,7 @@ class Engine:
         event_time: Optional[Union[datetime, str]] = None,
         source_ref: Optional[str] = None,
         dedup: Optional[DedupMode] = None,
+        embed: Optional[EmbedMode] = None,
     ) -> Remembered:
         """Remembers `content` in `namespace` and returns what was done.
 
@@ -333,6 +343,11 @@ class Engine:
             event_time: when the remembered thing happened (aware datetime).
             source_ref: your reference for its source, at most 256 bytes.
             dedup: near-duplicate handling (the surface's `DedupMode`).
+            embed: `"deferred"` returns once the write is durable and embeds
+                in the background (`vector_pending` is then true: the memory
+                is found lexically until its vector arrives, and its
+                near-duplicate check runs then); `"sync"` embeds first.
+                Default: the engine's `embed_mode`.
 
         Returns `Remembered`: `id`, `action` (`created`, `duplicate`,
         `superseded`, ...), `redactions` (kind → count), `quarantined`.
@@ -356,6 +371,7 @@ class Engine:
             event_time=None if event_time is None else time_text("event_time", event_time),
             source_ref=source_ref,
             dedup=dedup,
+            embed=embed,
         )
         return self._one(Remembered, "remember", args)
 

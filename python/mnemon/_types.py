@@ -18,6 +18,7 @@ from ._record import Record, parse_time, unwrap_tagged
 __all__ = [
     "ArchiveReason",
     "DedupMode",
+    "EmbedMode",
     "Lang",
     "PatternKind",
     "RecallMode",
@@ -68,6 +69,9 @@ DedupMode = Union[Literal["supersede"], Literal["exact_only"], Literal["off"]]
 
 Whatever the mode, the caller's text is never dropped: it is either
 already active word for word, or written as an event."""
+
+EmbedMode = Union[Literal["sync"], Literal["deferred"]]
+"""When a `remember` embeds its memory."""
 
 Lang = Union[Literal["en"], Literal["zh"]]
 """Language of the extraction prompt."""
@@ -452,7 +456,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'similarity')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'similarity', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -509,6 +513,15 @@ class Explanation(Record):
     def similarity(self) -> float:
         """Cosine similarity of query and memory vectors, `-1..=1`."""
         return self._data["similarity"]  # type: ignore[no-any-return]
+
+    @property
+    def vector_pending(self) -> Optional[bool]:
+        """
+        True when the memory was written without waiting for its vector
+        (`crate::EmbedMode::Deferred`) and the vector has not arrived: it was found
+        lexically only, and `similarity` is 0.
+        """
+        return self._data.get("vector_pending")
 
 
 class ExtractionPromptResponse(Record):
@@ -1101,7 +1114,7 @@ class Remembered(Record):
     """The result of `remember` / `supersede`."""
 
     __slots__ = ()
-    _FIELDS = ('id', 'quarantined', 'redactions', 'action', 'old', 'similarity')
+    _FIELDS = ('id', 'quarantined', 'redactions', 'vector_pending', 'action', 'old', 'similarity')
 
     @property
     def id(self) -> int:
@@ -1120,6 +1133,16 @@ class Remembered(Record):
     def redactions(self) -> Dict[str, int]:
         """Personal data replaced by placeholders: kind → count (never values)."""
         return self._data["redactions"]  # type: ignore[no-any-return]
+
+    @property
+    def vector_pending(self) -> Optional[bool]:
+        """
+        True when the memory was written without waiting for its vector
+        (`crate::EmbedMode::Deferred`): it is found lexically now and by vector once the
+        background embedder catches up, and a near-duplicate decision may still
+        supersede an older memory then.
+        """
+        return self._data.get("vector_pending")
 
     @property
     def action(self) -> Literal["created", "duplicate", "near_duplicate", "superseded", "unchanged"]:
@@ -1205,7 +1228,7 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'poisoned', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'poisoned', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
@@ -1226,6 +1249,23 @@ class Stats(Record):
     def disk_bytes(self) -> Optional[int]:
         """Bytes of the store on disk, as sled reports them."""
         return self._data.get("disk_bytes")
+
+    @property
+    def embed_backlog(self) -> int:
+        """
+        Memories written without waiting for their vector (`crate::EmbedMode::Deferred`)
+        whose vector is not committed yet (found lexically only until then); see
+        `Engine::embed_backlog`.
+        """
+        return self._data["embed_backlog"]  # type: ignore[no-any-return]
+
+    @property
+    def embed_failed(self) -> int:
+        """
+        Memories whose background embedding failed in this process; they stay pending in
+        the store and are queued again at the next open.
+        """
+        return self._data["embed_failed"]  # type: ignore[no-any-return]
 
     @property
     def events(self) -> EventCounts:

@@ -42,6 +42,7 @@ struct Settings {
     max_content_bytes: Option<usize>,
     pii_policy: Option<PiiPolicy>,
     injection_policy: Option<InjectionPolicy>,
+    embed_mode: Option<mnemon::EmbedMode>,
 }
 
 impl Settings {
@@ -63,6 +64,9 @@ impl Settings {
         if let Some(p) = self.injection_policy {
             b = b.injection_policy(p);
         }
+        if let Some(m) = self.embed_mode {
+            b = b.embed_mode(m);
+        }
         b.open()
     }
 }
@@ -82,6 +86,14 @@ fn parse_injection(s: &str) -> PyResult<InjectionPolicy> {
         "reject" => Ok(InjectionPolicy::Reject),
         "allow" => Ok(InjectionPolicy::Allow),
         other => Err(invalid("injection_policy", format!("{other:?}: expected one of: quarantine, reject, allow"))),
+    }
+}
+
+fn parse_embed_mode(s: &str) -> PyResult<mnemon::EmbedMode> {
+    match s {
+        "sync" => Ok(mnemon::EmbedMode::Sync),
+        "deferred" => Ok(mnemon::EmbedMode::Deferred),
+        other => Err(invalid("embed_mode", format!("{other:?}: expected one of: sync, deferred"))),
     }
 }
 
@@ -107,7 +119,9 @@ impl Engine {
     /// 1..=1 MiB (default 32 KiB). `pii_policy`: `redact` (default),
     /// `reject`, `off`. `injection_policy`: `quarantine` (default),
     /// `reject`, `allow`. `max_response_tokens`: cap of one response in
-    /// estimated tokens, at least 1,000 (default 25,000).
+    /// estimated tokens, at least 1,000 (default 25,000). `embed_mode`:
+    /// `sync` (default: `remember` embeds before it writes) or `deferred`
+    /// (`remember` returns once durable; a background embedder follows).
     ///
     /// Raises `SurfaceError`: `invalid_input` for a bad setting, `locked`
     /// when another process or engine holds the store, `embedder` when the
@@ -124,6 +138,7 @@ impl Engine {
         pii_policy = None,
         injection_policy = None,
         max_response_tokens = None,
+        embed_mode = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -136,6 +151,7 @@ impl Engine {
         pii_policy: Option<String>,
         injection_policy: Option<String>,
         max_response_tokens: Option<usize>,
+        embed_mode: Option<String>,
     ) -> PyResult<Engine> {
         let choice: EmbedderChoice = embedder.parse().map_err(from_engine)?;
         let max_response_tokens = max_response_tokens.unwrap_or(api::DEFAULT_MAX_RESPONSE_TOKENS);
@@ -153,6 +169,7 @@ impl Engine {
             max_content_bytes,
             pii_policy: pii_policy.as_deref().map(parse_pii).transpose()?,
             injection_policy: injection_policy.as_deref().map(parse_injection).transpose()?,
+            embed_mode: embed_mode.as_deref().map(parse_embed_mode).transpose()?,
         };
         // Opening replays the log and may load a model or re-embed: no GIL.
         let engine = py.detach(move || settings.open()).map_err(from_engine)?;

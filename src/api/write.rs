@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::budget::{Limits, Packer};
 use super::error::ApiError;
 use super::Call;
-use crate::engine::{Engine, NewMemory, NewObservation, Remembered};
+use crate::engine::{EmbedMode, Engine, NewMemory, NewObservation, Remembered};
 use crate::erase::ErasureReceipt;
 use crate::extract::ExtractionReport;
 use crate::lifecycle::{Consolidation, MaintenanceReport, SessionEnd};
@@ -106,6 +106,9 @@ pub struct RememberRequest {
     /// How repeats are treated. Default supersede: a restatement becomes the new version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<DedupMode>,
+    /// deferred: return before embedding; vector search finds it later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embed: Option<EmbedMode>,
 }
 
 impl Call for RememberRequest {
@@ -121,6 +124,9 @@ impl Call for RememberRequest {
         let mut m = self.fields.into_new_memory(self.content)?;
         if let Some(d) = self.dedup {
             m = m.dedup(d);
+        }
+        if let Some(e) = self.embed {
+            m = m.embed(e);
         }
         Ok(engine.remember(&self.namespace, m)?)
     }

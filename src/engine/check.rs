@@ -87,7 +87,7 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     let mut fresh = State::new(embedder.dim(), cfg.hnsw.clone());
     let mut open = OpenReport::default();
     replay_into(store.as_ref(), &mut fresh, &mut open)?;
-    load_vectors(store.as_ref(), embedder.as_ref(), &mut fresh, &mut open, cfg, false)?;
+    load_vectors(store.as_ref(), embedder.as_ref(), &mut fresh, &mut open, cfg, false, &Default::default())?;
     fresh.visible = fresh.last_seq;
     report.records = open.events_replayed;
     report.last_seq = fresh.last_seq;

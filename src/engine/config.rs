@@ -30,6 +30,7 @@ pub struct Config {
     pub(crate) path: PathBuf,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
     pub(crate) durability: Durability,
+    pub(crate) embed_mode: crate::engine::EmbedMode,
     pub(crate) max_content_bytes: usize,
     pub(crate) max_entities: usize,
     pub(crate) max_entity_bytes: usize,
@@ -96,6 +97,7 @@ impl EngineBuilder {
                 cache_bytes: 64 * 1024 * 1024,
                 hnsw: HnswParams::default(),
                 dedup_threshold: None,
+                embed_mode: crate::engine::EmbedMode::Sync,
                 half_life: Duration::from_secs(30 * 24 * 3600),
                 archive_threshold: 0.05,
                 session_timeout: Duration::from_secs(24 * 3600),
@@ -123,6 +125,15 @@ impl EngineBuilder {
     /// (fsync before every reply). `Interval(d)` requires `d` in 1 ms ..= 60 s.
     pub fn durability(mut self, d: Durability) -> Self {
         self.cfg.durability = d;
+        self
+    }
+
+    /// When `remember` embeds a memory that does not choose
+    /// ([`crate::NewMemory::embed`]): on the caller's thread before the
+    /// write (default [`crate::EmbedMode::Sync`]), or in the background
+    /// after it ([`crate::EmbedMode::Deferred`]).
+    pub fn embed_mode(mut self, m: crate::engine::EmbedMode) -> Self {
+        self.cfg.embed_mode = m;
         self
     }
 

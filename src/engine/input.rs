@@ -41,6 +41,7 @@ pub struct NewMemory {
     pub(crate) vector: Option<Vec<f32>>,
     pub(crate) dedup: DedupMode,
     pub(crate) pii_policy: Option<PiiPolicy>,
+    pub(crate) embed: Option<crate::engine::EmbedMode>,
 }
 
 impl NewMemory {
@@ -142,6 +143,18 @@ impl NewMemory {
         self.dedup = d;
         self
     }
+
+    /// When this memory is embedded, overriding the engine's
+    /// [`crate::EngineBuilder::embed_mode`]. With
+    /// [`crate::EmbedMode::Deferred`] the call returns once the event is
+    /// durable; the near-duplicate check ([`DedupMode::Supersede`]) then
+    /// runs when the vector arrives (exact duplicates and slot keys are
+    /// decided at once). A memory given its own vector
+    /// ([`NewMemory::vector`]) is never deferred.
+    pub fn embed(mut self, m: crate::engine::EmbedMode) -> Self {
+        self.embed = Some(m);
+        self
+    }
 }
 
 /// An observation to record: a conversation turn or a tool result.
@@ -198,6 +211,12 @@ pub struct Remembered {
     /// What happened.
     #[serde(flatten)]
     pub action: RememberAction,
+    /// True when the memory was written without waiting for its vector
+    /// ([`crate::EmbedMode::Deferred`]): it is found lexically now and by
+    /// vector once the background embedder catches up, and a
+    /// near-duplicate decision may still supersede an older memory then.
+    #[serde(default)]
+    pub vector_pending: bool,
     /// Personal data replaced by placeholders: kind → count (never values).
     pub redactions: BTreeMap<String, usize>,
     /// Set when the content was quarantined as an injected instruction.

@@ -1,5 +1,6 @@
 //! The front door: [`Engine`], cheap to clone and shareable across threads.
 
+pub(crate) mod backfill;
 mod check;
 mod compact;
 mod config;
@@ -9,6 +10,7 @@ mod open;
 mod read;
 pub(crate) mod write;
 
+pub use backfill::EmbedMode;
 pub use check::CheckReport;
 pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES};
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
@@ -49,10 +51,12 @@ struct Inner {
     dedup_threshold: f32,
     dir: Arc<Mutex<DataDir>>,
     open_report: OpenReport,
+    backlog: Arc<backfill::Backlog>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.backlog.closed.store(true, std::sync::atomic::Ordering::Release);
         let (tx, rx) = crossbeam_channel::bounded(1);
         if self.tx.send(Command::Shutdown { reply: tx }).is_ok() {
             let _ = rx.recv();
@@ -145,5 +149,42 @@ impl Engine {
 
     pub(crate) fn shared(&self) -> &Shared {
         &self.inner.shared
+    }
+
+    /// Memories written without waiting for their vector
+    /// ([`EmbedMode::Deferred`]) whose vector is not committed yet: the
+    /// background embedder's backlog. Memories whose embedding failed in
+    /// this process are not counted (they stay pending in the store and are
+    /// queued again at the next open; see [`Stats::embed_failed`]).
+    pub fn embed_backlog(&self) -> usize {
+        self.inner.backlog.pending.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Waits until the embedding backlog is empty ([`Engine::embed_backlog`]
+    /// is 0) or `timeout` has passed; returns the backlog left (0 when
+    /// drained). Polls every millisecond.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`] when the engine is poisoned (the backlog can no
+    /// longer drain in this process).
+    pub fn wait_embedded(&self, timeout: std::time::Duration) -> Result<usize> {
+        let start = std::time::Instant::now();
+        loop {
+            let left = self.embed_backlog();
+            if left == 0 {
+                return Ok(0);
+            }
+            if let Some(msg) = self.shared().poison_message() {
+                return Err(Error::Poisoned(msg));
+            }
+            if start.elapsed() >= timeout {
+                return Ok(left);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    pub(crate) fn backlog(&self) -> &backfill::Backlog {
+        &self.inner.backlog
     }
 }

@@ -1,10 +1,12 @@
 //! Opening a store: lock, replay, load or rebuild vectors, start the writer.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
 use crate::embed::{EmbedKind, Embedder, HashingEmbedder};
+use crate::engine::backfill::{self, Backlog, PendingVector, PENDING_PREFIX};
 use crate::engine::config::{Config, Progress};
 use crate::engine::{Engine, Inner};
 use crate::error::{Error, Result};
@@ -12,7 +14,7 @@ use crate::event::{decode_record, FORMAT_VERSION};
 use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace};
-use crate::writer::{self, Shared, WriterConfig};
+use crate::writer::{self, DedupMode, Shared, WriterConfig};
 
 /// What opening the store did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -24,6 +26,10 @@ pub struct OpenReport {
     /// Memory vectors computed because the cache lacked them (new store
     /// version, or the embedder changed).
     pub vectors_embedded: usize,
+    /// Memories written without waiting for their vector
+    /// ([`crate::EmbedMode::Deferred`]) whose vector was still pending:
+    /// queued for the background embedder again.
+    pub vectors_pending: usize,
     /// The model id recorded in the store before this open, if different
     /// from the active one.
     pub previous_model: Option<String>,
@@ -88,7 +94,20 @@ impl Engine {
         let mut report = OpenReport { generation: dir.current_generation(), ..OpenReport::default() };
         replay_into(store.as_ref(), &mut state, &mut report)?;
         crate::portability::check_high_water(dir.root(), state.last_seq)?;
-        load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true)?;
+        let markers = pending_markers(store.as_ref())?;
+        let backfill_queue =
+            load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true, &markers)?;
+        // Markers of memories that are gone (forgotten, or a write the crash
+        // took before its event) are dropped.
+        let stale: Vec<String> = markers
+            .keys()
+            .filter(|id| !backfill_queue.iter().any(|p| p.id == **id))
+            .map(|id| super::backfill::pending_key(*id))
+            .collect();
+        if !stale.is_empty() {
+            store.meta_remove(&stale)?;
+        }
+        report.vectors_pending = backfill_queue.len();
         let prev = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
         if prev.as_deref() != Some(model_id.as_str()) {
             report.previous_model = prev;
@@ -114,8 +133,25 @@ impl Engine {
         }
         report.pending_erasure = shared.state.read().pending_erasure();
         let (tx, rx) = crossbeam_channel::bounded(cfg.queue_capacity);
-        let handle =
-            writer::spawn(shared.clone(), rx, WriterConfig { durability: cfg.durability, max_group: cfg.max_group })?;
+        let backlog = Arc::new(Backlog::default());
+        let (backfill_tx, backfill_rx) = crossbeam_channel::unbounded();
+        backlog.pending.store(backfill_queue.len(), std::sync::atomic::Ordering::Release);
+        for p in backfill_queue {
+            // The receiver is alive: it is dropped only with the embedder thread below.
+            let _ = backfill_tx.send(p);
+        }
+        let handle = writer::spawn(
+            shared.clone(),
+            rx,
+            WriterConfig {
+                durability: cfg.durability,
+                max_group: cfg.max_group,
+                backfill: backfill_tx,
+                backlog: backlog.clone(),
+                dedup_threshold,
+            },
+        )?;
+        backfill::spawn(embedder.clone(), backfill_rx, tx.clone(), backlog.clone())?;
         Ok(Engine {
             inner: Arc::new(Inner {
                 shared,
@@ -126,6 +162,7 @@ impl Engine {
                 dedup_threshold,
                 dir,
                 open_report: report,
+                backlog,
             }),
         })
     }
@@ -157,10 +194,25 @@ pub(crate) fn replay_into(store: &dyn LogStore, state: &mut State, report: &mut 
     Ok(())
 }
 
+/// The pending markers of the store (memory id → the dedup mode of the
+/// write); a malformed key is skipped (it marks nothing).
+pub(crate) fn pending_markers(store: &dyn LogStore) -> Result<BTreeMap<MemoryId, DedupMode>> {
+    let mut out = BTreeMap::new();
+    for (k, v) in store.meta_entries()? {
+        if let Some(id) = k.strip_prefix(PENDING_PREFIX).and_then(|s| s.parse::<u64>().ok()) {
+            out.insert(MemoryId(id), backfill::dedup_from_byte(v.first()));
+        }
+    }
+    Ok(out)
+}
+
 /// Puts every surviving memory version's vector into its index, from the
 /// cache when it matches the content, else embedding it (in batches) and
 /// caching the result (when `write_cache`). Inserts in id order so the
-/// index is deterministic.
+/// index is deterministic. A memory in `deferred` (a pending marker) is
+/// neither loaded nor embedded here: it is marked pending and returned, in
+/// id order, for the background embedder, which also makes its
+/// near-duplicate decision.
 pub(crate) fn load_vectors(
     store: &dyn LogStore,
     embedder: &dyn Embedder,
@@ -168,12 +220,18 @@ pub(crate) fn load_vectors(
     report: &mut OpenReport,
     cfg: &Config,
     write_cache: bool,
-) -> Result<()> {
+    deferred: &BTreeMap<MemoryId, DedupMode>,
+) -> Result<Vec<PendingVector>> {
     let model = embedder.model_id().to_string();
     let dim = embedder.dim();
     let mut all: Vec<(Namespace, MemoryId, Option<Vec<f32>>, String)> = Vec::new();
+    let mut queue: Vec<PendingVector> = Vec::new();
     for (ns, st) in &state.namespaces {
         for m in st.memories.values() {
+            if let Some(&dedup) = deferred.get(&m.id) {
+                queue.push(PendingVector { ns: ns.clone(), id: m.id, content: m.content.clone(), dedup });
+                continue;
+            }
             let cached = store
                 .get_vector(&model, m.id)?
                 .filter(|c| c.content_hash == fnv1a64(m.content.as_bytes()) && c.vector.len() == dim)
@@ -212,5 +270,9 @@ pub(crate) fn load_vectors(
             state.index_vector(&ns, id, &v);
         }
     }
-    Ok(())
+    queue.sort_by_key(|p| p.id);
+    for p in &queue {
+        state.mark_pending(&p.ns, p.id);
+    }
+    Ok(queue)
 }

@@ -69,6 +69,13 @@ pub struct Stats {
     pub observations: usize,
     /// Vectors in the indexes.
     pub vectors: usize,
+    /// Memories written without waiting for their vector
+    /// ([`crate::EmbedMode::Deferred`]) whose vector is not committed yet
+    /// (found lexically only until then); see [`Engine::embed_backlog`].
+    pub embed_backlog: usize,
+    /// Memories whose background embedding failed in this process; they
+    /// stay pending in the store and are queued again at the next open.
+    pub embed_failed: usize,
     /// Namespaces whose vector index is an HNSW graph (the rest scan exactly).
     pub hnsw_namespaces: usize,
     /// Estimated bytes held by the vector and lexical indexes.
@@ -411,6 +418,8 @@ impl Engine {
             archived_memories: 0,
             observations: 0,
             vectors: 0,
+            embed_backlog: self.embed_backlog(),
+            embed_failed: self.backlog().failed.load(std::sync::atomic::Ordering::Acquire),
             hnsw_namespaces: 0,
             index_bytes: 0,
             pending_erasure: state.pending_erasure(),

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 
 use crate::embed::EmbedKind;
 use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered};
+use crate::engine::EmbedMode;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{ForgetTarget, Observed, SupersedeReason};
 use crate::safety::text::{check_chars, TextField};
 use crate::safety::{InjectionPolicy, PiiPolicy};
 use crate::types::{Kind, MemoryId, Namespace, ObservationId};
-use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory};
+use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory, RememberAction};
 
 /// Longest session id or source reference, in bytes.
 pub(crate) const MAX_SESSION_BYTES: usize = 128;
@@ -161,6 +162,11 @@ impl Engine {
         self.prepare_text(&m.content, m.pii_policy, true)
     }
 
+    /// Whether memory `m` is written without waiting for its vector.
+    fn deferred(&self, m: &NewMemory) -> bool {
+        m.vector.is_none() && m.embed.unwrap_or(self.inner.cfg.embed_mode) == EmbedMode::Deferred
+    }
+
     /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.
     pub(crate) fn vectors_for(&self, items: &[(&NewMemory, &Prepared)]) -> Result<Vec<Vec<f32>>> {
         let need: Vec<&str> = items.iter().filter(|(m, _)| m.vector.is_none()).map(|(_, p)| p.text.as_str()).collect();
@@ -228,13 +234,19 @@ impl Engine {
     pub fn remember_batch(&self, ns: &Namespace, batch: Vec<NewMemory>) -> Result<Vec<Result<Remembered>>> {
         self.check_batch(batch.len())?;
         let prepared = batch.iter().map(|m| self.check_memory(m)).collect::<Result<Vec<_>>>()?;
-        let pairs: Vec<(&NewMemory, &Prepared)> = batch.iter().zip(&prepared).collect();
-        let vectors = self.vectors_for(&pairs)?;
+        let pairs: Vec<(&NewMemory, &Prepared)> =
+            batch.iter().zip(&prepared).filter(|(m, _)| !self.deferred(m)).collect();
+        let mut vectors = self.vectors_for(&pairs)?.into_iter();
         let threshold = self.inner.dedup_threshold;
         let mut meta = Vec::with_capacity(batch.len());
         let mut ops = Vec::with_capacity(batch.len());
-        for ((m, p), v) in batch.into_iter().zip(prepared).zip(vectors) {
-            meta.push((p.redactions.clone(), p.quarantine.clone()));
+        for (m, p) in batch.into_iter().zip(prepared) {
+            let v = if self.deferred(&m) {
+                None
+            } else {
+                Some(vectors.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?)
+            };
+            meta.push((p.redactions.clone(), p.quarantine.clone(), v.is_none()));
             ops.push(Op::Remember {
                 mem: pending_memory(&m, p.text, p.quarantine),
                 vector: v,
@@ -246,8 +258,13 @@ impl Engine {
             .run(ns, ops)?
             .into_iter()
             .zip(meta)
-            .map(|(r, (redactions, quarantined))| match r? {
-                OpOutcome::Remembered { id, action } => Ok(Remembered { id, action, redactions, quarantined }),
+            .map(|(r, (redactions, quarantined, deferred))| match r? {
+                OpOutcome::Remembered { id, action } => {
+                    // Only a newly written version waits for a vector.
+                    let vector_pending =
+                        deferred && !matches!(action, RememberAction::Duplicate | RememberAction::Unchanged);
+                    Ok(Remembered { id, action, redactions, quarantined, vector_pending })
+                }
                 other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
             })
             .collect())
@@ -289,9 +306,13 @@ impl Engine {
         let v = self.vectors_for(&[(&new, &p)])?.pop().ok_or(Error::Closed)?;
         let mem = pending_memory(&new, p.text, p.quarantine.clone());
         match self.run_one(ns, Op::Supersede { old, mem, vector: v, reason })? {
-            OpOutcome::Remembered { id, action } => {
-                Ok(Remembered { id, action, redactions: p.redactions, quarantined: p.quarantine })
-            }
+            OpOutcome::Remembered { id, action } => Ok(Remembered {
+                id,
+                action,
+                redactions: p.redactions,
+                quarantined: p.quarantine,
+                vector_pending: false,
+            }),
             other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
         }
     }

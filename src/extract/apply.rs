@@ -295,7 +295,7 @@ impl Engine {
                 let Ok(p) = &prepared[k] else { continue };
                 let mem = pending_memory(m, p.text.clone(), p.quarantine.clone());
                 let op = match base {
-                    None => Op::Remember { mem, vector: v, dedup: m.dedup, threshold: self.dedup_threshold() },
+                    None => Op::Remember { mem, vector: Some(v), dedup: m.dedup, threshold: self.dedup_threshold() },
                     Some(b) => Op::Supersede { old: b.id, mem, vector: v, reason: reason.clone() },
                 };
                 pending.push(Pending { slot: *slot, op });

@@ -119,6 +119,13 @@ pub trait LogStore: Send + Sync {
     /// Backend errors.
     fn meta_put(&self, key: &str, value: &[u8]) -> Result<()>;
 
+    /// Removes metadata values (durable at the next flush); absent keys are
+    /// skipped.
+    ///
+    /// # Errors
+    /// Backend errors.
+    fn meta_remove(&self, keys: &[String]) -> Result<()>;
+
     /// Bytes the backend occupies on disk, if it can tell.
     fn size_on_disk(&self) -> Option<u64>;
 }

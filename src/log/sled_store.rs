@@ -249,6 +249,15 @@ impl LogStore for SledStore {
         Ok(())
     }
 
+    fn meta_remove(&self, keys: &[String]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for k in keys {
+            batch.remove(k.as_bytes());
+        }
+        self.meta.apply_batch(batch)?;
+        Ok(())
+    }
+
     fn size_on_disk(&self) -> Option<u64> {
         self.db.size_on_disk().ok()
     }

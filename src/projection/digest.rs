@@ -1,6 +1,7 @@
 //! A canonical digest of the projections: SHA-256 over every namespace (in
 //! name order), its memory versions and observations (in id order), the
-//! forgotten-id sets and the membership of both indexes. Two states with the
+//! forgotten-id sets and the membership of both indexes (a memory whose
+//! vector is pending counts as a member of the vector index). Two states with the
 //! same digest answer every read identically.
 
 use sha2::{Digest, Sha256};
@@ -23,7 +24,9 @@ pub(crate) fn digest(state: &State) -> String {
             if let Ok(bytes) = serde_json::to_vec(m) {
                 h.update(&bytes);
             }
-            h.update([u8::from(ns.vectors.contains(m.id.0))]);
+            // A memory whose vector is pending counts as indexed: the
+            // embedder's progress is not part of the log.
+            h.update([u8::from(ns.vectors.contains(m.id.0) || ns.pending_vectors.contains(&m.id))]);
         }
         for o in ns.observations.values() {
             if let Ok(bytes) = serde_json::to_vec(o) {
@@ -37,7 +40,7 @@ pub(crate) fn digest(state: &State) -> String {
         for x in fm.iter().chain(b"|".iter().map(|_| &0u64)).chain(fo.iter()) {
             h.update(x.to_le_bytes());
         }
-        h.update((ns.vectors.len() as u64).to_le_bytes());
+        h.update(((ns.vectors.len() + ns.pending_vectors.len()) as u64).to_le_bytes());
         h.update((ns.lexical.len() as u64).to_le_bytes());
     }
     hex::encode(h.finalize())

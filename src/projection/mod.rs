@@ -45,6 +45,12 @@ pub(crate) struct NsState {
     preds: HashMap<MemoryId, Vec<MemoryId>>,
     pub(crate) vectors: VectorIndex,
     pub(crate) lexical: LexicalIndex,
+    /// Memory versions written without waiting for their vector
+    /// ([`crate::EmbedMode::Deferred`]) whose vector has not arrived yet.
+    /// Not a function of the log but of the embedder's progress: the digest
+    /// counts a pending memory as indexed, so live and replay agree at any
+    /// point of the backlog.
+    pub(crate) pending_vectors: BTreeSet<MemoryId>,
 }
 
 impl NsState {
@@ -60,6 +66,7 @@ impl NsState {
             preds: HashMap::new(),
             vectors: VectorIndex::new(dim, params.clone()),
             lexical: LexicalIndex::new(),
+            pending_vectors: BTreeSet::new(),
         }
     }
 
@@ -99,6 +106,7 @@ impl NsState {
             self.unindex_norm(&normalize_content(&m.content), id);
             self.vectors.remove(id.0);
             self.lexical.remove(id.0);
+            self.pending_vectors.remove(&id);
             Some((m.prev, m.next))
         } else {
             self.erased.remove(&id).map(|e| (e.prev, e.next))
@@ -418,6 +426,16 @@ impl State {
         if let Some(st) = self.namespaces.get_mut(ns) {
             if st.memories.contains_key(&id) && !st.vectors.contains(id.0) {
                 st.vectors.insert(id.0, v);
+            }
+            st.pending_vectors.remove(&id);
+        }
+    }
+
+    /// Marks memory `id` as waiting for its vector (deferred embedding).
+    pub(crate) fn mark_pending(&mut self, ns: &Namespace, id: MemoryId) {
+        if let Some(st) = self.namespaces.get_mut(ns) {
+            if st.memories.contains_key(&id) && !st.vectors.contains(id.0) {
+                st.pending_vectors.insert(id);
             }
         }
     }

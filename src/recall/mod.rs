@@ -235,6 +235,8 @@ impl Engine {
                     now,
                     half_life_days,
                 );
+                let mut explain = explain;
+                explain.vector_pending = st.pending_vectors.contains(&m.id);
                 hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));

@@ -144,6 +144,11 @@ pub struct Explanation {
     /// Lower-ranked hits of this recall dropped because they restate this
     /// one (cosine ≥ the near-duplicate threshold and the same facts).
     pub collapsed: usize,
+    /// True when the memory was written without waiting for its vector
+    /// ([`crate::EmbedMode::Deferred`]) and the vector has not arrived: it
+    /// was found lexically only, and `similarity` is 0.
+    #[serde(default)]
+    pub vector_pending: bool,
 }
 
 /// Dot product of two equal-length slices.
@@ -205,5 +210,6 @@ pub(crate) fn explain(
         entity_matches,
         score,
         collapsed: 0,
+        vector_pending: false,
     }
 }

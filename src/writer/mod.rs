@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 
+use crate::engine::backfill::{dedup_byte, pending_key, Backlog, EmbeddedVector, PendingVector};
 use crate::error::{Error, Result};
 use crate::event::{encode_record, Event, EventBody};
 use crate::log::{fnv1a64, LogStore};
@@ -55,6 +56,10 @@ pub(crate) enum Command {
     Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String> },
     /// Flush everything appended so far, then reply.
     Sync { reply: Sender<Result<()>> },
+    /// Vectors of memories written without one (deferred embedding): cache
+    /// and index each, make its near-duplicate decision, clear its pending
+    /// marker; reply once durable.
+    Vectors { items: Vec<EmbeddedVector>, reply: Sender<Result<()>> },
     /// Run a function with exclusive access to the store and state (used by
     /// compaction); the writer queues other commands meanwhile.
     Exclusive { f: Box<dyn FnOnce(&mut WriterCtx<'_>) + Send> },
@@ -91,6 +96,11 @@ pub(crate) struct WriterCtx<'a> {
 pub(crate) struct WriterConfig {
     pub(crate) durability: Durability,
     pub(crate) max_group: usize,
+    /// Where memories written without a vector go once durable.
+    pub(crate) backfill: Sender<PendingVector>,
+    pub(crate) backlog: Arc<Backlog>,
+    /// Near-duplicate threshold for decisions made when a vector arrives.
+    pub(crate) dedup_threshold: f32,
 }
 
 struct Writer {
@@ -100,6 +110,11 @@ struct Writer {
     next_seq: Seq,
     last_time_us: i64,
     dirty_since: Option<Instant>,
+    /// Memories of this group written without a vector: marked pending in
+    /// the store with the group, handed to the embedder once durable.
+    deferred: Vec<PendingVector>,
+    /// Pending markers this group clears (vector arrived, or memory gone).
+    unmarks: Vec<MemoryId>,
 }
 
 enum Pending {
@@ -113,7 +128,16 @@ pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfi
         let st = shared.state.read();
         (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
     };
-    let mut w = Writer { shared, rx, cfg, next_seq, last_time_us, dirty_since: None };
+    let mut w = Writer {
+        shared,
+        rx,
+        cfg,
+        next_seq,
+        last_time_us,
+        dirty_since: None,
+        deferred: Vec::new(),
+        unmarks: Vec::new(),
+    };
     std::thread::Builder::new().name("mnemon-writer".into()).spawn(move || w.run()).map_err(Error::Io)
 }
 
@@ -207,6 +231,17 @@ impl Writer {
                     must_flush = true;
                     pending.push(Pending::Sync(reply));
                 }
+                Command::Vectors { items, reply } => {
+                    if let Some(msg) = poisoned {
+                        let _ = reply.send(Err(Error::Poisoned(msg)));
+                        continue;
+                    }
+                    for item in items {
+                        self.backfill(item, &mut records, &mut vectors);
+                    }
+                    must_flush |= self.cfg.durability == Durability::PerGroup;
+                    pending.push(Pending::Sync(reply));
+                }
                 Command::Exclusive { f } => {
                     // Commit what came before, then hand over the store.
                     let ok = self.commit(&mut records, &mut vectors, must_flush);
@@ -268,6 +303,14 @@ impl Writer {
         }
         let store = self.shared.store();
         let res = (|| -> Result<()> {
+            // New markers before the events, cleared markers after them:
+            // a durable memory without a vector always keeps its marker
+            // (a marker without a memory, or with its decision already
+            // made, is harmless: opening drops the one and the decision is
+            // not made twice).
+            for p in &self.deferred {
+                store.meta_put(&pending_key(p.id), &[dedup_byte(p.dedup)])?;
+            }
             if !vectors.is_empty() {
                 let entries: Vec<(MemoryId, u64, &[f32])> =
                     vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
@@ -275,6 +318,10 @@ impl Writer {
             }
             if !records.is_empty() {
                 store.append(records)?;
+            }
+            if !self.unmarks.is_empty() {
+                let keys: Vec<String> = self.unmarks.iter().map(|id| pending_key(*id)).collect();
+                store.meta_remove(&keys)?;
             }
             if flush {
                 store.flush()?;
@@ -286,10 +333,27 @@ impl Writer {
         })();
         records.clear();
         vectors.clear();
+        let arrived = std::mem::take(&mut self.unmarks).len();
+        let deferred = std::mem::take(&mut self.deferred);
         match res {
             Ok(()) => {
-                let mut st = self.shared.state.write();
-                st.visible = st.last_seq;
+                {
+                    let mut st = self.shared.state.write();
+                    st.visible = st.last_seq;
+                }
+                let backlog = &self.cfg.backlog.pending;
+                backlog.fetch_add(deferred.len(), std::sync::atomic::Ordering::AcqRel);
+                for p in deferred {
+                    // The embedder thread ends only after the writer: a
+                    // failed send means the engine is closing, and the
+                    // marker resumes the memory at the next open.
+                    let _ = self.cfg.backfill.send(p);
+                }
+                let _ = backlog.fetch_update(
+                    std::sync::atomic::Ordering::AcqRel,
+                    std::sync::atomic::Ordering::Acquire,
+                    |n| Some(n.saturating_sub(arrived)),
+                );
                 Ok(())
             }
             Err(e) => {
@@ -308,6 +372,10 @@ impl Writer {
     ) -> Result<OpOutcome> {
         let shared = self.shared.clone();
         let mut state = shared.state.write();
+        let deferred_dedup = match &op {
+            Op::Remember { vector: None, dedup, .. } => Some(*dedup),
+            _ => None,
+        };
         let plan = plan::plan(&state, ns, op, self.next_seq)?;
         let mut staged = Vec::with_capacity(plan.bodies.len());
         // The events of one op share one commit time, so a new version's
@@ -324,8 +392,20 @@ impl Writer {
         self.next_seq += staged.len() as Seq;
         for (ev, bytes, vector) in staged {
             state.apply(&ev, vector.as_deref());
-            if let (EventBody::Extracted(x), Some(v)) = (&ev.body, vector) {
-                vectors.push((MemoryId(ev.seq), fnv1a64(x.content.as_bytes()), v));
+            match (&ev.body, vector, deferred_dedup) {
+                (EventBody::Extracted(x), Some(v), _) => {
+                    vectors.push((MemoryId(ev.seq), fnv1a64(x.content.as_bytes()), v));
+                }
+                (EventBody::Extracted(x), None, Some(dedup)) => {
+                    state.mark_pending(ns, MemoryId(ev.seq));
+                    self.deferred.push(PendingVector {
+                        ns: ns.clone(),
+                        id: MemoryId(ev.seq),
+                        content: x.content.clone(),
+                        dedup,
+                    });
+                }
+                _ => {}
             }
             records.push((ev.seq, bytes));
         }
@@ -338,6 +418,40 @@ impl Writer {
             PlannedOutcome::Forgot(f) => OpOutcome::Forgot(f),
             PlannedOutcome::Accessed => OpOutcome::Accessed,
             PlannedOutcome::Archived(ids) => OpOutcome::Archived(ids),
+            PlannedOutcome::Backfilled => OpOutcome::Backfilled,
         })
+    }
+
+    /// Takes the vector of a memory written without one: caches and indexes
+    /// it (unless the memory is gone or its content changed: compaction
+    /// only ever removes), then appends the near-duplicate decision the
+    /// write skipped ([`Op::Backfill`]). The pending marker goes either way.
+    fn backfill(
+        &mut self,
+        item: EmbeddedVector,
+        records: &mut Vec<(Seq, Vec<u8>)>,
+        vectors: &mut Vec<(MemoryId, u64, Vec<f32>)>,
+    ) {
+        self.unmarks.push(item.id);
+        let current = {
+            let mut state = self.shared.state.write();
+            let current = state
+                .ns(&item.ns)
+                .and_then(|st| st.memories.get(&item.id))
+                .is_some_and(|m| fnv1a64(m.content.as_bytes()) == item.content_hash);
+            if current {
+                state.index_vector(&item.ns, item.id, &item.vector);
+            }
+            current
+        };
+        if !current {
+            return;
+        }
+        vectors.push((item.id, item.content_hash, item.vector));
+        let op = Op::Backfill { id: item.id, dedup: item.dedup, threshold: self.cfg.dedup_threshold };
+        // A failed decision leaves the memory as written (a memory of its
+        // own): planning a supersede of an active memory cannot fail short
+        // of a codec error, which the next write reports too.
+        let _ = self.apply_op(&item.ns, op, records, vectors);
     }
 }

@@ -43,9 +43,12 @@ pub(crate) enum Op {
     Observe(Observed),
     /// A memory as the caller stated it; the plan fills unset fields with
     /// defaults, or inherits them when the memory replaces another.
+    /// `vector: None` defers embedding ([`crate::EmbedMode::Deferred`]):
+    /// the memory is written without a vector and the near-duplicate check
+    /// waits for [`Op::Backfill`].
     Remember {
         mem: PendingMemory,
-        vector: Vec<f32>,
+        vector: Option<Vec<f32>>,
         dedup: DedupMode,
         threshold: f32,
     },
@@ -77,6 +80,14 @@ pub(crate) enum Op {
         members: Vec<MemoryId>,
         mem: Extracted,
         vector: Vec<f32>,
+    },
+    /// The vector of a memory written without one has arrived (already
+    /// indexed by the writer): supersede the older active memory it
+    /// restates, if any, as the synchronous write would have.
+    Backfill {
+        id: MemoryId,
+        dedup: DedupMode,
+        threshold: f32,
     },
 }
 
@@ -132,6 +143,7 @@ pub(crate) enum OpOutcome {
     Forgot(ForgetOutcome),
     Accessed,
     Archived(Vec<MemoryId>),
+    Backfilled,
 }
 
 /// The events an op will append. `Extracted` events carry their vector;
@@ -156,6 +168,7 @@ pub(crate) enum PlannedOutcome {
     Forgot(ForgetOutcome),
     Accessed,
     Archived(Vec<MemoryId>),
+    Backfilled,
 }
 
 fn mem_not_found(ns: &Namespace, id: MemoryId) -> Error {
@@ -198,7 +211,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Unchanged },
                 });
             }
-            Ok(supersede_plan(old, mem, vector, reason, next_seq))
+            Ok(supersede_plan(old, mem, Some(vector), reason, next_seq))
         }
         Op::Forget { target, reason, requester, ids } => plan_forget(st, ns, target, reason, requester, ids),
         Op::Archive { ids, reason } => {
@@ -241,6 +254,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
             }
             Ok(Plan { bodies, outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created } })
         }
+        Op::Backfill { id, dedup, threshold } => Ok(plan_backfill(st, id, dedup, threshold)),
         Op::Access { ids, requester } => {
             let Some(st) = st else {
                 return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
@@ -257,11 +271,17 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
     }
 }
 
-fn supersede_plan(old: MemoryId, mem: Extracted, vector: Vec<f32>, reason: SupersedeReason, next_seq: u64) -> Plan {
+fn supersede_plan(
+    old: MemoryId,
+    mem: Extracted,
+    vector: Option<Vec<f32>>,
+    reason: SupersedeReason,
+    next_seq: u64,
+) -> Plan {
     let new = MemoryId(next_seq);
     Plan {
         bodies: vec![
-            (EventBody::Extracted(mem), Some(vector)),
+            (EventBody::Extracted(mem), vector),
             (EventBody::Superseded(Superseded { old, new, reason }), None),
         ],
         outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Superseded { old } },
@@ -281,7 +301,7 @@ fn plan_remember(
     st: Option<&NsState>,
     ns: &Namespace,
     mem: PendingMemory,
-    vector: Vec<f32>,
+    vector: Option<Vec<f32>>,
     dedup: DedupMode,
     threshold: f32,
     next_seq: u64,
@@ -291,7 +311,7 @@ fn plan_remember(
             return Err(Error::not_found(format!("observation {s} in namespace {ns}")));
         }
         return Ok(Plan {
-            bodies: vec![(EventBody::Extracted(mem.with_defaults()), Some(vector))],
+            bodies: vec![(EventBody::Extracted(mem.with_defaults()), vector)],
             outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
         });
     };
@@ -319,8 +339,9 @@ fn plan_remember(
             });
         }
     }
-    if dedup == DedupMode::Supersede && vector.iter().any(|x| *x != 0.0) {
-        if let Some((old, base, similarity)) = restated(st, &mem, &vector, threshold) {
+    let nonzero = vector.as_ref().filter(|v| v.iter().any(|x| *x != 0.0));
+    if let Some(v) = nonzero.filter(|_| dedup == DedupMode::Supersede) {
+        if let Some((old, base, similarity)) = restated(st, &mem.content, mem.key.as_deref(), v, threshold, None) {
             // The new version inherits what it does not restate, its slot key included.
             let mem = inherit(base, mem);
             let mut plan = supersede_plan(old, mem, vector, SupersedeReason::NearDuplicate, next_seq);
@@ -330,9 +351,46 @@ fn plan_remember(
         }
     }
     Ok(Plan {
-        bodies: vec![(EventBody::Extracted(mem.with_defaults()), Some(vector))],
+        bodies: vec![(EventBody::Extracted(mem.with_defaults()), vector)],
         outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
     })
+}
+
+/// The near-duplicate decision of a memory whose vector arrived after its
+/// write (deferred embedding), as one event: `Superseded { old, new: id,
+/// reason: near_duplicate }` when `id` is still active and restates an
+/// active memory written before it (a lower id: log order decides, so a
+/// later write is never made the older version of an earlier one). A
+/// restated memory under a slot key is passed over unless `id` holds the
+/// same key: the new version was written with its own fields and cannot
+/// take over the slot. Nothing is dropped: both texts stay in the version
+/// chain.
+fn plan_backfill(st: Option<&NsState>, id: MemoryId, dedup: DedupMode, threshold: f32) -> Plan {
+    let none = || Plan { bodies: vec![], outcome: PlannedOutcome::Backfilled };
+    if dedup != DedupMode::Supersede {
+        return none();
+    }
+    let Some(st) = st else {
+        return none();
+    };
+    // A version that already replaced another (a keyed update, or this
+    // decision made before a crash) is not checked again.
+    let Some(m) = st.memories.get(&id).filter(|m| m.status == Status::Active && m.prev.is_none()) else {
+        return none();
+    };
+    let Some(v) = st.vectors.get(id.0).filter(|v| v.iter().any(|x| *x != 0.0)) else {
+        return none();
+    };
+    let Some((old, _, _)) = restated(st, &m.content, m.key.as_deref(), v, threshold, Some(id)) else {
+        return none();
+    };
+    Plan {
+        bodies: vec![(
+            EventBody::Superseded(Superseded { old, new: id, reason: SupersedeReason::NearDuplicate }),
+            None,
+        )],
+        outcome: PlannedOutcome::Backfilled,
+    }
 }
 
 /// Active memories searched for one that `mem` restates.
@@ -342,13 +400,24 @@ const RESTATEMENT_CANDIDATES: usize = 8;
 /// and the same facts ([`crate::dedup::is_restatement`]), and no other slot
 /// key than `mem`'s. A nearer memory with other facts (a changed number,
 /// name or negation) is passed over, never merged.
+///
+/// With `before: Some(id)` (a late decision for memory `id`), only memories
+/// with a lower id qualify (still active now, so active when `id` was
+/// written too), and a memory under a slot key only when `key` is the same.
 fn restated<'a>(
     st: &'a NsState,
-    mem: &PendingMemory,
+    content: &str,
+    key: Option<&str>,
     vector: &[f32],
     threshold: f32,
+    before: Option<MemoryId>,
 ) -> Option<(MemoryId, &'a Memory, f32)> {
-    let active = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| m.status == Status::Active);
+    let active = |id: u64| {
+        st.memories.get(&MemoryId(id)).is_some_and(|m| {
+            m.status == Status::Active
+                && before.is_none_or(|b| m.id < b && m.key.as_ref().is_none_or(|k| key == Some(k.as_str())))
+        })
+    };
     let hits = st.vectors.search(vector, RESTATEMENT_CANDIDATES, &active);
     let mut sig = None;
     for (id, similarity) in hits {
@@ -358,10 +427,10 @@ fn restated<'a>(
         let Some(m) = st.memories.get(&MemoryId(id)) else {
             continue;
         };
-        if matches!((&mem.key, &m.key), (Some(a), Some(b)) if a != b) {
+        if matches!((key, &m.key), (Some(a), Some(b)) if a != b) {
             continue;
         }
-        let sig = sig.get_or_insert_with(|| FactSignature::of(&mem.content));
+        let sig = sig.get_or_insert_with(|| FactSignature::of(content));
         if is_restatement(similarity, threshold, sig, &FactSignature::of(&m.content)) {
             return Some((m.id, m, similarity));
         }

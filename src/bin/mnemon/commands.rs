@@ -94,6 +94,11 @@ pub struct RememberArgs {
     /// default), exact_only (only identical text is a repeat) or off.
     #[arg(long)]
     dedup: Option<String>,
+    /// When to embed: sync (before the write; the default) or deferred
+    /// (return once the event is durable; a background embedder adds the
+    /// vector, at the latest when the store is next opened).
+    #[arg(long)]
+    embed: Option<String>,
     /// The text.
     text: String,
 }
@@ -504,6 +509,7 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
             content: a.text.clone(),
             fields: a.fields.fields()?,
             dedup: a.dedup.as_deref().map(parse_dedup).transpose()?,
+            embed: a.embed.as_deref().map(parse_embed).transpose()?,
         }),
         Cmd::Supersede(a) => Request::Supersede(SupersedeRequest {
             namespace: ns(&a.ns)?,
@@ -611,6 +617,11 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
 fn parse_dedup(s: &str) -> Result<mnemon::DedupMode, ApiError> {
     serde_json::from_value(serde_json::Value::String(s.to_string()))
         .map_err(|_| ApiError::invalid("dedup", format!("dedup: {s:?}: expected supersede|exact_only|off")))
+}
+
+fn parse_embed(s: &str) -> Result<mnemon::EmbedMode, ApiError> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|_| ApiError::invalid("embed", format!("embed: {s:?}: expected sync|deferred")))
 }
 
 /// Runs the command line.

@@ -1,0 +1,205 @@
+//! Deferred embedding: memories written without waiting for their vector,
+//! and the background embedder that catches up.
+//!
+//! A `remember` in [`EmbedMode::Deferred`] sends its memory to the writer
+//! without a vector. The writer appends the `Extracted` event as usual (the
+//! memory is found lexically from the moment the call returns), records a
+//! pending marker for it in the store's metadata (key
+//! `vector.pending.<id>`, value: the call's [`DedupMode`] as one byte; see
+//! docs/FORMAT.md) in the same flush, and hands the memory to the embedder
+//! thread here. That thread embeds pending memories in batches and sends the
+//! vectors back to the writer ([`crate::writer::Command::Vectors`]), which
+//! caches them, indexes them, runs the near-duplicate check the memory
+//! skipped (an event-sourced decision: a `Superseded` event, never a
+//! recomputation) and removes the marker, all in one group commit.
+//!
+//! Opening a store queues again every marked memory that has no cached
+//! vector, in id order, so a crash during the backlog loses nothing.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+
+use crate::embed::{EmbedKind, Embedder};
+use crate::error::{Error, Result};
+use crate::log::fnv1a64;
+use crate::types::{MemoryId, Namespace};
+use crate::writer::{Command, DedupMode};
+
+/// When a `remember` embeds its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbedMode {
+    /// Embed on the caller's thread before the write: the memory is found by
+    /// vector as soon as the call returns, and the near-duplicate check runs
+    /// at once. The default.
+    #[default]
+    Sync,
+    /// Return as soon as the event is durable; a background embedder adds
+    /// the vector later. Until then the memory is found lexically only
+    /// (its recall explanation says `vector_pending`), and the
+    /// near-duplicate check runs when the vector arrives.
+    Deferred,
+}
+
+/// Texts per embedding batch of the background embedder (the same batch
+/// size as re-embedding at open).
+pub(crate) const BACKFILL_BATCH: usize = 64;
+
+/// Prefix of the metadata keys that mark a memory whose vector is pending.
+pub(crate) const PENDING_PREFIX: &str = "vector.pending.";
+
+/// The metadata key marking memory `id` as waiting for its vector.
+pub(crate) fn pending_key(id: MemoryId) -> String {
+    format!("{PENDING_PREFIX}{}", id.0)
+}
+
+/// The byte stored under a pending marker for a dedup mode.
+pub(crate) fn dedup_byte(d: DedupMode) -> u8 {
+    match d {
+        DedupMode::Supersede => 0,
+        DedupMode::ExactOnly => 1,
+        DedupMode::Off => 2,
+    }
+}
+
+/// The dedup mode of a pending marker's byte; an unknown byte reads as
+/// [`DedupMode::ExactOnly`] (no late supersede: nothing is decided on a
+/// marker this build does not understand).
+pub(crate) fn dedup_from_byte(b: Option<&u8>) -> DedupMode {
+    match b {
+        Some(0) => DedupMode::Supersede,
+        Some(2) => DedupMode::Off,
+        _ => DedupMode::ExactOnly,
+    }
+}
+
+/// A memory waiting for its vector.
+#[derive(Clone, Debug)]
+pub(crate) struct PendingVector {
+    pub(crate) ns: Namespace,
+    pub(crate) id: MemoryId,
+    pub(crate) content: String,
+    pub(crate) dedup: DedupMode,
+}
+
+/// A computed vector on its way to the writer.
+#[derive(Clone, Debug)]
+pub(crate) struct EmbeddedVector {
+    pub(crate) ns: Namespace,
+    pub(crate) id: MemoryId,
+    /// FNV-1a 64 of the content the vector embeds.
+    pub(crate) content_hash: u64,
+    pub(crate) vector: Vec<f32>,
+    pub(crate) dedup: DedupMode,
+}
+
+/// Counters shared by the engine, the writer and the embedder thread (not
+/// the store: the embedder thread must not keep a closed store open).
+#[derive(Debug, Default)]
+pub(crate) struct Backlog {
+    /// Memories handed to the embedder whose vector is not committed yet.
+    pub(crate) pending: AtomicUsize,
+    /// Memories whose embedding failed in this process (retried at the next
+    /// open: their marker stays).
+    pub(crate) failed: AtomicUsize,
+    /// The last embedding error.
+    pub(crate) last_error: Mutex<Option<String>>,
+    /// Set when the engine closes: the embedder stops before its next batch.
+    pub(crate) closed: AtomicBool,
+}
+
+/// Starts the background embedder: it takes pending memories from `rx`,
+/// embeds them in batches of up to [`BACKFILL_BATCH`] and sends the vectors
+/// to the writer over `writer`, waiting for each commit.
+pub(crate) fn spawn(
+    embedder: Arc<dyn Embedder>,
+    rx: Receiver<PendingVector>,
+    writer: Sender<Command>,
+    backlog: Arc<Backlog>,
+) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("mnemon-embedder".into())
+        .spawn(move || run(embedder.as_ref(), &rx, &writer, &backlog))
+        .map_err(Error::Io)
+}
+
+fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Command>, backlog: &Backlog) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < BACKFILL_BATCH {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        if backlog.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let embedded = embed_batch(embedder, batch, backlog);
+        if embedded.is_empty() {
+            continue;
+        }
+        let (tx, reply) = crossbeam_channel::bounded(1);
+        if writer.send(Command::Vectors { items: embedded, reply: tx }).is_err() {
+            return;
+        }
+        match reply.recv() {
+            Ok(Ok(())) => {}
+            // Poisoned or closed: the markers stay, the next open resumes.
+            _ => return,
+        }
+    }
+}
+
+/// Embeds a batch; when the batch fails, each text alone, so one bad text
+/// does not hold back the others. Failures are counted and left pending.
+fn embed_batch(embedder: &dyn Embedder, batch: Vec<PendingVector>, backlog: &Backlog) -> Vec<EmbeddedVector> {
+    let texts: Vec<&str> = batch.iter().map(|p| p.content.as_str()).collect();
+    let vectors: Vec<Option<Vec<f32>>> = match embed_checked(embedder, &texts) {
+        Ok(vs) => vs.into_iter().map(Some).collect(),
+        Err(_) => texts
+            .iter()
+            .map(|t| match embed_checked(embedder, &[t]) {
+                Ok(mut v) => v.pop(),
+                Err(e) => {
+                    *backlog.last_error.lock() = Some(e.to_string());
+                    None
+                }
+            })
+            .collect(),
+    };
+    let mut out = Vec::with_capacity(batch.len());
+    for (p, v) in batch.into_iter().zip(vectors) {
+        match v {
+            Some(vector) => out.push(EmbeddedVector {
+                content_hash: fnv1a64(p.content.as_bytes()),
+                ns: p.ns,
+                id: p.id,
+                vector,
+                dedup: p.dedup,
+            }),
+            None => {
+                backlog.failed.fetch_add(1, Ordering::AcqRel);
+                backlog.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+    out
+}
+
+/// Embeds passages and checks count, dimension and finiteness; normalises.
+fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+    let mut vs = embedder.embed(texts, EmbedKind::Passage)?;
+    if vs.len() != texts.len() {
+        return Err(Error::Embedder(format!("{} vectors for {} texts", vs.len(), texts.len())));
+    }
+    for v in &mut vs {
+        crate::embed::validate_vector(v, embedder.dim())?;
+        crate::embed::normalize(v);
+    }
+    Ok(vs)
+}
