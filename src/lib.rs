@@ -61,6 +61,8 @@ mod projection;
 mod types;
 mod writer;
 
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod dedup;
 pub mod embed;
 pub mod eval;

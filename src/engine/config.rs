@@ -50,6 +50,7 @@ pub struct Config {
     pub(crate) injection_policy: InjectionPolicy,
     pub(crate) redactor: Redactor,
     pub(crate) injection: InjectionDetector,
+    pub(crate) sink: Option<Arc<dyn crate::writer::GroupSink>>,
 }
 
 impl std::fmt::Debug for Config {
@@ -104,6 +105,7 @@ impl EngineBuilder {
                 injection_policy: InjectionPolicy::Quarantine,
                 redactor: Redactor::new(),
                 injection: InjectionDetector::new(),
+                sink: None,
             },
         }
     }
@@ -114,6 +116,20 @@ impl EngineBuilder {
     pub fn embedder(mut self, e: Arc<dyn Embedder>) -> Self {
         self.cfg.embedder = Some(e);
         self
+    }
+
+    /// Sends every group to `sink` (a cluster's replicated log) before it is
+    /// written locally and acknowledged.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn group_sink(mut self, sink: Arc<dyn crate::writer::GroupSink>) -> Self {
+        self.cfg.sink = Some(sink);
+        self
+    }
+
+    /// The largest memory content accepted, in bytes.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn max_content(&self) -> usize {
+        self.cfg.max_content_bytes
     }
 
     /// When acknowledged writes are durable. Default [`Durability::PerGroup`]
