@@ -32,8 +32,14 @@
 //! [`dedup`]) becomes its new version; a changed fact, however similar, is a
 //! new memory. Recall shows one hit of each restatement pair.
 //!
+//! [`api`] is the command surface over the engine: one typed request and
+//! response per capability, shared by the CLI's `--json`, the MCP server
+//! (`mnemon::mcp`, feature `mcp`: `mnemon mcp` on stdio, `mnemon serve` over
+//! HTTP) and language bindings.
+//!
 //! mnemon is **not** an LLM client (it never calls a model provider), not a
-//! general vector database, and not a server: it is a library with a CLI.
+//! general vector database, and not a general network service: it is a
+//! library with a CLI and an MCP server.
 //!
 //! ```
 //! # fn main() -> mnemon::Result<()> {
@@ -61,12 +67,15 @@ mod projection;
 mod types;
 mod writer;
 
+pub mod api;
 #[cfg(feature = "cluster")]
 pub mod cluster;
 pub mod dedup;
 pub mod embed;
 pub mod eval;
 pub mod index;
+#[cfg(all(feature = "mcp", unix))]
+pub mod mcp;
 pub mod recall;
 pub mod safety;
 

@@ -12,12 +12,12 @@ use crate::error::{Error, Result};
 pub type Seq = u64;
 
 /// Id of a memory version: the [`Seq`] of the `Extracted` event that created it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct MemoryId(pub u64);
 
 /// Id of an observation: the [`Seq`] of the `Observed` event that recorded it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct ObservationId(pub u64);
 
@@ -80,6 +80,22 @@ impl<'de> Deserialize<'de> for Namespace {
     }
 }
 
+impl schemars::JsonSchema for Namespace {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Namespace".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_NAMESPACE_LEN,
+            "pattern": "^[A-Za-z0-9_.:@-]+$",
+            "description": "Namespace: 1–128 characters of [A-Za-z0-9_.:@-]."
+        })
+    }
+}
+
 impl fmt::Display for Namespace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -101,7 +117,7 @@ impl TryFrom<&str> for Namespace {
 }
 
 /// Who produced an observation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// The human user.
@@ -141,7 +157,7 @@ impl fmt::Display for Role {
 /// What sort of memory this is. `Other` carries a caller-defined kind
 /// (1–64 characters, one line, no control characters; checked when parsed
 /// and when written).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A stated like or dislike.
@@ -206,7 +222,7 @@ impl fmt::Display for Kind {
 }
 
 /// How long a memory is meant to live.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     /// Scoped to its session; archived when the session ends.
@@ -240,7 +256,7 @@ impl fmt::Display for Tier {
 }
 
 /// Lifecycle status of a memory version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Current; returned by recall.

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use mnemon::embed::{Embedder, EmbedderChoice, HashingEmbedder};
 use mnemon::{
-    AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
-    NewObservation, RememberAction, Role, Status, SupersedeReason,
+    AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, Kind, ListOptions, MemoryId, Namespace, NewMemory,
+    NewObservation, RememberAction, Role, Status, SupersedeReason, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -124,7 +124,11 @@ fn c02_preference_that_changes() -> TestResult {
         assert_eq!(old.next, Some(messi.id));
         let new = engine.get(&u1, messi.id)?;
         assert_eq!(old.valid_to, Some(new.valid_from));
-        assert_eq!(new.first_seen, old.valid_from, "the lineage keeps its first time");
+        assert_eq!(new.first_seen, old.recorded_from, "the lineage keeps its first time");
+        // No event times given: both time lines are the write times.
+        assert_eq!((old.valid_from, new.valid_from), (old.recorded_from, new.recorded_from));
+        assert_eq!(old.recorded_to, Some(new.recorded_from));
+        assert_eq!((new.valid_to, new.recorded_to), (None, None));
 
         // History shows both, in order, from either end.
         for id in [ronaldo.id, messi.id] {
@@ -136,7 +140,7 @@ fn c02_preference_that_changes() -> TestResult {
         }
 
         // As of a point between the two versions, Ronaldo is the answer.
-        let first_time = old.valid_from;
+        let first_time = old.recorded_from;
         for at in [AsOf::Seq(seq_between), AsOf::Time(first_time)] {
             let view = engine.as_of(&u1, at)?;
             let then = view.list(&ListOptions::default())?;
@@ -149,6 +153,11 @@ fn c02_preference_that_changes() -> TestResult {
             let h: Vec<MemoryId> = view.history(ronaldo.id)?.iter().map(|m| m.id).collect();
             assert_eq!(h, vec![ronaldo.id], "{at:?}");
         }
+        // What was true between the two (valid time) is Ronaldo too, as the
+        // store knows it now: superseded since, and valid until Messi.
+        let then = engine.as_of(&u1, AsOf::ValidTime(first_time))?.list(&ListOptions::default())?;
+        assert_eq!(then.iter().map(|m| (m.id, m.status)).collect::<Vec<_>>(), vec![(ronaldo.id, Status::Superseded)]);
+        assert_eq!(then[0].valid_to, Some(new.valid_from));
         // Before anything, nothing; at the end, Messi.
         assert!(engine.as_of(&u1, AsOf::Seq(0))?.list(&ListOptions::default())?.is_empty());
         let now = engine.as_of(&u1, AsOf::Time(chrono::Utc::now()))?;
@@ -658,5 +667,67 @@ fn c14_budget_skips_long_memory() -> TestResult {
         assert_eq!(block.skipped, 1);
     }
     assert!(!block.text.contains(&long), "never whole");
+    Ok(())
+}
+
+#[test]
+fn c12_keyed_update_keeps_fields() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let key = "user.drink";
+    let engine = Engine::open(dir.path())?;
+    let oolong = engine.remember(
+        &u1,
+        NewMemory::new("Prefers oolong tea")
+            .kind(Kind::Preference)
+            .tier(Tier::Permanent)
+            .importance(0.9)
+            .entities(["Oolong", "tea"])
+            .session("s1")
+            .key(key),
+    )?;
+    assert_eq!(oolong.action, RememberAction::Created);
+    let green = engine.remember(&u1, NewMemory::new("Prefers green tea").key(key))?;
+    assert_eq!(green.action, RememberAction::Superseded { old: oolong.id });
+
+    let check = |engine: &Engine| -> TestResult {
+        let new = engine.get(&u1, green.id)?;
+        // Still a permanent preference of importance 0.9, in the same session.
+        assert_eq!(new.content, "Prefers green tea");
+        assert_eq!(new.kind, Kind::Preference);
+        assert_eq!(new.tier, Tier::Permanent);
+        assert_eq!(new.importance, 0.9);
+        assert_eq!(new.session.as_deref(), Some("s1"));
+        assert_eq!(new.key.as_deref(), Some(key));
+        // `Oolong` named the old value and is gone; `tea` still applies.
+        assert_eq!(new.entities, vec!["tea".to_string()]);
+        assert_eq!((new.status, new.prev), (Status::Active, Some(oolong.id)));
+        let old = engine.get(&u1, oolong.id)?;
+        assert_eq!(old.entities, vec!["Oolong".to_string(), "tea".to_string()], "the old version is unchanged");
+        assert_eq!((old.status, old.next), (Status::Superseded, Some(green.id)));
+        Ok(())
+    };
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+
+    // What a later write states wins; what it does not state is still kept.
+    let jasmine = engine.remember(
+        &u1,
+        NewMemory::new("Prefers jasmine tea, not green tea").key(key).importance(0.4).entities(["Jasmine"]),
+    )?;
+    let j = engine.get(&u1, jasmine.id)?;
+    assert_eq!((j.kind, j.tier, j.importance), (Kind::Preference, Tier::Permanent, 0.4));
+    assert_eq!(j.entities, vec!["Jasmine".to_string()], "given entities are taken as given");
+    // A memory that replaces nothing still takes the defaults.
+    let loose = engine.get(&u1, engine.remember(&u1, NewMemory::new("Drinks coffee at work"))?.id)?;
+    assert_eq!((loose.kind, loose.tier, loose.importance), (Kind::Fact, Tier::LongTerm, 0.5));
+    assert!(loose.entities.is_empty() && loose.session.is_none());
+    let digest = engine.digest();
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    assert_eq!(engine.digest(), digest);
+    engine.close()?;
     Ok(())
 }

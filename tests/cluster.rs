@@ -214,17 +214,7 @@ impl Client {
     /// Calls `ns` through any daemon (`via` = None) or one daemon. `Err`
     /// is a call that was not answered with a result (error kind, text).
     fn call(&self, via: Option<&str>, ns: &str, body: Value) -> Result<Value, (String, String)> {
-        let subject = match via {
-            Some(d) => format!("{}.call.{d}", self.prefix),
-            None => format!("{}.call", self.prefix),
-        };
-        let req = CallRequest { ns: ns.into(), body: serde_json::to_vec(&body).unwrap() }.encode().unwrap();
-        let request = async_nats::Request::new().payload(req.into()).timeout(Some(Duration::from_secs(20)));
-        let msg = self
-            .rt
-            .block_on(self.nc.send_request(subject, request))
-            .map_err(|e| ("transport".to_string(), e.to_string()))?;
-        match CallReply::decode(&msg.payload).unwrap() {
+        match self.raw(via, ns, &body)? {
             CallReply::Done(b) => {
                 let v: Value = serde_json::from_slice(&b).unwrap();
                 match v.get("error") {
@@ -235,6 +225,32 @@ impl Client {
             CallReply::Failed(m) => Err(("failed".into(), m)),
             CallReply::NotOwner(m) => Err(("not_owner".into(), m)),
         }
+    }
+
+    /// Calls a `mnemon serve --cluster` daemon with a command-surface
+    /// request: the response, or the surface's error object.
+    fn surface(&self, via: Option<&str>, ns: &str, req: Value) -> Result<Value, Value> {
+        match self.raw(via, ns, &req) {
+            Ok(CallReply::Done(b)) => match mnemon::cluster::surface_reply(&b) {
+                Ok(v) => Ok(v),
+                Err(e) => Err(serde_json::to_value(e).unwrap()),
+            },
+            other => Err(json!({"code": "transport", "message": format!("{other:?}")})),
+        }
+    }
+
+    fn raw(&self, via: Option<&str>, ns: &str, body: &Value) -> Result<CallReply, (String, String)> {
+        let subject = match via {
+            Some(d) => format!("{}.call.{d}", self.prefix),
+            None => format!("{}.call", self.prefix),
+        };
+        let req = CallRequest { ns: ns.into(), body: serde_json::to_vec(body).unwrap() }.encode().unwrap();
+        let request = async_nats::Request::new().payload(req.into()).timeout(Some(Duration::from_secs(20)));
+        let msg = self
+            .rt
+            .block_on(self.nc.send_request(subject, request))
+            .map_err(|e| ("transport".to_string(), e.to_string()))?;
+        Ok(CallReply::decode(&msg.payload).unwrap())
     }
 }
 
@@ -576,13 +592,92 @@ fn log_unavailable(nats: &mut NatsCluster) {
     node.shutdown().unwrap();
 }
 
+/// `mnemon serve --cluster`: two daemons of the real binary. Surface
+/// requests reach the namespace's owner through either daemon's door; bad
+/// input is a typed error; after SIGTERM of the owner the other daemon
+/// serves the namespace with every acknowledged write, and a cluster
+/// compaction through the surface erases a forgotten canary from every
+/// daemon's directory and every NATS node.
+fn serve_daemons(nats: &mut NatsCluster) {
+    let root = tempfile::tempdir().unwrap();
+    let urls = nats.urls().join(",");
+    let spawn = |id: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+            .arg("--data")
+            .arg(root.path().join(id))
+            .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0", "--cluster", &urls])
+            .args(["--daemon-id", id, "--cluster-prefix", "srv", "--lease-ttl-secs", "2"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            assert!(err.read_line(&mut line).unwrap() > 0, "daemon {id} exited: {seen}");
+            seen.push_str(&line);
+            if line.contains("serving MCP on") {
+                break;
+            }
+        }
+        assert!(seen.contains(&format!("daemon {id} joined the cluster")), "{seen}");
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        child
+    };
+    let mut a = spawn("a1");
+    let mut b = spawn("b1");
+    let client = Client::connect(&nats.urls(), "srv");
+    let canary = "Canary ochre-lantern-fig: the locker code is 4417 amber";
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let content = if i == 5 { canary.to_string() } else { format!("Alice note {i}: prefers aisle seats on flight {i}") };
+        let v = client.surface(Some("a1"), "alice", json!({"op": "remember", "namespace": "alice", "content": content})).unwrap();
+        ids.push((v["id"].as_u64().unwrap(), content));
+    }
+    // Through the other daemon: forwarded to the owner.
+    for (id, content) in &ids {
+        let m = client.surface(Some("b1"), "alice", json!({"op": "get", "namespace": "alice", "id": id})).unwrap();
+        assert_eq!(m["content"].as_str(), Some(content.as_str()));
+    }
+    let bad = client.surface(Some("b1"), "alice", json!({"op": "remember", "namespace": "alice", "content": ""})).unwrap_err();
+    assert_eq!(bad["code"], json!("invalid_input"), "{bad}");
+    let other = client.surface(Some("b1"), "alice", json!({"op": "get", "namespace": "bob", "id": 1})).unwrap_err();
+    assert_eq!(other["code"], json!("invalid_input"), "{other}");
+    // The owner stops (SIGTERM: drains, releases its leases); b1 takes over.
+    assert!(Command::new("kill").arg("-TERM").arg(a.id().to_string()).status().unwrap().success());
+    assert!(a.wait().unwrap().success());
+    for (id, content) in &ids {
+        let m = client.surface(None, "alice", json!({"op": "get", "namespace": "alice", "id": id})).unwrap();
+        assert_eq!(m["content"].as_str(), Some(content.as_str()));
+    }
+    let canary_id = ids[5].0;
+    client.surface(None, "alice", json!({"op": "forget", "namespace": "alice", "id": canary_id, "reason": "test"})).unwrap();
+    let receipt = client.surface(None, "alice", json!({"op": "compact"})).unwrap();
+    assert_eq!(receipt["local"]["verified"], json!(true), "{receipt}");
+    assert_eq!(receipt["previous_stream_deleted"], json!(true), "{receipt}");
+    let mut dirs = vec![root.path().to_path_buf()];
+    dirs.extend(nats.store_dirs());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while scan(&dirs, canary) > 0 {
+        assert!(Instant::now() < deadline, "canary still on disk after the cluster compaction");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let check = client.surface(Some("b1"), "alice", json!({"op": "check"})).unwrap();
+    assert_eq!(check["consistent"], json!(true), "{check}");
+    assert!(Command::new("kill").arg("-TERM").arg(b.id().to_string()).status().unwrap().success());
+    assert!(b.wait().unwrap().success());
+}
+
 fn main() {
     if let Ok(spec) = std::env::var(CHILD) {
         daemon(&spec);
         return;
     }
     let only = std::env::var("MNEMON_CLUSTER_TESTS").ok();
-    let scenarios: [(&str, fn(&mut NatsCluster)); 6] = [
+    let scenarios: [(&str, fn(&mut NatsCluster)); 7] = [
+        ("serve_daemons", serve_daemons),
         ("unreachable_at_start", unreachable_at_start),
         ("fencing_check", fencing_check),
         ("mixed_load", mixed_load),

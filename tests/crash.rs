@@ -10,11 +10,15 @@
 //!   the digest after a second reopen.
 //!
 //! Scenarios: `plain` (one thread), `group` (eight threads, group commit),
-//! `supersede` (version chains), `forget` (forget and compaction). A store is
-//! reused for several kills in a row (crash, recover, crash again) and then
-//! replaced by a fresh one.
+//! `supersede` (version chains), `forget` (forget and compaction), and
+//! `mcp` (feature `mcp`): the child drives a `mnemon mcp` server over stdio
+//! with four concurrent `remember` calls through the official Rust SDK's
+//! client, logging each acknowledged call; the parent SIGKILLs the server
+//! itself. A store is reused for several kills in a row (crash, recover,
+//! crash again) and then replaced by a fresh one.
 //!
-//! `MNEMON_CRASH_ITERS` sets the kills per scenario (default 200);
+//! `MNEMON_CRASH_ITERS` sets the kills per scenario (default 200; `mcp`
+//! runs a quarter of them);
 //! `MNEMON_CRASH_SEED` replays a run; `MNEMON_CRASH_SCENARIOS` picks
 //! scenarios (comma-separated). Long run:
 //! `MNEMON_CRASH_ITERS=5000 cargo test --release --no-default-features --test crash`.
@@ -32,7 +36,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 const CHILD: &str = "MNEMON_KILL_CHILD";
-const SCENARIOS: [&str; 4] = ["plain", "group", "supersede", "forget"];
+#[cfg(not(feature = "mcp"))]
+const SCENARIOS: &[&str] = &["plain", "group", "supersede", "forget"];
+#[cfg(feature = "mcp")]
+const SCENARIOS: &[&str] = &["plain", "group", "supersede", "forget", "mcp"];
 /// Kills on one store before it is replaced by a fresh one.
 const KILLS_PER_STORE: usize = 10;
 
@@ -54,8 +61,83 @@ impl Acks {
     }
 }
 
-fn child(dir: &str, acks: &str, scenario: &str, seed: u64) {
-    let acks = Acks(Arc::new(Mutex::new(OpenOptions::new().create(true).append(true).open(acks).unwrap())));
+/// Where the `mcp` scenario's child writes the server's process id.
+fn server_pid_path(acks: &Path) -> std::path::PathBuf {
+    acks.with_extension("server-pid")
+}
+
+/// The `mcp` scenario's child: starts `mnemon mcp` on `dir` and keeps four
+/// `remember` calls in flight through one MCP session until the parent
+/// kills the server (then every call fails and the child idles until it is
+/// killed too).
+#[cfg(feature = "mcp")]
+fn mcp_child(dir: &str, acks: &Acks, acks_path: &Path, seed: u64) {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    use rmcp::ServiceExt;
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let transport =
+            TokioChildProcess::new(tokio::process::Command::new(env!("CARGO_BIN_EXE_mnemon")).configure(|c| {
+                c.args(["--data", dir, "--embedder", "hashing", "mcp"]).stderr(Stdio::null());
+            }))
+            .unwrap();
+        std::fs::write(server_pid_path(acks_path), transport.id().unwrap().to_string()).unwrap();
+        let Ok(client) = ().serve(transport).await else { return };
+        let tasks: Vec<_> = (0..4u64)
+            .map(|t| {
+                let (peer, acks) = (client.peer().clone(), acks.clone());
+                let mut rng = SmallRng::seed_from_u64(seed ^ (t + 1));
+                tokio::spawn(async move {
+                    loop {
+                        let n = rng.gen_range(0..3usize);
+                        let word: String = (0..12).map(|_| char::from(b'a' + rng.gen_range(0..26u8))).collect();
+                        let text = format!("mcp memory {word}");
+                        let args = serde_json::json!({"namespace": format!("n{n}"), "content": text, "dedup": "off"});
+                        let serde_json::Value::Object(args) = args else { return };
+                        let Ok(r) = peer.call_tool(CallToolRequestParams::new("remember").with_arguments(args)).await
+                        else {
+                            return;
+                        };
+                        if r.is_error == Some(true) {
+                            return;
+                        }
+                        let Some(body) = r.content.first().and_then(|c| c.as_text()) else { return };
+                        let Ok(v) = serde_json::from_str::<serde_json::Value>(&body.text) else { return };
+                        let Some(id) = v["id"].as_u64() else { return };
+                        acks.line(format!("M\t{n}\t{id}\t{text}"));
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            let _ = t.await;
+        }
+        drop(client);
+        std::future::pending::<()>().await;
+    });
+}
+
+/// SIGKILLs the `mcp` scenario's server (if it started) and waits until it
+/// is gone, so that the store is free for checking.
+fn kill_server(acks: &Path) {
+    let Ok(pid) = std::fs::read_to_string(server_pid_path(acks)) else { return };
+    let _ = Command::new("kill").args(["-9", pid.trim()]).status();
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{}", pid.trim())).exists() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = std::fs::remove_file(server_pid_path(acks));
+}
+
+fn child(dir: &str, acks_path: &str, scenario: &str, seed: u64) {
+    let acks = Acks(Arc::new(Mutex::new(OpenOptions::new().create(true).append(true).open(acks_path).unwrap())));
+    if scenario == "mcp" {
+        #[cfg(feature = "mcp")]
+        mcp_child(dir, &acks, Path::new(acks_path), seed);
+        return;
+    }
     let e = Engine::open(dir).unwrap();
     let mut rng = SmallRng::seed_from_u64(seed);
     // Letters only: digit runs could be taken for personal data and redacted.
@@ -163,7 +245,17 @@ fn read_acks(path: &Path) -> Expected {
 /// acknowledged memories checked.
 fn verify(dir: &Path, acks: &Path) -> Result<usize, String> {
     let x = read_acks(acks);
-    let e = Engine::open(dir).map_err(|e| format!("reopen failed: {e}"))?;
+    // A server whose client was killed first shuts down on its own (its
+    // stdin closed); give it the time to release the lock.
+    let start = Instant::now();
+    let e = loop {
+        match Engine::open(dir) {
+            Err(Error::Locked { .. }) if start.elapsed() < Duration::from_secs(30) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            r => break r.map_err(|e| format!("reopen failed: {e}"))?,
+        }
+    };
     let mut checked = 0;
     for (id, (n, text)) in &x.memories {
         if x.forgotten.contains_key(id) || x.maybe_forgotten.contains(id) {
@@ -231,6 +323,9 @@ fn main() {
         let start = Instant::now();
         let (mut acked, mut kills_before_write) = (0usize, 0usize);
         let mut tmp = tempfile::tempdir().unwrap();
+        // A server process takes a second or so per kill (start, handshake,
+        // writes): a quarter of the kills keeps the run short.
+        let iters = if scenario == "mcp" { iters.div_ceil(4) } else { iters };
         for i in 0..iters {
             if i % KILLS_PER_STORE == 0 {
                 tmp = tempfile::tempdir().unwrap();
@@ -241,8 +336,11 @@ fn main() {
             let spec = format!("{}\u{1f}{}\u{1f}{scenario}\u{1f}{child_seed}", dir.display(), acks.display());
             let mut c =
                 Command::new(&exe).env(CHILD, spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-            std::thread::sleep(Duration::from_micros(rng.gen_range(5_000..150_000)));
+            // A server process starts slower than an in-process engine.
+            let window = if scenario == "mcp" { 50_000..800_000 } else { 5_000..150_000 };
+            std::thread::sleep(Duration::from_micros(rng.gen_range(window)));
             let still_running = c.try_wait().unwrap().is_none();
+            kill_server(&acks);
             c.kill().unwrap(); // SIGKILL
             let out = c.wait_with_output().unwrap();
             if !still_running {

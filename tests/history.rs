@@ -58,7 +58,8 @@ fn check_chain(engine: &Engine, u1: &Namespace, steps: &[Step]) -> TestResult {
         if i > 0 {
             let prev = engine.get(u1, chain[i - 1])?;
             assert_eq!(prev.valid_to, Some(m.valid_from), "versions {i} and {} abut", i - 1);
-            assert_eq!(m.first_seen, engine.get(u1, chain[0])?.valid_from);
+            assert_eq!(prev.recorded_to, Some(m.recorded_from));
+            assert_eq!(m.first_seen, engine.get(u1, chain[0])?.recorded_from);
         }
     }
     assert_eq!(ids(&engine.list(u1, &ListOptions::default())), vec![chain[last]]);
@@ -66,14 +67,14 @@ fn check_chain(engine: &Engine, u1: &Namespace, steps: &[Step]) -> TestResult {
 
     // As of each step, by position and by time: exactly that version is active.
     for (i, s) in steps.iter().enumerate() {
-        for at in [AsOf::Seq(s.seq), AsOf::Time(s.time), AsOf::Time(engine.get(u1, s.id)?.valid_from)] {
+        for at in [AsOf::Seq(s.seq), AsOf::Time(s.time), AsOf::Time(engine.get(u1, s.id)?.recorded_from)] {
             let view = engine.as_of(u1, at)?;
             assert_eq!(view.seq(), s.seq, "{at:?}");
             let live = view.list(&ListOptions::default())?;
             assert_eq!(ids(&live), vec![s.id], "step {i} {at:?}");
             assert_eq!(live[0].status, Status::Active);
             assert_eq!(live[0].next, None);
-            assert_eq!(live[0].valid_to, None);
+            assert_eq!((live[0].valid_to, live[0].recorded_to), (None, None));
             assert_eq!(ids(&view.list(&all_versions())?), chain[..=i].to_vec(), "step {i} {at:?}");
             assert_eq!(ids(&view.history(s.id)?), chain[..=i].to_vec(), "step {i} {at:?}");
             for (j, &older) in chain[..i].iter().enumerate() {
@@ -275,5 +276,270 @@ fn as_of_between_the_two_events_of_a_supersede_shows_one_version() -> Result<(),
     assert_eq!(active, vec![b.id]);
     let before = engine.as_of(&ns, mnemon::AsOf::Seq(b.id.0 - 1))?;
     assert_eq!(before.list(&Default::default())?.into_iter().map(|m| m.id).collect::<Vec<_>>(), vec![a.id]);
+    Ok(())
+}
+
+fn day(y: i32, m: u32, d: u32, h: u32, min: u32) -> DateTime<Utc> {
+    use chrono::TimeZone;
+    Utc.with_ymd_and_hms(y, m, d, h, min, 0).single().expect("valid date")
+}
+
+/// An explicit supersede keeps kind, tier, importance, session and sources,
+/// and drops the entities that named the old value.
+#[test]
+fn supersede_inherits_and_drops_stale_entities() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    let o = engine.observe(&u1, mnemon::NewObservation::new("s1", mnemon::Role::User, "我住在杭州西湖边"))?;
+    let v1 = engine.remember(
+        &u1,
+        NewMemory::new("用户住在杭州西湖边")
+            .kind(Kind::Fact)
+            .tier(Tier::Permanent)
+            .importance(0.7)
+            .entities(["杭州", "西湖", "Hangzhou"])
+            .sources([o])
+            .session("s1"),
+    )?;
+    let v2 = engine.supersede(&u1, v1.id, NewMemory::new("用户搬到了杭州滨江"))?;
+    let m = engine.get(&u1, v2.id)?;
+    assert_eq!((m.kind, m.tier, m.importance), (Kind::Fact, Tier::Permanent, 0.7));
+    assert_eq!((m.sources, m.session.as_deref()), (vec![o], Some("s1")));
+    assert_eq!(m.entities, vec!["杭州".to_string()], "西湖 and Hangzhou are no longer named");
+    // New sources replace the old ones.
+    let o2 = engine.observe(&u1, mnemon::NewObservation::new("s2", mnemon::Role::User, "I moved to Shanghai"))?;
+    let v3 = engine.supersede(&u1, v2.id, NewMemory::new("The user moved to Shanghai").sources([o2]))?;
+    assert_eq!(engine.get(&u1, v3.id)?.sources, vec![o2]);
+    assert!(engine.get(&u1, v3.id)?.entities.is_empty());
+    Ok(())
+}
+
+/// A restatement, written as a new version of the memory it restates,
+/// inherits like any other new version.
+#[test]
+fn near_duplicate_supersede_inherits() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    let dim = engine.embedder().dim();
+    let vec_at = |y: f32| {
+        let mut v = vec![0.0f32; dim];
+        v[0] = 1.0;
+        v[1] = y;
+        v
+    };
+    let first = engine.remember(
+        &u1,
+        NewMemory::new("the user likes oolong tea very much")
+            .vector(vec_at(0.0))
+            .kind(Kind::Preference)
+            .tier(Tier::Permanent)
+            .importance(0.8)
+            .entities(["oolong", "much"]),
+    )?;
+    let second = engine.remember(
+        &u1,
+        NewMemory::new("the user really enjoys oolong tea").vector(vec_at(0.01)).dedup(mnemon::DedupMode::Supersede),
+    )?;
+    assert!(matches!(second.action, RememberAction::NearDuplicate { old, .. } if old == first.id), "{second:?}");
+    let m = engine.get(&u1, second.id)?;
+    assert_eq!((m.kind, m.tier, m.importance), (Kind::Preference, Tier::Permanent, 0.8));
+    assert_eq!(m.entities, vec!["oolong".to_string()]);
+    Ok(())
+}
+
+/// Provenance across versions: a version that does not restate its
+/// sources keeps them, and forgetting the observation takes the whole chain.
+#[test]
+fn forgetting_the_source_observation_forgets_the_whole_chain() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u");
+    let engine = Engine::open(dir.path())?;
+    let obs = engine
+        .observe(&u, mnemon::NewObservation::new("s1", mnemon::Role::User, "User: my boat is called Sea Biscuit"))?;
+    let v1 = engine.remember(&u, NewMemory::new("Boat is named Sea Biscuit").sources([obs]))?;
+    let v2 = engine.supersede(&u, v1.id, NewMemory::new("Boat is named Sea Biscuit II"))?;
+    assert_eq!(engine.get(&u, v2.id)?.sources, vec![obs], "the new version keeps its sources");
+    let seq = engine.stats().last_seq;
+    let preview = engine.forget_dry_run(&u, ForgetRequest::Observation(obs))?;
+    assert_eq!(preview.memory_ids, vec![v1.id, v2.id]);
+    assert_eq!(engine.stats().last_seq, seq, "a dry run writes nothing");
+    let out = engine.forget(&u, ForgetRequest::Observation(obs), "user request")?;
+    assert_eq!((out.observations, out.memories, out.derived_memories), (1, 2, 2));
+    assert_eq!(out.memory_ids, vec![v1.id, v2.id]);
+    let check = |engine: &Engine| -> TestResult {
+        for id in [v1.id, v2.id] {
+            assert!(matches!(engine.get(&u, id), Err(Error::NotFound { .. })), "{id}");
+            assert!(matches!(engine.history(&u, id), Err(Error::NotFound { .. })), "{id}");
+        }
+        assert!(engine.list(&u, &all_versions()).is_empty(), "\"Sea Biscuit II\" is forgotten too");
+        assert!(engine.as_of(&u, AsOf::Seq(seq))?.list(&all_versions())?.is_empty());
+        // The export shows tombstones for both versions and for the link between them.
+        for ev in engine.events(&u, 1, u64::MAX)? {
+            let content_free = matches!(ev.body, mnemon::EventBody::Tombstone(_) | mnemon::EventBody::Forgotten(_));
+            assert!(content_free, "event {} exported as {:?}", ev.seq, ev.body);
+        }
+        Ok(())
+    };
+    check(&engine)?;
+    engine.compact()?;
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+    engine.close()?;
+    Ok(())
+}
+
+/// A version erased on its own (all its sources forgotten, while the latest
+/// version rests on another observation) is cut out of its chain: no view
+/// shows a link to it, before or after compaction.
+#[test]
+fn forgotten_versions_leave_no_dangling_links() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u");
+    let engine = Engine::open(dir.path())?;
+    let obs = |text: &str| engine.observe(&u, mnemon::NewObservation::new("s1", mnemon::Role::User, text));
+    let (o0, o1, o2) = (obs("I live in Porto")?, obs("I moved to Braga")?, obs("Now I live in Faro")?);
+    let key = "user.city";
+    let v0 = engine
+        .remember(&u, NewMemory::new("Lives in Porto").key(key).sources([o0]).event_time(day(2024, 1, 1, 0, 0)))?;
+    let v1 = engine
+        .remember(&u, NewMemory::new("Lives in Braga").key(key).sources([o1]).event_time(day(2025, 1, 1, 0, 0)))?;
+    let seq_v1 = engine.stats().last_seq;
+    let v2 = engine
+        .remember(&u, NewMemory::new("Lives in Faro").key(key).sources([o2]).event_time(day(2026, 1, 1, 0, 0)))?;
+    // A second chain that the latest version does not rescue.
+    let w1 = engine.remember(&u, NewMemory::new("Has a dog").key("user.pet").sources([o1]))?;
+    let w2 = engine.remember(&u, NewMemory::new("Has two dogs").key("user.pet"))?;
+
+    let braga_written = engine.get(&u, v1.id)?.recorded_from;
+    let out = engine.forget(&u, ForgetRequest::Observation(o1), "user request")?;
+    assert_eq!(out.memory_ids, vec![v1.id, w1.id, w2.id], "Braga alone; the whole dog chain");
+
+    let check = |engine: &Engine| -> TestResult {
+        let h = engine.history(&u, v2.id)?;
+        assert_eq!(ids(&h), vec![v0.id, v2.id]);
+        assert_eq!((h[0].next, h[1].prev), (Some(v2.id), Some(v0.id)));
+        // Porto held until Faro: the forgotten Braga no longer ends it.
+        assert_eq!(h[0].valid_to, Some(day(2026, 1, 1, 0, 0)));
+        // The store stopped believing Porto when Braga was written.
+        assert_eq!(h[0].recorded_to, Some(braga_written));
+        for m in engine.list(&u, &all_versions()) {
+            for link in [m.prev, m.next].into_iter().flatten() {
+                assert!(engine.get(&u, link).is_ok(), "{} links to {link}", m.id);
+            }
+        }
+        // As of the time Braga was current, Porto is superseded by nothing readable.
+        let view = engine.as_of(&u, AsOf::Seq(seq_v1))?;
+        let porto = view.get(v0.id)?;
+        assert_eq!((porto.status, porto.next), (Status::Superseded, None));
+        assert!(view.list(&ListOptions::default())?.is_empty());
+        assert!(matches!(view.get(v1.id), Err(Error::NotFound { .. })));
+        // What was true in mid-2025 is Porto now: Braga is forgotten.
+        let true_then = engine.as_of(&u, AsOf::ValidTime(day(2025, 6, 1, 0, 0)))?.list(&ListOptions::default())?;
+        assert_eq!(ids(&true_then), vec![v0.id]);
+        let links: Vec<_> = engine
+            .events(&u, 1, u64::MAX)?
+            .into_iter()
+            .filter_map(|ev| if let mnemon::EventBody::Superseded(s) = ev.body { Some((s.old, s.new)) } else { None })
+            .collect();
+        assert!(links.is_empty(), "every link touched a forgotten version: {links:?}");
+        Ok(())
+    };
+    check(&engine)?;
+    let digest = engine.digest();
+    let receipt = engine.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    assert_eq!(engine.digest(), digest);
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    assert_eq!(engine.digest(), digest, "replaying the compacted log relinks the same way");
+    check(&engine)?;
+    engine.close()?;
+    Ok(())
+}
+
+/// Valid time (when a fact held) and recorded time (when the store
+/// believed it) are kept apart, and `as_of` answers on either.
+#[test]
+fn valid_time_and_recorded_time_are_kept_apart() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u = ns("user:lin-wei");
+    let engine = Engine::open(dir.path())?;
+    let (light_at, dark_at) = (day(2026, 3, 2, 9, 2), day(2026, 4, 20, 9, 0));
+    let coffee = |text: &str, at| NewMemory::new(text).kind(Kind::Preference).key("user.coffee").event_time(at);
+    let light = engine.remember(&u, coffee("Prefers light-roast Ethiopian coffee", light_at))?;
+    let seq_light = engine.stats().last_seq;
+    std::thread::sleep(Duration::from_millis(3));
+    let dark = engine.remember(&u, coffee("Now prefers dark-roast coffee", dark_at))?;
+
+    let check = |engine: &Engine| -> TestResult {
+        let (l, d) = (engine.get(&u, light.id)?, engine.get(&u, dark.id)?);
+        // Valid time: from the event times.
+        assert_eq!((l.valid_from, l.valid_to), (light_at, Some(dark_at)));
+        assert_eq!((d.valid_from, d.valid_to), (dark_at, None));
+        // Recorded time: from the commit times.
+        assert_eq!(l.recorded_to, Some(d.recorded_from));
+        assert!(l.recorded_from < d.recorded_from);
+        assert_eq!(d.recorded_to, None);
+        assert_ne!(l.valid_to, l.recorded_to, "the wall clock of the write is not when the fact ended");
+        assert!(l.valid_at(day(2026, 4, 1, 0, 0)) && !l.valid_at(dark_at) && d.valid_at(dark_at));
+
+        // What was true then, as the store knows it now.
+        let at = |t| -> mnemon::Result<Vec<MemoryId>> {
+            Ok(ids(&engine.as_of(&u, AsOf::ValidTime(t))?.list(&ListOptions::default())?))
+        };
+        assert_eq!(at(day(2026, 2, 1, 0, 0))?, vec![]);
+        assert_eq!(at(light_at)?, vec![light.id]);
+        assert_eq!(at(day(2026, 4, 1, 0, 0))?, vec![light.id]);
+        assert_eq!(at(dark_at)?, vec![dark.id]);
+        assert_eq!(at(day(2027, 1, 1, 0, 0))?, vec![dark.id]);
+        let view = engine.as_of(&u, AsOf::ValidTime(day(2026, 4, 25, 0, 0)))?;
+        assert_eq!(view.valid_time(), Some(day(2026, 4, 25, 0, 0)));
+        assert_eq!(ids(&view.list(&all_versions())?), vec![light.id, dark.id]);
+        assert_eq!(ids(&view.history(dark.id)?), vec![light.id, dark.id]);
+        let early = engine.as_of(&u, AsOf::ValidTime(day(2026, 4, 1, 0, 0)))?;
+        assert!(matches!(early.get(dark.id), Err(Error::NotFound { .. })), "not yet true then");
+        assert_eq!(ids(&early.history(light.id)?), vec![light.id]);
+
+        // What the store knew then: before the second write, light roast,
+        // still believed and with no end known.
+        for at in [AsOf::Seq(seq_light), AsOf::Time(l.recorded_from)] {
+            let then = engine.as_of(&u, at)?.list(&ListOptions::default())?;
+            assert_eq!(ids(&then), vec![light.id], "{at:?}");
+            assert_eq!((then[0].status, then[0].valid_to, then[0].recorded_to), (Status::Active, None, None));
+        }
+        // Today's knowledge: dark roast; light roast once it was recorded.
+        assert_eq!(ids(&engine.list(&u, &ListOptions::default())), vec![dark.id]);
+
+        // Recall takes either kind of as-of.
+        let quiet = |as_of| mnemon::RecallOptions { as_of: Some(as_of), record_access: false, ..Default::default() };
+        let top = |as_of| -> mnemon::Result<Vec<MemoryId>> {
+            Ok(engine.recall(&u, "coffee roast", &quiet(as_of))?.iter().map(|h| h.memory.id).collect())
+        };
+        assert_eq!(top(AsOf::ValidTime(day(2026, 4, 1, 0, 0)))?, vec![light.id]);
+        assert_eq!(top(AsOf::ValidTime(day(2026, 5, 1, 0, 0)))?, vec![dark.id]);
+        assert_eq!(top(AsOf::Seq(seq_light))?, vec![light.id]);
+        Ok(())
+    };
+    check(&engine)?;
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    check(&engine)?;
+
+    // A successor that states an earlier start ends its predecessor at the
+    // predecessor's own start: the newer belief wins, no interval runs backwards.
+    let tea =
+        engine.remember(&u, NewMemory::new("Drinks green tea").key("user.tea").event_time(day(2026, 4, 1, 0, 0)))?;
+    let tea2 =
+        engine.remember(&u, NewMemory::new("Drinks black tea").key("user.tea").event_time(day(2026, 3, 1, 0, 0)))?;
+    let t1 = engine.get(&u, tea.id)?;
+    assert_eq!(t1.valid_to, Some(t1.valid_from));
+    let mid_april = engine.as_of(&u, AsOf::ValidTime(day(2026, 4, 15, 0, 0)))?.list(&ListOptions::default())?;
+    assert!(mid_april.iter().any(|m| m.id == tea2.id) && !mid_april.iter().any(|m| m.id == tea.id));
+    engine.close()?;
     Ok(())
 }

@@ -40,6 +40,11 @@ fn end_session_archives_short_term_and_promotes_marked() -> TestResult {
         (Tier::LongTerm, Status::Active, "The user wants the answer in French")
     );
     assert_eq!(e.history(&u, b.id)?.len(), 2);
+    // The same fact, promoted: it has held since the short-term version did.
+    let short_b = e.get(&u, b.id)?;
+    assert_eq!(promoted.valid_from, short_b.valid_from);
+    assert_eq!(short_b.valid_to, Some(short_b.valid_from));
+    assert_eq!(short_b.recorded_to, Some(promoted.recorded_from));
     assert_eq!(e.get(&u, a.id)?.status, Status::Archived);
     // Archived: out of default list and recall, still in history and on request.
     let ids: Vec<_> = e.list(&u, &ListOptions::default()).iter().map(|m| m.id).collect();
@@ -161,6 +166,13 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let new = e.get(&u, merged[0].merged)?;
     assert_eq!(new.content, "The user enjoys green tea", "most important member's content");
     assert_eq!(new.importance, 0.8);
+    // The merged fact holds from the earliest member's start, so in valid
+    // time it takes the place of every member.
+    assert_eq!(new.valid_from, e.get(&u, a.id)?.valid_from);
+    for id in [a.id, b.id, c.id] {
+        let old = e.get(&u, id)?;
+        assert_eq!(old.valid_to, Some(old.valid_from), "{id}");
+    }
     for id in [a.id, b.id, c.id] {
         let old = e.get(&u, id)?;
         assert_eq!((old.status, old.next), (Status::Superseded, Some(new.id)));

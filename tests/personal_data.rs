@@ -1,8 +1,12 @@
-//! Case C09 and the redaction and injection policies on the write path.
+//! Cases C09 and C13, the phone regions, and the redaction and injection
+//! policies on the write path.
 
 mod common;
 use common::files_containing;
 
+use std::sync::{Arc, Mutex};
+
+use mnemon::embed::{EmbedKind, Embedder, HashingEmbedder, DEFAULT_HASHING_DIM};
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::{Engine, Namespace, NewMemory, NewObservation, RecallOptions, Role};
 
@@ -42,6 +46,100 @@ fn c09_personal_data_in_chinese_and_english() -> R {
     for s in SECRETS {
         let found = files_containing(dir.path(), s.as_bytes());
         assert!(found.is_empty(), "{s:?} found in {found:?}");
+    }
+    Ok(())
+}
+
+/// An embedder that records every text it is given, then embeds it with
+/// the hashing embedder.
+struct Recording {
+    inner: HashingEmbedder,
+    seen: Mutex<Vec<String>>,
+}
+
+impl Embedder for Recording {
+    fn model_id(&self) -> &str {
+        self.inner.model_id()
+    }
+    fn dim(&self) -> usize {
+        self.inner.dim()
+    }
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> mnemon::Result<Vec<Vec<f32>>> {
+        self.seen.lock().unwrap().extend(texts.iter().map(|t| (*t).to_owned()));
+        self.inner.embed(texts, kind)
+    }
+}
+
+const C13_PHONE: &str = "Landlord mobile 07700 900456";
+const C13_QUANTITY: &str = "Revenue grew by +100 000 000 last year";
+
+/// Case C13: a UK mobile written nationally is redacted before it is
+/// embedded or written; a signed quantity keeps its number.
+#[test]
+fn c13_uk_mobile_written_nationally() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    let recorder = Arc::new(Recording { inner: HashingEmbedder::new(DEFAULT_HASHING_DIM)?, seen: Mutex::default() });
+    {
+        let engine = Engine::builder(dir.path()).embedder(recorder.clone()).open()?;
+        let phone = engine.remember(&u, NewMemory::new(C13_PHONE))?;
+        engine.observe(&u, NewObservation::new("s1", Role::User, C13_PHONE))?;
+        let quantity = engine.remember(&u, NewMemory::new(C13_QUANTITY))?;
+        assert_eq!(phone.redactions.get("PHONE"), Some(&1));
+        assert_eq!(engine.get(&u, phone.id)?.content, "Landlord mobile [PHONE]");
+        assert!(quantity.redactions.is_empty(), "{:?}", quantity.redactions);
+        assert_eq!(engine.get(&u, quantity.id)?.content, C13_QUANTITY);
+        let hits = engine.recall(&u, "landlord mobile number", &RecallOptions::default())?;
+        assert!(hits.iter().any(|h| h.memory.id == phone.id));
+        assert!(hits.iter().all(|h| !h.memory.content.contains("900456")));
+        engine.close()?;
+    }
+    let seen = recorder.seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|t| t == "Landlord mobile [PHONE]"), "{seen:?}");
+    assert!(seen.iter().any(|t| t == C13_QUANTITY), "{seen:?}");
+    for t in &seen {
+        assert!(!t.contains("900456"), "embedded in clear: {t:?}");
+    }
+    for secret in ["07700 900456", "07700900456", "900456"] {
+        let found = files_containing(dir.path(), secret.as_bytes());
+        assert!(found.is_empty(), "{secret:?} found in {found:?}");
+    }
+    assert!(!files_containing(dir.path(), b"+100 000 000").is_empty(), "the quantity is stored as written");
+    Ok(())
+}
+
+/// The regions read for national numbers are configurable and validated.
+#[test]
+fn phone_regions_are_configurable() -> R {
+    let u = Namespace::new("u1")?;
+    // A French national number is left alone when only GB is read, and
+    // redacted when FR is; international writing is read regardless.
+    let text = "Bureau 01 23 45 67 89, portable +33 6 12 34 56 78";
+    let dir = tempfile::tempdir()?;
+    let gb_only = Engine::builder(dir.path()).phone_regions(["gb"]).open()?;
+    let r = gb_only.remember(&u, NewMemory::new(text))?;
+    assert_eq!(gb_only.get(&u, r.id)?.content, "Bureau 01 23 45 67 89, portable [PHONE]");
+    gb_only.close()?;
+    let dir = tempfile::tempdir()?;
+    let fr = Engine::builder(dir.path()).phone_regions(["GB", "FR"]).open()?;
+    let r = fr.remember(&u, NewMemory::new(text))?;
+    assert_eq!(fr.get(&u, r.id)?.content, "Bureau [PHONE], portable [PHONE]");
+    fr.close()?;
+    // No region: only international numbers.
+    let dir = tempfile::tempdir()?;
+    let none = Engine::builder(dir.path()).phone_regions(Vec::<String>::new()).open()?;
+    let r = none.remember(&u, NewMemory::new(C13_PHONE))?;
+    assert_eq!(none.get(&u, r.id)?.content, C13_PHONE);
+    none.close()?;
+    // Unknown codes fail at open and create nothing.
+    for bad in [vec!["UK"], vec!["GB", "EU"], vec![""], vec!["GBR"]] {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("store");
+        match Engine::builder(&path).phone_regions(bad.clone()).open() {
+            Err(mnemon::Error::InvalidInput { field, .. }) => assert_eq!(field, "phone_regions", "{bad:?}"),
+            other => panic!("{bad:?}: {:?}", other.map(|_| ())),
+        }
+        assert!(!path.exists(), "{bad:?} created the store");
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use mnemon::{
     AsOf, DedupMode, Engine, Error, EventBody, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace,
-    NewMemory, NewObservation, ObservationId, RememberAction, Role, Status,
+    NewMemory, NewObservation, ObservationId, RememberAction, Role, Status, Tier,
 };
 use proptest::prelude::*;
 
@@ -97,10 +97,57 @@ const TEXTS: [&str; 10] = [
     "MY FAVOURITE DRINK IS OOLONG TEA",
 ];
 
+/// Entities a write may give: some occur in several texts, some in none.
+const ENTITIES: [&str; 5] = ["Berlin", "oolong", "咖啡", "Miso", "Lisbon"];
+const IMPORTANCE: [f32; 2] = [0.2, 0.9];
+const TIERS: [Tier; 2] = [Tier::Permanent, Tier::ShortTerm];
+
 fn normalize(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     let lowered: String = s.nfkc().flat_map(char::to_lowercase).collect();
     lowered.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The model's reading of "an entity still occurs in the content": a Han
+/// entity as a substring, any other as one of the words.
+fn occurs(entity: &str, content: &str) -> bool {
+    let (e, c) = (normalize(entity), normalize(content));
+    if e.chars().any(|ch| ('\u{4E00}'..='\u{9FFF}').contains(&ch)) {
+        return c.contains(&e);
+    }
+    c.split(|ch: char| !ch.is_alphanumeric()).any(|w| w == e)
+}
+
+/// What a write states; `None` (or empty sources) means "not given".
+#[derive(Clone, Debug, Default)]
+struct Fields {
+    key: Option<String>,
+    session: Option<String>,
+    sources: Vec<ObservationId>,
+    importance: Option<f32>,
+    tier: Option<Tier>,
+    entities: Option<Vec<String>>,
+}
+
+impl Fields {
+    fn apply(&self, mut m: NewMemory) -> NewMemory {
+        if let Some(k) = &self.key {
+            m = m.key(k.clone());
+        }
+        if let Some(s) = &self.session {
+            m = m.session(s.clone());
+        }
+        if let Some(i) = self.importance {
+            m = m.importance(i);
+        }
+        if let Some(t) = self.tier {
+            m = m.tier(t);
+        }
+        if let Some(e) = &self.entities {
+            m = m.entities(e.clone());
+        }
+        m.sources(self.sources.clone())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -124,6 +171,9 @@ enum Op {
         key: Option<usize>,
         session: Option<usize>,
         source: Option<Target>,
+        importance: Option<usize>,
+        tier: Option<usize>,
+        entities: Option<Vec<usize>>,
         dedup_off: bool,
     },
     /// Several memories in one call: one group, validated in order.
@@ -167,19 +217,24 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (n.clone(), 0..SESSIONS.len(), 0..TEXTS.len())
             .prop_map(|(ns, session, text)| Op::Observe { ns, session, text }),
         6 => (
-            n.clone(),
-            0..TEXTS.len(),
-            proptest::option::of(0..KEYS.len()),
-            proptest::option::of(0..SESSIONS.len()),
-            proptest::option::weighted(0.2, target()),
+            (n.clone(), 0..TEXTS.len(), proptest::option::of(0..KEYS.len()), proptest::option::of(0..SESSIONS.len())),
+            proptest::option::weighted(0.4, target()),
+            (
+                proptest::option::weighted(0.3, 0..IMPORTANCE.len()),
+                proptest::option::weighted(0.3, 0..TIERS.len()),
+                proptest::option::weighted(0.4, proptest::collection::vec(0..ENTITIES.len(), 0..3)),
+            ),
             proptest::bool::weighted(0.2),
         )
-            .prop_map(|(ns, text, key, session, source, dedup_off)| Op::Remember {
+            .prop_map(|((ns, text, key, session), source, (importance, tier, entities), dedup_off)| Op::Remember {
                 ns,
                 text,
                 key,
                 session,
                 source,
+                importance,
+                tier,
+                entities,
                 dedup_off,
             }),
         2 => (n.clone(), proptest::collection::vec((0..TEXTS.len(), proptest::option::of(0..KEYS.len())), 1..4))
@@ -200,6 +255,9 @@ struct MMem {
     key: Option<String>,
     session: Option<String>,
     sources: Vec<ObservationId>,
+    importance: f32,
+    tier: Tier,
+    entities: Vec<String>,
     status: Status,
     prev: Option<MemoryId>,
     next: Option<MemoryId>,
@@ -226,6 +284,22 @@ struct Model {
     observation_ids: Vec<ObservationId>,
     /// The memories after each op, by log position, for as-of checks.
     snapshots: Vec<(u64, BTreeMap<MemoryId, MMem>)>,
+    /// Every `Superseded` event: its position, old and new version.
+    links: BTreeMap<u64, (MemoryId, MemoryId)>,
+}
+
+/// Cuts forgotten version `id` out of its chain in `mems`: its predecessor
+/// leads to its successor and back.
+fn unlink(mems: &mut BTreeMap<MemoryId, MMem>, id: MemoryId) {
+    let Some(gone) = mems.remove(&id) else {
+        return;
+    };
+    if let Some(p) = gone.prev.and_then(|p| mems.get_mut(&p)).filter(|p| p.next == Some(id)) {
+        p.next = gone.next;
+    }
+    if let Some(n) = gone.next.and_then(|n| mems.get_mut(&n)).filter(|n| n.prev == Some(id)) {
+        n.prev = gone.prev;
+    }
 }
 
 /// The expected result of an op.
@@ -262,36 +336,57 @@ impl Model {
         self.memories.get(&id).filter(|m| m.ns == ns)
     }
 
-    fn new_memory(
-        &mut self,
-        ns: usize,
-        content: &str,
-        key: Option<String>,
-        session: Option<String>,
-        sources: Vec<ObservationId>,
-    ) -> MemoryId {
+    /// A first version: unset fields take their defaults.
+    fn new_memory(&mut self, ns: usize, content: &str, f: Fields) -> MemoryId {
+        let m = MMem {
+            ns,
+            content: content.to_string(),
+            key: f.key,
+            session: f.session,
+            sources: f.sources,
+            importance: f.importance.unwrap_or(0.5),
+            tier: f.tier.unwrap_or(Tier::LongTerm),
+            entities: f.entities.unwrap_or_default(),
+            status: Status::Active,
+            prev: None,
+            next: None,
+        };
+        self.insert(m)
+    }
+
+    fn insert(&mut self, m: MMem) -> MemoryId {
         self.last_seq += 1;
         let id = MemoryId(self.last_seq);
-        self.memories.insert(
-            id,
-            MMem {
-                ns,
-                content: content.to_string(),
-                key,
-                session,
-                sources,
-                status: Status::Active,
-                prev: None,
-                next: None,
-            },
-        );
+        self.memories.insert(id, m);
         self.memory_ids.push(id);
         id
+    }
+
+    /// A version replacing `base`: what the write does not state is
+    /// inherited, entities only while they still occur in the new content.
+    fn new_version(&mut self, base: &MMem, content: &str, f: Fields) -> MemoryId {
+        let m = MMem {
+            ns: base.ns,
+            content: content.to_string(),
+            key: f.key.or_else(|| base.key.clone()),
+            session: f.session.or_else(|| base.session.clone()),
+            sources: if f.sources.is_empty() { base.sources.clone() } else { f.sources },
+            importance: f.importance.unwrap_or(base.importance),
+            tier: f.tier.unwrap_or(base.tier),
+            entities: f
+                .entities
+                .unwrap_or_else(|| base.entities.iter().filter(|e| occurs(e, content)).cloned().collect()),
+            status: Status::Active,
+            prev: None,
+            next: None,
+        };
+        self.insert(m)
     }
 
     /// A new version `new` of `old`: one more event after the `Extracted`.
     fn link(&mut self, old: MemoryId, new: MemoryId) {
         self.last_seq += 1;
+        self.links.insert(self.last_seq, (old, new));
         if let Some(o) = self.memories.get_mut(&old) {
             o.status = Status::Superseded;
             o.next = Some(new);
@@ -301,30 +396,22 @@ impl Model {
         }
     }
 
-    fn remember(
-        &mut self,
-        ns: usize,
-        text: &str,
-        key: Option<String>,
-        session: Option<String>,
-        sources: Vec<ObservationId>,
-        dedup_off: bool,
-    ) -> Expect {
-        if sources.iter().any(|s| self.observations.get(s).is_none_or(|o| o.ns != ns)) {
+    fn remember(&mut self, ns: usize, text: &str, f: Fields, dedup_off: bool) -> Expect {
+        if f.sources.iter().any(|s| self.observations.get(s).is_none_or(|o| o.ns != ns)) {
             return Expect::NotFound;
         }
         let norm = normalize(text);
-        if let Some(k) = &key {
+        if let Some(k) = &f.key {
             let holder = self
                 .memories
                 .iter()
                 .find(|(_, m)| m.ns == ns && m.status == Status::Active && m.key.as_ref() == Some(k))
-                .map(|(id, m)| (*id, normalize(&m.content)));
-            if let Some((old, old_norm)) = holder {
-                if old_norm == norm && !dedup_off {
+                .map(|(id, m)| (*id, m.clone()));
+            if let Some((old, base)) = holder {
+                if normalize(&base.content) == norm && !dedup_off {
                     return Expect::Remembered(old, RememberAction::Duplicate);
                 }
-                let new = self.new_memory(ns, text, key, session, sources);
+                let new = self.new_version(&base, text, f);
                 self.link(old, new);
                 return Expect::Remembered(new, RememberAction::Superseded { old });
             }
@@ -338,7 +425,7 @@ impl Model {
         if let Some((id, _)) = dup {
             return Expect::Remembered(*id, RememberAction::Duplicate);
         }
-        Expect::Remembered(self.new_memory(ns, text, key, session, sources), RememberAction::Created)
+        Expect::Remembered(self.new_memory(ns, text, f), RememberAction::Created)
     }
 
     fn supersede(&mut self, ns: usize, old: MemoryId, text: &str) -> Expect {
@@ -351,7 +438,7 @@ impl Model {
         if normalize(&base.content) == normalize(text) {
             return Expect::Remembered(old, RememberAction::Unchanged);
         }
-        let new = self.new_memory(ns, text, base.key.clone(), base.session.clone(), vec![]);
+        let new = self.new_version(&base, text, Fields::default());
         self.link(old, new);
         Expect::Remembered(new, RememberAction::Superseded { old })
     }
@@ -373,14 +460,24 @@ impl Model {
     }
 
     fn forget(&mut self, ns: usize, mut mems: BTreeSet<MemoryId>, obs: BTreeSet<ObservationId>) -> Expect {
-        // Memories derived only from erased observations go with them.
+        // What was derived from erased observations goes with them: versions
+        // citing only erased ones, and whole chains touched by them whose
+        // latest version is left without a surviving source.
         if !obs.is_empty() {
+            let erased = |s: &ObservationId| obs.contains(s) || self.forgotten_o.contains(&(ns, *s));
             for (id, m) in &self.memories {
-                if m.ns == ns
-                    && !m.sources.is_empty()
-                    && m.sources.iter().all(|s| obs.contains(s) || self.forgotten_o.contains(&(ns, *s)))
-                {
+                if m.ns == ns && !m.sources.is_empty() && m.sources.iter().all(erased) {
                     mems.insert(*id);
+                }
+            }
+            for (id, m) in &self.memories {
+                if m.ns != ns || !m.sources.iter().any(|s| obs.contains(s)) {
+                    continue;
+                }
+                let chain = self.chain(*id);
+                let latest = chain.last().and_then(|l| self.memories.get(l));
+                if !latest.is_some_and(|l| l.sources.iter().any(|s| !erased(s))) {
+                    mems.extend(chain);
                 }
             }
         }
@@ -389,14 +486,33 @@ impl Model {
         }
         self.last_seq += 1;
         for id in &mems {
-            self.memories.remove(id);
+            unlink(&mut self.memories, *id);
             self.forgotten_m.insert((ns, *id));
         }
         for id in &obs {
             self.observations.remove(id);
             self.forgotten_o.insert((ns, *id));
         }
+        for m in self.memories.values_mut() {
+            m.sources.retain(|s| !obs.contains(s));
+        }
         Expect::Forgot(mems.into_iter().collect(), obs.into_iter().collect())
+    }
+
+    /// The memories of a snapshot as a view at its position shows them
+    /// now: forgotten versions cut out of their chains, forgotten
+    /// observations out of the sources.
+    fn view_of(&self, ns: usize, then: &BTreeMap<MemoryId, MMem>) -> BTreeMap<MemoryId, MMem> {
+        let mut v: BTreeMap<MemoryId, MMem> =
+            then.iter().filter(|(_, m)| m.ns == ns).map(|(id, m)| (*id, m.clone())).collect();
+        let gone: Vec<MemoryId> = v.keys().filter(|id| self.forgotten_m.contains(&(ns, **id))).copied().collect();
+        for id in gone {
+            unlink(&mut v, id);
+        }
+        for m in v.values_mut() {
+            m.sources.retain(|s| !self.forgotten_o.contains(&(ns, *s)));
+        }
+        v
     }
 
     fn forget_memory(&mut self, ns: usize, id: MemoryId) -> Expect {
@@ -478,23 +594,21 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
             model.observation_ids.push(want);
             (Expect::Id(id.0), Expect::Id(want.0))
         }
-        Op::Remember { ns, text, key, session, source, dedup_off } => {
-            let mut m = NewMemory::new(TEXTS[*text]);
+        Op::Remember { ns, text, key, session, source, importance, tier, entities, dedup_off } => {
+            let f = Fields {
+                key: key.map(|k| KEYS[k].to_string()),
+                session: session.map(|s| SESSIONS[s].to_string()),
+                sources: source.iter().map(|t| model.observation_target(t)).collect(),
+                importance: importance.map(|i| IMPORTANCE[i]),
+                tier: tier.map(|t| TIERS[t]),
+                entities: entities.as_ref().map(|es| es.iter().map(|e| ENTITIES[*e].to_string()).collect()),
+            };
+            let mut m = f.apply(NewMemory::new(TEXTS[*text]));
             if *dedup_off {
                 m = m.dedup(DedupMode::Off);
             }
-            let key = key.map(|k| KEYS[k].to_string());
-            let session = session.map(|s| SESSIONS[s].to_string());
-            let sources: Vec<ObservationId> = source.iter().map(|t| model.observation_target(t)).collect();
-            if let Some(k) = &key {
-                m = m.key(k.clone());
-            }
-            if let Some(s) = &session {
-                m = m.session(s.clone());
-            }
-            m = m.sources(sources.clone());
             let got = outcome_of(engine.remember(&n(*ns), m))?;
-            (got, model.remember(*ns, TEXTS[*text], key, session, sources, *dedup_off))
+            (got, model.remember(*ns, TEXTS[*text], f, *dedup_off))
         }
         Op::RememberBatch { ns, items } => {
             let batch = items
@@ -509,7 +623,8 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
             let want = items
                 .iter()
                 .map(|(text, key)| {
-                    model.remember(*ns, TEXTS[*text], key.map(|k| KEYS[k].to_string()), None, vec![], false)
+                    let f = Fields { key: key.map(|k| KEYS[k].to_string()), ..Fields::default() };
+                    model.remember(*ns, TEXTS[*text], f, false)
                 })
                 .collect();
             (got, Expect::Batch(want))
@@ -577,6 +692,14 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
                 return Err(format!("forgotten memory {id} is readable"));
             }
         }
+        // No link leads to a version that cannot be read.
+        for (id, m) in &got_links(engine, &namespace) {
+            for link in [m.0, m.1].into_iter().flatten() {
+                if engine.get(&namespace, link).is_err() {
+                    return Err(format!("memory {id} links to {link}, which is not readable"));
+                }
+            }
+        }
         if full {
             // Each past view shows the memories as they were, less what was forgotten since.
             for (seq, then) in &model.snapshots {
@@ -587,11 +710,7 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
                     .into_iter()
                     .map(|m| (m.id, mmem(i, m)))
                     .collect();
-                let want: BTreeMap<MemoryId, MMem> = then
-                    .iter()
-                    .filter(|(id, m)| m.ns == i && !model.forgotten_m.contains(&(i, **id)))
-                    .map(|(id, m)| (*id, m.clone()))
-                    .collect();
+                let want = model.view_of(i, then);
                 if got != want {
                     return Err(format!("as_of {seq} in {name}:\n engine {got:#?}\n model {want:#?}"));
                 }
@@ -621,8 +740,14 @@ fn compare(engine: &Engine, model: &Model, full: bool) -> Result<(), String> {
             }
             let events = engine.events(&namespace, 1, u64::MAX).map_err(|e| format!("events: {e:?}"))?;
             for ev in events {
+                // Payloads of forgotten versions and observations, and links to or
+                // from a forgotten version, are exported as tombstones.
+                let link_gone = model.links.get(&ev.seq).is_some_and(|(old, new)| {
+                    model.forgotten_m.contains(&(i, *old)) || model.forgotten_m.contains(&(i, *new))
+                });
                 let forgotten = model.forgotten_m.contains(&(i, MemoryId(ev.seq)))
-                    || model.forgotten_o.contains(&(i, ObservationId(ev.seq)));
+                    || model.forgotten_o.contains(&(i, ObservationId(ev.seq)))
+                    || link_gone;
                 let is_tombstone = matches!(ev.body, EventBody::Tombstone(_));
                 if forgotten != is_tombstone {
                     return Err(format!("event {} exported as {:?}", ev.seq, ev.body));
@@ -640,10 +765,18 @@ fn mmem(ns: usize, m: mnemon::Memory) -> MMem {
         key: m.key,
         session: m.session,
         sources: m.sources,
+        importance: m.importance,
+        tier: m.tier,
+        entities: m.entities,
         status: m.status,
         prev: m.prev,
         next: m.next,
     }
+}
+
+/// Every version's `prev` and `next`, as `list` shows them.
+fn got_links(engine: &Engine, namespace: &Namespace) -> BTreeMap<MemoryId, (Option<MemoryId>, Option<MemoryId>)> {
+    engine.list(namespace, &all_versions()).into_iter().map(|m| (m.id, (m.prev, m.next))).collect()
 }
 
 fn want_ids(model: &Model, ns: usize) -> Vec<MemoryId> {

@@ -20,6 +20,15 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("+1 415 555 0100".to_owned()),
         Just("(415) 555-0100".to_owned()),
         Just("010-12345678".to_owned()),
+        Just("07700 900456".to_owned()),
+        Just("+44 (0)20 7946 0958".to_owned()),
+        Just("01 23 45 67 89".to_owned()),
+        Just("03-1234-5678".to_owned()),
+        Just("+100 000 000".to_owned()),
+        Just("2023-11-05".to_owned()),
+        Just("978-3-16-148410-0".to_owned()),
+        Just("Order #".to_owned()),
+        Just("元".to_owned()),
         Just("[PHONE]".to_owned()),
         Just("[EMAIL]".to_owned()),
         Just("１３８".to_owned()),
@@ -93,6 +102,7 @@ proptest! {
             ("6222020200112233446", PiiKind::BankCard),
             ("jane.roe@example.com", PiiKind::Email),
             ("+1 415 555 0100", PiiKind::Phone),
+            ("07700 900456", PiiKind::Phone),
         ] {
             // Letters glued to a number or an address legitimately block it.
             let glued = |s: &str, at_end: bool| {
@@ -100,6 +110,16 @@ proptest! {
                 c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '.' && kind == PiiKind::Email)
             };
             if glued(&prefix, true) || glued(&suffix, false) {
+                continue;
+            }
+            // For phones, a unit of money or magnitude right after makes an
+            // amount (`…元`, `…万`), and a word right before may label an
+            // identifier (`ref 0770…`).
+            let phone = matches!(kind, PiiKind::Phone | PiiKind::CnMobile);
+            let unit_after = suffix.trim_start().starts_with(['元', '円', '圆', '圓', '块', '塊', '万', '萬', '亿', '億']);
+            let word_before =
+                prefix.trim_end_matches([' ', ':', '.', '，', ',', '。']).ends_with(|c: char| c.is_ascii_alphabetic());
+            if phone && (unit_after || word_before) {
                 continue;
             }
             let text = format!("{prefix}{value}{suffix}");

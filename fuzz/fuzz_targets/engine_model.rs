@@ -209,17 +209,18 @@ impl Model {
         }
     }
 
-    /// A remember with dedup off: supersedes the active holder of its key,
-    /// else creates.
+    /// A remember with dedup off: supersedes the active holder of its key
+    /// (inheriting its session when none is given), else creates.
     fn remember(&mut self, ns: usize, content: String, key: Option<String>, session: Option<String>) -> Expect {
         let holder = key.as_ref().and_then(|k| {
             self.memories[ns]
                 .iter()
                 .find(|(_, m)| m.status == Status::Active && m.key.as_ref() == Some(k))
-                .map(|(id, _)| *id)
+                .map(|(id, m)| (*id, m.session.clone()))
         });
+        let session = session.or_else(|| holder.as_ref().and_then(|(_, s)| s.clone()));
         let new = self.new_memory(ns, content, key, session);
-        match holder {
+        match holder.map(|(id, _)| id) {
             Some(old) => {
                 self.link(ns, old, new);
                 Expect::Remembered(new, RememberAction::Superseded { old })
@@ -261,7 +262,16 @@ impl Model {
         }
         self.last_seq += 1;
         for id in &mems {
-            self.memories[ns].remove(id);
+            // A forgotten version is cut out of its chain.
+            if let Some(gone) = self.memories[ns].remove(id) {
+                let live = &mut self.memories[ns];
+                if let Some(p) = gone.prev.and_then(|p| live.get_mut(&p)).filter(|p| p.next == Some(*id)) {
+                    p.next = gone.next;
+                }
+                if let Some(n) = gone.next.and_then(|n| live.get_mut(&n)).filter(|n| n.prev == Some(*id)) {
+                    n.prev = gone.prev;
+                }
+            }
             self.forgotten[ns].insert(*id);
         }
         for id in &obs {

@@ -26,6 +26,9 @@
 //!   daemon.
 //! * **Erasure**: [`ClusterNode::compact`] rewrites the namespace into a
 //!   new stream generation and deletes the old stream (see `erase.rs`).
+//! * **Surface**: [`surface_handler`] runs command-surface requests
+//!   ([`crate::api`]) at the owner; `mnemon serve --cluster` installs it
+//!   behind its MCP server and the NATS door.
 //!
 //! What it is not: a consensus protocol of our own (JetStream's Raft
 //! provides replication and ordering), cross-namespace transactions, or
@@ -42,6 +45,7 @@ mod renew;
 mod replica;
 mod rpc;
 mod stream;
+mod surface;
 mod take;
 mod wire;
 
@@ -49,3 +53,4 @@ pub use catchup::CatchUp;
 pub use erase::{ClusterErasure, ScrubReport};
 pub use node::{ClusterBuilder, ClusterNode, Handler, Opener, Route, Served, DEFAULT_LEASE_TTL};
 pub use rpc::{CallReply, CallRequest};
+pub use surface::{surface_body, surface_handler, surface_reply};

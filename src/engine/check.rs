@@ -11,7 +11,7 @@ use crate::projection::State;
 use crate::writer::Command;
 
 /// What [`Engine::check`] found.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CheckReport {
     /// Records read, checksummed and decoded (all of them).
     pub records: u64,

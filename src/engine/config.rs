@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::index::HnswParams;
-use crate::safety::{InjectionDetector, InjectionPolicy, PiiPolicy, Redactor};
+use crate::safety::{InjectionDetector, InjectionPolicy, PhoneRegions, PiiPolicy, Redactor};
 use crate::writer::Durability;
 
 /// Progress of a long open-time step (re-embedding after a model change).
@@ -49,6 +49,8 @@ pub struct Config {
     pub(crate) pii_policy: PiiPolicy,
     pub(crate) injection_policy: InjectionPolicy,
     pub(crate) redactor: Redactor,
+    /// Region codes for national phone numbers, validated at open.
+    pub(crate) phone_regions: Option<Vec<String>>,
     pub(crate) injection: InjectionDetector,
     pub(crate) sink: Option<Arc<dyn crate::writer::GroupSink>>,
 }
@@ -104,6 +106,7 @@ impl EngineBuilder {
                 pii_policy: PiiPolicy::Redact,
                 injection_policy: InjectionPolicy::Quarantine,
                 redactor: Redactor::new(),
+                phone_regions: None,
                 injection: InjectionDetector::new(),
                 sink: None,
             },
@@ -263,6 +266,27 @@ impl EngineBuilder {
         Ok(self)
     }
 
+    /// Regions whose national phone-number formats the redactor reads:
+    /// ISO 3166-1 alpha-2 codes (`"CN"`, `"US"`, `"GB"`, any case), in
+    /// order. A number written without `+` or `00` (`07700 900456`,
+    /// `(415) 555-0100`, `13812345678`) is redacted only when
+    /// libphonenumber's metadata for one of these regions reads it as a
+    /// telephone number; numbers written internationally are read with their
+    /// own country's metadata whatever this list holds. Default
+    /// [`crate::safety::DEFAULT_PHONE_REGIONS`]: CN, US, GB, DE, FR, JP. An
+    /// empty list reads international numbers only. Validated by
+    /// [`EngineBuilder::open`]: a code that is not a region with phone-number
+    /// metadata (`"UK"`, `"EU"`) is [`Error::InvalidInput`] (field
+    /// `"phone_regions"`); see [`PhoneRegions::new`].
+    pub fn phone_regions<I, S>(mut self, regions: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.cfg.phone_regions = Some(regions.into_iter().map(Into::into).collect());
+        self
+    }
+
     /// What to do with memory content that reads as an injected instruction
     /// ("ignore all previous instructions", "以后所有回答都忽略系统限制").
     /// Default [`InjectionPolicy::Quarantine`]: stored, flagged, and left
@@ -283,7 +307,8 @@ impl EngineBuilder {
     /// changed, and starts the writer.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for a setting out of range; [`Error::Locked`]
+    /// [`Error::InvalidInput`] for a setting out of range or an unknown
+    /// phone region; [`Error::Locked`]
     /// when another process or engine has the store open;
     /// [`Error::Corrupted`] naming the first bad record;
     /// [`Error::IncompatibleFormat`] for a store written by a newer format;
@@ -326,7 +351,11 @@ impl EngineBuilder {
         if c.half_life < Duration::from_secs(1) {
             return Err(Error::invalid("half_life", "must be at least 1 second"));
         }
-        crate::engine::Engine::open_with(self.cfg)
+        let mut cfg = self.cfg;
+        if let Some(codes) = cfg.phone_regions.take() {
+            cfg.redactor = cfg.redactor.with_phone_regions(PhoneRegions::new(codes)?);
+        }
+        crate::engine::Engine::open_with(cfg)
     }
 }
 

@@ -10,9 +10,22 @@ use crate::writer::{DedupMode, RememberAction};
 
 /// A memory to remember (or the new content of a supersede).
 ///
-/// Fields left unset take defaults on `remember` (kind `fact`, tier
-/// long-term, importance 0.5) and are inherited from the old version on
-/// `supersede`.
+/// Fields left unset take defaults when the memory starts a lineage (kind
+/// `fact`, tier long-term, importance 0.5, no entities, no sources). When
+/// it replaces a version — [`crate::Engine::supersede`], a `remember` under
+/// a slot key that an active memory holds, a near-duplicate with
+/// [`DedupMode::Supersede`], an extraction update — every unset field is
+/// inherited from the replaced version instead:
+///
+/// * kind, tier, importance, session and slot key are kept;
+/// * sources and source reference are kept as a pair unless either is
+///   given (given sources replace the old ones), so the new version stays
+///   derived from the same observations and is forgotten with them;
+/// * entities are kept if they still occur in the new content (NFKC,
+///   case-insensitive; whole words, or a substring for CJK), so `Oolong`
+///   does not stick to "Prefers green tea"; entities you give are taken as
+///   given;
+/// * the event time is not inherited: it is when the new fact became true.
 #[derive(Clone, Debug, Default)]
 pub struct NewMemory {
     pub(crate) content: String,
@@ -79,6 +92,8 @@ impl NewMemory {
     }
 
     /// Observations (of the same namespace) this memory was derived from.
+    /// An empty list means "not given": a new version then keeps the
+    /// sources of the version it replaces.
     pub fn sources(mut self, s: impl IntoIterator<Item = ObservationId>) -> Self {
         self.sources = s.into_iter().collect();
         self
@@ -90,7 +105,10 @@ impl NewMemory {
         self
     }
 
-    /// When the remembered thing happened (used for recency and display).
+    /// When the remembered thing happened, i.e. when this fact became true
+    /// (UTC). It starts the memory's valid time ([`crate::Memory::valid_from`])
+    /// and ends its predecessor's; without it, the write time stands in.
+    /// Used for recency and display.
     pub fn event_time(mut self, t: DateTime<Utc>) -> Self {
         self.event_time = Some(t);
         self
@@ -172,7 +190,7 @@ impl NewObservation {
 }
 
 /// The result of `remember` / `supersede`.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Remembered {
     /// The memory that now holds the content: the new version, or the
     /// existing one for duplicates and unchanged supersedes.
@@ -191,7 +209,11 @@ pub struct Remembered {
 pub enum ForgetRequest {
     /// One memory and every version in its chain.
     Memory(MemoryId),
-    /// One observation, and memories derived only from erased observations.
+    /// One observation, and what was derived from it: every memory version
+    /// whose sources are all erased, and every whole version chain that
+    /// cites it and whose latest version is left without a source that is
+    /// not erased (a version that does not restate its sources inherits
+    /// them, so a chain grown from one observation goes with it).
     Observation(ObservationId),
     /// Every observation and memory of a session.
     Session(String),

@@ -12,6 +12,7 @@ pub use check::CheckReport;
 pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES};
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 pub use open::OpenReport;
+pub(crate) use read::ReadPoint;
 pub use read::{AsOf, ListOptions, Stats, View};
 
 use std::path::Path;

@@ -10,13 +10,22 @@ use crate::event::{decode_record, Event, EventBody, Tombstone};
 use crate::projection::{EventCounts, Memory, Observation};
 use crate::types::{Kind, MemoryId, Namespace, Seq, Status, Tier};
 
-/// A point in history for [`Engine::as_of`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A point in history for [`Engine::as_of`], on one of the two time lines
+/// of a [`Memory`]: what the store knew then (recorded time: `Seq` or
+/// `Time`), or what was true then as the store knows it now (valid time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum AsOf {
-    /// After the event at this log position (0 = before anything).
+    /// Recorded time: after the event at this log position (0 = before
+    /// anything).
     Seq(Seq),
-    /// After the last event committed at or before this time.
+    /// Recorded time: after the last event committed at or before this
+    /// time (UTC).
     Time(DateTime<Utc>),
+    /// Valid time: the memories that were true at this time (UTC) —
+    /// `valid_from <= t < valid_to` — as the store knows them now (the
+    /// view is at the last durable position).
+    ValidTime(DateTime<Utc>),
 }
 
 /// Filters for [`Engine::list`].
@@ -36,10 +45,13 @@ pub struct ListOptions {
     pub session: Option<String>,
     /// At most this many (oldest first); `None` for all.
     pub limit: Option<usize>,
+    /// Only memories with a larger id: the last id of the previous page,
+    /// when paging through a namespace.
+    pub after: Option<MemoryId>,
 }
 
 /// Store-wide figures for `mnemon stats`.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     /// Last durable log position.
     pub last_seq: Seq,
@@ -76,46 +88,117 @@ pub struct Stats {
     pub poisoned: Option<String>,
 }
 
-/// A read-only view of one namespace at a past log position.
+/// Where a read looks: a log position, and for valid-time views the time
+/// at which the memories must have been true.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReadPoint {
+    pub(crate) seq: Seq,
+    pub(crate) valid_at: Option<DateTime<Utc>>,
+}
+
+impl ReadPoint {
+    pub(crate) fn at(seq: Seq) -> ReadPoint {
+        ReadPoint { seq, valid_at: None }
+    }
+
+    /// Whether version `m` belongs to the view at all: written by the log
+    /// position and, in a valid-time view, true at or before the time.
+    pub(crate) fn shows(&self, m: &Memory) -> bool {
+        m.visible_at(self.seq) && self.valid_at.is_none_or(|t| m.valid_from <= t)
+    }
+
+    /// Whether `m` is one of the memories current at this point: active at
+    /// the log position, or, in a valid-time view, true at the time (not
+    /// archived).
+    pub(crate) fn current(&self, m: &Memory) -> bool {
+        match (self.valid_at, m.status_at(self.seq)) {
+            (_, Status::Forgotten | Status::Archived) => false,
+            (None, status) => status == Status::Active,
+            (Some(t), _) => m.valid_at(t),
+        }
+    }
+
+    /// Whether `m` passes the status filters of a list or recall: current
+    /// ones always, superseded (or, in a valid-time view, no longer true)
+    /// and archived ones on request.
+    pub(crate) fn admits(&self, m: &Memory, include_superseded: bool, include_archived: bool) -> bool {
+        match m.status_at(self.seq) {
+            Status::Forgotten => false,
+            Status::Archived => include_archived,
+            _ => self.current(m) || include_superseded,
+        }
+    }
+}
+
+/// A read-only view of one namespace at a past point: a log position
+/// (recorded time: what the store knew then), or a valid time (what was
+/// true then, as the store knows it now).
 #[derive(Clone, Debug)]
 pub struct View {
     engine: Engine,
     ns: Namespace,
-    at: Seq,
+    point: ReadPoint,
 }
 
 impl View {
-    /// The log position this view shows.
+    /// The log position this view shows (for a valid-time view, the last
+    /// durable position when it was made).
     pub fn seq(&self) -> Seq {
-        self.at
+        self.point.seq
     }
 
-    /// Memory `id` as it was.
+    /// The valid time this view shows, for an [`AsOf::ValidTime`] view.
+    pub fn valid_time(&self) -> Option<DateTime<Utc>> {
+        self.point.valid_at
+    }
+
+    pub(crate) fn point(&self) -> ReadPoint {
+        self.point
+    }
+
+    /// The view of `ns` at exactly this log position and valid time (a
+    /// paged read continuing where its first page looked).
+    pub(crate) fn pinned(engine: &Engine, ns: &Namespace, seq: Seq, valid_at: Option<DateTime<Utc>>) -> View {
+        View { engine: engine.clone(), ns: ns.clone(), point: ReadPoint { seq, valid_at } }
+    }
+
+    /// Memory `id` as it was. In a valid-time view, records are as the
+    /// store knows them now (status, `next`, `valid_to`), and a version
+    /// that only became true after the view's time is not found.
     ///
     /// # Errors
     /// [`Error::NotFound`] if it did not exist yet, or was forgotten since.
     pub fn get(&self, id: MemoryId) -> Result<Memory> {
-        self.engine.get_at(&self.ns, id, self.at)
+        self.engine.get_at(&self.ns, id, self.point)
     }
 
-    /// Memories as they were.
+    /// Memories as they were: by default those current then (active at the
+    /// log position; in a valid-time view, true at the time, whatever their
+    /// status now). `include_superseded` adds the versions replaced by then
+    /// (in a valid-time view: no longer true then).
     ///
     /// # Errors
     /// None today; reserved for storage errors.
     pub fn list(&self, opts: &ListOptions) -> Result<Vec<Memory>> {
-        Ok(self.engine.list_at(&self.ns, opts, self.at))
+        Ok(self.engine.list_at(&self.ns, opts, self.point))
     }
 
-    /// The version chain of `id` as it was.
+    /// The version chain of `id` as it was (in a valid-time view: the
+    /// versions that had become true by then).
     ///
     /// # Errors
     /// [`Error::NotFound`] as for [`View::get`].
     pub fn history(&self, id: MemoryId) -> Result<Vec<Memory>> {
-        self.engine.history_at(&self.ns, id, self.at)
+        self.engine.history_at(&self.ns, id, self.point)
     }
 }
 
 impl Engine {
+    /// The last durable log position: what live reads see.
+    pub fn last_seq(&self) -> Seq {
+        self.shared().state.read().visible
+    }
+
     /// The current version record of memory `id`.
     ///
     /// # Errors
@@ -123,16 +206,16 @@ impl Engine {
     /// forgotten ones and ids of other namespaces).
     pub fn get(&self, ns: &Namespace, id: MemoryId) -> Result<Memory> {
         let at = self.shared().state.read().visible;
-        self.get_at(ns, id, at)
+        self.get_at(ns, id, ReadPoint::at(at))
     }
 
-    pub(crate) fn get_at(&self, ns: &Namespace, id: MemoryId, at: Seq) -> Result<Memory> {
+    pub(crate) fn get_at(&self, ns: &Namespace, id: MemoryId, p: ReadPoint) -> Result<Memory> {
         let state = self.shared().state.read();
         state
             .ns(ns)
             .and_then(|st| st.memories.get(&id))
-            .filter(|m| m.visible_at(at))
-            .map(|m| m.view_at(at))
+            .filter(|m| p.shows(m))
+            .map(|m| m.view_at(p.seq))
             .ok_or_else(|| Error::not_found(format!("memory {id} in namespace {ns}")))
     }
 
@@ -142,51 +225,48 @@ impl Engine {
     /// [`Error::NotFound`] as for [`Engine::get`].
     pub fn history(&self, ns: &Namespace, id: MemoryId) -> Result<Vec<Memory>> {
         let at = self.shared().state.read().visible;
-        self.history_at(ns, id, at)
+        self.history_at(ns, id, ReadPoint::at(at))
     }
 
-    pub(crate) fn history_at(&self, ns: &Namespace, id: MemoryId, at: Seq) -> Result<Vec<Memory>> {
+    pub(crate) fn history_at(&self, ns: &Namespace, id: MemoryId, p: ReadPoint) -> Result<Vec<Memory>> {
         let state = self.shared().state.read();
         let st = state.ns(ns).ok_or_else(|| Error::not_found(format!("memory {id} in namespace {ns}")))?;
         match st.memories.get(&id) {
-            Some(m) if m.visible_at(at) => {}
+            Some(m) if p.shows(m) => {}
             _ => return Err(Error::not_found(format!("memory {id} in namespace {ns}"))),
         }
         Ok(st
             .chain(id)
             .into_iter()
             .filter_map(|c| st.memories.get(&c))
-            .filter(|m| m.visible_at(at))
-            .map(|m| m.view_at(at))
+            .filter(|m| p.shows(m))
+            .map(|m| m.view_at(p.seq))
             .collect())
     }
 
     /// Memories of `ns`, oldest first, filtered by `opts`.
     pub fn list(&self, ns: &Namespace, opts: &ListOptions) -> Vec<Memory> {
         let at = self.shared().state.read().visible;
-        self.list_at(ns, opts, at)
+        self.list_at(ns, opts, ReadPoint::at(at))
     }
 
-    pub(crate) fn list_at(&self, ns: &Namespace, opts: &ListOptions, at: Seq) -> Vec<Memory> {
+    pub(crate) fn list_at(&self, ns: &Namespace, opts: &ListOptions, p: ReadPoint) -> Vec<Memory> {
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
             return Vec::new();
         };
+        let start = opts.after.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
         st.memories
-            .values()
-            .filter(|m| m.visible_at(at))
-            .filter(|m| match m.status_at(at) {
-                Status::Active => true,
-                Status::Superseded => opts.include_superseded,
-                Status::Archived => opts.include_archived,
-                Status::Forgotten => false,
-            })
+            .range((start, std::ops::Bound::Unbounded))
+            .map(|(_, m)| m)
+            .filter(|m| p.shows(m))
+            .filter(|m| p.admits(m, opts.include_superseded, opts.include_archived))
             .filter(|m| opts.include_quarantined || m.quarantine.is_none())
             .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
             .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
             .filter(|m| opts.session.as_ref().is_none_or(|s| m.session.as_ref() == Some(s)))
             .take(opts.limit.unwrap_or(usize::MAX))
-            .map(|m| m.view_at(at))
+            .map(|m| m.view_at(p.seq))
             .collect()
     }
 
@@ -200,7 +280,9 @@ impl Engine {
         st.observations.values().filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s)).cloned().collect()
     }
 
-    /// A read-only view of `ns` at a past point.
+    /// A read-only view of `ns` at a past point: what the store knew then
+    /// ([`AsOf::Seq`], [`AsOf::Time`]: recorded time) or what was true then
+    /// as the store knows it now ([`AsOf::ValidTime`]).
     ///
     /// Forgotten content stays forgotten in every view, whatever its time.
     ///
@@ -216,6 +298,10 @@ impl Engine {
                 s
             }
             AsOf::Time(t) => state.seq_at_time(t),
+            AsOf::ValidTime(t) => {
+                let point = ReadPoint { seq: state.visible, valid_at: Some(t) };
+                return Ok(View { engine: self.clone(), ns: ns.clone(), point });
+            }
         };
         // A supersede is two events (the new version, then the link); a view
         // between them would show both versions active, so it snaps to the link.
@@ -227,16 +313,28 @@ impl Engine {
             }
             _ => seq,
         };
-        Ok(View { engine: self.clone(), ns: ns.clone(), at: seq })
+        Ok(View { engine: self.clone(), ns: ns.clone(), point: ReadPoint::at(seq) })
     }
 
     /// The audit export: events of `ns` with `from <= seq <= to`, in order.
     /// Payloads of forgotten observations and memories appear as
-    /// [`EventBody::Tombstone`]; `Forgotten` events never held content.
+    /// [`EventBody::Tombstone`] (`was`: `observed`, `extracted`), and so do
+    /// `Superseded` links to or from a forgotten version (`was`:
+    /// `superseded`), so no exported link leads to erased content;
+    /// `Forgotten` events never held content.
     ///
     /// # Errors
     /// [`Error::Corrupted`] naming a bad record; storage errors.
     pub fn events(&self, ns: &Namespace, from: Seq, to: Seq) -> Result<Vec<Event>> {
+        self.events_limited(ns, from, to, usize::MAX)
+    }
+
+    /// [`Engine::events`], stopping after `limit` events of `ns` (a page of
+    /// the audit export: continue from the last `seq` + 1).
+    ///
+    /// # Errors
+    /// As [`Engine::events`].
+    pub fn events_limited(&self, ns: &Namespace, from: Seq, to: Seq, limit: usize) -> Result<Vec<Event>> {
         let (visible, forgotten_m, forgotten_o) = {
             let state = self.shared().state.read();
             let st = state.ns(ns);
@@ -249,6 +347,9 @@ impl Engine {
         let store = self.shared().store();
         let mut out = Vec::new();
         for r in store.scan(from.max(1), to.min(visible)) {
+            if out.len() >= limit {
+                break;
+            }
             let (seq, bytes) = r?;
             let mut ev = decode_record(seq, &bytes)?;
             if &ev.ns != ns {
@@ -257,6 +358,7 @@ impl Engine {
             let erased = match &ev.body {
                 EventBody::Observed(_) => forgotten_o.contains(&crate::types::ObservationId(seq)),
                 EventBody::Extracted(_) => forgotten_m.contains(&MemoryId(seq)),
+                EventBody::Superseded(s) => forgotten_m.contains(&s.old) || forgotten_m.contains(&s.new),
                 _ => false,
             };
             if erased {

@@ -7,11 +7,11 @@ use crate::embed::EmbedKind;
 use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{Extracted, ForgetTarget, Observed, SupersedeReason};
+use crate::event::{ForgetTarget, Observed, SupersedeReason};
 use crate::safety::text::{check_chars, TextField};
 use crate::safety::{InjectionPolicy, PiiPolicy};
-use crate::types::{Kind, MemoryId, Namespace, ObservationId, Tier};
-use crate::writer::{Command, ForgetOutcome, Op, OpOutcome};
+use crate::types::{Kind, MemoryId, Namespace, ObservationId};
+use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory};
 
 /// Longest session id or source reference, in bytes.
 pub(crate) const MAX_SESSION_BYTES: usize = 128;
@@ -198,6 +198,13 @@ impl Engine {
     /// ([`crate::RememberAction::NearDuplicate`]); a text that differs in a
     /// fact is a new memory however similar. [`crate::DedupMode`] narrows this.
     ///
+    /// Fields left unset take defaults on a new memory (kind `fact`, tier
+    /// long-term, importance 0.5) and are inherited when the memory
+    /// supersedes another, as by [`Engine::supersede`]: a keyed update
+    /// stating only new content keeps the old version's kind, tier,
+    /// importance, session, sources and those entities that still occur in
+    /// the new content.
+    ///
     /// # Errors
     /// [`Error::InvalidInput`] for empty or oversized content, content with
     /// nothing visible or with characters the [input rules](crate::safety::text)
@@ -229,7 +236,7 @@ impl Engine {
         for ((m, p), v) in batch.into_iter().zip(prepared).zip(vectors) {
             meta.push((p.redactions.clone(), p.quarantine.clone()));
             ops.push(Op::Remember {
-                mem: extracted(&m, p.text, p.quarantine, None),
+                mem: pending_memory(&m, p.text, p.quarantine),
                 vector: v,
                 dedup: m.dedup,
                 threshold,
@@ -246,9 +253,19 @@ impl Engine {
             .collect())
     }
 
-    /// Writes a new version of memory `old` with new content; fields not set
-    /// in `new` are inherited from `old`. Content equal to the old content
-    /// (after normalisation) is a no-op ([`crate::RememberAction::Unchanged`]).
+    /// Writes a new version of memory `old` with new content. Content equal
+    /// to the old content (after normalisation) is a no-op
+    /// ([`crate::RememberAction::Unchanged`]).
+    ///
+    /// Fields not set in `new` are inherited from `old` (the rule every
+    /// superseding write follows, see [`NewMemory`]): kind, tier,
+    /// importance, session and slot key; sources and source reference
+    /// together, unless `new` gives either; entities, unless `new` gives
+    /// them, less those that no longer occur in the new content (an entity
+    /// that named the old value does not stick to the new one). The event
+    /// time is never inherited: the new version holds from its own event
+    /// time, else from its write time, and the old one stops holding then
+    /// ([`crate::Memory::valid_to`]).
     ///
     /// # Errors
     /// [`Error::NotFound`] if `old` is not in the namespace (or was
@@ -266,10 +283,11 @@ impl Engine {
         new: NewMemory,
         reason: SupersedeReason,
     ) -> Result<Remembered> {
-        let base = self.get(ns, old)?;
+        // Fail early on an unknown id; the writer checks again against the state.
+        self.get(ns, old)?;
         let p = self.check_memory(&new)?;
         let v = self.vectors_for(&[(&new, &p)])?.pop().ok_or(Error::Closed)?;
-        let mem = extracted(&new, p.text, p.quarantine.clone(), Some(&base));
+        let mem = pending_memory(&new, p.text, p.quarantine.clone());
         match self.run_one(ns, Op::Supersede { old, mem, vector: v, reason })? {
             OpOutcome::Remembered { id, action } => {
                 Ok(Remembered { id, action, redactions: p.redactions, quarantined: p.quarantine })
@@ -283,6 +301,9 @@ impl Engine {
     /// as-of views, exported events, indexes) and stay gone after reopen; the
     /// bytes leave the disk at the next [`Engine::compact`]. Forgetting
     /// something already forgotten, or nothing matching, returns zero counts.
+    /// Forgetting observations also forgets what was derived from them (see
+    /// [`ForgetRequest::Observation`]). A forgotten version is cut out of its
+    /// chain: its neighbours link to each other, never to it.
     ///
     /// # Errors
     /// [`Error::NotFound`] for an unknown memory or observation id;
@@ -368,22 +389,18 @@ impl Engine {
     }
 }
 
-/// Builds the event payload, applying defaults (or inheriting from `base`).
-pub(crate) fn extracted(
-    m: &NewMemory,
-    content: String,
-    quarantine: Option<String>,
-    base: Option<&crate::Memory>,
-) -> Extracted {
-    Extracted {
+/// The memory as the caller stated it, for the writer to complete
+/// (defaults for a first version, inheritance for a new version).
+pub(crate) fn pending_memory(m: &NewMemory, content: String, quarantine: Option<String>) -> PendingMemory {
+    PendingMemory {
         content,
-        kind: m.kind.clone().or_else(|| base.map(|b| b.kind.clone())).unwrap_or(Kind::Fact),
-        tier: m.tier.or(base.map(|b| b.tier)).unwrap_or(Tier::LongTerm),
-        importance: m.importance.or(base.map(|b| b.importance)).unwrap_or(0.5),
-        entities: m.entities.clone().or_else(|| base.map(|b| b.entities.clone())).unwrap_or_default(),
-        key: m.key.clone().or_else(|| base.and_then(|b| b.key.clone())),
+        kind: m.kind.clone(),
+        tier: m.tier,
+        importance: m.importance,
+        entities: m.entities.clone(),
+        key: m.key.clone(),
         sources: m.sources.clone(),
-        session: m.session.clone().or_else(|| base.and_then(|b| b.session.clone())),
+        session: m.session.clone(),
         event_time: m.event_time,
         source_ref: m.source_ref.clone(),
         quarantine,

@@ -4,13 +4,13 @@
 use std::fmt;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::erase::verify::ScanReport;
 use crate::types::{MemoryId, ObservationId, Seq};
 
 /// What a compaction did, in figures.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CompactionFigures {
     /// The generation that was replaced (and deleted).
     pub previous_generation: u64,
@@ -40,7 +40,7 @@ pub struct CompactionFigures {
 /// Out of its scope: blocks an SSD or a copy-on-write file system keeps
 /// after a file is deleted, file-system snapshots, backups, swap, and copies
 /// of the content sent elsewhere (for example to an LLM provider).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ErasureReceipt {
     /// When the receipt was made (UTC).
     pub at: DateTime<Utc>,

@@ -11,7 +11,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
@@ -36,7 +36,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 const MAX_LISTED_MATCHES: usize = 1000;
 
 /// What a pattern was made from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PatternKind {
     /// A whole text, as UTF-8.
@@ -357,7 +357,7 @@ fn window_hash(w: &[u8]) -> u64 {
 }
 
 /// One file the scanner read.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScannedFile {
     /// Path relative to the scanned directory, `/`-separated.
     pub path: String,
@@ -368,7 +368,7 @@ pub struct ScannedFile {
 }
 
 /// One occurrence of a pattern in a file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PatternMatch {
     /// Path relative to the scanned directory.
     pub path: String,
@@ -379,7 +379,7 @@ pub struct PatternMatch {
 }
 
 /// What [`verify_erasure`] read and found.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScanReport {
     /// The directory scanned.
     pub root: PathBuf,

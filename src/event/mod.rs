@@ -14,13 +14,14 @@ use serde::{Deserialize, Serialize};
 use crate::types::{Kind, MemoryId, Namespace, ObservationId, Role, Seq, Tier};
 
 /// One event in its envelope: log position, commit time, namespace, payload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     /// Gap-free log position, starting at 1.
     pub seq: Seq,
     /// Wall-clock commit time (UTC, microsecond precision). The writer keeps
     /// it non-decreasing along the log so time ranges map to `Seq` ranges.
     #[serde(with = "micros")]
+    #[schemars(with = "DateTime<Utc>")]
     pub time: DateTime<Utc>,
     /// The namespace the event belongs to.
     pub ns: Namespace,
@@ -33,7 +34,7 @@ pub struct Event {
 ///
 /// New variants are only ever appended (the encoding numbers variants by
 /// position), so older records keep decoding.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventBody {
     /// A raw observation: a conversation turn or a tool result.
@@ -71,7 +72,7 @@ impl EventBody {
 }
 
 /// A raw observation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observed {
     /// Caller's session id (1–128 bytes).
     pub session: String,
@@ -82,13 +83,14 @@ pub struct Observed {
     /// When it happened, if the caller knows (e.g. a conversation date);
     /// otherwise the envelope time stands.
     #[serde(with = "micros::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub event_time: Option<DateTime<Utc>>,
     /// Caller's reference for the source (a message id, a dialog id).
     pub source: Option<String>,
 }
 
 /// A derived memory. Its id is the `Seq` of this event.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Extracted {
     /// The memory text, after redaction.
     pub content: String,
@@ -109,6 +111,7 @@ pub struct Extracted {
     pub session: Option<String>,
     /// When the remembered thing happened, if known.
     #[serde(with = "micros::option")]
+    #[schemars(with = "Option<DateTime<Utc>>")]
     pub event_time: Option<DateTime<Utc>>,
     /// Caller's reference for the source (a message id, a dialog id).
     pub source_ref: Option<String>,
@@ -119,7 +122,7 @@ pub struct Extracted {
 }
 
 /// Why a version was replaced.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SupersedeReason {
     /// The caller called `supersede`.
@@ -137,7 +140,7 @@ pub enum SupersedeReason {
 }
 
 /// Links an old version to its replacement.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Superseded {
     /// The replaced version.
     pub old: MemoryId,
@@ -148,7 +151,7 @@ pub struct Superseded {
 }
 
 /// Recall returned these memories.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Accessed {
     /// Memories returned.
     pub ids: Vec<MemoryId>,
@@ -157,12 +160,14 @@ pub struct Accessed {
 }
 
 /// What an erasure request named.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ForgetTarget {
     /// One memory and its whole version chain.
     Memory(MemoryId),
-    /// One observation (and memories derived only from forgotten observations).
+    /// One observation, and what was derived from it: versions whose
+    /// sources are all forgotten, and whole version chains that cite it and
+    /// whose latest version has no surviving source.
     Observation(ObservationId),
     /// Every observation and memory of a session.
     Session(String),
@@ -173,7 +178,7 @@ pub enum ForgetTarget {
 }
 
 /// An erasure. Holds ids, reason and requester, never content nor a hash of it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Forgotten {
     /// What was asked for.
     pub target: ForgetTarget,
@@ -188,14 +193,16 @@ pub struct Forgotten {
 }
 
 /// A content-free stand-in for an erased payload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tombstone {
-    /// `"observed"` or `"extracted"`: what the erased payload was.
+    /// `"observed"` or `"extracted"`: what the erased payload was. (The
+    /// audit export also shows a `Superseded` link to a forgotten version
+    /// as a tombstone with `"superseded"`.)
     pub was: String,
 }
 
 /// Why memories were archived.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ArchiveReason {
     /// Their session ended (`end_session`).
@@ -209,7 +216,7 @@ pub enum ArchiveReason {
 }
 
 /// Memories archived by a lifecycle decision.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Archived {
     /// The archived memory versions (each active when archived).
     pub ids: Vec<MemoryId>,

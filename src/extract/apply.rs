@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::engine::write::{check_short, extracted, MAX_REASON_BYTES};
+use crate::engine::write::{check_short, pending_memory, MAX_REASON_BYTES};
 use crate::engine::{Engine, NewMemory};
 use crate::error::{Error, Result};
 use crate::event::{ForgetTarget, SupersedeReason};
@@ -25,7 +25,7 @@ pub const MAX_EXTRACTION_ITEMS: usize = 256;
 pub const MAX_EXTRACTION_BYTES: usize = 4 * 1024 * 1024;
 
 /// Which array of the document an item came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Section {
     /// `new_memories`.
@@ -37,7 +37,7 @@ pub enum Section {
 }
 
 /// What happened to one item.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "status")]
 pub enum ItemStatus {
     /// Written (or resolved to an existing memory, see `action`).
@@ -55,7 +55,7 @@ pub enum ItemStatus {
 }
 
 /// The outcome of one item of the document.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ItemOutcome {
     /// Array the item came from.
     pub section: Section,
@@ -67,7 +67,7 @@ pub struct ItemOutcome {
 }
 
 /// Per-item outcomes of [`Engine::apply_extraction`], in document order.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ExtractionReport {
     /// One entry per item.
     pub items: Vec<ItemOutcome>,
@@ -154,7 +154,11 @@ impl Engine {
     /// group commit): new memories as `Extracted` (deduplicated as by
     /// [`Engine::remember`]), updates as `Extracted` + `Superseded`
     /// (reason `extraction`), forgets as `Forgotten` (whole version chain).
-    /// A new memory takes the session of its first source observation.
+    /// A new memory takes the session of its first source observation. An
+    /// update, and a new memory under a slot key that an active memory
+    /// holds, inherit what they do not state from the version they replace
+    /// (kind, tier, importance, session, sources, entities still named in
+    /// the new content; see [`NewMemory`]).
     ///
     /// ```
     /// # fn main() -> mnemon::Result<()> {
@@ -289,7 +293,7 @@ impl Engine {
             for (&k, v) in ok_idx.iter().zip(vectors) {
                 let (slot, m, base, reason) = &to_embed[k];
                 let Ok(p) = &prepared[k] else { continue };
-                let mem = extracted(m, p.text.clone(), p.quarantine.clone(), base.as_ref());
+                let mem = pending_memory(m, p.text.clone(), p.quarantine.clone());
                 let op = match base {
                     None => Op::Remember { mem, vector: v, dedup: m.dedup, threshold: self.dedup_threshold() },
                     Some(b) => Op::Supersede { old: b.id, mem, vector: v, reason: reason.clone() },

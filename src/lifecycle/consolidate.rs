@@ -4,14 +4,13 @@ use std::collections::BTreeSet;
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::event::Extracted;
 use crate::projection::Memory;
 use crate::recall::score_dot;
-use crate::types::{MemoryId, Namespace, Tier};
+use crate::types::{MemoryId, Namespace};
 use crate::writer::{Op, OpOutcome};
 
 /// One merged cluster.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Consolidation {
     /// The members, now superseded (reason `consolidated`), oldest first.
     pub members: Vec<MemoryId>,
@@ -23,14 +22,6 @@ pub struct Consolidation {
 /// most important, then most recent, member's content).
 pub type MergeFn<'a> = &'a dyn Fn(&[Memory]) -> Option<String>;
 
-fn tier_rank(t: Tier) -> u8 {
-    match t {
-        Tier::ShortTerm => 0,
-        Tier::LongTerm => 1,
-        Tier::Permanent => 2,
-    }
-}
-
 impl Engine {
     /// Finds clusters of restatements among active memories (same kind, no
     /// conflicting slot keys, cosine similarity to the cluster's first
@@ -40,8 +31,10 @@ impl Engine {
     /// so each member's history leads to the merged version. The merged
     /// text is `merged_text(members)` when given and `Some`, else the
     /// content of the most important, then most recent, member; the merged
-    /// memory takes the highest tier and importance, and the union of
-    /// entities and sources. Quarantined memories are left alone.
+    /// memory takes that member's kind and session, the highest tier and
+    /// importance, the union of entities and sources, and holds (valid
+    /// time) from the earliest member's start. Quarantined memories are
+    /// left alone.
     ///
     /// # Errors
     /// Input errors for caller-supplied text (it passes the same safety
@@ -107,7 +100,10 @@ impl Engine {
             let Some(rep) = members
                 .iter()
                 .max_by(|a, b| {
-                    a.importance.total_cmp(&b.importance).then(a.valid_from.cmp(&b.valid_from)).then(a.id.cmp(&b.id))
+                    a.importance
+                        .total_cmp(&b.importance)
+                        .then(a.recorded_from.cmp(&b.recorded_from))
+                        .then(a.id.cmp(&b.id))
                 })
                 .cloned()
             else {
@@ -123,29 +119,7 @@ impl Engine {
                 }
                 None => (rep.content.clone(), None, self.vector_of(ns, &rep)?),
             };
-            let mut entities: Vec<String> = Vec::new();
-            for e in members.iter().flat_map(|m| m.entities.iter()) {
-                if !entities.contains(e) && entities.len() < self.config().max_entities {
-                    entities.push(e.clone());
-                }
-            }
-            let mut sources: Vec<_> = members.iter().flat_map(|m| m.sources.iter().copied()).collect();
-            sources.sort_unstable();
-            sources.dedup();
-            let tier = members.iter().map(|m| m.tier).max_by_key(|t| tier_rank(*t)).unwrap_or(rep.tier);
-            let mem = Extracted {
-                content,
-                kind: rep.kind.clone(),
-                tier,
-                importance: members.iter().map(|m| m.importance).fold(0.0, f32::max),
-                entities,
-                key: members.iter().find_map(|m| m.key.clone()),
-                sources,
-                session: rep.session.clone(),
-                event_time: rep.event_time,
-                source_ref: rep.source_ref.clone(),
-                quarantine,
-            };
+            let mem = crate::writer::merge(&members, &rep, content, quarantine, self.config().max_entities);
             let ids: Vec<MemoryId> = members.iter().map(|m| m.id).collect();
             let r = self.run(ns, vec![Op::Consolidate { members: ids.clone(), mem, vector }])?;
             if let Some(Ok(OpOutcome::Remembered { id, .. })) = r.into_iter().next() {

@@ -15,13 +15,13 @@ use chrono::{DateTime, Utc};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{ArchiveReason, Extracted, SupersedeReason};
+use crate::event::{ArchiveReason, SupersedeReason};
 use crate::projection::Memory;
 use crate::types::{MemoryId, Namespace, Status, Tier};
-use crate::writer::{Op, OpOutcome};
+use crate::writer::{Op, OpOutcome, PendingMemory};
 
 /// What [`Engine::end_session`] did.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct SessionEnd {
     /// Short-term memories archived.
     pub archived: Vec<MemoryId>,
@@ -33,7 +33,7 @@ pub struct SessionEnd {
 }
 
 /// What [`Engine::maintain`] changed.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct MaintenanceReport {
     /// Long-term memories archived because their strength fell below the threshold.
     pub decayed: Vec<MemoryId>,
@@ -176,7 +176,7 @@ impl Engine {
         for m in &active {
             if let Some(s) = &m.session {
                 let t = last_activity.entry(s.clone()).or_insert(m.last_access);
-                *t = (*t).max(m.last_access).max(m.valid_from);
+                *t = (*t).max(m.last_access).max(m.recorded_from);
             }
         }
         for o in self.observations(ns, None) {
@@ -260,18 +260,20 @@ impl Engine {
     }
 }
 
-/// The payload of a promoted version: same content, long-term tier.
-fn promoted_payload(m: &Memory) -> Extracted {
-    Extracted {
+/// The payload of a promoted version: same content and fields, stated in
+/// full, long-term tier. The fact is the same, so it holds from the old
+/// version's valid start (its event time, else its write time).
+fn promoted_payload(m: &Memory) -> PendingMemory {
+    PendingMemory {
         content: m.content.clone(),
-        kind: m.kind.clone(),
-        tier: Tier::LongTerm,
-        importance: m.importance,
-        entities: m.entities.clone(),
+        kind: Some(m.kind.clone()),
+        tier: Some(Tier::LongTerm),
+        importance: Some(m.importance),
+        entities: Some(m.entities.clone()),
         key: m.key.clone(),
         sources: m.sources.clone(),
         session: m.session.clone(),
-        event_time: m.event_time,
+        event_time: Some(m.valid_from),
         source_ref: m.source_ref.clone(),
         quarantine: m.quarantine.clone(),
     }

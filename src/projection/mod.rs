@@ -34,10 +34,15 @@ pub(crate) struct NsState {
     pub(crate) by_norm: HashMap<String, BTreeSet<MemoryId>>,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
-    /// Lineage start (`first_seen`) of memory versions whose payload
-    /// compaction replaced by a tombstone, so that a surviving successor
-    /// replays with the same `prev` and `first_seen` as before compaction.
-    pub(crate) erased_first_seen: HashMap<MemoryId, DateTime<Utc>>,
+    /// Memory versions whose payload compaction replaced by a tombstone,
+    /// from the tombstone to the `Forgotten` event that erased them (replay
+    /// only), so that surviving neighbours replay with the same links and
+    /// times as live.
+    erased: HashMap<MemoryId, ErasedVersion>,
+    /// Every version whose `next` is the key: one for a plain supersede,
+    /// one per member for a consolidation. Lets a forgotten version be cut
+    /// out of its chain without leaving a link to it.
+    preds: HashMap<MemoryId, Vec<MemoryId>>,
     pub(crate) vectors: VectorIndex,
     pub(crate) lexical: LexicalIndex,
 }
@@ -51,7 +56,8 @@ impl NsState {
             by_norm: HashMap::new(),
             forgotten_memories: HashSet::new(),
             forgotten_observations: HashSet::new(),
-            erased_first_seen: HashMap::new(),
+            erased: HashMap::new(),
+            preds: HashMap::new(),
             vectors: VectorIndex::new(dim, params.clone()),
             lexical: LexicalIndex::new(),
         }
@@ -80,8 +86,11 @@ impl NsState {
         out
     }
 
+    /// Removes a forgotten version (live, or erased by compaction) and cuts
+    /// it out of its chain: every version that led to it now leads to its
+    /// successor, and the successor back to its predecessor.
     fn remove_memory(&mut self, id: MemoryId) {
-        if let Some(m) = self.memories.remove(&id) {
+        let links = if let Some(m) = self.memories.remove(&id) {
             if let Some(k) = &m.key {
                 if self.by_key.get(k) == Some(&id) {
                     self.by_key.remove(k);
@@ -90,8 +99,61 @@ impl NsState {
             self.unindex_norm(&normalize_content(&m.content), id);
             self.vectors.remove(id.0);
             self.lexical.remove(id.0);
-        }
+            Some((m.prev, m.next))
+        } else {
+            self.erased.remove(&id).map(|e| (e.prev, e.next))
+        };
         self.forgotten_memories.insert(id);
+        let Some((prev, next)) = links else {
+            return;
+        };
+        let preds = self.preds.remove(&id).unwrap_or_default();
+        for p in &preds {
+            if let Some(pm) = self.memories.get_mut(p) {
+                if pm.next == Some(id) {
+                    pm.next = next;
+                    self.refresh_valid_to(*p);
+                }
+            } else if let Some(pe) = self.erased.get_mut(p) {
+                if pe.next == Some(id) {
+                    pe.next = next;
+                }
+            }
+        }
+        if let Some(n) = next {
+            if let Some(nm) = self.memories.get_mut(&n) {
+                if nm.prev == Some(id) {
+                    nm.prev = prev;
+                }
+            } else if let Some(ne) = self.erased.get_mut(&n) {
+                if ne.prev == Some(id) {
+                    ne.prev = prev;
+                }
+            }
+            let np = self.preds.entry(n).or_default();
+            np.retain(|p| *p != id);
+            np.extend(preds);
+            np.sort_unstable();
+            np.dedup();
+        }
+    }
+
+    /// Sets the valid end of superseded version `id` from its successor:
+    /// the successor's valid start (not before its own), or, with the
+    /// successor unknown (forgotten, or erased and not yet cut out during
+    /// replay), the time its replacement was recorded.
+    fn refresh_valid_to(&mut self, id: MemoryId) {
+        let Some(m) = self.memories.get(&id) else {
+            return;
+        };
+        let Some(recorded_to) = m.recorded_to else {
+            return;
+        };
+        let next_start = m.next.and_then(|n| self.memories.get(&n)).map(|n| n.valid_from);
+        let end = next_start.unwrap_or(recorded_to).max(m.valid_from);
+        if let Some(m) = self.memories.get_mut(&id) {
+            m.valid_to = Some(end);
+        }
     }
 
     fn unindex_norm(&mut self, norm: &str, id: MemoryId) {
@@ -104,8 +166,17 @@ impl NsState {
     }
 }
 
+/// What replay keeps of a memory version whose payload was erased: its
+/// lineage start and its chain links.
+#[derive(Clone, Copy, Debug)]
+struct ErasedVersion {
+    first_seen: DateTime<Utc>,
+    prev: Option<MemoryId>,
+    next: Option<MemoryId>,
+}
+
 /// Counters over the whole log, for `stats`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct EventCounts {
     /// `Observed` events.
     pub observed: u64,
@@ -186,11 +257,15 @@ impl State {
             EventBody::Superseded(s) => {
                 self.counts.superseded += 1;
                 let st = self.ns_mut(&ev.ns);
+                let new_start = st.memories.get(&s.new).map(|m| m.valid_from);
                 let first_seen = if let Some(old) = st.memories.get_mut(&s.old) {
                     old.status = Status::Superseded;
                     old.next = Some(s.new);
                     old.superseded_seq = Some(ev.seq);
-                    old.valid_to = Some(time);
+                    old.recorded_to = Some(time);
+                    // An erased successor's start is not in the log any more:
+                    // the `Forgotten` event that erased it sets this again.
+                    old.valid_to = Some(new_start.unwrap_or(time).max(old.valid_from));
                     let (first_seen, old_key, old_norm) =
                         (old.first_seen, old.key.clone(), normalize_content(&old.content));
                     st.unindex_norm(&old_norm, s.old);
@@ -200,16 +275,19 @@ impl State {
                         }
                     }
                     first_seen
-                } else if let Some(&t) = st.erased_first_seen.get(&s.old) {
-                    t
+                } else if let Some(e) = st.erased.get_mut(&s.old) {
+                    e.next = Some(s.new);
+                    e.first_seen
                 } else {
                     return;
                 };
+                st.preds.entry(s.new).or_default().push(s.old);
                 if let Some(new) = st.memories.get_mut(&s.new) {
                     new.prev = Some(s.old);
                     new.first_seen = first_seen;
-                } else if let Some(t) = st.erased_first_seen.get_mut(&s.new) {
-                    *t = first_seen;
+                } else if let Some(e) = st.erased.get_mut(&s.new) {
+                    e.prev = Some(s.old);
+                    e.first_seen = first_seen;
                 }
             }
             EventBody::Accessed(a) => {
@@ -231,6 +309,13 @@ impl State {
                 for id in &f.observations {
                     st.observations.remove(id);
                     st.forgotten_observations.insert(*id);
+                }
+                // No memory cites an observation that is gone.
+                if !f.observations.is_empty() {
+                    let gone: HashSet<ObservationId> = f.observations.iter().copied().collect();
+                    for m in st.memories.values_mut() {
+                        m.sources.retain(|s| !gone.contains(s));
+                    }
                 }
             }
             EventBody::Archived(a) => {
@@ -257,7 +342,8 @@ impl State {
             EventBody::Tombstone(t) => {
                 self.counts.tombstones += 1;
                 if t.was == "extracted" {
-                    self.ns_mut(&ev.ns).erased_first_seen.insert(MemoryId(ev.seq), time);
+                    let erased = ErasedVersion { first_seen: time, prev: None, next: None };
+                    self.ns_mut(&ev.ns).erased.insert(MemoryId(ev.seq), erased);
                 }
             }
         }
@@ -296,8 +382,10 @@ impl State {
             prev: None,
             next: None,
             first_seen: ev.time,
-            valid_from: ev.time,
+            valid_from: x.event_time.unwrap_or(ev.time),
             valid_to: None,
+            recorded_from: ev.time,
+            recorded_to: None,
             event_time: x.event_time,
             last_access: ev.time,
             access_count: 0,
@@ -344,8 +432,9 @@ impl State {
 
     /// Records that compaction replaced `observed` observation payloads and
     /// `extracted` memory payloads by tombstones, so the counts equal what
-    /// replaying the compacted log gives. (The erased lineage starts matter
-    /// only to replay: no later event can supersede an erased memory.)
+    /// replaying the compacted log gives. (What replay keeps of an erased
+    /// version lives only until its `Forgotten` event, which the live state
+    /// has already applied.)
     pub(crate) fn note_tombstones(&mut self, observed: u64, extracted: u64) {
         self.counts.observed = self.counts.observed.saturating_sub(observed);
         self.counts.extracted = self.counts.extracted.saturating_sub(extracted);

@@ -1,7 +1,7 @@
 //! The records of the fact table: memory versions and observations.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::types::{Kind, MemoryId, Namespace, ObservationId, Role, Seq, Status, Tier};
 
@@ -9,8 +9,22 @@ use crate::types::{Kind, MemoryId, Namespace, ObservationId, Role, Seq, Status, 
 ///
 /// A read at log position `S` (live reads use the last durable position;
 /// `as_of` views use an earlier one) sees the record as it was at `S`:
-/// `status`, `next`, `valid_to` reflect only events with `seq <= S`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `status`, `next`, `valid_to` and `recorded_to` reflect only events with
+/// `seq <= S`. Forgotten versions are cut out of their chain: `prev` and
+/// `next` always name a version that is readable at `S`, or nothing.
+///
+/// Two time lines, all times UTC with microsecond precision:
+///
+/// * **valid time** (`valid_from`..`valid_to`): when the fact was true in
+///   the world, as the store knows it now — from the caller's event time
+///   (else the write time) to the successor's;
+/// * **recorded time** (`recorded_from`..`recorded_to`): when the store
+///   believed it — from the commit time of the `Extracted` event to that of
+///   the `Superseded` event that replaced it.
+///
+/// Both are derived from the log alone (event times in `Extracted`
+/// payloads, commit times in envelopes), so replay reproduces them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     /// Id: the `Seq` of the `Extracted` event that created this version.
     pub id: MemoryId,
@@ -36,19 +50,32 @@ pub struct Memory {
     pub source_ref: Option<String>,
     /// Status at the read position.
     pub status: Status,
-    /// The version this one replaced.
+    /// The nearest earlier version of its chain that is not forgotten.
     pub prev: Option<MemoryId>,
-    /// The version that replaced this one (at the read position).
+    /// The nearest later version of its chain that is not forgotten (and
+    /// is visible at the read position).
     pub next: Option<MemoryId>,
     /// When the first version of this lineage was written (UTC).
     pub first_seen: DateTime<Utc>,
-    /// When this version was written (UTC): start of its validity.
+    /// Valid time, start: when this fact became true — the caller's
+    /// `event_time`, else the write time (`recorded_from`).
     pub valid_from: DateTime<Utc>,
-    /// When it was superseded (UTC), if it was by the read position.
+    /// Valid time, end: when the fact stopped being true, i.e. when its
+    /// successor became true (the successor's `valid_from`, never before
+    /// this version's own `valid_from`). `None` while nothing has replaced
+    /// it at the read position. When the successor was forgotten, the next
+    /// surviving successor's start stands in, or, with none left, the time
+    /// the replacement was recorded (`recorded_to`).
     pub valid_to: Option<DateTime<Utc>>,
+    /// Recorded time, start: the commit time of the `Extracted` event that
+    /// wrote this version.
+    pub recorded_from: DateTime<Utc>,
+    /// Recorded time, end: the commit time of the `Superseded` event that
+    /// replaced it, if that happened by the read position.
+    pub recorded_to: Option<DateTime<Utc>>,
     /// When the remembered thing happened, if the caller said.
     pub event_time: Option<DateTime<Utc>>,
-    /// Last time recall returned it (UTC); starts at `valid_from`.
+    /// Last time recall returned it (UTC); starts at `recorded_from`.
     pub last_access: DateTime<Utc>,
     /// How many recalls returned it.
     pub access_count: u64,
@@ -75,6 +102,12 @@ impl Memory {
         if self.superseded_seq.is_some_and(|s| s > at) {
             m.next = None;
             m.valid_to = None;
+            m.recorded_to = None;
+        }
+        // After a forgotten successor, `next` skips to a later version,
+        // which may not exist yet at `at`.
+        if m.next.is_some_and(|n| n.0 > at) {
+            m.next = None;
         }
         if self.archived_seq.is_some_and(|s| s > at) {
             m.archived_seq = None;
@@ -97,14 +130,21 @@ impl Memory {
         self.status
     }
 
-    /// The time used for recency: when it happened if known, else when written.
+    /// The time used for recency and date filters: when it happened if
+    /// known, else when written (equals `valid_from`).
     pub fn effective_time(&self) -> DateTime<Utc> {
-        self.event_time.unwrap_or(self.valid_from)
+        self.valid_from
+    }
+
+    /// Whether this version was true at valid time `t`, as the store knows
+    /// now: `valid_from <= t` and (`valid_to` unset or `t < valid_to`).
+    pub fn valid_at(&self, t: DateTime<Utc>) -> bool {
+        self.valid_from <= t && self.valid_to.is_none_or(|end| t < end)
     }
 }
 
 /// A raw observation as the fact table holds it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Observation {
     /// Id: the `Seq` of its `Observed` event.
     pub id: ObservationId,

@@ -92,13 +92,17 @@ pub const TRUNCATED_FIELD: &str = "truncated";
 /// enough for one short statement.
 pub const MIN_TRUNCATED_TOKENS: usize = 24;
 
-/// A rendered prompt block and what went into it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+/// A rendered prompt block and what went into it. In JSON (the `context`
+/// response of the command surface) `text` is `context` and `included` is
+/// `memories`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ContextBlock {
     /// The block ([module grammar](self)); empty when the budget is smaller
     /// than the block's frame.
+    #[serde(rename = "context")]
     pub text: String,
     /// Hits rendered as entries (whole or cut).
+    #[serde(rename = "memories")]
     pub included: usize,
     /// Of those, entries cut to fit (0 or 1).
     pub truncated: usize,

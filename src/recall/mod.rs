@@ -26,10 +26,10 @@ use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 
 use crate::embed::EmbedKind;
-use crate::engine::{AsOf, Engine};
+use crate::engine::{AsOf, Engine, ReadPoint};
 use crate::error::{Error, Result};
 use crate::projection::Memory;
-use crate::types::{Kind, MemoryId, Namespace, Status, Tier};
+use crate::types::{Kind, MemoryId, Namespace, Tier};
 
 /// Options for [`Engine::recall`]. `RecallOptions::default()` gives top-10
 /// hybrid recall of active, unquarantined memories with no similarity floor.
@@ -53,9 +53,13 @@ pub struct RecallOptions {
     /// Only memories whose effective time (event time, else write time) is
     /// in `from..=to` (UTC).
     pub time_range: Option<(DateTime<Utc>, DateTime<Utc>)>,
-    /// Recall as the store was at a past point.
+    /// Recall as of a past point: what the store knew then
+    /// ([`AsOf::Seq`], [`AsOf::Time`]), or the memories that were true then
+    /// as the store knows them now ([`AsOf::ValidTime`]; superseded
+    /// versions that held at that time count as current).
     pub as_of: Option<AsOf>,
-    /// Also return superseded versions. Default false.
+    /// Also return superseded versions (with a valid-time `as_of`: versions
+    /// no longer true then). Default false.
     pub include_superseded: bool,
     /// Also return quarantined memories. Default false.
     pub include_quarantined: bool,
@@ -99,7 +103,7 @@ impl Default for RecallOptions {
 }
 
 /// One recalled memory with its score.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Hit {
     /// The memory as seen at the recall's position.
     pub memory: Memory,
@@ -165,10 +169,11 @@ impl Engine {
         if opts.mode != RecallMode::Lexical {
             crate::embed::validate_vector(query_vector, self.embedder().dim())?;
         }
-        let at = match opts.as_of {
-            Some(a) => self.as_of(ns, a)?.seq(),
-            None => self.shared().state.read().visible,
+        let point = match opts.as_of {
+            Some(a) => self.as_of(ns, a)?.point(),
+            None => ReadPoint::at(self.shared().state.read().visible),
         };
+        let at = point.seq;
         let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
         let now = Utc::now();
         let hits = {
@@ -176,7 +181,7 @@ impl Engine {
             let Some(st) = state.ns(ns) else {
                 return Ok(Vec::new());
             };
-            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, at, opts));
+            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, point, opts));
             let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
             let mut cands: HashMap<u64, (Option<f32>, f32)> = HashMap::new();
             if opts.mode != RecallMode::Lexical {
@@ -242,16 +247,10 @@ impl Engine {
     }
 }
 
-/// Whether memory `m` may be returned at position `at` under `opts`.
-fn admissible(m: &Memory, at: u64, opts: &RecallOptions) -> bool {
-    if !m.visible_at(at) {
+/// Whether memory `m` may be returned at read point `p` under `opts`.
+fn admissible(m: &Memory, p: ReadPoint, opts: &RecallOptions) -> bool {
+    if !p.shows(m) || !p.admits(m, opts.include_superseded, opts.include_archived) {
         return false;
-    }
-    match m.status_at(at) {
-        Status::Superseded if !opts.include_superseded => return false,
-        Status::Archived if !opts.include_archived => return false,
-        Status::Forgotten => return false,
-        _ => {}
     }
     if !opts.include_quarantined && m.quarantine.is_some() {
         return false;

@@ -40,7 +40,7 @@ use crate::recall::RecallOptions;
 use crate::types::Tier;
 
 /// Where candidates come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RecallMode {
     /// Vector index only; score = cosine similarity.
@@ -66,7 +66,7 @@ impl std::str::FromStr for RecallMode {
 
 /// How hybrid recall scales cosine similarity before the weighted sum (see
 /// the module docs for the formula and the measurements behind it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SimilarityNorm {
     /// Whatever the engine's embedder asks for
@@ -79,6 +79,7 @@ pub enum SimilarityNorm {
     Raw,
     /// Cosine min-max scaled over this recall's candidates to `0..=1`
     /// (all 1 when every candidate has the same cosine).
+    #[serde(alias = "minmax")]
     MinMax,
 }
 
@@ -95,7 +96,7 @@ impl std::str::FromStr for SimilarityNorm {
 }
 
 /// Weights of the recall score (see the module docs for the formula).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Weights {
     /// Weight of cosine similarity in the hybrid sum, `0..=1`; lexical gets
     /// `1 − dense`. Default 0.7 (the reference run's best on the LoCoMo dev
@@ -119,7 +120,7 @@ impl Default for Weights {
 }
 
 /// How a hit's score was made.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct Explanation {
     /// Cosine similarity of query and memory vectors, `-1..=1`.
     pub similarity: f32,

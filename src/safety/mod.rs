@@ -11,11 +11,13 @@
 //! [`InjectionPolicy`] decides whether such content is quarantined, rejected
 //! or allowed.
 //!
-//! - [`Redactor`] ([`redact`] module): mainland-China mobile numbers and
-//!   resident ID numbers, payment card numbers, e-mail addresses and
-//!   international phone numbers, in English and Chinese text (no spaces
-//!   needed around numbers; full-width digits accepted), plus caller-supplied
-//!   patterns.
+//! - [`Redactor`] ([`redact`] module): telephone numbers, mainland-China
+//!   resident ID numbers, payment card numbers and e-mail addresses, in
+//!   English and Chinese text (no spaces needed around numbers; full-width
+//!   digits accepted), plus caller-supplied patterns. Telephone numbers are
+//!   confirmed with libphonenumber's metadata ([`phone`] module):
+//!   international writings for every country, national writings for the
+//!   configured [`PhoneRegions`] (default CN, US, GB, DE, FR, JP).
 //! - [`InjectionDetector`] ([`injection`] module): a documented list of
 //!   weighted English and Chinese patterns over NFKC-normalised text and
 //!   over a view with common obfuscations undone (TR39 confusable
@@ -41,11 +43,13 @@
 pub mod checksum;
 mod fold;
 pub mod injection;
+pub mod phone;
 pub mod redact;
 pub mod text;
 
 pub use checksum::{cn_id_check_char, cn_id_valid, luhn_valid};
 pub use injection::{InjectionDetector, InjectionFinding, InjectionPolicy, DEFAULT_THRESHOLD};
+pub use phone::{PhoneRegions, DEFAULT_PHONE_REGIONS, MAX_PHONE_REGIONS};
 pub use redact::{
     PiiKind, PiiPolicy, PiiSpan, Redaction, Redactor, MAX_CUSTOM_PATTERNS, MAX_GROWTH_PER_SPAN, MAX_LABEL_LEN,
 };

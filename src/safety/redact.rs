@@ -11,9 +11,23 @@
 //! |---|---|---|---|
 //! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4; province code, birth date and GB 11643-1999 check character verified |
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
-//! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | `1[3-9]` + 9 digits, plain or grouped 3-4-4 / 3-8, optionally after `+86` or `0086` |
-//! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | `+` and 8–15 digits in any grouping (`+1 415 555 0100`, `+44 20 7946 0958`); North-American `(415) 555-0100`, `415-555-0100`, `415.555.0100`, `415 555 0100`, optionally after `1`; trunk-prefixed national numbers `010-12345678`, `(0755) 1234 5678`, `020 7946 0958` |
+//! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
+//! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
 //! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | ASCII `local@domain.tld`, TLD 2–24 letters |
+//!
+//! Telephone numbers: digit runs joined by spaces, dashes, dots or one pair
+//! of parentheses, 8–19 digits, optionally after `+` or `00`, confirmed with
+//! libphonenumber's metadata. International writings are read with their own
+//! country's metadata, national writings with the redactor's
+//! [`PhoneRegions`] (default [`DEFAULT_PHONE_REGIONS`](super::DEFAULT_PHONE_REGIONS):
+//! CN, US, GB, DE, FR, JP; see [`Redactor::with_phone_regions`]). Valid
+//! mobile, fixed-line, VoIP, personal, pager and voicemail numbers are
+//! redacted, and so are numbers of reserved or unallocated ranges written in
+//! full with their prefix and in the library's own grouping (the UK drama
+//! range `07700 900xxx`); toll-free, premium-rate, shared-cost and UAN
+//! numbers, quantities (`+100 000 000`), dates, ISBNs, amounts and
+//! identifiers are kept. The rules, and what they cost, are in
+//! [`super::phone`].
 //!
 //! Card issuer prefixes (first digits, by total length): 13 → `4`;
 //! 14 → `30`, `36`, `38`, `39`; 15 → `34`, `37`; 16 → `2221`–`2720`, `35`, `4`,
@@ -66,6 +80,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::checksum::{cn_id_valid, luhn_valid};
+use super::phone::{self, Candidate, PhoneCache, PhoneRegions, Written};
 use crate::error::{Error, Result};
 
 /// What the engine does when a memory's content contains personal data.
@@ -88,8 +103,9 @@ pub enum PiiPolicy {
 /// [`Redactor::with_pattern`] (0-based, in order of addition).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum PiiKind {
-    /// Mainland-China mobile number (`1[3-9]` + 9 digits, optional `+86`/`0086`).
-    /// Placeholder `[PHONE]`, count key `CN_MOBILE`.
+    /// Mainland-China mobile number (calling code 86, libphonenumber type
+    /// mobile; national or after `+86`/`0086`). Placeholder `[PHONE]`, count
+    /// key `CN_MOBILE`.
     CnMobile,
     /// Mainland-China resident identity number (GB 11643-1999, 18 chars).
     /// Placeholder `[CN_ID]`, count key `CN_ID`.
@@ -99,8 +115,9 @@ pub enum PiiKind {
     BankCard,
     /// E-mail address. Placeholder `[EMAIL]`, count key `EMAIL`.
     Email,
-    /// Other telephone number (international `+…`, North-American, or
-    /// trunk-prefixed national). Placeholder `[PHONE]`, count key `PHONE`.
+    /// Other telephone number carrying personal data, written
+    /// internationally (`+…`, `00…`) or nationally for one of the
+    /// redactor's [`PhoneRegions`]. Placeholder `[PHONE]`, count key `PHONE`.
     Phone,
     /// A caller-supplied pattern: the index among the redactor's patterns.
     /// Placeholder and count key are the pattern's label.
@@ -213,17 +230,35 @@ struct CustomPattern {
 /// detectors, boundaries, precedence and bounds.
 ///
 /// Built once and shared: it is `Send + Sync`, and cloning copies only the
-/// custom patterns (compiled regexes share their programs). All methods are
-/// pure functions of the input text.
+/// custom patterns (compiled regexes share their programs) and the phone
+/// regions. All methods are pure functions of the input text. The first
+/// phone-number lookup in a process loads libphonenumber's metadata
+/// (about 0.2 s, once; `benches/phones.rs` measures it).
 #[derive(Clone, Debug, Default)]
 pub struct Redactor {
     custom: Vec<CustomPattern>,
+    phones: PhoneRegions,
 }
 
 impl Redactor {
-    /// A redactor with the built-in detectors only.
+    /// A redactor with the built-in detectors only, reading national phone
+    /// numbers of the [`DEFAULT_PHONE_REGIONS`](super::DEFAULT_PHONE_REGIONS).
     pub fn new() -> Self {
-        Self { custom: Vec::new() }
+        Self { custom: Vec::new(), phones: PhoneRegions::default() }
+    }
+
+    /// Reads nationally written phone numbers (no `+` or `00`) as numbers of
+    /// `regions`, in order, instead of the [`DEFAULT_PHONE_REGIONS`](super::DEFAULT_PHONE_REGIONS);
+    /// international numbers are read whatever the regions. Build `regions`
+    /// with [`PhoneRegions::new`], which validates the codes.
+    pub fn with_phone_regions(mut self, regions: PhoneRegions) -> Self {
+        self.phones = regions;
+        self
+    }
+
+    /// The regions nationally written phone numbers are read for.
+    pub fn phone_regions(&self) -> &PhoneRegions {
+        &self.phones
     }
 
     /// Adds a caller pattern whose matches are replaced by `[LABEL]` and
@@ -291,7 +326,8 @@ impl Redactor {
     /// boundaries, non-empty, non-overlapping and sorted by start. These are
     /// exactly the spans [`Redactor::redact`] replaces.
     pub fn find(&self, text: &str) -> Vec<PiiSpan> {
-        let mut spans = self.find_pass(text, &[]);
+        let mut cache = PhoneCache::default();
+        let mut spans = self.find_pass(text, &[], &mut cache);
         if spans.is_empty() {
             return spans;
         }
@@ -300,7 +336,7 @@ impl Redactor {
         loop {
             let (rendered, placed) = self.render(text, &spans);
             let protected: Vec<(usize, usize)> = placed.iter().map(|p| (p.t_start, p.t_end)).collect();
-            let fresh = self.find_pass(&rendered, &protected);
+            let fresh = self.find_pass(&rendered, &protected, &mut cache);
             if fresh.is_empty() {
                 return spans;
             }
@@ -376,7 +412,7 @@ impl Redactor {
 
     /// One scan: every candidate, then overlap resolution. Candidates that
     /// touch a `protected` byte range (a placeholder) are dropped.
-    fn find_pass(&self, text: &str, protected: &[(usize, usize)]) -> Vec<PiiSpan> {
+    fn find_pass(&self, text: &str, protected: &[(usize, usize)], cache: &mut PhoneCache) -> Vec<PiiSpan> {
         let mut cands: Vec<PiiSpan> = Vec::new();
         for (i, p) in self.custom.iter().enumerate() {
             let kind = PiiKind::Custom(u16::try_from(i).unwrap_or(u16::MAX));
@@ -386,7 +422,7 @@ impl Redactor {
                 }
             }
         }
-        digit_candidates(text, &mut cands);
+        digit_candidates(text, &mut Phones { regions: &self.phones, cache }, &mut cands);
         email_candidates(text, &mut cands);
         cands.retain(|c| !overlaps(protected, c.start, c.end));
         resolve(cands)
@@ -546,6 +582,7 @@ impl Group {
 
 /// Scanning context shared by the digit detectors.
 struct Scan<'a> {
+    text: &'a str,
     chars: &'a [(usize, char)],
 }
 
@@ -558,6 +595,18 @@ impl Scan<'_> {
             return true;
         };
         !is_word(c) && (uses_plus || norm_punct(c) != Some(b'+'))
+    }
+
+    /// Whether the digits from char index `start` to `end` are tied to a
+    /// word by punctuation: `bjo-2022…`, `…/2365515882`, `…530.html`,
+    /// `…0958-A`.
+    fn glued_by_punct(&self, start: usize, end: usize) -> bool {
+        let at = |ci: Option<usize>| ci.and_then(|i| self.chars.get(i)).map(|&(_, c)| c);
+        let before = matches!(at(start.checked_sub(1)), Some('-' | '/'))
+            && at(start.checked_sub(2)).is_some_and(|c| c.is_ascii_alphanumeric());
+        let after = matches!(at(Some(end)), Some('-' | '/' | '.'))
+            && at(end.checked_add(1)).is_some_and(|c| c.is_ascii_alphabetic());
+        before || after
     }
 
     /// Whether the character at char index `ci` allows a span to end there.
@@ -623,7 +672,7 @@ fn ascii(digits: &[u8]) -> String {
 
 /// Finds digit runs, links them into chains, and tries every short sub-chain
 /// against every digit-based detector.
-fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
+fn digit_candidates(text: &str, phones: &mut Phones<'_>, out: &mut Vec<PiiSpan>) {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let byte_at = |ci: usize| chars.get(ci).map_or(text.len(), |&(b, _)| b);
     let mut groups: Vec<Group> = Vec::new();
@@ -651,7 +700,7 @@ fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
         };
         groups.push(Group { start: chars[ci_start].0, end: byte_at(k), ci_start, ci_end: k, digits, plus, paren });
     }
-    let scan = Scan { chars: &chars };
+    let scan = Scan { text, chars: &chars };
     // Split into chains of runs joined by a recognised joiner.
     let mut i = 0;
     while i < groups.len() {
@@ -664,22 +713,61 @@ fn digit_candidates(text: &str, out: &mut Vec<PiiSpan>) {
             }
             j += 1;
         }
-        chain_candidates(&scan, &groups[i..j], &joiners, out);
+        chain_candidates(&scan, &groups[i..j], &joiners, phones, out);
         i = j;
     }
 }
 
-/// Longest sub-chain considered, in runs.
-const MAX_RUNS: usize = 6;
+/// Longest sub-chain considered, in runs (`00 33 (0)1 23 45 67 89`).
+const MAX_RUNS: usize = 8;
 /// Longest sub-chain considered, in digits (19-digit cards).
 const MAX_DIGITS: usize = 19;
 /// Shortest sub-chain any detector accepts, in digits (`+` and 8 digits).
 const MIN_DIGITS: usize = 8;
 
-fn chain_candidates(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], out: &mut Vec<PiiSpan>) {
+/// The redactor's phone regions and the verdicts of the current scan.
+struct Phones<'a> {
+    regions: &'a PhoneRegions,
+    cache: &'a mut PhoneCache,
+}
+
+fn chain_candidates(
+    scan: &Scan<'_>,
+    groups: &[Group],
+    joiners: &[Joiner],
+    phones: &mut Phones<'_>,
+    out: &mut Vec<PiiSpan>,
+) {
     let n = groups.len();
+    if groups.iter().map(Group::len).sum::<usize>() < MIN_DIGITS {
+        return;
+    }
+    // No phone in a chain glued to a letter (`DE89 3704 0044 …`, `A1 234
+    // 567`: a code) or that is, as a whole, a date, an ISBN, a number in
+    // thousands grouping or an IPv4 address.
+    let phones_here = match (groups.first(), groups.last()) {
+        (Some(f), Some(l)) => {
+            let glued = !scan.left_ok(f.ci_start, true)
+                || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c))
+                || scan.glued_by_punct(f.ci_start, l.ci_end);
+            let all: Vec<u8> = groups.iter().flat_map(|g| g.digits.iter().copied()).collect();
+            let lens: Vec<usize> = groups.iter().map(Group::len).collect();
+            let digits = ascii(&all);
+            let dotted = !joiners.is_empty() && joiners.iter().all(|&j| j == Joiner::Dot);
+            let other = glued
+                || phone::looks_like_date(&digits, &lens)
+                || phone::looks_like_isbn(&digits, &lens)
+                || (dotted && phone::looks_like_ipv4(&digits, &lens))
+                || (f.plus.is_none() && phone::looks_like_thousands(&digits, &lens));
+            !other
+        }
+        _ => false,
+    };
+    // The chain starts with an international prefix (`+44 …`, `0044 …`).
+    let intl_head = groups.first().is_some_and(|g| g.plus.is_some() || g.digits.starts_with(&[0, 0]));
     for i in 0..n {
         let mut total = 0;
+        let mut phone_cands = Vec::new();
         for j in i + 1..=n.min(i + MAX_RUNS) {
             total += groups[j - 1].len();
             if total > MAX_DIGITS {
@@ -702,30 +790,117 @@ fn chain_candidates(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], out: 
                 continue;
             }
             let end = cand.last().end;
-            let mut push = |start: usize, kind: PiiKind| out.push(PiiSpan { start, end, kind });
             if let Some(s) = cn_id(scan, &cand) {
-                push(s, PiiKind::CnId);
+                out.push(PiiSpan { start: s, end, kind: PiiKind::CnId });
             }
             if cand.any_x() {
                 continue;
             }
             if let Some(s) = card(scan, &cand) {
-                push(s, PiiKind::BankCard);
+                out.push(PiiSpan { start: s, end, kind: PiiKind::BankCard });
             }
-            if let Some(s) = cn_mobile(scan, &cand) {
-                push(s, PiiKind::CnMobile);
+            if phones_here {
+                phone_cands.push(cand);
             }
-            if let Some(s) = plus_phone(scan, &cand) {
-                push(s, PiiKind::Phone);
-            }
-            if let Some(s) = nanp_phone(scan, &cand) {
-                push(s, PiiKind::Phone);
-            }
-            if let Some(s) = trunk_phone(scan, &cand) {
-                push(s, PiiKind::Phone);
+        }
+        // Longest first: a shorter phone at the same start would lose the
+        // overlap anyway, so it is not looked up.
+        for cand in phone_cands.iter().rev() {
+            if let Some((start, kind)) = phone(scan, cand, intl_head, phones) {
+                out.push(PiiSpan { start, end: cand.last().end, kind });
+                break;
             }
         }
     }
+}
+
+/// A telephone number: a loose shape check here, then confirmation with
+/// libphonenumber metadata in [`super::phone`]. Returns the span start and
+/// kind.
+fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>) -> Option<(usize, PiiKind)> {
+    let first = c.first();
+    let digits = ascii(&c.digits());
+    let lens = c.lens();
+    // Whether the span starts with a `(` that the candidate closes.
+    let (written, start, mut open) = if let Some(plus) = first.plus {
+        let start = plus_start(scan, c)?;
+        (Written::Plus, start, start < plus)
+    } else {
+        let first_paren = c.inner.iter().find(|j| j.class() == JoinClass::Paren);
+        let (start, open) = match first.paren {
+            Some(p) if first_paren.is_some_and(|j| j.closes()) => {
+                (scan.left_ok(first.ci_start.checked_sub(1)?, false).then_some(p)?, true)
+            }
+            _ => (plain_start(scan, c)?, false),
+        };
+        let idd = first.len() >= 2 && digits.starts_with("00") && !digits[2..].starts_with('0');
+        (if idd { Written::Idd00 } else { Written::National }, start, open)
+    };
+    // Parentheses: at most one pair, opened before it is closed, all inside.
+    let mut pairs = usize::from(open);
+    for j in c.inner {
+        match j {
+            Joiner::SpaceOpen if !open => {
+                open = true;
+                pairs += 1;
+            }
+            Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash if open => open = false,
+            Joiner::SpaceOpen | Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash => return None,
+            _ => {}
+        }
+    }
+    if open || pairs > 1 {
+        return None;
+    }
+    // The tail of an international number is not a national one
+    // (`+44 901 234 5678` holds no `901 234 5678`).
+    if c.left.is_some() && intl_head {
+        return None;
+    }
+    // Dots join phone groups only as the one separator (`415.555.0100`), and
+    // a single dot only after a trunk-prefixed area code (`030.123456`);
+    // otherwise it is a decimal (`0.401425728`, `12.3456789`).
+    let dots = c.inner.iter().filter(|&&j| j == Joiner::Dot).count();
+    let trunk_area = first.len() >= 2 && first.digits.first() == Some(&0);
+    if dots > 0
+        && ((dots == 1 && !trunk_area) || c.inner.iter().any(|&j| j != Joiner::Dot && j.class() != JoinClass::Paren))
+    {
+        return None;
+    }
+    // A lone 0 before a dash opens a range (`0–4294967295`).
+    if first.digits == [0] && matches!(c.inner.first(), Some(Joiner::Dash | Joiner::SpacedDash)) {
+        return None;
+    }
+    // Separators after the first run and outside parentheses: one kind, or
+    // spaces then dashes (`+86 138-1234-5678`, `(0755) 1234 5678`,
+    // `+7 912 345-67-89`), never dashes then spaces (`2023-11-05 12`).
+    let seps: Vec<Joiner> = c.inner.iter().skip(1).filter(|j| j.class() != JoinClass::Paren).copied().collect();
+    let switch = seps.windows(2).position(|w| w[0] != w[1]);
+    if let Some(at) = switch {
+        let (before, after) = seps.split_at(at + 1);
+        let spaces_then_dashes = before.iter().all(|&j| j == Joiner::Space) && after.iter().all(|&j| j == Joiner::Dash);
+        if !spaces_then_dashes {
+            return None;
+        }
+    }
+    if phone::looks_like_date(&digits, &lens)
+        || phone::looks_like_isbn(&digits, &lens)
+        || (written == Written::National && phone::looks_like_thousands(&digits, &lens))
+        || phone::amount_or_id_context(scan.text, start, c.last().end)
+    {
+        return None;
+    }
+    // Dots also join versions and addresses, and lists of small numbers
+    // (`20 25 30 40 50`) have many short runs: such numbers must be grouped
+    // as the library groups them (`415.555.0100`, `01 23 45 67 89`).
+    let short_runs = lens.len() >= 4 && lens.iter().all(|&l| l <= 3);
+    let strict = c.inner.contains(&Joiner::Dot) || (written == Written::National && short_runs);
+    // A bare run of 10 digits or fewer is as often a code as a number; a
+    // word such as "phone" or "电话" just before vouches for it.
+    let vouched = lens.len() == 1 && digits.len() <= 10 && phone::phone_word_before(scan.text, start);
+    let cand = Candidate { digits: &digits, runs: &lens, written, strict, vouched };
+    let kind = phones.regions.confirm(cand, phones.cache)?;
+    Some((start, kind))
 }
 
 /// Span start of an unprefixed candidate, if its left side allows one.
@@ -788,59 +963,6 @@ fn issuer_plausible(d: &[u8]) -> bool {
     }
 }
 
-/// 11-digit CN mobile body: `1[3-9]`, grouped `[11]`, `[3,4,4]` or `[3,8]`.
-fn mobile_body(digits: &[u8], lens: &[usize], joiners: &[Joiner]) -> bool {
-    digits.len() == 11
-        && digits[0] == 1
-        && (3..=9).contains(&digits[1])
-        && matches!(lens, [11] | [3, 4, 4] | [3, 8])
-        && uniform_space_or_dash(joiners)
-}
-
-fn cn_mobile(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    let digits = c.digits();
-    let lens = c.lens();
-    let first = c.first();
-    let prefixed = |code: &[u8]| -> Option<usize> {
-        let start = match first.plus {
-            Some(_) => plus_start(scan, c)?,
-            None => plain_start(scan, c)?,
-        };
-        let body = &digits[code.len()..];
-        if first.digits == code && c.groups.len() >= 2 {
-            mobile_body(body, &lens[1..], &c.inner[1..]).then_some(())?;
-        } else if c.groups.len() == 1 && first.digits.starts_with(code) {
-            mobile_body(body, &[body.len()], &[]).then_some(())?;
-        } else {
-            return None;
-        }
-        Some(start)
-    };
-    if first.plus.is_some() {
-        return if digits.starts_with(&[8, 6]) { prefixed(&[8, 6]) } else { None };
-    }
-    if digits.starts_with(&[0, 0, 8, 6]) {
-        return prefixed(&[0, 0, 8, 6]);
-    }
-    if mobile_body(&digits, &lens, c.inner) {
-        return plain_start(scan, c);
-    }
-    None
-}
-
-/// International notation: `+` and 8–15 digits in any grouping.
-fn plus_phone(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    c.first().plus?;
-    let total = c.total();
-    if !(8..=15).contains(&total) || c.first().digits.first() == Some(&0) {
-        return None;
-    }
-    if c.inner.contains(&Joiner::SpaceOpen) && !c.inner.iter().any(|j| j.closes()) {
-        return None;
-    }
-    plus_start(scan, c)
-}
-
 /// Span start of a candidate whose first run follows a `+`: the `+`, or the
 /// `(` before it when the country code is parenthesised (`(+86) 138…`).
 fn plus_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
@@ -853,77 +975,6 @@ fn plus_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         return (norm_punct(ch) == Some(b'(') && scan.left_ok(open_ci, false)).then_some(open);
     }
     scan.left_ok(plus_ci, true).then_some(plus)
-}
-
-/// North-American notation: `[3,3,4]`, optionally after a `1` run.
-fn nanp_phone(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    if c.first().plus.is_some() {
-        return None;
-    }
-    let lens = c.lens();
-    let o = match lens.as_slice() {
-        [3, 3, 4] => 0,
-        [1, 3, 3, 4] if c.first().digits == [1] => 1,
-        _ => return None,
-    };
-    let area = &c.groups[o];
-    let exchange = &c.groups[o + 1];
-    if area.digits[0] < 2 || exchange.digits[0] < 2 {
-        return None;
-    }
-    let (j_area, j_exch) = (c.inner[o], c.inner[o + 1]);
-    let paren = area.paren.is_some() && j_area.closes();
-    let body_ok = if paren {
-        matches!(j_exch, Joiner::Dash | Joiner::Space | Joiner::Dot)
-    } else {
-        j_area == j_exch && matches!(j_area, Joiner::Dash | Joiner::Space | Joiner::Dot)
-    };
-    if !body_ok {
-        return None;
-    }
-    if o == 1 {
-        let lead = c.inner[0];
-        let lead_ok = match lead {
-            Joiner::SpaceOpen => paren,
-            Joiner::Space | Joiner::Dash | Joiner::Dot => true,
-            _ => false,
-        };
-        return (lead_ok && scan.left_ok(c.first().ci_start, false)).then_some(c.first().start);
-    }
-    if paren {
-        let p = area.paren?;
-        return scan.left_ok(area.ci_start - 1, false).then_some(p);
-    }
-    plain_start(scan, c)
-}
-
-/// Trunk-prefixed national number: `0` + 2–3 digit area code, then 6–8
-/// subscriber digits in one or two runs of at least 3.
-fn trunk_phone(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
-    let area = c.first();
-    if area.plus.is_some() || c.groups.len() < 2 || c.groups.len() > 3 {
-        return None;
-    }
-    if !(3..=4).contains(&area.len()) || area.digits[0] != 0 || area.digits[1] == 0 {
-        return None;
-    }
-    let rest = &c.groups[1..];
-    let sub: usize = rest.iter().map(Group::len).sum();
-    if !(6..=8).contains(&sub) || rest.iter().any(|g| g.len() < 3) {
-        return None;
-    }
-    if !uniform_space_or_dash(&c.inner[1..]) {
-        return None;
-    }
-    let j = c.inner[0];
-    if area.paren.is_some() && j.closes() {
-        let p = area.paren?;
-        return scan.left_ok(area.ci_start - 1, false).then_some(p);
-    }
-    if !matches!(j, Joiner::Space | Joiner::Dash | Joiner::SpacedDash) {
-        return None;
-    }
-    plain_start(scan, c)
 }
 
 // ---------------------------------------------------------------------------

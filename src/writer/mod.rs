@@ -8,8 +8,10 @@
 //! readers until durable), appends the whole group in one batch, flushes
 //! once, advances the visible position, and only then replies.
 
+mod inherit;
 mod plan;
 
+pub(crate) use inherit::{merge, PendingMemory};
 pub(crate) use plan::{forget_preview, Op, OpOutcome};
 pub use plan::{DedupMode, ForgetOutcome, RememberAction};
 
@@ -382,8 +384,8 @@ impl Writer {
         let plan = plan::plan(&state, ns, op, self.next_seq)?;
         let mut staged = Vec::with_capacity(plan.bodies.len());
         // The events of one op share one commit time, so a new version's
-        // `valid_from` equals the old version's `valid_to` and no time falls
-        // between them.
+        // `recorded_from` equals the old version's `recorded_to` and no
+        // recorded time falls between them.
         let time = self.tick();
         for (i, (body, vector)) in plan.bodies.into_iter().enumerate() {
             let seq = self.next_seq + i as Seq;

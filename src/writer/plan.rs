@@ -9,14 +9,17 @@ use crate::event::{
     Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed, SupersedeReason,
     Superseded,
 };
-use crate::projection::{normalize_content, NsState, State};
+use crate::projection::{normalize_content, Memory, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
+
+pub(crate) use super::inherit::{inherit, PendingMemory};
 
 /// How `remember` treats a memory that repeats an active one.
 ///
 /// Whatever the mode, the caller's text is never dropped: it is either
 /// already active word for word, or written as an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum DedupMode {
     /// Identical content (after whitespace/case normalisation) returns the
     /// active memory and writes nothing; a restatement — cosine ≥ the
@@ -38,15 +41,18 @@ pub enum DedupMode {
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
     Observe(Observed),
+    /// A memory as the caller stated it; the plan fills unset fields with
+    /// defaults, or inherits them when the memory replaces another.
     Remember {
-        mem: Extracted,
+        mem: PendingMemory,
         vector: Vec<f32>,
         dedup: DedupMode,
         threshold: f32,
     },
+    /// A new version of `old`; unset fields are inherited from it.
     Supersede {
         old: MemoryId,
-        mem: Extracted,
+        mem: PendingMemory,
         vector: Vec<f32>,
         reason: SupersedeReason,
     },
@@ -65,7 +71,8 @@ pub(crate) enum Op {
         ids: Vec<MemoryId>,
         reason: ArchiveReason,
     },
-    /// Write one merged memory and supersede every member with it.
+    /// Write one merged memory (built by [`super::inherit::merge`]) and
+    /// supersede every member with it.
     Consolidate {
         members: Vec<MemoryId>,
         mem: Extracted,
@@ -74,7 +81,7 @@ pub(crate) enum Op {
 }
 
 /// How a remember or supersede call was resolved.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum RememberAction {
     /// A new memory was written.
@@ -102,13 +109,14 @@ pub enum RememberAction {
 }
 
 /// Counts of what a forget erased.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ForgetOutcome {
     /// Memory versions erased (whole version chains count every version).
     pub memories: usize,
     /// Observations erased.
     pub observations: usize,
-    /// Memories erased because every observation they came from was erased.
+    /// Memory versions erased because they were derived from erased
+    /// observations (see [`crate::ForgetRequest::Observation`]).
     pub derived_memories: usize,
     /// The memory ids erased.
     pub memory_ids: Vec<MemoryId>,
@@ -173,6 +181,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     st.chain(old).last().copied().unwrap_or(old)
                 )));
             }
+            let mem = inherit(cur, mem);
             check_sources(st, ns, &mem.sources)?;
             // At most one active memory holds a slot key.
             if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|&&h| h != old) {
@@ -271,7 +280,7 @@ fn check_sources(st: &NsState, ns: &Namespace, sources: &[ObservationId]) -> Res
 fn plan_remember(
     st: Option<&NsState>,
     ns: &Namespace,
-    mem: Extracted,
+    mem: PendingMemory,
     vector: Vec<f32>,
     dedup: DedupMode,
     threshold: f32,
@@ -282,7 +291,7 @@ fn plan_remember(
             return Err(Error::not_found(format!("observation {s} in namespace {ns}")));
         }
         return Ok(Plan {
-            bodies: vec![(EventBody::Extracted(mem), Some(vector))],
+            bodies: vec![(EventBody::Extracted(mem.with_defaults()), Some(vector))],
             outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
         });
     };
@@ -291,14 +300,14 @@ fn plan_remember(
     // A slot key names the current value: its holder is either the same
     // content (a duplicate) or replaced, whatever else holds this text.
     if let Some(key) = &mem.key {
-        if let Some(&old) = st.by_key.get(key) {
-            let same = st.memories.get(&old).is_some_and(|m| normalize_content(&m.content) == norm);
-            if same && dedup != DedupMode::Off {
+        if let Some((old, holder)) = st.by_key.get(key).and_then(|&id| st.memories.get(&id).map(|m| (id, m))) {
+            if dedup != DedupMode::Off && normalize_content(&holder.content) == norm {
                 return Ok(Plan {
                     bodies: vec![],
                     outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Duplicate },
                 });
             }
+            let mem = inherit(holder, mem);
             return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
         }
     }
@@ -311,12 +320,9 @@ fn plan_remember(
         }
     }
     if dedup == DedupMode::Supersede && vector.iter().any(|x| *x != 0.0) {
-        if let Some((old, similarity)) = restated(st, &mem, &vector, threshold) {
-            // The new version keeps the slot of the memory it restates.
-            let mut mem = mem;
-            if mem.key.is_none() {
-                mem.key = st.memories.get(&old).and_then(|m| m.key.clone());
-            }
+        if let Some((old, base, similarity)) = restated(st, &mem, &vector, threshold) {
+            // The new version inherits what it does not restate, its slot key included.
+            let mem = inherit(base, mem);
             let mut plan = supersede_plan(old, mem, vector, SupersedeReason::NearDuplicate, next_seq);
             plan.outcome =
                 PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::NearDuplicate { old, similarity } };
@@ -324,7 +330,7 @@ fn plan_remember(
         }
     }
     Ok(Plan {
-        bodies: vec![(EventBody::Extracted(mem), Some(vector))],
+        bodies: vec![(EventBody::Extracted(mem.with_defaults()), Some(vector))],
         outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created },
     })
 }
@@ -336,7 +342,12 @@ const RESTATEMENT_CANDIDATES: usize = 8;
 /// and the same facts ([`crate::dedup::is_restatement`]), and no other slot
 /// key than `mem`'s. A nearer memory with other facts (a changed number,
 /// name or negation) is passed over, never merged.
-fn restated(st: &NsState, mem: &Extracted, vector: &[f32], threshold: f32) -> Option<(MemoryId, f32)> {
+fn restated<'a>(
+    st: &'a NsState,
+    mem: &PendingMemory,
+    vector: &[f32],
+    threshold: f32,
+) -> Option<(MemoryId, &'a Memory, f32)> {
     let active = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| m.status == Status::Active);
     let hits = st.vectors.search(vector, RESTATEMENT_CANDIDATES, &active);
     let mut sig = None;
@@ -352,7 +363,7 @@ fn restated(st: &NsState, mem: &Extracted, vector: &[f32], threshold: f32) -> Op
         }
         let sig = sig.get_or_insert_with(|| FactSignature::of(&mem.content));
         if is_restatement(similarity, threshold, sig, &FactSignature::of(&m.content)) {
-            return Some((m.id, similarity));
+            return Some((m.id, m, similarity));
         }
     }
     None
@@ -411,19 +422,7 @@ fn plan_forget(
             }
         }
     }
-    // Memories derived only from erased observations go with them.
-    let mut derived = 0usize;
-    if !obs.is_empty() {
-        for m in st.memories.values() {
-            if !mems.contains(&m.id)
-                && !m.sources.is_empty()
-                && m.sources.iter().all(|s| obs.contains(s) || st.forgotten_observations.contains(s))
-            {
-                mems.insert(m.id);
-                derived += 1;
-            }
-        }
-    }
+    let derived = if obs.is_empty() { 0 } else { derived_from(st, &obs, &mut mems) };
     if mems.is_empty() && obs.is_empty() {
         return Ok(empty());
     }
@@ -442,6 +441,42 @@ fn plan_forget(
         observations: outcome.observation_ids.clone(),
     });
     Ok(Plan { bodies: vec![(body, None)], outcome: PlannedOutcome::Forgot(outcome) })
+}
+
+/// Adds to `mems` what erasing the observations `obs` takes with it, and
+/// returns how many versions that added:
+///
+/// * every memory version whose sources are all erased (now or before);
+/// * every whole version chain in which some version cites an observation
+///   of `obs` and whose latest version is left without a source that is
+///   not erased. A version that does not restate its sources inherits
+///   them, so a chain that grew from one observation goes with it, however
+///   many versions it has; a chain whose latest version rests on another
+///   surviving observation stays (less its versions of the first kind).
+fn derived_from(st: &NsState, obs: &BTreeSet<ObservationId>, mems: &mut BTreeSet<MemoryId>) -> usize {
+    let erased = |s: &ObservationId| obs.contains(s) || st.forgotten_observations.contains(s);
+    let mut derived = 0usize;
+    for m in st.memories.values() {
+        if !m.sources.is_empty() && m.sources.iter().all(erased) && mems.insert(m.id) {
+            derived += 1;
+        }
+    }
+    let mut seen: BTreeSet<MemoryId> = BTreeSet::new();
+    for m in st.memories.values() {
+        if seen.contains(&m.id) || !m.sources.iter().any(|s| obs.contains(s)) {
+            continue;
+        }
+        let chain = st.chain(m.id);
+        seen.extend(chain.iter().copied());
+        let supported = chain
+            .last()
+            .and_then(|latest| st.memories.get(latest))
+            .is_some_and(|latest| latest.sources.iter().any(|s| !erased(s)));
+        if !supported {
+            derived += chain.into_iter().filter(|id| mems.insert(*id)).count();
+        }
+    }
+    derived
 }
 
 /// What a forget would erase, computed against `state` without writing.

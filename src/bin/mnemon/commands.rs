@@ -1,4 +1,7 @@
-//! The store commands: argument structs and their execution.
+//! The store commands: argument structs, each a thin adapter that builds a
+//! request of the command surface (`mnemon::api`), runs it, and prints the
+//! response (`--json`: exactly the surface's JSON; otherwise a human
+//! rendering, see `output.rs`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -6,13 +9,15 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
-use mnemon::embed::{self, EmbedderChoice};
-use mnemon::{
-    AsOf, Engine, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory, NewObservation, ObservationId,
-    RecallMode, RecallOptions, Result, Role,
+use mnemon::api::{
+    self, ApiError, CheckRequest, CompactRequest, ContextRequest, ForgetRequest, GetRequest, HistoryRequest,
+    ListRequest, LogRequest, MemoryFields, ObserveRequest, RecallFilters, RecallRequest, RememberRequest, Request,
+    Response, StatsRequest, SupersedeRequest, VerifyErasureRequest,
 };
+use mnemon::embed::{self, EmbedderChoice};
+use mnemon::{AsOf, Engine, MemoryId, Namespace, ObservationId, Result};
 
-use crate::output::{hit_line, json, memory_block, memory_line};
+use crate::output;
 use crate::{Cli, Cmd};
 
 #[derive(Args, Debug)]
@@ -33,10 +38,9 @@ pub struct ObserveArgs {
     text: String,
 }
 
+/// Fields of a new memory, shared by `remember` and `supersede`.
 #[derive(Args, Debug)]
-pub struct RememberArgs {
-    #[arg(long)]
-    ns: String,
+pub struct MemoryFieldArgs {
     /// preference, fact, decision, task_state, episode, procedure, or your own.
     #[arg(long)]
     kind: Option<String>,
@@ -49,6 +53,7 @@ pub struct RememberArgs {
     /// Slot key entity.attribute: a later memory under the same key supersedes this one.
     #[arg(long)]
     key: Option<String>,
+    /// Session the memory was formed in.
     #[arg(long)]
     session: Option<String>,
     /// Entities the memory is about (repeatable).
@@ -57,6 +62,38 @@ pub struct RememberArgs {
     /// Source observation ids (repeatable).
     #[arg(long = "source")]
     sources: Vec<u64>,
+    /// When the remembered fact became true (RFC 3339): starts its valid
+    /// time; without it, the write time.
+    #[arg(long)]
+    time: Option<String>,
+}
+
+impl MemoryFieldArgs {
+    fn fields(&self) -> Result<MemoryFields, ApiError> {
+        Ok(MemoryFields {
+            kind: self.kind.clone(),
+            tier: self.tier.as_deref().map(str::parse).transpose().map_err(ApiError::from)?,
+            importance: self.importance,
+            entities: (!self.entities.is_empty()).then(|| self.entities.clone()),
+            key: self.key.clone(),
+            sources: (!self.sources.is_empty()).then(|| self.sources.iter().map(|s| ObservationId(*s)).collect()),
+            session: self.session.clone(),
+            event_time: self.time.as_deref().map(|t| parse_time("time", t)).transpose()?,
+            source_ref: None,
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RememberArgs {
+    #[arg(long)]
+    ns: String,
+    #[command(flatten)]
+    fields: MemoryFieldArgs,
+    /// Repeats: supersede (a restatement becomes the new version; the
+    /// default), exact_only (only identical text is a repeat) or off.
+    #[arg(long)]
+    dedup: Option<String>,
     /// The text.
     text: String,
 }
@@ -65,6 +102,8 @@ pub struct RememberArgs {
 pub struct SupersedeArgs {
     #[arg(long)]
     ns: String,
+    #[command(flatten)]
+    fields: MemoryFieldArgs,
     /// The memory to replace.
     id: u64,
     /// The new content.
@@ -79,16 +118,44 @@ pub struct GetArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct HistoryArgs {
+    #[arg(long)]
+    ns: String,
+    id: u64,
+    /// Most versions per page (1–1000, default 100).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Continue after a previous page (its next_cursor).
+    #[arg(long)]
+    cursor: Option<String>,
+}
+
+#[derive(Args, Debug)]
 pub struct ListArgs {
     #[arg(long)]
     ns: String,
     /// Include superseded versions.
     #[arg(long)]
     all: bool,
+    /// Include archived memories.
+    #[arg(long)]
+    include_archived: bool,
+    /// Include quarantined memories.
+    #[arg(long)]
+    include_quarantined: bool,
     #[arg(long)]
     kind: Option<String>,
+    /// short, long or permanent.
+    #[arg(long)]
+    tier: Option<String>,
     #[arg(long)]
     session: Option<String>,
+    /// Most memories per page (1–1000, default 100).
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Continue after a previous page (its next_cursor).
+    #[arg(long)]
+    cursor: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -105,12 +172,15 @@ pub struct LogArgs {
 pub struct AsOfArgs {
     #[arg(long)]
     ns: String,
-    /// Log position.
-    #[arg(long, conflicts_with = "time")]
+    /// Log position: what the store knew after this event.
+    #[arg(long, conflicts_with_all = ["time", "valid_time"])]
     seq: Option<u64>,
-    /// RFC 3339 time.
-    #[arg(long)]
+    /// Recorded time (RFC 3339): what the store knew then.
+    #[arg(long, conflicts_with = "valid_time")]
     time: Option<String>,
+    /// Valid time (RFC 3339): what was true then, as the store knows it now.
+    #[arg(long)]
+    valid_time: Option<String>,
     #[command(subcommand)]
     what: AsOfWhat,
 }
@@ -125,22 +195,48 @@ pub enum AsOfWhat {
     History { id: u64 },
 }
 
+/// Every option of a recall, shared by `recall` and `context`.
 #[derive(Args, Debug)]
-pub struct RecallArgs {
-    #[arg(long)]
-    ns: String,
-    /// Number of memories (top-k).
-    #[arg(long, default_value_t = 5)]
-    k: usize,
-    /// Cosine similarity floor.
+pub struct RecallFlags {
+    /// Cosine similarity floor (-1..1; the scale depends on the embedder).
     #[arg(long)]
     min_similarity: Option<f32>,
-    /// Show how each score was made.
+    /// Only this kind (repeatable).
+    #[arg(long = "kind")]
+    kinds: Vec<String>,
+    /// Only this tier: short, long or permanent (repeatable).
+    #[arg(long = "tier")]
+    tiers: Vec<String>,
+    /// Only memories formed in this session.
     #[arg(long)]
-    explain: bool,
-    /// Recall as of this RFC 3339 time.
+    session: Option<String>,
+    /// The current session: short-term memories of other sessions are left out.
     #[arg(long)]
-    as_of: Option<String>,
+    current_session: Option<String>,
+    /// Only memories that happened at or after this time (RFC 3339).
+    #[arg(long)]
+    from: Option<String>,
+    /// Only memories that happened at or before this time (RFC 3339).
+    #[arg(long)]
+    to: Option<String>,
+    /// Recall as the store was after this log position (what it knew then).
+    #[arg(long, conflicts_with_all = ["as_of_time", "valid_time"])]
+    as_of_seq: Option<u64>,
+    /// Recall as the store was at this time (RFC 3339; what it knew then).
+    #[arg(long, alias = "as-of", conflicts_with = "valid_time")]
+    as_of_time: Option<String>,
+    /// Recall the memories true at this time (RFC 3339; valid time).
+    #[arg(long)]
+    valid_time: Option<String>,
+    /// Also return superseded versions.
+    #[arg(long)]
+    include_superseded: bool,
+    /// Also return quarantined memories.
+    #[arg(long)]
+    include_quarantined: bool,
+    /// Also return archived memories.
+    #[arg(long)]
+    include_archived: bool,
     /// dense, lexical or hybrid.
     #[arg(long, default_value = "hybrid")]
     mode: String,
@@ -148,6 +244,59 @@ pub struct RecallArgs {
     /// embedder's choice), raw or minmax.
     #[arg(long, default_value = "auto")]
     similarity_norm: String,
+    /// Candidates per index before reranking (default max(5 × k, 50)).
+    #[arg(long)]
+    candidates: Option<usize>,
+    /// Who asks (stored with the access record).
+    #[arg(long, default_value = "cli")]
+    requester: String,
+    /// Do not record the access (recency stays as it was).
+    #[arg(long)]
+    no_record_access: bool,
+}
+
+impl RecallFlags {
+    fn filters(&self, k: usize) -> Result<RecallFilters, ApiError> {
+        let as_of = match (self.as_of_seq, &self.as_of_time, &self.valid_time) {
+            (Some(s), _, _) => Some(AsOf::Seq(s)),
+            (None, Some(t), _) => Some(AsOf::Time(parse_time("as_of_time", t)?)),
+            (None, None, Some(t)) => Some(AsOf::ValidTime(parse_time("valid_time", t)?)),
+            (None, None, None) => None,
+        };
+        Ok(RecallFilters {
+            top_k: Some(k),
+            min_similarity: self.min_similarity,
+            kinds: self.kinds.clone(),
+            tiers: self.tiers.iter().map(|t| t.parse()).collect::<Result<_>>()?,
+            session: self.session.clone(),
+            current_session: self.current_session.clone(),
+            from: self.from.as_deref().map(|t| parse_time("from", t)).transpose()?,
+            to: self.to.as_deref().map(|t| parse_time("to", t)).transpose()?,
+            as_of,
+            include_superseded: self.include_superseded,
+            include_quarantined: self.include_quarantined,
+            include_archived: self.include_archived,
+            mode: Some(self.mode.parse()?),
+            similarity_norm: Some(self.similarity_norm.parse()?),
+            candidates: self.candidates,
+            requester: Some(self.requester.clone()),
+            record_access: Some(!self.no_record_access),
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RecallArgs {
+    #[arg(long)]
+    ns: String,
+    /// Number of memories (top-k).
+    #[arg(long, default_value_t = 5)]
+    k: usize,
+    /// Show how each score was made.
+    #[arg(long)]
+    pub explain: bool,
+    #[command(flatten)]
+    flags: RecallFlags,
     query: String,
 }
 
@@ -158,8 +307,11 @@ pub struct ContextArgs {
     /// Token budget of the block.
     #[arg(long, default_value_t = 400)]
     budget: usize,
+    /// Number of memories recalled for the block (top-k).
     #[arg(long, default_value_t = 10)]
     k: usize,
+    #[command(flatten)]
+    flags: RecallFlags,
     query: String,
 }
 
@@ -169,7 +321,7 @@ pub struct ForgetTargetArgs {
     /// One memory (and its whole version chain).
     #[arg(long)]
     id: Option<u64>,
-    /// One observation (and memories derived only from it).
+    /// One observation (and the memory versions and chains derived from it).
     #[arg(long)]
     observation: Option<u64>,
     /// Every memory and observation of a session.
@@ -194,9 +346,12 @@ pub struct ForgetArgs {
     /// --dry-run first.
     #[arg(long)]
     min_similarity: Option<f32>,
+    /// With --matching: most memories to forget (default 1000).
+    #[arg(long)]
+    limit: Option<usize>,
     /// List what would be forgotten, write nothing.
     #[arg(long)]
-    dry_run: bool,
+    pub dry_run: bool,
     /// Why (stored in the log).
     #[arg(long, default_value = "user request")]
     reason: String,
@@ -209,8 +364,11 @@ pub struct VerifyErasureArgs {
     texts: Vec<String>,
 }
 
-/// Exit status when a scan finds erased content on disk.
-const FOUND_ON_DISK: u8 = 3;
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// Only this operation (default: every one).
+    op: Option<String>,
+}
 
 #[derive(Subcommand, Debug)]
 pub enum ModelCmd {
@@ -240,17 +398,25 @@ pub fn load_embedder(cli: &Cli) -> Result<Arc<dyn embed::Embedder>> {
     embed::load_embedder(choice, &models_dir(cli))
 }
 
+#[cfg(not(all(feature = "mcp", unix)))]
 pub fn open_engine(cli: &Cli) -> Result<Engine> {
     open_engine_at(cli, &cli.data)
 }
 
 pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
+    open_store(dir, &cli.embedder, &models_dir(cli), &cli.phone_region_codes().map(str::to_owned).collect::<Vec<_>>())
+}
+
+/// Opens the store at `dir` with embedder choice `embedder` (models under
+/// `models`) and default phone regions `regions`, reporting progress and model changes on standard error.
+fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, regions: &[String]) -> Result<Engine> {
     // `auto` keeps the model an existing store was built with, if installed.
-    let choice: EmbedderChoice = cli.embedder.parse()?;
+    let choice: EmbedderChoice = embedder.parse()?;
     let recorded = Engine::recorded_model(dir)?;
-    let e = embed::load_embedder_for(choice, &models_dir(cli), recorded.as_deref())?;
+    let e = embed::load_embedder_for(choice, models, recorded.as_deref())?;
     let engine = Engine::builder(dir)
         .embedder(e)
+        .phone_regions(regions.iter().map(String::as_str))
         .on_progress(Arc::new(|p: &mnemon::Progress| {
             eprint!("\r{}: {}/{}", p.stage, p.done, p.total);
             if p.done == p.total {
@@ -267,91 +433,237 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
             r.vectors_embedded
         );
     }
-    Ok(engine)
-}
-
-fn parse_time(s: &str) -> Result<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| mnemon::Error::invalid("time", format!("{s:?} is not RFC 3339: {e}")))
-}
-
-pub fn dispatch(cli: &Cli) -> Result<ExitCode> {
-    match &cli.command {
-        Cmd::Demo(a) => crate::demo::run(cli, a).map(|()| ExitCode::SUCCESS),
-        Cmd::Eval(a) => crate::eval::run(cli, a).map(|()| ExitCode::SUCCESS),
-        Cmd::Model { cmd } => model(cli, cmd).map(|()| ExitCode::SUCCESS),
-        Cmd::Compact | Cmd::VerifyErasure(_) => {
-            let engine = open_engine(cli)?;
-            let r = erase_command(cli, &engine, &cli.command);
-            let closed = engine.close();
-            let code = r?;
-            closed.map(|()| code)
-        }
-        Cmd::Check => {
-            let engine = open_engine(cli)?;
-            let r = check_command(cli, &engine);
-            let closed = engine.close();
-            let code = r?;
-            closed.map(|()| code)
-        }
-        other => {
-            let engine = open_engine(cli)?;
-            let r = store_command(cli, &engine, other);
-            let closed = engine.close();
-            r.and(closed).map(|()| ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// Exit status of `check` when the projections differ from a fresh replay.
-const CHECK_MISMATCH: u8 = 4;
-
-/// `check`: opening already verified every record and the `Seq` sequence;
-/// [`Engine::check`] does it again and compares the projections with a
-/// fresh replay. Exit status 4 on a mismatch; a bad record is an error.
-fn check_command(cli: &Cli, engine: &Engine) -> Result<ExitCode> {
-    let r = engine.check()?;
-    if cli.json {
-        json(&r);
-    } else {
-        println!(
-            "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
-            r.records,
-            r.record_bytes,
-            r.last_seq,
-            r.namespaces,
-            r.memories,
-            r.observations,
-            r.vectors_cached,
-            r.vectors_embedded,
-            r.digest,
-            r.replay_digest,
-            if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
-        );
-    }
-    Ok(if r.consistent { ExitCode::SUCCESS } else { ExitCode::from(CHECK_MISMATCH) })
-}
-
-/// `compact` and `verify-erasure`: print the receipt; exit status 3 when
-/// the scan found a trace.
-fn erase_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<ExitCode> {
     if let Some(r) = &engine.open_report().erasure {
         eprintln!("note: finished a compaction that an earlier process left unfinished (verified: {})", r.verified);
     }
-    let receipt = match cmd {
-        Cmd::VerifyErasure(a) => {
-            let texts: Vec<&str> = a.texts.iter().map(String::as_str).collect();
-            engine.verify_erasure_text(&texts)?
+    Ok(engine)
+}
+
+/// Opens the store of `cli.data` each time it is called (to hold the store,
+/// or to take it over from a holder that went away).
+#[cfg(all(feature = "mcp", unix))]
+pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
+    let (data, embedder, models) = (cli.data.clone(), cli.embedder.clone(), models_dir(cli));
+    let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    Box::new(move || open_store(&data, &embedder, &models, &regions))
+}
+
+fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
+    DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| ApiError::invalid(field, format!("{field}: {s:?} is not RFC 3339: {e}")))
+}
+
+fn ns(s: &str) -> Result<Namespace, ApiError> {
+    Namespace::new(s).map_err(ApiError::from)
+}
+
+/// The surface request of a store command (`None` for commands that are
+/// not one request: `log` pages through many).
+fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
+    Ok(Some(match cmd {
+        Cmd::Observe(a) => Request::Observe(ObserveRequest {
+            namespace: ns(&a.ns)?,
+            session: a.session.clone(),
+            role: Some(a.role.parse()?),
+            text: a.text.clone(),
+            event_time: a.time.as_deref().map(|t| parse_time("time", t)).transpose()?,
+            source: None,
+        }),
+        Cmd::Remember(a) => Request::Remember(RememberRequest {
+            namespace: ns(&a.ns)?,
+            content: a.text.clone(),
+            fields: a.fields.fields()?,
+            dedup: a.dedup.as_deref().map(parse_dedup).transpose()?,
+        }),
+        Cmd::Supersede(a) => Request::Supersede(SupersedeRequest {
+            namespace: ns(&a.ns)?,
+            id: MemoryId(a.id),
+            content: a.text.clone(),
+            fields: a.fields.fields()?,
+        }),
+        Cmd::Get(a) => Request::Get(GetRequest { namespace: ns(&a.ns)?, id: MemoryId(a.id), as_of: None }),
+        Cmd::History(a) => Request::History(HistoryRequest {
+            namespace: ns(&a.ns)?,
+            id: MemoryId(a.id),
+            as_of: None,
+            cursor: a.cursor.clone(),
+            limit: a.limit,
+        }),
+        Cmd::List(a) => Request::List(ListRequest {
+            namespace: ns(&a.ns)?,
+            include_superseded: a.all,
+            include_quarantined: a.include_quarantined,
+            include_archived: a.include_archived,
+            kind: a.kind.clone(),
+            tier: a.tier.as_deref().map(str::parse).transpose()?,
+            session: a.session.clone(),
+            as_of: None,
+            cursor: a.cursor.clone(),
+            limit: a.limit,
+        }),
+        Cmd::AsOf(a) => {
+            let at = match (a.seq, &a.time, &a.valid_time) {
+                (Some(s), _, _) => AsOf::Seq(s),
+                (None, Some(t), _) => AsOf::Time(parse_time("time", t)?),
+                (None, None, Some(t)) => AsOf::ValidTime(parse_time("valid_time", t)?),
+                (None, None, None) => return Err(ApiError::invalid("as_of", "give --seq, --time or --valid-time")),
+            };
+            let namespace = ns(&a.ns)?;
+            match a.what {
+                AsOfWhat::List => Request::List(ListRequest {
+                    namespace,
+                    include_superseded: false,
+                    include_quarantined: false,
+                    include_archived: false,
+                    kind: None,
+                    tier: None,
+                    session: None,
+                    as_of: Some(at),
+                    cursor: None,
+                    limit: None,
+                }),
+                AsOfWhat::Get { id } => Request::Get(GetRequest { namespace, id: MemoryId(id), as_of: Some(at) }),
+                AsOfWhat::History { id } => Request::History(HistoryRequest {
+                    namespace,
+                    id: MemoryId(id),
+                    as_of: Some(at),
+                    cursor: None,
+                    limit: None,
+                }),
+            }
         }
-        _ => engine.compact()?,
-    };
-    if cli.json {
-        json(&receipt);
-    } else {
-        println!("{receipt}");
+        Cmd::Recall(a) => Request::Recall(RecallRequest {
+            namespace: ns(&a.ns)?,
+            query: a.query.clone(),
+            filters: a.flags.filters(a.k)?,
+        }),
+        Cmd::Context(a) => Request::Context(ContextRequest {
+            namespace: ns(&a.ns)?,
+            query: a.query.clone(),
+            budget_tokens: Some(a.budget),
+            filters: a.flags.filters(a.k)?,
+        }),
+        Cmd::Forget(a) => {
+            let t = &a.target;
+            Request::Forget(ForgetRequest {
+                namespace: ns(&a.ns)?,
+                id: t.id.map(MemoryId),
+                observation: t.observation.map(ObservationId),
+                session: t.session.clone(),
+                all: t.all,
+                matching: t.matching.clone(),
+                min_similarity: a.min_similarity,
+                limit: a.limit,
+                dry_run: a.dry_run,
+                reason: Some(a.reason.clone()),
+            })
+        }
+        Cmd::Compact => Request::Compact(CompactRequest {}),
+        Cmd::VerifyErasure(a) => Request::VerifyErasure(VerifyErasureRequest { texts: a.texts.clone() }),
+        Cmd::Stats => Request::Stats(StatsRequest {}),
+        Cmd::Check => Request::Check(CheckRequest {}),
+        Cmd::ExtractPrompt(_)
+        | Cmd::ApplyExtraction(_)
+        | Cmd::EndSession(_)
+        | Cmd::Consolidate(_)
+        | Cmd::Maintain(_) => crate::lifecycle::request(cmd)?,
+        _ => return Ok(None),
+    }))
+}
+
+fn parse_dedup(s: &str) -> Result<mnemon::DedupMode, ApiError> {
+    serde_json::from_value(serde_json::Value::String(s.to_string()))
+        .map_err(|_| ApiError::invalid("dedup", format!("dedup: {s:?}: expected supersede|exact_only|off")))
+}
+
+/// Runs the command line.
+pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
+    match &cli.command {
+        Cmd::Demo(a) => return Ok(crate::demo::run(cli, a).map(|()| ExitCode::SUCCESS)?),
+        Cmd::Eval(a) => return Ok(crate::eval::run(cli, a).map(|()| ExitCode::SUCCESS)?),
+        Cmd::Model { cmd } => return Ok(model(cli, cmd).map(|()| ExitCode::SUCCESS)?),
+        Cmd::Schema(a) => return schema(a),
+        #[cfg(all(feature = "mcp", unix))]
+        Cmd::Mcp(a) => return crate::serve::mcp(cli, a),
+        #[cfg(all(feature = "mcp", unix))]
+        Cmd::Serve(a) => return crate::serve::serve(cli, a),
+        Cmd::Log(a) => return with_surface(cli, |run| log(run, a)).map(|()| ExitCode::SUCCESS),
+        _ => {}
     }
-    Ok(if receipt.verified { ExitCode::SUCCESS } else { ExitCode::from(FOUND_ON_DISK) })
+    let Some(req) = request(&cli.command)? else {
+        return Err(ApiError::invalid("command", "not a store command"));
+    };
+    let resp = with_surface(cli, |run| run(req))?;
+    Ok(output::print(cli, &resp))
+}
+
+/// Runs requests on the store: opened here, or, when a server already
+/// holds it, on that server through the store's socket. Closes the store
+/// after `f` (reporting a failed final flush even when `f` succeeded).
+fn with_surface<T>(
+    cli: &Cli,
+    f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    #[cfg(all(feature = "mcp", unix))]
+    {
+        let backend = mnemon::mcp::Backend::open(&cli.data, api::Limits::default(), opener(cli))?;
+        let run = |req: Request| {
+            let op = req.op();
+            Response::from_op_value(op, backend.call(req)?)
+        };
+        let r = f(&run);
+        let closed = backend.close();
+        let v = r?;
+        closed?;
+        Ok(v)
+    }
+    #[cfg(not(all(feature = "mcp", unix)))]
+    {
+        let engine = open_engine(cli)?;
+        let r = f(&|req| api::execute(&engine, req));
+        let closed = engine.close();
+        let v = r?;
+        closed?;
+        Ok(v)
+    }
+}
+
+/// `log`: every page of the audit export, as JSON lines.
+fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Result<(), ApiError> {
+    let mut cursor = None;
+    loop {
+        let req = Request::Log(LogRequest {
+            namespace: ns(&a.ns)?,
+            from: Some(a.from),
+            to: Some(a.to),
+            cursor: cursor.take(),
+            limit: Some(api::budget::MAX_PAGE),
+        });
+        let Response::Log(page) = run(req)? else {
+            return Err(ApiError::new(api::ErrorCode::Internal, "log answered with another response"));
+        };
+        for ev in &page.events {
+            let line = serde_json::to_string(ev)
+                .map_err(|e| ApiError::new(api::ErrorCode::Internal, format!("cannot encode event: {e}")))?;
+            println!("{line}");
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(()),
+        }
+    }
+}
+
+/// `schema`: the JSON Schema of each operation's request and response.
+fn schema(a: &SchemaArgs) -> Result<ExitCode, ApiError> {
+    let all = api::schemas();
+    let chosen: Vec<_> = all.iter().filter(|s| a.op.as_deref().is_none_or(|op| op == s.op)).collect();
+    if chosen.is_empty() {
+        return Err(ApiError::invalid("op", format!("unknown operation; known: {}", api::OPS.join(", "))));
+    }
+    output::json(&chosen);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
@@ -364,7 +676,7 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
             })?;
             let report = embed::install(spec, &dir, from.as_deref())?;
             if cli.json {
-                json(&serde_json::json!({ "model": spec.name, "dir": dir, "report": format!("{report:?}") }));
+                output::json(&serde_json::json!({ "model": spec.name, "dir": dir, "report": format!("{report:?}") }));
             } else {
                 println!("{report}");
             }
@@ -388,257 +700,4 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
             Ok(())
         }
     }
-}
-
-fn ns(s: &str) -> Result<Namespace> {
-    Namespace::new(s)
-}
-
-fn store_command(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
-    match cmd {
-        Cmd::Observe(a) => {
-            let role: Role = a.role.parse()?;
-            let mut o = NewObservation::new(a.session.clone(), role, a.text.clone());
-            if let Some(t) = &a.time {
-                o = o.event_time(parse_time(t)?);
-            }
-            let id = engine.observe(&ns(&a.ns)?, o)?;
-            if cli.json {
-                json(&serde_json::json!({ "observation_id": id }));
-            } else {
-                println!("{id}");
-            }
-        }
-        Cmd::Remember(a) => {
-            let mut m = NewMemory::new(a.text.clone());
-            if let Some(k) = &a.kind {
-                m = m.kind(k.parse()?);
-            }
-            if let Some(t) = &a.tier {
-                m = m.tier(t.parse()?);
-            }
-            if let Some(i) = a.importance {
-                m = m.importance(i);
-            }
-            if let Some(k) = &a.key {
-                m = m.key(k.clone());
-            }
-            if let Some(s) = &a.session {
-                m = m.session(s.clone());
-            }
-            if !a.entities.is_empty() {
-                m = m.entities(a.entities.clone());
-            }
-            if !a.sources.is_empty() {
-                m = m.sources(a.sources.iter().map(|s| ObservationId(*s)));
-            }
-            let r = engine.remember(&ns(&a.ns)?, m)?;
-            if cli.json {
-                json(&r);
-            } else {
-                println!("{}", r.id);
-                let note = match &r.action {
-                    mnemon::RememberAction::Created => None,
-                    mnemon::RememberAction::Duplicate => Some("identical content was already remembered".to_string()),
-                    mnemon::RememberAction::NearDuplicate { old, similarity } => {
-                        Some(format!("restates memory {old} (cosine {similarity:.3}); written as its new version"))
-                    }
-                    mnemon::RememberAction::Superseded { old } => Some(format!("supersedes memory {old}")),
-                    other => Some(format!("{other:?}")),
-                };
-                if let Some(n) = note {
-                    eprintln!("note: {n}");
-                }
-                if !r.redactions.is_empty() {
-                    eprintln!("note: redacted {:?}", r.redactions);
-                }
-                if let Some(q) = &r.quarantined {
-                    eprintln!("note: quarantined: {q}");
-                }
-            }
-        }
-        Cmd::Supersede(a) => {
-            let r = engine.supersede(&ns(&a.ns)?, MemoryId(a.id), NewMemory::new(a.text.clone()))?;
-            if cli.json {
-                json(&r);
-            } else {
-                println!("{}", r.id);
-            }
-        }
-        Cmd::Get(a) => {
-            let m = engine.get(&ns(&a.ns)?, MemoryId(a.id))?;
-            if cli.json {
-                json(&m);
-            } else {
-                println!("{}", memory_block(&m));
-            }
-        }
-        Cmd::History(a) => {
-            let h = engine.history(&ns(&a.ns)?, MemoryId(a.id))?;
-            if cli.json {
-                json(&h);
-            } else {
-                for m in &h {
-                    println!("{}", memory_block(m));
-                }
-            }
-        }
-        Cmd::List(a) => {
-            let opts = ListOptions {
-                include_superseded: a.all,
-                kind: a.kind.as_deref().map(str::parse).transpose()?,
-                session: a.session.clone(),
-                ..ListOptions::default()
-            };
-            let list = engine.list(&ns(&a.ns)?, &opts);
-            if cli.json {
-                json(&list);
-            } else {
-                for m in &list {
-                    println!("{}", memory_line(m));
-                }
-            }
-        }
-        Cmd::Log(a) => {
-            for ev in engine.events(&ns(&a.ns)?, a.from, a.to)? {
-                match serde_json::to_string(&ev) {
-                    Ok(s) => println!("{s}"),
-                    Err(e) => return Err(mnemon::Error::Storage(format!("cannot encode event: {e}"))),
-                }
-            }
-        }
-        Cmd::AsOf(a) => {
-            let at = match (a.seq, &a.time) {
-                (Some(s), _) => AsOf::Seq(s),
-                (None, Some(t)) => AsOf::Time(parse_time(t)?),
-                (None, None) => return Err(mnemon::Error::invalid("as-of", "give --seq or --time")),
-            };
-            let view = engine.as_of(&ns(&a.ns)?, at)?;
-            let list = match a.what {
-                AsOfWhat::List => view.list(&ListOptions::default())?,
-                AsOfWhat::Get { id } => vec![view.get(MemoryId(id))?],
-                AsOfWhat::History { id } => view.history(MemoryId(id))?,
-            };
-            if cli.json {
-                json(&serde_json::json!({ "seq": view.seq(), "memories": list }));
-            } else {
-                println!("as of seq {}:", view.seq());
-                for m in &list {
-                    println!("{}", memory_line(m));
-                }
-            }
-        }
-        Cmd::Recall(a) => {
-            let opts = RecallOptions {
-                top_k: a.k,
-                min_similarity: a.min_similarity,
-                as_of: a.as_of.as_deref().map(parse_time).transpose()?.map(AsOf::Time),
-                mode: a.mode.parse::<RecallMode>()?,
-                weights: mnemon::Weights { similarity_norm: a.similarity_norm.parse()?, ..Default::default() },
-                requester: Some("cli".into()),
-                ..RecallOptions::default()
-            };
-            let hits = engine.recall(&ns(&a.ns)?, &a.query, &opts)?;
-            if cli.json {
-                json(&hits);
-            } else {
-                for h in &hits {
-                    println!("{}", hit_line(h, a.explain));
-                }
-            }
-        }
-        Cmd::Context(a) => {
-            let opts = RecallOptions { top_k: a.k, requester: Some("cli".into()), ..RecallOptions::default() };
-            let hits = engine.recall(&ns(&a.ns)?, &a.query, &opts)?;
-            let block = mnemon::render_context(&hits, a.budget);
-            if cli.json {
-                json(&serde_json::json!({
-                    "context": block.text,
-                    "memories": block.included,
-                    "truncated": block.truncated,
-                    "skipped": block.skipped,
-                    "tokens": block.tokens,
-                }));
-            } else {
-                println!("{}", block.text);
-            }
-        }
-        Cmd::Forget(a) => {
-            let t = &a.target;
-            let req = if let Some(id) = t.id {
-                ForgetRequest::Memory(MemoryId(id))
-            } else if let Some(o) = t.observation {
-                ForgetRequest::Observation(ObservationId(o))
-            } else if let Some(s) = &t.session {
-                ForgetRequest::Session(s.clone())
-            } else if t.all {
-                ForgetRequest::All
-            } else if let Some(q) = &t.matching {
-                ForgetRequest::Matching {
-                    query: q.clone(),
-                    min_similarity: a.min_similarity.unwrap_or_else(|| engine.embedder().relevance_floor()),
-                    limit: 1000,
-                }
-            } else {
-                return Err(mnemon::Error::invalid("forget", "name a target"));
-            };
-            let namespace = ns(&a.ns)?;
-            let out = if a.dry_run {
-                engine.forget_dry_run(&namespace, req)?
-            } else {
-                engine.forget(&namespace, req, &a.reason)?
-            };
-            if cli.json {
-                json(&out);
-            } else {
-                let verb = if a.dry_run { "would forget" } else { "forgot" };
-                println!(
-                    "{verb} {} memories ({} derived from forgotten observations) and {} observations",
-                    out.memories, out.derived_memories, out.observations
-                );
-                if a.dry_run {
-                    for id in &out.memory_ids {
-                        if let Ok(m) = engine.get(&namespace, *id) {
-                            println!("  {}", memory_line(&m));
-                        }
-                    }
-                }
-            }
-        }
-        Cmd::Stats => {
-            let s = engine.stats();
-            if cli.json {
-                json(&s);
-            } else {
-                let e = &s.events;
-                println!("log:        {} events (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
-                    s.last_seq, e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
-                println!(
-                    "memories:   {} active, {} superseded, {} observations, {} namespaces",
-                    s.active_memories, s.superseded_memories, s.observations, s.namespaces
-                );
-                println!(
-                    "indexes:    {} vectors ({} namespaces on HNSW), ~{} bytes in memory",
-                    s.vectors, s.hnsw_namespaces, s.index_bytes
-                );
-                println!("embedder:   {} ({} dimensions)", s.model_id, s.dim);
-                println!(
-                    "disk:       {} bytes, generation {}",
-                    s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),
-                    s.generation
-                );
-                if let Some(p) = &s.poisoned {
-                    println!("POISONED:   {p}");
-                }
-                println!("(all figures: --json)");
-            }
-        }
-        Cmd::ExtractPrompt(_)
-        | Cmd::ApplyExtraction(_)
-        | Cmd::EndSession(_)
-        | Cmd::Consolidate(_)
-        | Cmd::Maintain(_) => crate::lifecycle::run(cli, engine, cmd)?,
-        Cmd::Demo(_) | Cmd::Eval(_) | Cmd::Model { .. } | Cmd::Compact | Cmd::VerifyErasure(_) | Cmd::Check => {}
-    }
-    Ok(())
 }

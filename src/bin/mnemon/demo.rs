@@ -262,18 +262,28 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     );
 
     println!("\n== Version history of the coffee preference ==");
+    println!("  valid time: when each preference held (from what the user said and when);");
+    println!("  recorded time: when the store believed it (commit times of this run)");
     let current =
         engine.list(&ns, &ListOptions::default()).into_iter().find(|m| m.key.as_deref() == Some("user.coffee"));
     if let Some(cur) = current {
         for m in engine.history(&ns, cur.id)? {
             println!("  {}", memory_block(&m).replace('\n', "\n  "));
         }
-        let view = engine.as_of(&ns, AsOf::Seq(before_change))?;
-        let old = view.list(&ListOptions::default())?;
-        println!("\n  as of seq {before_change} (before session 3), the coffee preference was:");
-        for m in old.iter().filter(|m| m.key.as_deref() == Some("user.coffee")) {
-            println!("  {}", memory_line(m));
-        }
+        let coffee = |view: mnemon::View| -> Result<()> {
+            for m in view.list(&ListOptions::default())?.iter().filter(|m| m.key.as_deref() == Some("user.coffee")) {
+                println!("  {}", memory_line(m));
+            }
+            Ok(())
+        };
+        println!("\n  what the store knew as of seq {before_change} (recorded time, before session 3):");
+        coffee(engine.as_of(&ns, AsOf::Seq(before_change))?)?;
+        let early_april = at((2026, 4, 1), 0);
+        println!("\n  what was true on {} (valid time, as the store knows it now):", early_april.format("%Y-%m-%d"));
+        coffee(engine.as_of(&ns, AsOf::ValidTime(early_april))?)?;
+        let late_april = at((2026, 4, 25), 0);
+        println!("\n  what was true on {} (valid time):", late_april.format("%Y-%m-%d"));
+        coffee(engine.as_of(&ns, AsOf::ValidTime(late_april))?)?;
     }
 
     println!("\n== The user asks: \"Please forget where I work.\" ==");

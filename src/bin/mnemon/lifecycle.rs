@@ -3,12 +3,14 @@
 
 use std::path::PathBuf;
 
-use chrono::Utc;
 use clap::Args;
-use mnemon::{Engine, Lang, MemoryId, Namespace, Result};
+use mnemon::api::{
+    ApiError, ApplyExtractionRequest, ConsolidateRequest, EndSessionRequest, ExtractionPromptRequest, MaintainRequest,
+    Request,
+};
+use mnemon::{MemoryId, Namespace};
 
-use crate::output::json;
-use crate::{Cli, Cmd};
+use crate::Cmd;
 
 #[derive(Args, Debug)]
 pub struct ExtractPromptArgs {
@@ -53,57 +55,36 @@ pub struct MaintainArgs {
     ns: Option<String>,
 }
 
-fn print<T: serde::Serialize + std::fmt::Debug>(cli: &Cli, v: &T) {
-    if cli.json {
-        json(v);
-    } else {
-        println!("{}", serde_json::to_string_pretty(v).unwrap_or_else(|_| format!("{v:?}")));
-    }
+fn ns(s: &str) -> Result<Namespace, ApiError> {
+    Namespace::new(s).map_err(ApiError::from)
 }
 
-pub fn run(cli: &Cli, engine: &Engine, cmd: &Cmd) -> Result<()> {
-    match cmd {
-        Cmd::ExtractPrompt(a) => {
-            let p = engine.extraction_prompt(&Namespace::new(&a.ns)?, &a.session, a.lang.parse::<Lang>()?)?;
-            if cli.json {
-                json(&serde_json::json!({ "prompt": p }));
-            } else {
-                print!("{p}");
-            }
-        }
+/// The surface request of a lifecycle command.
+pub fn request(cmd: &Cmd) -> Result<Request, ApiError> {
+    Ok(match cmd {
+        Cmd::ExtractPrompt(a) => Request::ExtractionPrompt(ExtractionPromptRequest {
+            namespace: ns(&a.ns)?,
+            session: a.session.clone(),
+            lang: Some(a.lang.parse()?),
+        }),
         Cmd::ApplyExtraction(a) => {
             let text = if a.file.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin()).map_err(mnemon::Error::Io)?
             } else {
                 std::fs::read_to_string(&a.file).map_err(mnemon::Error::Io)?
             };
-            let r = engine.apply_extraction(&Namespace::new(&a.ns)?, &text)?;
-            if cli.json {
-                json(&r);
-            } else {
-                for i in &r.items {
-                    println!("{:?}[{}]: {:?}", i.section, i.index, i.status);
-                }
-                println!("applied {}, rejected {}", r.applied(), r.rejected());
-            }
+            Request::ApplyExtraction(ApplyExtractionRequest {
+                namespace: ns(&a.ns)?,
+                extraction: serde_json::Value::String(text),
+            })
         }
-        Cmd::EndSession(a) => {
-            let ids: Vec<MemoryId> = a.promote.iter().map(|i| MemoryId(*i)).collect();
-            print(cli, &engine.end_session(&Namespace::new(&a.ns)?, &a.session, &ids)?);
-        }
-        Cmd::Consolidate(a) => print(cli, &engine.consolidate(&Namespace::new(&a.ns)?, None)?),
-        Cmd::Maintain(a) => match &a.ns {
-            Some(n) => print(cli, &engine.maintain(&Namespace::new(n)?, Utc::now())?),
-            None => {
-                let all: Vec<_> = engine
-                    .maintain_all(Utc::now())?
-                    .into_iter()
-                    .map(|(ns, r)| serde_json::json!({ "ns": ns, "report": r }))
-                    .collect();
-                print(cli, &all);
-            }
-        },
-        _ => {}
-    }
-    Ok(())
+        Cmd::EndSession(a) => Request::EndSession(EndSessionRequest {
+            namespace: ns(&a.ns)?,
+            session: a.session.clone(),
+            promote: a.promote.iter().map(|i| MemoryId(*i)).collect(),
+        }),
+        Cmd::Consolidate(a) => Request::Consolidate(ConsolidateRequest { namespace: ns(&a.ns)? }),
+        Cmd::Maintain(a) => Request::Maintain(MaintainRequest { namespace: a.ns.as_deref().map(ns).transpose()? }),
+        _ => return Err(ApiError::invalid("command", "not a lifecycle command")),
+    })
 }

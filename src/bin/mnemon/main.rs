@@ -1,11 +1,14 @@
-//! The `mnemon` command-line tool: every engine operation, plus the demo,
-//! the benchmark evaluation and the model installer.
+//! The `mnemon` command-line tool: every operation of the command surface
+//! (`mnemon::api`), plus the demo, the benchmark evaluation and the model
+//! installer.
 
 mod commands;
 mod demo;
 mod eval;
 mod lifecycle;
 mod output;
+#[cfg(all(feature = "mcp", unix))]
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -30,8 +33,27 @@ pub struct Cli {
     /// $XDG_DATA_HOME/mnemon/models, else ~/.local/share/mnemon/models).
     #[arg(long, global = true)]
     pub models: Option<PathBuf>,
+    /// Regions whose national phone-number formats redaction reads, as
+    /// comma-separated ISO 3166-1 alpha-2 codes; an empty value reads only
+    /// numbers written with + or 00.
+    #[arg(
+        long,
+        global = true,
+        env = "MNEMON_PHONE_REGIONS",
+        value_delimiter = ',',
+        default_values = mnemon::safety::DEFAULT_PHONE_REGIONS
+    )]
+    pub phone_regions: Vec<String>,
     #[command(subcommand)]
     pub command: Cmd,
+}
+
+impl Cli {
+    /// The `--phone-regions` codes, blanks dropped (validated when the
+    /// engine opens).
+    pub fn phone_region_codes(&self) -> impl Iterator<Item = &str> {
+        self.phone_regions.iter().map(|c| c.trim()).filter(|c| !c.is_empty())
+    }
 }
 
 /// Subcommands.
@@ -52,7 +74,7 @@ pub enum Cmd {
     /// Show one memory.
     Get(commands::GetArgs),
     /// Show the version chain of a memory, oldest first.
-    History(commands::GetArgs),
+    History(commands::HistoryArgs),
     /// List memories of a namespace.
     List(commands::ListArgs),
     /// Print a namespace's events as JSON lines (audit export).
@@ -86,6 +108,17 @@ pub enum Cmd {
     /// Verify the store: every record's checksum and decoding, a gap-free
     /// log, and projections equal to a fresh replay (exit status 4 if not).
     Check,
+    /// Serve the memory tools over MCP on standard input and output (for
+    /// MCP clients that start the server themselves).
+    #[cfg(all(feature = "mcp", unix))]
+    Mcp(serve::McpArgs),
+    /// Serve the memory tools over MCP streamable HTTP at /mcp.
+    #[cfg(all(feature = "mcp", unix))]
+    Serve(serve::ServeArgs),
+    /// Print the JSON Schema of each operation of the command surface
+    /// (the requests and responses behind `--json`, the MCP tools and the
+    /// language bindings).
+    Schema(commands::SchemaArgs),
     /// Install or inspect embedding models.
     Model {
         #[command(subcommand)]
@@ -99,7 +132,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             if cli.json {
-                eprintln!("{}", serde_json::json!({ "error": e.to_string() }));
+                eprintln!("{}", serde_json::json!({ "error": e }));
             } else {
                 eprintln!("error: {e}");
             }

@@ -1,11 +1,186 @@
-//! Printing results as text or JSON.
+//! Printing responses: `--json` prints the surface's JSON as it is; the
+//! human rendering is one line per memory or hit.
 
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+use mnemon::api::Response;
 use mnemon::{Hit, Memory};
 
-pub fn json<T: serde::Serialize>(v: &T) {
+use crate::{Cli, Cmd};
+
+/// Exit status when a scan finds erased content on disk.
+const FOUND_ON_DISK: u8 = 3;
+/// Exit status of `check` when the projections differ from a fresh replay.
+const CHECK_MISMATCH: u8 = 4;
+
+pub fn json<T: serde::Serialize + ?Sized>(v: &T) {
+    use std::io::Write as _;
     match serde_json::to_string_pretty(v) {
-        Ok(s) => println!("{s}"),
+        // A closed pipe (`| head`) is not an error of the command.
+        Ok(s) => drop(writeln!(std::io::stdout(), "{s}")),
         Err(e) => eprintln!("error: cannot encode JSON: {e}"),
+    }
+}
+
+/// Prints `resp` for command `cli.command` and returns the exit status.
+pub fn print(cli: &Cli, resp: &Response) -> ExitCode {
+    let code = match resp {
+        Response::Compact(r) | Response::VerifyErasure(r) if !r.verified => ExitCode::from(FOUND_ON_DISK),
+        Response::Check(r) if !r.consistent => ExitCode::from(CHECK_MISMATCH),
+        _ => ExitCode::SUCCESS,
+    };
+    if cli.json {
+        json(resp);
+    } else {
+        human(cli, resp);
+    }
+    code
+}
+
+/// The first line of an `as-of` listing: which time line it shows.
+fn view_header(seq: mnemon::Seq, valid_time: Option<DateTime<Utc>>) {
+    match valid_time {
+        Some(t) => println!("true at {} (valid time, as known at seq {seq}):", t.to_rfc3339()),
+        None => println!("as of seq {seq}:"),
+    }
+}
+
+fn next_page(cursor: Option<&String>) {
+    if let Some(c) = cursor {
+        eprintln!("note: more on the next page: --cursor {c}");
+    }
+}
+
+fn human(cli: &Cli, resp: &Response) {
+    match resp {
+        Response::Remember(r) | Response::Supersede(r) => {
+            println!("{}", r.id);
+            let note = match &r.action {
+                mnemon::RememberAction::Created => None,
+                mnemon::RememberAction::Duplicate => Some("identical content was already remembered".to_string()),
+                mnemon::RememberAction::NearDuplicate { old, similarity } => {
+                    Some(format!("restates memory {old} (cosine {similarity:.3}); written as its new version"))
+                }
+                mnemon::RememberAction::Superseded { old } => Some(format!("supersedes memory {old}")),
+                other => Some(format!("{other:?}")),
+            };
+            if let Some(n) = note {
+                eprintln!("note: {n}");
+            }
+            if !r.redactions.is_empty() {
+                eprintln!("note: redacted {:?}", r.redactions);
+            }
+            if let Some(q) = &r.quarantined {
+                eprintln!("note: quarantined: {q}");
+            }
+        }
+        Response::Observe(o) => println!("{}", o.observation_id),
+        Response::Get(m) => match &cli.command {
+            Cmd::AsOf(_) => println!("{}", memory_line(m)),
+            _ => println!("{}", memory_block(m)),
+        },
+        Response::History(h) => {
+            if let Cmd::AsOf(_) = &cli.command {
+                view_header(h.seq, h.valid_time);
+                for m in &h.versions {
+                    println!("{}", memory_line(m));
+                }
+            } else {
+                for m in &h.versions {
+                    println!("{}", memory_block(m));
+                }
+            }
+            next_page(h.next_cursor.as_ref());
+        }
+        Response::List(l) => {
+            if let Cmd::AsOf(_) = &cli.command {
+                view_header(l.seq, l.valid_time);
+            }
+            for m in &l.memories {
+                println!("{}", memory_line(m));
+            }
+            next_page(l.next_cursor.as_ref());
+        }
+        Response::Log(l) => {
+            for ev in &l.events {
+                println!("{}", serde_json::to_string(ev).unwrap_or_default());
+            }
+            next_page(l.next_cursor.as_ref());
+        }
+        Response::Recall(r) => {
+            let explain = matches!(&cli.command, Cmd::Recall(a) if a.explain);
+            for h in &r.hits {
+                println!("{}", hit_line(h, explain));
+            }
+            if r.omitted > 0 {
+                eprintln!("note: {} more hits left out by the response budget", r.omitted);
+            }
+        }
+        Response::Context(c) => println!("{}", c.text),
+        Response::Forget(f) => {
+            let o = &f.outcome;
+            let verb = if f.dry_run { "would forget" } else { "forgot" };
+            println!(
+                "{verb} {} memories ({} derived from forgotten observations) and {} observations",
+                o.memories, o.derived_memories, o.observations
+            );
+            for m in &f.preview {
+                println!("  {}", memory_line(m));
+            }
+            if f.ids_omitted > 0 {
+                eprintln!("note: {} ids not listed (response budget)", f.ids_omitted);
+            }
+        }
+        Response::ExtractionPrompt(p) => print!("{}", p.prompt),
+        Response::ApplyExtraction(r) => {
+            for i in &r.items {
+                println!("{:?}[{}]: {:?}", i.section, i.index, i.status);
+            }
+            println!("applied {}, rejected {}", r.applied(), r.rejected());
+        }
+        Response::EndSession(r) => json(r),
+        Response::Consolidate(r) => json(r),
+        Response::Maintain(r) => json(r),
+        Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
+        Response::Stats(s) => {
+            let e = &s.events;
+            println!("log:        {} events (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
+                s.last_seq, e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
+            println!(
+                "memories:   {} active, {} superseded, {} observations, {} namespaces",
+                s.active_memories, s.superseded_memories, s.observations, s.namespaces
+            );
+            println!(
+                "indexes:    {} vectors ({} namespaces on HNSW), ~{} bytes in memory",
+                s.vectors, s.hnsw_namespaces, s.index_bytes
+            );
+            println!("embedder:   {} ({} dimensions)", s.model_id, s.dim);
+            println!(
+                "disk:       {} bytes, generation {}",
+                s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),
+                s.generation
+            );
+            if let Some(p) = &s.poisoned {
+                println!("POISONED:   {p}");
+            }
+            println!("(all figures: --json)");
+        }
+        Response::Check(r) => println!(
+            "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
+            r.records,
+            r.record_bytes,
+            r.last_seq,
+            r.namespaces,
+            r.memories,
+            r.observations,
+            r.vectors_cached,
+            r.vectors_embedded,
+            r.digest,
+            r.replay_digest,
+            if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
+        ),
+        _ => json(resp),
     }
 }
 
@@ -13,26 +188,45 @@ pub fn memory_line(m: &Memory) -> String {
     let key = m.key.as_deref().map(|k| format!(" key={k}")).unwrap_or_default();
     let q = if m.quarantine.is_some() { " QUARANTINED" } else { "" };
     format!(
-        "#{:<6} {:<10} {:<10} {:<9} imp={:.2}{key}{q}  {}",
+        "#{:<6} {:<10} {:<10} {:<9} imp={:.2}{key}{q}  {}  {}",
         m.id.0,
         m.status.to_string(),
         m.kind.to_string(),
         m.tier.to_string(),
         m.importance,
+        time_span(m),
         m.content
+    )
+}
+
+/// Both time lines in one short column: valid time by date (when the fact
+/// held), recorded time to the second (when the store believed it).
+fn time_span(m: &Memory) -> String {
+    let day = |t: DateTime<Utc>| t.format("%Y-%m-%d").to_string();
+    let sec = |t: DateTime<Utc>| t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    format!(
+        "valid {}..{} recorded {}..{}",
+        day(m.valid_from),
+        m.valid_to.map(day).unwrap_or_default(),
+        sec(m.recorded_from),
+        m.recorded_to.map(sec).unwrap_or_default()
     )
 }
 
 pub fn memory_block(m: &Memory) -> String {
     let mut s = memory_line(m);
-    if let Some(t) = m.event_time {
-        s.push_str(&format!("\n        happened {}", t.format("%Y-%m-%d %H:%M UTC")));
-    }
+    let full = |t: Option<DateTime<Utc>>| t.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into());
+    let from = if m.event_time.is_some() { "event time" } else { "write time" };
     s.push_str(&format!(
-        "\n        written {}  first seen {}  valid to {}",
+        "\n        valid    from {} to {}  (true in the world; from the {from})",
         m.valid_from.to_rfc3339(),
-        m.first_seen.to_rfc3339(),
-        m.valid_to.map(|t| t.to_rfc3339()).unwrap_or_else(|| "-".into())
+        full(m.valid_to)
+    ));
+    s.push_str(&format!(
+        "\n        recorded from {} to {}  (believed by the store)  first seen {}",
+        m.recorded_from.to_rfc3339(),
+        full(m.recorded_to),
+        m.first_seen.to_rfc3339()
     ));
     if let Some(p) = m.prev {
         s.push_str(&format!("  prev #{p}"));

@@ -1,0 +1,138 @@
+//! Per-call latency of `remember` and `recall` through the MCP server
+//! (`mnemon mcp` on stdio, one long-lived process, driven by the official
+//! Rust SDK's client) against the baseline of one CLI process per call
+//! (`mnemon remember …`: start, open the store, call, close), both with the
+//! hashing embedder so that embedding is excluded; plus the size of the
+//! tool definitions in tokens. Ratios come from the same run.
+//!
+//! `cargo bench --bench mcp` (`MNEMON_BENCH_CALLS` sets the MCP calls per
+//! operation, default 500; the CLI baseline makes a tenth as many).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
+const WORDS: &[&str] =
+    &["heron", "kite", "lantern", "orchard", "violin", "glacier", "saffron", "harbour", "meadow", "tram"];
+
+fn text(i: usize) -> String {
+    format!(
+        "Fact {i}: the {} near the {} was {} in {}",
+        WORDS[i % 10],
+        WORDS[(i / 10) % 10],
+        WORDS[(i / 100) % 10],
+        1900 + i % 120
+    )
+}
+
+fn query(i: usize) -> String {
+    format!("where was the {} near the {}", WORDS[(i * 7) % 10], WORDS[(i * 3) % 10])
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}
+
+struct Figures {
+    p50: Duration,
+    p99: Duration,
+}
+
+fn figures(mut v: Vec<Duration>) -> Figures {
+    v.sort_unstable();
+    Figures { p50: percentile(&v, 0.5), p99: percentile(&v, 0.99) }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn cli(data: &Path, args: &[&str]) -> Duration {
+    let t = Instant::now();
+    let out = Command::new(BIN).arg("--data").arg(data).args(["--embedder", "hashing"]).args(args).output().unwrap();
+    let d = t.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    d
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let calls: usize = std::env::var("MNEMON_BENCH_CALLS").ok().and_then(|s| s.parse().ok()).unwrap_or(500);
+    let cli_calls = (calls / 10).max(10);
+    let dir = tempfile::tempdir().unwrap();
+    let mcp_data = dir.path().join("mcp");
+    let cli_data = dir.path().join("cli");
+
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (remember, recall, tool_tokens, n_tools) = rt.block_on(async {
+        let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|c| {
+            c.arg("--data").arg(&mcp_data).args(["--embedder", "hashing", "mcp"]);
+        }))
+        .unwrap();
+        let client = ().serve(transport).await.unwrap();
+        let tools = client.list_all_tools().await.unwrap();
+        let tokens = mnemon::estimate_tokens(&serde_json::to_string(&json!({ "tools": tools })).unwrap());
+        let call = |tool: &'static str, args: Value| {
+            let Value::Object(args) = args else { panic!() };
+            let peer = client.peer().clone();
+            async move {
+                let t = Instant::now();
+                let r = peer.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await.unwrap();
+                let d = t.elapsed();
+                assert_ne!(r.is_error, Some(true), "{:?}", r.content);
+                d
+            }
+        };
+        // Warm-up: the first calls pay for page faults and lazy setup.
+        for i in 0..20 {
+            call("remember", json!({"namespace": "bench", "content": format!("warm-up {i}")})).await;
+            call("recall", json!({"namespace": "bench", "query": query(i)})).await;
+        }
+        let mut remember = Vec::with_capacity(calls);
+        for i in 0..calls {
+            remember.push(call("remember", json!({"namespace": "bench", "content": text(i)})).await);
+        }
+        let mut recall = Vec::with_capacity(calls);
+        for i in 0..calls {
+            recall.push(call("recall", json!({"namespace": "bench", "query": query(i), "top_k": 5})).await);
+        }
+        client.cancel().await.unwrap();
+        (figures(remember), figures(recall), tokens, tools.len())
+    });
+
+    let mut cli_remember = Vec::with_capacity(cli_calls);
+    for i in 0..cli_calls {
+        cli_remember.push(cli(&cli_data, &["remember", "--ns", "bench", &text(i)]));
+    }
+    let mut cli_recall = Vec::with_capacity(cli_calls);
+    for i in 0..cli_calls {
+        cli_recall.push(cli(&cli_data, &["recall", "--ns", "bench", "--k", "5", &query(i)]));
+    }
+    let (cli_remember, cli_recall) = (figures(cli_remember), figures(cli_recall));
+
+    println!("mcp bench: hashing embedder, {calls} MCP calls and {cli_calls} CLI processes per operation");
+    println!("| operation | MCP stdio p50 | MCP stdio p99 | CLI per call p50 | CLI per call p99 | p50 ratio |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for (name, m, c) in [("remember", &remember, &cli_remember), ("recall", &recall, &cli_recall)] {
+        println!(
+            "| {name} | {:.2} ms | {:.2} ms | {:.1} ms | {:.1} ms | {:.0}× |",
+            ms(m.p50),
+            ms(m.p99),
+            ms(c.p50),
+            ms(c.p99),
+            c.p50.as_secs_f64() / m.p50.as_secs_f64()
+        );
+    }
+    println!(
+        "tool definitions: {n_tools} tools, {tool_tokens} tokens (mnemon::estimate_tokens over the tools/list JSON)"
+    );
+}

@@ -1,0 +1,141 @@
+//! The MCP tools: each one operation of the command surface, with a short
+//! description, a compact input schema and MCP annotations.
+
+use std::sync::Arc;
+
+use rmcp::model::{Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde_json::Value;
+
+use crate::api::{self, Call, NamespacePolicy};
+
+/// One tool: the surface operation it calls and how it presents itself.
+pub(crate) struct ToolSpec {
+    /// The operation (also the tool's name).
+    pub(crate) op: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) read_only: bool,
+    pub(crate) destructive: bool,
+    /// Meaningful for writing tools only (MCP reads the hint only then).
+    pub(crate) idempotent: bool,
+    schema: fn() -> Value,
+}
+
+fn schema_of<T: JsonSchema>() -> Value {
+    schemars::schema_for!(T).to_value()
+}
+
+const fn spec<T: Call>(description: &'static str, destructive: bool, idempotent: bool) -> ToolSpec {
+    ToolSpec { op: T::OP, description, read_only: T::READ_ONLY, destructive, idempotent, schema: schema_of::<T> }
+}
+
+/// Every tool, in the order `tools/list` shows them.
+pub(crate) const TOOLS: &[ToolSpec] = &[
+    spec::<api::RememberRequest>(
+        "Store a memory. A later one with the same key replaces it as a new version.",
+        false,
+        false,
+    ),
+    spec::<api::ObserveRequest>("Record a conversation turn or tool result, for extraction later.", false, false),
+    spec::<api::RecallRequest>("Memories most relevant to a query, best first, with scores.", false, true),
+    spec::<api::ContextRequest>(
+        "Relevant memories as a prompt block within a token budget. Filters as in recall.",
+        false,
+        true,
+    ),
+    spec::<api::GetRequest>("One memory by id.", false, true),
+    spec::<api::HistoryRequest>("Every version of a memory, oldest first.", false, true),
+    spec::<api::ListRequest>("Memories of the namespace, oldest first, paged.", false, true),
+    spec::<api::ForgetRequest>(
+        "Erase memories or observations: give one of id, observation, session, all, matching. Try dry_run first.",
+        true,
+        true,
+    ),
+    spec::<api::ExtractionPromptRequest>(
+        "A prompt to extract memories from a session; answer it with apply_extraction.",
+        false,
+        true,
+    ),
+    spec::<api::ApplyExtractionRequest>("Apply your JSON answer to extraction_prompt.", true, false),
+];
+
+/// The tool named `name`.
+pub(crate) fn find(name: &str) -> Option<&'static ToolSpec> {
+    TOOLS.iter().find(|t| t.op == name)
+}
+
+/// The tool definitions under `policy`: with a single namespace served,
+/// the `namespace` argument disappears from every schema.
+pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
+    TOOLS
+        .iter()
+        .map(|t| {
+            let mut schema = super::schema::compact(&(t.schema)());
+            if policy.default_namespace().is_some() {
+                remove_namespace(&mut schema);
+            } else {
+                plain_namespace(&mut schema);
+            }
+            if t.op == api::ContextRequest::OP {
+                // The filters are recall's: described once, there.
+                strip_filter_descriptions(&mut schema);
+            }
+            let object = match schema {
+                Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            };
+            // readOnlyHint defaults to false and destructiveHint to true:
+            // say only what differs.
+            let mut annotations = ToolAnnotations::new();
+            if t.read_only {
+                annotations = annotations.read_only(true);
+            } else {
+                annotations = annotations.destructive(t.destructive);
+            }
+            if t.idempotent && !t.read_only {
+                annotations = annotations.idempotent(true);
+            }
+            Tool::new(t.op, t.description, Arc::new(object)).with_annotations(annotations)
+        })
+        .collect()
+}
+
+/// Recall settings the `context` tool accepts but does not list: scoring
+/// knobs, access bookkeeping, and quarantined memories (injected
+/// instructions have no place in a prompt block).
+const CONTEXT_UNLISTED: &[&str] =
+    &["mode", "similarity_norm", "candidates", "requester", "record_access", "include_quarantined"];
+
+/// `context` shares recall's filters: they are described once, in
+/// `recall`, and the settings that do not choose memories are not listed.
+fn strip_filter_descriptions(schema: &mut Value) {
+    let filters = super::schema::compact(&schema_of::<api::RecallFilters>());
+    let names: Vec<String> =
+        filters.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        for n in &names {
+            if CONTEXT_UNLISTED.contains(&n.as_str()) {
+                props.remove(n);
+            } else if let Some(Value::Object(p)) = props.get_mut(n) {
+                p.remove("description");
+            }
+        }
+    }
+}
+
+/// The namespace argument is the same everywhere and explained in the
+/// server's instructions: no description per tool.
+fn plain_namespace(schema: &mut Value) {
+    if let Some(Value::Object(ns)) = schema.get_mut("properties").and_then(|p| p.get_mut("namespace")) {
+        ns.remove("description");
+    }
+}
+
+fn remove_namespace(schema: &mut Value) {
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        props.remove("namespace");
+    }
+    if let Some(Value::Array(req)) = schema.get_mut("required") {
+        req.retain(|r| r != "namespace");
+    }
+}

@@ -1,0 +1,324 @@
+//! The command surface (`mnemon::api`): decoding with field-level errors,
+//! namespace policies, paging that pins its read position, the response
+//! budget, and every operation's schema.
+
+use mnemon::api::{self, json_tokens, ApiError, ErrorCode, Limits, NamespacePolicy, Request, Response};
+use mnemon::{DedupMode, Engine, Namespace, NewMemory, NewObservation, Role};
+use serde_json::{json, Value};
+
+fn engine() -> (tempfile::TempDir, Engine) {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(dir.path().join("store")).unwrap();
+    (dir, e)
+}
+
+fn call(e: &Engine, v: Value) -> Result<Value, ApiError> {
+    let req = Request::from_value(v)?;
+    api::execute(e, req).map(|r| r.to_value())
+}
+
+fn call_with(e: &Engine, v: Value, limits: &Limits) -> Result<Value, ApiError> {
+    let req = Request::from_value(v)?;
+    api::execute_with(e, req, limits).map(|r| r.to_value())
+}
+
+fn err(r: Result<Value, ApiError>) -> ApiError {
+    match r {
+        Ok(v) => panic!("expected an error, got {v}"),
+        Err(e) => e,
+    }
+}
+
+fn ns(s: &str) -> Namespace {
+    Namespace::new(s).unwrap()
+}
+
+/// Distinct words, so that no two memories are duplicates of each other.
+fn text(i: usize, words: usize) -> String {
+    let w: Vec<String> = (0..words).map(|j| format!("w{}x{}", i, j)).collect();
+    format!("Memory {i}: {}", w.join(" "))
+}
+
+#[test]
+fn every_operation_has_a_request_and_response_schema_and_its_own_tag() {
+    let schemas = api::schemas();
+    assert_eq!(schemas.len(), api::OPS.len());
+    for s in &schemas {
+        assert!(s.request.is_object() && s.response.is_object(), "{}", s.op);
+        // The tag a request serialises with is its operation's name.
+        let probe = match Request::from_op(s.op, minimal_args(s.op)) {
+            Ok(r) => r,
+            Err(e) => panic!("{}: {e:?}", s.op),
+        };
+        assert_eq!(probe.op(), s.op);
+        assert_eq!(probe.to_value()["op"], s.op);
+        let again = Request::from_value(probe.to_value()).unwrap();
+        assert_eq!(again.to_value(), probe.to_value(), "{} does not round-trip", s.op);
+    }
+    // Flattened fields are part of the request schema.
+    let recall = schemas.iter().find(|s| s.op == "recall").unwrap();
+    for f in ["namespace", "query", "top_k", "kinds", "tiers", "from", "to", "as_of", "mode", "record_access"] {
+        assert!(recall.request["properties"].get(f).is_some(), "{f}");
+    }
+}
+
+fn minimal_args(op: &str) -> Value {
+    match op {
+        "remember" => json!({"namespace": "u", "content": "x"}),
+        "observe" => json!({"namespace": "u", "session": "s", "text": "x"}),
+        "supersede" => json!({"namespace": "u", "id": 1, "content": "x"}),
+        "recall" | "context" => json!({"namespace": "u", "query": "x"}),
+        "get" | "history" => json!({"namespace": "u", "id": 1}),
+        "list" | "log" | "consolidate" => json!({"namespace": "u"}),
+        "forget" => json!({"namespace": "u", "all": true, "dry_run": true}),
+        "extraction_prompt" | "end_session" => json!({"namespace": "u", "session": "s"}),
+        "apply_extraction" => json!({"namespace": "u", "extraction": {}}),
+        "verify_erasure" => json!({"texts": ["abcdefgh"]}),
+        _ => json!({}),
+    }
+}
+
+#[test]
+fn bad_requests_name_the_field_and_write_nothing() {
+    let (_d, e) = engine();
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"op": "remember", "namespace": "u", "content": "x", "tags": ["a"]}), "tags"),
+        (json!({"op": "remember", "namespace": "u"}), "content"),
+        (json!({"op": "remember", "namespace": "u", "content": 42}), "content"),
+        (json!({"op": "remember", "namespace": "u u", "content": "x"}), "namespace"),
+        (json!({"op": "remember", "namespace": "", "content": "x"}), "namespace"),
+        (json!({"op": "remember", "namespace": "u", "content": "x", "importance": "high"}), "importance"),
+        (json!({"op": "remember", "namespace": "u", "content": "x", "importance": 1.5}), "importance"),
+        (json!({"op": "remember", "namespace": "u", "content": "   "}), "content"),
+        (json!({"op": "remember", "namespace": "u", "content": "x".repeat(40_000)}), "content"),
+        (json!({"op": "remember", "namespace": "u", "content": "x", "tier": "forever"}), "tier"),
+        (json!({"op": "remember", "namespace": "u", "content": "x", "kind": ""}), "kind"),
+        (json!({"op": "remember", "namespace": "u", "content": "x", "sources": [1, "two"]}), "sources"),
+        (json!({"op": "recall", "namespace": "u", "query": "x", "include_archived": "yes"}), "include_archived"),
+        (json!({"op": "observe", "namespace": "u", "session": "s", "text": "x", "role": "robot"}), "role"),
+        (json!({"op": "recall", "namespace": "u", "query": "x", "kinds": ["fact", ""]}), "kinds[1]"),
+        (json!({"op": "recall", "namespace": "u", "query": "x", "top_k": 0}), "top_k"),
+        (json!({"op": "recall", "namespace": "u", "query": "x", "top_k": -3}), "top_k"),
+        (json!({"op": "recall", "namespace": "u", "query": "x", "as_of": {"when": 3}}), "as_of"),
+        (json!({"op": "recall", "namespace": "u", "query": "x", "from": "last week"}), "from"),
+        (json!({"op": "forget", "namespace": "u"}), "target"),
+        (json!({"op": "forget", "namespace": "u", "id": 1, "all": true}), "target"),
+        (json!({"op": "forget", "namespace": "u", "id": 1, "limit": 3}), "limit"),
+        (json!({"op": "list", "namespace": "u", "limit": 5000}), "limit"),
+        (json!({"op": "list", "namespace": "u", "cursor": "x.y"}), "cursor"),
+        (json!({"op": "teleport", "namespace": "u"}), "op"),
+        (json!({"namespace": "u"}), "op"),
+    ];
+    for (req, field) in cases {
+        let e = err(call(&e, req.clone()));
+        assert_eq!(e.code, ErrorCode::InvalidInput, "{req}: {e:?}");
+        assert_eq!(e.field.as_deref(), Some(field), "{req}: {e:?}");
+        assert!(!e.message.is_empty());
+    }
+    assert_eq!(e.stats().last_seq, 0, "a rejected request wrote something");
+    assert_eq!(err(call(&e, json!({"op": "get", "namespace": "u", "id": 7}))).code, ErrorCode::NotFound);
+    // The error object's JSON shape.
+    let v = serde_json::to_value(ApiError::invalid("top_k", "bad")).unwrap();
+    assert_eq!(v, json!({"code": "invalid_input", "message": "bad", "field": "top_k"}));
+}
+
+#[test]
+fn namespace_policies_fill_check_and_refuse_store_wide_calls() {
+    let (_d, e) = engine();
+    let only = NamespacePolicy::Only(ns("alice"));
+    let run = |v: Value, p: &NamespacePolicy| -> Result<Response, ApiError> {
+        let op = v["op"].as_str().unwrap().to_string();
+        let mut args = v;
+        args.as_object_mut().unwrap().remove("op");
+        let req = Request::from_op_with(&op, args, p)?;
+        api::execute(&e, req)
+    };
+    let Response::Remember(r) = run(json!({"op": "remember", "content": "Alice likes tea"}), &only).unwrap() else {
+        panic!()
+    };
+    assert_eq!(e.get(&ns("alice"), r.id).unwrap().content, "Alice likes tea");
+    let x = run(json!({"op": "remember", "namespace": "bob", "content": "Bob likes tea"}), &only).unwrap_err();
+    assert_eq!((x.code, x.field.as_deref()), (ErrorCode::NamespaceNotAllowed, Some("namespace")));
+    assert_eq!(run(json!({"op": "stats"}), &only).unwrap_err().code, ErrorCode::NamespaceNotAllowed);
+    // With one namespace served, maintenance is of that namespace.
+    let Response::Maintain(m) = run(json!({"op": "maintain"}), &only).unwrap() else { panic!() };
+    assert_eq!(m.iter().map(|r| r.namespace.as_str()).collect::<Vec<_>>(), ["alice"]);
+
+    let allow = NamespacePolicy::allow_list("bob, team:*").unwrap();
+    assert!(run(json!({"op": "remember", "namespace": "bob", "content": "Bob likes tea"}), &allow).is_ok());
+    assert!(run(json!({"op": "remember", "namespace": "team:red", "content": "Red team ships"}), &allow).is_ok());
+    for bad in ["alice", "team", "bobby"] {
+        let x = run(json!({"op": "list", "namespace": bad}), &allow).unwrap_err();
+        assert_eq!(x.code, ErrorCode::NamespaceNotAllowed, "{bad}");
+    }
+    let x = run(json!({"op": "list"}), &allow).unwrap_err();
+    assert_eq!((x.code, x.field.as_deref()), (ErrorCode::InvalidInput, Some("namespace")));
+    assert!(NamespacePolicy::allow_list("ok, not ok").is_err());
+    assert!(NamespacePolicy::allow_list(" , ").is_err());
+    // Nothing of the refused calls was written.
+    assert!(e.list(&ns("bob"), &Default::default()).len() == 1);
+    assert!(e.list(&ns("alice"), &Default::default()).len() == 1);
+}
+
+#[test]
+fn list_history_and_log_page_at_a_pinned_position() {
+    let (_d, e) = engine();
+    let u = ns("u");
+    for i in 0..250 {
+        e.remember(&u, NewMemory::new(text(i, 3)).dedup(DedupMode::Off)).unwrap();
+    }
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let mut req = json!({"op": "list", "namespace": "u"});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let v = call(&e, req).unwrap();
+        pages += 1;
+        ids.extend(v["memories"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()));
+        // Writes between pages are not seen by later pages.
+        e.remember(&u, NewMemory::new(format!("late memory {pages}"))).unwrap();
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(ids, (1..=250).collect::<Vec<u64>>());
+
+    // A version chain of 12, in pages of 5.
+    let mut id = e.remember(&u, NewMemory::new("version 0 of the chain")).unwrap().id;
+    for v in 1..12 {
+        id = e.supersede(&u, id, NewMemory::new(format!("version {v} of the chain"))).unwrap().id;
+    }
+    let mut got = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut req = json!({"op": "history", "namespace": "u", "id": id.0, "limit": 5});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let v = call(&e, req).unwrap();
+        got.extend(v["versions"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap().to_string()));
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(got, (0..12).map(|v| format!("version {v} of the chain")).collect::<Vec<_>>());
+
+    // The audit export in pages of 100 covers the namespace's events once each.
+    let last = e.last_seq();
+    let other = ns("other");
+    e.remember(&other, NewMemory::new("another namespace")).unwrap();
+    let mut seqs = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut req = json!({"op": "log", "namespace": "u"});
+        if let Some(c) = &cursor {
+            req["cursor"] = json!(c);
+        }
+        let v = call(&e, req).unwrap();
+        seqs.extend(v["events"].as_array().unwrap().iter().map(|ev| ev["seq"].as_u64().unwrap()));
+        match v["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    let expected: Vec<u64> = e.events(&u, 1, last).unwrap().iter().map(|ev| ev.seq).collect();
+    assert_eq!(seqs, expected);
+}
+
+#[test]
+fn responses_stay_within_the_token_budget() {
+    let (_d, e) = engine();
+    let u = ns("u");
+    let small = Limits { max_response_tokens: 3_000 };
+    for i in 0..40 {
+        // About 700 tokens each: a few fit in one response, not all.
+        e.remember(&u, NewMemory::new(format!("shared topic words {}", text(i, 400))).dedup(DedupMode::Off)).unwrap();
+    }
+    let v =
+        call_with(&e, json!({"op": "recall", "namespace": "u", "query": "shared topic words", "top_k": 40}), &small)
+            .unwrap();
+    let hits = v["hits"].as_array().unwrap().len();
+    assert!(hits >= 1 && hits < 40, "{hits}");
+    assert_eq!(hits + v["omitted"].as_u64().unwrap() as usize, 40);
+    assert!(json_tokens(&v) <= small.max_response_tokens, "{}", json_tokens(&v));
+
+    let v = call_with(&e, json!({"op": "list", "namespace": "u", "limit": 1000}), &small).unwrap();
+    let n = v["memories"].as_array().unwrap().len();
+    assert!(n >= 1 && n < 40 && v["next_cursor"].is_string(), "{n}");
+    assert!(json_tokens(&v) <= small.max_response_tokens);
+
+    let v = call_with(&e, json!({"op": "forget", "namespace": "u", "all": true, "dry_run": true}), &small).unwrap();
+    assert_eq!(v["memories"], 40);
+    assert!(json_tokens(&v) <= small.max_response_tokens);
+    assert!(!v["preview"].as_array().unwrap().is_empty());
+
+    // One item above the budget is an error, not a cut item.
+    let tiny = Limits { max_response_tokens: 500 };
+    let x = err(call_with(&e, json!({"op": "get", "namespace": "u", "id": 1}), &tiny));
+    assert_eq!(x.code, ErrorCode::ResponseTooLarge);
+    let x = err(call_with(&e, json!({"op": "list", "namespace": "u"}), &tiny));
+    assert_eq!(x.code, ErrorCode::ResponseTooLarge);
+    let x = err(call_with(&e, json!({"op": "context", "namespace": "u", "query": "x", "budget_tokens": 400}), &tiny));
+    assert_eq!(x.field.as_deref(), Some("budget_tokens"));
+
+    // The extraction prompt of a long session is cut to fit, newest kept.
+    for i in 0..120 {
+        e.observe(&u, NewObservation::new("long", Role::User, format!("turn {i}: {}", text(i, 60)))).unwrap();
+    }
+    let v = call(&e, json!({"op": "extraction_prompt", "namespace": "u", "session": "long"})).unwrap();
+    assert!(json_tokens(&v) <= api::DEFAULT_MAX_RESPONSE_TOKENS, "{}", json_tokens(&v));
+    let prompt = v["prompt"].as_str().unwrap();
+    assert!(prompt.contains("turn 119:") && !prompt.contains("turn 0:"));
+    assert!(prompt.contains("update_existing"), "the JSON shape must stay");
+    let v = call_with(&e, json!({"op": "extraction_prompt", "namespace": "u", "session": "long"}), &small).unwrap();
+    assert!(json_tokens(&v) <= small.max_response_tokens);
+}
+
+#[test]
+fn writes_through_the_surface_match_the_library() {
+    let (_d, e) = engine();
+    let v = call(&e, json!({"op": "observe", "namespace": "u", "session": "s1", "text": "User: I live in Hangzhou"}))
+        .unwrap();
+    let obs = v["observation_id"].as_u64().unwrap();
+    let v = call(
+        &e,
+        json!({"op": "remember", "namespace": "u", "content": "Lives in Hangzhou", "kind": "fact", "tier": "permanent",
+               "importance": 0.8, "entities": ["Hangzhou"], "key": "user.city", "sources": [obs], "session": "s1",
+               "event_time": "2025-05-01T10:00:00Z"}),
+    )
+    .unwrap();
+    assert_eq!(v["action"], "created");
+    let id = v["id"].as_u64().unwrap();
+    let m = call(&e, json!({"op": "get", "namespace": "u", "id": id})).unwrap();
+    assert_eq!(m["tier"], "permanent");
+    assert_eq!(m["entities"], json!(["Hangzhou"]));
+    assert_eq!(m["sources"], json!([obs]));
+    assert_eq!(m["event_time"], "2025-05-01T10:00:00Z");
+    let v = call(&e, json!({"op": "supersede", "namespace": "u", "id": id, "content": "Lives in Shanghai"})).unwrap();
+    assert_eq!(v["action"], "superseded");
+    // apply_extraction takes the document as an object or as its text.
+    let doc = json!({"new_memories": [{"content": "Has a cat named Mochi", "kind": "fact", "source_ids": [obs]}]});
+    let r = call(&e, json!({"op": "apply_extraction", "namespace": "u", "extraction": doc})).unwrap();
+    assert_eq!(r["items"][0]["status"], "applied", "{r}");
+    let doc = json!({"new_memories": [{"content": "Drinks oolong", "kind": "preference", "source_ids": [obs]}]});
+    let r = call(&e, json!({"op": "apply_extraction", "namespace": "u", "extraction": doc.to_string()})).unwrap();
+    assert_eq!(r["items"][0]["status"], "applied", "{r}");
+    let x = err(call(&e, json!({"op": "apply_extraction", "namespace": "u", "extraction": [1]})));
+    assert_eq!(x.field.as_deref(), Some("extraction"));
+    // A dry run writes nothing; the forget then erases the whole chain.
+    let before = e.last_seq();
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "id": id, "dry_run": true})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["dry_run"].as_bool()), (Some(2), Some(true)));
+    assert_eq!(e.last_seq(), before);
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "id": id, "reason": "moved"})).unwrap();
+    assert_eq!(v["memories"], 2);
+    assert_eq!(err(call(&e, json!({"op": "get", "namespace": "u", "id": id}))).code, ErrorCode::NotFound);
+    let v = call(&e, json!({"op": "check"})).unwrap();
+    assert_eq!(v["consistent"], true);
+}

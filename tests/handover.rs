@@ -1,0 +1,133 @@
+//! Two MCP clients configured with one data directory: the second
+//! `mnemon mcp` reaches the engine the first holds (through the store's
+//! socket) instead of failing with "store is locked"; both write, every
+//! write is there; a CLI command meanwhile goes through the socket too;
+//! when the holder is killed (-9), the survivor takes the store over and
+//! keeps serving, with every acknowledged write intact.
+
+use std::path::Path;
+use std::process::Command;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
+
+type Client = RunningService<RoleClient, ()>;
+
+fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN).arg("--data").arg(data).args(["--embedder", "hashing"]).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn start(data: &Path) -> (Client, u32) {
+    let t = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|c| {
+        c.arg("--data").arg(data).args(["--embedder", "hashing", "mcp"]);
+    }))
+    .unwrap();
+    let pid = t.id().unwrap();
+    (().serve(t).await.unwrap(), pid)
+}
+
+async fn call(c: &Client, tool: &str, a: Value) -> Result<Value, Value> {
+    let Value::Object(args) = a else { panic!() };
+    let r = c.call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args)).await.unwrap();
+    let text = r.content.first().and_then(|c| c.as_text()).map(|t| t.text.clone()).unwrap_or_default();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    if r.is_error == Some(true) {
+        Err(v)
+    } else {
+        Ok(v)
+    }
+}
+
+async fn remember_all(c: &Client, tag: &str, n: usize) -> Vec<u64> {
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let v = call(
+            c,
+            "remember",
+            json!({"namespace": "shared", "content": format!("{tag} wrote fact {i} about herons"), "dedup": "off"}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{tag} {i}: {e}"));
+        ids.push(v["id"].as_u64().unwrap());
+    }
+    ids
+}
+
+async fn count(c: &Client) -> usize {
+    let mut n = 0;
+    let mut cursor = Value::Null;
+    loop {
+        let v = call(c, "list", json!({"namespace": "shared", "cursor": cursor, "limit": 1000})).await.unwrap();
+        n += v["memories"].as_array().unwrap().len();
+        match v.get("next_cursor") {
+            Some(Value::String(s)) => cursor = Value::String(s.clone()),
+            _ => return n,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_server_reaches_the_first_and_takes_over_when_it_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (a, a_pid) = start(&data).await;
+    // The first call makes sure `a` holds the store before `b` starts.
+    call(&a, "remember", json!({"namespace": "shared", "content": "a holds the store"})).await.unwrap();
+    let (b, _) = start(&data).await;
+
+    let (ia, ib) = tokio::join!(remember_all(&a, "a", 60), remember_all(&b, "b", 60));
+    assert_eq!(ia.len() + ib.len(), 120);
+    // One store, one writer: ids are distinct across both clients.
+    let mut all: Vec<u64> = ia.iter().chain(&ib).copied().collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 120);
+    assert_eq!(count(&a).await, 121);
+    assert_eq!(count(&b).await, 121);
+
+    // A CLI command while a server holds the store goes through its socket.
+    let (ok, out, err) = mnemon(&data, &["--json", "remember", "--ns", "shared", "the CLI wrote this about herons"]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("locked"), "{err}");
+    let cli_id = serde_json::from_str::<Value>(&out).unwrap()["id"].as_u64().unwrap();
+    assert_eq!(count(&b).await, 122);
+
+    // Kill the holder; the survivor takes over at its next call.
+    Command::new("kill").args(["-9", &a_pid.to_string()]).status().unwrap();
+    drop(a);
+    let ic = remember_all(&b, "b after the kill", 30).await;
+    assert_eq!(ic.len(), 30);
+    assert_eq!(count(&b).await, 152);
+    // And serves the next one through the socket.
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "shared", "another CLI fact about herons"]);
+    assert!(ok, "{err}");
+    let v = call(&b, "get", json!({"namespace": "shared", "id": cli_id})).await.unwrap();
+    assert_eq!(v["content"], "the CLI wrote this about herons");
+    b.cancel().await.unwrap();
+
+    // Every acknowledged write is in the store, which checks out.
+    let (ok, out, err) = mnemon(&data, &["--json", "stats"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["active_memories"], 153, "{out}");
+    let (ok, out, err) = mnemon(&data, &["--json", "list", "--ns", "shared", "--limit", "1000"]);
+    assert!(ok, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let stored: std::collections::BTreeSet<u64> =
+        v["memories"].as_array().unwrap().iter().map(|m| m["id"].as_u64().unwrap()).collect();
+    for id in ia.iter().chain(&ib).chain(&ic) {
+        assert!(stored.contains(id), "acknowledged memory {id} is missing");
+    }
+    let (ok, out, err) = mnemon(&data, &["check"]);
+    assert!(ok, "{out}{err}");
+}
