@@ -38,7 +38,12 @@ fn text(c: usize, i: usize) -> String {
 }
 
 fn node(dir: &Path, id: &str, urls: &[String]) -> ClusterNode {
-    ClusterNode::builder(dir, id, urls).prefix("bench").lease_ttl(TTL).timeout(Duration::from_secs(2)).start().expect("node")
+    ClusterNode::builder(dir, id, urls)
+        .prefix("bench")
+        .lease_ttl(TTL)
+        .timeout(Duration::from_secs(2))
+        .start()
+        .expect("node")
 }
 
 /// Writes/s of `CLIENTS` threads, each `writes()` remembers into its own
@@ -97,7 +102,10 @@ fn main() {
         Route::Local(e) => (e, ns(c)),
         Route::Remote(o) => panic!("bench-{c:02} held by {o}"),
     });
-    println!("write throughput: standalone {solo_rate:.0} writes/s, 3 daemons {cluster_rate:.0} writes/s, ratio {:.2}", cluster_rate / solo_rate);
+    println!(
+        "write throughput: standalone {solo_rate:.0} writes/s, 3 daemons {cluster_rate:.0} writes/s, ratio {:.2}",
+        cluster_rate / solo_rate
+    );
 
     // Replay: a fresh daemon catches namespace 0 up from its stream.
     nodes[0].shutdown().expect("shutdown");
@@ -128,7 +136,11 @@ fn main() {
     let fo = Namespace::new("failover").expect("namespace");
     fresh.serve(Arc::new(|s: &mnemon::cluster::Served<'_>, _: &[u8]| {
         let written = s.engine().remember(s.namespace(), NewMemory::new("written after failover"));
-        if written.is_ok() { b"ok".to_vec() } else { Vec::new() }
+        if written.is_ok() {
+            b"ok".to_vec()
+        } else {
+            Vec::new()
+        }
     }));
     child.kill().expect("kill");
     let killed = Instant::now();

@@ -595,9 +595,9 @@ fn log_unavailable(nats: &mut NatsCluster) {
 /// `mnemon serve --cluster`: two daemons of the real binary. Surface
 /// requests reach the namespace's owner through either daemon's door; bad
 /// input is a typed error; after SIGTERM of the owner the other daemon
-/// serves the namespace with every acknowledged write, and a cluster
-/// compaction through the surface erases a forgotten canary from every
-/// daemon's directory and every NATS node.
+/// serves the namespace with every acknowledged write; the first daemon
+/// comes back, and a cluster compaction through the surface erases a
+/// forgotten canary from both daemons' directories and every NATS node.
 fn serve_daemons(nats: &mut NatsCluster) {
     let root = tempfile::tempdir().unwrap();
     let urls = nats.urls().join(",");
@@ -632,8 +632,11 @@ fn serve_daemons(nats: &mut NatsCluster) {
     let canary = "Canary ochre-lantern-fig: the locker code is 4417 amber";
     let mut ids = Vec::new();
     for i in 0..12 {
-        let content = if i == 5 { canary.to_string() } else { format!("Alice note {i}: prefers aisle seats on flight {i}") };
-        let v = client.surface(Some("a1"), "alice", json!({"op": "remember", "namespace": "alice", "content": content})).unwrap();
+        let content =
+            if i == 5 { canary.to_string() } else { format!("Alice note {i}: prefers aisle seats on flight {i}") };
+        let v = client
+            .surface(Some("a1"), "alice", json!({"op": "remember", "namespace": "alice", "content": content}))
+            .unwrap();
         ids.push((v["id"].as_u64().unwrap(), content));
     }
     // Through the other daemon: forwarded to the owner.
@@ -641,7 +644,9 @@ fn serve_daemons(nats: &mut NatsCluster) {
         let m = client.surface(Some("b1"), "alice", json!({"op": "get", "namespace": "alice", "id": id})).unwrap();
         assert_eq!(m["content"].as_str(), Some(content.as_str()));
     }
-    let bad = client.surface(Some("b1"), "alice", json!({"op": "remember", "namespace": "alice", "content": ""})).unwrap_err();
+    let bad = client
+        .surface(Some("b1"), "alice", json!({"op": "remember", "namespace": "alice", "content": ""}))
+        .unwrap_err();
     assert_eq!(bad["code"], json!("invalid_input"), "{bad}");
     let other = client.surface(Some("b1"), "alice", json!({"op": "get", "namespace": "bob", "id": 1})).unwrap_err();
     assert_eq!(other["code"], json!("invalid_input"), "{other}");
@@ -652,9 +657,15 @@ fn serve_daemons(nats: &mut NatsCluster) {
         let m = client.surface(None, "alice", json!({"op": "get", "namespace": "alice", "id": id})).unwrap();
         assert_eq!(m["content"].as_str(), Some(content.as_str()));
     }
+    // a1 comes back (its copy of alice, canary included, is on disk) before
+    // the compaction, so the erasure notice reaches it.
+    a = spawn("a1");
     let canary_id = ids[5].0;
-    client.surface(None, "alice", json!({"op": "forget", "namespace": "alice", "id": canary_id, "reason": "test"})).unwrap();
+    client
+        .surface(None, "alice", json!({"op": "forget", "namespace": "alice", "id": canary_id, "reason": "test"}))
+        .unwrap();
     let receipt = client.surface(None, "alice", json!({"op": "compact"})).unwrap();
+    assert_eq!(receipt["daemons"][0]["removed"], json!(true), "{receipt}");
     assert_eq!(receipt["local"]["verified"], json!(true), "{receipt}");
     assert_eq!(receipt["previous_stream_deleted"], json!(true), "{receipt}");
     let mut dirs = vec![root.path().to_path_buf()];
@@ -666,8 +677,10 @@ fn serve_daemons(nats: &mut NatsCluster) {
     }
     let check = client.surface(Some("b1"), "alice", json!({"op": "check"})).unwrap();
     assert_eq!(check["consistent"], json!(true), "{check}");
-    assert!(Command::new("kill").arg("-TERM").arg(b.id().to_string()).status().unwrap().success());
-    assert!(b.wait().unwrap().success());
+    for d in [&mut a, &mut b] {
+        assert!(Command::new("kill").arg("-TERM").arg(d.id().to_string()).status().unwrap().success());
+        assert!(d.wait().unwrap().success());
+    }
 }
 
 fn main() {

@@ -26,8 +26,7 @@ pub fn surface_handler(limits: Limits) -> Handler {
 }
 
 fn run(s: &Served<'_>, body: &[u8], limits: &Limits) -> Result<Value, ApiError> {
-    let v: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::invalid("request", format!("not JSON: {e}")))?;
+    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::invalid("request", format!("not JSON: {e}")))?;
     let req = Request::from_value(v)?;
     if let Some(ns) = req.namespace() {
         if ns != s.namespace() {

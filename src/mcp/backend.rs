@@ -40,7 +40,10 @@ const RETRY_PAUSE: Duration = Duration::from_millis(25);
 pub type Opener = Box<dyn Fn() -> crate::Result<Engine> + Send + Sync>;
 
 enum Mode {
-    Holder { engine: Engine, socket: Mutex<Option<SocketServer>> },
+    Holder {
+        engine: Engine,
+        socket: Mutex<Option<SocketServer>>,
+    },
     Proxy(SocketClient),
     /// A daemon of a cluster: every call runs where its namespace is served.
     #[cfg(feature = "cluster")]
