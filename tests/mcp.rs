@@ -158,9 +158,8 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
     // The keyed update inherited the kind, so both versions are preferences.
     assert_eq!(hits["hits"].as_array().unwrap().len(), 2, "{hits}");
     assert!(hits["hits"].as_array().unwrap().iter().all(|h| h["memory"]["kind"] == "preference"), "{hits}");
-    let hits =
-        ok(&c, "recall", json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["fact"]}))
-            .await;
+    let hits = ok(&c, "recall", json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["fact"]}))
+        .await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 0, "{hits}");
     let hits = ok(&c, "recall", json!({"namespace": "u", "query": "tea", "kinds": ["preference"]})).await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
