@@ -71,6 +71,24 @@ pub enum Error {
     /// An error from the storage backend (sled).
     #[error("storage error: {0}")]
     Storage(String),
+    /// In a cluster: this daemon does not hold (or no longer holds) the
+    /// writer lease of the namespace — another daemon took it over, or the
+    /// replicated log moved past the position this daemon last wrote
+    /// (fencing). The refused write is not in the log and was not
+    /// acknowledged; the namespace stops being served here.
+    #[error("not the owner of namespace {namespace}: {reason}")]
+    Fenced {
+        /// The namespace whose lease or log position was lost.
+        namespace: String,
+        /// What showed it (lease taken by another daemon, log position moved).
+        reason: String,
+    },
+    /// In a cluster: the replicated log (NATS JetStream) could not be reached
+    /// or did not confirm within its timeout. A write that gets this error
+    /// was not acknowledged (it may or may not have reached the log); the
+    /// namespace stops being served here until it is caught up again.
+    #[error("replicated log unavailable: {0}")]
+    Unavailable(String),
 }
 
 impl Error {

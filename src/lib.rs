@@ -73,6 +73,8 @@ mod types;
 mod writer;
 
 pub mod api;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod dedup;
 pub mod embed;
 pub mod eval;

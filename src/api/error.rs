@@ -51,6 +51,9 @@ pub enum ErrorCode {
     Storage,
     /// Anything else (a bug: please report it).
     Internal,
+    /// In a cluster: this daemon lost the namespace's writer lease or log
+    /// position (another daemon writes it); the write was not applied.
+    Fenced,
 }
 
 impl ErrorCode {
@@ -73,6 +76,7 @@ impl ErrorCode {
             ErrorCode::Io => "io",
             ErrorCode::Storage => "storage",
             ErrorCode::Internal => "internal",
+            ErrorCode::Fenced => "fenced",
         }
     }
 
@@ -139,6 +143,8 @@ impl From<Error> for ApiError {
             Error::Rejected(_) => (ErrorCode::Rejected, None),
             Error::Io(_) => (ErrorCode::Io, None),
             Error::Storage(_) => (ErrorCode::Storage, None),
+            Error::Fenced { .. } => (ErrorCode::Fenced, None),
+            Error::Unavailable(_) => (ErrorCode::Unavailable, None),
         };
         ApiError { code, message, field }
     }

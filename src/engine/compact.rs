@@ -62,6 +62,39 @@ impl Engine {
         }
     }
 
+    /// Compacts like [`Engine::compact`], then runs `then` on the writer
+    /// thread before any other write: a cluster rewrites the namespace's
+    /// replicated log from the compacted local log there, with no group in
+    /// flight.
+    ///
+    /// # Errors
+    /// As [`Engine::compact`]; whatever `then` returns.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn compact_then<T: Send + 'static>(
+        &self,
+        then: impl FnOnce(&crate::writer::Shared, &ErasureReceipt) -> Result<T> + Send + 'static,
+    ) -> Result<(ErasureReceipt, T)> {
+        if let Some(msg) = self.shared().poison_message() {
+            return Err(Error::Poisoned(msg));
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let dir = self.inner.dir.clone();
+        let cache_bytes = self.inner.cfg.cache_bytes;
+        self.send(Command::Exclusive {
+            f: Box::new(move |ctx| {
+                let r = compact::run(ctx.shared, &dir, cache_bytes).and_then(|receipt| {
+                    let t = then(ctx.shared, &receipt)?;
+                    Ok((receipt, t))
+                });
+                let _ = tx.send(r);
+            }),
+        })?;
+        match rx.recv() {
+            Ok(r) => r,
+            Err(_) => Err(self.shared().poison_message().map_or(Error::Closed, Error::Poisoned)),
+        }
+    }
+
     /// Searches every file under the data directory for `texts` (each whole,
     /// and in 32-byte windows for texts longer than 32 bytes; windows that
     /// also occur in surviving content are not searched, whole texts always

@@ -53,6 +53,7 @@ pub struct Config {
     /// Region codes for national phone numbers, validated at open.
     pub(crate) phone_regions: Option<Vec<String>>,
     pub(crate) injection: InjectionDetector,
+    pub(crate) sink: Option<Arc<dyn crate::writer::GroupSink>>,
 }
 
 impl std::fmt::Debug for Config {
@@ -109,6 +110,7 @@ impl EngineBuilder {
                 redactor: Redactor::new(),
                 phone_regions: None,
                 injection: InjectionDetector::new(),
+                sink: None,
             },
         }
     }
@@ -119,6 +121,20 @@ impl EngineBuilder {
     pub fn embedder(mut self, e: Arc<dyn Embedder>) -> Self {
         self.cfg.embedder = Some(e);
         self
+    }
+
+    /// Sends every group to `sink` (a cluster's replicated log) before it is
+    /// written locally and acknowledged.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn group_sink(mut self, sink: Arc<dyn crate::writer::GroupSink>) -> Self {
+        self.cfg.sink = Some(sink);
+        self
+    }
+
+    /// The largest memory content accepted, in bytes.
+    #[cfg(feature = "cluster")]
+    pub(crate) fn max_content(&self) -> usize {
+        self.cfg.max_content_bytes
     }
 
     /// When acknowledged writes are durable. Default [`Durability::PerGroup`]

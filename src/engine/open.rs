@@ -123,6 +123,7 @@ impl Engine {
             store: RwLock::new(store),
             poisoned: Mutex::new(None),
             model_id,
+            sink: cfg.sink.clone(),
         });
         let dir = Arc::new(Mutex::new(dir));
         // A compaction that did not finish is finished before anything else.

@@ -40,8 +40,14 @@ const RETRY_PAUSE: Duration = Duration::from_millis(25);
 pub type Opener = Box<dyn Fn() -> crate::Result<Engine> + Send + Sync>;
 
 enum Mode {
-    Holder { engine: Engine, socket: Mutex<Option<SocketServer>> },
+    Holder {
+        engine: Engine,
+        socket: Mutex<Option<SocketServer>>,
+    },
     Proxy(SocketClient),
+    /// A daemon of a cluster: every call runs where its namespace is served.
+    #[cfg(feature = "cluster")]
+    Cluster(crate::cluster::ClusterNode),
     Closed,
 }
 
@@ -88,9 +94,25 @@ impl Backend {
         Ok(b)
     }
 
-    /// True while this process holds the store (false for a proxy).
+    /// A backend over a cluster daemon: each call runs on its namespace's
+    /// owner (this daemon, or another one it forwards to). Installs the
+    /// surface handler ([`crate::cluster::surface_handler`]) on `node`.
+    #[cfg(feature = "cluster")]
+    pub fn cluster(node: crate::cluster::ClusterNode, limits: Limits) -> Backend {
+        node.serve(crate::cluster::surface_handler(limits));
+        let open: Opener = Box::new(|| Err(Error::Closed));
+        Backend { limits, socket: None, open, mode: RwLock::new(Arc::new(Mode::Cluster(node))) }
+    }
+
+    /// True while this process holds the store (false for a proxy). A
+    /// cluster daemon holds the namespaces it owns: true.
     pub fn holds_store(&self) -> bool {
-        matches!(**self.mode.read(), Mode::Holder { .. })
+        match **self.mode.read() {
+            Mode::Holder { .. } => true,
+            #[cfg(feature = "cluster")]
+            Mode::Cluster(_) => true,
+            _ => false,
+        }
     }
 
     fn holder(&self, engine: Engine) -> Mode {
@@ -125,6 +147,8 @@ impl Backend {
             let client = match &*mode {
                 Mode::Holder { engine, .. } => return run_local(engine, req, &self.limits),
                 Mode::Closed => return Err(ApiError::new(ErrorCode::Closed, "the server is shut down")),
+                #[cfg(feature = "cluster")]
+                Mode::Cluster(node) => return cluster_call(node, &req),
                 Mode::Proxy(client) => client,
             };
             match client.call(&req, &self.limits) {
@@ -179,8 +203,9 @@ impl Backend {
     }
 
     /// Stops serving the socket (answering the requests in flight),
-    /// flushes and closes the engine if this process holds it. Later calls
-    /// get `closed`.
+    /// flushes and closes the engine if this process holds it (a cluster
+    /// daemon: every namespace it serves, releasing their leases). Later
+    /// calls get `closed`.
     ///
     /// # Errors
     /// [`ApiError`] with code `poisoned` if the final flush failed.
@@ -192,6 +217,23 @@ impl Backend {
             }
             engine.clone().close()?;
         }
+        #[cfg(feature = "cluster")]
+        if let Mode::Cluster(node) = &*old {
+            node.shutdown()?;
+        }
         Ok(())
     }
+}
+
+/// Runs `req` on its namespace's owner in the cluster.
+#[cfg(feature = "cluster")]
+fn cluster_call(node: &crate::cluster::ClusterNode, req: &Request) -> Result<Value, ApiError> {
+    let Some(ns) = req.namespace() else {
+        return Err(ApiError::invalid(
+            "namespace",
+            format!("{} is store-wide; a cluster daemon runs it per namespace (through the NATS door)", req.op()),
+        ));
+    };
+    let out = node.call(ns, &crate::cluster::surface_body(req))?;
+    crate::cluster::surface_reply(&out)
 }

@@ -73,6 +73,70 @@ pub(crate) struct Shared {
     pub(crate) store: RwLock<Arc<dyn LogStore>>,
     pub(crate) poisoned: Mutex<Option<String>>,
     pub(crate) model_id: String,
+    /// Where each group goes before the local log (a cluster's replicated
+    /// log); `None` for a standalone store.
+    pub(crate) sink: Option<Arc<dyn GroupSink>>,
+}
+
+/// One group as the writer commits it: encoded records in `Seq` order and
+/// the vectors of the memories they create.
+pub(crate) struct Group<'a> {
+    /// `(seq, encoded record)`, ascending and contiguous.
+    pub(crate) records: &'a [(Seq, Vec<u8>)],
+    /// `(memory, FNV-1a 64 of its content, vector)` for new memories.
+    pub(crate) vectors: &'a [(MemoryId, u64, Vec<f32>)],
+    /// The model id that produced `vectors`.
+    pub(crate) model_id: &'a str,
+}
+
+/// A destination every group must reach before it is written locally and
+/// acknowledged: the replicated log of a cluster. The writer calls
+/// [`GroupSink::publish`] once per group that holds records; an error
+/// poisons the engine (nothing of the group is acknowledged or written
+/// locally).
+pub(crate) trait GroupSink: Send + Sync {
+    /// Publishes the group; returns metadata entries to store with it in the
+    /// local log (written before the group's flush).
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when this process may no longer write the log,
+    /// [`Error::Unavailable`] when the log did not confirm the group.
+    fn publish(&self, group: &Group<'_>) -> Result<Vec<(String, Vec<u8>)>>;
+}
+
+/// Why a commit failed, kept in a form every waiting caller can get a copy
+/// of (the error kinds a caller acts on differently stay distinct).
+#[derive(Clone, Debug)]
+pub(crate) enum Failed {
+    Poisoned(String),
+    Fenced { namespace: String, reason: String },
+    Unavailable(String),
+}
+
+impl Failed {
+    fn of(e: &Error) -> Failed {
+        match e {
+            Error::Fenced { namespace, reason } => {
+                Failed::Fenced { namespace: namespace.clone(), reason: reason.clone() }
+            }
+            Error::Unavailable(m) => Failed::Unavailable(m.clone()),
+            other => Failed::Poisoned(other.to_string()),
+        }
+    }
+
+    fn poisoned(msg: String) -> Failed {
+        Failed::Poisoned(msg)
+    }
+
+    fn to_error(&self) -> Error {
+        match self {
+            Failed::Poisoned(m) => Error::Poisoned(m.clone()),
+            Failed::Fenced { namespace, reason } => {
+                Error::Fenced { namespace: namespace.clone(), reason: reason.clone() }
+            }
+            Failed::Unavailable(m) => Error::Unavailable(m.clone()),
+        }
+    }
 }
 
 impl Shared {
@@ -265,7 +329,7 @@ impl Writer {
         self.reply_all(&mut pending, result.clone());
         if let Some(reply) = shutdown {
             let r = match (result, self.shared.poison_message()) {
-                (Err(e), _) => Err(Error::Poisoned(e)),
+                (Err(e), _) => Err(e.to_error()),
                 (Ok(()), Some(msg)) => Err(Error::Poisoned(msg)),
                 (Ok(()), None) => Ok(()),
             };
@@ -275,17 +339,17 @@ impl Writer {
         false
     }
 
-    fn reply_all(&self, pending: &mut Vec<Pending>, result: std::result::Result<(), String>) {
+    fn reply_all(&self, pending: &mut Vec<Pending>, result: std::result::Result<(), Failed>) {
         for p in pending.drain(..) {
             match p {
                 Pending::Write(reply, results) => {
                     let _ = reply.send(match &result {
                         Ok(()) => Ok(results),
-                        Err(msg) => Err(Error::Poisoned(msg.clone())),
+                        Err(f) => Err(f.to_error()),
                     });
                 }
                 Pending::Sync(reply) => {
-                    let _ = reply.send(result.clone().map_err(Error::Poisoned));
+                    let _ = reply.send(result.clone().map_err(|f| f.to_error()));
                 }
             }
         }
@@ -297,12 +361,18 @@ impl Writer {
         records: &mut Vec<(Seq, Vec<u8>)>,
         vectors: &mut Vec<(MemoryId, u64, Vec<f32>)>,
         flush: bool,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), Failed> {
         if let Some(msg) = self.shared.poison_message() {
-            return Err(msg);
+            return Err(Failed::poisoned(msg));
         }
         let store = self.shared.store();
         let res = (|| -> Result<()> {
+            // The replicated log first: nothing is written here (or
+            // acknowledged) that the log of record does not hold.
+            let mut meta = Vec::new();
+            if let (Some(sink), false) = (&self.shared.sink, records.is_empty()) {
+                meta = sink.publish(&Group { records, vectors, model_id: &self.shared.model_id })?;
+            }
             // New markers before the events, cleared markers after them:
             // a durable memory without a vector always keeps its marker
             // (a marker without a memory, or with its decision already
@@ -318,6 +388,9 @@ impl Writer {
             }
             if !records.is_empty() {
                 store.append(records)?;
+            }
+            for (k, v) in &meta {
+                store.meta_put(k, v)?;
             }
             if !self.unmarks.is_empty() {
                 let keys: Vec<String> = self.unmarks.iter().map(|id| pending_key(*id)).collect();
@@ -358,7 +431,7 @@ impl Writer {
             }
             Err(e) => {
                 self.poison(&e);
-                Err(e.to_string())
+                Err(Failed::of(&e))
             }
         }
     }

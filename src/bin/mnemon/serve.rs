@@ -63,6 +63,53 @@ pub struct ServeArgs {
     max_body_bytes: usize,
     #[command(flatten)]
     policy: PolicyArgs,
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// Cluster mode: namespace-sharded daemons over NATS JetStream.
+#[cfg(feature = "cluster")]
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    /// Join a cluster through these NATS servers (comma-separated
+    /// `nats://host:port`, JetStream enabled). Each namespace the daemon
+    /// serves gets its own store under DATA/ns/.
+    #[arg(long, value_delimiter = ',', env = "MNEMON_CLUSTER")]
+    cluster: Vec<String>,
+    /// This daemon's id, unique in the cluster (1-64 of [A-Za-z0-9_-]).
+    #[arg(long, env = "MNEMON_DAEMON_ID", requires = "cluster")]
+    daemon_id: Option<String>,
+    /// Prefix of the cluster's NATS streams, buckets and subjects (1-32 of [a-z0-9]).
+    #[arg(long, default_value = "mnemon", requires = "cluster")]
+    cluster_prefix: String,
+    /// Writer lease TTL in seconds (an owner that dies is replaced after about this long).
+    #[arg(long, default_value_t = 10, requires = "cluster")]
+    lease_ttl_secs: u64,
+    /// JetStream replicas of every stream and bucket (at most the NATS cluster's size).
+    #[arg(long, default_value_t = 3, requires = "cluster")]
+    replicas: usize,
+}
+
+#[cfg(feature = "cluster")]
+fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend, ApiError> {
+    let id = c.daemon_id.clone().ok_or_else(|| ApiError::invalid("daemon_id", "--cluster needs --daemon-id"))?;
+    let embedder = crate::commands::load_embedder(cli)?;
+    let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    let opener: mnemon::cluster::Opener = Arc::new(move |dir: &std::path::Path| {
+        mnemon::Engine::builder(dir)
+            .embedder(embedder.clone())
+            .phone_regions(regions.iter().map(String::as_str))
+            .cache_bytes(16 << 20)
+    });
+    let node = mnemon::cluster::ClusterNode::builder(&cli.data, id, &c.cluster)
+        .prefix(c.cluster_prefix.as_str())
+        .lease_ttl(std::time::Duration::from_secs(c.lease_ttl_secs))
+        .replicas(c.replicas)
+        .engine(opener)
+        .start()?;
+    eprintln!("mnemon: daemon {} joined the cluster at {}", node.daemon_id(), c.cluster.join(","));
+    Ok(Backend::cluster(node, limits))
 }
 
 fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), ApiError> {
@@ -88,6 +135,14 @@ pub fn mcp(cli: &Cli, a: &McpArgs) -> Result<ExitCode, ApiError> {
 /// `mnemon serve`: MCP over HTTP at /mcp until SIGINT/SIGTERM.
 pub fn serve(cli: &Cli, a: &ServeArgs) -> Result<ExitCode, ApiError> {
     let opts = HttpOptions { listen: a.listen, token: a.token.clone(), max_body_bytes: a.max_body_bytes };
+    #[cfg(feature = "cluster")]
+    let (backend, server) = if a.cluster.cluster.is_empty() {
+        server(cli, &a.policy)?
+    } else {
+        let backend = Arc::new(cluster_backend(cli, &a.cluster, a.policy.limits()?)?);
+        (backend.clone(), MemoryServer::new(backend, a.policy.policy()?))
+    };
+    #[cfg(not(feature = "cluster"))]
     let (backend, server) = server(cli, &a.policy)?;
     let served = mcp::run_http(server, opts);
     let closed = backend.close();
