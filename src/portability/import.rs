@@ -292,7 +292,7 @@ impl Engine {
                 let text = std::mem::take(&mut p.prepared.text);
                 ops.push(Op::Remember {
                     mem: pending_memory(&p.memory, text, p.prepared.quarantine.clone()),
-                    vector: v,
+                    vector: Some(v),
                     dedup: p.memory.dedup,
                     threshold,
                 });
