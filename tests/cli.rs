@@ -481,3 +481,65 @@ fn import_backup_export_and_restore_from_the_command_line() {
     assert_eq!((r["digest_matches"].as_bool(), &r["digest"]), (Some(true), &digest), "{r}");
     assert_eq!(json(&into, &["list", "--ns", "u1"])["memories"][0]["content"], "Lives in Lyon");
 }
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_ends_the_output_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    // Enough events that `log` writes far more than a pipe's buffer holds.
+    let file = dir.path().join("history.jsonl");
+    let lines: Vec<String> = (0..600)
+        .map(|i| {
+            format!(
+                r#"{{"type":"observation","session":"s1","role":"user","text":"turn {i}: we talked about the trip to Lisbon, the hotel near the river and the train times"}}"#
+            )
+        })
+        .collect();
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let data = dir.path().join("store");
+    let (ok, _, err) = mnemon(&data, &["import", "--ns", "u", "--quiet", file.to_str().unwrap()]);
+    assert!(ok, "{err}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .arg("--data")
+        .arg(&data)
+        .args(["--embedder", "hashing", "log", "--ns", "u"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.as_mut().unwrap().read_exact(&mut first).unwrap();
+    drop(child.stdout.take()); // like `| head -c 64`
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit {status:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // The store is intact and closed cleanly: it opens and checks.
+    let (ok, _, err) = mnemon(&data, &["check"]);
+    assert!(ok, "{err}");
+}
+
+#[test]
+fn remember_keeps_a_source_reference_and_recall_takes_top_k() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path();
+    let v = json(
+        data,
+        &["remember", "--ns", "u", "--source-ref", "msg-2291", "Maya's sister lives in Porto and teaches piano"],
+    );
+    let id = v["id"].as_u64().unwrap_or_else(|| panic!("{v}"));
+    let got = json(data, &["get", "--ns", "u", &id.to_string()]);
+    assert_eq!(got["source_ref"].as_str(), Some("msg-2291"), "{got}");
+    json(data, &["remember", "--ns", "u", "The quarterly report is due on the ninth of March"]);
+    let hits = json(data, &["recall", "--ns", "u", "--top-k", "1", "where does Maya's sister live"]);
+    assert_eq!(contents(&hits), vec!["Maya's sister lives in Porto and teaches piano".to_string()]);
+    // Longer than 256 bytes: refused, nothing written.
+    let long = "r".repeat(300);
+    let (ok, _, err) = mnemon(data, &["remember", "--ns", "u", "--source-ref", &long, "A third fact about the garden"]);
+    assert!(!ok && err.contains("source_ref"), "{err}");
+    let all = json(data, &["list", "--ns", "u"]);
+    assert_eq!(all["memories"].as_array().map(Vec::len), Some(2), "{all}");
+}

@@ -62,6 +62,10 @@ pub struct MemoryFieldArgs {
     /// Source observation ids (repeatable).
     #[arg(long = "source")]
     sources: Vec<u64>,
+    /// Your reference for where the fact came from outside the store (a
+    /// message id, a URL), at most 256 bytes; kept with the memory.
+    #[arg(long)]
+    source_ref: Option<String>,
     /// When the remembered fact became true (RFC 3339): starts its valid
     /// time; without it, the write time.
     #[arg(long)]
@@ -79,7 +83,7 @@ impl MemoryFieldArgs {
             sources: (!self.sources.is_empty()).then(|| self.sources.iter().map(|s| ObservationId(*s)).collect()),
             session: self.session.clone(),
             event_time: self.time.as_deref().map(|t| parse_time("time", t)).transpose()?,
-            source_ref: None,
+            source_ref: self.source_ref.clone(),
         })
     }
 }
@@ -323,8 +327,8 @@ impl RecallFlags {
 pub struct RecallArgs {
     #[arg(long)]
     ns: String,
-    /// Number of memories (top-k).
-    #[arg(long, default_value_t = 5)]
+    /// Number of memories (top-k; `top_k` in the JSON request).
+    #[arg(long, visible_alias = "top-k", default_value_t = 5)]
     k: usize,
     /// Show how each score was made.
     #[arg(long)]
@@ -341,8 +345,9 @@ pub struct ContextArgs {
     /// Token budget of the block.
     #[arg(long, default_value_t = 400)]
     budget: usize,
-    /// Number of memories recalled for the block (top-k).
-    #[arg(long, default_value_t = 10)]
+    /// Number of memories recalled for the block (top-k; `top_k` in the
+    /// JSON request).
+    #[arg(long, visible_alias = "top-k", default_value_t = 10)]
     k: usize,
     #[command(flatten)]
     flags: RecallFlags,

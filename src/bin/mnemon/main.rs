@@ -2,10 +2,28 @@
 //! (`mnemon::api`), plus the demo, the benchmark evaluation and the model
 //! installer.
 
+// Standard output goes through `out::write`, so a closed pipe ends the
+// output instead of panicking; these shadow the prelude's macros in every
+// module below.
+macro_rules! println {
+    () => {
+        $crate::out::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!($($arg)*), true)
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!($($arg)*), false)
+    };
+}
+
 mod commands;
 mod demo;
 mod eval;
 mod lifecycle;
+mod out;
 mod output;
 #[cfg(all(feature = "mcp", unix))]
 mod serve;

@@ -15,10 +15,9 @@ const FOUND_ON_DISK: u8 = 3;
 const CHECK_MISMATCH: u8 = 4;
 
 pub fn json<T: serde::Serialize + ?Sized>(v: &T) {
-    use std::io::Write as _;
     match serde_json::to_string_pretty(v) {
         // A closed pipe (`| head`) is not an error of the command.
-        Ok(s) => drop(writeln!(std::io::stdout(), "{s}")),
+        Ok(s) => println!("{s}"),
         Err(e) => eprintln!("error: cannot encode JSON: {e}"),
     }
 }
