@@ -82,8 +82,21 @@ fn ns(s: &str) -> Namespace {
     Namespace::new(s).unwrap()
 }
 
+/// Opens an engine. The store's lock is a `flock` on `DATA/LOCK`: a child
+/// that another test of this binary forks (the kill test below) shares every
+/// open file of this process until it execs, so a store closed here an
+/// instant before can still read as locked; such an open is retried for up
+/// to two seconds.
 fn open(dir: &std::path::Path, embedder: Arc<TestEmbedder>, mode: EmbedMode) -> Engine {
-    Engine::builder(dir).embedder(embedder).embed_mode(mode).open().unwrap()
+    let start = std::time::Instant::now();
+    loop {
+        match Engine::builder(dir).embedder(embedder.clone()).embed_mode(mode).open() {
+            Err(mnemon::Error::Locked { .. }) if start.elapsed() < Duration::from_secs(2) => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            r => return r.unwrap(),
+        }
+    }
 }
 
 const WAIT: Duration = Duration::from_secs(60);

@@ -11,16 +11,19 @@ from . import _native
 from ._encode import as_of_value, encode_args, find_bad_string, time_text
 from ._errors import InvalidInputError, error_for
 from ._types import (
+    BackupReport,
     CheckReport,
     Consolidation,
     ContextBlock,
     DedupMode,
     EmbedMode,
     ErasureReceipt,
+    ExportReport,
     ExtractionPromptResponse,
     ExtractionReport,
     ForgetResponse,
     HistoryResponse,
+    ImportSummary,
     Lang,
     ListResponse,
     LogResponse,
@@ -31,6 +34,7 @@ from ._types import (
     RecallMode,
     RecallResponse,
     Remembered,
+    RestoreReport,
     Role,
     SessionEnd,
     SimilarityNorm,
@@ -580,6 +584,93 @@ class Engine:
         if isinstance(texts, str):
             raise InvalidInputError("texts: expected a list of strings, got one string", "texts")
         return self._one(ErasureReceipt, "verify_erasure", {"texts": list(texts)})
+
+    # -- getting data in and out -----------------------------------------------
+
+    def import_records(
+        self,
+        namespace: str,
+        *,
+        text: Optional[str] = None,
+        path: Optional[PathLike] = None,
+        format: Optional[str] = None,
+        on_error: Optional[str] = None,
+        dry_run: bool = False,
+        batch: Optional[int] = None,
+    ) -> ImportSummary:
+        """Bulk-loads observations and memories into `namespace` (the
+        surface's `import`; `import` is a Python keyword). Give the input as
+        `text` or as a `path` on this machine (`.gz` is decompressed), in
+        `format` `"jsonl"` (the default; one record per line, schema in
+        docs/FORMAT.md, "Import"), `"locomo"` or `"longmemeval"`. Every record
+        is checked before anything is written; `on_error="skip"` (default)
+        writes the good ones, `"abort"` writes nothing if one is bad.
+        Records already in the namespace are counted as duplicates, never
+        written twice. `batch` records per group commit (default 1000);
+        `dry_run` checks and counts only.
+
+        Returns the `ImportSummary`: records read, observations and memories
+        written, duplicates, rejected records (line and reason), redactions.
+
+        Raises:
+            InvalidInputError: neither or both of `text` and `path`, an
+                unknown format, `batch` of 0; with `on_error="abort"`, a
+                bad record (nothing written).
+            IoError: the file cannot be read. ClosedError.
+        """
+        _check_type("text", text, str, optional=True)
+        _check_type("path", path, (str, os.PathLike), optional=True)
+        args = _put(
+            {"namespace": namespace},
+            text=text,
+            path=None if path is None else os.fspath(path),
+            format=format,
+            on_error=on_error,
+            batch=batch,
+        )
+        if dry_run:
+            args["dry_run"] = True
+        return self._one(ImportSummary, "import", args)
+
+    def backup(self, dir: PathLike) -> BackupReport:
+        """Writes a consistent copy of the store into `dir` (new or empty),
+        while other threads keep writing: every event up to one log position
+        and none after, with the vector cache; forgotten payloads as
+        tombstones. Open it with `Engine.open(dir)`.
+
+        Raises:
+            InvalidInputError: `dir` is not a path. IoError: `dir` exists
+                and is not empty, or cannot be written. ClosedError.
+        """
+        _check_type("dir", dir, (str, os.PathLike))
+        return self._one(BackupReport, "backup", {"dir": os.fspath(dir)})
+
+    def export(self, path: PathLike) -> ExportReport:
+        """Writes every event and cached vector of the store to the new file
+        `path` as JSON lines (a header with the last position, digest and
+        model first), for `Engine.restore`. Forgotten content is absent.
+
+        Raises:
+            InvalidInputError: `path` is not a path. IoError: the file exists
+                or cannot be written. ClosedError.
+        """
+        _check_type("path", path, (str, os.PathLike))
+        return self._one(ExportReport, "export", {"path": os.fspath(path)})
+
+    def restore(self, from_: PathLike, into: PathLike) -> RestoreReport:
+        """Rebuilds a new store in `into` (new or empty) from the export
+        `from_`, event for event under the same positions and times, opens it
+        once with this engine's embedder and compares its digest with the
+        export's (`digest_matches` in the report).
+
+        Raises:
+            InvalidInputError: a path is not a path. CorruptedError: the
+                export is damaged or is not a store export (a `log` audit
+                export is refused). IoError, ClosedError.
+        """
+        _check_type("from", from_, (str, os.PathLike))
+        _check_type("into", into, (str, os.PathLike))
+        return self._one(RestoreReport, "restore", {"from": os.fspath(from_), "into": os.fspath(into)})
 
     # -- reads -------------------------------------------------------------------
 

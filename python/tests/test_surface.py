@@ -41,6 +41,10 @@ METHODS = {
     "check": "check",
     "namespaces": "namespaces",
     "timeline": "timeline",
+    "import": "import_records",
+    "backup": "backup",
+    "export": "export",
+    "restore": "restore",
 }
 # Request fields that a Python parameter carries under another name.
 RENAMED = {
@@ -51,6 +55,7 @@ RENAMED = {
     ("log", "from"): "seq_range",
     ("log", "to"): "seq_range",
     ("timeline", "from"): "from_",
+    ("restore", "from"): "from_",
 }
 
 

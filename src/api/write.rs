@@ -103,10 +103,10 @@ pub struct RememberRequest {
     /// Optional fields of the memory.
     #[serde(flatten)]
     pub fields: MemoryFields,
-    /// How repeats are treated. Default supersede: a restatement becomes the new version.
+    /// Repeats. Default supersede: a restatement becomes the new version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<DedupMode>,
-    /// deferred: return before embedding; vector search finds it later.
+    /// deferred: return before embedding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed: Option<EmbedMode>,
 }

@@ -32,7 +32,7 @@ const fn spec<T: Call>(description: &'static str, destructive: bool, idempotent:
 /// Every tool, in the order `tools/list` shows them.
 pub(crate) const TOOLS: &[ToolSpec] = &[
     spec::<api::RememberRequest>(
-        "Store a memory. A later one with the same key replaces it as a new version.",
+        "Store a memory; a later one with the same key becomes its new version.",
         false,
         false,
     ),
