@@ -610,12 +610,13 @@ class Engine:
         `dry_run` checks and counts only.
 
         Returns the `ImportSummary`: records read, observations and memories
-        written, duplicates, rejected records (line and reason), redactions.
+        written, duplicates, rejected records (line and reason), redactions;
+        `aborted` is True when `on_error="abort"` met a bad record (then
+        nothing was written). Bad records are reported there, not raised.
 
         Raises:
             InvalidInputError: neither or both of `text` and `path`, an
-                unknown format, `batch` of 0; with `on_error="abort"`, a
-                bad record (nothing written).
+                unknown format, `batch` of 0.
             IoError: the file cannot be read. ClosedError.
         """
         _check_type("text", text, str, optional=True)

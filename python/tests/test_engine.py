@@ -210,7 +210,7 @@ def test_stats_check_log_call(engine):
 def test_to_dict_is_the_surface_json(engine):
     r = engine.remember("u1", "Prefers oolong tea", key="user.drink", importance=0.25)
     d = r.to_dict()
-    assert d == {"id": r.id, "action": "created", "redactions": {}, "quarantined": None}
+    assert d == {"id": r.id, "action": "created", "redactions": {}, "quarantined": None, "vector_pending": False}
     # A deep copy: changing it changes nothing in the record.
     d["id"] = -1
     assert r.id != -1

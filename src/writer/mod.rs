@@ -79,7 +79,9 @@ pub(crate) struct Shared {
 }
 
 /// One group as the writer commits it: encoded records in `Seq` order and
-/// the vectors of the memories they create.
+/// the vectors of the memories they create. Only the cluster's sink reads
+/// the fields.
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 pub(crate) struct Group<'a> {
     /// `(seq, encoded record)`, ascending and contiguous.
     pub(crate) records: &'a [(Seq, Vec<u8>)],
