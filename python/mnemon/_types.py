@@ -19,7 +19,9 @@ __all__ = [
     "ArchiveReason",
     "DedupMode",
     "EmbedMode",
+    "ImportFormat",
     "Lang",
+    "OnError",
     "PatternKind",
     "RecallMode",
     "Role",
@@ -28,19 +30,24 @@ __all__ = [
     "Status",
     "SupersedeReason",
     "Tier",
+    "BackupReport",
     "CheckReport",
     "CompactionFigures",
+    "CompactionReceipt",
     "Consolidation",
     "ContextBlock",
     "ErasureReceipt",
     "Event",
     "EventCounts",
     "Explanation",
+    "ExportHeader",
+    "ExportReport",
     "ExtractionPromptResponse",
     "ExtractionReport",
     "ForgetResponse",
     "HistoryResponse",
     "Hit",
+    "ImportSummary",
     "ItemOutcome",
     "ListResponse",
     "LogResponse",
@@ -52,7 +59,11 @@ __all__ = [
     "ObserveResponse",
     "PatternMatch",
     "RecallResponse",
+    "ReceiptsResponse",
+    "Rejection",
     "Remembered",
+    "RestoreReport",
+    "ScanSummary",
     "ScannedFile",
     "SessionEnd",
     "Stats",
@@ -73,8 +84,14 @@ already active word for word, or written as an event."""
 EmbedMode = Union[Literal["sync"], Literal["deferred"]]
 """When a `remember` embeds its memory."""
 
+ImportFormat = Union[Literal["jsonl"], Literal["locomo"], Literal["longmemeval"]]
+"""The shape of the input."""
+
 Lang = Union[Literal["en"], Literal["zh"]]
 """Language of the extraction prompt."""
+
+OnError = Union[Literal["skip"], Literal["abort"]]
+"""What a bad record does to the import."""
 
 PatternKind = Union[Literal["text"], Literal["text_window"], Literal["vector_window"]]
 """What a pattern was made from."""
@@ -100,6 +117,48 @@ SupersedeReason = Union[Literal["explicit"], Literal["same_key"], Literal["near_
 
 Tier = Union[Literal["short_term"], Literal["long_term"], Literal["permanent"]]
 """How long a memory is meant to live."""
+
+
+class BackupReport(Record):
+    """What `Engine::backup` wrote."""
+
+    __slots__ = ()
+    _FIELDS = ('bytes', 'digest', 'dir', 'elapsed_ms', 'last_seq', 'tombstones', 'vectors')
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the backup's files."""
+        return self._data["bytes"]  # type: ignore[no-any-return]
+
+    @property
+    def digest(self) -> str:
+        """The store's digest at `last_seq`: a store opened on the backup has the same one."""
+        return self._data["digest"]  # type: ignore[no-any-return]
+
+    @property
+    def dir(self) -> str:
+        """The backup's data directory (open it with `mnemon --data DIR`)."""
+        return self._data["dir"]  # type: ignore[no-any-return]
+
+    @property
+    def elapsed_ms(self) -> int:
+        """Time the copy took, in milliseconds (writes waited meanwhile)."""
+        return self._data["elapsed_ms"]  # type: ignore[no-any-return]
+
+    @property
+    def last_seq(self) -> int:
+        """The log position the backup holds: every event up to it, none after."""
+        return self._data["last_seq"]  # type: ignore[no-any-return]
+
+    @property
+    def tombstones(self) -> int:
+        """Forgotten payloads written as tombstones (as compaction would)."""
+        return self._data["tombstones"]  # type: ignore[no-any-return]
+
+    @property
+    def vectors(self) -> int:
+        """Cached vectors copied."""
+        return self._data["vectors"]  # type: ignore[no-any-return]
 
 
 class CheckReport(Record):
@@ -204,6 +263,95 @@ class CompactionFigures(Record):
     def verify_ms(self) -> int:
         """Wall time of the verification scan, in milliseconds."""
         return self._data["verify_ms"]  # type: ignore[no-any-return]
+
+
+class CompactionReceipt(Record):
+    """
+    A compaction as the store keeps it: what was erased and what the scan found, in
+    counts and digests only — never an erased text, vector or id.
+
+    Every compaction that took effect leaves one in the data directory (see
+    `crate::Engine::compaction_receipts`): it is written into the new generation before
+    the switch (so it exists exactly when the switch happened), completed with the
+    scan's summary once the scan is done, and carried into every later generation. A
+    compaction whose process stopped after the switch and before the end of the scan
+    keeps `scan`, `bytes_after` and `compact_ms` absent; the compaction the next open
+    runs then leaves its own receipt.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('at', 'bytes_after', 'bytes_before', 'compact_ms', 'events_copied', 'generation', 'last_seq', 'memories_erased', 'observations_erased', 'previous_generation', 'scan', 'vectors_dropped')
+
+    @property
+    def at(self) -> datetime:
+        """When the new generation was complete, just before the switch (UTC)."""
+        v = self._data["at"]
+        return parse_time(v)
+
+    @property
+    def bytes_after(self) -> Optional[int]:
+        """
+        Bytes of the new generation's files after its fsync; absent when the process
+        stopped before the scan ended.
+        """
+        return self._data.get("bytes_after")
+
+    @property
+    def bytes_before(self) -> int:
+        """Bytes of the previous generation's files."""
+        return self._data["bytes_before"]  # type: ignore[no-any-return]
+
+    @property
+    def compact_ms(self) -> Optional[int]:
+        """
+        Wall time of the rewrite, switch and deletion, in milliseconds; absent as
+        `bytes_after`.
+        """
+        return self._data.get("compact_ms")
+
+    @property
+    def events_copied(self) -> int:
+        """
+        Event records copied into the new generation (all of them, the rewritten ones
+        included).
+        """
+        return self._data["events_copied"]  # type: ignore[no-any-return]
+
+    @property
+    def generation(self) -> int:
+        """The generation the compaction switched to."""
+        return self._data["generation"]  # type: ignore[no-any-return]
+
+    @property
+    def last_seq(self) -> int:
+        """The log position covered: the last `Seq` copied."""
+        return self._data["last_seq"]  # type: ignore[no-any-return]
+
+    @property
+    def memories_erased(self) -> int:
+        """Forgotten memory versions whose payload became a tombstone."""
+        return self._data["memories_erased"]  # type: ignore[no-any-return]
+
+    @property
+    def observations_erased(self) -> int:
+        """Forgotten observations whose payload became a tombstone."""
+        return self._data["observations_erased"]  # type: ignore[no-any-return]
+
+    @property
+    def previous_generation(self) -> int:
+        """The generation that was replaced (and deleted)."""
+        return self._data["previous_generation"]  # type: ignore[no-any-return]
+
+    @property
+    def scan(self) -> Optional[ScanSummary]:
+        """The verification scan; absent when the process stopped before it ended."""
+        v = self._data.get("scan")
+        return None if v is None else ScanSummary(v)
+
+    @property
+    def vectors_dropped(self) -> int:
+        """Cached vectors of forgotten memories dropped (every model)."""
+        return self._data["vectors_dropped"]  # type: ignore[no-any-return]
 
 
 class Consolidation(Record):
@@ -524,6 +672,87 @@ class Explanation(Record):
         return self._data.get("vector_pending")
 
 
+class ExportHeader(Record):
+    """The first line of a store export."""
+
+    __slots__ = ()
+    _FIELDS = ('digest', 'dim', 'exported_at', 'last_seq', 'mnemon_export', 'model_id')
+
+    @property
+    def digest(self) -> str:
+        """The store's digest at `last_seq` (`Engine::digest`)."""
+        return self._data["digest"]  # type: ignore[no-any-return]
+
+    @property
+    def dim(self) -> int:
+        """Their dimension."""
+        return self._data["dim"]  # type: ignore[no-any-return]
+
+    @property
+    def exported_at(self) -> datetime:
+        """When the export was taken."""
+        v = self._data["exported_at"]
+        return parse_time(v)
+
+    @property
+    def last_seq(self) -> int:
+        """The last event exported: the export holds events `1..=last_seq`."""
+        return self._data["last_seq"]  # type: ignore[no-any-return]
+
+    @property
+    def mnemon_export(self) -> int:
+        """Export format version (`EXPORT_VERSION`)."""
+        return self._data["mnemon_export"]  # type: ignore[no-any-return]
+
+    @property
+    def model_id(self) -> str:
+        """Model id of the exported vectors."""
+        return self._data["model_id"]  # type: ignore[no-any-return]
+
+
+class ExportReport(Record):
+    """What `Engine::export` wrote."""
+
+    __slots__ = ()
+    _FIELDS = ('bytes', 'elapsed_ms', 'events', 'header', 'path', 'tombstones', 'vectors')
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the file."""
+        return self._data["bytes"]  # type: ignore[no-any-return]
+
+    @property
+    def elapsed_ms(self) -> int:
+        """Time the export took, in milliseconds (writes waited meanwhile)."""
+        return self._data["elapsed_ms"]  # type: ignore[no-any-return]
+
+    @property
+    def events(self) -> int:
+        """Events written."""
+        return self._data["events"]  # type: ignore[no-any-return]
+
+    @property
+    def header(self) -> ExportHeader:
+        """The header (last position, digest, model)."""
+        v = self._data["header"]
+        return ExportHeader(v)
+
+    @property
+    def path(self) -> str:
+        """The file written."""
+        return self._data["path"]  # type: ignore[no-any-return]
+
+    @property
+    def tombstones(self) -> int:
+        """Forgotten payloads written as tombstones."""
+        return self._data["tombstones"]  # type: ignore[no-any-return]
+
+    @property
+    def vectors(self) -> int:
+        """Vectors written."""
+        return self._data["vectors"]  # type: ignore[no-any-return]
+
+
 class ExtractionPromptResponse(Record):
     """The extraction prompt."""
 
@@ -659,6 +888,78 @@ class Hit(Record):
     def score(self) -> float:
         """Final score (higher is better); comparable within one recall only."""
         return self._data["score"]  # type: ignore[no-any-return]
+
+
+class ImportSummary(Record):
+    """What an import did."""
+
+    __slots__ = ()
+    _FIELDS = ('aborted', 'dry_run', 'duplicates', 'last_seq', 'memories_written', 'observations_written', 'quarantined', 'read', 'redactions', 'rejected', 'rejections')
+
+    @property
+    def aborted(self) -> bool:
+        """
+        True when nothing was written because a record was bad and the import was asked
+        to abort.
+        """
+        return self._data["aborted"]  # type: ignore[no-any-return]
+
+    @property
+    def dry_run(self) -> bool:
+        """True for a dry run (nothing written; the counts say what would be)."""
+        return self._data["dry_run"]  # type: ignore[no-any-return]
+
+    @property
+    def duplicates(self) -> int:
+        """
+        Records not written because the namespace (or an earlier record of this import)
+        already holds them.
+        """
+        return self._data["duplicates"]  # type: ignore[no-any-return]
+
+    @property
+    def last_seq(self) -> int:
+        """Last log position after the import."""
+        return self._data["last_seq"]  # type: ignore[no-any-return]
+
+    @property
+    def memories_written(self) -> int:
+        """Memories written (new memories and new versions)."""
+        return self._data["memories_written"]  # type: ignore[no-any-return]
+
+    @property
+    def observations_written(self) -> int:
+        """Observations written."""
+        return self._data["observations_written"]  # type: ignore[no-any-return]
+
+    @property
+    def quarantined(self) -> int:
+        """Memories quarantined as injected instructions."""
+        return self._data["quarantined"]  # type: ignore[no-any-return]
+
+    @property
+    def read(self) -> int:
+        """Records read (good and bad)."""
+        return self._data["read"]  # type: ignore[no-any-return]
+
+    @property
+    def redactions(self) -> Dict[str, int]:
+        """
+        Personal data replaced by placeholders in what was written: kind → count (never
+        values).
+        """
+        return self._data["redactions"]  # type: ignore[no-any-return]
+
+    @property
+    def rejected(self) -> int:
+        """Records refused."""
+        return self._data["rejected"]  # type: ignore[no-any-return]
+
+    @property
+    def rejections(self) -> List[Rejection]:
+        """The first refused records (at most 1,000), with line and reason."""
+        v = self._data["rejections"]
+        return [Rejection(x0) for x0 in v]
 
 
 class ItemOutcome(Record):
@@ -1110,6 +1411,52 @@ class RecallResponse(Record):
         return self._data["omitted"]  # type: ignore[no-any-return]
 
 
+class ReceiptsResponse(Record):
+    """A page of compaction receipts."""
+
+    __slots__ = ()
+    _FIELDS = ('next_cursor', 'receipts')
+
+    @property
+    def next_cursor(self) -> Optional[str]:
+        """
+        Pass as `cursor` for the next page (the generation of this page's last receipt);
+        absent on the last page.
+        """
+        return self._data.get("next_cursor")
+
+    @property
+    def receipts(self) -> List[CompactionReceipt]:
+        """Receipts, newest (highest generation) first."""
+        v = self._data["receipts"]
+        return [CompactionReceipt(x0) for x0 in v]
+
+
+class Rejection(Record):
+    """A record that was not imported, and why."""
+
+    __slots__ = ()
+    _FIELDS = ('at', 'line', 'reason')
+
+    @property
+    def at(self) -> Optional[str]:
+        """Where in the line's record, for chat histories; empty otherwise."""
+        return self._data.get("at")
+
+    @property
+    def line(self) -> int:
+        """
+        1-based line of the input (0 when the input is one JSON document and the
+        position is given by `at` alone).
+        """
+        return self._data["line"]  # type: ignore[no-any-return]
+
+    @property
+    def reason(self) -> str:
+        """Why: the parse error, or the field and rule that refused it."""
+        return self._data["reason"]  # type: ignore[no-any-return]
+
+
 class Remembered(Record):
     """The result of `remember` / `supersede`."""
 
@@ -1175,6 +1522,125 @@ class Remembered(Record):
     def similarity(self) -> Optional[float]:
         """Cosine similarity of the two, in `-1.0..=1.0`."""
         return self._data.get("similarity")
+
+
+class RestoreReport(Record):
+    """What `restore` rebuilt."""
+
+    __slots__ = ()
+    _FIELDS = ('digest', 'digest_matches', 'dir', 'expected_digest', 'last_seq', 'model_id', 'tombstones', 'vectors')
+
+    @property
+    def digest(self) -> Optional[str]:
+        """The digest of the restored store once opened (`RestoreReport::verify`)."""
+        return self._data.get("digest")
+
+    @property
+    def digest_matches(self) -> Optional[bool]:
+        """True when the two digests are equal."""
+        return self._data.get("digest_matches")
+
+    @property
+    def dir(self) -> str:
+        """The new store's data directory."""
+        return self._data["dir"]  # type: ignore[no-any-return]
+
+    @property
+    def expected_digest(self) -> str:
+        """The digest the export recorded."""
+        return self._data["expected_digest"]  # type: ignore[no-any-return]
+
+    @property
+    def last_seq(self) -> int:
+        """Events written (`1..=last_seq`)."""
+        return self._data["last_seq"]  # type: ignore[no-any-return]
+
+    @property
+    def model_id(self) -> str:
+        """Model id of the vectors (recorded in the store, so `--embedder auto` keeps it)."""
+        return self._data["model_id"]  # type: ignore[no-any-return]
+
+    @property
+    def tombstones(self) -> int:
+        """Tombstones among them (payloads forgotten before the export)."""
+        return self._data["tombstones"]  # type: ignore[no-any-return]
+
+    @property
+    def vectors(self) -> int:
+        """Cached vectors written."""
+        return self._data["vectors"]  # type: ignore[no-any-return]
+
+
+class ScanSummary(Record):
+    """What the verification scan of a compaction found, in figures."""
+
+    __slots__ = ()
+    _FIELDS = ('at', 'bytes_scanned', 'files', 'files_sha256', 'matches', 'patterns', 'patterns_excluded_shared', 'patterns_low_information', 'skipped', 'texts_too_short', 'verified', 'verify_ms')
+
+    @property
+    def at(self) -> datetime:
+        """When the scan ended (UTC)."""
+        v = self._data["at"]
+        return parse_time(v)
+
+    @property
+    def bytes_scanned(self) -> int:
+        """Bytes read."""
+        return self._data["bytes_scanned"]  # type: ignore[no-any-return]
+
+    @property
+    def files(self) -> int:
+        """Regular files read."""
+        return self._data["files"]  # type: ignore[no-any-return]
+
+    @property
+    def files_sha256(self) -> str:
+        """
+        SHA-256 (lower-case hex) of the scanned file list: one line
+        `path\\tlength\\tsha256\\n` per file, in path order, as the full receipt lists
+        them.
+        """
+        return self._data["files_sha256"]  # type: ignore[no-any-return]
+
+    @property
+    def matches(self) -> int:
+        """Matches found (there must be none)."""
+        return self._data["matches"]  # type: ignore[no-any-return]
+
+    @property
+    def patterns(self) -> int:
+        """Patterns searched."""
+        return self._data["patterns"]  # type: ignore[no-any-return]
+
+    @property
+    def patterns_excluded_shared(self) -> int:
+        """Patterns not searched because they also occur in surviving content."""
+        return self._data["patterns_excluded_shared"]  # type: ignore[no-any-return]
+
+    @property
+    def patterns_low_information(self) -> int:
+        """Windows or texts not searched for carrying too little information."""
+        return self._data["patterns_low_information"]  # type: ignore[no-any-return]
+
+    @property
+    def skipped(self) -> int:
+        """Entries not read (symbolic links, files that vanished meanwhile)."""
+        return self._data["skipped"]  # type: ignore[no-any-return]
+
+    @property
+    def texts_too_short(self) -> int:
+        """Erased texts not searched for being shorter than 8 bytes."""
+        return self._data["texts_too_short"]  # type: ignore[no-any-return]
+
+    @property
+    def verified(self) -> bool:
+        """True when no searched pattern was found in any file."""
+        return self._data["verified"]  # type: ignore[no-any-return]
+
+    @property
+    def verify_ms(self) -> int:
+        """Wall time of the scan, in milliseconds."""
+        return self._data["verify_ms"]  # type: ignore[no-any-return]
 
 
 class ScannedFile(Record):
@@ -1470,4 +1936,9 @@ RESPONSES: Dict[str, Any] = {
     "check": (CheckReport, False),
     "namespaces": (NamespacesResponse, False),
     "timeline": (Timeline, False),
+    "receipts": (ReceiptsResponse, False),
+    "import": (ImportSummary, False),
+    "backup": (BackupReport, False),
+    "export": (ExportReport, False),
+    "restore": (RestoreReport, False),
 }

@@ -41,6 +41,7 @@ METHODS = {
     "check": "check",
     "namespaces": "namespaces",
     "timeline": "timeline",
+    "receipts": "receipts",
 }
 # Request fields that a Python parameter carries under another name.
 RENAMED = {
