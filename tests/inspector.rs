@@ -289,10 +289,8 @@ async fn erasure_page_lists_compaction_receipts() {
 
     let all = json(&data, &["receipts"]);
     let list = all["receipts"].as_array().unwrap();
-    let gens: Vec<(u64, u64)> = list
-        .iter()
-        .map(|r| (r["previous_generation"].as_u64().unwrap(), r["generation"].as_u64().unwrap()))
-        .collect();
+    let gens: Vec<(u64, u64)> =
+        list.iter().map(|r| (r["previous_generation"].as_u64().unwrap(), r["generation"].as_u64().unwrap())).collect();
     assert_eq!(gens, vec![(2, 3), (1, 2)], "{all}");
     for r in list {
         assert_eq!(r["memories_erased"], 1, "{r}");
@@ -314,7 +312,10 @@ async fn erasure_page_lists_compaction_receipts() {
     assert_eq!(rest["receipts"].as_array().unwrap().len(), 1);
     assert_eq!(rest["receipts"][0]["generation"], 2);
     let human = mnemon(&data, &["receipts"]);
-    assert!(human.contains("gen 2 -> 3") && human.contains("gen 1 -> 2") && human.contains("verified      yes"), "{human}");
+    assert!(
+        human.contains("gen 2 -> 3") && human.contains("gen 1 -> 2") && human.contains("verified      yes"),
+        "{human}"
+    );
     let bad = Command::new(BIN)
         .arg("--data")
         .arg(&data)
@@ -323,7 +324,10 @@ async fn erasure_page_lists_compaction_receipts() {
         .unwrap();
     assert!(!bad.status.success());
     let err: Value = serde_json::from_slice(&bad.stderr).unwrap();
-    assert_eq!((err["error"]["code"].as_str(), err["error"]["field"].as_str()), (Some("invalid_input"), Some("cursor")));
+    assert_eq!(
+        (err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+        (Some("invalid_input"), Some("cursor"))
+    );
 
     let server = Server::start(&data, "127.0.0.1:0", &[]);
     let (c, base) = (client(), server.base.clone());

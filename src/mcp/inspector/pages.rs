@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::{plot, Inspector, Page};
 use crate::api::{
-    ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, ReceiptsRequest, RecallFilters,
-    RecallRequest, Request, Response, StatsRequest, TimelineRequest,
+    ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, RecallFilters, RecallRequest,
+    ReceiptsRequest, Request, Response, StatsRequest, TimelineRequest,
 };
 use crate::engine::{AsOf, NamespaceSummary};
 use crate::event::{Event, EventBody, ForgetTarget};
