@@ -91,8 +91,8 @@ pub use engine::{
     DEFAULT_MAX_CONTENT_BYTES, MAX_TIMELINE_BUCKETS,
 };
 pub use erase::{
-    verify_erasure, CompactionFigures, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch, ScanReport,
-    ScannedFile,
+    verify_erasure, CompactionFigures, CompactionReceipt, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,
+    ScanReport, ScanSummary, ScannedFile,
 };
 pub use error::{Error, Result};
 pub use event::{

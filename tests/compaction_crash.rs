@@ -128,6 +128,20 @@ fn crash_at(step: Option<&str>) {
         }
     }
     assert!(!data.join("COMPACTING").exists());
+    // The stored receipts: one per compaction that took effect. A crash
+    // before the switch leaves none for the abandoned attempt; a crash after
+    // it leaves that compaction's receipt without a scan, next to the one of
+    // the compaction open ran.
+    let stored: Vec<(u64, u64, u64, Option<bool>)> = e
+        .compaction_receipts()
+        .unwrap()
+        .iter()
+        .map(|r| (r.generation, r.memories_erased, r.observations_erased, r.scan.as_ref().map(|s| s.verified)))
+        .collect();
+    match step {
+        None | Some("copy" | "fsync") => assert_eq!(stored, vec![(2, 1, 1, Some(true))]),
+        Some(_) => assert_eq!(stored, vec![(3, 0, 0, Some(true)), (2, 1, 1, None)]),
+    }
     let gens: Vec<String> = std::fs::read_dir(&data)
         .unwrap()
         .flatten()
@@ -151,6 +165,7 @@ fn crash_at(step: Option<&str>) {
     assert_eq!(files_containing(&data, canary.as_bytes()), Vec::<PathBuf>::new(), "canary bytes remain on disk");
     let e = Engine::open(&data).unwrap();
     assert!(e.open_report().erasure.is_none());
+    assert_eq!(e.compaction_receipts().unwrap().len(), stored.len(), "receipts survive reopening");
     assert_eq!(e.list(&ns("u1"), &mnemon::ListOptions::default()).len(), 30);
 }
 

@@ -268,3 +268,77 @@ async fn off_loopback_the_token_is_required() {
     assert_eq!(mcp.status().as_u16(), 401);
     server.stop();
 }
+
+/// Two compactions through the CLI: `mnemon receipts` lists both, newest
+/// first, paged, in the surface's JSON; the erasure page shows them as
+/// rows; neither holds the erased text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn erasure_page_lists_compaction_receipts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let canary = "receipt canary 7f3a9c1e55d04b2a <script>x</script>";
+    assert!(json(&data, &["receipts"])["receipts"].as_array().unwrap().is_empty());
+    assert!(mnemon(&data, &["receipts"]).contains("never compacted"));
+    for round in 0..2 {
+        let text = format!("{canary} round {round}");
+        let id = json(&data, &["remember", "--ns", "u1", "--dedup", "off", &text])["id"].as_u64().unwrap();
+        json(&data, &["remember", "--ns", "u1", "--dedup", "off", &format!("A kept memory, round {round}")]);
+        json(&data, &["forget", "--ns", "u1", "--id", &id.to_string(), "--reason", "asked"]);
+        assert_eq!(json(&data, &["compact"])["verified"], true);
+    }
+
+    let all = json(&data, &["receipts"]);
+    let list = all["receipts"].as_array().unwrap();
+    let gens: Vec<(u64, u64)> =
+        list.iter().map(|r| (r["previous_generation"].as_u64().unwrap(), r["generation"].as_u64().unwrap())).collect();
+    assert_eq!(gens, vec![(2, 3), (1, 2)], "{all}");
+    for r in list {
+        assert_eq!(r["memories_erased"], 1, "{r}");
+        assert_eq!(r["observations_erased"], 0, "{r}");
+        assert_eq!(r["vectors_dropped"], 1, "{r}");
+        assert!(r["events_copied"].as_u64().unwrap() >= 3, "{r}");
+        assert!(r["bytes_before"].as_u64().unwrap() > 0 && r["bytes_after"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["scan"]["verified"], true, "{r}");
+        assert_eq!(r["scan"]["matches"], 0, "{r}");
+        assert_eq!(r["scan"]["files_sha256"].as_str().unwrap().len(), 64, "{r}");
+        assert!(r["at"].as_str().unwrap().ends_with('Z'), "{r}");
+    }
+    assert!(!all.to_string().contains("canary"), "erased text in a receipt: {all}");
+    assert!(all.get("next_cursor").is_none(), "{all}");
+    let first = json(&data, &["receipts", "--limit", "1"]);
+    assert_eq!(first["receipts"][0]["generation"], 3);
+    assert_eq!(first["next_cursor"], "3");
+    let rest = json(&data, &["receipts", "--cursor", "3"]);
+    assert_eq!(rest["receipts"].as_array().unwrap().len(), 1);
+    assert_eq!(rest["receipts"][0]["generation"], 2);
+    let human = mnemon(&data, &["receipts"]);
+    assert!(
+        human.contains("gen 2 -> 3") && human.contains("gen 1 -> 2") && human.contains("verified      yes"),
+        "{human}"
+    );
+    let bad = Command::new(BIN)
+        .arg("--data")
+        .arg(&data)
+        .args(["--embedder", "hashing", "--json", "receipts", "--cursor", "3.x"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err: Value = serde_json::from_slice(&bad.stderr).unwrap();
+    assert_eq!(
+        (err["error"]["code"].as_str(), err["error"]["field"].as_str()),
+        (Some("invalid_input"), Some("cursor"))
+    );
+
+    let server = Server::start(&data, "127.0.0.1:0", &[]);
+    let (c, base) = (client(), server.base.clone());
+    let e = page(&c, &base, "/ns/u1/erasure").await;
+    let table = from_id(&e, "receipts");
+    assert_eq!(table.matches("<tr class=\"receipt\">").count(), 2, "{e}");
+    assert!(table.contains("2 → 3") && table.contains("1 → 2"), "{e}");
+    assert!(table.contains("<span class=\"verified\">yes</span>"), "{e}");
+    assert!(!e.contains("canary"), "erased text on the erasure page: {e}");
+    let older = page(&c, &base, "/ns/u1/erasure?receipts_cursor=3").await;
+    assert_eq!(from_id(&older, "receipts").matches("<tr class=\"receipt\">").count(), 1, "{older}");
+    assert_eq!(get(&c, &base, "/ns/u1/erasure?receipts_cursor=nope", &[]).await.0, 400);
+    server.stop();
+}

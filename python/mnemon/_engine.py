@@ -31,6 +31,7 @@ from ._types import (
     NamespaceMaintenance,
     NamespacesResponse,
     ObserveResponse,
+    ReceiptsResponse,
     RecallMode,
     RecallResponse,
     Remembered,
@@ -1009,6 +1010,22 @@ class Engine:
             InvalidInputError, ClosedError.
         """
         return self._one(NamespacesResponse, "namespaces", _put({}, cursor=cursor, limit=limit))
+
+    def receipts(self, *, cursor: Optional[str] = None, limit: Optional[int] = None) -> ReceiptsResponse:
+        """A page of the receipts of the store's compactions, newest first:
+        when, generations before and after, events copied, memory and
+        observation payloads erased, cached vectors dropped, bytes before
+        and after, and the verification scan's summary (`scan`; None for a
+        compaction whose process stopped before the scan ended). Counts and
+        digests only, never erased content. At most `limit` (1–1000,
+        default 100) per page; pass `next_cursor` as `cursor` for the next.
+
+        Raises:
+            InvalidInputError: a `cursor` this store did not return, or
+                `limit` out of range.
+            CorruptedError, ClosedError.
+        """
+        return self._one(ReceiptsResponse, "receipts", _put({}, cursor=cursor, limit=limit))
 
     def timeline(
         self,

@@ -33,6 +33,7 @@ __all__ = [
     "BackupReport",
     "CheckReport",
     "CompactionFigures",
+    "CompactionReceipt",
     "Consolidation",
     "ContextBlock",
     "ErasureReceipt",
@@ -58,9 +59,11 @@ __all__ = [
     "ObserveResponse",
     "PatternMatch",
     "RecallResponse",
+    "ReceiptsResponse",
     "Rejection",
     "Remembered",
     "RestoreReport",
+    "ScanSummary",
     "ScannedFile",
     "SessionEnd",
     "Stats",
@@ -260,6 +263,95 @@ class CompactionFigures(Record):
     def verify_ms(self) -> int:
         """Wall time of the verification scan, in milliseconds."""
         return self._data["verify_ms"]  # type: ignore[no-any-return]
+
+
+class CompactionReceipt(Record):
+    """
+    A compaction as the store keeps it: what was erased and what the scan found, in
+    counts and digests only — never an erased text, vector or id.
+
+    Every compaction that took effect leaves one in the data directory (see
+    `crate::Engine::compaction_receipts`): it is written into the new generation before
+    the switch (so it exists exactly when the switch happened), completed with the
+    scan's summary once the scan is done, and carried into every later generation. A
+    compaction whose process stopped after the switch and before the end of the scan
+    keeps `scan`, `bytes_after` and `compact_ms` absent; the compaction the next open
+    runs then leaves its own receipt.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('at', 'bytes_after', 'bytes_before', 'compact_ms', 'events_copied', 'generation', 'last_seq', 'memories_erased', 'observations_erased', 'previous_generation', 'scan', 'vectors_dropped')
+
+    @property
+    def at(self) -> datetime:
+        """When the new generation was complete, just before the switch (UTC)."""
+        v = self._data["at"]
+        return parse_time(v)
+
+    @property
+    def bytes_after(self) -> Optional[int]:
+        """
+        Bytes of the new generation's files after its fsync; absent when the process
+        stopped before the scan ended.
+        """
+        return self._data.get("bytes_after")
+
+    @property
+    def bytes_before(self) -> int:
+        """Bytes of the previous generation's files."""
+        return self._data["bytes_before"]  # type: ignore[no-any-return]
+
+    @property
+    def compact_ms(self) -> Optional[int]:
+        """
+        Wall time of the rewrite, switch and deletion, in milliseconds; absent as
+        `bytes_after`.
+        """
+        return self._data.get("compact_ms")
+
+    @property
+    def events_copied(self) -> int:
+        """
+        Event records copied into the new generation (all of them, the rewritten ones
+        included).
+        """
+        return self._data["events_copied"]  # type: ignore[no-any-return]
+
+    @property
+    def generation(self) -> int:
+        """The generation the compaction switched to."""
+        return self._data["generation"]  # type: ignore[no-any-return]
+
+    @property
+    def last_seq(self) -> int:
+        """The log position covered: the last `Seq` copied."""
+        return self._data["last_seq"]  # type: ignore[no-any-return]
+
+    @property
+    def memories_erased(self) -> int:
+        """Forgotten memory versions whose payload became a tombstone."""
+        return self._data["memories_erased"]  # type: ignore[no-any-return]
+
+    @property
+    def observations_erased(self) -> int:
+        """Forgotten observations whose payload became a tombstone."""
+        return self._data["observations_erased"]  # type: ignore[no-any-return]
+
+    @property
+    def previous_generation(self) -> int:
+        """The generation that was replaced (and deleted)."""
+        return self._data["previous_generation"]  # type: ignore[no-any-return]
+
+    @property
+    def scan(self) -> Optional[ScanSummary]:
+        """The verification scan; absent when the process stopped before it ended."""
+        v = self._data.get("scan")
+        return None if v is None else ScanSummary(v)
+
+    @property
+    def vectors_dropped(self) -> int:
+        """Cached vectors of forgotten memories dropped (every model)."""
+        return self._data["vectors_dropped"]  # type: ignore[no-any-return]
 
 
 class Consolidation(Record):
@@ -1319,6 +1411,27 @@ class RecallResponse(Record):
         return self._data["omitted"]  # type: ignore[no-any-return]
 
 
+class ReceiptsResponse(Record):
+    """A page of compaction receipts."""
+
+    __slots__ = ()
+    _FIELDS = ('next_cursor', 'receipts')
+
+    @property
+    def next_cursor(self) -> Optional[str]:
+        """
+        Pass as `cursor` for the next page (the generation of this page's last receipt);
+        absent on the last page.
+        """
+        return self._data.get("next_cursor")
+
+    @property
+    def receipts(self) -> List[CompactionReceipt]:
+        """Receipts, newest (highest generation) first."""
+        v = self._data["receipts"]
+        return [CompactionReceipt(x0) for x0 in v]
+
+
 class Rejection(Record):
     """A record that was not imported, and why."""
 
@@ -1456,6 +1569,78 @@ class RestoreReport(Record):
     def vectors(self) -> int:
         """Cached vectors written."""
         return self._data["vectors"]  # type: ignore[no-any-return]
+
+
+class ScanSummary(Record):
+    """What the verification scan of a compaction found, in figures."""
+
+    __slots__ = ()
+    _FIELDS = ('at', 'bytes_scanned', 'files', 'files_sha256', 'matches', 'patterns', 'patterns_excluded_shared', 'patterns_low_information', 'skipped', 'texts_too_short', 'verified', 'verify_ms')
+
+    @property
+    def at(self) -> datetime:
+        """When the scan ended (UTC)."""
+        v = self._data["at"]
+        return parse_time(v)
+
+    @property
+    def bytes_scanned(self) -> int:
+        """Bytes read."""
+        return self._data["bytes_scanned"]  # type: ignore[no-any-return]
+
+    @property
+    def files(self) -> int:
+        """Regular files read."""
+        return self._data["files"]  # type: ignore[no-any-return]
+
+    @property
+    def files_sha256(self) -> str:
+        """
+        SHA-256 (lower-case hex) of the scanned file list: one line
+        `path\\tlength\\tsha256\\n` per file, in path order, as the full receipt lists
+        them.
+        """
+        return self._data["files_sha256"]  # type: ignore[no-any-return]
+
+    @property
+    def matches(self) -> int:
+        """Matches found (there must be none)."""
+        return self._data["matches"]  # type: ignore[no-any-return]
+
+    @property
+    def patterns(self) -> int:
+        """Patterns searched."""
+        return self._data["patterns"]  # type: ignore[no-any-return]
+
+    @property
+    def patterns_excluded_shared(self) -> int:
+        """Patterns not searched because they also occur in surviving content."""
+        return self._data["patterns_excluded_shared"]  # type: ignore[no-any-return]
+
+    @property
+    def patterns_low_information(self) -> int:
+        """Windows or texts not searched for carrying too little information."""
+        return self._data["patterns_low_information"]  # type: ignore[no-any-return]
+
+    @property
+    def skipped(self) -> int:
+        """Entries not read (symbolic links, files that vanished meanwhile)."""
+        return self._data["skipped"]  # type: ignore[no-any-return]
+
+    @property
+    def texts_too_short(self) -> int:
+        """Erased texts not searched for being shorter than 8 bytes."""
+        return self._data["texts_too_short"]  # type: ignore[no-any-return]
+
+    @property
+    def verified(self) -> bool:
+        """True when no searched pattern was found in any file."""
+        return self._data["verified"]  # type: ignore[no-any-return]
+
+    @property
+    def verify_ms(self) -> int:
+        """Wall time of the scan, in milliseconds."""
+        return self._data["verify_ms"]  # type: ignore[no-any-return]
 
 
 class ScannedFile(Record):
@@ -1751,6 +1936,7 @@ RESPONSES: Dict[str, Any] = {
     "check": (CheckReport, False),
     "namespaces": (NamespacesResponse, False),
     "timeline": (Timeline, False),
+    "receipts": (ReceiptsResponse, False),
     "import": (ImportSummary, False),
     "backup": (BackupReport, False),
     "export": (ExportReport, False),

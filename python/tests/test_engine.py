@@ -183,6 +183,38 @@ def test_forget_compact_verify(engine, data):
         engine.verify_erasure("one string")
 
 
+def test_receipts_of_two_compactions_survive_reopen(data):
+    canaries = ["Secret canary Qm4Xr8Tn2Wv6Lp0Zs3", "Secret canary Hd7Jk1Bf5Nc9Gy2Ux8"]
+    for round_no, canary in enumerate(canaries):
+        with Engine.open(data, embedder="hashing") as e:
+            gone = e.remember("u1", canary, dedup="off")
+            e.remember("u1", f"A kept memory about rowing, round {round_no}", dedup="off")
+            e.forget("u1", id=gone.id, reason="user asked")
+            assert e.compact().verified
+    with Engine.open(data, embedder="hashing") as e:
+        page = e.receipts()
+        assert isinstance(page, mnemon.ReceiptsResponse)
+        assert page.next_cursor is None
+        assert [(r.previous_generation, r.generation) for r in page.receipts] == [(2, 3), (1, 2)]
+        for r in page.receipts:
+            assert isinstance(r, mnemon.CompactionReceipt)
+            assert (r.memories_erased, r.observations_erased, r.vectors_dropped) == (1, 0, 1)
+            assert isinstance(r.at, datetime) and r.at.tzinfo is not None
+            assert r.bytes_before > 0 and r.bytes_after > 0
+            assert isinstance(r.scan, mnemon.ScanSummary)
+            assert r.scan.verified and r.scan.matches == 0 and len(r.scan.files_sha256) == 64
+        text = json.dumps(page.to_dict())
+        assert "canary" not in text and "Secret" not in text
+        first = e.receipts(limit=1)
+        assert [r.generation for r in first.receipts] == [3] and first.next_cursor == "3"
+        rest = e.receipts(cursor=first.next_cursor)
+        assert [r.to_dict() for r in rest.receipts] == [page.receipts[1].to_dict()]
+        for bad in ({"cursor": "three"}, {"limit": 0}):
+            with pytest.raises(mnemon.InvalidInputError) as exc:
+                e.receipts(**bad)
+            assert exc.value.field == next(iter(bad))
+
+
 def test_stats_check_log_call(engine):
     engine.remember("u1", "One")
     engine.observe("u1", "s", "Two")

@@ -45,6 +45,7 @@ METHODS = {
     "backup": "backup",
     "export": "export",
     "restore": "restore",
+    "receipts": "receipts",
 }
 # Request fields that a Python parameter carries under another name.
 RENAMED = {

@@ -1,5 +1,6 @@
-//! Requests for looking at a store: its namespaces with their figures, and
-//! a namespace's events over time. Counts only, never content.
+//! Requests for looking at a store: its namespaces with their figures, a
+//! namespace's events over time, and the receipts of its compactions.
+//! Counts only, never content.
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
@@ -9,6 +10,7 @@ use super::budget::{page_size, Limits, Packer};
 use super::error::ApiError;
 use super::Call;
 use crate::engine::{Engine, NamespaceSummary, Timeline};
+use crate::erase::CompactionReceipt;
 use crate::types::{Namespace, Seq};
 
 /// Default number of buckets of a timeline: on the inspector's 960-pixel
@@ -106,5 +108,62 @@ impl Call for TimelineRequest {
             return Err(Packer::too_large(&format!("a timeline of {buckets} buckets"), limits));
         }
         Ok(t)
+    }
+}
+
+/// `receipts`: the stored receipts of the store's compactions, newest
+/// first, paged (see [`Engine::compaction_receipts`]). Counts and digests
+/// only, never erased content. A store-wide read: a server restricted to
+/// some namespaces refuses it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReceiptsRequest {
+    /// next_cursor of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// Page size, 1–1000. Default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// A page of compaction receipts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReceiptsResponse {
+    /// Receipts, newest (highest generation) first.
+    pub receipts: Vec<CompactionReceipt>,
+    /// Pass as `cursor` for the next page (the generation of this page's
+    /// last receipt); absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+impl Call for ReceiptsRequest {
+    type Output = ReceiptsResponse;
+    const OP: &'static str = "receipts";
+    const READ_ONLY: bool = true;
+
+    fn namespace(&self) -> Option<&Namespace> {
+        None
+    }
+
+    fn call(self, engine: &Engine, limits: &Limits) -> Result<ReceiptsResponse, ApiError> {
+        let page = page_size(self.limit)?;
+        let before = match &self.cursor {
+            None => None,
+            Some(c) => Some(
+                c.parse::<u64>()
+                    .map_err(|_| ApiError::invalid("cursor", format!("{c:?} is not a cursor this server returned")))?,
+            ),
+        };
+        let all = engine.compaction_receipts()?;
+        let rest: Vec<CompactionReceipt> =
+            all.into_iter().filter(|r| before.is_none_or(|b| r.generation < b)).collect();
+        let mut packer = Packer::new(limits);
+        let receipts: Vec<CompactionReceipt> = rest.iter().take(page).take_while(|r| packer.take(r)).cloned().collect();
+        if receipts.is_empty() && !rest.is_empty() {
+            return Err(Packer::too_large("one compaction receipt", limits));
+        }
+        let next_cursor =
+            (receipts.len() < rest.len()).then(|| receipts.last().map(|r| r.generation.to_string())).flatten();
+        Ok(ReceiptsResponse { receipts, next_cursor })
     }
 }

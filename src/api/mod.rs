@@ -46,7 +46,9 @@ mod write;
 
 pub use budget::{json_tokens, Limits, DEFAULT_MAX_RESPONSE_TOKENS};
 pub use error::{ApiError, ErrorCode};
-pub use inspect::{NamespacesRequest, NamespacesResponse, TimelineRequest, DEFAULT_TIMELINE_BUCKETS};
+pub use inspect::{
+    NamespacesRequest, NamespacesResponse, ReceiptsRequest, ReceiptsResponse, TimelineRequest, DEFAULT_TIMELINE_BUCKETS,
+};
 pub use policy::{NamespacePolicy, NamespaceRule};
 pub use read::{
     CheckRequest, ContextRequest, ContextResponse, ExtractionPromptRequest, ExtractionPromptResponse, GetRequest,
@@ -237,6 +239,8 @@ surface! {
     Namespaces(NamespacesRequest),
     /// A namespace's events over time, by kind.
     Timeline(TimelineRequest),
+    /// The stored receipts of the store's compactions.
+    Receipts(ReceiptsRequest),
     /// Bulk-load observations and memories.
     Import(ImportRequest),
     /// A consistent copy of the store in a new directory.

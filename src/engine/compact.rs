@@ -4,7 +4,7 @@ use chrono::Utc;
 
 use crate::engine::Engine;
 use crate::erase::compact::{self, surviving_strings};
-use crate::erase::{verify_erasure, ErasurePatterns, ErasureReceipt, MIN_TEXT_BYTES};
+use crate::erase::{stored, verify_erasure, CompactionReceipt, ErasurePatterns, ErasureReceipt, MIN_TEXT_BYTES};
 use crate::error::{Error, Result};
 use crate::writer::Command;
 
@@ -60,6 +60,43 @@ impl Engine {
             Ok(r) => r,
             Err(_) => Err(self.shared().poison_message().map_or(Error::Closed, Error::Poisoned)),
         }
+    }
+
+    /// The receipts of every compaction this store went through, newest
+    /// first: when, generations, events copied, payloads and vectors
+    /// erased, bytes before and after, and the verification scan's summary
+    /// (counts and digests only — no erased text, vector or id). Each is
+    /// written with the generation its compaction switched to and carried
+    /// into every later one, so they survive reopening, later compactions
+    /// and [`Engine::backup`]; a store rebuilt by
+    /// [`crate::portability::restore`] starts without any.
+    ///
+    /// A receipt without `scan` belongs to a compaction whose process
+    /// stopped after the switch and before its scan ended (the next open
+    /// compacted again and left its own receipt).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] from the backend; [`Error::Corrupted`] (seq 0)
+    /// for a stored receipt that does not decode;
+    /// [`Error::IncompatibleFormat`] for one written by a newer layout.
+    ///
+    /// ```
+    /// # fn main() -> mnemon::Result<()> {
+    /// use mnemon::{Engine, ForgetRequest, Namespace, NewMemory};
+    /// let dir = tempfile::tempdir()?;
+    /// let engine = Engine::open(dir.path())?;
+    /// let ns = Namespace::new("u1")?;
+    /// let r = engine.remember(&ns, NewMemory::new("My locker code is 4711-2093-8812"))?;
+    /// engine.forget(&ns, ForgetRequest::Memory(r.id), "user request")?;
+    /// engine.compact()?;
+    /// let receipts = engine.compaction_receipts()?;
+    /// assert_eq!((receipts[0].generation, receipts[0].memories_erased), (2, 1));
+    /// assert!(receipts[0].scan.as_ref().is_some_and(|s| s.verified));
+    /// # Ok(()) }
+    /// ```
+    pub fn compaction_receipts(&self) -> Result<Vec<CompactionReceipt>> {
+        let store = self.shared().store();
+        stored::list(store.as_ref())
     }
 
     /// Compacts like [`Engine::compact`], then runs `then` on the writer

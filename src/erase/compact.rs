@@ -16,7 +16,13 @@
 //! 5. swap the engine's store, wait until no reader holds the old one, and
 //!    delete `gen-N` file by file (crash point `delete` after the first);
 //! 6. remove `COMPACTING`;
-//! 7. scan every file under the data directory for the erased content.
+//! 7. scan every file under the data directory for the erased content,
+//!    then complete the stored receipt with the scan's summary and flush.
+//!
+//! The stored receipt ([`CompactionReceipt`], `meta` key
+//! `compaction.receipt.<generation>`) is written into the new generation
+//! in step 2, before its flush and fsync, so it exists exactly when the
+//! switch took effect; step 7 adds what only the end knows.
 
 use std::collections::HashSet;
 use std::fs;
@@ -28,7 +34,8 @@ use chrono::Utc;
 use parking_lot::Mutex;
 
 use crate::erase::crash_point;
-use crate::erase::receipt::{CompactionFigures, ErasureReceipt};
+use crate::erase::receipt::{CompactionFigures, CompactionReceipt, ErasureReceipt};
+use crate::erase::stored;
 use crate::erase::verify::{verify_erasure, ErasurePatterns};
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, Tombstone};
@@ -68,6 +75,9 @@ struct Harvest {
 /// the switch leaves the old generation live and removes the new one; a
 /// failure to make the switch durable poisons the engine; a failure after
 /// the switch leaves `COMPACTING` behind, so the next open compacts again.
+/// A failure to store the completed receipt after the scan is returned as
+/// such although the compaction took effect (its stored receipt then has no
+/// scan summary).
 pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Result<ErasureReceipt> {
     let started = Instant::now();
     if let Some(msg) = shared.poison_message() {
@@ -87,16 +97,16 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
     let bytes_before = tree_bytes(&old_path);
 
     dir.lock().mark_compaction(old_gen, new_gen)?;
-    let (new_store, harvest) =
-        match write_generation(old.as_ref(), &new_path, cache_bytes, last_seq, &forgotten_m, &forgotten_o) {
-            Ok(x) => x,
-            Err(e) => {
-                if fs::remove_dir_all(&new_path).is_ok() {
-                    let _ = dir.lock().clear_compaction_mark();
-                }
-                return Err(e);
+    let plan = Plan { old_gen, new_gen, bytes_before, last_seq, forgotten_m: &forgotten_m, forgotten_o: &forgotten_o };
+    let (new_store, harvest, pending) = match write_generation(old.as_ref(), &new_path, cache_bytes, &plan) {
+        Ok(x) => x,
+        Err(e) => {
+            if fs::remove_dir_all(&new_path).is_ok() {
+                let _ = dir.lock().clear_compaction_mark();
             }
-        };
+            return Err(e);
+        }
+    };
     let bytes_after = tree_bytes(&new_path);
 
     // The switch. After the rename, the new generation is the store, so a
@@ -151,7 +161,7 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
     }
     let scan = verify_erasure(&root, &patterns)?;
     let verify_ms = millis(verify_started.elapsed());
-    Ok(ErasureReceipt {
+    let receipt = ErasureReceipt {
         at: Utc::now(),
         generation: new_gen,
         last_seq,
@@ -171,7 +181,26 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
         texts_too_short: patterns.too_short(),
         verified: scan.is_clean(),
         scan,
-    })
+    };
+    // The stored receipt, completed: counts and digests only.
+    if let Some(mut done) = CompactionReceipt::from_erasure(&receipt) {
+        done.at = pending.at;
+        let store = shared.store();
+        stored::put(store.as_ref(), &done)?;
+        store.flush()?;
+    }
+    Ok(receipt)
+}
+
+/// What a compaction works from: generations, the old one's size, the log
+/// position and the forgotten ids.
+struct Plan<'a> {
+    old_gen: u64,
+    new_gen: u64,
+    bytes_before: u64,
+    last_seq: Seq,
+    forgotten_m: &'a HashSet<u64>,
+    forgotten_o: &'a HashSet<u64>,
 }
 
 /// Every string field of surviving memories and observations: the content
@@ -205,15 +234,15 @@ fn forgotten_ids(state: &State) -> (Seq, HashSet<u64>, HashSet<u64>) {
     (state.visible, m, o)
 }
 
-/// Steps 2 and 3: the new generation, complete and durable.
+/// Steps 2 and 3: the new generation, complete and durable, holding the
+/// receipt of this compaction (without what only the end knows).
 fn write_generation(
     old: &dyn LogStore,
     new_path: &Path,
     cache_bytes: u64,
-    last_seq: Seq,
-    forgotten_m: &HashSet<u64>,
-    forgotten_o: &HashSet<u64>,
-) -> Result<(SledStore, Harvest)> {
+    plan: &Plan<'_>,
+) -> Result<(SledStore, Harvest, CompactionReceipt)> {
+    let (last_seq, forgotten_m, forgotten_o) = (plan.last_seq, plan.forgotten_m, plan.forgotten_o);
     if new_path.exists() {
         fs::remove_dir_all(new_path)?;
     }
@@ -271,6 +300,21 @@ fn write_generation(
     for (k, v) in old.meta_entries()? {
         new.meta_put(&k, &v)?;
     }
+    let pending = CompactionReceipt {
+        at: Utc::now(),
+        previous_generation: plan.old_gen,
+        generation: plan.new_gen,
+        last_seq,
+        events_copied: h.events_copied,
+        memories_erased: u64::try_from(h.memories.len()).unwrap_or(u64::MAX),
+        observations_erased: u64::try_from(h.observations.len()).unwrap_or(u64::MAX),
+        vectors_dropped: h.vectors_dropped,
+        bytes_before: plan.bytes_before,
+        bytes_after: None,
+        compact_ms: None,
+        scan: None,
+    };
+    stored::put(&new, &pending)?;
 
     new.flush()?;
     sync_files(new_path)?;
@@ -279,7 +323,7 @@ fn write_generation(
     if let Some(parent) = new_path.parent() {
         sync_dir(parent)?;
     }
-    Ok((new, h))
+    Ok((new, h, pending))
 }
 
 /// Replaces a forgotten `Observed`/`Extracted` payload by a tombstone,

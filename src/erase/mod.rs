@@ -16,6 +16,12 @@
 //! generation, every file with its length and SHA-256, bytes and patterns
 //! searched, matches (there must be none) and `verified`.
 //!
+//! Every compaction that took effect also leaves a [`CompactionReceipt`] in
+//! the store (counts and digests only: no erased text, vector or id): it is
+//! written into the new generation before the switch, completed with the
+//! scan's summary afterwards, and carried into every later generation;
+//! [`crate::Engine::compaction_receipts`] lists them (op `receipts`).
+//!
 //! The scanner ([`verify_erasure`]) shares no code with compaction: it reads
 //! raw bytes, knows nothing of sled or the record format, and works on a
 //! closed store as well. [`crate::Engine::verify_erasure_text`] searches an
@@ -72,9 +78,10 @@
 
 pub(crate) mod compact;
 mod receipt;
+pub(crate) mod stored;
 mod verify;
 
-pub use receipt::{CompactionFigures, ErasureReceipt};
+pub use receipt::{CompactionFigures, CompactionReceipt, ErasureReceipt, ScanSummary};
 pub(crate) use verify::MIN_TEXT_BYTES;
 pub use verify::{verify_erasure, ErasurePatterns, PatternKind, PatternMatch, ScanReport, ScannedFile};
 

@@ -107,6 +107,14 @@ pub trait LogStore: Send + Sync {
     /// Backend errors; [`crate::Error::Corrupted`] for a key that is not UTF-8.
     fn meta_entries(&self) -> Result<Vec<(String, Vec<u8>)>>;
 
+    /// The metadata entries whose key starts with `prefix`, in key order.
+    ///
+    /// # Errors
+    /// Backend errors; [`crate::Error::Corrupted`] for a key that is not UTF-8.
+    fn meta_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        Ok(self.meta_entries()?.into_iter().filter(|(k, _)| k.starts_with(prefix)).collect())
+    }
+
     /// Reads a metadata value.
     ///
     /// # Errors

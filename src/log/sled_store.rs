@@ -227,6 +227,17 @@ impl LogStore for SledStore {
         Ok(out)
     }
 
+    fn meta_prefix(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let mut out = Vec::new();
+        for r in self.meta.scan_prefix(prefix.as_bytes()) {
+            let (k, v) = r?;
+            let key = String::from_utf8(k.to_vec())
+                .map_err(|_| Error::Corrupted { seq: 0, reason: "meta key is not UTF-8".into() })?;
+            out.push((key, v.to_vec()));
+        }
+        Ok(out)
+    }
+
     fn remove_vectors(&self, ids: &[MemoryId]) -> Result<()> {
         let mut batch = sled::Batch::default();
         for id in ids {

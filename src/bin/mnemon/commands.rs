@@ -12,7 +12,8 @@ use clap::{Args, Subcommand};
 use mnemon::api::{
     self, ApiError, CheckRequest, CompactRequest, ContextRequest, ForgetRequest, GetRequest, HistoryRequest,
     ListRequest, LogRequest, MemoryFields, NamespacesRequest, ObserveRequest, RecallFilters, RecallRequest,
-    RememberRequest, Request, Response, StatsRequest, SupersedeRequest, TimelineRequest, VerifyErasureRequest,
+    ReceiptsRequest, RememberRequest, Request, Response, StatsRequest, SupersedeRequest, TimelineRequest,
+    VerifyErasureRequest,
 };
 use mnemon::embed::{self, EmbedderChoice};
 use mnemon::{AsOf, Engine, MemoryId, Namespace, ObservationId, Result};
@@ -181,6 +182,7 @@ pub struct LogArgs {
     kind: Vec<String>,
 }
 
+/// Paging of a store-wide listing (`namespaces`, `receipts`).
 #[derive(Args, Debug)]
 pub struct NamespacesArgs {
     /// Page size (1–1000).
@@ -603,6 +605,7 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
         Cmd::VerifyErasure(a) => Request::VerifyErasure(VerifyErasureRequest { texts: a.texts.clone() }),
         Cmd::Stats => Request::Stats(StatsRequest {}),
         Cmd::Namespaces(a) => Request::Namespaces(NamespacesRequest { cursor: a.cursor.clone(), limit: a.limit }),
+        Cmd::Receipts(a) => Request::Receipts(ReceiptsRequest { cursor: a.cursor.clone(), limit: a.limit }),
         Cmd::Timeline(a) => Request::Timeline(TimelineRequest {
             namespace: ns(&a.ns)?,
             buckets: Some(a.buckets),

@@ -119,6 +119,9 @@ pub enum Cmd {
     Namespaces(commands::NamespacesArgs),
     /// Count a namespace's events by kind in equal time buckets.
     Timeline(commands::TimelineArgs),
+    /// List the stored receipts of the store's compactions, newest first
+    /// (counts and digests only).
+    Receipts(commands::NamespacesArgs),
     /// Print a prompt asking an LLM to extract memories from a session.
     ExtractPrompt(lifecycle::ExtractPromptArgs),
     /// Apply an LLM's extraction JSON (new, updated and forgotten memories).

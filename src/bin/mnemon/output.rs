@@ -181,6 +181,15 @@ fn human(cli: &Cli, resp: &Response) {
             }
             next_page(n.next_cursor.as_ref());
         }
+        Response::Receipts(r) => {
+            if r.receipts.is_empty() && r.next_cursor.is_none() {
+                println!("no compaction receipts: this store was never compacted");
+            }
+            for c in &r.receipts {
+                println!("{c}");
+            }
+            next_page(r.next_cursor.as_ref());
+        }
         Response::Timeline(t) => {
             println!(
                 "{}: {} events from {} to {}",

@@ -14,7 +14,8 @@
 //! * `/ns/{ns}/recall?q=…` — a recall with each hit's score explanation,
 //!   run with `record_access` off so that looking writes nothing;
 //! * `/ns/{ns}/erasure` — forgotten counts and erasure requests (ids,
-//!   reasons, counts; never content), pending erasure and the generation.
+//!   reasons, counts; never content), pending erasure, the generation and
+//!   the store's compaction receipts (counts and digests, newest first).
 //!
 //! Every read is a request of the command surface ([`crate::api`]) run on
 //! the server's [`Backend`], so the pages show exactly what the CLI and the

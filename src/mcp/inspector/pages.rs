@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::{plot, Inspector, Page};
 use crate::api::{
     ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, RecallFilters, RecallRequest,
-    Request, Response, StatsRequest, TimelineRequest,
+    ReceiptsRequest, Request, Response, StatsRequest, TimelineRequest,
 };
 use crate::engine::{AsOf, NamespaceSummary};
 use crate::event::{Event, EventBody, ForgetTarget};
@@ -27,6 +27,8 @@ const MAX_SCANNED: usize = 20_000;
 const DEFAULT_TOP_K: usize = 10;
 /// Erasure requests on one page of the erasure view.
 const ERASURES_PAGE: usize = 100;
+/// Compaction receipts on one page of the erasure view.
+const RECEIPTS_PAGE: usize = 20;
 
 /// The query string, decoded: the first value of each name; empty values
 /// count as absent.
@@ -183,6 +185,26 @@ fn stats(ins: &Inspector) -> Result<Option<Value>, ApiError> {
         Response::Stats(s) => Ok(Some(json!(s))),
         _ => Err(unexpected("stats")),
     }
+}
+
+/// A page of the store's compaction receipts (store-wide, so absent under
+/// a restricted policy) and the query string of the next page.
+fn receipts(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Option<Value>, ApiError> {
+    if !ins.policy.is_unrestricted() {
+        return Ok(None);
+    }
+    let req = ReceiptsRequest { cursor: q.get("receipts_cursor").map(str::to_string), limit: Some(RECEIPTS_PAGE) };
+    let Response::Receipts(page) = ins.call(Request::Receipts(req))? else {
+        return Err(unexpected("receipts"));
+    };
+    let next = page.next_cursor.map(|c| {
+        let mut pairs = vec![("receipts_cursor", c)];
+        if let Some(cursor) = q.get("cursor") {
+            pairs.push(("cursor", cursor.to_string()));
+        }
+        format!("/ns/{}/erasure?{}", ns.as_str(), query_string(&pairs))
+    });
+    Ok(Some(json!({ "list": page.receipts, "next": next })))
 }
 
 fn index(ins: &Inspector) -> Result<Page, ApiError> {
@@ -533,6 +555,7 @@ fn erasure(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError>
         "ns": ns.as_str(),
         "summary": summary(ins, ns)?,
         "stats": stats(ins)?,
+        "receipts": receipts(ins, ns, q)?,
         "requests": requests,
         "next": page.next_cursor.map(|c| query_string(&[("cursor", c)])),
     });
