@@ -132,6 +132,16 @@ impl TopK {
         TopK { k, heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)) }
     }
 
+    /// The score of the worst kept hit once `k` are kept: a hit scoring
+    /// below it cannot enter (one scoring equal may, by a smaller id).
+    #[inline]
+    pub fn floor(&self) -> f32 {
+        match self.heap.peek() {
+            Some(Reverse(worst)) if self.heap.len() >= self.k => worst.score,
+            _ => f32::NEG_INFINITY,
+        }
+    }
+
     /// Whether a hit with this score and id would enter the top k.
     #[inline]
     pub fn would_accept(&self, hit: Hit) -> bool {
@@ -358,13 +368,20 @@ impl ExactStore {
             }
         } else {
             let mut dots = [0i32; SCAN_BLOCK];
+            let mut floor = cand.floor();
             for (b, block) in self.codes.chunks(SCAN_BLOCK * dim).enumerate() {
                 let n = block.len() / dim;
                 dot_i8_rows(query_codes, block, &mut dots[..n]);
                 for (j, &d) in dots[..n].iter().enumerate() {
-                    let hit = estimate(b * SCAN_BLOCK + j, d);
+                    let row = b * SCAN_BLOCK + j;
+                    // Cheap reject first: most rows score below the floor.
+                    if self.scales[row] * (d as f32) < floor {
+                        continue;
+                    }
+                    let hit = estimate(row, d);
                     if cand.would_accept(hit) && filter(hit.id) {
                         cand.push(hit);
+                        floor = cand.floor();
                     }
                 }
             }

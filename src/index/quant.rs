@@ -53,29 +53,17 @@ pub(crate) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
 
 /// Integer dot product of two code slices (shorter length wins).
 ///
-/// Sixteen `i32` accumulators over chunks of 16 codes: LLVM widens each
-/// chunk to 16-bit lanes and multiplies-and-adds pairs into 32-bit lanes
-/// (`vpmaddwd` under AVX2). `|result| ≤ len · 127²`, which fits `i32` for
-/// any length below 133 000.
+/// Written as a plain sum of widened products: integer addition is
+/// associative, so LLVM's loop vectoriser may reorder it freely and turns it
+/// into 16-bit multiplies that add adjacent pairs into 32-bit lanes
+/// (`vpmaddwd` under AVX2), the fastest of the forms measured (a 16-lane
+/// accumulator array and explicit 16-bit pair sums were 1.3× slower on
+/// 10k × 384 codes). The result is exact, so it does not depend on the
+/// order. `|result| ≤ len · 127²`, which fits `i32` for any length below
+/// 133 000.
 #[inline(always)]
-#[allow(clippy::needless_range_loop)]
 fn dot_i8_kernel(a: &[i8], b: &[i8]) -> i32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut acc = [0i32; 16];
-    let ca = a.chunks_exact(16);
-    let cb = b.chunks_exact(16);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..16 {
-            acc[i] += i32::from(x[i]) * i32::from(y[i]);
-        }
-    }
-    let mut tail = 0i32;
-    for (x, y) in ra.iter().zip(rb) {
-        tail += i32::from(*x) * i32::from(*y);
-    }
-    acc.iter().sum::<i32>() + tail
+    a.iter().zip(b).map(|(x, y)| i32::from(*x) * i32::from(*y)).sum()
 }
 
 /// Integer dot product of `query` with one row of codes.
