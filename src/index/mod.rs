@@ -27,7 +27,9 @@ use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;
 
 /// Planner cost of a graph search with candidate list `ef`, in units of one
-/// streamed row of the exact scan: each list entry expands about `2·M`
+/// streamed row of the `f32` exact scan (the quantised scan costs 0.27–0.35
+/// of such a row in `benches/index.rs`, which this model does not yet
+/// count, so it favours the graph for moderately selective filters): each list entry expands about `2·M`
 /// layer-0 neighbours, each a distance at a random address (a separate heap
 /// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
 /// in `benches/index.rs` (384-d, ef 64, M 16): a graph search costs about as
@@ -67,9 +69,10 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 /// search time; when tombstones exceed
 /// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, the graph is
 /// rebuilt from the live vectors. Building and rebuilding run on the calling
-/// thread and cost one sequential insertion per live vector (measured ≈ 2 ms
-/// per 384-d vector at the default `ef_construction` on one core: ~20 s at
-/// 10k, ~3 min at 100k), so the writer pauses for that long. The graph is
+/// thread and cost one sequential insertion per live vector (measured in
+/// `benches/index.rs` at the default `ef_construction` on one core, 384-d:
+/// 0.8 ms per vector at 10k, 1.4 ms at 100k, i.e. ~2.4 min at 100k), so the
+/// writer pauses for that long. The graph is
 /// dropped again when the live count falls below 4/5 of the threshold.
 pub struct VectorIndex {
     dim: usize,
