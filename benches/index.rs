@@ -1,14 +1,17 @@
-//! Index benchmark: vector recall latency (exact scan vs HNSW) at 1k, 10k and
-//! 100k vectors of dimension 384, HNSW recall@10 against exact, memory per
-//! vector, filtered search, and BM25 query latency on 10k synthetic documents.
+//! Index benchmark: vector recall latency at 1k, 10k, 30k and 100k vectors
+//! of dimension 384 for three searches over the same data: the `f32` exact
+//! scan (the baseline), the quantised scan (`i8` codes, exact rescoring of
+//! the best `rescore_factor · k` estimates) and HNSW; recall@10 of the last
+//! two against the `f32` scan; memory per vector; filtered search; and BM25
+//! query latency on 10k synthetic documents.
 //!
-//! Run: `cargo bench --no-default-features --bench index`
+//! Run: `cargo bench --bench index`
 //! (`MNEMON_BENCH_SIZES=1000,10000` to pick sizes).
 //!
 //! Latencies exclude embedding (queries are precomputed vectors) and are
 //! measured as **thread CPU time** per query (wall-clock p50 is shown too), so
-//! that other processes on a shared machine inflate them less. HNSW figures
-//! are also given as ratios to the exact figures of the same run.
+//! that other processes on a shared machine inflate them less. Every figure
+//! is also given as a ratio to the `f32` scan of the same run.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -66,9 +69,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
-/// Latency percentiles of one series: thread-CPU p50, p99 and wall p50.
+/// Latency percentiles of one series: thread-CPU p50, p95, p99 and wall p50.
 struct Lat {
     p50: Duration,
+    p95: Duration,
     p99: Duration,
     wall50: Duration,
 }
@@ -85,7 +89,12 @@ fn latencies<T>(queries: &[T], mut f: impl FnMut(&T)) -> Lat {
     }
     cpu.sort_unstable();
     wall.sort_unstable();
-    Lat { p50: percentile(&cpu, 0.5), p99: percentile(&cpu, 0.99), wall50: percentile(&wall, 0.5) }
+    Lat {
+        p50: percentile(&cpu, 0.5),
+        p95: percentile(&cpu, 0.95),
+        p99: percentile(&cpu, 0.99),
+        wall50: percentile(&wall, 0.5),
+    }
 }
 
 /// Resident set size in bytes (Linux `/proc/self/statm`, 4 KiB pages);
@@ -109,7 +118,18 @@ fn sizes() -> Vec<usize> {
     std::env::var("MNEMON_BENCH_SIZES")
         .ok()
         .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![1_000, 10_000, 100_000])
+        .unwrap_or_else(|| vec![1_000, 10_000, 30_000, 100_000])
+}
+
+/// recall@10 of `got` against `truth` over all queries (fraction of the
+/// true top-10 ids found).
+fn recall(truth: &[Vec<u64>], got: &[Vec<u64>]) -> f64 {
+    let hits: usize = truth.iter().zip(got).map(|(t, g)| g.iter().filter(|id| t.contains(id)).count()).sum();
+    hits as f64 / truth.iter().map(Vec::len).sum::<usize>().max(1) as f64
+}
+
+fn top_ids(ix: &VectorIndex, queries: &[Vec<f32>], filter: &dyn Fn(u64) -> bool) -> Vec<Vec<u64>> {
+    queries.iter().map(|q| ix.search(q, 10, filter).into_iter().map(|x| x.0).collect()).collect()
 }
 
 fn main() {
@@ -118,15 +138,18 @@ fn main() {
     println!("mnemon index benchmark: dim {DIM}, {QUERIES} queries per size, k = 10, data seed {SEED:#x}");
     println!("load average at start: {}", load.trim());
     println!("HNSW params: {:?}", HnswParams::default());
-    println!("exact column: exact_threshold = MAX (always scans); HNSW column: exact_threshold = 0 (graph built");
-    println!("from the first insert; the planner may still answer by scanning when that is cheaper).");
-    println!("Latencies: thread CPU time p50/p99 in µs; 'wall p50' = wall-clock p50 exact / HNSW. Build: CPU seconds.");
-    println!("bytes/vec: memory_bytes() / n (estimate); RSS Δ/vec: resident-memory growth while building, / n.");
+    println!("f32: exact scan in f32 (exact_threshold = MAX, rescore_factor = 0), the baseline of every ratio.");
+    println!("i8: quantised scan (exact_threshold = MAX, default rescore_factor): i8 estimates, exact rescoring.");
+    println!("HNSW: exact_threshold = 0 (graph built from the first insert; the planner may still answer by");
+    println!("scanning when that is cheaper).");
+    println!("Latencies: thread CPU time in µs; ratios are to the f32 scan's figure of the same run.");
+    println!("bytes/vec: memory_bytes() / n (estimate; the scan indexes hold f32 rows and i8 codes);");
+    println!("RSS Δ/vec: resident-memory growth while building, / n. Build: CPU seconds.");
     println!();
     println!(
-        "| vectors | build exact (s) | build HNSW (s) | exact p50 | exact p99 | HNSW p50 | HNSW p99 | HNSW/exact p50 | HNSW/exact p99 | wall p50 (µs) | recall@10 | bytes/vec exact | bytes/vec HNSW | HNSW/exact bytes | RSS Δ/vec exact / HNSW |"
+        "| vectors | f32 p50 | f32 p95 | i8 p50 | i8 p95 | i8/f32 p50 | i8/f32 p95 | i8 recall@10 | HNSW p50 | HNSW p95 | HNSW/f32 p50 | HNSW/f32 p95 | HNSW recall@10 | wall p50 f32 / i8 / HNSW | bytes/vec scan | bytes/vec HNSW | RSS Δ/vec scan / HNSW | build HNSW (s) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut rng = SmallRng::seed_from_u64(SEED);
     let clusters = Clusters::new(&mut rng, 200);
     let mut filtered_rows = Vec::new();
@@ -134,13 +157,16 @@ fn main() {
         let data: Vec<Vec<f32>> = (0..n).map(|_| clusters.sample(&mut rng)).collect();
         let queries: Vec<Vec<f32>> = (0..QUERIES).map(|_| clusters.sample(&mut rng)).collect();
 
-        let rss0 = rss_bytes();
-        let t = ThreadTime::now();
-        let mut exact = VectorIndex::new(DIM, HnswParams { exact_threshold: usize::MAX, ..HnswParams::default() });
+        let scan_params = HnswParams { exact_threshold: usize::MAX, ..HnswParams::default() };
+        let mut f32_scan = VectorIndex::new(DIM, HnswParams { rescore_factor: 0, ..scan_params.clone() });
         for (i, v) in data.iter().enumerate() {
-            exact.insert(i as u64, v);
+            f32_scan.insert(i as u64, v);
         }
-        let build_exact = t.elapsed();
+        let rss0 = rss_bytes();
+        let mut quant = VectorIndex::new(DIM, scan_params);
+        for (i, v) in data.iter().enumerate() {
+            quant.insert(i as u64, v);
+        }
         let rss1 = rss_bytes();
 
         let t = ThreadTime::now();
@@ -150,42 +176,46 @@ fn main() {
         }
         let build_hnsw = t.elapsed();
         let rss2 = rss_bytes();
-        assert!(hnsw.is_hnsw() && !exact.is_hnsw());
+        assert!(hnsw.is_hnsw() && !quant.is_hnsw() && !f32_scan.is_hnsw());
 
         // Warm caches once, then measure.
         for q in queries.iter().take(20) {
-            black_box(exact.search(q, 10, &all));
+            black_box(f32_scan.search(q, 10, &all));
+            black_box(quant.search(q, 10, &all));
             black_box(hnsw.search(q, 10, &all));
         }
         let e = latencies(&queries, |q| {
-            black_box(exact.search(q, 10, &all));
+            black_box(f32_scan.search(q, 10, &all));
+        });
+        let qz = latencies(&queries, |q| {
+            black_box(quant.search(q, 10, &all));
         });
         let h = latencies(&queries, |q| {
             black_box(hnsw.search(q, 10, &all));
         });
-        let mut hits = 0usize;
-        for q in &queries {
-            let truth: Vec<u64> = exact.search(q, 10, &all).into_iter().map(|x| x.0).collect();
-            hits += hnsw.search(q, 10, &all).iter().filter(|(id, _)| truth.contains(id)).count();
-        }
-        let recall = hits as f64 / (QUERIES * 10) as f64;
-        let be = exact.memory_bytes() as f64 / n as f64;
+        let truth = top_ids(&f32_scan, &queries, &all);
+        let recall_q = recall(&truth, &top_ids(&quant, &queries, &all));
+        let recall_h = recall(&truth, &top_ids(&hnsw, &queries, &all));
+        let bq = quant.memory_bytes() as f64 / n as f64;
         let bh = hnsw.memory_bytes() as f64 / n as f64;
-        let re = rss1.saturating_sub(rss0) as f64 / n as f64;
+        let rq = rss1.saturating_sub(rss0) as f64 / n as f64;
         let rh = rss2.saturating_sub(rss1) as f64 / n as f64;
         println!(
-            "| {n} | {:.2} | {:.1} | {} | {} | {} | {} | {} | {} | {} / {} | {recall:.4} | {be:.0} | {bh:.0} | {:.2} | {re:.0} / {rh:.0} |",
-            build_exact.as_secs_f64(),
-            build_hnsw.as_secs_f64(),
+            "| {n} | {} | {} | {} | {} | {} | {} | {recall_q:.4} | {} | {} | {} | {} | {recall_h:.4} | {} / {} / {} | {bq:.0} | {bh:.0} | {rq:.0} / {rh:.0} | {:.1} |",
             us(e.p50),
-            us(e.p99),
+            us(e.p95),
+            us(qz.p50),
+            us(qz.p95),
+            ratio(qz.p50, e.p50),
+            ratio(qz.p95, e.p95),
             us(h.p50),
-            us(h.p99),
+            us(h.p95),
             ratio(h.p50, e.p50),
-            ratio(h.p99, e.p99),
+            ratio(h.p95, e.p95),
             us(e.wall50),
+            us(qz.wall50),
             us(h.wall50),
-            bh / be
+            build_hnsw.as_secs_f64(),
         );
 
         if n >= 10_000 {
@@ -193,22 +223,24 @@ fn main() {
                 let f = move |id: u64| id.is_multiple_of(modulus);
                 let qs = &queries[..100];
                 let e = latencies(qs, |q| {
-                    black_box(exact.search(q, 10, &f));
+                    black_box(f32_scan.search(q, 10, &f));
+                });
+                let qz = latencies(qs, |q| {
+                    black_box(quant.search(q, 10, &f));
                 });
                 let h = latencies(qs, |q| {
                     black_box(hnsw.search(q, 10, &f));
                 });
-                let mut hits = 0usize;
-                for q in qs {
-                    let truth: Vec<u64> = exact.search(q, 10, &f).into_iter().map(|x| x.0).collect();
-                    hits += hnsw.search(q, 10, &f).iter().filter(|(id, _)| truth.contains(id)).count();
-                }
+                let truth = top_ids(&f32_scan, qs, &f);
                 filtered_rows.push(format!(
-                    "| {n} | {label} | {} | {} | {} | {:.4} |",
+                    "| {n} | {label} | {} | {} | {} | {:.4} | {} | {} | {:.4} |",
                     us(e.p50),
+                    us(qz.p50),
+                    ratio(qz.p50, e.p50),
+                    recall(&truth, &top_ids(&quant, qs, &f)),
                     us(h.p50),
                     ratio(h.p50, e.p50),
-                    hits as f64 / 1000.0
+                    recall(&truth, &top_ids(&hnsw, qs, &f)),
                 ));
             }
         }
@@ -216,8 +248,8 @@ fn main() {
     println!();
     println!("Filtered search (k = 10, filter passes the given share of ids; CPU p50 in µs):");
     println!();
-    println!("| vectors | filter passes | exact p50 | HNSW index p50 | HNSW/exact p50 | recall@10 |");
-    println!("|---|---|---|---|---|---|");
+    println!("| vectors | filter passes | f32 p50 | i8 p50 | i8/f32 p50 | i8 recall@10 | HNSW index p50 | HNSW/f32 p50 | HNSW recall@10 |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for r in filtered_rows {
         println!("{r}");
     }

@@ -1,12 +1,15 @@
 //! Contiguous vector store with exact (brute-force) top-k search.
 //!
-//! Vectors live row-major in one `Vec<f32>` (`rows × dim`), with an id → row
-//! map; deletion swap-removes the last row into the hole, so the store stays
-//! dense and a scan touches only live vectors.
+//! Vectors live row-major in one `Vec<f32>` (`rows × dim`), next to their
+//! `i8` codes (`rows × dim`, one scale per row; see [`quant`](super::quant))
+//! and an id → row map; deletion swap-removes the last row into the hole, so
+//! the store stays dense and a scan touches only live vectors.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+
+use super::quant::{dot_i8, dot_i8_rows, quantize};
 
 /// Dot product of two equal-length slices (shorter length wins if they differ).
 ///
@@ -129,6 +132,16 @@ impl TopK {
         TopK { k, heap: BinaryHeap::with_capacity(k.saturating_add(1).min(4096)) }
     }
 
+    /// The score of the worst kept hit once `k` are kept: a hit scoring
+    /// below it cannot enter (one scoring equal may, by a smaller id).
+    #[inline]
+    pub fn floor(&self) -> f32 {
+        match self.heap.peek() {
+            Some(Reverse(worst)) if self.heap.len() >= self.k => worst.score,
+            _ => f32::NEG_INFINITY,
+        }
+    }
+
     /// Whether a hit with this score and id would enter the top k.
     #[inline]
     pub fn would_accept(&self, hit: Hit) -> bool {
@@ -160,17 +173,41 @@ impl TopK {
     }
 }
 
+/// Rows per run-time dispatch of the integer kernel in a quantised scan:
+/// 256 rows of 384-d codes are 96 KiB, which stays in L2 while their
+/// estimates are ranked.
+const SCAN_BLOCK: usize = 256;
+
+/// How many candidates a quantised scan keeps for exact rescoring in a
+/// top-`k` search: `max(k · factor, 4 · factor)`, where `factor` is
+/// [`HnswParams::rescore_factor`](super::HnswParams::rescore_factor); the
+/// floor keeps small `k` from resting on very few estimates.
+pub(crate) fn rescore_count(k: usize, factor: usize) -> usize {
+    k.max(4).saturating_mul(factor)
+}
+
 /// Dense row-major vector store with exact search.
 pub(crate) struct ExactStore {
     dim: usize,
     data: Vec<f32>,
+    /// `i8` codes of every row (`rows × dim`).
+    codes: Vec<i8>,
+    /// Scale of every row's codes.
+    scales: Vec<f32>,
     ids: Vec<u64>,
     rows: IdMap<usize>,
 }
 
 impl ExactStore {
     pub fn new(dim: usize) -> Self {
-        ExactStore { dim, data: Vec::new(), ids: Vec::new(), rows: IdMap::default() }
+        ExactStore {
+            dim,
+            data: Vec::new(),
+            codes: Vec::new(),
+            scales: Vec::new(),
+            ids: Vec::new(),
+            rows: IdMap::default(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -199,6 +236,9 @@ impl ExactStore {
             if let Some(dst) = self.data.get_mut(row * dim..(row + 1) * dim) {
                 dst.copy_from_slice(v);
             }
+            if let (Some(dst), Some(s)) = (self.codes.get_mut(row * dim..(row + 1) * dim), self.scales.get_mut(row)) {
+                *s = quantize(v, dst);
+            }
             return;
         }
         if self.data.len() + dim > self.data.capacity() {
@@ -207,11 +247,17 @@ impl ExactStore {
             // up to 150 MB. Large reallocations are page remaps, not copies.
             let extra_rows = (self.ids.len() / 4).max(64);
             self.data.reserve_exact(extra_rows * dim);
+            self.codes.reserve_exact(extra_rows * dim);
+            self.scales.reserve_exact(extra_rows);
             self.ids.reserve_exact(extra_rows);
         }
         self.rows.insert(id, self.ids.len());
         self.ids.push(id);
         self.data.extend_from_slice(v);
+        let start = self.codes.len();
+        self.codes.resize(start + dim, 0);
+        let scale = quantize(v, &mut self.codes[start..]);
+        self.scales.push(scale);
     }
 
     /// Removes `id` by moving the last row into its place.
@@ -223,18 +269,24 @@ impl ExactStore {
         let dim = self.dim;
         if row != last {
             self.data.copy_within(last * dim..(last + 1) * dim, row * dim);
+            self.codes.copy_within(last * dim..(last + 1) * dim, row * dim);
+            self.scales[row] = self.scales[last];
             let moved = self.ids[last];
             self.ids[row] = moved;
             self.rows.insert(moved, row);
         }
         self.ids.truncate(last);
         self.data.truncate(last * dim);
+        self.codes.truncate(last * dim);
+        self.scales.truncate(last);
         // Give memory back after mass removal: keep at most 2× the live rows
         // (and never shrink below 1024 rows), so shrinking is amortised.
         if self.ids.capacity() > 1024 && self.ids.capacity() > 2 * last {
             let keep = last + last / 4;
             self.ids.shrink_to(keep);
             self.data.shrink_to(keep * dim);
+            self.codes.shrink_to(keep * dim);
+            self.scales.shrink_to(keep);
             self.rows.shrink_to(keep);
         }
         true
@@ -276,9 +328,79 @@ impl ExactStore {
         top.into_sorted()
     }
 
+    /// Top-k by exact dot product among ids passing `filter`, ranked first
+    /// by the `i8` estimate: keeps the best `candidates` rows by estimate
+    /// (ties: smaller id), then rescores them with [`dot`] and returns the
+    /// best `k`, so every returned score is the exact `f32` dot product. The
+    /// result equals [`search`](Self::search)'s whenever the true top k are
+    /// among the `candidates` best estimates; with `candidates ≥ len` it
+    /// always does.
+    ///
+    /// `query_codes` are the query's codes from
+    /// [`quantize`](super::quant::quantize) (its scale is a common factor of
+    /// every estimate and is not needed). `filter_first` as in `search`:
+    /// with it, estimates are computed for passing rows only.
+    pub fn search_quantized(
+        &self,
+        query: &[f32],
+        query_codes: &[i8],
+        k: usize,
+        candidates: usize,
+        filter: &dyn Fn(u64) -> bool,
+        filter_first: bool,
+    ) -> Vec<(u64, f32)> {
+        let dim = self.dim;
+        if k == 0 {
+            return Vec::new();
+        }
+        if dim == 0 || candidates <= k {
+            return self.search(query, k, filter, filter_first);
+        }
+        // `i32 → f32` is exact below 2^24, i.e. for |dot| ≤ dim · 127² up to
+        // dim 1040; beyond that the estimate is rounded, still deterministically.
+        let estimate = |row: usize, d: i32| Hit { score: self.scales[row] * d as f32, id: self.ids[row] };
+        let mut cand = TopK::new(candidates);
+        if filter_first {
+            for (row, (c, &id)) in self.codes.chunks_exact(dim).zip(&self.ids).enumerate() {
+                if filter(id) {
+                    cand.push(estimate(row, dot_i8(query_codes, c)));
+                }
+            }
+        } else {
+            let mut dots = [0i32; SCAN_BLOCK];
+            let mut floor = cand.floor();
+            for (b, block) in self.codes.chunks(SCAN_BLOCK * dim).enumerate() {
+                let n = block.len() / dim;
+                dot_i8_rows(query_codes, block, &mut dots[..n]);
+                for (j, &d) in dots[..n].iter().enumerate() {
+                    let row = b * SCAN_BLOCK + j;
+                    // Cheap reject first: most rows score below the floor.
+                    if self.scales[row] * (d as f32) < floor {
+                        continue;
+                    }
+                    let hit = estimate(row, d);
+                    if cand.would_accept(hit) && filter(hit.id) {
+                        cand.push(hit);
+                        floor = cand.floor();
+                    }
+                }
+            }
+        }
+        let mut top = TopK::new(k);
+        for h in cand.heap {
+            let Reverse(Hit { id, .. }) = h;
+            if let Some(v) = self.get(id) {
+                top.push(Hit { score: dot(query, v), id });
+            }
+        }
+        top.into_sorted()
+    }
+
     /// Heap bytes held (capacity-based estimate).
     pub fn memory_bytes(&self) -> usize {
         self.data.capacity() * 4
+            + self.codes.capacity()
+            + self.scales.capacity() * 4
             + self.ids.capacity() * 8
             // hashbrown: one (key, value) slot plus one control byte per bucket;
             // capacity() is ~7/8 of the bucket count.

@@ -1,6 +1,6 @@
-//! Per-namespace search indexes: a vector index (exact scan, switching to
-//! HNSW past a size threshold) and a BM25 lexical index with CJK-aware
-//! tokenisation.
+//! Per-namespace search indexes: a vector index (a quantised scan with exact
+//! rescoring, switching to HNSW past a size threshold) and a BM25 lexical
+//! index with CJK-aware tokenisation.
 //!
 //! Both indexes are plain single-owner structures: the engine mutates them
 //! from its writer thread (`&mut self`) and searches them from reader threads
@@ -13,6 +13,7 @@
 mod exact;
 mod hnsw;
 mod lexical;
+mod quant;
 mod tokenize;
 
 use std::fmt;
@@ -22,11 +23,13 @@ pub use lexical::{LexicalIndex, BM25_B, BM25_K1};
 pub(crate) use tokenize::nfkc_is_identity;
 pub use tokenize::{is_stop_word, tokenize};
 
-use exact::{ExactStore, Hit, TopK};
+use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;
 
 /// Planner cost of a graph search with candidate list `ef`, in units of one
-/// streamed row of the exact scan: each list entry expands about `2·M`
+/// streamed row of the `f32` exact scan (the quantised scan costs 0.27–0.35
+/// of such a row in `benches/index.rs`, which this model does not yet
+/// count, so it favours the graph for moderately selective filters): each list entry expands about `2·M`
 /// layer-0 neighbours, each a distance at a random address (a separate heap
 /// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
 /// in `benches/index.rs` (384-d, ef 64, M 16): a graph search costs about as
@@ -52,18 +55,24 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 /// Vector index for one namespace: cosine similarity over L2-normalised
 /// vectors of a fixed dimension, keyed by `u64` memory ids.
 ///
-/// Every vector is kept in a contiguous row-major store (`len × dim` `f32`s).
-/// While fewer than [`HnswParams::exact_threshold`] vectors are live, search
-/// is an exact scan of that store. When the live count reaches the threshold,
+/// Every vector is kept in a contiguous row-major store (`len × dim` `f32`s)
+/// next to its `i8` codes (`dim` bytes and one `f32` scale per vector, see
+/// `quant`). While fewer than [`HnswParams::exact_threshold`] vectors are
+/// live, search is a scan of the codes that keeps the best
+/// `max(k, 4) · `[`rescore_factor`](HnswParams::rescore_factor) candidates by
+/// their integer estimate and rescores them with the exact `f32` dot product
+/// (or, with `rescore_factor` 0, an `f32` scan of every row). When the live
+/// count reaches the threshold,
 /// an HNSW graph (`hnsw_rs`) is built from the stored vectors in ascending id
 /// order, and later inserts are added to it one at a time in call order. The
 /// graph cannot delete, so removals leave tombstones that are skipped at
 /// search time; when tombstones exceed
 /// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, the graph is
 /// rebuilt from the live vectors. Building and rebuilding run on the calling
-/// thread and cost one sequential insertion per live vector (measured ≈ 2 ms
-/// per 384-d vector at the default `ef_construction` on one core: ~20 s at
-/// 10k, ~3 min at 100k), so the writer pauses for that long. The graph is
+/// thread and cost one sequential insertion per live vector (measured in
+/// `benches/index.rs` at the default `ef_construction` on one core, 384-d:
+/// 0.8 ms per vector at 10k, 1.4 ms at 100k, i.e. ~2.4 min at 100k), so the
+/// writer pauses for that long. The graph is
 /// dropped again when the live count falls below 4/5 of the threshold.
 pub struct VectorIndex {
     dim: usize,
@@ -168,11 +177,16 @@ impl VectorIndex {
     /// `filter(id)` is true, as `(id, cosine similarity)`, best first (ties:
     /// smaller id first). Similarity is the dot product of unit vectors, in
     /// `[-1, 1]` (up to rounding), computed exactly from the stored vector
-    /// whichever path found it.
+    /// whichever path found it. The candidates are ranked approximately: a
+    /// scan ranks by the `i8` estimate and rescores the best
+    /// `max(k, 4) · rescore_factor` exactly (recall@10 against the `f32`
+    /// scan ≥ 0.98, measured in `benches/index.rs` and the unit tests), a
+    /// graph search rescores its whole candidate list.
     ///
     /// `query` must have [`dim`](Self::dim) components and unit norm (debug
     /// builds assert the length; release builds return nothing on a wrong
-    /// length). `k == 0` returns nothing. Fewer than `k` results means fewer
+    /// length); a query with a NaN or infinite component returns nothing.
+    /// `k == 0` returns nothing. Fewer than `k` results means fewer
     /// than `k` live ids pass the filter (in graph mode the result is
     /// approximate in ranking, never short: when the graph cannot supply `k`
     /// passing hits the search falls back to an exact scan).
@@ -192,16 +206,28 @@ impl VectorIndex {
     /// answers small or very selective queries by scanning.
     pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
         debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
-        if k == 0 || query.len() != self.dim || self.store.len() == 0 {
+        if k == 0 || query.len() != self.dim || self.store.len() == 0 || !query.iter().all(|x| x.is_finite()) {
             return Vec::new();
         }
         match &self.graph {
             None => {
                 let filter_first = self.exact_filter_first(filter);
-                self.store.search(query, k, filter, filter_first)
+                self.scan(query, k, filter, filter_first)
             }
             Some(g) => self.search_graph(g, query, k, filter),
         }
+    }
+
+    /// A scan of every live row: quantised with exact rescoring, or in `f32`
+    /// when [`HnswParams::rescore_factor`] is 0.
+    fn scan(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool, filter_first: bool) -> Vec<(u64, f32)> {
+        if self.params.rescore_factor == 0 {
+            return self.store.search(query, k, filter, filter_first);
+        }
+        let mut codes = vec![0i8; self.dim];
+        quant::quantize(query, &mut codes);
+        let candidates = rescore_count(k, self.params.rescore_factor);
+        self.store.search_quantized(query, &codes, k, candidates, filter, filter_first)
     }
 
     /// Estimated heap bytes held: the contiguous store (`len × dim × 4`
@@ -226,7 +252,7 @@ impl VectorIndex {
     fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
         if pass == 0 || seen == 0 {
-            return self.store.search(query, k, filter, true);
+            return self.scan(query, k, filter, true);
         }
         // Share of graph slots that are live and pass; share of live rows
         // that pass (the graph also holds tombstones).
@@ -260,7 +286,7 @@ impl VectorIndex {
             }
             ef = ef.saturating_mul(2);
         }
-        self.store.search(query, k, filter, live_frac < FILTER_FIRST_BELOW)
+        self.scan(query, k, filter, live_frac < FILTER_FIRST_BELOW)
     }
 
     /// Keeps the graph in its intended state after a change: dropped below

@@ -323,3 +323,184 @@ fn wrong_length_panics_in_debug() {
     let mut ix = VectorIndex::new(4, HnswParams::default());
     ix.insert(1, &[1.0, 0.0]);
 }
+
+/// Embedding-like data as in `benches/index.rs`: gaussian clusters around
+/// random unit centres with per-cluster spread, normalised.
+fn gaussian_clusters(rng: &mut SmallRng, n: usize, dim: usize, clusters: usize) -> Vec<Vec<f32>> {
+    let gauss = |rng: &mut SmallRng| {
+        let u1: f32 = rng.gen_range(f32::EPSILON..1.0);
+        let u2: f32 = rng.gen_range(0.0..1.0);
+        (-2.0 * u1.ln()).sqrt() * (std::f32::consts::TAU * u2).cos()
+    };
+    let centres: Vec<Vec<f32>> = (0..clusters)
+        .map(|_| {
+            let mut v: Vec<f32> = (0..dim).map(|_| gauss(rng)).collect();
+            normalize(&mut v);
+            v
+        })
+        .collect();
+    let spreads: Vec<f32> = (0..clusters).map(|_| rng.gen_range(0.4f32..0.9) / (dim as f32).sqrt()).collect();
+    (0..n)
+        .map(|_| {
+            let c = rng.gen_range(0..clusters);
+            let mut v: Vec<f32> = centres[c].iter().map(|x| x + spreads[c] * gauss(rng)).collect();
+            normalize(&mut v);
+            v
+        })
+        .collect()
+}
+
+fn scan_params(rescore_factor: usize) -> HnswParams {
+    HnswParams { exact_threshold: usize::MAX, rescore_factor, ..HnswParams::default() }
+}
+
+#[test]
+fn quantized_scan_recall_against_f32_scan() {
+    let seed = 17;
+    println!("seed {seed}");
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let dim = 384;
+    let mut data = gaussian_clusters(&mut rng, 4100, dim, 40);
+    let queries = data.split_off(4000);
+    let mut f32_scan = VectorIndex::new(dim, scan_params(0));
+    let mut quant = VectorIndex::new(dim, scan_params(HnswParams::default().rescore_factor));
+    for (i, v) in data.iter().enumerate() {
+        f32_scan.insert(i as u64, v);
+        quant.insert(i as u64, v);
+    }
+    let mut hits = 0;
+    let mut first_equal = 0;
+    for q in &queries {
+        let truth = f32_scan.search(q, 10, &all);
+        let got = quant.search(q, 10, &all);
+        assert_eq!(got.len(), 10);
+        // Scores are the exact f32 dot products, best first.
+        for (id, s) in &got {
+            assert_eq!(*s, exact::dot(q, quant.get(*id).unwrap_or(&[])));
+        }
+        assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
+        hits += got.iter().filter(|(id, _)| truth.iter().any(|(t, _)| t == id)).count();
+        first_equal += usize::from(got[0] == truth[0]);
+    }
+    let recall = hits as f64 / (10 * queries.len()) as f64;
+    println!("recall@10 = {recall:.4}, top-1 equal in {first_equal} of {}", queries.len());
+    assert!(recall >= 0.98, "recall@10 {recall}");
+    assert!(first_equal >= 98, "top-1 equal in {first_equal}");
+}
+
+#[test]
+fn quantized_scan_honours_removals_replacements_and_filters() {
+    let mut rng = SmallRng::seed_from_u64(23);
+    let dim = 64;
+    let vs = gaussian_clusters(&mut rng, 2000, dim, 25);
+    let mut ix = VectorIndex::new(dim, scan_params(4));
+    let mut live: Vec<(u64, Vec<f32>)> = Vec::new();
+    for (i, v) in vs.iter().enumerate() {
+        ix.insert(i as u64, v);
+    }
+    for id in (0..2000u64).filter(|id| id % 7 == 2) {
+        assert!(ix.remove(id));
+    }
+    // Replace some vectors by others' (the old vector must vanish).
+    for id in (0..2000u64).filter(|id| id % 11 == 5 && id % 7 != 2) {
+        ix.insert(id, &vs[(id as usize + 1) % 2000]);
+    }
+    for (i, v) in vs.iter().enumerate() {
+        let id = i as u64;
+        if id % 7 == 2 {
+            continue;
+        }
+        let v = if id % 11 == 5 { vs[(i + 1) % 2000].clone() } else { v.clone() };
+        live.push((id, v));
+    }
+    assert_eq!(ix.len(), live.len());
+    let filters: [(&str, &dyn Fn(u64) -> bool); 3] =
+        [("all", &all), ("odd", &|id: u64| id % 2 == 1), ("rare", &|id: u64| id % 97 == 3)];
+    let mut hits = 0;
+    let mut total = 0;
+    for i in 0..60 {
+        let q = &vs[(i * 31) % 2000];
+        for (name, f) in &filters {
+            let got = ix.search(q, 10, f);
+            let truth = brute(&live, q, 10, f);
+            assert_eq!(got.len(), truth.len(), "{name}");
+            assert!(got.iter().all(|(id, _)| id % 7 != 2 && f(*id)), "{name}: removed or filtered id");
+            for (id, s) in &got {
+                assert_eq!(Some(*s), ix.get(*id).map(|v| exact::dot(q, v)), "{name}: score not exact");
+            }
+            hits += got.iter().filter(|(id, _)| truth.contains(id)).count();
+            total += truth.len();
+        }
+    }
+    let recall = hits as f64 / total as f64;
+    println!("recall@10 = {recall:.4}");
+    assert!(recall >= 0.98, "recall@10 {recall}");
+    // A replaced id is found by its new vector with score 1.
+    let r = ix.search(&vs[6], 2, &all);
+    assert_eq!(r[0].0, 5);
+    assert!((r[0].1 - 1.0).abs() < 1e-5);
+}
+
+#[test]
+fn quantized_scan_handles_zero_and_non_finite_queries_and_zero_vectors() {
+    let mut rng = SmallRng::seed_from_u64(29);
+    let dim = 48;
+    let mut quant = VectorIndex::new(dim, scan_params(4));
+    let mut f32_scan = VectorIndex::new(dim, scan_params(0));
+    for id in 0..300u64 {
+        let v = if id % 50 == 7 { vec![0.0; dim] } else { unit(&mut rng, dim) };
+        quant.insert(id, &v);
+        f32_scan.insert(id, &v);
+    }
+    // A zero query scores every row 0: the smallest ids, in both scans.
+    let zero = vec![0.0; dim];
+    let r = quant.search(&zero, 5, &all);
+    assert_eq!(r, f32_scan.search(&zero, 5, &all));
+    assert_eq!(r, vec![(0, 0.0), (1, 0.0), (2, 0.0), (3, 0.0), (4, 0.0)]);
+    // Zero vectors score 0 against any query and are returned as such.
+    let q = unit(&mut rng, dim);
+    let all_hits = quant.search(&q, 300, &all);
+    assert_eq!(all_hits.len(), 300);
+    assert_eq!(all_hits, f32_scan.search(&q, 300, &all));
+    assert!(all_hits.iter().filter(|(id, _)| id % 50 == 7).all(|(_, s)| *s == 0.0));
+    // A query with a non-finite component finds nothing, in every mode.
+    let mut nan = q.clone();
+    nan[3] = f32::NAN;
+    let mut inf = q;
+    inf[0] = f32::INFINITY;
+    for ix in [&quant, &f32_scan] {
+        assert!(ix.search(&nan, 5, &all).is_empty());
+        assert!(ix.search(&inf, 5, &all).is_empty());
+    }
+}
+
+#[test]
+fn quantized_scan_is_deterministic_across_insert_orders() {
+    // The same live set reached by different call sequences (other insert
+    // order, extra removed ids) returns identical results: codes depend
+    // only on each vector and ties are broken by id.
+    let mut rng = SmallRng::seed_from_u64(31);
+    let dim = 40;
+    let vs = gaussian_clusters(&mut rng, 1500, dim, 10);
+    let mut a = VectorIndex::new(dim, scan_params(4));
+    let mut b = VectorIndex::new(dim, scan_params(4));
+    for (i, v) in vs.iter().enumerate() {
+        a.insert(i as u64, v);
+    }
+    for (i, v) in vs.iter().enumerate().rev() {
+        b.insert(i as u64, v);
+        b.insert(10_000 + i as u64, v);
+    }
+    for i in 0..1500u64 {
+        b.remove(10_000 + i);
+    }
+    // Duplicate vectors make ties: smaller id first in both.
+    a.insert(20_000, &vs[3]);
+    b.insert(20_000, &vs[3]);
+    for i in 0..50 {
+        let q = &vs[i * 29];
+        assert_eq!(a.search(q, 10, &all), b.search(q, 10, &all));
+    }
+    let r = a.search(&vs[3], 2, &all);
+    assert_eq!(ids(&r), vec![3, 20_000]);
+}
