@@ -643,10 +643,14 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
         Cmd::Mcp(a) => return crate::serve::mcp(cli, a),
         #[cfg(all(feature = "mcp", unix))]
         Cmd::Serve(a) => return crate::serve::serve(cli, a),
-        Cmd::Log(a) => return with_surface(cli, |run| log(run, a)).map(|()| ExitCode::SUCCESS),
+        Cmd::Log(a) => {
+            require_store(cli)?;
+            return with_surface(cli, |run| log(run, a)).map(|()| ExitCode::SUCCESS);
+        }
         Cmd::Import(a) => return crate::transfer::import(cli, a),
         Cmd::Restore(a) => return crate::transfer::restore(cli, a),
         Cmd::Backup(_) | Cmd::Export(_) => {
+            require_store(cli)?;
             if let Some(req) = crate::transfer::request(&cli.command)? {
                 let resp = run_one(cli, req)?;
                 return Ok(output::print(cli, &resp));
@@ -657,8 +661,31 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     let Some(req) = request(&cli.command)? else {
         return Err(ApiError::invalid("command", "not a store command"));
     };
+    if req.read_only() {
+        require_store(cli)?;
+    }
     let resp = with_surface(cli, |run| run(req))?;
     Ok(output::print(cli, &resp))
+}
+
+/// Commands that only read (and `backup`, `export`, `log`) need an existing
+/// store: opening a mistyped `--data` would create an empty one, and a read
+/// of it (an erasure check above all) would answer for a store that is not
+/// there.
+///
+/// # Errors
+/// `invalid_input` on field `data` when `DIR/CURRENT` does not exist.
+fn require_store(cli: &Cli) -> Result<(), ApiError> {
+    if cli.data.join("CURRENT").exists() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        "data",
+        format!(
+            "no store at {}: this command reads an existing store (write to it first, or check --data / MNEMON_DATA)",
+            cli.data.display()
+        ),
+    ))
 }
 
 /// Runs one request on the store (see [`with_surface`]).
