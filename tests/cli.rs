@@ -543,3 +543,26 @@ fn remember_keeps_a_source_reference_and_recall_takes_top_k() {
     let all = json(data, &["list", "--ns", "u"]);
     assert_eq!(all["memories"].as_array().map(Vec::len), Some(2), "{all}");
 }
+
+#[test]
+fn reads_of_a_directory_without_a_store_fail_and_create_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("mnemon-dta");
+    for args in [
+        &["stats"][..],
+        &["verify-erasure", "--text", "a secret that was never stored"],
+        &["list", "--ns", "u"],
+        &["log", "--ns", "u"],
+        &["export", "/nonexistent-export.jsonl"],
+    ] {
+        let (ok, _, err) = mnemon(&typo, args);
+        assert!(!ok, "{args:?} succeeded on a directory without a store");
+        assert!(err.contains("no store at"), "{args:?}: {err}");
+        assert!(!typo.exists(), "{args:?} created {}", typo.display());
+    }
+    // A write creates the store; reads work from then on.
+    let (ok, _, err) = mnemon(&typo, &["remember", "--ns", "u", "The spare key is under the blue flowerpot"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = mnemon(&typo, &["stats"]);
+    assert!(ok && !out.is_empty(), "{err}");
+}
