@@ -417,7 +417,7 @@ fn delete_files(dir: &Path, first: &mut bool) -> Result<()> {
 }
 
 /// Total bytes of the regular files under `dir` (0 when unreadable).
-fn tree_bytes(dir: &Path) -> u64 {
+pub(crate) fn tree_bytes(dir: &Path) -> u64 {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };

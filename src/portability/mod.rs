@@ -112,20 +112,7 @@ fn sync_tree(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Total bytes of the regular files under `dir` (0 when unreadable).
-fn tree_bytes(dir: &Path) -> u64 {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => tree_bytes(&e.path()),
-            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
-            _ => 0,
-        })
-        .sum()
-}
+pub(crate) use crate::erase::compact::tree_bytes;
 
 /// The file under the data directory that records the last `Seq` of the
 /// log at the last clean close (decimal, one line).

@@ -174,9 +174,22 @@ fn main() -> ExitCode {
             if cli.json {
                 eprintln!("{}", serde_json::json!({ "error": e }));
             } else {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", text_of(&e));
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error as the text output shows it: an invalid argument always names
+/// its field (`invalid input: budget_tokens: 0: must be in 1..=12400`), as
+/// the JSON output does in `field`.
+fn text_of(e: &mnemon::api::ApiError) -> String {
+    match (&e.field, e.code) {
+        (Some(f), mnemon::api::ErrorCode::InvalidInput) if !e.message.starts_with("invalid input") => {
+            let m = e.message.strip_prefix(f.as_str()).and_then(|m| m.strip_prefix(": ")).unwrap_or(&e.message);
+            format!("invalid input: {f}: {m}")
+        }
+        _ => e.message.clone(),
     }
 }
