@@ -26,7 +26,9 @@ pub struct BackupReport {
     pub dir: PathBuf,
     /// The log position the backup holds: every event up to it, none after.
     pub last_seq: Seq,
-    /// Forgotten payloads written as tombstones (as compaction would).
+    /// Tombstones in the backup: forgotten payloads, whether an earlier
+    /// compaction already replaced them or the backup did (as compaction
+    /// would).
     pub tombstones: u64,
     /// Cached vectors copied.
     pub vectors: u64,
@@ -147,7 +149,13 @@ fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64) -> Result<Backup
                     ev.body = EventBody::Tombstone(Tombstone { was: w.to_string() });
                     encode_record(&ev)?
                 }
-                None => bytes,
+                None => {
+                    // Already a tombstone: compaction erased it earlier.
+                    if matches!(ev.body, EventBody::Tombstone(_)) {
+                        tombstones += 1;
+                    }
+                    bytes
+                }
             }
         } else {
             bytes

@@ -70,7 +70,8 @@ pub struct ExportReport {
     pub header: ExportHeader,
     /// Events written.
     pub events: u64,
-    /// Forgotten payloads written as tombstones.
+    /// Tombstones in the export: forgotten payloads, whether an earlier
+    /// compaction already replaced them or the export did.
     pub tombstones: u64,
     /// Vectors written.
     pub vectors: u64,
@@ -171,6 +172,8 @@ fn write_export(shared: &Shared, file: File, path: &Path, model_id: String, dim:
             EventBody::Extracted(x) => {
                 contents.insert(seq, fnv1a64(x.content.as_bytes()));
             }
+            // Already a tombstone: compaction erased it earlier.
+            EventBody::Tombstone(_) => tombstones += 1,
             _ => {}
         }
         write_line(&mut out, &ExportLine::Event(ev))?;
