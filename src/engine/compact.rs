@@ -45,21 +45,7 @@ impl Engine {
     /// # Ok(()) }
     /// ```
     pub fn compact(&self) -> Result<ErasureReceipt> {
-        if let Some(msg) = self.shared().poison_message() {
-            return Err(Error::Poisoned(msg));
-        }
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let dir = self.inner.dir.clone();
-        let cache_bytes = self.inner.cfg.cache_bytes;
-        self.send(Command::Exclusive {
-            f: Box::new(move |ctx| {
-                let _ = tx.send(compact::run(ctx.shared, &dir, cache_bytes));
-            }),
-        })?;
-        match rx.recv() {
-            Ok(r) => r,
-            Err(_) => Err(self.shared().poison_message().map_or(Error::Closed, Error::Poisoned)),
-        }
+        self.compact_then(|_, _| Ok(())).map(|(receipt, ())| receipt)
     }
 
     /// The receipts of every compaction this store went through, newest
@@ -106,7 +92,6 @@ impl Engine {
     ///
     /// # Errors
     /// As [`Engine::compact`]; whatever `then` returns.
-    #[cfg(feature = "cluster")]
     pub(crate) fn compact_then<T: Send + 'static>(
         &self,
         then: impl FnOnce(&crate::writer::Shared, &ErasureReceipt) -> Result<T> + Send + 'static,
