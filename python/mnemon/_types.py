@@ -152,7 +152,10 @@ class BackupReport(Record):
 
     @property
     def tombstones(self) -> int:
-        """Forgotten payloads written as tombstones (as compaction would)."""
+        """
+        Tombstones in the backup: forgotten payloads, whether an earlier compaction
+        already replaced them or the backup did (as compaction would).
+        """
         return self._data["tombstones"]  # type: ignore[no-any-return]
 
     @property
@@ -744,7 +747,10 @@ class ExportReport(Record):
 
     @property
     def tombstones(self) -> int:
-        """Forgotten payloads written as tombstones."""
+        """
+        Tombstones in the export: forgotten payloads, whether an earlier compaction
+        already replaced them or the export did.
+        """
         return self._data["tombstones"]  # type: ignore[no-any-return]
 
     @property
