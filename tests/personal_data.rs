@@ -50,6 +50,61 @@ fn c09_personal_data_in_chinese_and_english() -> R {
     Ok(())
 }
 
+/// Invisible characters inside personal data (zero-width space, word
+/// joiner, zero-width joiner, soft hyphen, BOM) and full-width writings are
+/// redacted with the value they sit in: no part of a value reaches a file,
+/// and the counts name the right kinds.
+#[test]
+fn invisible_characters_inside_personal_data_never_reach_a_file() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    let text = "phone 1381234\u{200B}5678, mail ja\u{200B}ne.roe@example.com, card 6222\u{2060}020200112233446, \
+                id 110105\u{200D}19491231002X, again jane\u{00AD}.doe@example.org, \
+                wide ｊａｎｅ＠ｅｘａｍｐｌｅ．ｎｅｔ, bom 139\u{FEFF}8765\u{FEFF}4321";
+    let fragments =
+        ["1381234", "5678", "ne.roe@", "020200112233446", "19491231002X", "doe@example", "8765", "4321", "ｊａｎｅ"];
+    {
+        let engine = Engine::open(dir.path())?;
+        let m = engine.remember(&u, NewMemory::new(text))?;
+        engine.observe(&u, NewObservation::new("s1", Role::User, text))?;
+        assert_eq!(
+            engine.get(&u, m.id)?.content,
+            "phone [PHONE], mail [EMAIL], card [CARD], id [CN_ID], again [EMAIL], wide [EMAIL], bom [PHONE]"
+        );
+        let counts: Vec<(&str, usize)> = m.redactions.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(counts, vec![("CARD", 1), ("CN_ID", 1), ("CN_MOBILE", 2), ("EMAIL", 3)]);
+        // A German mobile written nationally counts as a phone, not a CN mobile.
+        let de = engine.remember(&u, NewMemory::new("Handy von Jana: 0151 23456789"))?;
+        assert_eq!(de.redactions.iter().collect::<Vec<_>>(), vec![(&"PHONE".to_string(), &1)]);
+        engine.close()?;
+    }
+    for f in fragments {
+        let found = files_containing(dir.path(), f.as_bytes());
+        assert!(found.is_empty(), "{f:?} found in {found:?}");
+    }
+    Ok(())
+}
+
+/// Text that differs only in invisible characters is the same text: the
+/// second write is a duplicate, not a new version.
+#[test]
+fn invisible_characters_do_not_make_a_new_version() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    let engine = Engine::open(dir.path())?;
+    let first = engine.remember(&u, NewMemory::new("The office wifi password rotates on the first Monday"))?;
+    for again in [
+        "\u{FEFF}The office wifi password rotates on the first Monday",
+        "The office wi\u{200B}fi password rotates on the first Mon\u{00AD}day",
+        "The office wifi password rotates on the first Monday\u{2060}",
+    ] {
+        let r = engine.remember(&u, NewMemory::new(again))?;
+        assert_eq!((r.id, r.action), (first.id, mnemon::RememberAction::Duplicate), "{again:?}");
+    }
+    assert_eq!(engine.history(&u, first.id)?.len(), 1);
+    Ok(())
+}
+
 /// An embedder that records every text it is given, then embeds it with
 /// the hashing embedder.
 struct Recording {

@@ -2,6 +2,7 @@
 //! length bound, is idempotent, and reports well-formed spans; injection
 //! scoring never panics and stays in range.
 
+use mnemon::safety::text::is_invisible;
 use mnemon::safety::{InjectionDetector, PiiKind, Redactor, MAX_GROWTH_PER_SPAN};
 use proptest::prelude::*;
 
@@ -40,6 +41,24 @@ fn fragment() -> impl Strategy<Value = String> {
         any::<char>().prop_map(String::from),
     ]
 }
+
+/// Invisible characters of every class: zero-width space, non-joiner and
+/// joiner, word joiner, invisible times, soft hyphen, BOM, Mongolian vowel
+/// separator, a variation selector, combining grapheme joiner, LRM, a tag.
+const INVISIBLE: [char; 12] = [
+    '\u{200B}',
+    '\u{200C}',
+    '\u{200D}',
+    '\u{2060}',
+    '\u{2062}',
+    '\u{00AD}',
+    '\u{FEFF}',
+    '\u{180E}',
+    '\u{FE0F}',
+    '\u{034F}',
+    '\u{200E}',
+    '\u{E0020}',
+];
 
 fn mixed_text() -> impl Strategy<Value = String> {
     prop::collection::vec(fragment(), 0..12).prop_map(|v| v.concat())
@@ -127,6 +146,29 @@ proptest! {
             prop_assert!(!out.text.contains(value), "{:?} -> {:?}", text, out.text);
             prop_assert!(r.find(&text).iter().any(|s| s.kind == kind && &text[s.range()] == value));
         }
+    }
+
+    /// Invisible characters inserted anywhere change nothing a reader sees:
+    /// with them removed, the redacted text is the redacted text of the
+    /// original (so a value split by one is replaced whole), and the counts
+    /// are the same.
+    #[test]
+    fn invisible_characters_never_hide_a_value(
+        text in mixed_text(),
+        inserts in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(INVISIBLE.to_vec())), 1..6),
+    ) {
+        let r = Redactor::new();
+        let mut chars: Vec<char> = text.chars().collect();
+        for (at, c) in inserts {
+            let i = at.index(chars.len() + 1);
+            chars.insert(i, c);
+        }
+        let hidden: String = chars.into_iter().collect();
+        let visible = |s: &str| s.chars().filter(|&c| !is_invisible(c)).collect::<String>();
+        let (plain, with) = (r.redact(&visible(&text)), r.redact(&hidden));
+        prop_assert_eq!(visible(&with.text), visible(&plain.text), "{:?}", hidden);
+        prop_assert_eq!(with.counts, plain.counts);
+        check_redaction(&r, &hidden)?;
     }
 
     #[test]

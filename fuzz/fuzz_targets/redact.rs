@@ -1,12 +1,14 @@
 //! Personal-data redaction on arbitrary UTF-8: never panics, respects the
 //! documented length bound, leaves only well-formed placeholders behind, and
-//! is idempotent. Checked with the built-in detectors and with one custom
+//! is idempotent; invisible characters anywhere change nothing but
+//! themselves. Checked with the built-in detectors and with one custom
 //! pattern added.
 #![no_main]
 
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
+use mnemon::safety::text::is_invisible;
 use mnemon::safety::{Redactor, MAX_GROWTH_PER_SPAN};
 
 const BUILT_IN: [&str; 4] = ["[PHONE]", "[CN_ID]", "[CARD]", "[EMAIL]"];
@@ -59,9 +61,22 @@ fn check(r: &Redactor, text: &str, known: &[&str], growth: usize) {
     assert!(twice.is_clean(), "second pass found {:?} in {:?}", twice.counts, once.text);
 }
 
+/// Invisible characters change nothing a reader sees: with them removed,
+/// the redaction of `text` is the redaction of `text` without them.
+fn check_invisible(r: &Redactor, text: &str) {
+    let visible = |s: &str| s.chars().filter(|&c| !is_invisible(c)).collect::<String>();
+    let plain = visible(text);
+    if plain.len() != text.len() {
+        let (with, without) = (r.redact(text), r.redact(&plain));
+        assert_eq!(visible(&with.text), visible(&without.text), "invisible characters changed {text:?}");
+        assert_eq!(with.counts, without.counts);
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     check(&PLAIN, text, &BUILT_IN, MAX_GROWTH_PER_SPAN);
+    check_invisible(&PLAIN, text);
     let mut all = BUILT_IN.to_vec();
     all.push(CUSTOM);
     check(&WITH_CUSTOM, text, &all, CUSTOM.len());

@@ -165,6 +165,7 @@ pub struct Observation {
 }
 
 /// Normalises content for exact-duplicate detection: NFKC, lower-case,
+/// invisible characters ([`crate::safety::text::is_invisible`]) dropped,
 /// whitespace runs collapsed to one space, trimmed.
 pub(crate) fn normalize_content(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
@@ -173,6 +174,13 @@ pub(crate) fn normalize_content(s: &str) -> String {
         s.chars().flat_map(char::to_lowercase).collect()
     } else {
         s.nfkc().flat_map(char::to_lowercase).collect()
+    };
+    // Invisible characters (zero-width space, BOM, soft hyphen, …) print as
+    // nothing, so text that differs only in them is the same text.
+    let lowered: String = if lowered.chars().any(crate::safety::text::is_invisible) {
+        lowered.chars().filter(|&c| !crate::safety::text::is_invisible(c)).collect()
+    } else {
+        lowered
     };
     let mut out = String::with_capacity(lowered.len());
     for word in lowered.split_whitespace() {

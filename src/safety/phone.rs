@@ -295,6 +295,7 @@ impl PhoneRegions {
         let digits = c.digits;
         let mut service = false;
         let mut unallocated = false;
+        let mut fallback = None;
         for &region in &self.regions {
             // NANP area codes never start with 0, and its trunk prefix is 1.
             if digits.starts_with('0') && PHONE_NUMBER_UTIL.is_nanpa_country(region) {
@@ -342,13 +343,20 @@ impl PhoneRegions {
             if (c.strict && !grouped) || (bare && !bare_ok) {
                 continue;
             }
+            // A prefix the region never writes (`0` before a CN mobile) is a
+            // reading of last resort: a later region that writes the number
+            // exactly so (`01512 3456789`, a German mobile) is the number's.
+            let foreign_prefix = !bare && !format_has_prefix;
             match verdict {
+                Verdict::Personal(kind) if foreign_prefix => {
+                    fallback.get_or_insert(kind);
+                }
                 Verdict::Personal(kind) => return Some(kind),
                 Verdict::Service => service = true,
                 Verdict::Invalid => unallocated |= written_as_formatted && format_has_prefix && grouped,
             }
         }
-        (!service && unallocated).then_some(PiiKind::Phone)
+        fallback.or((!service && unallocated).then_some(PiiKind::Phone))
     }
 }
 
@@ -607,6 +615,20 @@ mod tests {
         assert_eq!(confirm("14155550100", &[1, 3, 3, 4], N), Some(PiiKind::Phone));
         assert_eq!(confirm("4155550100", &[3, 3, 4], N), Some(PiiKind::Phone));
         assert_eq!(confirm("13812345678", &[11], N), Some(PiiKind::CnMobile));
+    }
+
+    #[test]
+    fn a_prefix_the_first_region_never_writes_yields_to_a_region_that_does() {
+        use Written::National as N;
+        // CN reads these as mobiles after a `0` it never writes; DE writes
+        // them exactly so: German mobiles.
+        for (digits, runs) in [("015123456789", &[5, 7][..]), ("015123456789", &[4, 8]), ("015123456789", &[12])] {
+            assert_eq!(confirm(digits, runs, N), Some(PiiKind::Phone), "{digits} {runs:?}");
+        }
+        assert_eq!(confirm("017612345678", &[4, 8], N), Some(PiiKind::Phone));
+        // With only CN to read them, still a CN mobile (the last resort).
+        assert_eq!(confirm_in("CN", "015123456789", &[12], N), Some(PiiKind::CnMobile));
+        assert_eq!(confirm("13812345678", &[3, 4, 4], N), Some(PiiKind::CnMobile));
     }
 
     #[test]

@@ -43,13 +43,27 @@
 //! never yields an 11-digit "phone". A candidate is rejected when the
 //! character before it is an ASCII or full-width letter, digit or `_`
 //! (or a `+` it does not use), or when the character after it is a letter,
-//! digit, `_` or an ASCII `@` (the number is then part of an e-mail
-//! address). Chinese characters and punctuation are not word characters
+//! digit, `_`, or an `@` followed by a valid domain (the number is then the
+//! local part of an e-mail address, replaced whole as `[EMAIL]`). Chinese characters and punctuation are not word characters
 //! here, so `手机号是13812345678，` matches. Runs joined by a
 //! single `.` belong together (decimals, versions, IP addresses): a candidate
 //! that continues with `.` and more digits on either side is rejected.
 //! A grouped card or ID that continues with another group joined the same
 //! way (`2023 1105 1234 5678 9012`) is rejected as part of a longer number.
+//!
+//! # What the detectors read
+//!
+//! Detectors (custom patterns included) read a view of the text in which
+//! invisible characters ([`is_invisible`]: U+200B–U+200D, U+2060, U+00AD,
+//! U+FEFF, variation selectors and every other default-ignorable code point)
+//! are dropped and full-width, half-width, small-form and mathematical
+//! letters, digits and signs are replaced by their NFKC form. `1381234\u{200B}5678`, `ja\u{00AD}ne@example.com` and
+//! `ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ` are found as the number and the address a
+//! reader sees. A span found in the view covers the caller's characters from
+//! its first to its last, so invisible characters inside it are replaced
+//! with the rest; those just outside are kept. Boundaries below apply to the
+//! view (an invisible character between a letter and a number does not
+//! separate them).
 //!
 //! # Overlaps
 //!
@@ -78,10 +92,12 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
 
 use super::checksum::{cn_id_valid, luhn_valid};
 use super::phone::{self, Candidate, PhoneCache, PhoneRegions, Written};
 use crate::error::{Error, Result};
+use crate::safety::text::is_invisible;
 
 /// What the engine does when a memory's content contains personal data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -326,6 +342,14 @@ impl Redactor {
     /// boundaries, non-empty, non-overlapping and sorted by start. These are
     /// exactly the spans [`Redactor::redact`] replaces.
     pub fn find(&self, text: &str) -> Vec<PiiSpan> {
+        match DetectionView::of(text) {
+            None => self.find_plain(text),
+            Some(view) => self.find_plain(&view.text).into_iter().map(|s| view.to_original(s)).collect(),
+        }
+    }
+
+    /// [`Redactor::find`] on text that is its own detection view.
+    fn find_plain(&self, text: &str) -> Vec<PiiSpan> {
         let mut cache = PhoneCache::default();
         let mut spans = self.find_pass(text, &[], &mut cache);
         if spans.is_empty() {
@@ -427,6 +451,77 @@ impl Redactor {
         cands.retain(|c| !overlaps(protected, c.start, c.end));
         resolve(cands)
     }
+}
+
+/// The text the detectors read when it differs from the caller's: every
+/// invisible character ([`is_invisible`]: zero-width space and joiners, word
+/// joiner, soft hyphen, BOM, variation selectors, …) dropped and every other
+/// character of another width or style ([`reads_as_nfkc`]) replaced by its
+/// one-character NFKC form (full-width `＠`, `ｊ` and `１`, mathematical `𝟏`
+/// read as `@`, `j`, `1`), so that what
+/// a reader sees as one number or address is found as one. Each character of
+/// the view remembers the caller's character it came from; a span found in
+/// the view covers the caller's characters from its first to its last one,
+/// invisible characters between them included, so they are replaced too.
+struct DetectionView {
+    text: String,
+    /// One per caller character kept: (view start, original start, original end).
+    segs: Vec<(usize, usize, usize)>,
+}
+
+impl DetectionView {
+    /// The view of `text`, or `None` when it is `text` itself (always for
+    /// ASCII text).
+    fn of(text: &str) -> Option<DetectionView> {
+        if text.is_ascii() {
+            return None;
+        }
+        let mut view = String::with_capacity(text.len());
+        let mut segs = Vec::with_capacity(text.len());
+        let mut changed = false;
+        for (at, c) in text.char_indices() {
+            let end = at + c.len_utf8();
+            if c.is_ascii() {
+                segs.push((view.len(), at, end));
+                view.push(c);
+                continue;
+            }
+            if is_invisible(c) {
+                changed = true;
+                continue;
+            }
+            // Only one-character forms, so that every character of the view
+            // stands for exactly one of the caller's and a span never starts
+            // or ends inside what one character became (`⑴` is `(1)`).
+            let mut nfkc = std::iter::once(c).nfkc();
+            let read = match (nfkc.next(), nfkc.next()) {
+                (Some(d), None) if reads_as_nfkc(c) => d,
+                _ => c,
+            };
+            changed |= read != c;
+            segs.push((view.len(), at, end));
+            view.push(read);
+        }
+        changed.then_some(DetectionView { text: view, segs })
+    }
+
+    /// `span` of the view as a span of the caller's text: from the start of
+    /// the character its first byte came from to the end of the character
+    /// its last byte came from.
+    fn to_original(&self, span: PiiSpan) -> PiiSpan {
+        let seg = |byte: usize| self.segs[self.segs.partition_point(|s| s.0 <= byte).saturating_sub(1)];
+        PiiSpan { start: seg(span.start).1, end: seg(span.end - 1).2, kind: span.kind }
+    }
+}
+
+/// Whether the detectors read `c` as its NFKC form: full-width and
+/// half-width forms (U+FF00–U+FFEF), small form variants (U+FE50–U+FE6F,
+/// `﹫`) and mathematical alphanumerics (U+1D400–U+1D7FF, `𝟏`, `𝐣`): letters,
+/// digits and signs written in another width or style. Enclosed and
+/// superscript digits (`①`, `²`) stay what they are: list markers and
+/// exponents, not digits of a number.
+fn reads_as_nfkc(c: char) -> bool {
+    matches!(c, '\u{FF00}'..='\u{FFEF}' | '\u{FE50}'..='\u{FE6F}' | '\u{1D400}'..='\u{1D7FF}')
 }
 
 /// Where a placeholder landed in rendered text, and where its span ended in
@@ -613,7 +708,14 @@ impl Scan<'_> {
     fn right_ok(&self, ci: usize) -> bool {
         match self.chars.get(ci) {
             None => true,
-            Some(&(_, c)) => !is_word(c) && c != '@',
+            // A number followed by `@` and a domain is the local part of an
+            // e-mail address, which the e-mail detector replaces whole.
+            Some(&(at, '@')) => {
+                let rest = &self.text[at + 1..];
+                let end = rest.bytes().position(|b| !is_domain_byte(b)).unwrap_or(rest.len());
+                valid_domain(&rest[..end]).is_none()
+            }
+            Some(&(_, c)) => !is_word(c),
         }
     }
 }
@@ -1421,6 +1523,80 @@ mod tests {
             assert!(s.start < s.end && text.is_char_boundary(s.start) && text.is_char_boundary(s.end));
         }
         assert!(spans.windows(2).all(|w| w[0].end <= w[1].start));
+    }
+
+    /// Invisible characters of every class, each inserted at every inner
+    /// position of every kind of value: the whole value, the invisible
+    /// character included, becomes the placeholder.
+    #[test]
+    fn invisible_characters_inside_values_are_redacted_with_them() {
+        let invisible = [
+            '\u{200B}',
+            '\u{200C}',
+            '\u{200D}',
+            '\u{2060}',
+            '\u{2062}',
+            '\u{00AD}',
+            '\u{FEFF}',
+            '\u{180E}',
+            '\u{FE0F}',
+            '\u{034F}',
+            '\u{200E}',
+            '\u{E0020}',
+        ];
+        let values = [
+            ("13812345678", "[PHONE]"),
+            ("+44 20 7946 0958", "[PHONE]"),
+            ("jane.roe@example.com", "[EMAIL]"),
+            ("6222020200112233446", "[CARD]"),
+            ("11010519491231002X", "[CN_ID]"),
+        ];
+        for c in invisible {
+            assert!(is_invisible(c), "U+{:04X}", u32::from(c));
+            for (value, placeholder) in values {
+                let chars: Vec<char> = value.chars().collect();
+                for at in 1..chars.len() {
+                    let hidden: String = chars[..at].iter().chain([&c]).chain(&chars[at..]).collect();
+                    let text = format!("手机 {hidden}，ok");
+                    let out = r().redact(&text);
+                    assert_eq!(
+                        out.text,
+                        format!("手机 {placeholder}，ok"),
+                        "U+{:04X} at {at} in {value}",
+                        u32::from(c)
+                    );
+                    assert_eq!(out.total(), 1);
+                }
+                // Outside the value it stays where it was.
+                let text = format!("a {c}{value}{c} b");
+                assert_eq!(r().redact(&text).text, format!("a {c}{placeholder}{c} b"));
+            }
+        }
+    }
+
+    #[test]
+    fn case_invisible_characters_in_one_sentence() {
+        let text = "phone 1381234\u{200B}5678, mail ja\u{200B}ne.roe@example.com, card 6222\u{2060}020200112233446, \
+                    id 110105\u{200D}19491231002X, again jane\u{00AD}.doe@example.org";
+        let out = r().redact(text);
+        assert_eq!(out.text, "phone [PHONE], mail [EMAIL], card [CARD], id [CN_ID], again [EMAIL]");
+        assert_eq!(out.total(), 5);
+        assert!(!out.text.chars().any(|c| c.is_ascii_digit() || is_invisible(c)));
+    }
+
+    #[test]
+    fn other_widths_and_styles_read_as_their_letters() {
+        let out = r().redact("写信到 ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ 或 jane﹫example.com，电话 𝟏𝟑𝟖𝟏𝟐𝟑𝟒𝟓𝟔𝟕𝟖。");
+        assert_eq!(out.text, "写信到 [EMAIL] 或 [EMAIL]，电话 [PHONE]。");
+        // Enclosed digits are list markers, not digits of the number.
+        assert_eq!(r().redact("①13812345678").text, "①[PHONE]");
+    }
+
+    #[test]
+    fn a_number_before_at_is_an_address_only_with_a_domain() {
+        assert_eq!(r().redact("13812345678@qq.com").text, "[EMAIL]");
+        assert_eq!(r().redact("call 13812345678@ now").text, "call [PHONE]@ now");
+        assert_eq!(r().redact("微信同号１３８１２３４５６７８＠").text, "微信同号[PHONE]＠");
     }
 
     #[test]

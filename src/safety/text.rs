@@ -173,12 +173,38 @@ pub fn is_bidi_control(c: char) -> bool {
 /// `unicode-security` tables rather than copied: a character is invisible
 /// exactly when its skeleton is empty.
 pub fn is_invisible(c: char) -> bool {
-    if c.is_ascii() {
+    if !may_be_ignorable(c) {
         return false;
     }
     let mut buf = [0u8; 4];
     let empty = skeleton(c.encode_utf8(&mut buf)).next().is_none();
     empty
+}
+
+/// A superset of the Default_Ignorable_Code_Point ranges of Unicode's
+/// DerivedCoreProperties.txt, so that [`is_invisible`] asks the TR39 tables
+/// only about characters that can be invisible (a test checks every code
+/// point against the tables).
+fn may_be_ignorable(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0xAD | 0x34F
+            | 0x61C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFF8
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
 }
 
 /// True when `text` has a character that is neither whitespace nor
@@ -205,6 +231,15 @@ mod tests {
 
     fn ok(text: &str, rules: TextField) -> bool {
         check_chars("f", text, rules).is_ok()
+    }
+
+    #[test]
+    fn the_ignorable_prefilter_covers_every_invisible_character() {
+        for c in (0..=0x10FFFF).filter_map(char::from_u32).filter(|c| !c.is_ascii()) {
+            let mut buf = [0u8; 4];
+            let empty = skeleton(c.encode_utf8(&mut buf)).next().is_none();
+            assert_eq!(empty, is_invisible(c), "U+{:04X}", u32::from(c));
+        }
     }
 
     #[test]
