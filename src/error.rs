@@ -97,6 +97,13 @@ impl Error {
         Error::InvalidInput { field, reason: reason.into() }
     }
 
+    /// [`Error::Io`] for `err` on `path`, naming the path in the message
+    /// (`i/o error: notes.jsonl: No such file or directory (os error 2)`);
+    /// the kind of `err` is kept.
+    pub fn io_at(path: &std::path::Path, err: std::io::Error) -> Self {
+        Error::Io(std::io::Error::new(err.kind(), format!("{}: {err}", path.display())))
+    }
+
     /// Shorthand for [`Error::NotFound`].
     pub fn not_found(what: impl Into<String>) -> Self {
         Error::NotFound { what: what.into() }

@@ -480,6 +480,15 @@ fn import_backup_export_and_restore_from_the_command_line() {
     let r = json(&data, &["restore", "--from", export.to_str().unwrap(), "--into", into.to_str().unwrap()]);
     assert_eq!((r["digest_matches"].as_bool(), &r["digest"]), (Some(true), &digest), "{r}");
     assert_eq!(json(&into, &["list", "--ns", "u1"])["memories"][0]["content"], "Lives in Lyon");
+
+    // A file that is not there: the error names it, and nothing is created.
+    let missing = dir.path().join("no-such-notes.jsonl");
+    let (ok, _, err) = mnemon(&data, &["import", "--ns", "u1", missing.to_str().unwrap()]);
+    assert!(!ok && err.contains("no-such-notes.jsonl") && err.contains("No such file"), "{err}");
+    let fresh = dir.path().join("fresh");
+    let (ok, _, err) = mnemon(&data, &["restore", "--from", missing.to_str().unwrap(), "--into", fresh.to_str().unwrap()]);
+    assert!(!ok && err.contains("no-such-notes.jsonl"), "{err}");
+    assert!(!fresh.exists());
 }
 
 #[test]

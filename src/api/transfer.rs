@@ -50,7 +50,7 @@ pub struct ImportRequest {
 /// [`crate::Error::Io`] when it cannot be read; [`crate::Error::InvalidInput`]
 /// (field `path`) when it is not UTF-8.
 pub fn read_import_file(path: &Path) -> crate::Result<String> {
-    let file = std::fs::File::open(path)?;
+    let file = std::fs::File::open(path).map_err(|e| crate::Error::io_at(path, e))?;
     let mut bytes = Vec::new();
     if path.extension().is_some_and(|e| e == "gz") {
         flate2::read::MultiGzDecoder::new(file).read_to_end(&mut bytes)?;

@@ -42,7 +42,7 @@ fn category_name(code: u64) -> String {
 /// is missing or of the wrong type, a session date cannot be parsed, or a
 /// `dia_id` repeats within a sample.
 pub fn load_locomo(path: &Path) -> Result<Vec<Unit>> {
-    let bytes = std::fs::read(path)?;
+    let bytes = std::fs::read(path).map_err(|e| crate::Error::io_at(path, e))?;
     let root: Value = serde_json::from_slice(&bytes).map_err(|e| json_error(path, "document", &e))?;
     let samples = root.as_array().ok_or_else(|| bad_record(path, "document", "expected a JSON array of samples"))?;
     samples.iter().enumerate().map(|(i, s)| load_sample(path, i, s)).collect()

@@ -68,7 +68,7 @@ pub fn load_longmemeval(path: &Path, dev_ids: Option<&Path>) -> Result<Vec<Unit>
             std::fs::read_to_string(p)?.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
         }
     };
-    let file = File::open(path)?;
+    let file = File::open(path).map_err(|e| crate::Error::io_at(path, e))?;
     let mut reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
         Box::new(BufReader::new(MultiGzDecoder::new(file)))
     } else {

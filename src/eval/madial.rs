@@ -233,7 +233,7 @@ fn resolve(p: &Path) -> Result<(PathBuf, PathBuf)> {
 
 /// Non-blank lines of a JSON-lines file with their 1-based line numbers.
 fn json_lines(path: &Path) -> Result<Vec<(usize, Value)>> {
-    let text = std::fs::read_to_string(path)?;
+    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io_at(path, e))?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())

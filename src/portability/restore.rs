@@ -77,7 +77,7 @@ fn bad(line: u64, reason: impl std::fmt::Display) -> Error {
 /// `into` when the target is not empty; [`Error::IncompatibleFormat`] for
 /// an export of a newer version; [`Error::Io`] / [`Error::Storage`].
 pub fn restore(from: &Path, into: &Path) -> Result<RestoreReport> {
-    let file = File::open(from)?;
+    let file = File::open(from).map_err(|e| Error::io_at(from, e))?;
     let created = prepare_target("into", into)?;
     let r = write_restore(BufReader::new(file), into);
     if r.is_err() {

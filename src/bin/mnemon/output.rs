@@ -225,6 +225,30 @@ fn human(cli: &Cli, resp: &Response) {
             r.replay_digest,
             if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
         ),
+        Response::Backup(b) => {
+            println!(
+                "backed up {} events ({} tombstones, {} vectors, {} bytes) into {} in {} ms",
+                b.last_seq,
+                b.tombstones,
+                b.vectors,
+                b.bytes,
+                b.dir.display(),
+                b.elapsed_ms
+            );
+            println!("digest {}", b.digest);
+        }
+        Response::Export(x) => {
+            println!(
+                "exported {} events ({} tombstones, {} vectors, {} bytes) to {} in {} ms",
+                x.events,
+                x.tombstones,
+                x.vectors,
+                x.bytes,
+                x.path.display(),
+                x.elapsed_ms
+            );
+            println!("digest {}", x.header.digest);
+        }
         _ => json(resp),
     }
 }
