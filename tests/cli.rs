@@ -486,7 +486,8 @@ fn import_backup_export_and_restore_from_the_command_line() {
     let (ok, _, err) = mnemon(&data, &["import", "--ns", "u1", missing.to_str().unwrap()]);
     assert!(!ok && err.contains("no-such-notes.jsonl") && err.contains("No such file"), "{err}");
     let fresh = dir.path().join("fresh");
-    let (ok, _, err) = mnemon(&data, &["restore", "--from", missing.to_str().unwrap(), "--into", fresh.to_str().unwrap()]);
+    let (ok, _, err) =
+        mnemon(&data, &["restore", "--from", missing.to_str().unwrap(), "--into", fresh.to_str().unwrap()]);
     assert!(!ok && err.contains("no-such-notes.jsonl"), "{err}");
     assert!(!fresh.exists());
 }

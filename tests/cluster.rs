@@ -262,7 +262,7 @@ type Acks = Arc<Mutex<BTreeMap<(String, u64), String>>>;
 fn verify(client: &Client, acks: &BTreeMap<(String, u64), String>, namespaces: &[String]) -> HashMap<String, String> {
     let mut digests = HashMap::new();
     for ns in namespaces {
-        let all = client.call(None, ns, json!({"op": "all"})).unwrap_or_else(|e| panic!("{ns}: {e:?}"));
+        let all = settled(client, ns, json!({"op": "all"}));
         let mut by_content: HashMap<String, Vec<u64>> = HashMap::new();
         let mut by_id: HashMap<u64, String> = HashMap::new();
         for m in all["memories"].as_array().unwrap() {
@@ -275,11 +275,29 @@ fn verify(client: &Client, acks: &BTreeMap<(String, u64), String>, namespaces: &
             assert_eq!(by_id.get(id), Some(content), "{ns}: acknowledged memory {id} lost or changed");
             assert_eq!(by_content[content].len(), 1, "{ns}: {content:?} present {:?}", by_content[content]);
         }
-        let check = client.call(None, ns, json!({"op": "check"})).unwrap_or_else(|e| panic!("{ns}: {e:?}"));
+        let check = settled(client, ns, json!({"op": "check"}));
         assert_eq!(check["consistent"], json!(true), "{ns}: {check}");
         digests.insert(ns.clone(), check["digest"].as_str().unwrap().to_string());
     }
     digests
+}
+
+/// A call from `verify`: retried while no daemon listens yet (a daemon
+/// that has just started: its subscriptions reach the other NATS nodes a
+/// moment after it is ready), up to 30 s.
+fn settled(client: &Client, ns: &str, body: Value) -> Value {
+    let start = Instant::now();
+    loop {
+        match client.call(None, ns, body.clone()) {
+            Ok(v) => return v,
+            Err((kind, m))
+                if kind == "transport" && m.contains("no responders") && start.elapsed() < Duration::from_secs(30) =>
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(e) => panic!("{ns}: {e:?}"),
+        }
+    }
 }
 
 /// A client thread writing (and reading back) until `stop`.
@@ -308,7 +326,9 @@ fn load(
                 continue;
             }
             k += 1;
-            let content = format!("Client {seed} entry {k} remembers tag {:016x}", rng.gen::<u64>());
+            // The tag starts with a letter: a tag of hex digits only could
+            // read as a phone number and be redacted.
+            let content = format!("Client {seed} entry {k} remembers tag t{:016x}", rng.gen::<u64>());
             let t = Instant::now();
             let r = client.call(via.as_deref(), &ns, json!({"op": "remember", "content": content}));
             if t.elapsed() > Duration::from_secs(2) && slow < 5 {

@@ -201,12 +201,17 @@ impl ClusterNode {
         let names = &inner.names;
         let subs = inner.conn.run("subscribing", async {
             let fail = |e: async_nats::SubscribeError| Error::Unavailable(format!("subscribing: {e}"));
-            Ok([
+            let subs = [
                 (client.subscribe(names.rpc(&inner.me.daemon)).await.map_err(fail)?, Service::Forwarded),
                 (client.subscribe(names.scrub()).await.map_err(fail)?, Service::Scrub),
                 (client.queue_subscribe(names.door(), names.door_group()).await.map_err(fail)?, Service::Door),
                 (client.subscribe(names.door_of(&inner.me.daemon)).await.map_err(fail)?, Service::Door),
-            ])
+            ];
+            // A subscription is only queued by the client; the flush's
+            // round trip returns once the server has it, so a daemon that
+            // has started is one its NATS node routes calls to.
+            client.flush().await.map_err(|e| Error::Unavailable(format!("subscribing: {e}")))?;
+            Ok(subs)
         })?;
         let handle = inner.conn.handle();
         for (mut sub, service) in subs {
