@@ -576,3 +576,24 @@ fn reads_of_a_directory_without_a_store_fail_and_create_nothing() {
     let (ok, out, err) = mnemon(&typo, &["stats"]);
     assert!(ok && !out.is_empty(), "{err}");
 }
+
+/// `auto` keeps the model an existing store was built with, the hashing
+/// embedder included: reading a hashing store with neural models installed
+/// neither re-embeds nor writes anything.
+#[test]
+fn auto_keeps_a_hashing_store_on_hashing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "I like green tea in the morning"]);
+    assert!(ok, "{err}");
+    let before = json(&data, &["stats"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .args(["--data", data.to_str().unwrap(), "--embedder", "auto", "--json", "stats"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("re-embedded"), "{}", String::from_utf8_lossy(&out.stderr));
+    let after: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(after["model_id"], "hashing-v1-384", "{after}");
+    assert_eq!(after["last_seq"], before["last_seq"]);
+}

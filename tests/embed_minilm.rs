@@ -179,8 +179,11 @@ fn auto_prefers_e5_but_keeps_the_model_a_store_was_built_with() {
     assert_eq!(kept.model_id(), minilm.model_id());
     let asked = load_embedder_for(EmbedderChoice::E5, &dir, recorded.as_deref()).unwrap();
     assert_eq!(asked.model_id(), auto.model_id());
-    let from_hashing = load_embedder_for(EmbedderChoice::Auto, &dir, Some("hashing-v1-384")).unwrap();
-    assert_eq!(from_hashing.model_id(), auto.model_id());
+    // A hashing store stays one under auto; asking for e5 moves it.
+    let hashing = load_embedder_for(EmbedderChoice::Auto, &dir, Some("hashing-v1-384")).unwrap();
+    assert_eq!(hashing.model_id(), "hashing-v1-384");
+    let moved = load_embedder_for(EmbedderChoice::E5, &dir, Some("hashing-v1-384")).unwrap();
+    assert_eq!(moved.model_id(), auto.model_id());
     // Reading the recorded model released the lock.
     Engine::open(data.path()).unwrap().close().unwrap();
 }

@@ -220,10 +220,11 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 
 /// [`load_embedder`] for a store whose vectors were made by `recorded` (the
 /// model id the store keeps, see `Engine::recorded_model`):
-/// [`EmbedderChoice::Auto`] keeps that model when it is installed, so that an
-/// existing store is not re-embedded just because a preferred model was
-/// installed later; any other choice, or an unknown / absent recorded model,
-/// resolves as [`load_embedder`] does.
+/// [`EmbedderChoice::Auto`] keeps that model when it is installed (the
+/// built-in hashing embedder always is), so that an existing store is not
+/// re-embedded just because a preferred model was installed later; any
+/// other choice, or an unknown / absent recorded model, resolves as
+/// [`load_embedder`] does.
 ///
 /// # Errors
 /// As [`load_embedder`].
@@ -240,11 +241,14 @@ pub fn load_embedder_for(
             if id.starts_with("multilingual-e5-small") && e5_installed(models_dir) {
                 return load_e5(models_dir);
             }
-            if id.starts_with("hashing-") {
-                // Hashing stores move up to a neural model: that is the point
-                // of installing one.
-                return load_embedder(choice, models_dir);
-            }
+        }
+    }
+    if choice == EmbedderChoice::Auto {
+        // A hashing store stays one: moving it to a neural model re-embeds
+        // every memory, which `--embedder NAME` asks for explicitly.
+        let hashing = HashingEmbedder::default();
+        if recorded == Some(hashing.model_id()) {
+            return Ok(Arc::new(hashing));
         }
     }
     load_embedder(choice, models_dir)
