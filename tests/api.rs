@@ -359,6 +359,11 @@ fn namespaces_timeline_and_log_kinds_count_without_content() {
     assert_eq!(t["events"], 4);
     let last = buckets.iter().filter_map(|b| b["last_seq"].as_u64()).max().unwrap();
     assert_eq!(last, r.id.0 + 2, "the supersede link is a's last event");
+    // The writes above took milliseconds: each bucket's label still names
+    // it apart from its neighbours.
+    let parsed: mnemon::Timeline = serde_json::from_value(t.clone()).unwrap();
+    let labels: std::collections::BTreeSet<String> = parsed.buckets.iter().map(|b| parsed.label(b.start)).collect();
+    assert_eq!(labels.len(), 4, "{labels:?} for buckets of {} µs", parsed.bucket_micros);
     let tb = call(&e, json!({"op": "timeline", "namespace": "b", "buckets": 1})).unwrap();
     assert_eq!((tb["buckets"][0]["extracted"].as_u64(), tb["buckets"][0]["forgotten"].as_u64()), (Some(3), Some(1)));
     let empty = call(&e, json!({"op": "timeline", "namespace": "nobody"})).unwrap();

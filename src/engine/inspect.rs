@@ -110,6 +110,25 @@ pub struct Timeline {
     pub seq: Seq,
 }
 
+impl Timeline {
+    /// `at` (a bucket bound) written as RFC 3339 UTC with as many second
+    /// digits as the bucket width needs to tell neighbouring buckets apart:
+    /// whole seconds for widths of whole seconds, milliseconds for whole
+    /// milliseconds, microseconds otherwise (`2026-11-30T12:28:21.396Z`).
+    pub fn label(&self, at: DateTime<Utc>) -> String {
+        at.to_rfc3339_opts(self.label_precision(), true)
+    }
+
+    /// The second digits [`Timeline::label`] writes for this bucket width.
+    pub fn label_precision(&self) -> chrono::SecondsFormat {
+        match self.bucket_micros {
+            w if w % 1_000_000 == 0 => chrono::SecondsFormat::Secs,
+            w if w % 1_000 == 0 => chrono::SecondsFormat::Millis,
+            _ => chrono::SecondsFormat::Micros,
+        }
+    }
+}
+
 impl Engine {
     /// Every namespace that holds a record, by name, with its figures at
     /// the last durable position.

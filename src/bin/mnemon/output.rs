@@ -168,7 +168,7 @@ fn human(cli: &Cli, resp: &Response) {
         Response::Namespaces(n) => {
             for s in &n.namespaces {
                 println!(
-                    "{:<32} {} active, {} superseded, {} archived, {} quarantined, {} observations; forgotten {} memories, {} observations",
+                    "{:<32} {} active, {} superseded, {} archived (quarantined among them: {}, shown by list --include-quarantined), {} observations; forgotten {} memories, {} observations",
                     s.namespace.as_str(),
                     s.active,
                     s.superseded,
@@ -201,7 +201,7 @@ fn human(cli: &Cli, resp: &Response) {
             for b in &t.buckets {
                 println!(
                     "{}  observed {:>4}  extracted {:>4}  superseded {:>4}  accessed {:>4}  forgotten {:>4}  archived {:>4}",
-                    b.start.format("%Y-%m-%dT%H:%M:%SZ"),
+                    t.label(b.start),
                     b.observed,
                     b.extracted,
                     b.superseded,

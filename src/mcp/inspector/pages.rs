@@ -461,6 +461,8 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
         .map(|b| {
             json!({
                 "b": b,
+                "from": t.label(b.start),
+                "to": t.label(b.end),
                 "total": b.total(),
                 "link": b.last_seq.map(|s| query_string(&[("as_of", "seq".into()), ("at", s.to_string())])),
             })

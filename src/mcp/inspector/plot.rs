@@ -50,8 +50,13 @@ pub(super) fn timeline_svg(t: &Timeline) -> Result<String, String> {
             b.map(|b| {
                 if span > chrono::Duration::days(2) {
                     b.start.format("%Y-%m-%d").to_string()
-                } else {
+                } else if t.bucket_micros >= 60_000_000 {
                     b.start.format("%m-%d %H:%M").to_string()
+                } else {
+                    // Buckets under a minute: the time of day, to the digit
+                    // that tells them apart (`12:28:21.396`).
+                    let full = t.label(b.start);
+                    full.get(11..full.len() - 1).unwrap_or(&full).to_string()
                 }
             })
             .unwrap_or_default()
