@@ -44,8 +44,9 @@
 //! character before it is an ASCII or full-width letter, digit or `_`
 //! (or a `+` it does not use), or when the character after it is a letter,
 //! digit, `_`, or an `@` followed by a valid domain (the number is then the
-//! local part of an e-mail address, replaced whole as `[EMAIL]`). Chinese characters and punctuation are not word characters
-//! here, so `手机号是13812345678，` matches. Runs joined by a
+//! local part of an e-mail address, replaced whole as `[EMAIL]`). Chinese
+//! characters and punctuation are not word characters here, so
+//! `手机号是13812345678，` matches. Runs joined by a
 //! single `.` belong together (decimals, versions, IP addresses): a candidate
 //! that continues with `.` and more digits on either side is rejected.
 //! A grouped card or ID that continues with another group joined the same
@@ -57,7 +58,8 @@
 //! invisible characters ([`is_invisible`]: U+200B–U+200D, U+2060, U+00AD,
 //! U+FEFF, variation selectors and every other default-ignorable code point)
 //! are dropped and full-width, half-width, small-form and mathematical
-//! letters, digits and signs are replaced by their NFKC form. `1381234\u{200B}5678`, `ja\u{00AD}ne@example.com` and
+//! letters, digits and signs are replaced by their NFKC form.
+//! `1381234\u{200B}5678`, `ja\u{00AD}ne@example.com` and
 //! `ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ` are found as the number and the address a
 //! reader sees. A span found in the view covers the caller's characters from
 //! its first to its last, so invisible characters inside it are replaced
@@ -458,8 +460,8 @@ impl Redactor {
 /// joiner, soft hyphen, BOM, variation selectors, …) dropped and every other
 /// character of another width or style ([`reads_as_nfkc`]) replaced by its
 /// one-character NFKC form (full-width `＠`, `ｊ` and `１`, mathematical `𝟏`
-/// read as `@`, `j`, `1`), so that what
-/// a reader sees as one number or address is found as one. Each character of
+/// read as `@`, `j`, `1`), so that what a reader sees as one number or
+/// address is found as one. Each character of
 /// the view remembers the caller's character it came from; a span found in
 /// the view covers the caller's characters from its first to its last one,
 /// invisible characters between them included, so they are replaced too.
