@@ -481,7 +481,8 @@ impl DetectionView {
         let mut view = String::with_capacity(text.len());
         let mut segs = Vec::with_capacity(text.len());
         let mut changed = false;
-        for (at, c) in text.char_indices() {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        for (k, &(at, c)) in chars.iter().enumerate() {
             let end = at + c.len_utf8();
             if c.is_ascii() {
                 segs.push((view.len(), at, end));
@@ -496,9 +497,20 @@ impl DetectionView {
             // stands for exactly one of the caller's and a span never starts
             // or ends inside what one character became (`⑴` is `(1)`).
             let mut nfkc = std::iter::once(c).nfkc();
-            let read = match (nfkc.next(), nfkc.next()) {
-                (Some(d), None) if reads_as_nfkc(c) => d,
-                _ => c,
+            // Neighbours as a reader sees them: invisible characters skipped.
+            let styled = |d: &(usize, char)| styled_digit(d.1).is_some();
+            let visible = |d: &&(usize, char)| !is_invisible(d.1);
+            let next_styled = || chars[k + 1..].iter().find(visible).is_some_and(styled);
+            let prev_styled = || chars[..k].iter().rev().find(visible).is_some_and(styled);
+            let read = if let Some(d) = script_digit(c) {
+                char::from(b'0' + d)
+            } else if let Some(d) = styled_digit(c).filter(|_| next_styled() || prev_styled()) {
+                char::from(b'0' + d)
+            } else {
+                match (nfkc.next(), nfkc.next()) {
+                    (Some(d), None) if reads_as_nfkc(c) => d,
+                    _ => c,
+                }
             };
             changed |= read != c;
             segs.push((view.len(), at, end));
@@ -514,6 +526,45 @@ impl DetectionView {
         let seg = |byte: usize| self.segs[self.segs.partition_point(|s| s.0 <= byte).saturating_sub(1)];
         PiiSpan { start: seg(span.start).1, end: seg(span.end - 1).2, kind: span.kind }
     }
+}
+
+/// The value of a decimal digit of another script: Arabic-Indic,
+/// Persian, N'Ko, the Indic scripts, Sinhala, Thai, Lao, Tibetan, Myanmar,
+/// Khmer, Mongolian, Limbu, New Tai Lue, Tai Tham, Balinese, Sundanese,
+/// Lepcha, Ol Chiki, Vai, Saurashtra, Kayah Li, Javanese, Cham, Meetei
+/// Mayek, Osmanya, Brahmi (the zero of each run of ten, Unicode category Nd).
+fn script_digit(c: char) -> Option<u8> {
+    const ZEROS: [u32; 37] = [
+        0x0660, 0x06F0, 0x07C0, 0x0966, 0x09E6, 0x0A66, 0x0AE6, 0x0B66, 0x0BE6, 0x0C66, 0x0CE6, 0x0D66, 0x0DE6, 0x0E50,
+        0x0ED0, 0x0F20, 0x1040, 0x1090, 0x17E0, 0x1810, 0x1946, 0x19D0, 0x1A80, 0x1A90, 0x1B50, 0x1BB0, 0x1C40, 0x1C50,
+        0xA620, 0xA8D0, 0xA900, 0xA9D0, 0xA9F0, 0xAA50, 0xABF0, 0x104A0, 0x11066,
+    ];
+    let u = u32::from(c);
+    let i = ZEROS.partition_point(|&z| z <= u).checked_sub(1)?;
+    let d = u - ZEROS[i];
+    (d < 10).then(|| d as u8)
+}
+
+/// The value of a superscript, subscript or circled digit (`¹`, `₃`, `①`,
+/// `⓪`, `❶`, `➀`, `➊`). The detectors read one as a digit only next to
+/// another such digit (`①③⑧…` is a number written in circles); alone it is
+/// a list marker or an exponent (`①13812345678`, `10²`).
+fn styled_digit(c: char) -> Option<u8> {
+    let u = u32::from(c);
+    let d = match u {
+        0xB9 => 1,
+        0xB2 | 0xB3 => u - 0xB0,
+        0x2070 => 0,
+        0x2074..=0x2079 => u - 0x2070,
+        0x2080..=0x2089 => u - 0x2080,
+        0x2460..=0x2468 => u - 0x245F,
+        0x24EA => 0,
+        0x2776..=0x277E => u - 0x2775,
+        0x2780..=0x2788 => u - 0x277F,
+        0x278A..=0x2792 => u - 0x2789,
+        _ => return None,
+    };
+    Some(d as u8)
 }
 
 /// Whether the detectors read `c` as its NFKC form: full-width and
@@ -582,7 +633,19 @@ fn is_word(c: char) -> bool {
 fn norm_punct(c: char) -> Option<u8> {
     match c {
         ' ' | '\u{A0}' | '\u{3000}' | '\u{2009}' | '\u{202F}' => Some(b' '),
-        '-' | '\u{FF0D}' | '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' => Some(b'-'),
+        // Hyphens, dashes and minus signs, the katakana long-vowel mark an
+        // input method types for a dash (`090ー1234ー5678`), and the slash
+        // of German writing (`030/12345678`).
+        '-'
+        | '/'
+        | '\u{FF0D}'
+        | '\u{2010}'..='\u{2015}'
+        | '\u{2212}'
+        | '\u{2043}'
+        | '\u{FE58}'
+        | '\u{FE63}'
+        | '\u{30FC}'
+        | '\u{FF70}' => Some(b'-'),
         '.' | '\u{FF0E}' => Some(b'.'),
         '(' | '\u{FF08}' => Some(b'('),
         ')' | '\u{FF09}' => Some(b')'),
@@ -1092,32 +1155,53 @@ fn is_domain_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-')
 }
 
-/// `local@domain.tld` around every `@`: the longest ASCII local part before
-/// it (leading dots dropped) and the longest run of domain labels after it
+/// A letter of an internationalised address (RFC 6531 local parts, IDN
+/// labels): a non-ASCII letter of a cased alphabet (Latin, Greek, Cyrillic,
+/// Armenian, …: `renée`, `müller`, `bücher`, `иван`, `рф`). Letters of
+/// scripts without case (Chinese, Japanese, Korean, Arabic, …) are left
+/// out: such text runs into an address without a space
+/// (`联系jane@example.com`), and an address written in them cannot be told
+/// from the sentence around it.
+fn is_intl_letter(c: char) -> bool {
+    !c.is_ascii() && (c.is_lowercase() || c.is_uppercase())
+}
+
+fn is_local_char(c: char) -> bool {
+    if c.is_ascii() {
+        is_local_byte(c as u8)
+    } else {
+        is_intl_letter(c)
+    }
+}
+
+fn is_domain_char(c: char) -> bool {
+    if c.is_ascii() {
+        is_domain_byte(c as u8)
+    } else {
+        is_intl_letter(c)
+    }
+}
+
+/// `local@domain.tld` around every `@`: the longest local part before it
+/// (ASCII letters, digits and `. _ % + -`, and letters of other alphabets;
+/// leading dots dropped) and the longest run of domain labels after it
 /// whose last label is 2–24 letters; rejected when a letter, digit or `_`
 /// follows the address directly.
 fn email_candidates(text: &str, out: &mut Vec<PiiSpan>) {
-    let bytes = text.as_bytes();
     for (at, _) in text.match_indices('@') {
-        let mut start = at;
-        while start > 0 && is_local_byte(bytes[start - 1]) {
-            start -= 1;
-        }
-        while start < at && bytes[start] == b'.' {
-            start += 1;
-        }
+        let start =
+            text[..at].char_indices().rev().take_while(|&(_, c)| is_local_char(c)).last().map_or(at, |(i, _)| i);
+        let start = start + text[start..at].bytes().take_while(|&b| b == b'.').count();
         if start == at {
             continue;
         }
-        let mut end = at + 1;
-        while end < bytes.len() && is_domain_byte(bytes[end]) {
-            end += 1;
-        }
-        let Some(domain_end) = valid_domain(&text[at + 1..end]) else {
+        let rest = &text[at + 1..];
+        let end = rest.char_indices().find(|&(_, c)| !is_domain_char(c)).map_or(rest.len(), |(i, _)| i);
+        let Some(domain_end) = valid_domain(&rest[..end]) else {
             continue;
         };
         let end = at + 1 + domain_end;
-        if bytes.get(end).is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'_') {
+        if text[end..].chars().next().is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || is_intl_letter(c)) {
             continue;
         }
         out.push(PiiSpan { start, end, kind: PiiKind::Email });
@@ -1125,10 +1209,11 @@ fn email_candidates(text: &str, out: &mut Vec<PiiSpan>) {
 }
 
 /// Length of the longest prefix of `d` that is a valid domain (two or more
-/// labels of 1–63 letters, digits or inner hyphens; the last 2–24 letters).
+/// labels of 1–63 bytes of letters, digits or inner hyphens; the last 2–24
+/// letters).
 fn valid_domain(d: &str) -> Option<usize> {
     let label_ok = |l: &str| !l.is_empty() && l.len() <= 63 && !l.starts_with('-') && !l.ends_with('-');
-    let tld_ok = |l: &str| (2..=24).contains(&l.len()) && l.bytes().all(|b| b.is_ascii_alphabetic());
+    let tld_ok = |l: &str| (2..=24).contains(&l.chars().count()) && l.chars().all(char::is_alphabetic);
     // Labels up to the first malformed one; the longest such prefix whose
     // last label is a TLD wins. Linear in the length of `d`.
     let mut best = None;
@@ -1592,6 +1677,43 @@ mod tests {
         assert_eq!(out.text, "写信到 [EMAIL] 或 [EMAIL]，电话 [PHONE]。");
         // Enclosed digits are list markers, not digits of the number.
         assert_eq!(r().redact("①13812345678").text, "①[PHONE]");
+    }
+
+    #[test]
+    fn numbers_in_other_scripts_and_dashes_are_found() {
+        for (text, out) in [
+            ("phone ١٣٨١٢٣٤٥٦٧٨ ok", "phone [PHONE] ok"),
+            ("phone ۱۳۸۱۲۳۴۵۶۷۸ ok", "phone [PHONE] ok"),
+            ("phone १३८१२३४५६७८ ok", "phone [PHONE] ok"),
+            ("phone ๑๓๘๑๒๓๔๕๖๗๘ ok", "phone [PHONE] ok"),
+            ("phone ၁၃၈၁၂၃၄၅၆၇၈ ok", "phone [PHONE] ok"),
+            ("phone ¹³⁸¹²³⁴⁵⁶⁷⁸ ok", "phone [PHONE] ok"),
+            ("phone ①③⑧①②③④⑤⑥⑦⑧ ok", "phone [PHONE] ok"),
+            ("Please call Sam on 030/12345678 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on 0151/23456789 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on 090ー1234ー5678 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on 415—555—0100 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on 415−555−0100 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+        ] {
+            assert_eq!(r().redact(text).text, out, "{text}");
+        }
+        // Alone, a circled or superscript digit is a marker or an exponent.
+        assert_eq!(r().redact("① 13812345678").text, "① [PHONE]");
+        assert_eq!(r().redact("area 10² m").text, "area 10² m");
+        assert_untouched("in 2023/11/05 we met");
+    }
+
+    #[test]
+    fn addresses_with_letters_of_other_alphabets_are_found_whole() {
+        for (text, out) in [
+            ("mail renée.dupont@example.fr now", "mail [EMAIL] now"),
+            ("mail müller.jan@example.de now", "mail [EMAIL] now"),
+            ("mail jan@bücher.de now", "mail [EMAIL] now"),
+            ("mail иван@пример.рф now", "mail [EMAIL] now"),
+            ("联系jane@example.com，谢谢", "联系[EMAIL]，谢谢"),
+        ] {
+            assert_eq!(r().redact(text).text, out, "{text}");
+        }
     }
 
     #[test]
