@@ -85,6 +85,53 @@ fn invisible_characters_inside_personal_data_never_reach_a_file() -> R {
     Ok(())
 }
 
+/// Personal data in the fields around the text: identifiers (session,
+/// slot key, kind, source reference, observation source) that hold it are
+/// refused and nothing is written; entities, forget reasons and requesters
+/// are redacted; after a compaction no value is left in any file.
+#[test]
+fn personal_data_in_identifiers_is_refused_and_in_labels_redacted() -> R {
+    use mnemon::{Error, ForgetRequest, Kind};
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    {
+        let engine = Engine::open(dir.path())?;
+        let before = engine.last_seq();
+        let field = |e: Error| match e {
+            Error::InvalidInput { field, reason } => {
+                assert!(reason.contains("personal data") && !reason.contains("1381"), "{reason}");
+                field
+            }
+            other => panic!("{other:?}"),
+        };
+        let m = || NewMemory::new("Meeting notes about the roof");
+        assert_eq!(field(engine.remember(&u, m().session("call 13812345678")).unwrap_err()), "session");
+        assert_eq!(field(engine.remember(&u, m().key("user.13812345678")).unwrap_err()), "key");
+        assert_eq!(field(engine.remember(&u, m().kind(Kind::Other("k 13600003333".into()))).unwrap_err()), "kind");
+        assert_eq!(field(engine.remember(&u, m().source_ref("sms from 13900001111")).unwrap_err()), "source_ref");
+        let obs = NewObservation::new("s 13300005555", Role::User, "hello");
+        assert_eq!(field(engine.observe(&u, obs).unwrap_err()), "session");
+        let obs = NewObservation::new("s1", Role::User, "hello").source("mail jane.roe@example.com");
+        assert_eq!(field(engine.observe(&u, obs).unwrap_err()), "source");
+        assert_eq!(engine.last_seq(), before, "a refused write wrote something");
+
+        let r = engine.remember(&u, m().entities(["Jane 13700002222", "bob@example.org"]))?;
+        assert_eq!(engine.get(&u, r.id)?.entities, vec!["Jane [PHONE]".to_string(), "[EMAIL]".to_string()]);
+        assert_eq!(r.redactions.get("CN_MOBILE"), Some(&1));
+        assert_eq!(r.redactions.get("EMAIL"), Some(&1));
+        let opts = RecallOptions { requester: Some("agent for 13500004444".into()), ..RecallOptions::default() };
+        engine.recall(&u, "roof", &opts)?;
+        engine.forget(&u, ForgetRequest::Memory(r.id), "requested by Sam from 13812345678 / sam.lee@example.com")?;
+        engine.compact()?;
+        engine.close()?;
+    }
+    for f in ["13812345678", "sam.lee", "13700002222", "bob@example", "13500004444"] {
+        let found = files_containing(dir.path(), f.as_bytes());
+        assert!(found.is_empty(), "{f:?} found in {found:?}");
+    }
+    Ok(())
+}
+
 /// Text that differs only in invisible characters is the same text: the
 /// second write is a duplicate, not a new version.
 #[test]

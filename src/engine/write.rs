@@ -25,6 +25,8 @@ pub(crate) struct Prepared {
     pub(crate) text: String,
     pub(crate) redactions: BTreeMap<String, usize>,
     pub(crate) quarantine: Option<String>,
+    /// The memory's entities after redaction (`None`: none given).
+    pub(crate) entities: Option<Vec<String>>,
 }
 
 impl Engine {
@@ -58,7 +60,74 @@ impl Engine {
                 quarantine = Some(reason);
             }
         }
-        Ok(Prepared { text: r.text, redactions: r.counts, quarantine })
+        Ok(Prepared { text: r.text, redactions: r.counts, quarantine, entities: None })
+    }
+
+    /// A free-text label bound for the log (an entity, a forget reason, a
+    /// requester) under personal-data `policy`:
+    /// redacted (counts added to `counts`), refused, or kept as it is.
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] naming `field` and the kinds under
+    /// [`PiiPolicy::Reject`] when the label holds personal data.
+    pub(crate) fn redact_label(
+        &self,
+        field: &str,
+        label: &str,
+        policy: Option<PiiPolicy>,
+        counts: &mut BTreeMap<String, usize>,
+    ) -> Result<String> {
+        let r =
+            self.inner.cfg.redactor.apply(label, policy.unwrap_or(self.inner.cfg.pii_policy)).map_err(|e| match e {
+                Error::Rejected(m) => Error::Rejected(format!("{field}: {m}")),
+                other => other,
+            })?;
+        for (k, n) in r.counts {
+            *counts.entry(k).or_insert(0) += n;
+        }
+        Ok(r.text)
+    }
+
+    /// The policy for the labels of a forget or an access (reason,
+    /// requester): redact unless the engine's policy is off; an erasure or a
+    /// read is never refused for what its label holds.
+    fn label_policy(&self) -> PiiPolicy {
+        match self.inner.cfg.pii_policy {
+            PiiPolicy::Off => PiiPolicy::Off,
+            _ => PiiPolicy::Redact,
+        }
+    }
+
+    /// Refuses an identifier (session, slot key, kind, source reference,
+    /// observation source) that holds personal data, unless `policy` is [`PiiPolicy::Off`]: an
+    /// identifier is stored as given, since a redacted one would no longer
+    /// name what the caller meant, so personal data in it could never be
+    /// kept off the disk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] naming `field` and the kinds found (never the
+    /// values).
+    pub(crate) fn refuse_personal_identifier(
+        &self,
+        field: &'static str,
+        id: &str,
+        policy: Option<PiiPolicy>,
+    ) -> Result<()> {
+        if policy.unwrap_or(self.inner.cfg.pii_policy) == PiiPolicy::Off {
+            return Ok(());
+        }
+        let found = self.inner.cfg.redactor.redact(id);
+        if found.is_clean() {
+            return Ok(());
+        }
+        let kinds: Vec<String> = found.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+        Err(Error::invalid(
+            field,
+            format!(
+                "holds personal data ({}); an identifier is stored as given and cannot be redacted: use an opaque one",
+                kinds.join(", ")
+            ),
+        ))
     }
 
     pub(crate) fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
@@ -78,9 +147,12 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for empty or oversized text or session, or
-    /// characters the [input rules](crate::safety::text) refuse;
-    /// [`Error::Rejected`] when the personal-data policy is `reject` and the
-    /// text holds personal data; [`Error::Poisoned`] / [`Error::Closed`].
+    /// characters the [input rules](crate::safety::text) refuse, or a
+    /// session or source that holds personal data (identifiers are stored
+    /// as given, so they are refused rather than redacted, unless the
+    /// personal-data policy is off); [`Error::Rejected`] when the
+    /// personal-data policy is `reject` and the text holds personal data;
+    /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn observe(&self, ns: &Namespace, obs: NewObservation) -> Result<ObservationId> {
         self.observe_batch(ns, vec![obs])?.pop().ok_or(Error::Closed)
     }
@@ -99,7 +171,9 @@ impl Engine {
             check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
             if let Some(s) = &o.source {
                 check_short("source", s, MAX_SOURCE_BYTES, false)?;
+                self.refuse_personal_identifier("source", s, o.pii_policy)?;
             }
+            self.refuse_personal_identifier("session", &o.session, o.pii_policy)?;
             let p = self.prepare_text(&o.text, o.pii_policy, false)?;
             ops.push(Op::Observe(Observed {
                 session: o.session,
@@ -159,7 +233,27 @@ impl Engine {
         if let Some(v) = &m.vector {
             crate::embed::validate_vector(v, self.inner.embedder.dim())?;
         }
-        self.prepare_text(&m.content, m.pii_policy, true)
+        if let Some(s) = &m.session {
+            self.refuse_personal_identifier("session", s, m.pii_policy)?;
+        }
+        if let Some(k) = &m.key {
+            self.refuse_personal_identifier("key", k, m.pii_policy)?;
+        }
+        if let Some(Kind::Other(k)) = &m.kind {
+            self.refuse_personal_identifier("kind", k, m.pii_policy)?;
+        }
+        if let Some(r) = &m.source_ref {
+            self.refuse_personal_identifier("source_ref", r, m.pii_policy)?;
+        }
+        let mut p = self.prepare_text(&m.content, m.pii_policy, true)?;
+        if let Some(es) = &m.entities {
+            let mut out = Vec::with_capacity(es.len());
+            for e in es {
+                out.push(self.redact_label("entities", e, m.pii_policy, &mut p.redactions)?);
+            }
+            p.entities = Some(out);
+        }
+        Ok(p)
     }
 
     /// Whether memory `m` is written without waiting for its vector.
@@ -217,9 +311,14 @@ impl Engine {
     /// refuse (NUL and other controls, bidi overrides, smuggled tag
     /// characters), a kind, session or source reference with control
     /// characters or line breaks, importance outside `0.0..=1.0`, a malformed
-    /// key, too many entities, a vector of the wrong dimension or with NaN/inf; [`Error::NotFound`] for a source
-    /// observation not in this namespace; [`Error::Rejected`] under `reject`
-    /// policies; [`Error::Poisoned`] / [`Error::Closed`].
+    /// key, too many entities, a vector of the wrong dimension or with
+    /// NaN/inf, or a session, key, kind or source reference that holds
+    /// personal data (identifiers are stored as given, so they are refused
+    /// rather than redacted, unless the personal-data policy is off;
+    /// entities are free text and redacted like the content);
+    /// [`Error::NotFound`] for a source observation not in this namespace;
+    /// [`Error::Rejected`] under `reject` policies; [`Error::Poisoned`] /
+    /// [`Error::Closed`].
     pub fn remember(&self, ns: &Namespace, m: NewMemory) -> Result<Remembered> {
         self.remember_batch(ns, vec![m])?.pop().ok_or(Error::Closed)?
     }
@@ -247,12 +346,7 @@ impl Engine {
                 Some(vectors.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?)
             };
             meta.push((p.redactions.clone(), p.quarantine.clone(), v.is_none()));
-            ops.push(Op::Remember {
-                mem: pending_memory(&m, p.text, p.quarantine),
-                vector: v,
-                dedup: m.dedup,
-                threshold,
-            });
+            ops.push(Op::Remember { mem: pending_memory(&m, &p), vector: v, dedup: m.dedup, threshold });
         }
         Ok(self
             .run(ns, ops)?
@@ -304,7 +398,7 @@ impl Engine {
         self.get(ns, old)?;
         let p = self.check_memory(&new)?;
         let v = self.vectors_for(&[(&new, &p)])?.pop().ok_or(Error::Closed)?;
-        let mem = pending_memory(&new, p.text, p.quarantine.clone());
+        let mem = pending_memory(&new, &p);
         match self.run_one(ns, Op::Supersede { old, mem, vector: v, reason })? {
             OpOutcome::Remembered { id, action } => Ok(Remembered {
                 id,
@@ -332,6 +426,9 @@ impl Engine {
     /// request; [`Error::Poisoned`] / [`Error::Closed`].
     pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         check_short("reason", reason, MAX_REASON_BYTES, true)?;
+        // The reason outlives compaction (the forgotten event keeps it), so
+        // personal data in it is redacted like any other text.
+        let reason = &self.redact_label("reason", reason, Some(self.label_policy()), &mut BTreeMap::new())?;
         let (target, ids) = self.resolve_forget(ns, &req)?;
         match self.run_one(ns, Op::Forget { target, reason: reason.to_string(), requester: None, ids })? {
             OpOutcome::Forgot(f) => Ok(f),
@@ -406,25 +503,29 @@ impl Engine {
         if ids.is_empty() {
             return;
         }
+        let requester = requester
+            .and_then(|r| self.redact_label("requester", &r, Some(self.label_policy()), &mut BTreeMap::new()).ok());
         let _ = self.inner.tx.try_send(Command::Access { ns: ns.clone(), ids, requester });
     }
 }
 
 /// The memory as the caller stated it, for the writer to complete
 /// (defaults for a first version, inheritance for a new version).
-pub(crate) fn pending_memory(m: &NewMemory, content: String, quarantine: Option<String>) -> PendingMemory {
+/// The event payload of `m` with the fields the safety stage changed
+/// (content, entities, quarantine) taken from `p`.
+pub(crate) fn pending_memory(m: &NewMemory, p: &Prepared) -> PendingMemory {
     PendingMemory {
-        content,
+        content: p.text.clone(),
         kind: m.kind.clone(),
         tier: m.tier,
         importance: m.importance,
-        entities: m.entities.clone(),
+        entities: p.entities.clone().or_else(|| m.entities.clone()),
         key: m.key.clone(),
         sources: m.sources.clone(),
         session: m.session.clone(),
         event_time: m.event_time,
         source_ref: m.source_ref.clone(),
-        quarantine,
+        quarantine: p.quarantine.clone(),
     }
 }
 

@@ -293,7 +293,7 @@ impl Engine {
             for (&k, v) in ok_idx.iter().zip(vectors) {
                 let (slot, m, base, reason) = &to_embed[k];
                 let Ok(p) = &prepared[k] else { continue };
-                let mem = pending_memory(m, p.text.clone(), p.quarantine.clone());
+                let mem = pending_memory(m, p);
                 let op = match base {
                     None => Op::Remember { mem, vector: Some(v), dedup: m.dedup, threshold: self.dedup_threshold() },
                     Some(b) => Op::Supersede { old: b.id, mem, vector: v, reason: reason.clone() },

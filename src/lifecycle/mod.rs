@@ -143,6 +143,7 @@ impl Engine {
                     text: m.content.clone(),
                     redactions: Default::default(),
                     quarantine: None,
+                    entities: None,
                 };
                 let nm = crate::NewMemory::new(m.content.clone());
                 self.vectors_for(&[(&nm, &p)])?.pop().ok_or(Error::Closed)

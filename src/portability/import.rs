@@ -289,9 +289,8 @@ impl Engine {
             let mut ops = Vec::with_capacity(chunk.len());
             let mut meta = Vec::with_capacity(chunk.len());
             for (p, v) in chunk.iter_mut().zip(vectors) {
-                let text = std::mem::take(&mut p.prepared.text);
                 ops.push(Op::Remember {
-                    mem: pending_memory(&p.memory, text, p.prepared.quarantine.clone()),
+                    mem: pending_memory(&p.memory, &p.prepared),
                     vector: Some(v),
                     dedup: p.memory.dedup,
                     threshold,
@@ -423,7 +422,9 @@ impl Engine {
         check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
         if let Some(s) = &o.source {
             check_short("source", s, MAX_SOURCE_BYTES, false)?;
+            self.refuse_personal_identifier("source", s, None)?;
         }
+        self.refuse_personal_identifier("session", &o.session, None)?;
         let p = self.prepare_text(&o.text, None, false)?;
         Ok(ObsPlan {
             event: Observed {
