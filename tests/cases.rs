@@ -381,6 +381,7 @@ fn c08_over_limit_write() -> TestResult {
         ("nan vector", NewMemory::new("A memory with a broken vector").vector(nan)),
         ("infinite vector", NewMemory::new("A memory with a broken vector").vector(inf)),
         ("wrong dimension", NewMemory::new("A memory with a short vector").vector(vec![1.0; dim - 1])),
+        ("all-zero vector", NewMemory::new("A memory with no direction").vector(vec![0.0; dim])),
         ("importance 1.5", NewMemory::new("Very important").importance(1.5)),
         ("importance -0.1", NewMemory::new("Not important").importance(-0.1)),
         ("importance nan", NewMemory::new("Unknown importance").importance(f32::NAN)),

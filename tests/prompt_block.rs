@@ -153,6 +153,12 @@ proptest! {
             return Ok(());
         }
         prop_assert!(mnemon::estimate_tokens(&block.text) <= budget, "{} > {}", block.tokens, budget);
+        // Packing is exact: a block of whole entries fits a budget of its
+        // own size.
+        if block.truncated == 0 {
+            let again = render_context(&hits, block.tokens);
+            prop_assert_eq!((again.included, again.tokens), (block.included, block.tokens));
+        }
         let parsed = parse_block(&block.text).map_err(TestCaseError::fail)?;
         prop_assert_eq!(parsed.len(), block.included);
         prop_assert_eq!(parsed.iter().filter(|p| p.truncated).count(), block.truncated);

@@ -232,6 +232,9 @@ impl Engine {
         }
         if let Some(v) = &m.vector {
             crate::embed::validate_vector(v, self.inner.embedder.dim())?;
+            if v.iter().all(|x| *x == 0.0) {
+                return Err(Error::invalid("vector", "is all zeros: it has no direction, so no cosine can rank it"));
+            }
         }
         if let Some(s) = &m.session {
             self.refuse_personal_identifier("session", s, m.pii_policy)?;

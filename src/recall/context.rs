@@ -76,6 +76,30 @@ pub fn estimate_tokens(text: &str) -> usize {
     cjk + other.div_ceil(4)
 }
 
+/// The two counts [`estimate_tokens`] adds up: CJK and Hangul characters
+/// (one token each) and other characters (four to a token).
+#[derive(Clone, Copy)]
+struct TokenCounts {
+    cjk: usize,
+    other: usize,
+}
+
+impl TokenCounts {
+    fn of(text: &str) -> TokenCounts {
+        let cjk = text.chars().filter(|&c| crate::embed::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c)).count();
+        TokenCounts { cjk, other: text.chars().count() - cjk }
+    }
+
+    fn plus(self, o: TokenCounts) -> TokenCounts {
+        TokenCounts { cjk: self.cjk + o.cjk, other: self.other + o.other }
+    }
+
+    /// [`estimate_tokens`] of the concatenated texts.
+    fn tokens(self) -> usize {
+        self.cjk + self.other.div_ceil(4)
+    }
+}
+
 /// First line of every block.
 pub const BLOCK_OPEN: &str = "<memories>";
 /// Last line of every block.
@@ -131,16 +155,20 @@ pub fn render_context(hits: &[Hit], token_budget: usize) -> ContextBlock {
         return ContextBlock { skipped: hits.len(), ..ContextBlock::default() };
     }
     let entries: Vec<Entry> = hits.iter().map(Entry::new).collect();
-    let mut left = token_budget - frame;
+    // The whole block's estimate, kept as its two counts, so that an entry
+    // is taken exactly when the block with it stays within the budget
+    // (costing entries one by one would round up once per entry).
+    let mut used = TokenCounts::of(&head).plus(TokenCounts::of(BLOCK_CLOSE));
     let mut lines: Vec<Option<String>> = vec![None; hits.len()];
     for (slot, e) in lines.iter_mut().zip(&entries) {
         let line = e.line(&e.content, false);
-        let cost = estimate_tokens(&line);
-        if cost <= left {
-            left -= cost;
+        let with = used.plus(TokenCounts::of(&line));
+        if with.tokens() <= token_budget {
+            used = with;
             *slot = Some(line);
         }
     }
+    let left = token_budget.saturating_sub(used.tokens());
     let mut truncated = 0;
     if let Some(k) = lines.iter().position(Option::is_none) {
         if let Some(line) = entries[k].cut_to(left) {
