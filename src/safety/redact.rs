@@ -668,6 +668,9 @@ enum Joiner {
     CloseSpace,
     CloseDash,
     SpaceOpen,
+    /// `(` right after a run: the area code's parentheses of a Japanese
+    /// writing (`03(1234)5678`), the `(0)` of `0044(0)20…`.
+    Open,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -696,6 +699,7 @@ impl Joiner {
             b") " => Joiner::CloseSpace,
             b")-" => Joiner::CloseDash,
             b" (" => Joiner::SpaceOpen,
+            b"(" => Joiner::Open,
             _ => return None,
         })
     }
@@ -705,7 +709,9 @@ impl Joiner {
             Joiner::Space => JoinClass::Space,
             Joiner::Dash | Joiner::SpacedDash => JoinClass::Dash,
             Joiner::Dot => JoinClass::Dot,
-            Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash | Joiner::SpaceOpen => JoinClass::Paren,
+            Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash | Joiner::SpaceOpen | Joiner::Open => {
+                JoinClass::Paren
+            }
         }
     }
 
@@ -1007,12 +1013,12 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>
     let mut pairs = usize::from(open);
     for j in c.inner {
         match j {
-            Joiner::SpaceOpen if !open => {
+            Joiner::SpaceOpen | Joiner::Open if !open => {
                 open = true;
                 pairs += 1;
             }
             Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash if open => open = false,
-            Joiner::SpaceOpen | Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash => return None,
+            Joiner::SpaceOpen | Joiner::Open | Joiner::Close | Joiner::CloseSpace | Joiner::CloseDash => return None,
             _ => {}
         }
     }
@@ -1694,6 +1700,9 @@ mod tests {
             ("Please call Sam on 090ー1234ー5678 tomorrow", "Please call Sam on [PHONE] tomorrow"),
             ("Please call Sam on 415—555—0100 tomorrow", "Please call Sam on [PHONE] tomorrow"),
             ("Please call Sam on 415−555−0100 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on 03(1234)5678 tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on ０３（１２３４）５６７８ tomorrow", "Please call Sam on [PHONE] tomorrow"),
+            ("Please call Sam on 0044(0)7911123456 tomorrow", "Please call Sam on [PHONE] tomorrow"),
         ] {
             assert_eq!(r().redact(text).text, out, "{text}");
         }
