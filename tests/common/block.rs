@@ -127,9 +127,16 @@ pub fn invisible(c: char) -> bool {
 /// not an angle-bracket look-alike, with entities decoded first on both
 /// sides.
 pub fn signature(s: &str) -> String {
+    // The renderer writes a character that looks like an angle bracket as
+    // its TR39 skeleton with the brackets escaped (`ᔌ` → `ᔋ&lt;`): such a
+    // character counts as the letters of its skeleton.
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .chars()
+        .flat_map(|c| {
+            let parts: Vec<char> = if angle_like(c) { skeleton(c.encode_utf8(&mut [0; 4])).collect() } else { vec![c] };
+            parts.into_iter()
+        })
         .filter(|&c| c.is_alphanumeric() && !angle_like(c) && !invisible(c))
         .collect()
 }
