@@ -225,30 +225,7 @@ fn human(cli: &Cli, resp: &Response) {
             r.replay_digest,
             if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
         ),
-        Response::Backup(b) => {
-            println!(
-                "backed up {} events ({} tombstones, {} vectors, {} bytes) into {} in {} ms",
-                b.last_seq,
-                b.tombstones,
-                b.vectors,
-                b.bytes,
-                b.dir.display(),
-                b.elapsed_ms
-            );
-            println!("digest {}", b.digest);
-        }
-        Response::Export(x) => {
-            println!(
-                "exported {} events ({} tombstones, {} vectors, {} bytes) to {} in {} ms",
-                x.events,
-                x.tombstones,
-                x.vectors,
-                x.bytes,
-                x.path.display(),
-                x.elapsed_ms
-            );
-            println!("digest {}", x.header.digest);
-        }
+        Response::Backup(_) | Response::Export(_) => copy_summary(resp),
         _ => json(resp),
     }
 }
@@ -316,4 +293,33 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
         ));
     }
     s
+}
+
+/// The summary lines of `backup` and `export` (text mode).
+fn copy_summary(resp: &Response) {
+    let (what, events, tombstones, vectors, bytes, place, ms, digest) = match resp {
+        Response::Backup(b) => (
+            "backed up",
+            b.last_seq,
+            b.tombstones,
+            b.vectors,
+            b.bytes,
+            format!("into {}", b.dir.display()),
+            b.elapsed_ms,
+            &b.digest,
+        ),
+        Response::Export(x) => (
+            "exported",
+            x.events,
+            x.tombstones,
+            x.vectors,
+            x.bytes,
+            format!("to {}", x.path.display()),
+            x.elapsed_ms,
+            &x.header.digest,
+        ),
+        _ => return,
+    };
+    println!("{what} {events} events ({tombstones} tombstones, {vectors} vectors, {bytes} bytes) {place} in {ms} ms");
+    println!("digest {digest}");
 }
