@@ -85,6 +85,41 @@ fn invisible_characters_inside_personal_data_never_reach_a_file() -> R {
     Ok(())
 }
 
+/// Writings a reader still sees as one phone number or address: an
+/// extension glued to the number, dotted international writings, a word
+/// joined by a dash or glued before, and addresses in scripts without case
+/// (`。` as the separator included). No part of a value reaches a file, as
+/// a memory or as an observation, and the text around is kept.
+#[test]
+fn glued_dotted_and_uncased_writings_never_reach_a_file() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    let cases = [
+        ("call me at 415-555-0100x12 tonight", "call me at [PHONE]x12 tonight", "555-0100"),
+        ("my uk mobile +44.7911.123.456, ok", "my uk mobile [PHONE], ok", "7911.123"),
+        ("call-13912345678 please", "call-[PHONE] please", "13912345678"),
+        ("tel13712345678", "tel[PHONE]", "13712345678"),
+        ("mail 用户@例子.中国 now", "mail [EMAIL] now", "用户@"),
+        ("写信到 王五@公司。公司 吧", "写信到 [EMAIL] 吧", "王五@"),
+        ("contact 张三@example.com吗？", "contact [EMAIL]吗？", "张三@"),
+    ];
+    {
+        let engine = Engine::open(dir.path())?;
+        for (i, (text, stored, _)) in cases.iter().enumerate() {
+            let m = engine.remember(&u, NewMemory::new(*text))?;
+            assert_eq!(engine.get(&u, m.id)?.content, *stored, "{text}");
+            assert_eq!(m.redactions.values().sum::<usize>(), 1, "{text}");
+            engine.observe(&u, NewObservation::new(format!("s{i}"), Role::User, *text))?;
+        }
+        engine.close()?;
+    }
+    for (_, _, secret) in cases {
+        let found = files_containing(dir.path(), secret.as_bytes());
+        assert!(found.is_empty(), "{secret:?} found in {found:?}");
+    }
+    Ok(())
+}
+
 /// Personal data in the fields around the text: identifiers (session,
 /// slot key, kind, source reference, observation source) that hold it are
 /// refused and nothing is written; entities, forget reasons and requesters

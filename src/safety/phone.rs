@@ -514,6 +514,12 @@ pub(crate) fn phone_word_before(text: &str, start: usize) -> bool {
     })
 }
 
+/// Whether `word` (ASCII, any case) is one of the ASCII [`PHONE_WORDS`]
+/// (`tel`, `Mobile`, `CALL`).
+pub(crate) fn is_phone_word(word: &str) -> bool {
+    PHONE_WORDS.iter().any(|w| w.is_ascii() && w.eq_ignore_ascii_case(word))
+}
+
 /// Words that, right before a number, say it is an identifier, not a phone
 /// number (ASCII ones case-insensitive and whole words).
 #[rustfmt::skip]

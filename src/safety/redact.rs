@@ -13,7 +13,7 @@
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
 //! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
 //! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
-//! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | ASCII `local@domain.tld`, TLD 2–24 letters |
+//! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | `local@domain.tld` in ASCII or internationalised (`renée@bücher.de`, `张三@例子.中国`, `。` as a label separator); a TLD of 2–24 letters, or in a script without case one that the Public Suffix List knows |
 //!
 //! Telephone numbers: digit runs joined by spaces, dashes, dots or one pair
 //! of parentheses, 8–19 digits, optionally after `+` or `00`, confirmed with
@@ -44,7 +44,11 @@
 //! character before it is an ASCII or full-width letter, digit or `_`
 //! (or a `+` it does not use), or when the character after it is a letter,
 //! digit, `_`, or an `@` followed by a valid domain (the number is then the
-//! local part of an e-mail address, replaced whole as `[EMAIL]`). Chinese
+//! local part of an e-mail address, replaced whole as `[EMAIL]`). Three
+//! exceptions: a telephone word glued before (`tel13812345678`), an
+//! extension glued after (`415-555-0100x12`, `…ext.3`: the number is
+//! replaced, the extension kept), and a word joined by a dash outside paths
+//! and identifiers (`call-13812345678`; `…/bjo-2022-321842` stays). Chinese
 //! characters and punctuation are not word characters here, so
 //! `手机号是13812345678，` matches. Runs joined by a
 //! single `.` belong together (decimals, versions, IP addresses): a candidate
@@ -756,20 +760,51 @@ impl Scan<'_> {
     /// Whether the character before char index `ci` allows a span to start
     /// there. `uses_plus`: the span starts with its own `+`, so a `+` before
     /// `ci` is part of it.
+    ///
+    /// A word glued to the number blocks it (`A1 234 567`, `DE89 3704 …`:
+    /// codes), except a word that says a telephone number follows
+    /// ([`phone::is_phone_word`]: `tel13812345678`, `Mobile07700900456`).
     fn left_ok(&self, ci: usize, uses_plus: bool) -> bool {
         let Some(&(_, c)) = ci.checked_sub(1).and_then(|i| self.chars.get(i)) else {
             return true;
         };
-        !is_word(c) && (uses_plus || norm_punct(c) != Some(b'+'))
+        (!is_word(c) || self.glued_phone_word(ci)) && (uses_plus || norm_punct(c) != Some(b'+'))
+    }
+
+    /// Whether the ASCII letters right before char index `ci`, as a whole
+    /// word, are a telephone word.
+    fn glued_phone_word(&self, ci: usize) -> bool {
+        // The longest telephone word has 9 letters; a longer run is no such word.
+        let letters = self.chars[..ci].iter().rev().take(10).take_while(|&&(_, c)| c.is_ascii_alphabetic()).count();
+        let from = ci - letters;
+        if letters == 0 || letters == 10 || from.checked_sub(1).is_some_and(|i| is_word(self.chars[i].1)) {
+            return false;
+        }
+        let word: String = self.chars[from..ci].iter().map(|&(_, c)| c).collect();
+        phone::is_phone_word(&word)
     }
 
     /// Whether the digits from char index `start` to `end` are tied to a
-    /// word by punctuation: `bjo-2022…`, `…/2365515882`, `…530.html`,
-    /// `…0958-A`.
+    /// word by punctuation, as in paths, addresses and identifiers:
+    /// `…/bjo-2022…`, `…/2365515882`, `…530.html`, `…0958-A`. A `-` before
+    /// the digits ties them only inside such a token (one holding one of
+    /// `/\:=?&_.#%` among the 64 characters before the `-`); a plain word before a dash does not
+    /// (`call-13812345678`, `Tel-07700 900456`).
     fn glued_by_punct(&self, start: usize, end: usize) -> bool {
         let at = |ci: Option<usize>| ci.and_then(|i| self.chars.get(i)).map(|&(_, c)| c);
-        let before = matches!(at(start.checked_sub(1)), Some('-' | '/'))
-            && at(start.checked_sub(2)).is_some_and(|c| c.is_ascii_alphanumeric());
+        let before = match at(start.checked_sub(1)) {
+            Some('/') => at(start.checked_sub(2)).is_some_and(|c| c.is_ascii_alphanumeric()),
+            Some('-') => {
+                at(start.checked_sub(2)).is_some_and(|c| c.is_ascii_alphanumeric())
+                    && self.chars[..start - 1]
+                        .iter()
+                        .rev()
+                        .take_while(|&&(_, c)| !c.is_whitespace())
+                        .take(64)
+                        .any(|&(_, c)| "/\\:=?&_.#%".contains(c))
+            }
+            _ => false,
+        };
         let after = matches!(at(Some(end)), Some('-' | '/' | '.'))
             && at(end.checked_add(1)).is_some_and(|c| c.is_ascii_alphabetic());
         before || after
@@ -781,13 +816,34 @@ impl Scan<'_> {
             None => true,
             // A number followed by `@` and a domain is the local part of an
             // e-mail address, which the e-mail detector replaces whole.
-            Some(&(at, '@')) => {
-                let rest = &self.text[at + 1..];
-                let end = rest.bytes().position(|b| !is_domain_byte(b)).unwrap_or(rest.len());
-                valid_domain(&rest[..end]).is_none()
-            }
-            Some(&(_, c)) => !is_word(c),
+            Some(&(at, '@')) => domain_len(&self.text[at + 1..]).is_none(),
+            Some(&(_, c)) => !is_word(c) || self.extension_at(ci),
         }
+    }
+
+    /// Whether an extension glued to a number starts at char index `ci`:
+    /// `x`, `ext` or `ext.` (any case), then 1–6 digits and no further
+    /// letter or digit (`415-555-0100x12`, `0100ext.3`). The number before
+    /// it may end there; the extension itself is kept.
+    fn extension_at(&self, ci: usize) -> bool {
+        let at = |i: usize| self.chars.get(i).map(|&(_, c)| c);
+        let mut i = ci;
+        if at(i).is_some_and(is_x) {
+            i += 1;
+        } else if ['e', 'x', 't']
+            .iter()
+            .enumerate()
+            .all(|(k, &e)| at(ci + k).is_some_and(|c| c.to_ascii_lowercase() == e))
+        {
+            i += 3;
+            if at(i) == Some('.') {
+                i += 1;
+            }
+        } else {
+            return false;
+        }
+        let digits = (i..).take_while(|&k| at(k).and_then(digit_value).is_some()).count();
+        (1..=6).contains(&digits) && !at(i + digits).is_some_and(is_word)
     }
 }
 
@@ -921,7 +977,7 @@ fn chain_candidates(
     let phones_here = match (groups.first(), groups.last()) {
         (Some(f), Some(l)) => {
             let glued = !scan.left_ok(f.ci_start, true)
-                || scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c))
+                || (scan.chars.get(l.ci_end).is_some_and(|&(_, c)| is_word(c)) && !scan.extension_at(l.ci_end))
                 || scan.glued_by_punct(f.ci_start, l.ci_end);
             let all: Vec<u8> = groups.iter().flat_map(|g| g.digits.iter().copied()).collect();
             let lens: Vec<usize> = groups.iter().map(Group::len).collect();
@@ -1031,13 +1087,27 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>
         return None;
     }
     // Dots join phone groups only as the one separator (`415.555.0100`), and
-    // a single dot only after a trunk-prefixed area code (`030.123456`);
-    // otherwise it is a decimal (`0.401425728`, `12.3456789`).
+    // a single dot only after a trunk-prefixed area code (`030.123456`) or
+    // an international prefix (`+44.7911123456`); otherwise it is a decimal
+    // (`0.401425728`, `12.3456789`).
     let dots = c.inner.iter().filter(|&&j| j == Joiner::Dot).count();
     let trunk_area = first.len() >= 2 && first.digits.first() == Some(&0);
+    let intl = matches!(written, Written::Plus | Written::Idd00);
     if dots > 0
-        && ((dots == 1 && !trunk_area) || c.inner.iter().any(|&j| j != Joiner::Dot && j.class() != JoinClass::Paren))
+        && ((dots == 1 && !trunk_area && !intl)
+            || c.inner.iter().any(|&j| j != Joiner::Dot && j.class() != JoinClass::Paren))
     {
+        return None;
+    }
+    // A slash between a month and a year (`02/2015 - 11/2018`) makes a
+    // date, not the area code of a German writing (`030/12345678`).
+    let month_year = |w: &[Group]| {
+        scan.text[w[0].end..w[1].start].contains('/')
+            && w[0].len() <= 2
+            && w[1].len() == 4
+            && matches!(w[1].digits[..2], [1, 9] | [2, 0])
+    };
+    if c.groups.windows(2).any(month_year) {
         return None;
     }
     // A lone 0 before a dash opens a range (`0–4294967295`).
@@ -1066,8 +1136,15 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>
     // Dots also join versions and addresses, and lists of small numbers
     // (`20 25 30 40 50`) have many short runs: such numbers must be grouped
     // as the library groups them (`415.555.0100`, `01 23 45 67 89`).
+    // With an international prefix the writer's grouping is free
+    // (`+44.7911.123.456`): the prefix already says it is a number to dial,
+    // so only a signed number in thousands grouping (`+12.345.678.901`) is
+    // kept.
     let short_runs = lens.len() >= 4 && lens.iter().all(|&l| l <= 3);
-    let strict = c.inner.contains(&Joiner::Dot) || (written == Written::National && short_runs);
+    if intl && dots > 0 && phone::looks_like_thousands(&digits, &lens) {
+        return None;
+    }
+    let strict = (c.inner.contains(&Joiner::Dot) && !intl) || (written == Written::National && short_runs);
     // A bare run of 10 digits or fewer is as often a code as a number; a
     // word such as "phone" or "电话" just before vouches for it.
     let vouched = lens.len() == 1 && digits.len() <= 10 && phone::phone_word_before(scan.text, start);
@@ -1162,14 +1239,18 @@ fn is_domain_byte(b: u8) -> bool {
 }
 
 /// A letter of an internationalised address (RFC 6531 local parts, IDN
-/// labels): a non-ASCII letter of a cased alphabet (Latin, Greek, Cyrillic,
-/// Armenian, …: `renée`, `müller`, `bücher`, `иван`, `рф`). Letters of
-/// scripts without case (Chinese, Japanese, Korean, Arabic, …) are left
-/// out: such text runs into an address without a space
-/// (`联系jane@example.com`), and an address written in them cannot be told
-/// from the sentence around it.
+/// labels) in a cased alphabet: a non-ASCII Latin, Greek, Cyrillic,
+/// Armenian, … letter (`renée`, `müller`, `bücher`, `иван`, `рф`).
 fn is_intl_letter(c: char) -> bool {
     !c.is_ascii() && (c.is_lowercase() || c.is_uppercase())
+}
+
+/// A letter of a script without case (Chinese, Japanese, Korean, Arabic,
+/// Thai, …): `张三@例子.中国`. Such text runs into an address without a
+/// space (`联系jane@example.com`, `发给张三@例子.中国`), so the address's
+/// edges are found by the rules in [`email_candidates`].
+fn is_uncased_letter(c: char) -> bool {
+    !c.is_ascii() && c.is_alphabetic() && !c.is_lowercase() && !c.is_uppercase()
 }
 
 fn is_local_char(c: char) -> bool {
@@ -1180,30 +1261,62 @@ fn is_local_char(c: char) -> bool {
     }
 }
 
+/// A character of a domain: ASCII letters, digits, `-` and `.`, letters of
+/// any script, and the ideographic full stop `。` that IDNA (UTS #46) reads
+/// as a label separator.
 fn is_domain_char(c: char) -> bool {
     if c.is_ascii() {
         is_domain_byte(c as u8)
     } else {
-        is_intl_letter(c)
+        c.is_alphabetic() || c == '\u{3002}'
     }
 }
 
-/// `local@domain.tld` around every `@`: the longest local part before it
-/// (ASCII letters, digits and `. _ % + -`, and letters of other alphabets;
-/// leading dots dropped) and the longest run of domain labels after it
-/// whose last label is 2–24 letters; rejected when a letter, digit or `_`
-/// follows the address directly.
+/// Longest local part of an address in scripts without case, in bytes
+/// (RFC 5321 §4.5.3.1.1: 64 octets).
+const MAX_LOCAL_BYTES: usize = 64;
+
+/// Byte offset where the local part of an address ending at `at` (the `@`)
+/// starts; `at` itself when there is none. The local part is the run of
+/// ASCII `letters digits . _ % + -` and cased letters before the `@`, with
+/// leading dots dropped. When the character just before the `@` is a letter
+/// of a script without case (`张三@`), letters of such scripts belong to the
+/// run too, up to [`MAX_LOCAL_BYTES`]: where a name ends and the sentence
+/// before it begins cannot be told (`发给张三@…` is replaced from `发`),
+/// and replacing a word too many is the side that loses no data. Otherwise
+/// such a letter ends the run (`联系jane@…` keeps `联系`).
+fn local_start(text: &str, at: usize) -> usize {
+    let before = &text[..at];
+    let uncased = before.chars().next_back().is_some_and(is_uncased_letter);
+    let mut start = at;
+    for (i, c) in before.char_indices().rev() {
+        let ok = is_local_char(c) || (uncased && is_uncased_letter(c));
+        if !ok || (uncased && at - i > MAX_LOCAL_BYTES) {
+            break;
+        }
+        start = i;
+    }
+    start + text[start..at].bytes().take_while(|&b| b == b'.').count()
+}
+
+/// Length in bytes of the address's domain at the start of `rest` (the text
+/// after the `@`), if it holds one: see [`valid_domain`].
+fn domain_len(rest: &str) -> Option<usize> {
+    let end = rest.char_indices().find(|&(_, c)| !is_domain_char(c)).map_or(rest.len(), |(i, _)| i);
+    valid_domain(&rest[..end])
+}
+
+/// `local@domain.tld` around every `@` (full-width `＠` and `．` are read as
+/// these by the detection view): the local part of [`local_start`] and the
+/// domain of [`domain_len`]; rejected when a letter of a cased alphabet, a
+/// digit or `_` follows the address directly.
 fn email_candidates(text: &str, out: &mut Vec<PiiSpan>) {
     for (at, _) in text.match_indices('@') {
-        let start =
-            text[..at].char_indices().rev().take_while(|&(_, c)| is_local_char(c)).last().map_or(at, |(i, _)| i);
-        let start = start + text[start..at].bytes().take_while(|&b| b == b'.').count();
+        let start = local_start(text, at);
         if start == at {
             continue;
         }
-        let rest = &text[at + 1..];
-        let end = rest.char_indices().find(|&(_, c)| !is_domain_char(c)).map_or(rest.len(), |(i, _)| i);
-        let Some(domain_end) = valid_domain(&rest[..end]) else {
+        let Some(domain_end) = domain_len(&text[at + 1..]) else {
             continue;
         };
         let end = at + 1 + domain_end;
@@ -1214,24 +1327,66 @@ fn email_candidates(text: &str, out: &mut Vec<PiiSpan>) {
     }
 }
 
-/// Length of the longest prefix of `d` that is a valid domain (two or more
-/// labels of 1–63 bytes of letters, digits or inner hyphens; the last 2–24
-/// letters).
+/// Longest top-level domain considered, in characters.
+const MAX_TLD_CHARS: usize = 24;
+
+/// Length in bytes of the top-level domain at the start of `label`, if it
+/// starts with one; the rest of the label is text after the address.
+///
+/// - A label of ASCII or cased letters is a TLD when it has 2–24 letters
+///   (`com`, `technology`, `рф`), as at every TLD registry; a word of a
+///   script without case right after it is not part of it (`example.com吗`
+///   ends at `com`).
+/// - A label of a script without case holds no letter that could mark its
+///   end, so its TLD is the longest prefix of up to 24 characters that
+///   Mozilla's Public Suffix List knows (`中国`, `公司`, `香港` in `中国吗`);
+///   a made-up ending (`我们`) is not a TLD.
+fn tld_len(label: &str) -> Option<usize> {
+    let cut = label.char_indices().find(|&(_, c)| is_uncased_letter(c)).map_or(label.len(), |(i, _)| i);
+    if cut > 0 {
+        let head = &label[..cut];
+        let n = head.chars().count();
+        return ((2..=MAX_TLD_CHARS).contains(&n) && head.chars().all(char::is_alphabetic)).then_some(cut);
+    }
+    let mut best = None;
+    for (n, (i, c)) in label.char_indices().enumerate() {
+        if n >= MAX_TLD_CHARS || !c.is_alphabetic() {
+            break;
+        }
+        let end = i + c.len_utf8();
+        if psl::suffix(label[..end].as_bytes()).is_some_and(|s| s.is_known() && s.as_bytes().len() == end) {
+            best = Some(end);
+        }
+    }
+    best
+}
+
+/// Length of the longest prefix of `d` that is a valid domain: two or more
+/// labels of 1–63 bytes of letters, digits or inner hyphens, separated by
+/// `.` or `。`, the last starting with a TLD ([`tld_len`]; the domain ends
+/// where the TLD ends).
 fn valid_domain(d: &str) -> Option<usize> {
     let label_ok = |l: &str| !l.is_empty() && l.len() <= 63 && !l.starts_with('-') && !l.ends_with('-');
-    let tld_ok = |l: &str| (2..=24).contains(&l.chars().count()) && l.chars().all(char::is_alphabetic);
     // Labels up to the first malformed one; the longest such prefix whose
-    // last label is a TLD wins. Linear in the length of `d`.
+    // last label is a TLD wins. Each label's TLD test is bounded, so this is
+    // linear in the length of `d`.
     let mut best = None;
-    let mut len = 0;
-    for (i, label) in d.split('.').enumerate() {
+    let mut at = 0;
+    for (i, label) in d.split(['.', '\u{3002}']).enumerate() {
+        if i >= 1 {
+            if let Some(t) = tld_len(label) {
+                best = Some(at + t);
+                if t < label.len() {
+                    break;
+                }
+            }
+        }
         if !label_ok(label) {
             break;
         }
-        len += label.len() + usize::from(i > 0);
-        if i >= 1 && tld_ok(label) {
-            best = Some(len);
-        }
+        at += label.len();
+        // The separator after this label, if any (`.` is 1 byte, `。` 3).
+        at += d[at..].chars().next().map_or(0, char::len_utf8);
     }
     best
 }
@@ -1722,6 +1877,72 @@ mod tests {
             ("联系jane@example.com，谢谢", "联系[EMAIL]，谢谢"),
         ] {
             assert_eq!(r().redact(text).text, out, "{text}");
+        }
+    }
+
+    #[test]
+    fn addresses_in_scripts_without_case_are_found() {
+        for (text, out) in [
+            ("mail 用户@例子.中国 now", "mail [EMAIL] now"),
+            ("写信到 用户名@公司.公司 吧", "写信到 [EMAIL] 吧"),
+            ("contact 张三@example.com today", "contact [EMAIL] today"),
+            ("邮箱：张三@example.com。", "邮箱：[EMAIL]。"),
+            // The ideographic full stop separates labels (IDNA), and text
+            // after a TLD without a space is not part of the address.
+            ("地址是 用户@例子。中国 吧", "地址是 [EMAIL] 吧"),
+            ("发到 用户@例子.中国吗？", "发到 [EMAIL]吗？"),
+            ("发到 张三@example.com吗？", "发到 [EMAIL]吗？"),
+            ("メール 山田@例え.jp です", "メール [EMAIL] です"),
+            ("メール 山田@例え.コム です", "メール [EMAIL] です"),
+            ("이메일 홍길동@예시.한국 입니다", "이메일 [EMAIL] 입니다"),
+            ("full width ｊａｎｅ＠例子．中国 ok", "full width [EMAIL] ok"),
+        ] {
+            assert_eq!(r().redact(text).text, out, "{text}");
+        }
+        // Where a name ends and the sentence before it begins cannot be
+        // told, so the address is replaced with the words glued to it.
+        assert_eq!(r().redact("请发给张三@例子.中国").text, "[EMAIL]");
+        // An `@` in Chinese text without a real domain is no address.
+        for text in ["张三@李四 你好", "我们在@公司。我们明天见", "价格@5元.件", "@张三 看这里"]
+        {
+            assert_untouched(text);
+        }
+    }
+
+    #[test]
+    fn extensions_dotted_international_and_words_glued_by_a_dash() {
+        for (text, out) in [
+            ("call me at 415-555-0100x12 tonight", "call me at [PHONE]x12 tonight"),
+            ("my number is 138-1234-5678x3", "my number is [PHONE]x3"),
+            ("office (415) 555-0100 ext.12", "office [PHONE] ext.12"),
+            ("office 415-555-0100ext12.", "office [PHONE]ext12."),
+            ("my uk mobile +44.7911.123.456 ok", "my uk mobile [PHONE] ok"),
+            ("my uk mobile +44.7911.123456 ok", "my uk mobile [PHONE] ok"),
+            ("or 0044.7911.123.456", "or [PHONE]"),
+            ("paris +33.1.23.45.67.89", "paris [PHONE]"),
+            ("call-13812345678 please", "call-[PHONE] please"),
+            ("Tel-07700 900456", "Tel-[PHONE]"),
+            ("wechat-13812345678", "wechat-[PHONE]"),
+            ("tel13812345678", "tel[PHONE]"),
+            ("Mobile07700900456 ok", "Mobile[PHONE] ok"),
+        ] {
+            assert_eq!(r().redact(text).text, out, "{text}");
+        }
+        for text in [
+            // A signed amount in thousands grouping, a DOI and paths.
+            "balance +12.345.678.901 units",
+            "https://doi.org/10.1136/bjo-2022-321842.",
+            "see a_b-13812345678 in the log",
+            "img/photo-13812345678.jpg",
+            // A code glued to letters, a hexadecimal value, a size.
+            "part AB13812345678",
+            "0x13812345678",
+            "resolution 13812345678x12345678",
+            // Month/year ranges with slashes.
+            "Solutions Inc. 02/2015 - 11/2018  Ottawa",
+            "from 11/2018 - 02/2020 in Berlin",
+        ] {
+            assert_untouched(text);
         }
     }
 
