@@ -762,13 +762,15 @@ impl Scan<'_> {
     /// `ci` is part of it.
     ///
     /// A word glued to the number blocks it (`A1 234 567`, `DE89 3704 …`:
-    /// codes), except a word that says a telephone number follows
-    /// ([`phone::is_phone_word`]: `tel13812345678`, `Mobile07700900456`).
+    /// codes), except a word that says a telephone number follows, directly
+    /// or through one `_` ([`phone::is_phone_word`]: `tel13812345678`,
+    /// `Mobile07700900456`, `mobile_13812345678`).
     fn left_ok(&self, ci: usize, uses_plus: bool) -> bool {
         let Some(&(_, c)) = ci.checked_sub(1).and_then(|i| self.chars.get(i)) else {
             return true;
         };
-        (!is_word(c) || self.glued_phone_word(ci)) && (uses_plus || norm_punct(c) != Some(b'+'))
+        let phone_word = || self.glued_phone_word(if c == '_' { ci - 1 } else { ci });
+        (!is_word(c) || phone_word()) && (uses_plus || norm_punct(c) != Some(b'+'))
     }
 
     /// Whether the ASCII letters right before char index `ci`, as a whole
@@ -1249,8 +1251,14 @@ fn is_intl_letter(c: char) -> bool {
 /// Thai, …): `张三@例子.中国`. Such text runs into an address without a
 /// space (`联系jane@example.com`, `发给张三@例子.中国`), so the address's
 /// edges are found by the rules in [`email_candidates`].
+///
+/// Combining marks count as letters here: Thai tone marks, Devanagari
+/// viramas and other vowel signs are part of the word they sit in
+/// (`ตัวอย่าง`, `उदाहरण`).
 fn is_uncased_letter(c: char) -> bool {
-    !c.is_ascii() && c.is_alphabetic() && !c.is_lowercase() && !c.is_uppercase()
+    !c.is_ascii()
+        && ((c.is_alphabetic() && !c.is_lowercase() && !c.is_uppercase())
+            || unicode_normalization::char::is_combining_mark(c))
 }
 
 fn is_local_char(c: char) -> bool {
@@ -1268,7 +1276,7 @@ fn is_domain_char(c: char) -> bool {
     if c.is_ascii() {
         is_domain_byte(c as u8)
     } else {
-        c.is_alphabetic() || c == '\u{3002}'
+        c.is_alphabetic() || is_uncased_letter(c) || c == '\u{3002}'
     }
 }
 
@@ -1350,7 +1358,7 @@ fn tld_len(label: &str) -> Option<usize> {
     }
     let mut best = None;
     for (n, (i, c)) in label.char_indices().enumerate() {
-        if n >= MAX_TLD_CHARS || !c.is_alphabetic() {
+        if n >= MAX_TLD_CHARS || !(c.is_alphabetic() || is_uncased_letter(c)) {
             break;
         }
         let end = i + c.len_utf8();
@@ -1896,6 +1904,10 @@ mod tests {
             ("メール 山田@例え.コム です", "メール [EMAIL] です"),
             ("이메일 홍길동@예시.한국 입니다", "이메일 [EMAIL] 입니다"),
             ("full width ｊａｎｅ＠例子．中国 ok", "full width [EMAIL] ok"),
+            ("half width 用户@例子｡中国 ok", "half width [EMAIL] ok"),
+            ("อีเมล สมชาย@ตัวอย่าง.ไทย ครับ", "อีเมล [EMAIL] ครับ"),
+            ("ईमेल राम@उदाहरण.भारत है", "ईमेल [EMAIL] है"),
+            ("بريد محمد@مثال.مصر الآن", "بريد [EMAIL] الآن"),
         ] {
             assert_eq!(r().redact(text).text, out, "{text}");
         }
@@ -1925,6 +1937,7 @@ mod tests {
             ("wechat-13812345678", "wechat-[PHONE]"),
             ("tel13812345678", "tel[PHONE]"),
             ("Mobile07700900456 ok", "Mobile[PHONE] ok"),
+            ("mobile_13812345678", "mobile_[PHONE]"),
         ] {
             assert_eq!(r().redact(text).text, out, "{text}");
         }
@@ -1936,6 +1949,7 @@ mod tests {
             "img/photo-13812345678.jpg",
             // A code glued to letters, a hexadecimal value, a size.
             "part AB13812345678",
+            "user_13812345678",
             "0x13812345678",
             "resolution 13812345678x12345678",
             // Month/year ranges with slashes.
