@@ -327,6 +327,30 @@ fn writes_through_the_surface_match_the_library() {
     assert_eq!(v["consistent"], true);
 }
 
+/// A dry run of `forget --matching` shows each memory it would erase with
+/// its similarity to the query, best first, and writes nothing; other dry
+/// runs carry no similarities.
+#[test]
+fn matching_dry_run_shows_similarities() {
+    let (_d, e) = engine();
+    for t in ["I live in Berlin near the river Spree", "My favourite food is ramen", "Berlin river walks at dawn"] {
+        e.remember(&ns("u"), NewMemory::new(t)).unwrap();
+    }
+    let before = e.last_seq();
+    let q =
+        json!({"op": "forget", "namespace": "u", "matching": "Berlin river", "min_similarity": 0.2, "dry_run": true});
+    let v = call(&e, q).unwrap();
+    assert_eq!(e.last_seq(), before);
+    let sims: Vec<f64> = v["similarities"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+    let preview = v["preview"].as_array().unwrap();
+    assert_eq!(sims.len(), preview.len(), "{v}");
+    assert!(!sims.is_empty() && sims.windows(2).all(|w| w[0] >= w[1]), "{sims:?}");
+    assert!(sims.iter().all(|&s| (0.2..=1.0 + 1e-6).contains(&s)), "{sims:?}");
+    assert!(preview.iter().all(|m| m["content"].as_str().unwrap().contains("Berlin")), "{v}");
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "all": true, "dry_run": true})).unwrap();
+    assert!(v.get("similarities").is_none(), "{v}");
+}
+
 #[test]
 fn namespaces_timeline_and_log_kinds_count_without_content() {
     let (_d, e) = engine();

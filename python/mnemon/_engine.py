@@ -480,10 +480,12 @@ class Engine:
                 least `min_similarity` (default: the embedder's conservative
                 floor, 0.5 for MiniLM and hashing, 0.92 for e5), at most
                 `limit` of them (1–10,000, default 1,000).
-            dry_run: only report what would be forgotten (with `preview`).
+            dry_run: only report what would be forgotten (with `preview`;
+                with `matching`, also `similarities`, best first).
             reason: why, stored in the log (default "user request").
 
-        Returns `ForgetResponse`: counts, ids, `dry_run`, `preview`.
+        Returns `ForgetResponse`: counts, ids, `dry_run`, `preview`,
+        `similarities`.
 
         Raises:
             InvalidInputError: no target or more than one, bad values.

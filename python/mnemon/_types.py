@@ -793,7 +793,7 @@ class ForgetResponse(Record):
     """What `forget` erased (or, for a dry run, would erase)."""
 
     __slots__ = ()
-    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview')
+    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'similarities')
 
     @property
     def derived_memories(self) -> int:
@@ -841,6 +841,15 @@ class ForgetResponse(Record):
         """
         v = self._data.get("preview", [])
         return [Memory(x0) for x0 in v]
+
+    @property
+    def similarities(self) -> List[float]:
+        """
+        Dry run with `matching` only: the cosine similarity (-1..1) of each `preview`
+        memory to the query, in the same order (best first; the preview is then in this
+        order too).
+        """
+        return self._data.get("similarities", [])
 
 
 class HistoryResponse(Record):

@@ -264,6 +264,11 @@ pub struct ForgetResponse {
     /// Ids left out of `memory_ids` / `observation_ids` by the budget.
     #[serde(default)]
     pub ids_omitted: usize,
+    /// Dry run with `matching` only: the cosine similarity (-1..1) of each
+    /// `preview` memory to the query, in the same order (best first; the
+    /// preview is then in this order too).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub similarities: Vec<f32>,
 }
 
 impl ForgetRequest {
@@ -316,6 +321,13 @@ impl Call for ForgetRequest {
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<ForgetResponse, ApiError> {
         let target = self.target(engine)?;
+        // A matching dry run shows how close each memory is to the query.
+        let scores: std::collections::HashMap<MemoryId, f32> = match &target {
+            crate::ForgetRequest::Matching { query, min_similarity, limit } if self.dry_run => {
+                engine.matching(&self.namespace, query, *min_similarity, *limit)?.into_iter().collect()
+            }
+            _ => Default::default(),
+        };
         let mut outcome = if self.dry_run {
             engine.forget_dry_run(&self.namespace, target)?
         } else {
@@ -329,16 +341,28 @@ impl Call for ForgetRequest {
         outcome.observation_ids.truncate(o);
         let ids_omitted = total - outcome.memory_ids.len() - outcome.observation_ids.len();
         let mut preview = Vec::new();
+        let mut similarities = Vec::new();
         if self.dry_run {
             for id in &outcome.memory_ids {
                 let Ok(m) = engine.get(&self.namespace, *id) else { continue };
                 if !packer.take(&m) {
                     break;
                 }
+                if let Some(&s) = scores.get(id) {
+                    similarities.push(s);
+                }
                 preview.push(m);
             }
+            if similarities.len() == preview.len() {
+                // Best match first.
+                let mut both: Vec<(Memory, f32)> = preview.into_iter().zip(similarities).collect();
+                both.sort_by(|a, b| b.1.total_cmp(&a.1));
+                (preview, similarities) = both.into_iter().unzip();
+            } else {
+                similarities.clear();
+            }
         }
-        Ok(ForgetResponse { outcome, dry_run: self.dry_run, preview, ids_omitted })
+        Ok(ForgetResponse { outcome, dry_run: self.dry_run, preview, ids_omitted, similarities })
     }
 }
 

@@ -449,20 +449,27 @@ impl Engine {
             }
             ForgetRequest::All => (ForgetTarget::Namespace, vec![]),
             ForgetRequest::Matching { query, min_similarity, limit } => {
-                (ForgetTarget::Matching, self.matching_ids(ns, query, *min_similarity, *limit)?)
+                let ids = self.matching(ns, query, *min_similarity, *limit)?.into_iter().map(|(id, _)| id).collect();
+                (ForgetTarget::Matching, ids)
             }
         })
     }
 
-    /// The memory ids a `Matching` forget would erase: active memories whose
-    /// recall similarity to `query` is at least `min_similarity`.
-    pub(crate) fn matching_ids(
+    /// The memories a `Matching` forget would erase, with their cosine
+    /// similarity to `query` (-1..=1, best first): active memories whose
+    /// similarity is at least `min_similarity`, at most `limit` of them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad query, `min_similarity` outside
+    /// -1..=1 or `limit` outside 1..=10000; [`Error::Embedder`] when the
+    /// query cannot be embedded.
+    pub fn matching(
         &self,
         ns: &Namespace,
         query: &str,
         min_similarity: f32,
         limit: usize,
-    ) -> Result<Vec<MemoryId>> {
+    ) -> Result<Vec<(MemoryId, f32)>> {
         self.check_text("query", query)?;
         if !(-1.0..=1.0).contains(&min_similarity) {
             return Err(Error::invalid("min_similarity", "must be in -1.0..=1.0"));
@@ -486,7 +493,7 @@ impl Engine {
             .search(&qv, limit, &ok)
             .into_iter()
             .filter(|(_, s)| *s >= min_similarity)
-            .map(|(id, _)| MemoryId(id))
+            .map(|(id, s)| (MemoryId(id), s))
             .collect())
     }
 

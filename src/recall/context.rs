@@ -12,7 +12,7 @@
 //!
 //! The first line is exactly `<memories>`, the second the fixed sentence
 //! above, the last exactly `</memories>`, and every line between is one
-//! entry: `- [DATE] (META) CONTENT`, with `DATE` as `YYYY-MM-DD` (the event
+//! entry: `- [DATE] (META) CONTENT`, with `DATE` as the UTC date `YYYY-MM-DD` (the event
 //! time if known, else the write time), `META` the kind, then `key K` if the
 //! memory has a slot key, then `source R` (the caller's source reference) or
 //! else `session S`, then `truncated` if the content was cut, separated by
@@ -32,8 +32,11 @@
 //! - writes every angle bracket as `&lt;` / `&gt;`: ASCII `<` `>`, every
 //!   character whose Unicode TR39 confusable skeleton holds one (full-width
 //!   `＜`, small `﹤`, `‹`, `˂`, `❮`, Canadian syllabics `ᐸ` …), and the single
-//!   angle brackets `〈 〉 ⟨ ⟩ ❬ ❭ ❰ ❱`, so no spelling of `</memories>` (any
-//!   case, any confusable, any invisible character inside) can appear;
+//!   angle brackets `〈 〉 ⟨ ⟩ ❬ ❭ ❰ ❱ ⧼ ⧽ ⦑ ⦒`, so no spelling of
+//!   `</memories>` (any case, any confusable, any invisible character
+//!   inside) can appear. The double angle quotation marks `« »` and `《 》`
+//!   are kept: they quote titles and speech in French, Russian and Chinese
+//!   (`《三体》`), and a tag is never written with them;
 //! - in `META`, escapes `\`, `;`, `(` and `)` with a backslash (the `;` of
 //!   an entity too: `&lt\;`), so a kind, key, session or source reads back
 //!   as exactly one field.
@@ -336,11 +339,11 @@ fn keeps_meaning(c: char) -> bool {
 /// bracket written as `&lt;` / `&gt;` and returns true.
 fn push_angle(out: &mut String, c: char) -> bool {
     match c {
-        '<' | '\u{2329}' | '\u{27E8}' | '\u{276C}' | '\u{2770}' | '\u{3008}' => {
+        '<' | '\u{2329}' | '\u{27E8}' | '\u{276C}' | '\u{2770}' | '\u{3008}' | '\u{29FC}' | '\u{2991}' => {
             out.push_str("&lt;");
             return true;
         }
-        '>' | '\u{232A}' | '\u{27E9}' | '\u{276D}' | '\u{2771}' | '\u{3009}' => {
+        '>' | '\u{232A}' | '\u{27E9}' | '\u{276D}' | '\u{2771}' | '\u{3009}' | '\u{29FD}' | '\u{2992}' => {
             out.push_str("&gt;");
             return true;
         }

@@ -55,7 +55,8 @@ pub enum TextField {
 ///
 /// # Errors
 /// [`Error::InvalidInput`] with `field` when a character breaks a rule (the
-/// reason names its code point, e.g. `U+200B`, and its character position) or when nothing
+/// reason names its code point, e.g. `U+200B`, and its position in characters,
+/// counting from 1) or when nothing
 /// visible remains after whitespace and invisible characters.
 pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<()> {
     let chars: Vec<char> = text.chars().collect();
@@ -69,7 +70,7 @@ pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<
             }
         }
         if let Some(why) = refusal(c, rules) {
-            return Err(Error::invalid(field, format!("U+{:04X} at character {i}: {why}", u32::from(c))));
+            return Err(Error::invalid(field, format!("U+{:04X} at character {}: {why}", u32::from(c), i + 1)));
         }
         i += 1;
     }
@@ -258,7 +259,7 @@ mod tests {
     #[test]
     fn controls_are_refused_with_their_position() {
         let err = check_chars("content", "ab\u{0}c", TextField::Body).unwrap_err();
-        assert!(err.to_string().contains("U+0000 at character 2"), "{err}");
+        assert!(err.to_string().contains("U+0000 at character 3"), "{err}");
         for c in
             ['\u{1}', '\u{7}', '\u{8}', '\u{B}', '\u{C}', '\u{1B}', '\u{1E}', '\u{7F}', '\u{80}', '\u{85}', '\u{9B}']
         {

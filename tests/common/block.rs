@@ -114,6 +114,10 @@ pub fn angle_like(c: char) -> bool {
             | '\u{2771}'
             | '\u{3008}'
             | '\u{3009}'
+            | '\u{29FC}'
+            | '\u{29FD}'
+            | '\u{2991}'
+            | '\u{2992}'
     ) || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>')
 }
 

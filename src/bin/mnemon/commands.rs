@@ -91,6 +91,7 @@ impl MemoryFieldArgs {
 
 #[derive(Args, Debug)]
 pub struct RememberArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     #[command(flatten)]
@@ -110,6 +111,7 @@ pub struct RememberArgs {
 
 #[derive(Args, Debug)]
 pub struct SupersedeArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     #[command(flatten)]
@@ -122,6 +124,7 @@ pub struct SupersedeArgs {
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     id: u64,
@@ -129,6 +132,7 @@ pub struct GetArgs {
 
 #[derive(Args, Debug)]
 pub struct HistoryArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     id: u64,
@@ -142,6 +146,7 @@ pub struct HistoryArgs {
 
 #[derive(Args, Debug)]
 pub struct ListArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// Include superseded versions.
@@ -170,6 +175,7 @@ pub struct ListArgs {
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     #[arg(long, default_value_t = 1)]
@@ -195,6 +201,7 @@ pub struct NamespacesArgs {
 
 #[derive(Args, Debug)]
 pub struct TimelineArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// Number of equal time buckets (1–500).
@@ -210,6 +217,7 @@ pub struct TimelineArgs {
 
 #[derive(Args, Debug)]
 pub struct AsOfArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// Log position: what the store knew after this event.
@@ -327,6 +335,7 @@ impl RecallFlags {
 
 #[derive(Args, Debug)]
 pub struct RecallArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// Number of memories (top-k; `top_k` in the JSON request).
@@ -342,6 +351,7 @@ pub struct RecallArgs {
 
 #[derive(Args, Debug)]
 pub struct ContextArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// Token budget of the block.
@@ -378,6 +388,7 @@ pub struct ForgetTargetArgs {
 
 #[derive(Args, Debug)]
 pub struct ForgetArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     #[command(flatten)]

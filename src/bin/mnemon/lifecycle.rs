@@ -14,6 +14,7 @@ use crate::Cmd;
 
 #[derive(Args, Debug)]
 pub struct ExtractPromptArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     #[arg(long)]
@@ -25,6 +26,7 @@ pub struct ExtractPromptArgs {
 
 #[derive(Args, Debug)]
 pub struct ApplyExtractionArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// The LLM's JSON answer (`-` for standard input).
@@ -33,6 +35,7 @@ pub struct ApplyExtractionArgs {
 
 #[derive(Args, Debug)]
 pub struct EndSessionArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
     /// The session to end.
@@ -44,6 +47,7 @@ pub struct EndSessionArgs {
 
 #[derive(Args, Debug)]
 pub struct NsArgs {
+    /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
 }

@@ -124,8 +124,11 @@ fn human(cli: &Cli, resp: &Response) {
                 "{verb} {} memories ({} derived from forgotten observations) and {} observations",
                 o.memories, o.derived_memories, o.observations
             );
-            for m in &f.preview {
-                println!("  {}", memory_line(m));
+            for (i, m) in f.preview.iter().enumerate() {
+                match f.similarities.get(i) {
+                    Some(s) => println!("  sim={s:.3}  {}", memory_line(m)),
+                    None => println!("  {}", memory_line(m)),
+                }
             }
             if f.ids_omitted > 0 {
                 eprintln!("note: {} ids not listed (response budget)", f.ids_omitted);
