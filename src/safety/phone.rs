@@ -492,11 +492,15 @@ pub(crate) fn amount_or_id_context(text: &str, start: usize, end: usize) -> bool
 }
 
 /// Words that, shortly before a number, say it is a phone number (ASCII
-/// ones case-insensitive and whole words).
+/// ones case-insensitive and whole words): English, messaging apps whose
+/// account is a phone number, simplified and traditional Chinese, Japanese
+/// and Korean.
 #[rustfmt::skip]
 const PHONE_WORDS: &[&str] = &[
     "phone", "tel", "telephone", "call", "cell", "mobile", "mob", "fax", "text", "whatsapp", "sms", "dial",
-    "contact", "reach", "number", "电话", "手机", "致电", "拨打", "联系", "号码", "微信",
+    "contact", "reach", "number", "wechat", "weixin", "wx", "viber", "telegram",
+    "电话", "手机", "致电", "拨打", "联系", "号码", "微信", "電話", "手機", "聯繫", "聯絡", "號碼", "携帯", "전화",
+    "휴대폰", "연락처",
 ];
 
 /// Whether one of [`PHONE_WORDS`] is among the 32 characters before byte

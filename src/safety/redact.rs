@@ -1938,6 +1938,8 @@ mod tests {
             ("tel13812345678", "tel[PHONE]"),
             ("Mobile07700900456 ok", "Mobile[PHONE] ok"),
             ("mobile_13812345678", "mobile_[PHONE]"),
+            ("wx_13812345678", "wx_[PHONE]"),
+            ("電話 0312345678", "電話 [PHONE]"),
         ] {
             assert_eq!(r().redact(text).text, out, "{text}");
         }
