@@ -19,7 +19,7 @@ mod tokenize;
 use std::fmt;
 
 pub use hnsw::HnswParams;
-pub use lexical::{LexicalIndex, BM25_B, BM25_K1};
+pub use lexical::{LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1};
 pub(crate) use tokenize::nfkc_is_identity;
 pub use tokenize::{is_stop_word, tokenize};
 

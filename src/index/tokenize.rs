@@ -27,28 +27,23 @@ use unicode_segmentation::UnicodeSegmentation;
 ///    (UAX #29, `unicode_words`: punctuation, spaces and symbols such as emoji
 ///    are dropped). Each word is then
 ///    - stripped of a possessive `'s` suffix (`"john's"` → `"john"`),
-///    - split where letters meet digits (`"iphone15"` → `"iphone"`, `"15"`;
+///    - split where letters meet digits (`"iphone15"` → `"iphone"`, `"15"` before stemming;
 ///      consistent with `"GPT-4"` → `"gpt"`, `"4"`). Numbers keep their inner
 ///      separators (`"3.14"`, `"1,000"` stay one token).
-///    - lightly stemmed if it consists of ASCII letters only (see below).
+///    - stemmed by the Snowball English stemmer ("Porter2", M. Porter,
+///      snowballstem.org; the `rust-stemmers` crate) if it consists of ASCII
+///      letters only and is not a [stop word](is_stop_word).
 ///
-/// **Light English stemming** (one rule at most, first match wins; applied
-/// only to all-ASCII-letter tokens longer than 3 bytes). It is deliberately
-/// simpler than Porter's algorithm and only folds the commonest inflections:
-///
-/// | suffix | rule | example |
-/// |---|---|---|
-/// | `-ies`, `-ied` (word > 4) | → `-y` | stories → story, studied → study |
-/// | `-sses` | → `-ss` | classes → class |
-/// | `-xes`, `-ches`, `-shes`, `-zzes` | drop `-es` | boxes → box, matches → match |
-/// | `-ss`, `-us`, `-is` | unchanged | class, status, analysis |
-/// | `-s` | drop | cats → cat, houses → house |
-/// | `-ing` (stem ≥ 3 bytes with a vowel) | drop, undouble | running → run, walking → walk |
-/// | `-ed` (stem ≥ 3 bytes with a vowel, not `-eed`) | drop, undouble | stopped → stop, walked → walk |
-///
-/// "Undouble" turns a final doubled consonant other than `l`, `s`, `z` into
-/// one (`runn` → `run`). Stems are not restored (`making` → `mak`, while
-/// `make` stays `make`); both query and documents go through the same rules.
+/// **Stemming** folds inflections and derivations to one stem, on query and
+/// documents alike: `running`, `runs`, `run` → `run`; `stories`, `story` →
+/// `stori`; `making`, `make` → `make`; `connections` → `connect`. Stems need
+/// not be words. Irregular forms stay apart (`ran`, `went`). Porter2 replaced
+/// a hand-written light stemmer (plurals, `-ing`, `-ed` only): on the LoCoMo
+/// dev split it raised evidence recall@10 of lexical recall from 0.602 to
+/// 0.613 (hashing-embedder hybrid 0.600 → 0.610). Words with other
+/// letters (`café`, Cyrillic, Korean) and words with digits or apostrophes
+/// are left as they are; stop words are left unstemmed so that
+/// [`is_stop_word`] recognises them after tokenisation.
 ///
 /// Stop words are **not** removed here (the BM25 index removes a short English
 /// list on top, see [`is_stop_word`]). Korean words (space-separated) come out
@@ -110,7 +105,7 @@ pub(crate) fn nfkc_is_identity(text: &str) -> bool {
 
 /// Whether `token` is in the short English stop-word list that the BM25 index
 /// ignores (articles, pronouns, auxiliaries, common prepositions and
-/// conjunctions; 60-odd words, all ASCII and unchanged by the stemmer).
+/// conjunctions; 60-odd words, all ASCII; [`tokenize`] does not stem them).
 ///
 /// Used by [`LexicalIndex`](super::LexicalIndex) only; [`tokenize`] keeps stop
 /// words so that other callers see every word. No CJK token is a stop word.
@@ -128,8 +123,7 @@ const STOP_WORD_MAX_LEN: usize = 7;
 static STOP_SET: LazyLock<HashSet<&'static str, foldhash::fast::RandomState>> =
     LazyLock::new(|| STOP_WORDS.iter().copied().collect());
 
-/// Sorted (for binary search); every entry is a fixed point of [`stem`]
-/// (checked by a test).
+/// Sorted and unique (checked by a test); [`stem`] leaves every entry as it is.
 const STOP_WORDS: &[&str] = &[
     "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "but",
     "by", "can", "could", "did", "do", "for", "from", "had", "has", "have", "he", "her", "him", "his", "how", "i",
@@ -138,6 +132,12 @@ const STOP_WORDS: &[&str] = &[
     "very", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
     "your",
 ];
+
+/// Whether `token` has a CJK character (as [`tokenize`] defines CJK), i.e.
+/// is a character bigram or single character of a CJK run.
+pub(crate) fn has_cjk(token: &str) -> bool {
+    token.chars().any(is_cjk)
+}
 
 /// Han (URO, Ext A, Ext B–H, compatibility), Hiragana, Katakana (incl.
 /// phonetic extensions and the prolonged sound mark), and `々 〆 〇`.
@@ -207,53 +207,17 @@ fn push_piece(piece: &str, out: &mut Vec<String>) {
     }
 }
 
-/// The light English stemmer described on [`tokenize`].
+/// The Snowball English stemmer (Porter2), built once.
+static ENGLISH: LazyLock<rust_stemmers::Stemmer> =
+    LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
+
+/// Stems `word` as described on [`tokenize`]: Porter2 for a word of
+/// lowercase ASCII letters that is not a stop word, the word itself otherwise.
 fn stem(word: &str) -> String {
-    let b = word.as_bytes();
-    if b.len() <= 3 || !b.iter().all(u8::is_ascii_lowercase) {
+    if word.is_empty() || !word.bytes().all(|c| c.is_ascii_lowercase()) || is_stop_word(word) {
         return word.to_string();
     }
-    let n = b.len();
-    if n > 4 && (word.ends_with("ies") || word.ends_with("ied")) {
-        return format!("{}y", &word[..n - 3]);
-    }
-    if word.ends_with("sses") {
-        return word[..n - 2].to_string();
-    }
-    if ["xes", "ches", "shes", "zzes"].iter().any(|s| word.ends_with(s)) {
-        return word[..n - 2].to_string();
-    }
-    if word.ends_with("ss") || word.ends_with("us") || word.ends_with("is") {
-        return word.to_string();
-    }
-    if word.ends_with('s') {
-        return word[..n - 1].to_string();
-    }
-    if let Some(s) = word.strip_suffix("ing") {
-        if s.len() >= 3 && has_vowel(s) {
-            return undouble(s);
-        }
-        return word.to_string();
-    }
-    if let Some(s) = word.strip_suffix("ed") {
-        if s.len() >= 3 && has_vowel(s) && !s.ends_with('e') {
-            return undouble(s);
-        }
-    }
-    word.to_string()
-}
-
-fn has_vowel(s: &str) -> bool {
-    s.bytes().any(|c| matches!(c, b'a' | b'e' | b'i' | b'o' | b'u' | b'y'))
-}
-
-fn undouble(s: &str) -> String {
-    let b = s.as_bytes();
-    let n = b.len();
-    if n >= 2 && b[n - 1] == b[n - 2] && !matches!(b[n - 1], b'a' | b'e' | b'i' | b'o' | b'u' | b'l' | b's' | b'z') {
-        return s[..n - 1].to_string();
-    }
-    s.to_string()
+    ENGLISH.stem(word).into_owned()
 }
 
 #[cfg(test)]
@@ -268,18 +232,51 @@ mod tests {
     fn english_words_lowercased_and_stemmed() {
         assert_eq!(
             toks("The Cats were RUNNING; John's boxes, stories & classes!"),
-            ["the", "cat", "were", "run", "john", "box", "story", "class"]
+            ["the", "cat", "were", "run", "john", "box", "stori", "class"]
         );
         assert_eq!(
             toks("walked stopped studied matches status analysis"),
-            ["walk", "stop", "study", "match", "status", "analysis"]
+            ["walk", "stop", "studi", "match", "status", "analysi"]
         );
-        // Short words and "-eed" words are left alone.
-        assert_eq!(toks("gas bus need speed thing string"), ["gas", "bus", "need", "speed", "thing", "string"]);
         // Curly apostrophe handled like the ASCII one.
-        assert_eq!(toks("Mary’s"), ["mary"]);
+        assert_eq!(toks("Mary’s"), ["mari"]);
         assert_eq!(toks(""), Vec::<String>::new());
         assert_eq!(toks("  ...  !!! "), Vec::<String>::new());
+    }
+
+    /// Inflected and derived forms of one word meet on one stem, which the
+    /// previous light stemmer did not do for `-e` words, `-ly`, `-ness`,
+    /// `-ation` and the like.
+    #[test]
+    fn inflections_share_a_stem() {
+        for group in [
+            &["run", "runs", "running"][..],
+            &["story", "stories"],
+            &["make", "makes", "making"],
+            &["hike", "hiked", "hiking", "hikes"],
+            &["adopt", "adopted", "adopting", "adoption"],
+            &["generous", "generously"],
+            &["paint", "painting", "paintings", "painted"],
+            &["happy", "happiness"],
+            &["connect", "connected", "connection", "connections"],
+        ] {
+            let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
+            assert!(stems.iter().all(|s| *s == stems[0]), "{group:?} -> {stems:?}");
+        }
+        // Irregular forms and different words stay apart.
+        assert_ne!(stem("ran"), stem("run"));
+        assert_ne!(stem("news"), stem("new"));
+        assert_ne!(stem("car"), stem("care"));
+    }
+
+    /// Only words of ASCII letters are stemmed: other scripts, digits,
+    /// apostrophes and stop words come out as they went in.
+    #[test]
+    fn non_english_tokens_and_stop_words_not_stemmed() {
+        assert_eq!(toks("cafés наблюдения"), ["cafés", "наблюдения"]);
+        assert_eq!(toks("don't 3rd"), ["don't", "3", "rd"]);
+        assert_eq!(toks("these very things were"), ["these", "very", "thing", "were"]);
+        assert_eq!(stem(""), "");
     }
 
     #[test]
@@ -298,8 +295,8 @@ mod tests {
 
     #[test]
     fn mixed_latin_digits_cjk() {
-        assert_eq!(toks("iPhone15手机"), ["iphone", "15", "手机"]);
-        assert_eq!(toks("我买了3台iPhone"), ["我买", "买了", "3", "台", "iphone"]);
+        assert_eq!(toks("iPhone15手机"), ["iphon", "15", "手机"]);
+        assert_eq!(toks("我买了3台iPhone"), ["我买", "买了", "3", "台", "iphon"]);
         assert_eq!(toks("GPT-4 and gpt4"), ["gpt", "4", "and", "gpt", "4"]);
         assert_eq!(toks("pi is 3.14, not 1,000"), ["pi", "is", "3.14", "not", "1,000"]);
         assert_eq!(toks("2024年"), ["2024", "年"]);
@@ -323,7 +320,7 @@ mod tests {
         sorted.dedup();
         assert_eq!(sorted, STOP_WORDS, "stop list must be sorted and unique");
         for w in STOP_WORDS {
-            assert_eq!(stem(w), *w, "stop word {w} changes under stemming");
+            assert_eq!(toks(w), [*w], "stop word {w} changes under tokenisation");
             assert!(is_stop_word(w));
         }
         assert!(!is_stop_word("coffee"));
