@@ -597,3 +597,26 @@ fn auto_keeps_a_hashing_store_on_hashing() {
     assert_eq!(after["model_id"], "hashing-v1-384", "{after}");
     assert_eq!(after["last_seq"], before["last_seq"]);
 }
+
+/// `mnemon eval` on a conversation with turns the embedder reads nothing in
+/// (only emoji or punctuation: a zero vector with the hashing embedder)
+/// runs to its report; the turns are stored and embedded by the engine.
+#[test]
+fn eval_runs_over_turns_without_embeddable_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/locomo_mini.json");
+    let mut samples: serde_json::Value = serde_json::from_slice(&std::fs::read(src).unwrap()).unwrap();
+    let turns = samples[0]["conversation"]["session_1"].as_array_mut().unwrap();
+    for (i, text) in ["👍", "?!", "🙂🙂"].into_iter().enumerate() {
+        turns.push(serde_json::json!({"speaker": "Caroline", "dia_id": format!("D1:{}", 900 + i), "text": text}));
+    }
+    let file = dir.path().join("locomo.json");
+    std::fs::write(&file, serde_json::to_vec(&samples).unwrap()).unwrap();
+    let data = dir.path().join("data");
+    let (ok, out, err) =
+        mnemon(&data, &["eval", "locomo", file.to_str().unwrap(), "--mode", "hybrid", "--quiet", "--json"]);
+    assert!(ok, "{out}\n{err}");
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(report.is_object(), "{out}");
+    assert!(!err.contains("all zeros"), "{err}");
+}

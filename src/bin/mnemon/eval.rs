@@ -161,8 +161,15 @@ impl Backend for EngineBackend {
                         .tier(Tier::LongTerm)
                         .session(d.session.chars().take(128).collect::<String>())
                         .source_ref(d.id.clone())
-                        .vector(v)
                         .dedup(DedupMode::Off);
+                    // A text with nothing the embedder reads (the hashing
+                    // embedder on a turn of only emoji or punctuation) has a
+                    // zero vector, which the engine refuses from a caller:
+                    // the engine then embeds the text itself, as any write
+                    // without a vector.
+                    if v.iter().any(|x| *x != 0.0) {
+                        m = m.vector(v);
+                    }
                     if let Some(t) = d.time {
                         m = m.event_time(t);
                     }
@@ -312,14 +319,17 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         // same order as the explain lines.
         ropts.record_queries = args.explain_out.is_some();
         let report = eval::run(dataset, &units, &mut backend, &ropts)?;
-        println!("\n### {} — mode {spec} — embedder {run_model}\n", dataset);
-        println!("{}", report.render_table());
+        // With --json, standard output carries only the JSON document
+        // (printed at the end); the tables go to standard error.
+        let say = |text: &str| if cli.json { eprintln!("{text}") } else { println!("{text}") };
+        say(&format!("\n### {} — mode {spec} — embedder {run_model}\n", dataset));
+        say(&report.render_table());
         let docs = backend.docs.max(1) as f64;
         let ingest_all = backend.embed_secs + backend.write_secs;
         let mut toks = backend.context_tokens.clone();
         toks.sort_unstable();
         let median_tokens = toks.get(toks.len() / 2).copied().unwrap_or(0);
-        println!(
+        say(&format!(
             "ingest: {} docs; {:.0} docs/s with embedding ({:.1}s), {:.0} docs/s without ({:.1}s write only); \
              query embedding {:.1}s total; rendered context at top-10: median {median_tokens} tokens",
             backend.docs,
@@ -328,7 +338,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             docs / backend.write_secs.max(1e-9),
             backend.write_secs,
             backend.query_embed_secs,
-        );
+        ));
         let mut entry = serde_json::to_value(&report).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
         if let Some(obj) = entry.as_object_mut() {
             obj.insert(
@@ -356,11 +366,14 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         }
         backend.engine.close()?;
     }
+    let text = serde_json::to_string_pretty(&serde_json::Value::Object(all))
+        .map_err(|e| mnemon::Error::Storage(e.to_string()))?;
     if let Some(out) = &args.out {
-        let text = serde_json::to_string_pretty(&serde_json::Value::Object(all))
-            .map_err(|e| mnemon::Error::Storage(e.to_string()))?;
-        std::fs::write(out, text)?;
+        std::fs::write(out, &text)?;
         eprintln!("wrote {}", out.display());
+    }
+    if cli.json {
+        println!("{text}");
     }
     Ok(())
 }
