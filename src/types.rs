@@ -240,7 +240,10 @@ impl FromStr for Tier {
             "short" | "short_term" | "short-term" => Ok(Tier::ShortTerm),
             "long" | "long_term" | "long-term" => Ok(Tier::LongTerm),
             "permanent" => Ok(Tier::Permanent),
-            _ => Err(Error::invalid("tier", format!("{s:?}: expected short|long|permanent"))),
+            _ => Err(Error::invalid(
+                "tier",
+                format!("{s:?}: expected short_term (or short), long_term (or long) or permanent"),
+            )),
         }
     }
 }

@@ -486,6 +486,7 @@ impl DetectionView {
         let mut segs = Vec::with_capacity(text.len());
         let mut changed = false;
         let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let numerals = cjk_numeral_runs(&chars);
         for (k, &(at, c)) in chars.iter().enumerate() {
             let end = at + c.len_utf8();
             if c.is_ascii() {
@@ -502,7 +503,7 @@ impl DetectionView {
             // or ends inside what one character became (`⑴` is `(1)`).
             let mut nfkc = std::iter::once(c).nfkc();
             // Neighbours as a reader sees them: invisible characters skipped.
-            let styled = |d: &(usize, char)| styled_digit(d.1).is_some();
+            let styled = |d: &(usize, char)| styled_digit(d.1).is_some() || matches!(d.1, '\u{207A}' | '\u{208A}');
             let visible = |d: &&(usize, char)| !is_invisible(d.1);
             let next_styled = || chars[k + 1..].iter().find(visible).is_some_and(styled);
             let prev_styled = || chars[..k].iter().rev().find(visible).is_some_and(styled);
@@ -510,6 +511,11 @@ impl DetectionView {
                 char::from(b'0' + d)
             } else if let Some(d) = styled_digit(c).filter(|_| next_styled() || prev_styled()) {
                 char::from(b'0' + d)
+            } else if let Some(d) = cjk_digit(c).filter(|_| numerals[k]) {
+                char::from(b'0' + d)
+            } else if matches!(c, '\u{207A}' | '\u{208A}') && next_styled() {
+                // Superscript or subscript plus before such digits (`⁺⁴⁴`).
+                '+'
             } else {
                 match (nfkc.next(), nfkc.next()) {
                     (Some(d), None) if reads_as_nfkc(c) => d,
@@ -530,6 +536,61 @@ impl DetectionView {
         let seg = |byte: usize| self.segs[self.segs.partition_point(|s| s.0 <= byte).saturating_sub(1)];
         PiiSpan { start: seg(span.start).1, end: seg(span.end - 1).2, kind: span.kind }
     }
+}
+
+/// For each character of `chars`, whether it is a Chinese or Japanese
+/// numeral ([`cjk_digit`]) the detection view reads as a digit: one of a
+/// run of two or more (invisible characters inside skipped) that no digit,
+/// sign or ASCII letter touches (`一二13812345678` keeps its numerals as
+/// words, so the number stays whole). Linear in the text.
+fn cjk_numeral_runs(chars: &[(usize, char)]) -> Vec<bool> {
+    let mut out = vec![false; chars.len()];
+    let visible: Vec<usize> = (0..chars.len()).filter(|&i| !is_invisible(chars[i].1)).collect();
+    let blocks = |i: Option<&usize>| {
+        i.is_some_and(|&i| {
+            let c = chars[i].1;
+            digit_value(c).is_some() || c.is_ascii_alphanumeric() || norm_punct(c) == Some(b'+')
+        })
+    };
+    let mut v = 0;
+    while v < visible.len() {
+        if cjk_digit(chars[visible[v]].1).is_none() {
+            v += 1;
+            continue;
+        }
+        let start = v;
+        while v < visible.len() && cjk_digit(chars[visible[v]].1).is_some() {
+            v += 1;
+        }
+        let before = start.checked_sub(1).and_then(|p| visible.get(p));
+        if v - start >= 2 && !blocks(before) && !blocks(visible.get(v)) {
+            for &i in &visible[start..v] {
+                out[i] = true;
+            }
+        }
+    }
+    out
+}
+
+/// The value of a Chinese or Japanese numeral read digit by digit, as
+/// phone numbers are spoken and written (`一三九…`, `〇九〇-一二三四-…`):
+/// `〇`/`零` 0, `一`/`幺` 1 (幺 is how 1 is read out in numbers), `二` 2 …
+/// `九` 9. The view reads one as a digit only next to another, so a lone
+/// `一` (one, a) stays a word.
+fn cjk_digit(c: char) -> Option<u8> {
+    Some(match c {
+        '\u{3007}' | '零' => 0,
+        '一' | '幺' => 1,
+        '二' => 2,
+        '三' => 3,
+        '四' => 4,
+        '五' => 5,
+        '六' => 6,
+        '七' => 7,
+        '八' => 8,
+        '九' => 9,
+        _ => return None,
+    })
 }
 
 /// The value of a decimal digit of another script: Arabic-Indic,
@@ -773,17 +834,24 @@ impl Scan<'_> {
         (!is_word(c) || phone_word()) && (uses_plus || norm_punct(c) != Some(b'+'))
     }
 
-    /// Whether the ASCII letters right before char index `ci`, as a whole
-    /// word, are a telephone word.
+    /// Whether the ASCII letters right before char index `ci` are a
+    /// telephone word, or end with one of five letters or more
+    /// (`cellphone`, `myphone`); the run may follow `_` or `-`
+    /// (`my_phone_13912345678`) but no digit.
     fn glued_phone_word(&self, ci: usize) -> bool {
-        // The longest telephone word has 9 letters; a longer run is no such word.
-        let letters = self.chars[..ci].iter().rev().take(10).take_while(|&&(_, c)| c.is_ascii_alphabetic()).count();
+        // Telephone words have at most 9 letters; a glued prefix at most 7 more.
+        const MAX: usize = 16;
+        let letters =
+            self.chars[..ci].iter().rev().take(MAX + 1).take_while(|&&(_, c)| c.is_ascii_alphabetic()).count();
         let from = ci - letters;
-        if letters == 0 || letters == 10 || from.checked_sub(1).is_some_and(|i| is_word(self.chars[i].1)) {
+        if letters == 0 || letters > MAX || from.checked_sub(1).is_some_and(|i| self.chars[i].1.is_ascii_digit()) {
             return false;
         }
-        let word: String = self.chars[from..ci].iter().map(|&(_, c)| c).collect();
-        phone::is_phone_word(&word)
+        let word: String = self.chars[from..ci].iter().map(|&(_, c)| c.to_ascii_lowercase()).collect();
+        (0..word.len()).any(|k| {
+            let tail = &word[k..];
+            (k == 0 || tail.len() >= 5) && phone::is_phone_word(tail)
+        })
     }
 
     /// Whether the digits from char index `start` to `end` are tied to a
@@ -994,6 +1062,7 @@ fn chain_candidates(
         }
         _ => false,
     };
+    let in_date = date_runs(groups, joiners);
     // The chain starts with an international prefix (`+44 …`, `0044 …`).
     let intl_head = groups.first().is_some_and(|g| g.plus.is_some() || g.digits.starts_with(&[0, 0]));
     for i in 0..n {
@@ -1030,7 +1099,7 @@ fn chain_candidates(
             if let Some(s) = card(scan, &cand) {
                 out.push(PiiSpan { start: s, end, kind: PiiKind::BankCard });
             }
-            if phones_here {
+            if phones_here && !in_date[i..j].contains(&true) {
                 phone_cands.push(cand);
             }
         }
@@ -1043,6 +1112,32 @@ fn chain_candidates(
             }
         }
     }
+}
+
+/// Which runs of a chain belong to a date written with `/`, `-` or `.`:
+/// a year (19xx, 20xx) then a month and a day (`2023/04/05`), or a day and
+/// a month then the year (`05-04-2023`, `4.5.2023`), months and days of 1–2
+/// digits. No telephone number overlaps them, so a range of dates
+/// (`2023/04/05-2023/05/06`) is not read as one.
+fn date_runs(groups: &[Group], joiners: &[Joiner]) -> Vec<bool> {
+    let mut out = vec![false; groups.len()];
+    let year = |g: &Group| g.len() == 4 && matches!(g.digits[..2], [1, 9] | [2, 0]);
+    let small = |g: &Group, max: u8| {
+        (1..=2).contains(&g.len()) && !g.has_x() && (1..=max).contains(&g.digits.iter().fold(0u8, |a, &d| a * 10 + d))
+    };
+    let tight = |j: Joiner| matches!(j, Joiner::Dash | Joiner::Dot);
+    for k in 0..groups.len().saturating_sub(2) {
+        if !tight(joiners[k]) || !tight(joiners[k + 1]) {
+            continue;
+        }
+        let (a, b, c) = (&groups[k], &groups[k + 1], &groups[k + 2]);
+        let ymd = year(a) && small(b, 12) && small(c, 31);
+        let dmy = year(c) && small(a, 31) && small(b, 31) && (small(a, 12) || small(b, 12));
+        if ymd || dmy {
+            out[k..k + 3].fill(true);
+        }
+    }
+    out
 }
 
 /// A telephone number: a loose shape check here, then confirmation with
@@ -1160,6 +1255,20 @@ fn plain_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     scan.left_ok(c.first().ci_start, false).then_some(c.first().start)
 }
 
+/// Span start of a checksum-verified candidate (ID, card): as
+/// [`plain_start`], and also right after a letter or `_` (`card_4111…`,
+/// `visa4111…`, `id_1101…`): a check digit, a birth date or an issuer
+/// prefix with Luhn vouch for the value where a glued word would make a
+/// phone-shaped run a code.
+fn verified_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
+    let ci = c.first().ci_start;
+    let glued_word = ci
+        .checked_sub(1)
+        .and_then(|i| scan.chars.get(i))
+        .is_some_and(|&(_, ch)| is_word(ch) && digit_value(ch).is_none());
+    (glued_word || scan.left_ok(ci, false)).then_some(c.first().start)
+}
+
 /// Mainland-China resident ID: 18 chars, `[18]` or `[6, 8, 4]`, verified.
 fn cn_id(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     let lens = c.lens();
@@ -1175,7 +1284,7 @@ fn cn_id(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     if !cn_id_valid(&ascii(&c.digits())) {
         return None;
     }
-    plain_start(scan, c)
+    verified_start(scan, c)
 }
 
 /// Payment card: 13–19 digits, grouping, issuer prefix, Luhn.
@@ -1198,7 +1307,7 @@ fn card(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     if !issuer_plausible(&digits) || !luhn_valid(&ascii(&digits)) {
         return None;
     }
-    plain_start(scan, c)
+    verified_start(scan, c)
 }
 
 /// First digits a card of this length can start with (see module docs).
@@ -1349,12 +1458,20 @@ const MAX_TLD_CHARS: usize = 24;
 ///   end, so its TLD is the longest prefix of up to 24 characters that
 ///   Mozilla's Public Suffix List knows (`中国`, `公司`, `香港` in `中国吗`);
 ///   a made-up ending (`我们`) is not a TLD.
-fn tld_len(label: &str) -> Option<usize> {
+///
+/// `listed_only`: the label follows an ideographic full stop `。`, which
+/// also ends sentences (`…@example.com。aa`), so even a cased TLD counts
+/// only when the Public Suffix List knows it (`例子。com`).
+fn tld_len(label: &str, listed_only: bool) -> Option<usize> {
+    let listed = |l: &str| psl::suffix(l.as_bytes()).is_some_and(|s| s.is_known() && s.as_bytes().len() == l.len());
     let cut = label.char_indices().find(|&(_, c)| is_uncased_letter(c)).map_or(label.len(), |(i, _)| i);
     if cut > 0 {
         let head = &label[..cut];
         let n = head.chars().count();
-        return ((2..=MAX_TLD_CHARS).contains(&n) && head.chars().all(char::is_alphabetic)).then_some(cut);
+        let ok = (2..=MAX_TLD_CHARS).contains(&n)
+            && head.chars().all(char::is_alphabetic)
+            && (!listed_only || listed(&head.to_lowercase()));
+        return ok.then_some(cut);
     }
     let mut best = None;
     for (n, (i, c)) in label.char_indices().enumerate() {
@@ -1362,7 +1479,7 @@ fn tld_len(label: &str) -> Option<usize> {
             break;
         }
         let end = i + c.len_utf8();
-        if psl::suffix(label[..end].as_bytes()).is_some_and(|s| s.is_known() && s.as_bytes().len() == end) {
+        if listed(&label[..end]) {
             best = Some(end);
         }
     }
@@ -1380,9 +1497,10 @@ fn valid_domain(d: &str) -> Option<usize> {
     // linear in the length of `d`.
     let mut best = None;
     let mut at = 0;
+    let mut after_full_stop = false;
     for (i, label) in d.split(['.', '\u{3002}']).enumerate() {
         if i >= 1 {
-            if let Some(t) = tld_len(label) {
+            if let Some(t) = tld_len(label, after_full_stop) {
                 best = Some(at + t);
                 if t < label.len() {
                     break;
@@ -1394,7 +1512,14 @@ fn valid_domain(d: &str) -> Option<usize> {
         }
         at += label.len();
         // The separator after this label, if any (`.` is 1 byte, `。` 3).
-        at += d[at..].chars().next().map_or(0, char::len_utf8);
+        let sep = d[at..].chars().next();
+        after_full_stop = sep == Some('\u{3002}');
+        // After a complete domain, `。` ends the sentence
+        // (`jane@example.com。中国…`), not the domain.
+        if after_full_stop && best.is_some() {
+            break;
+        }
+        at += sep.map_or(0, char::len_utf8);
     }
     best
 }
@@ -1905,6 +2030,9 @@ mod tests {
             ("이메일 홍길동@예시.한국 입니다", "이메일 [EMAIL] 입니다"),
             ("full width ｊａｎｅ＠例子．中国 ok", "full width [EMAIL] ok"),
             ("half width 用户@例子｡中国 ok", "half width [EMAIL] ok"),
+            ("mail jane@example。com ok", "mail [EMAIL] ok"),
+            ("发到jane@example.com。aa", "发到[EMAIL]。aa"),
+            ("发到jane@example.com。中国人很多", "发到[EMAIL]。中国人很多"),
             ("อีเมล สมชาย@ตัวอย่าง.ไทย ครับ", "อีเมล [EMAIL] ครับ"),
             ("ईमेल राम@उदाहरण.भारत है", "ईमेल [EMAIL] है"),
             ("بريد محمد@مثال.مصر الآن", "بريد [EMAIL] الآن"),
@@ -1939,6 +2067,19 @@ mod tests {
             ("Mobile07700900456 ok", "Mobile[PHONE] ok"),
             ("mobile_13812345678", "mobile_[PHONE]"),
             ("wx_13812345678", "wx_[PHONE]"),
+            ("my_phone_13912345671 saved", "my_phone_[PHONE] saved"),
+            ("cellphone13912345671", "cellphone[PHONE]"),
+            ("我的电话是一三九一二三四五六七八", "我的电话是[PHONE]"),
+            ("我的手机：幺三九幺二三四五六七八", "我的手机：[PHONE]"),
+            ("电话：一三九 一二三四 五六一一", "电话：[PHONE]"),
+            ("私の携帯は〇九〇-一二三四-五六七八です", "私の携帯は[PHONE]です"),
+            ("tel ⁺¹ ⁴¹⁵ ⁵⁵⁵ ⁰¹⁰⁷", "tel [PHONE]"),
+            // Numerals glued to written digits stay words.
+            ("一二13812345678", "一二[PHONE]"),
+            ("card_4111111111111111", "card_[CARD]"),
+            ("visa4111111111111111", "visa[CARD]"),
+            ("id_11010519491231002X glued", "id_[CN_ID] glued"),
+            ("card\u{200B}6217000000123451 zw", "card\u{200B}[CARD] zw"),
             ("電話 0312345678", "電話 [PHONE]"),
         ] {
             assert_eq!(r().redact(text).text, out, "{text}");
@@ -1952,11 +2093,19 @@ mod tests {
             // A code glued to letters, a hexadecimal value, a size.
             "part AB13812345678",
             "user_13812345678",
+            "hash a7f13812345678",
+            "一二三四五六七八九十",
+            "他一个人走了三四五里路",
             "0x13812345678",
             "resolution 13812345678x12345678",
             // Month/year ranges with slashes.
             "Solutions Inc. 02/2015 - 11/2018  Ottawa",
             "from 11/2018 - 02/2020 in Berlin",
+            "Stay 2023/04/05-2023/05/06 booked",
+            "2023/04/05 - 2023/05/06",
+            "2023-04-05-2023-05-06",
+            "2023/04/05–2023/05/06",
+            "05.04.2023-06.05.2023",
         ] {
             assert_untouched(text);
         }

@@ -124,6 +124,9 @@ fn human(cli: &Cli, resp: &Response) {
                 "{verb} {} memories ({} derived from forgotten observations) and {} observations",
                 o.memories, o.derived_memories, o.observations
             );
+            if o.memories == 0 && o.observations == 0 {
+                eprintln!("note: nothing matched: check the namespace, session or id (with --matching, the floor)");
+            }
             for (i, m) in f.preview.iter().enumerate() {
                 match f.similarities.get(i) {
                     Some(s) => println!("  sim={s:.3}  {}", memory_line(m)),
