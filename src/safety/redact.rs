@@ -62,7 +62,9 @@
 //! invisible characters ([`is_invisible`]: U+200B–U+200D, U+2060, U+00AD,
 //! U+FEFF, variation selectors and every other default-ignorable code point)
 //! are dropped and full-width, half-width, small-form and mathematical
-//! letters, digits and signs are replaced by their NFKC form.
+//! letters, digits and signs are replaced by their NFKC form; digits of
+//! other scripts, runs of circled or superscript digits and runs of Chinese
+//! or Japanese numerals (`一三九…`, `〇九〇`) read as the digits they stand for.
 //! `1381234\u{200B}5678`, `ja\u{00AD}ne@example.com` and
 //! `ｊａｎｅ＠ｅｘａｍｐｌｅ．ｃｏｍ` are found as the number and the address a
 //! reader sees. A span found in the view covers the caller's characters from
