@@ -609,7 +609,7 @@ fn script_digit(c: char) -> Option<u8> {
     let u = u32::from(c);
     let i = ZEROS.partition_point(|&z| z <= u).checked_sub(1)?;
     let d = u - ZEROS[i];
-    (d < 10).then(|| d as u8)
+    (d < 10).then_some(d as u8)
 }
 
 /// The value of a superscript, subscript or circled digit (`¹`, `₃`, `①`,
