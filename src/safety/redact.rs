@@ -513,7 +513,7 @@ impl DetectionView {
                 char::from(b'0' + d)
             } else if let Some(d) = styled_digit(c).filter(|_| next_styled() || prev_styled()) {
                 char::from(b'0' + d)
-            } else if let Some(d) = cjk_digit(c).filter(|_| numerals[k]) {
+            } else if let Some(d) = cjk_digit(c).filter(|_| numerals.get(k) == Some(&true)) {
                 char::from(b'0' + d)
             } else if matches!(c, '\u{207A}' | '\u{208A}') && next_styled() {
                 // Superscript or subscript plus before such digits (`⁺⁴⁴`).
@@ -540,12 +540,16 @@ impl DetectionView {
     }
 }
 
-/// For each character of `chars`, whether it is a Chinese or Japanese
+/// For each character of `chars` (empty when there is no numeral at all),
+/// whether it is a Chinese or Japanese
 /// numeral ([`cjk_digit`]) the detection view reads as a digit: one of a
 /// run of two or more (invisible characters inside skipped) that no digit,
 /// sign or ASCII letter touches (`一二13812345678` keeps its numerals as
 /// words, so the number stays whole). Linear in the text.
 fn cjk_numeral_runs(chars: &[(usize, char)]) -> Vec<bool> {
+    if !chars.iter().any(|&(_, c)| cjk_digit(c).is_some()) {
+        return Vec::new();
+    }
     let mut out = vec![false; chars.len()];
     let visible: Vec<usize> = (0..chars.len()).filter(|&i| !is_invisible(chars[i].1)).collect();
     let blocks = |i: Option<&usize>| {
@@ -1064,7 +1068,7 @@ fn chain_candidates(
         }
         _ => false,
     };
-    let in_date = date_runs(groups, joiners);
+    let in_date = date_runs(scan.text, groups, joiners);
     // The chain starts with an international prefix (`+44 …`, `0044 …`).
     let intl_head = groups.first().is_some_and(|g| g.plus.is_some() || g.digits.starts_with(&[0, 0]));
     for i in 0..n {
@@ -1119,9 +1123,11 @@ fn chain_candidates(
 /// Which runs of a chain belong to a date written with `/`, `-` or `.`:
 /// a year (19xx, 20xx) then a month and a day (`2023/04/05`), or a day and
 /// a month then the year (`05-04-2023`, `4.5.2023`), months and days of 1–2
-/// digits. No telephone number overlaps them, so a range of dates
-/// (`2023/04/05-2023/05/06`) is not read as one.
-fn date_runs(groups: &[Group], joiners: &[Joiner]) -> Vec<bool> {
+/// digits; or a month, a slash and a year (`02/2015`, where a German
+/// writing has an area code: `030/12345678`). No telephone number overlaps
+/// them, so a range of dates (`2023/04/05-2023/05/06`, `02/2015 - 11/2018`)
+/// is not read as one.
+fn date_runs(text: &str, groups: &[Group], joiners: &[Joiner]) -> Vec<bool> {
     let mut out = vec![false; groups.len()];
     let year = |g: &Group| g.len() == 4 && matches!(g.digits[..2], [1, 9] | [2, 0]);
     let small = |g: &Group, max: u8| {
@@ -1137,6 +1143,12 @@ fn date_runs(groups: &[Group], joiners: &[Joiner]) -> Vec<bool> {
         let dmy = year(c) && small(a, 31) && small(b, 31) && (small(a, 12) || small(b, 12));
         if ymd || dmy {
             out[k..k + 3].fill(true);
+        }
+    }
+    for k in 0..groups.len().saturating_sub(1) {
+        let (a, b) = (&groups[k], &groups[k + 1]);
+        if year(b) && small(a, 12) && text[a.end..b.start].contains('/') {
+            out[k..k + 2].fill(true);
         }
     }
     out
@@ -1196,17 +1208,6 @@ fn phone(scan: &Scan<'_>, c: &Cand<'_>, intl_head: bool, phones: &mut Phones<'_>
         && ((dots == 1 && !trunk_area && !intl)
             || c.inner.iter().any(|&j| j != Joiner::Dot && j.class() != JoinClass::Paren))
     {
-        return None;
-    }
-    // A slash between a month and a year (`02/2015 - 11/2018`) makes a
-    // date, not the area code of a German writing (`030/12345678`).
-    let month_year = |w: &[Group]| {
-        scan.text[w[0].end..w[1].start].contains('/')
-            && w[0].len() <= 2
-            && w[1].len() == 4
-            && matches!(w[1].digits[..2], [1, 9] | [2, 0])
-    };
-    if c.groups.windows(2).any(month_year) {
         return None;
     }
     // A lone 0 before a dash opens a range (`0–4294967295`).
