@@ -486,7 +486,10 @@ pub(crate) fn amount_or_id_context(text: &str, start: usize, end: usize) -> bool
         &['$', '€', '£', '¥', '￥', '＄', '￡', '₩', '₹', '₽', '₺', '₫', '฿', '₴', '₦', '₪', '#', '＃', '№'];
     const SIGNS_AFTER: &[char] =
         &['%', '％', '‰', '€', '$', '£', '¥', '￥', '元', '円', '圆', '圓', '块', '塊', '万', '萬', '亿', '億'];
-    prev.is_some_and(|c| SIGNS_BEFORE.contains(&c))
+    // `#` labels an identifier (`#13612345678`, an issue or order number)
+    // unless a telephone word says what follows (`phone # 136…`).
+    let number_sign = prev.is_some_and(|c| matches!(c, '#' | '＃'));
+    prev.is_some_and(|c| SIGNS_BEFORE.contains(&c)) && !(number_sign && phone_word_before(text, start))
         || next.is_some_and(|c| SIGNS_AFTER.contains(&c))
         || ends_with_id_label(before)
 }

@@ -581,20 +581,21 @@ fn cjk_numeral_runs(chars: &[(usize, char)]) -> Vec<bool> {
 /// The value of a Chinese or Japanese numeral read digit by digit, as
 /// phone numbers are spoken and written (`一三九…`, `〇九〇-一二三四-…`):
 /// `〇`/`零` 0, `一`/`幺` 1 (幺 is how 1 is read out in numbers), `二` 2 …
-/// `九` 9. The view reads one as a digit only next to another, so a lone
+/// `九` 9, and the financial forms `壹 贰/貳 … 玖`. The view reads one as a
+/// digit only next to another, so a lone
 /// `一` (one, a) stays a word.
 fn cjk_digit(c: char) -> Option<u8> {
     Some(match c {
         '\u{3007}' | '零' => 0,
-        '一' | '幺' => 1,
-        '二' => 2,
-        '三' => 3,
-        '四' => 4,
-        '五' => 5,
-        '六' => 6,
-        '七' => 7,
-        '八' => 8,
-        '九' => 9,
+        '一' | '幺' | '壹' => 1,
+        '二' | '贰' | '貳' => 2,
+        '三' | '叁' | '參' => 3,
+        '四' | '肆' => 4,
+        '五' | '伍' => 5,
+        '六' | '陆' | '陸' => 6,
+        '七' | '柒' => 7,
+        '八' | '捌' => 8,
+        '九' | '玖' => 9,
         _ => return None,
     })
 }
@@ -2079,6 +2080,10 @@ mod tests {
             ("tel ⁺¹ ⁴¹⁵ ⁵⁵⁵ ⁰¹⁰⁷", "tel [PHONE]"),
             // Numerals glued to written digits stay words.
             ("一二13812345678", "一二[PHONE]"),
+            ("电话：壹叁玖壹贰叁肆伍陆柒捌 是小王的", "电话：[PHONE] 是小王的"),
+            ("phone#13612345678 for Xu", "phone#[PHONE] for Xu"),
+            ("phone # 13612345676", "phone # [PHONE]"),
+            ("call #4155550111 now", "call #[PHONE] now"),
             ("card_4111111111111111", "card_[CARD]"),
             ("visa4111111111111111", "visa[CARD]"),
             ("id_11010519491231002X glued", "id_[CN_ID] glued"),
@@ -2096,6 +2101,7 @@ mod tests {
             // A code glued to letters, a hexadecimal value, a size.
             "part AB13812345678",
             "user_13812345678",
+            "fixed in #13612345678 yesterday",
             "hash a7f13812345678",
             "一二三四五六七八九十",
             "他一个人走了三四五里路",
