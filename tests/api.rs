@@ -351,6 +351,64 @@ fn matching_dry_run_shows_similarities() {
     assert!(v.get("similarities").is_none(), "{v}");
 }
 
+/// `context` abstains when nothing stored is relevant: a question about
+/// something the user never mentioned gets a block with no entry, says so
+/// (`abstained`) and names what no memory mentions (`unknown_names`); a
+/// related question fills the block; floors of -1 always fill it; `recall`
+/// abstains only when asked to.
+#[test]
+fn context_abstains_when_nothing_stored_is_relevant() {
+    let (_d, e) = engine();
+    let facts = [
+        "I moved to Lisbon in March and rent a flat near the river",
+        "My sister Ana is a nurse at the children's hospital",
+        "I am allergic to peanuts and shellfish",
+        "I prefer dark roast coffee, no sugar",
+        "We adopted a grey cat called Miso last summer",
+    ];
+    for t in facts {
+        e.remember(&ns("u"), NewMemory::new(t)).unwrap();
+    }
+    let ctx = |q: &str, extra: Value| {
+        let mut v = json!({"op": "context", "namespace": "u", "query": q});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        call(&e, v).unwrap()
+    };
+    let related = ctx("What is my sister Ana's job?", json!({}));
+    assert_eq!(related["abstained"], false, "{related}");
+    assert!(related["memories"].as_u64().unwrap() > 0, "{related}");
+    assert!(related["context"].as_str().unwrap().contains("nurse"), "{related}");
+    assert_eq!(related["unknown_names"], json!([]), "{related}");
+
+    let stranger = ctx("Which football club does Jean support in Marseille?", json!({}));
+    assert_eq!(stranger["abstained"], true, "{stranger}");
+    assert_eq!(stranger["memories"], 0, "{stranger}");
+    assert_eq!(stranger["unknown_names"], json!(["Jean", "Marseille"]), "{stranger}");
+    let text = stranger["context"].as_str().unwrap();
+    assert!(text.starts_with(mnemon::BLOCK_OPEN) && text.ends_with(mnemon::BLOCK_CLOSE), "{text}");
+    assert!(!text.contains("\n- ["), "{text}");
+
+    let forced = ctx(
+        "Which football club does Jean support in Marseille?",
+        json!({"abstain_below": -1.0, "abstain_unknown_name_below": -1.0}),
+    );
+    assert_eq!(forced["abstained"], false, "{forced}");
+    assert!(forced["memories"].as_u64().unwrap() > 0, "{forced}");
+
+    let r = call(&e, json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?"})).unwrap();
+    assert!(!r["hits"].as_array().unwrap().is_empty(), "recall does not abstain by default: {r}");
+    let r = call(
+        &e,
+        json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?",
+               "abstain_below": 0.15, "abstain_unknown_name_below": 0.3}),
+    )
+    .unwrap();
+    assert_eq!(r["hits"], json!([]), "{r}");
+    let bad = err(call(&e, json!({"op": "recall", "namespace": "u", "query": "x", "abstain_below": 1.5})));
+    assert_eq!(bad.code, ErrorCode::InvalidInput);
+    assert!(bad.message.contains("abstain_below"), "{}", bad.message);
+}
+
 #[test]
 fn namespaces_timeline_and_log_kinds_count_without_content() {
     let (_d, e) = engine();

@@ -364,3 +364,54 @@ fn the_near_duplicate_threshold_is_the_embedders_unless_set() -> R {
     }
     Ok(())
 }
+
+/// The session score (`Weights::session`): each hit's score is blended with
+/// the mean of the best two own scores of its session among the candidates
+/// (a missing second counts 0), and a memory without a session keeps its
+/// own score. Checked against a recall with the blend off.
+#[test]
+fn session_scores_blend_the_best_two_of_each_session() -> R {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path().join("s"))?;
+    let n = ns("u");
+    let turns = [
+        ("trip", "We took the night train to Porto in May"),
+        ("trip", "Porto was rainy but the port wine cellars were worth the train ride"),
+        ("trip", "Booked a table at a seafood place by the river"),
+        ("work", "The quarterly report is due next Friday"),
+        ("work", "The train strike made me late for the report meeting"),
+        ("cooking", "Tried a new recipe for Porto-style tripe stew"),
+    ];
+    for (s, t) in turns {
+        engine.remember(&n, NewMemory::new(t).session(s))?;
+    }
+    engine.remember(&n, NewMemory::new("Train tickets are cheaper on weekdays"))?;
+    let q = "train to Porto";
+    let base = RecallOptions { top_k: 50, record_access: false, ..RecallOptions::default() };
+    let off = RecallOptions { weights: mnemon::Weights { session: 0.0, ..base.weights }, ..base.clone() };
+    let own: std::collections::HashMap<_, _> =
+        engine.recall(&n, q, &off)?.into_iter().map(|h| (h.memory.id, (h.score, h.memory.session.clone()))).collect();
+    let on = engine.recall(&n, q, &base)?;
+    assert_eq!(on.len(), own.len());
+    let w = base.weights.session;
+    assert!(w > 0.0 && w < 1.0);
+    for h in &on {
+        let (mine, session) = &own[&h.memory.id];
+        let expected = match session {
+            None => *mine,
+            Some(s) => {
+                let mut same: Vec<f32> =
+                    own.values().filter(|(_, t)| t.as_ref() == Some(s)).map(|(score, _)| *score).collect();
+                same.sort_by(|a, b| b.total_cmp(a));
+                same.resize(mnemon::recall::SESSION_TOP.max(same.len()), 0.0);
+                same[..mnemon::recall::SESSION_TOP].iter().sum::<f32>() / mnemon::recall::SESSION_TOP as f32
+            }
+        };
+        assert!((h.explain.session - expected).abs() < 1e-5, "{}: {} vs {expected}", h.memory.content, h.explain.session);
+        assert!((h.score - ((1.0 - w) * mine + w * expected)).abs() < 1e-5, "{}", h.memory.content);
+        assert_eq!(h.score, h.explain.score);
+    }
+    // The trip session holds the two best matches, so its turns lead.
+    assert!(on[0].memory.session.as_deref() == Some("trip"), "{:?}", on[0].memory.content);
+    Ok(())
+}

@@ -685,6 +685,8 @@ class Engine:
         *,
         top_k: Optional[int] = None,
         min_similarity: Optional[float] = None,
+        abstain_below: Optional[float] = None,
+        abstain_unknown_name_below: Optional[float] = None,
         kinds: Optional[Sequence[str]] = None,
         tiers: Optional[Sequence[Tier]] = None,
         session: Optional[str] = None,
@@ -711,6 +713,11 @@ class Engine:
             min_similarity: drop hits with cosine below this (-1..1; the scale
                 depends on the embedder: unrelated text scores ~0.1–0.3 with
                 MiniLM, ~0.74–0.81 with e5).
+            abstain_below: return no hit when none has a cosine of at least
+                this (-1..1); default never.
+            abstain_unknown_name_below: return no hit when the query names
+                something no memory mentions and none has a cosine of at
+                least this (-1..1); default never.
             kinds, tiers: only these kinds / tiers.
             session: only memories formed in this session.
             current_session: the caller's session; short-term memories of
@@ -739,6 +746,8 @@ class Engine:
             query,
             top_k=top_k,
             min_similarity=min_similarity,
+            abstain_below=abstain_below,
+            abstain_unknown_name_below=abstain_unknown_name_below,
             kinds=kinds,
             tiers=tiers,
             session=session,
@@ -764,6 +773,8 @@ class Engine:
         budget_tokens: Optional[int] = None,
         top_k: Optional[int] = None,
         min_similarity: Optional[float] = None,
+        abstain_below: Optional[float] = None,
+        abstain_unknown_name_below: Optional[float] = None,
         kinds: Optional[Sequence[str]] = None,
         tiers: Optional[Sequence[Tier]] = None,
         session: Optional[str] = None,
@@ -781,9 +792,13 @@ class Engine:
     ) -> ContextBlock:
         """The prompt block for `query`: recalled memories rendered as
         `<memories>` … `</memories>` with dates and sources, within
-        `budget_tokens` estimated tokens (default 400). Filters as `recall`.
+        `budget_tokens` estimated tokens (default 400). Filters as `recall`,
+        except that `abstain_below` and `abstain_unknown_name_below` default
+        to the embedder's calibrated floors: when no hit reaches them, the
+        block holds no entry and `abstained` is True (pass -1.0 to both to
+        always fill the block).
 
-        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`.
+        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions).
 
         Raises:
             InvalidInputError: a budget outside 1..(cap/2) or bad filters.
@@ -794,6 +809,8 @@ class Engine:
             query,
             top_k=top_k,
             min_similarity=min_similarity,
+            abstain_below=abstain_below,
+            abstain_unknown_name_below=abstain_unknown_name_below,
             kinds=kinds,
             tiers=tiers,
             session=session,
@@ -819,6 +836,8 @@ class Engine:
         *,
         top_k: Optional[int],
         min_similarity: Optional[float],
+        abstain_below: Optional[float],
+        abstain_unknown_name_below: Optional[float],
         kinds: Optional[Sequence[str]],
         tiers: Optional[Sequence[Tier]],
         session: Optional[str],
@@ -838,6 +857,8 @@ class Engine:
             {"namespace": namespace, "query": query},
             top_k=top_k,
             min_similarity=min_similarity,
+            abstain_below=abstain_below,
+            abstain_unknown_name_below=abstain_unknown_name_below,
             kinds=_seq(kinds),
             tiers=_seq(tiers),
             session=session,

@@ -31,6 +31,15 @@ pub struct RecallFilters {
     /// Cosine floor, -1..1. Its scale depends on the embedder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_similarity: Option<f32>,
+    /// Abstain: return no memory when no hit has a cosine to the query of
+    /// at least this, -1..1. `recall` defaults to never; `context` to the
+    /// embedder's calibrated floor (-1 turns it off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_below: Option<f32>,
+    /// Abstain when the query names something no memory mentions and no hit
+    /// has a cosine of at least this, -1..1. Defaults as `abstain_below`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstain_unknown_name_below: Option<f32>,
     /// Only these kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
@@ -110,6 +119,12 @@ impl RecallFilters {
         Ok(RecallOptions {
             top_k: self.top_k.unwrap_or(default_top_k),
             min_similarity: self.min_similarity,
+            abstain: (self.abstain_below.is_some() || self.abstain_unknown_name_below.is_some()).then(|| {
+                crate::Abstain {
+                    below: self.abstain_below.unwrap_or(-1.0),
+                    unknown_name_below: self.abstain_unknown_name_below.unwrap_or(-1.0),
+                }
+            }),
             kinds,
             tiers: self.tiers.clone(),
             session: self.session.clone(),
@@ -205,9 +220,20 @@ impl Call for ContextRequest {
         if budget == 0 || budget > max {
             return Err(ApiError::invalid("budget_tokens", format!("{budget}: must be in 1..={max}")));
         }
-        let opts = self.filters.options(RecallOptions::default().top_k)?;
-        let hits = engine.recall(&self.namespace, &self.query, &opts)?;
-        Ok(crate::render_context(&hits, budget))
+        let mut opts = self.filters.options(RecallOptions::default().top_k)?;
+        let default = engine.embedder().context_floor();
+        let floors = crate::Abstain {
+            below: self.filters.abstain_below.unwrap_or(default.below),
+            unknown_name_below: self.filters.abstain_unknown_name_below.unwrap_or(default.unknown_name_below),
+        };
+        opts.abstain = None;
+        let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
+        let unknown_names = engine.unknown_names(&self.namespace, &self.query);
+        let abstained = opts.mode != crate::RecallMode::Lexical && floors.abstains(&hits, !unknown_names.is_empty());
+        if abstained {
+            hits.clear();
+        }
+        Ok(crate::ContextBlock { abstained, unknown_names, ..crate::render_context(&hits, budget) })
     }
 }
 

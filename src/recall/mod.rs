@@ -20,7 +20,7 @@ pub use context::{
     TRUNCATED_FIELD,
 };
 pub(crate) use score::dot as score_dot;
-pub use score::{Explanation, RecallMode, SimilarityNorm, Weights};
+pub use score::{Explanation, RecallMode, SimilarityNorm, Weights, SESSION_TOP};
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -41,6 +41,11 @@ pub struct RecallOptions {
     /// `-1.0..=1.0`. Default none. Similarity scales differ per embedder:
     /// set it from measurement for the model in use.
     pub min_similarity: Option<f32>,
+    /// Abstention: return no hit when nothing stored is relevant enough
+    /// (see [`Abstain`]). Lexical mode (no query vector) never abstains.
+    /// Default none; the `context` command defaults to the embedder's
+    /// [`crate::embed::Embedder::context_floor`].
+    pub abstain: Option<Abstain>,
     /// Only these kinds (empty: all).
     pub kinds: Vec<Kind>,
     /// Only these tiers (empty: all).
@@ -84,6 +89,7 @@ impl Default for RecallOptions {
         RecallOptions {
             top_k: 10,
             min_similarity: None,
+            abstain: None,
             kinds: Vec::new(),
             tiers: Vec::new(),
             session: None,
@@ -119,7 +125,7 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidInput`] for an empty or oversized query, a query with
     /// characters the [input rules](crate::safety::text) refuse, `top_k`
-    /// outside 1..=1000, `min_similarity` outside -1..=1, or an `as_of`
+    /// outside 1..=1000, `min_similarity` or an [`Abstain`] floor outside -1..=1, or an `as_of`
     /// position past the log's end; [`Error::Embedder`] if embedding the
     /// query fails.
     pub fn recall(&self, ns: &Namespace, query: &str, opts: &RecallOptions) -> Result<Vec<Hit>> {
@@ -143,9 +149,14 @@ impl Engine {
         if opts.top_k == 0 || opts.top_k > 1000 {
             return Err(Error::invalid("top_k", "must be in 1..=1000"));
         }
-        if let Some(m) = opts.min_similarity {
-            if !(-1.0..=1.0).contains(&m) {
-                return Err(Error::invalid("min_similarity", "must be in -1.0..=1.0"));
+        let floors = [
+            ("min_similarity", opts.min_similarity),
+            ("abstain_below", opts.abstain.map(|a| a.below)),
+            ("abstain_unknown_name_below", opts.abstain.map(|a| a.unknown_name_below)),
+        ];
+        for (name, v) in floors {
+            if v.is_some_and(|m| !(-1.0..=1.0).contains(&m)) {
+                return Err(Error::invalid(name, "must be in -1.0..=1.0"));
             }
         }
         Ok(())
@@ -239,13 +250,70 @@ impl Engine {
                 explain.vector_pending = st.pending_vectors.contains(&m.id);
                 hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
             }
+            score::blend_sessions(&mut hits, opts.weights.session);
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
-            collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k)
+            let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k);
+            if let Some(a) = opts.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
+                if a.abstains(&hits, !st.lexical.unknown_names(query).is_empty()) {
+                    hits.clear();
+                }
+            }
+            hits
         };
         if opts.record_access && opts.as_of.is_none() {
             self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
         Ok(hits)
+    }
+}
+
+/// When recall abstains: returns no hit because nothing stored is relevant
+/// enough ([`RecallOptions::abstain`]). Both floors are query-to-memory
+/// cosines in `-1.0..=1.0` (`-1` turns a rule off); their scale depends on
+/// the embedder ([`crate::embed::Embedder::context_floor`] gives calibrated
+/// values).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Abstain {
+    /// Abstain when no hit has a cosine of at least this.
+    pub below: f32,
+    /// Abstain when the query names something no memory of the namespace
+    /// mentions ([`Engine::unknown_names`]) and no hit has a cosine of at
+    /// least this. Meant to be above `below`: a question about a stranger
+    /// must match more closely to count.
+    pub unknown_name_below: f32,
+}
+
+impl Abstain {
+    /// Never abstains.
+    pub const NEVER: Abstain = Abstain { below: -1.0, unknown_name_below: -1.0 };
+
+    /// Whether a recall that found `hits` (best first) abstains; `unknown_name`
+    /// tells whether the query names something the namespace never mentions.
+    /// A hit whose vector is still pending counts as reaching every floor (it
+    /// was found lexically and cannot be judged); no hit at all is not an
+    /// abstention, just an empty result.
+    pub fn abstains(&self, hits: &[Hit], unknown_name: bool) -> bool {
+        if hits.is_empty() || hits.iter().any(|h| h.explain.vector_pending) {
+            return false;
+        }
+        let best = hits.iter().map(|h| h.explain.similarity).fold(f32::NEG_INFINITY, f32::max);
+        best < self.below || (unknown_name && best < self.unknown_name_below)
+    }
+}
+
+impl Engine {
+    /// The names in `query` that no memory of `ns` mentions, in the query's
+    /// order: capitalised words other than a sentence's first, month and
+    /// weekday names and stop words, none of whose terms occurs in the
+    /// namespace's lexical index (current and past versions alike; see
+    /// [`crate::index::LexicalIndex::unknown_names`]). To a namespace with
+    /// no memory, every name is unknown.
+    pub fn unknown_names(&self, ns: &Namespace, query: &str) -> Vec<String> {
+        let state = self.shared().state.read();
+        match state.ns(ns) {
+            Some(st) => st.lexical.unknown_names(query),
+            None => crate::index::LexicalIndex::new().unknown_names(query),
+        }
     }
 }
 

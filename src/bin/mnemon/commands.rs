@@ -249,6 +249,16 @@ pub struct RecallFlags {
     /// Cosine similarity floor (-1..1; the scale depends on the embedder).
     #[arg(long)]
     min_similarity: Option<f32>,
+    /// Return no memory when none of the hits has a cosine of at least this
+    /// (-1..1). `context` defaults to the embedder's calibrated floor (pass
+    /// -1 to always fill the block); `recall` to never.
+    #[arg(long, allow_hyphen_values = true)]
+    abstain_below: Option<f32>,
+    /// Return no memory when the query names something no memory mentions
+    /// and no hit has a cosine of at least this (-1..1). Defaults as
+    /// --abstain-below.
+    #[arg(long, allow_hyphen_values = true)]
+    abstain_unknown_name_below: Option<f32>,
     /// Only this kind (repeatable).
     #[arg(long = "kind")]
     kinds: Vec<String>,
@@ -314,6 +324,8 @@ impl RecallFlags {
         Ok(RecallFilters {
             top_k: Some(k),
             min_similarity: self.min_similarity,
+            abstain_below: self.abstain_below,
+            abstain_unknown_name_below: self.abstain_unknown_name_below,
             kinds: self.kinds.clone(),
             tiers: self.tiers.iter().map(|t| t.parse()).collect::<Result<_>>()?,
             session: self.session.clone(),

@@ -52,6 +52,23 @@ pub struct EvalArgs {
     /// How hybrid recall scales cosine: auto (the embedder's choice), raw or minmax.
     #[arg(long, default_value = "auto")]
     similarity_norm: String,
+    /// Weight of the session score in every mode (0–1; default the engine's,
+    /// 0.5): a hit's score is blended with the mean of the best two scores of
+    /// its session among the candidates.
+    #[arg(long)]
+    session_weight: Option<f32>,
+    /// Abstain as `context` does: return nothing for a query when its top
+    /// 10 hits do not reach the floors. `auto`: the embedder's context
+    /// floors; `B` or `B,N`: no hit with a cosine of at least B, or (N) the
+    /// query names something the unit never mentions and no hit reaches N.
+    /// Queries that return nothing are counted per kind (answerable,
+    /// unanswerable, unrelated).
+    #[arg(long, value_name = "auto|B[,N]")]
+    abstain: Option<String>,
+    /// Also ask each unit up to 50 questions of the unit before it, which
+    /// nothing in it answers, and count those that return nothing.
+    #[arg(long)]
+    unrelated: bool,
     /// Write every query's hits with their score parts (cosine, raw BM25,
     /// fused score) as JSON lines to this file, one line per query and mode.
     #[arg(long, value_name = "FILE")]
@@ -75,6 +92,8 @@ struct EngineBackend {
     engine: Engine,
     embedder: Arc<dyn Embedder>,
     opts: RecallOptions,
+    /// `--abstain`: the floors the top 10 hits must reach.
+    abstain: Option<mnemon::Abstain>,
     ids: HashMap<String, HashMap<MemoryId, String>>,
     embed_secs: f64,
     write_secs: f64,
@@ -192,12 +211,18 @@ impl Backend for EngineBackend {
         let ns = ns_for(unit)?;
         let query: String = mnemon::safety::text::scrub(query).chars().take(4000).collect();
         let opts = RecallOptions { top_k: k.clamp(1, 1000), ..self.opts.clone() };
-        let hits = if opts.mode == RecallMode::Lexical {
+        let mut hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
         } else {
             let qv = self.query_vector(&query)?;
             self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
         };
+        if let Some(a) = self.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
+            let unknown = !self.engine.unknown_names(&ns, &query).is_empty();
+            if a.abstains(&hits[..hits.len().min(10)], unknown) {
+                hits.clear();
+            }
+        }
         if let Some((mode, out)) = &self.explain {
             let map = self.ids.get(unit);
             let rows: Vec<_> = hits
@@ -223,6 +248,21 @@ impl Backend for EngineBackend {
         self.ids.remove(unit);
         Ok(())
     }
+}
+
+/// `B` or `B,N` of `--abstain`: cosine floors in -1..=1 (N defaults to B).
+fn parse_floors(v: &str) -> Result<mnemon::Abstain> {
+    let bad = || mnemon::Error::invalid("abstain", format!("{v:?}: expected auto, B or B,N with cosines in -1..=1"));
+    let mut parts = v.split(',').map(|p| p.trim().parse::<f32>().ok().filter(|f| (-1.0..=1.0).contains(f)));
+    let below = parts.next().flatten().ok_or_else(bad)?;
+    let unknown_name_below = match parts.next() {
+        None => below,
+        Some(n) => n.ok_or_else(bad)?,
+    };
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(mnemon::Abstain { below, unknown_name_below })
 }
 
 pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
@@ -293,11 +333,22 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             }
             weights.dense = w;
         }
+        if let Some(w) = args.session_weight {
+            if !(0.0..=1.0).contains(&w) {
+                return Err(mnemon::Error::invalid("session_weight", "must be in 0..=1"));
+            }
+            weights.session = w;
+        }
         let opts = RecallOptions { mode, weights, record_access: false, ..RecallOptions::default() };
         let mut backend = EngineBackend {
             engine,
             embedder: run_embedder.clone(),
             opts,
+            abstain: match args.abstain.as_deref() {
+                None => None,
+                Some("auto") => Some(run_embedder.context_floor()),
+                Some(v) => Some(parse_floors(v)?),
+            },
             ids: HashMap::new(),
             embed_secs: 0.0,
             write_secs: 0.0,
@@ -318,6 +369,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         // With --explain-out, the JSON also holds each query's gold, in the
         // same order as the explain lines.
         ropts.record_queries = args.explain_out.is_some();
+        ropts.unrelated = args.unrelated;
         let report = eval::run(dataset, &units, &mut backend, &ropts)?;
         // With --json, standard output carries only the JSON document
         // (printed at the end); the tables go to standard error.
@@ -353,6 +405,8 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                     "query_embed_seconds": backend.query_embed_secs,
                     "context_tokens_top10_median": median_tokens,
                     "dense_weight": weights.dense,
+                    "session_weight": weights.session,
+                    "abstain": backend.abstain,
                     "similarity_norm": match weights.similarity_norm {
                         mnemon::SimilarityNorm::Auto => embedder.similarity_norm(),
                         n => n,

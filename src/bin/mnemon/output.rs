@@ -116,7 +116,20 @@ fn human(cli: &Cli, resp: &Response) {
                 eprintln!("note: {} more hits left out by the response budget", r.omitted);
             }
         }
-        Response::Context(c) => println!("{}", c.text),
+        Response::Context(c) => {
+            println!("{}", c.text);
+            if c.abstained {
+                let names = if c.unknown_names.is_empty() {
+                    String::new()
+                } else {
+                    format!("; no memory mentions {}", c.unknown_names.join(", "))
+                };
+                eprintln!(
+                    "note: nothing stored is relevant enough (no hit reached the abstention floor{names}); \
+                     --abstain-below -1 --abstain-unknown-name-below -1 fills the block anyway"
+                );
+            }
+        }
         Response::Forget(f) => {
             let o = &f.outcome;
             let verb = if f.dry_run { "would forget" } else { "forgot" };
