@@ -388,25 +388,25 @@ fn context_abstains_when_nothing_stored_is_relevant() {
     assert!(text.starts_with(mnemon::BLOCK_OPEN) && text.ends_with(mnemon::BLOCK_CLOSE), "{text}");
     assert!(!text.contains("\n- ["), "{text}");
 
-    let forced = ctx(
-        "Which football club does Jean support in Marseille?",
-        json!({"abstain_below": -1.0, "abstain_unknown_name_below": -1.0}),
-    );
+    let forced = ctx("Which football club does Jean support in Marseille?", json!({"abstain_below": -1.0}));
     assert_eq!(forced["abstained"], false, "{forced}");
     assert!(forced["memories"].as_u64().unwrap() > 0, "{forced}");
 
-    let r = call(&e, json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?"})).unwrap();
+    let r =
+        call(&e, json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?"})).unwrap();
     assert!(!r["hits"].as_array().unwrap().is_empty(), "recall does not abstain by default: {r}");
     let r = call(
         &e,
         json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?",
-               "abstain_below": 0.15, "abstain_unknown_name_below": 0.3}),
+               "abstain_below": 0.15}),
     )
     .unwrap();
     assert_eq!(r["hits"], json!([]), "{r}");
-    let bad = err(call(&e, json!({"op": "recall", "namespace": "u", "query": "x", "abstain_below": 1.5})));
-    assert_eq!(bad.code, ErrorCode::InvalidInput);
-    assert!(bad.message.contains("abstain_below"), "{}", bad.message);
+    for op in ["recall", "context"] {
+        let bad = err(call(&e, json!({"op": op, "namespace": "u", "query": "x", "abstain_below": 1.5})));
+        assert_eq!(bad.code, ErrorCode::InvalidInput);
+        assert_eq!(bad.field.as_deref(), Some("abstain_below"), "{op}: {bad:?}");
+    }
 }
 
 #[test]

@@ -164,8 +164,16 @@ fn recall_and_context_expose_every_filter() {
     let v = json(&data, &["context", "--ns", "u", "--session", "s2", q]);
     assert_eq!(v["memories"], 1, "{v}");
     assert!(v["context"].as_str().unwrap().contains("Coffee machine is in the kitchen"), "{v}");
+    // The one permanent memory shares a single word with the query: too
+    // little for the default abstention floor, which --abstain-below -1
+    // turns off.
     let v = json(&data, &["context", "--ns", "u", "--tier", "permanent", q]);
-    assert_eq!(v["memories"], 1, "{v}");
+    assert_eq!((v["memories"].as_u64(), v["abstained"].as_bool()), (Some(0), Some(true)), "{v}");
+    let (ok, _, err) = mnemon(&data, &["context", "--ns", "u", "--tier", "permanent", q]);
+    assert!(ok && err.contains("nothing stored is relevant enough"), "{err}");
+    let off = ["--abstain-below", "-1"];
+    let v = json(&data, &[&["context", "--ns", "u", "--tier", "permanent"][..], &off, &[q]].concat());
+    assert_eq!((v["memories"].as_u64(), v["abstained"].as_bool()), (Some(1), Some(false)), "{v}");
     assert!(v["context"].as_str().unwrap().contains("Yunnan"), "{v}");
     let v = json(&data, &["context", "--ns", "u", "--as-of-seq", &seq, q]);
     let block = v["context"].as_str().unwrap();

@@ -407,7 +407,12 @@ fn session_scores_blend_the_best_two_of_each_session() -> R {
                 same[..mnemon::recall::SESSION_TOP].iter().sum::<f32>() / mnemon::recall::SESSION_TOP as f32
             }
         };
-        assert!((h.explain.session - expected).abs() < 1e-5, "{}: {} vs {expected}", h.memory.content, h.explain.session);
+        assert!(
+            (h.explain.session - expected).abs() < 1e-5,
+            "{}: {} vs {expected}",
+            h.memory.content,
+            h.explain.session
+        );
         assert!((h.score - ((1.0 - w) * mine + w * expected)).abs() < 1e-5, "{}", h.memory.content);
         assert_eq!(h.score, h.explain.score);
     }

@@ -686,7 +686,6 @@ class Engine:
         top_k: Optional[int] = None,
         min_similarity: Optional[float] = None,
         abstain_below: Optional[float] = None,
-        abstain_unknown_name_below: Optional[float] = None,
         kinds: Optional[Sequence[str]] = None,
         tiers: Optional[Sequence[Tier]] = None,
         session: Optional[str] = None,
@@ -714,10 +713,9 @@ class Engine:
                 depends on the embedder: unrelated text scores ~0.1–0.3 with
                 MiniLM, ~0.74–0.81 with e5).
             abstain_below: return no hit when none has a cosine of at least
-                this (-1..1); default never.
-            abstain_unknown_name_below: return no hit when the query names
-                something no memory mentions and none has a cosine of at
-                least this (-1..1); default never.
+                this (-1..1; -1 turns it off); a query naming something no
+                memory mentions needs the embedder's margin more. Default
+                never.
             kinds, tiers: only these kinds / tiers.
             session: only memories formed in this session.
             current_session: the caller's session; short-term memories of
@@ -747,7 +745,6 @@ class Engine:
             top_k=top_k,
             min_similarity=min_similarity,
             abstain_below=abstain_below,
-            abstain_unknown_name_below=abstain_unknown_name_below,
             kinds=kinds,
             tiers=tiers,
             session=session,
@@ -774,7 +771,6 @@ class Engine:
         top_k: Optional[int] = None,
         min_similarity: Optional[float] = None,
         abstain_below: Optional[float] = None,
-        abstain_unknown_name_below: Optional[float] = None,
         kinds: Optional[Sequence[str]] = None,
         tiers: Optional[Sequence[Tier]] = None,
         session: Optional[str] = None,
@@ -793,10 +789,9 @@ class Engine:
         """The prompt block for `query`: recalled memories rendered as
         `<memories>` … `</memories>` with dates and sources, within
         `budget_tokens` estimated tokens (default 400). Filters as `recall`,
-        except that `abstain_below` and `abstain_unknown_name_below` default
-        to the embedder's calibrated floors: when no hit reaches them, the
-        block holds no entry and `abstained` is True (pass -1.0 to both to
-        always fill the block).
+        except that `abstain_below` defaults to the embedder's calibrated
+        floors: when no hit reaches them, the block holds no entry and
+        `abstained` is True (pass -1.0 to always fill the block).
 
         Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions).
 
@@ -810,7 +805,6 @@ class Engine:
             top_k=top_k,
             min_similarity=min_similarity,
             abstain_below=abstain_below,
-            abstain_unknown_name_below=abstain_unknown_name_below,
             kinds=kinds,
             tiers=tiers,
             session=session,
@@ -837,7 +831,6 @@ class Engine:
         top_k: Optional[int],
         min_similarity: Optional[float],
         abstain_below: Optional[float],
-        abstain_unknown_name_below: Optional[float],
         kinds: Optional[Sequence[str]],
         tiers: Optional[Sequence[Tier]],
         session: Optional[str],
@@ -858,7 +851,6 @@ class Engine:
             top_k=top_k,
             min_similarity=min_similarity,
             abstain_below=abstain_below,
-            abstain_unknown_name_below=abstain_unknown_name_below,
             kinds=_seq(kinds),
             tiers=_seq(tiers),
             session=session,

@@ -381,7 +381,17 @@ class ContextBlock(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('context', 'memories', 'skipped', 'tokens', 'truncated')
+    _FIELDS = ('abstained', 'context', 'memories', 'skipped', 'tokens', 'truncated', 'unknown_names')
+
+    @property
+    def abstained(self) -> Optional[bool]:
+        """
+        True when recall found memories but none reached the abstention floor
+        (`abstain_below`, by default the embedder's
+        `crate::embed::Embedder::context_floor`): nothing stored is relevant, and the
+        block holds no entry.
+        """
+        return self._data.get("abstained")
 
     @property
     def context(self) -> str:
@@ -410,6 +420,15 @@ class ContextBlock(Record):
     def truncated(self) -> int:
         """Of those, entries cut to fit (0 or 1)."""
         return self._data["truncated"]  # type: ignore[no-any-return]
+
+    @property
+    def unknown_names(self) -> List[str]:
+        """
+        Names in the query that no memory of the namespace mentions
+        (`crate::Engine::unknown_names`), in the query's order; filled by the `context`
+        command, empty from `render_context`.
+        """
+        return self._data.get("unknown_names", [])
 
 
 class ErasureReceipt(Record):
@@ -607,7 +626,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'similarity', 'vector_pending')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'session', 'similarity', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -659,6 +678,15 @@ class Explanation(Record):
     def score(self) -> float:
         """The final score."""
         return self._data["score"]  # type: ignore[no-any-return]
+
+    @property
+    def session(self) -> Optional[float]:
+        """
+        The session score blended in by `Weights::session`: the mean of the best
+        `SESSION_TOP` own scores of the memory's session among the candidates (the
+        memory's own score when it has no session).
+        """
+        return self._data.get("session")
 
     @property
     def similarity(self) -> float:

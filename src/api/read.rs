@@ -31,15 +31,12 @@ pub struct RecallFilters {
     /// Cosine floor, -1..1. Its scale depends on the embedder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_similarity: Option<f32>,
-    /// Abstain: return no memory when no hit has a cosine to the query of
-    /// at least this, -1..1. `recall` defaults to never; `context` to the
-    /// embedder's calibrated floor (-1 turns it off).
+    /// Abstain below this cosine. No hit is returned unless one reaches it,
+    /// -1..1 (-1: off); a query naming something no memory mentions needs
+    /// the embedder's margin more ([`crate::Abstain::shifted`]). Default:
+    /// `context` the embedder's floors, `recall` none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abstain_below: Option<f32>,
-    /// Abstain when the query names something no memory mentions and no hit
-    /// has a cosine of at least this, -1..1. Defaults as `abstain_below`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub abstain_unknown_name_below: Option<f32>,
     /// Only these kinds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
@@ -49,7 +46,7 @@ pub struct RecallFilters {
     /// Only memories formed in this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// Your session: leaves out other sessions' short-term memories.
+    /// Your session: hides others' short-term memories.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_session: Option<String>,
     /// Happened at or after (RFC 3339).
@@ -92,8 +89,12 @@ impl RecallFilters {
     ///
     /// # Errors
     /// [`super::ErrorCode::InvalidInput`] for an unknown kind, `from` after
-    /// `to`, or `candidates` outside 1..=10000 (the engine checks the rest).
-    pub fn options(&self, default_top_k: usize) -> Result<RecallOptions, ApiError> {
+    /// `to`, `abstain_below` outside -1..=1 or NaN, or `candidates` outside
+    /// 1..=10000 (the engine checks the rest).
+    /// `default_floors` are the embedder's abstention floors
+    /// ([`crate::embed::Embedder::context_floor`]), which `abstain_below`
+    /// shifts.
+    pub fn options(&self, default_top_k: usize, default_floors: crate::Abstain) -> Result<RecallOptions, ApiError> {
         let kinds = self
             .kinds
             .iter()
@@ -111,6 +112,9 @@ impl RecallFilters {
                 Some((from, to))
             }
         };
+        if self.abstain_below.is_some_and(|b| !(-1.0..=1.0).contains(&b)) {
+            return Err(ApiError::invalid("abstain_below", "must be in -1.0..=1.0"));
+        }
         let candidates = match self.candidates {
             None => 0,
             Some(n) if (1..=MAX_CANDIDATES).contains(&n) => n,
@@ -119,12 +123,7 @@ impl RecallFilters {
         Ok(RecallOptions {
             top_k: self.top_k.unwrap_or(default_top_k),
             min_similarity: self.min_similarity,
-            abstain: (self.abstain_below.is_some() || self.abstain_unknown_name_below.is_some()).then(|| {
-                crate::Abstain {
-                    below: self.abstain_below.unwrap_or(-1.0),
-                    unknown_name_below: self.abstain_unknown_name_below.unwrap_or(-1.0),
-                }
-            }),
+            abstain: self.abstain_below.map(|b| crate::Abstain::shifted(default_floors, b)),
             kinds,
             tiers: self.tiers.clone(),
             session: self.session.clone(),
@@ -174,7 +173,7 @@ impl Call for RecallRequest {
     }
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<RecallResponse, ApiError> {
-        let opts = self.filters.options(RecallOptions::default().top_k)?;
+        let opts = self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?;
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
         let mut packer = Packer::new(limits);
         let kept = hits.iter().take_while(|h| packer.take(h)).count();
@@ -220,13 +219,9 @@ impl Call for ContextRequest {
         if budget == 0 || budget > max {
             return Err(ApiError::invalid("budget_tokens", format!("{budget}: must be in 1..={max}")));
         }
-        let mut opts = self.filters.options(RecallOptions::default().top_k)?;
         let default = engine.embedder().context_floor();
-        let floors = crate::Abstain {
-            below: self.filters.abstain_below.unwrap_or(default.below),
-            unknown_name_below: self.filters.abstain_unknown_name_below.unwrap_or(default.unknown_name_below),
-        };
-        opts.abstain = None;
+        let mut opts = self.filters.options(RecallOptions::default().top_k, default)?;
+        let floors = opts.abstain.take().unwrap_or(default);
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
         let unknown_names = engine.unknown_names(&self.namespace, &self.query);
         let abstained = opts.mode != crate::RecallMode::Lexical && floors.abstains(&hits, !unknown_names.is_empty());

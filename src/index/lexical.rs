@@ -273,7 +273,10 @@ impl LexicalIndex {
         let mut out: Vec<String> = Vec::new();
         for word in query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')) {
             let word = word.trim_matches(|c| c == '\'' || c == '’');
-            if !word.chars().next().is_some_and(char::is_uppercase) || word.chars().count() < 2 || starts.contains(&word) {
+            if !word.chars().next().is_some_and(char::is_uppercase)
+                || word.chars().count() < 2
+                || starts.contains(&word)
+            {
                 continue;
             }
             let lower = word.to_lowercase().replace('’', "'");
@@ -556,10 +559,47 @@ mod tests {
 /// Month and weekday names and their short forms: capitalised, but time
 /// words, not names (English).
 const CALENDAR_WORDS: &[&str] = &[
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday",
-    "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues", "wed", "thu", "thur",
-    "thurs", "fri", "sat", "sun",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mon",
+    "tue",
+    "tues",
+    "wed",
+    "thu",
+    "thur",
+    "thurs",
+    "fri",
+    "sat",
+    "sun",
 ];
 
 /// The first word of every sentence of `text` (after its start, or after

@@ -31,23 +31,19 @@ const fn spec<T: Call>(description: &'static str, destructive: bool, idempotent:
 
 /// Every tool, in the order `tools/list` shows them.
 pub(crate) const TOOLS: &[ToolSpec] = &[
-    spec::<api::RememberRequest>(
-        "Store a memory; a later one with the same key becomes its new version.",
-        false,
-        false,
-    ),
+    spec::<api::RememberRequest>("Store a memory; a later one with its key becomes its new version.", false, false),
     spec::<api::ObserveRequest>("Record a conversation turn or tool result, for extraction later.", false, false),
     spec::<api::RecallRequest>("Memories most relevant to a query, best first, with scores.", false, true),
     spec::<api::ContextRequest>(
-        "Relevant memories as a prompt block within a token budget. Filters as in recall.",
+        "Relevant memories as a prompt block in a token budget. Filters as in recall.",
         false,
         true,
     ),
     spec::<api::GetRequest>("One memory by id.", false, true),
     spec::<api::HistoryRequest>("Every version of a memory, oldest first.", false, true),
-    spec::<api::ListRequest>("Memories of the namespace, oldest first, paged.", false, true),
+    spec::<api::ListRequest>("Memories, oldest first, paged.", false, true),
     spec::<api::ForgetRequest>(
-        "Erase memories or observations: give one of id, observation, session, all, matching. Try dry_run first.",
+        "Erase memories or observations: one of id, observation, session, all, matching. Try dry_run first.",
         true,
         true,
     ),
@@ -101,10 +97,11 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
 }
 
 /// Recall settings the `context` tool accepts but does not list: scoring
-/// knobs, access bookkeeping, and quarantined memories (injected
+/// knobs (the abstention floor among them: the embedder's is the
+/// default), access bookkeeping, and quarantined memories (injected
 /// instructions have no place in a prompt block).
 const CONTEXT_UNLISTED: &[&str] =
-    &["mode", "similarity_norm", "candidates", "requester", "record_access", "include_quarantined"];
+    &["mode", "similarity_norm", "candidates", "requester", "record_access", "include_quarantined", "abstain_below"];
 
 /// `context` shares recall's filters: they are described once, in
 /// `recall`, and the settings that do not choose memories are not listed.

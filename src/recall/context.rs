@@ -198,7 +198,15 @@ pub fn render_context(hits: &[Hit], token_budget: usize) -> ContextBlock {
     }
     text.push_str(BLOCK_CLOSE);
     let tokens = estimate_tokens(&text);
-    ContextBlock { text, included, truncated, skipped: hits.len() - included, tokens, abstained: false, unknown_names: Vec::new() }
+    ContextBlock {
+        text,
+        included,
+        truncated,
+        skipped: hits.len() - included,
+        tokens,
+        abstained: false,
+        unknown_names: Vec::new(),
+    }
 }
 
 /// One hit's fields, already neutralised.

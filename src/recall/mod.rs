@@ -287,6 +287,18 @@ impl Abstain {
     /// Never abstains.
     pub const NEVER: Abstain = Abstain { below: -1.0, unknown_name_below: -1.0 };
 
+    /// `floors` moved to a base floor of `below`, keeping their margin for
+    /// unknown names (`unknown_name_below − below`, at least 0; the result
+    /// at most 1): what one number (`abstain_below` at the command surface)
+    /// sets. `below` ≤ -1 gives [`Abstain::NEVER`].
+    pub fn shifted(floors: Abstain, below: f32) -> Abstain {
+        if below <= -1.0 {
+            return Abstain::NEVER;
+        }
+        let margin = (floors.unknown_name_below - floors.below).max(0.0);
+        Abstain { below, unknown_name_below: (below + margin).min(1.0) }
+    }
+
     /// Whether a recall that found `hits` (best first) abstains; `unknown_name`
     /// tells whether the query names something the namespace never mentions.
     /// A hit whose vector is still pending counts as reaching every floor (it

@@ -1270,7 +1270,14 @@ fn verified_start(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         .checked_sub(1)
         .and_then(|i| scan.chars.get(i))
         .is_some_and(|&(_, ch)| is_word(ch) && digit_value(ch).is_none());
-    (glued_word || scan.left_ok(ci, false)).then_some(c.first().start)
+    (glued_word && !digits_earlier_in_token(scan, ci) || scan.left_ok(ci, false)).then_some(c.first().start)
+}
+
+/// Whether the word characters glued before char index `ci` hold a digit:
+/// the run is then the tail of an alphanumeric identifier (`2954ef3a1a…`
+/// of a hexadecimal id), not a word labelling a number (`card`, `visa_`).
+fn digits_earlier_in_token(scan: &Scan<'_>, ci: usize) -> bool {
+    scan.chars[..ci].iter().rev().take_while(|&&(_, ch)| is_word(ch)).any(|&(_, ch)| digit_value(ch).is_some())
 }
 
 /// Mainland-China resident ID: 18 chars, `[18]` or `[6, 8, 4]`, verified.
@@ -2098,6 +2105,9 @@ mod tests {
             "https://doi.org/10.1136/bjo-2022-321842.",
             "see a_b-13812345678 in the log",
             "img/photo-13812345678.jpg",
+            // Hexadecimal ids whose digit runs pass a checksum.
+            "482c14fd04702954ef3a1a4845113792729 7-173",
+            "id a1b4111111111111111 done",
             // A code glued to letters, a hexadecimal value, a size.
             "part AB13812345678",
             "user_13812345678",

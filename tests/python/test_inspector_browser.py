@@ -41,6 +41,7 @@ if not (CHROMIUM and DRIVER):
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
@@ -90,6 +91,16 @@ def text(browser, css):
     return browser.find_element(By.CSS_SELECTOR, css).text
 
 
+def follow(browser, element):
+    """Clicks a link or submit button and waits (at most 30 s) until the
+    next page has replaced this one: a click returns before the browser has
+    loaded what it leads to."""
+    page = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def test_the_pages_in_a_browser(browser, demo):
     data, markup_id = demo
     server = HttpServer(data)
@@ -104,11 +115,11 @@ def test_the_pages_in_a_browser(browser, demo):
         shot(browser, "index")
 
         # A namespace's memories, and a filter through the form.
-        browser.find_element(By.LINK_TEXT, NS).click()
+        follow(browser, browser.find_element(By.LINK_TEXT, NS))
         table = text(browser, "#memories")
         assert "dark-roast" in table and "light-roast" not in table
         Select(browser.find_element(By.NAME, "kind")).select_by_visible_text("preference")
-        browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
         assert "kind=preference" in browser.current_url
         table = text(browser, "#memories")
         assert "dark-roast" in table and "peanut" not in table
@@ -116,7 +127,7 @@ def test_the_pages_in_a_browser(browser, demo):
 
         # The version chain of the coffee preference, side by side.
         row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#memories tr") if "dark-roast" in r.text)
-        row.find_element(By.PARTIAL_LINK_TEXT, "#").click()
+        follow(browser, row.find_element(By.PARTIAL_LINK_TEXT, "#"))
         versions = browser.find_elements(By.CSS_SELECTOR, "#chain .version")
         assert len(versions) == 2
         assert "light-roast Ethiopian" in versions[0].text and "dark-roast" in versions[1].text
@@ -126,7 +137,7 @@ def test_the_pages_in_a_browser(browser, demo):
         shot(browser, "chain")
 
         # The timeline: an SVG plot with the kinds in its legend, and the buckets.
-        browser.find_element(By.LINK_TEXT, "timeline").click()
+        follow(browser, browser.find_element(By.LINK_TEXT, "timeline"))
         svg = browser.find_element(By.CSS_SELECTOR, "#plot svg")
         legend = svg.get_attribute("innerHTML")
         for kind in ["observed", "extracted", "superseded", "accessed", "forgotten"]:
@@ -138,7 +149,7 @@ def test_the_pages_in_a_browser(browser, demo):
         picker = browser.find_element(By.ID, "as-of-picker")
         Select(picker.find_element(By.NAME, "as_of")).select_by_value("valid_time")
         picker.find_element(By.NAME, "at").send_keys("2026-04-01")
-        picker.find_element(By.TAG_NAME, "button").click()
+        follow(browser, picker.find_element(By.TAG_NAME, "button"))
         assert "valid time" in text(browser, "#as-of")
         table = text(browser, "#memories")
         assert "light-roast Ethiopian" in table and "dark-roast" not in table
@@ -148,7 +159,7 @@ def test_the_pages_in_a_browser(browser, demo):
         before = cli(data, "log", "--ns", NS).stdout
         browser.get(f"{server.base}/ns/{NS}/recall")
         browser.find_element(By.NAME, "q").send_keys("What coffee should I buy for Lin?")
-        browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
         hits = text(browser, "#hits")
         assert "dark-roast" in hits
         shot(browser, "recall")

@@ -250,15 +250,11 @@ pub struct RecallFlags {
     #[arg(long)]
     min_similarity: Option<f32>,
     /// Return no memory when none of the hits has a cosine of at least this
-    /// (-1..1). `context` defaults to the embedder's calibrated floor (pass
-    /// -1 to always fill the block); `recall` to never.
+    /// (-1..1; -1 turns it off); a query naming something no memory mentions
+    /// needs the embedder's margin more. `context` defaults to the
+    /// embedder's calibrated floors; `recall` to never.
     #[arg(long, allow_hyphen_values = true)]
     abstain_below: Option<f32>,
-    /// Return no memory when the query names something no memory mentions
-    /// and no hit has a cosine of at least this (-1..1). Defaults as
-    /// --abstain-below.
-    #[arg(long, allow_hyphen_values = true)]
-    abstain_unknown_name_below: Option<f32>,
     /// Only this kind (repeatable).
     #[arg(long = "kind")]
     kinds: Vec<String>,
@@ -325,7 +321,6 @@ impl RecallFlags {
             top_k: Some(k),
             min_similarity: self.min_similarity,
             abstain_below: self.abstain_below,
-            abstain_unknown_name_below: self.abstain_unknown_name_below,
             kinds: self.kinds.clone(),
             tiers: self.tiers.iter().map(|t| t.parse()).collect::<Result<_>>()?,
             session: self.session.clone(),

@@ -261,6 +261,25 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
         block.text, block.included, block.truncated, block.skipped, block.tokens
     );
 
+    let stranger = "Which football club does Marco support?";
+    println!("\n== A question about something never stored: \"{stranger}\" ==");
+    let floors = engine.embedder().context_floor();
+    let quiet = RecallOptions { top_k: 5, abstain: Some(floors), record_access: false, ..RecallOptions::default() };
+    let hits = engine.recall(&ns, stranger, &quiet)?;
+    if hits.is_empty() {
+        let names = engine.unknown_names(&ns, stranger);
+        let names = if names.is_empty() { String::new() } else { format!("; no memory mentions {}", names.join(", ")) };
+        println!(
+            "  nothing stored is relevant (no hit reaches the {} floors: cosine {:.2}, {:.2} for unknown names{names}):",
+            engine.embedder().model_id(),
+            floors.below,
+            floors.unknown_name_below
+        );
+        println!("  the prompt block gets no memory rather than the closest unrelated ones");
+    } else {
+        show_hits(&hits, args.explain);
+    }
+
     println!("\n== Version history of the coffee preference ==");
     println!("  valid time: when each preference held (from what the user said and when);");
     println!("  recorded time: when the store believed it (commit times of this run)");

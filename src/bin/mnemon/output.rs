@@ -126,7 +126,7 @@ fn human(cli: &Cli, resp: &Response) {
                 };
                 eprintln!(
                     "note: nothing stored is relevant enough (no hit reached the abstention floor{names}); \
-                     --abstain-below -1 --abstain-unknown-name-below -1 fills the block anyway"
+                     --abstain-below -1 fills the block anyway"
                 );
             }
         }
