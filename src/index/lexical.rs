@@ -365,6 +365,81 @@ impl fmt::Debug for LexicalIndex {
     }
 }
 
+/// Month and weekday names and their short forms: capitalised, but time
+/// words, not names (English).
+const CALENDAR_WORDS: &[&str] = &[
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "sept",
+    "oct",
+    "nov",
+    "dec",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "mon",
+    "tue",
+    "tues",
+    "wed",
+    "thu",
+    "thur",
+    "thurs",
+    "fri",
+    "sat",
+    "sun",
+];
+
+/// The first word of every sentence of `text` (after its start, or after
+/// `.`, `?`, `!` or their full-width forms).
+fn sentence_first_words(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut at_start = true;
+    let mut word_start: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        let in_word = c.is_alphanumeric() || c == '\'' || c == '’';
+        match (in_word, word_start) {
+            (true, None) => word_start = Some(i),
+            (false, Some(s)) => {
+                if at_start {
+                    out.push(text[s..i].trim_matches(|c| c == '\'' || c == '’'));
+                }
+                at_start = false;
+                word_start = None;
+            }
+            _ => {}
+        }
+        if matches!(c, '.' | '?' | '!' | '。' | '？' | '！') {
+            at_start = true;
+        }
+    }
+    if let (Some(s), true) = (word_start, at_start) {
+        out.push(text[s..].trim_matches(|c| c == '\'' || c == '’'));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -554,79 +629,4 @@ mod tests {
         assert_eq!(r[0].0, 2);
         assert!((r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6, "{r:?}");
     }
-}
-
-/// Month and weekday names and their short forms: capitalised, but time
-/// words, not names (English).
-const CALENDAR_WORDS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-    "oct",
-    "nov",
-    "dec",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "mon",
-    "tue",
-    "tues",
-    "wed",
-    "thu",
-    "thur",
-    "thurs",
-    "fri",
-    "sat",
-    "sun",
-];
-
-/// The first word of every sentence of `text` (after its start, or after
-/// `.`, `?`, `!` or their full-width forms).
-fn sentence_first_words(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut at_start = true;
-    let mut word_start: Option<usize> = None;
-    for (i, c) in text.char_indices() {
-        let in_word = c.is_alphanumeric() || c == '\'' || c == '’';
-        match (in_word, word_start) {
-            (true, None) => word_start = Some(i),
-            (false, Some(s)) => {
-                if at_start {
-                    out.push(text[s..i].trim_matches(|c| c == '\'' || c == '’'));
-                }
-                at_start = false;
-                word_start = None;
-            }
-            _ => {}
-        }
-        if matches!(c, '.' | '?' | '!' | '。' | '？' | '！') {
-            at_start = true;
-        }
-    }
-    if let (Some(s), true) = (word_start, at_start) {
-        out.push(text[s..].trim_matches(|c| c == '\'' || c == '’'));
-    }
-    out
 }
