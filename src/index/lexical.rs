@@ -262,7 +262,8 @@ impl LexicalIndex {
 
     /// Names in `query` that no document of the index holds: words that
     /// begin with an upper-case letter other than a sentence's first word,
-    /// that are not stop words, month or weekday names, and none of whose
+    /// that are not stop words, month or weekday names or family words
+    /// (`Mom`, `Dad`, `Grandma`), and none of whose
     /// terms (as [`tokenize`] stems them) occurs in any document; a
     /// possessive `'s` is dropped. In the query's order, each once. A question about a person, place or thing
     /// the store never heard of (`"What did Jean say?"` where nobody is
@@ -280,7 +281,10 @@ impl LexicalIndex {
                 continue;
             }
             let lower = word.to_lowercase().replace('’', "'");
-            if lower.starts_with("i'") || CALENDAR_WORDS.contains(&lower.as_str()) {
+            if lower.starts_with("i'")
+                || CALENDAR_WORDS.contains(&lower.as_str())
+                || KINSHIP_WORDS.contains(&lower.as_str())
+            {
                 continue;
             }
             let name = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
@@ -411,6 +415,46 @@ const CALENDAR_WORDS: &[&str] = &[
     "sun",
 ];
 
+/// Family words written with a capital when they address or name one's own
+/// relative (`Where does Mom live?`): a role the store may hold as `mother`,
+/// not a name it never heard (English).
+const KINSHIP_WORDS: &[&str] = &[
+    "mom",
+    "mommy",
+    "mum",
+    "mummy",
+    "mother",
+    "ma",
+    "mama",
+    "dad",
+    "daddy",
+    "father",
+    "pa",
+    "papa",
+    "grandma",
+    "granny",
+    "grandmother",
+    "grandpa",
+    "grandfather",
+    "nana",
+    "gran",
+    "grandad",
+    "granddad",
+    "auntie",
+    "aunt",
+    "uncle",
+    "sis",
+    "bro",
+    "sister",
+    "brother",
+    "son",
+    "daughter",
+    "wife",
+    "husband",
+    "baby",
+    "honey",
+];
+
 /// The first word of every sentence of `text` (after its start, or after
 /// `.`, `?`, `!` or their full-width forms).
 fn sentence_first_words(text: &str) -> Vec<&str> {
@@ -481,6 +525,8 @@ mod tests {
         assert_eq!(ix.unknown_names("我们什么时候去北京"), Vec::<String>::new());
         assert_eq!(ix.unknown_names("Did Lena and Lena's dog visit Tokyo"), vec!["Lena"]);
         assert_eq!(LexicalIndex::new().unknown_names("Ask Tokyo"), vec!["Tokyo"]);
+        // A relative called by their role is no stranger.
+        assert_eq!(ix.unknown_names("Where does Mom live? When did Grandma and Dad visit Kyoto"), vec!["Kyoto"]);
     }
 
     #[test]
