@@ -224,7 +224,7 @@ impl Call for ContextRequest {
         let floors = opts.abstain.take().unwrap_or(default);
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
         let unknown_names = engine.unknown_names(&self.namespace, &self.query);
-        let abstained = opts.mode != crate::RecallMode::Lexical && floors.abstains(&hits, !unknown_names.is_empty());
+        let abstained = opts.mode != crate::RecallMode::Lexical && floors.abstains(&hits, || !unknown_names.is_empty());
         if abstained {
             hits.clear();
         }

@@ -254,7 +254,7 @@ impl Engine {
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
             let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k);
             if let Some(a) = opts.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
-                if a.abstains(&hits, !st.lexical.unknown_names(query).is_empty()) {
+                if a.abstains(&hits, || !st.lexical.unknown_names(query).is_empty()) {
                     hits.clear();
                 }
             }
@@ -299,17 +299,19 @@ impl Abstain {
         Abstain { below, unknown_name_below: (below + margin).min(1.0) }
     }
 
-    /// Whether a recall that found `hits` (best first) abstains; `unknown_name`
-    /// tells whether the query names something the namespace never mentions.
-    /// A hit whose vector is still pending counts as reaching every floor (it
-    /// was found lexically and cannot be judged); no hit at all is not an
+    /// Whether a recall that found `hits` (best first) abstains;
+    /// `unknown_name` tells whether the query names something the namespace
+    /// never mentions, and is asked only when the best cosine falls between
+    /// the two floors (it scans the query against the lexical index). A hit
+    /// whose vector is still pending counts as reaching every floor (it was
+    /// found lexically and cannot be judged); no hit at all is not an
     /// abstention, just an empty result.
-    pub fn abstains(&self, hits: &[Hit], unknown_name: bool) -> bool {
+    pub fn abstains(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> bool {
         if hits.is_empty() || hits.iter().any(|h| h.explain.vector_pending) {
             return false;
         }
         let best = hits.iter().map(|h| h.explain.similarity).fold(f32::NEG_INFINITY, f32::max);
-        best < self.below || (unknown_name && best < self.unknown_name_below)
+        best < self.below || (best < self.unknown_name_below && unknown_name())
     }
 }
 

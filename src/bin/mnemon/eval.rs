@@ -228,8 +228,7 @@ impl Backend for EngineBackend {
             self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
         };
         if let Some(a) = self.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
-            let unknown = !self.engine.unknown_names(&ns, &query).is_empty();
-            if a.abstains(&hits[..hits.len().min(10)], unknown) {
+            if a.abstains(&hits[..hits.len().min(10)], || !self.engine.unknown_names(&ns, &query).is_empty()) {
                 hits.clear();
             }
         }
