@@ -8,11 +8,12 @@
 //!    truncated to [`MINILM_MAX_TOKENS`] (256) word pieces including the two
 //!    special tokens. The padding/truncation settings stored in
 //!    `tokenizer.json` (fixed 128) are replaced by these.
-//! 2. A 6-layer BERT (hidden size 384) forward pass with an attention mask,
-//!    in batches of [`MINILM_BATCH`] texts padded to the longest in the batch.
-//!    Texts are sorted by token count first so each batch pads little; the
-//!    output order is the input order.
-//! 3. Mean pooling of the last hidden states over the attention mask, then L2
+//! 2. The embedding stage (word + position + token-type 0, LayerNorm), then
+//!    the 6-layer BERT encoder ([`crate::embed::bert`], hidden size 384), in
+//!    batches of [`MINILM_BATCH`] texts of similar length packed without
+//!    padding (texts are sorted by token count first; the output order is
+//!    the input order).
+//! 3. Mean pooling of the last hidden states over each text's tokens, then L2
 //!    normalisation.
 //!
 //! Matrix products use candle's CPU backend, which runs on as many threads as
@@ -20,12 +21,12 @@
 
 use std::path::Path;
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_core::{DType, Device};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
+use super::bert::{self, Dims};
 use super::{EmbedKind, Embedder};
 use crate::error::{Error, Result};
 
@@ -50,11 +51,32 @@ fn model_err(context: &str, e: impl std::fmt::Display) -> Error {
 /// Model id: `"all-MiniLM-L6-v2@<first 12 hex digits of the SHA-256 of
 /// model.safetensors>"` (`@53aa51172d14` for the pinned weights).
 pub struct MiniLmEmbedder {
-    model: BertModel,
+    encoder: bert::Encoder,
+    /// Word embeddings, `vocab × 384`.
+    words: Vec<f32>,
+    /// Position embeddings, `max_positions × 384`.
+    positions: Vec<f32>,
+    /// Token-type 0 embedding, 384 values.
+    token_type: Vec<f32>,
+    /// Embedding LayerNorm weight and bias.
+    norm: (Vec<f32>, Vec<f32>),
+    eps: f32,
     tokenizer: Tokenizer,
-    device: Device,
     model_id: String,
     dim: usize,
+}
+
+/// The fields of the model's `config.json` the encoder needs.
+#[derive(Deserialize)]
+struct Config {
+    hidden_size: usize,
+    num_hidden_layers: usize,
+    num_attention_heads: usize,
+    intermediate_size: usize,
+    max_position_embeddings: usize,
+    layer_norm_eps: f64,
+    #[serde(default)]
+    hidden_act: Option<String>,
 }
 
 impl std::fmt::Debug for MiniLmEmbedder {
@@ -93,10 +115,44 @@ impl MiniLmEmbedder {
         let digest = hex::encode(Sha256::digest(&weights));
         let model_id = format!("all-MiniLM-L6-v2@{}", &digest[..12]);
 
-        let device = Device::Cpu;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+        if config.hidden_act.as_deref().is_some_and(|a| a != "gelu") {
+            return Err(model_err("config.json", "hidden_act is not gelu"));
+        }
+        let mut tensors = candle_core::safetensors::load_buffer(&weights, &Device::Cpu)
             .map_err(|e| model_err("reading model.safetensors", e))?;
-        let model = BertModel::load(vb, &config).map_err(|e| model_err("loading weights", e))?;
+        drop(weights);
+        let mut take = |name: &str| -> Result<Vec<f32>> {
+            let t = tensors
+                .remove(name)
+                .or_else(|| tensors.remove(&format!("bert.{name}")))
+                .ok_or_else(|| model_err("model.safetensors", format!("no tensor {name}")))?;
+            t.to_dtype(DType::F32)
+                .and_then(|t| t.flatten_all())
+                .and_then(|t| t.to_vec1::<f32>())
+                .map_err(|e| model_err(&format!("reading {name}"), e))
+        };
+        let h = config.hidden_size;
+        let dims = Dims {
+            layers: config.num_hidden_layers,
+            hidden: h,
+            heads: config.num_attention_heads,
+            ffn: config.intermediate_size,
+            eps: config.layer_norm_eps as f32,
+        };
+        let encoder = bert::Encoder::load(dims, |l, name| take(&format!("encoder.layer.{l}.{name}")))?;
+        let words = take("embeddings.word_embeddings.weight")?;
+        let positions = take("embeddings.position_embeddings.weight")?;
+        let mut token_type = take("embeddings.token_type_embeddings.weight")?;
+        token_type.truncate(h);
+        let norm = (take("embeddings.LayerNorm.weight")?, take("embeddings.LayerNorm.bias")?);
+        if words.len() % h != 0
+            || positions.len() != config.max_position_embeddings * h
+            || token_type.len() != h
+            || norm.0.len() != h
+            || norm.1.len() != h
+        {
+            return Err(model_err("model.safetensors", "embedding tensors do not match config.json"));
+        }
 
         let mut tokenizer =
             Tokenizer::from_bytes(read("tokenizer.json")?).map_err(|e| model_err("parsing tokenizer.json", e))?;
@@ -110,39 +166,51 @@ impl MiniLmEmbedder {
             .map_err(|e| model_err("configuring truncation", e))?;
         tokenizer.with_padding(None);
 
-        Ok(Self { model, tokenizer, device, model_id, dim: config.hidden_size })
+        Ok(Self {
+            encoder,
+            words,
+            positions,
+            token_type,
+            norm,
+            eps: config.layer_norm_eps as f32,
+            tokenizer,
+            model_id,
+            dim: h,
+        })
     }
 
-    /// Runs one batch of token-id sequences (each at most
-    /// [`MINILM_MAX_TOKENS`] long) and returns the pooled, normalised vectors.
+    /// Runs one batch of token-id sequences (each 1..=[`MINILM_MAX_TOKENS`]
+    /// long) and returns the pooled, normalised vectors.
     fn forward(&self, seqs: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
-        let err = |e: candle_core::Error| model_err("forward pass", e);
-        let batch = seqs.len();
-        let max_len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
-        let mut ids = vec![0u32; batch * max_len];
-        let mut mask = vec![0u32; batch * max_len];
-        for (row, s) in seqs.iter().enumerate() {
-            ids[row * max_len..row * max_len + s.len()].copy_from_slice(s);
-            mask[row * max_len..row * max_len + s.len()].fill(1);
+        let d = self.dim;
+        let max_pos = self.positions.len() / d;
+        let tokens: usize = seqs.iter().map(|s| s.len()).sum();
+        let mut x = vec![0f32; tokens * d];
+        let mut rows = x.chunks_exact_mut(d);
+        for s in seqs {
+            if s.is_empty() || s.len() > max_pos {
+                return Err(model_err("forward pass", format!("sequence length {} not in 1..={max_pos}", s.len())));
+            }
+            for (p, &id) in s.iter().enumerate() {
+                let id = id as usize;
+                let (Some(word), Some(dst)) = (self.words.get(id * d..(id + 1) * d), rows.next()) else {
+                    return Err(model_err("forward pass", format!("token id {id} out of range")));
+                };
+                let pos = &self.positions[p * d..(p + 1) * d];
+                for (((v, &w), &pe), &te) in dst.iter_mut().zip(word).zip(pos).zip(&self.token_type) {
+                    *v = w + pe + te;
+                }
+                let mean = dst.iter().sum::<f32>() / d as f32;
+                let var = dst.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
+                let inv = 1.0 / (var + self.eps).sqrt();
+                for ((v, &w), &b) in dst.iter_mut().zip(&self.norm.0).zip(&self.norm.1) {
+                    *v = (*v - mean) * inv * w + b;
+                }
+            }
         }
-        let ids = Tensor::from_vec(ids, (batch, max_len), &self.device).map_err(err)?;
-        let mask = Tensor::from_vec(mask, (batch, max_len), &self.device).map_err(err)?;
-        let type_ids = ids.zeros_like().map_err(err)?;
-        // (batch, seq, hidden)
-        let hidden = self.model.forward(&ids, &type_ids, Some(&mask)).map_err(err)?;
-        // Mean over the unmasked positions.
-        let maskf = mask.to_dtype(DType::F32).map_err(err)?.unsqueeze(2).map_err(err)?;
-        let summed = hidden.broadcast_mul(&maskf).map_err(err)?.sum(1).map_err(err)?;
-        let counts = maskf.sum(1).map_err(err)?.clamp(1e-9f32, f32::MAX).map_err(err)?;
-        let mean = summed.broadcast_div(&counts).map_err(err)?;
-        let rows: Vec<Vec<f32>> = mean.to_vec2().map_err(err)?;
-        Ok(rows
-            .into_iter()
-            .map(|mut v| {
-                super::normalize(&mut v);
-                v
-            })
-            .collect())
+        let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
+        let out = self.encoder.forward(x, &lens)?;
+        Ok(bert::mean_pool(&out, &lens, d))
     }
 }
 

@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 pub mod hashing;
 pub mod install;
 #[cfg(feature = "neural")]
+mod bert;
+#[cfg(feature = "neural")]
 pub mod minilm;
 
 pub use hashing::{is_cjk, HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};

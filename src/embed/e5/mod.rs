@@ -54,10 +54,10 @@ pub const E5_SMALL: ModelSpec = ModelSpec {
 
 /// Most sequences per forward pass.
 const MAX_BATCH: usize = 32;
-/// Bound on `batch × len²` per forward pass, which bounds the attention
-/// scores (`batch × 12 heads × len² × 4 bytes`, ≈ 25 MB at this value) —
-/// e.g. 2 sequences of 512 tokens or 32 of 128.
-const MAX_BATCH_CELLS: usize = 1 << 19;
+/// Most tokens per forward pass (a longer single sequence still goes alone),
+/// which bounds the feed-forward activations (`tokens × 1536 × 4 bytes`,
+/// 25 MB at this value) — e.g. 8 sequences of 512 tokens or 32 of 128.
+const MAX_BATCH_TOKENS: usize = 4096;
 
 /// The multilingual-e5-small embedder (4-bit weights, CPU).
 ///
@@ -176,9 +176,10 @@ impl Embedder for E5Embedder {
         crate::Abstain { below: 0.80, unknown_name_below: 0.85 }
     }
 
-    /// Embeds texts in batches of up to 32, grouped by token length so that
-    /// little padding is computed. Results do not depend on how texts are
-    /// batched (differences stay below 1e-4).
+    /// Embeds texts in batches of up to 32 (and [`MAX_BATCH_TOKENS`]
+    /// tokens), grouped by token length; each batch is packed without
+    /// padding, so results do not depend on how texts are batched (beyond
+    /// the order of floating-point sums in the matrix products, below 1e-5).
     ///
     /// # Errors
     /// [`crate::Error::Embedder`] when the encoder fails.
@@ -191,11 +192,11 @@ impl Embedder for E5Embedder {
         let max_batch = MAX_BATCH.min(ids.len().div_ceil(workers)).max(1);
         let mut start = 0;
         while start < order.len() {
-            // Sorted ascending: the chunk's last sequence is its longest.
             let mut end = start + 1;
+            let mut tokens = ids[order[start]].len();
             while end < order.len() && end - start < max_batch {
-                let len = ids[order[end]].len();
-                if (end - start + 1) * len * len > MAX_BATCH_CELLS {
+                tokens += ids[order[end]].len();
+                if tokens > MAX_BATCH_TOKENS {
                     break;
                 }
                 end += 1;
@@ -205,7 +206,7 @@ impl Embedder for E5Embedder {
         }
         crate::embed::run_batches(ids.len(), &batches, workers, |b| {
             let batch: Vec<&[u32]> = b.iter().map(|&i| ids[i].as_slice()).collect();
-            self.encoder.forward(&batch, self.tokenizer.pad_id())
+            self.encoder.forward(&batch)
         })
     }
 }
