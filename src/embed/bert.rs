@@ -132,10 +132,7 @@ impl Encoder {
         let mut get = |l: usize, name: &str, len: usize| -> Result<Vec<f32>> {
             let v = weight(l, name)?;
             if v.len() != len {
-                return Err(Error::Embedder(format!(
-                    "encoder: layer {l} {name}: {} values, expected {len}",
-                    v.len()
-                )));
+                return Err(Error::Embedder(format!("encoder: layer {l} {name}: {} values, expected {len}", v.len())));
             }
             Ok(v)
         };
@@ -379,8 +376,7 @@ fn exp(x: f32) -> f32 {
     let t = x * std::f32::consts::LOG2_E + ROUND;
     let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
-    let p = 1.0
-        + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    let p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
     // 2ⁿ: the biased exponent n + 127 (1..=254 for the clamped range).
     let two_n = f32::from_bits(t.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
     p * two_n
@@ -399,7 +395,7 @@ fn erf(x: f32) -> f32 {
     p = p * x2 - 2.101_024e-6;
     p = p * x2 - 5.692_506_4e-5;
     p = p * x2 - 7.349_906_3e-4;
-    p = p * x2 - 2.954_600_0e-3;
+    p = p * x2 - 2.954_6e-3;
     p = p * x2 - 1.609_603_3e-2;
     let mut q = -1.456_607_2e-5f32;
     q = q * x2 - 2.133_740_6e-4;
@@ -513,7 +509,9 @@ mod tests {
                 for head in 0..2 {
                     for i in 0..len {
                         let s: Vec<f64> = (0..len)
-                            .map(|j| (0..4).map(|c| q[i * 8 + head * 4 + c] * k[j * 8 + head * 4 + c]).sum::<f64>() / 2.0)
+                            .map(|j| {
+                                (0..4).map(|c| q[i * 8 + head * 4 + c] * k[j * 8 + head * 4 + c]).sum::<f64>() / 2.0
+                            })
                             .collect();
                         let m = s.iter().cloned().fold(f64::MIN, f64::max);
                         let e: Vec<f64> = s.iter().map(|a| (a - m).exp()).collect();

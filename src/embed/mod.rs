@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
-pub mod hashing;
-pub mod install;
 #[cfg(feature = "neural")]
 mod bert;
+pub mod hashing;
+pub mod install;
 #[cfg(feature = "neural")]
 pub mod minilm;
 
