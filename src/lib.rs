@@ -110,7 +110,7 @@ pub use portability::{
 };
 pub use projection::{EventCounts, Memory, Observation};
 pub use recall::{
-    estimate_tokens, render_context, Abstain, ContextBlock, Explanation, Hit, RecallMode, RecallOptions,
+    estimate_tokens, render_context, Abstain, Abstention, ContextBlock, Explanation, Hit, RecallMode, RecallOptions,
     SimilarityNorm, Weights, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, MIN_TRUNCATED_TOKENS, TRUNCATED_FIELD,
 };
 pub use types::*;

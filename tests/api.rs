@@ -384,6 +384,13 @@ fn context_abstains_when_nothing_stored_is_relevant() {
     assert_eq!(stranger["abstained"], true, "{stranger}");
     assert_eq!(stranger["memories"], 0, "{stranger}");
     assert_eq!(stranger["unknown_names"], json!(["Jean", "Marseille"]), "{stranger}");
+    // Why: the closest memory's cosine, under the floor for unknown names
+    // (the hashing embedder's 0.30) but not under the base floor (0.15).
+    let why = &stranger["abstention"];
+    let best = why["best_similarity"].as_f64().unwrap();
+    assert!((why["floor"].as_f64().unwrap() - 0.30).abs() < 1e-6, "{stranger}");
+    assert!((0.15..0.30).contains(&best), "{stranger}");
+    assert!(related.get("abstention").is_none(), "{related}");
     let text = stranger["context"].as_str().unwrap();
     assert!(text.starts_with(mnemon::BLOCK_OPEN) && text.ends_with(mnemon::BLOCK_CLOSE), "{text}");
     assert!(!text.contains("\n- ["), "{text}");
@@ -402,6 +409,27 @@ fn context_abstains_when_nothing_stored_is_relevant() {
     )
     .unwrap();
     assert_eq!(r["hits"], json!([]), "{r}");
+    assert_eq!(r["abstained"], true, "{r}");
+    assert_eq!(r["unknown_names"], json!(["Jean"]), "{r}");
+    assert!(r["abstention"]["best_similarity"].as_f64().unwrap() < r["abstention"]["floor"].as_f64().unwrap(), "{r}");
+    // A base floor above every cosine: abstains on the cosine alone, so no
+    // name is looked up and none is reported.
+    let r = call(
+        &e,
+        json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?",
+               "abstain_below": 0.99}),
+    )
+    .unwrap();
+    assert_eq!((r["abstained"].as_bool(), r["abstention"]["floor"].as_f64()), (Some(true), Some(0.99f32 as f64)), "{r}");
+    assert!(r.get("unknown_names").is_none(), "{r}");
+    // Related: not abstained, and the response says so.
+    let r = call(
+        &e,
+        json!({"op": "recall", "namespace": "u", "query": "What is my sister Ana's job?", "abstain_below": 0.15}),
+    )
+    .unwrap();
+    assert_eq!(r["abstained"], false, "{r}");
+    assert!(!r["hits"].as_array().unwrap().is_empty() && r.get("abstention").is_none(), "{r}");
     for op in ["recall", "context"] {
         let bad = err(call(&e, json!({"op": op, "namespace": "u", "query": "x", "abstain_below": 1.5})));
         assert_eq!(bad.code, ErrorCode::InvalidInput);

@@ -171,6 +171,13 @@ fn recall_and_context_expose_every_filter() {
     assert_eq!((v["memories"].as_u64(), v["abstained"].as_bool()), (Some(0), Some(true)), "{v}");
     let (ok, _, err) = mnemon(&data, &["context", "--ns", "u", "--tier", "permanent", q]);
     assert!(ok && err.contains("nothing stored is relevant enough"), "{err}");
+    assert!(err.contains("the closest memory has cosine ") && err.contains(", under the floor 0."), "{err}");
+    // recall abstains only when asked, and then says so the same way.
+    let (ok, out, err) = mnemon(&data, &["recall", "--ns", "u", "--tier", "permanent", "--abstain-below", "0.15", q]);
+    assert!(ok && out.trim().is_empty(), "{out}");
+    assert!(err.contains("nothing stored is relevant enough") && err.contains("returns them anyway"), "{err}");
+    let v = json(&data, &["recall", "--ns", "u", "--tier", "permanent", "--abstain-below", "0.15", q]);
+    assert_eq!((v["abstained"].as_bool(), v["hits"].as_array().map(Vec::len)), (Some(true), Some(0)), "{v}");
     let off = ["--abstain-below", "-1"];
     let v = json(&data, &[&["context", "--ns", "u", "--tier", "permanent"][..], &off, &[q]].concat());
     assert_eq!((v["memories"].as_u64(), v["abstained"].as_bool()), (Some(1), Some(false)), "{v}");

@@ -715,7 +715,9 @@ class Engine:
             abstain_below: return no hit when none has a cosine of at least
                 this (-1..1; -1 turns it off); a query naming something no
                 memory mentions needs the embedder's margin more. Default
-                never.
+                never. The response's `abstained` is then True, with
+                `abstention` (the best cosine and the floor it missed) and
+                `unknown_names` (when a name decided it).
             kinds, tiers: only these kinds / tiers.
             session: only memories formed in this session.
             current_session: the caller's session; short-term memories of
@@ -793,7 +795,7 @@ class Engine:
         floors: when no hit reaches them, the block holds no entry and
         `abstained` is True (pass -1.0 to always fill the block).
 
-        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions).
+        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
 
         Raises:
             InvalidInputError: a budget outside 1..(cap/2) or bad filters.

@@ -86,6 +86,29 @@ def test_remember_recall_context(engine):
     assert 0 < ctx.tokens <= 200
 
 
+def test_recall_and_context_say_when_nothing_is_relevant(engine):
+    for text in [
+        "My sister Ana is a nurse at the children's hospital",
+        "I am allergic to peanuts and shellfish",
+        "We adopted a grey cat called Miso last summer",
+    ]:
+        engine.remember("u", text)
+    stranger = "Which football club does Jean support in Marseille?"
+    block = engine.context("u", stranger)
+    assert block.abstained and block.memories == 0
+    assert block.unknown_names == ["Jean", "Marseille"]
+    assert block.abstention is not None
+    assert block.abstention.best_similarity < block.abstention.floor
+    # recall abstains only when asked, and says why in the same shape.
+    assert not engine.recall("u", stranger).abstained
+    r = engine.recall("u", stranger, abstain_below=0.15)
+    assert r.abstained and r.hits == [] and r.unknown_names == ["Jean", "Marseille"]
+    assert r.abstention == block.abstention
+    related = engine.recall("u", "What is my sister Ana's job?", abstain_below=0.15)
+    assert not related.abstained and related.abstention is None and related.hits
+    assert "nurse" in engine.context("u", "What is my sister Ana's job?").context
+
+
 def test_custom_kind_reads_as_its_name(engine):
     engine.remember("u1", "Runs every morning", kind="habit")
     m = engine.list("u1").memories[0]

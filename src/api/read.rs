@@ -161,6 +161,20 @@ pub struct RecallResponse {
     pub hits: Vec<Hit>,
     /// Hits left out because the response budget was spent.
     pub omitted: usize,
+    /// True when recall found memories but none reached the abstention
+    /// floor (`abstain_below`; recall has none unless asked): `hits` is
+    /// empty because nothing stored is relevant enough.
+    #[serde(default)]
+    pub abstained: bool,
+    /// When `abstained` over a name: the names in the query that no memory
+    /// of the namespace mentions ([`crate::Engine::unknown_names`]); empty
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_names: Vec<String>,
+    /// When `abstained`: the best hit's cosine and the floor it fell under;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstention: Option<crate::Abstention>,
 }
 
 impl Call for RecallRequest {
@@ -173,13 +187,28 @@ impl Call for RecallRequest {
     }
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<RecallResponse, ApiError> {
-        let opts = self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?;
+        let mut opts = self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?;
+        // Judged here rather than inside the engine's recall, so that the
+        // response can say that it abstained and why.
+        let floors = opts.abstain.take();
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
+        // Filled only when the names are asked for, i.e. between the floors:
+        // non-empty exactly when they decided the abstention.
+        let mut unknown_names = Vec::new();
+        let abstention = floors.filter(|_| opts.mode != crate::RecallMode::Lexical).and_then(|f| {
+            f.judge(&hits, || {
+                unknown_names = engine.unknown_names(&self.namespace, &self.query);
+                !unknown_names.is_empty()
+            })
+        });
+        if abstention.is_some() {
+            hits.clear();
+        }
         let mut packer = Packer::new(limits);
         let kept = hits.iter().take_while(|h| packer.take(h)).count();
         let omitted = hits.len() - kept;
         hits.truncate(kept);
-        Ok(RecallResponse { hits, omitted })
+        Ok(RecallResponse { hits, omitted, abstained: abstention.is_some(), unknown_names, abstention })
     }
 }
 
@@ -224,11 +253,18 @@ impl Call for ContextRequest {
         let floors = opts.abstain.take().unwrap_or(default);
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
         let unknown_names = engine.unknown_names(&self.namespace, &self.query);
-        let abstained = opts.mode != crate::RecallMode::Lexical && floors.abstains(&hits, || !unknown_names.is_empty());
-        if abstained {
+        let abstention = Some(floors)
+            .filter(|_| opts.mode != crate::RecallMode::Lexical)
+            .and_then(|f| f.judge(&hits, || !unknown_names.is_empty()));
+        if abstention.is_some() {
             hits.clear();
         }
-        Ok(crate::ContextBlock { abstained, unknown_names, ..crate::render_context(&hits, budget) })
+        Ok(crate::ContextBlock {
+            abstained: abstention.is_some(),
+            unknown_names,
+            abstention,
+            ..crate::render_context(&hits, budget)
+        })
     }
 }
 

@@ -148,6 +148,10 @@ pub struct ContextBlock {
     /// the `context` command, empty from [`render_context`].
     #[serde(default)]
     pub unknown_names: Vec<String>,
+    /// When `abstained`: the best hit's cosine and the floor it fell under;
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub abstention: Option<crate::recall::Abstention>,
 }
 
 /// Renders hits (highest score first, as recall returns them) into the
@@ -205,6 +209,7 @@ pub fn render_context(hits: &[Hit], token_budget: usize) -> ContextBlock {
         skipped: hits.len() - included,
         tokens,
         abstained: false,
+        abstention: None,
         unknown_names: Vec::new(),
     }
 }

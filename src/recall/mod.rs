@@ -307,12 +307,38 @@ impl Abstain {
     /// found lexically and cannot be judged); no hit at all is not an
     /// abstention, just an empty result.
     pub fn abstains(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> bool {
+        self.judge(hits, unknown_name).is_some()
+    }
+
+    /// [`Abstain::abstains`] with the reason: `Some` with the best hit's
+    /// cosine and the floor it fell under (`below`, or `unknown_name_below`
+    /// when the base floor was reached but the query names something the
+    /// namespace never mentions); `None` when recall does not abstain.
+    pub fn judge(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> Option<Abstention> {
         if hits.is_empty() || hits.iter().any(|h| h.explain.vector_pending) {
-            return false;
+            return None;
         }
         let best = hits.iter().map(|h| h.explain.similarity).fold(f32::NEG_INFINITY, f32::max);
-        best < self.below || (best < self.unknown_name_below && unknown_name())
+        if best < self.below {
+            Some(Abstention { best_similarity: best, floor: self.below })
+        } else if best < self.unknown_name_below && unknown_name() {
+            Some(Abstention { best_similarity: best, floor: self.unknown_name_below })
+        } else {
+            None
+        }
     }
+}
+
+/// Why a recall abstained: its best hit's cosine to the query, and the
+/// floor that cosine fell under ([`Abstain::judge`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Abstention {
+    /// Cosine of the query with the closest memory found, in `-1.0..=1.0`.
+    pub best_similarity: f32,
+    /// The floor it did not reach: [`Abstain::below`], or
+    /// [`Abstain::unknown_name_below`] when the query names something no
+    /// memory mentions.
+    pub floor: f32,
 }
 
 impl Engine {

@@ -115,19 +115,14 @@ fn human(cli: &Cli, resp: &Response) {
             if r.omitted > 0 {
                 eprintln!("note: {} more hits left out by the response budget", r.omitted);
             }
+            if r.abstained {
+                eprintln!("{}", abstention_note(r.abstention.as_ref(), &r.unknown_names, "returns them"));
+            }
         }
         Response::Context(c) => {
             println!("{}", c.text);
             if c.abstained {
-                let names = if c.unknown_names.is_empty() {
-                    String::new()
-                } else {
-                    format!("; no memory mentions {}", c.unknown_names.join(", "))
-                };
-                eprintln!(
-                    "note: nothing stored is relevant enough (no hit reached the abstention floor{names}); \
-                     --abstain-below -1 fills the block anyway"
-                );
+                eprintln!("{}", abstention_note(c.abstention.as_ref(), &c.unknown_names, "fills the block"));
             }
         }
         Response::Forget(f) => {
@@ -341,4 +336,18 @@ fn copy_summary(resp: &Response) {
     };
     println!("{what} {events} events ({tombstones} tombstones, {vectors} vectors, {bytes} bytes) {place} in {ms} ms");
     println!("digest {digest}");
+}
+
+/// The stderr note of a `recall` or `context` that abstained: the best
+/// cosine, the floor it missed, and the names no memory mentions.
+fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
+    let cosine = why.map_or(String::new(), |a| {
+        format!(": the closest memory has cosine {:.3}, under the floor {:.2}", a.best_similarity, a.floor)
+    });
+    let names = if unknown_names.is_empty() {
+        String::new()
+    } else {
+        format!("; no memory mentions {}", unknown_names.join(", "))
+    };
+    format!("note: nothing stored is relevant enough{cosine}{names}; --abstain-below -1 {anyway} anyway")
 }
