@@ -78,6 +78,7 @@ __all__ = [
     "Status",
     "SupersedeReason",
     "Tier",
+    "Abstention",
     "BackupReport",
     "CheckReport",
     "CompactionFigures",

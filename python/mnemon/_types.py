@@ -30,6 +30,7 @@ __all__ = [
     "Status",
     "SupersedeReason",
     "Tier",
+    "Abstention",
     "BackupReport",
     "CheckReport",
     "CompactionFigures",
@@ -117,6 +118,29 @@ SupersedeReason = Union[Literal["explicit"], Literal["same_key"], Literal["near_
 
 Tier = Union[Literal["short_term"], Literal["long_term"], Literal["permanent"]]
 """How long a memory is meant to live."""
+
+
+class Abstention(Record):
+    """
+    Why a recall abstained: its best hit's cosine to the query, and the floor that
+    cosine fell under (`Abstain::judge`).
+    """
+
+    __slots__ = ()
+    _FIELDS = ('best_similarity', 'floor')
+
+    @property
+    def best_similarity(self) -> float:
+        """Cosine of the query with the closest memory found, in `-1.0..=1.0`."""
+        return self._data["best_similarity"]  # type: ignore[no-any-return]
+
+    @property
+    def floor(self) -> float:
+        """
+        The floor it did not reach: `Abstain::below`, or `Abstain::unknown_name_below`
+        when the query names something no memory mentions.
+        """
+        return self._data["floor"]  # type: ignore[no-any-return]
 
 
 class BackupReport(Record):
@@ -381,7 +405,7 @@ class ContextBlock(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'context', 'memories', 'skipped', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'memories', 'skipped', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -392,6 +416,15 @@ class ContextBlock(Record):
         block holds no entry.
         """
         return self._data.get("abstained")
+
+    @property
+    def abstention(self) -> Optional[Abstention]:
+        """
+        When `abstained`: the best hit's cosine and the floor it fell under; absent
+        otherwise.
+        """
+        v = self._data.get("abstention")
+        return None if v is None else Abstention(v)
 
     @property
     def context(self) -> str:
@@ -1440,7 +1473,25 @@ class RecallResponse(Record):
     """What `recall` found."""
 
     __slots__ = ()
-    _FIELDS = ('hits', 'omitted')
+    _FIELDS = ('abstained', 'abstention', 'hits', 'omitted', 'unknown_names')
+
+    @property
+    def abstained(self) -> Optional[bool]:
+        """
+        True when recall found memories but none reached the abstention floor
+        (`abstain_below`; recall has none unless asked): `hits` is empty because nothing
+        stored is relevant enough.
+        """
+        return self._data.get("abstained")
+
+    @property
+    def abstention(self) -> Optional[Abstention]:
+        """
+        When `abstained`: the best hit's cosine and the floor it fell under; absent
+        otherwise.
+        """
+        v = self._data.get("abstention")
+        return None if v is None else Abstention(v)
 
     @property
     def hits(self) -> List[Hit]:
@@ -1452,6 +1503,14 @@ class RecallResponse(Record):
     def omitted(self) -> int:
         """Hits left out because the response budget was spent."""
         return self._data["omitted"]  # type: ignore[no-any-return]
+
+    @property
+    def unknown_names(self) -> List[str]:
+        """
+        When `abstained` over a name: the names in the query that no memory of the
+        namespace mentions (`crate::Engine::unknown_names`); empty otherwise.
+        """
+        return self._data.get("unknown_names", [])
 
 
 class ReceiptsResponse(Record):

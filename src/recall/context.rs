@@ -122,7 +122,7 @@ pub const MIN_TRUNCATED_TOKENS: usize = 24;
 /// A rendered prompt block and what went into it. In JSON (the `context`
 /// response of the command surface) `text` is `context` and `included` is
 /// `memories`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ContextBlock {
     /// The block ([module grammar](self)); empty when the budget is smaller
     /// than the block's frame.
