@@ -703,9 +703,10 @@ class Engine:
     ) -> RecallResponse:
         """The memories of `namespace` that best match `query`, best first.
 
-        Hybrid recall: cosine similarity (exact scan, HNSW past 10k memories)
-        fused with BM25, reranked by importance, recency by tier and entity
-        overlap; a hit that restates a better one is collapsed into it.
+        Hybrid recall: cosine similarity (int8 scan with exact rescoring,
+        HNSW past 15k memories) fused with BM25, reranked by importance,
+        recency by tier and entity overlap; a hit that restates a better one
+        is collapsed into it.
 
         Arguments (every filter of the engine's `RecallOptions`):
             top_k: most hits, 1–1000 (default 10).
@@ -717,7 +718,10 @@ class Engine:
                 memory mentions needs the embedder's margin more. Default
                 never. The response's `abstained` is then True, with
                 `abstention` (the best cosine and the floor it missed) and
-                `unknown_names` (when a name decided it).
+                `unknown_names` (names no memory mentions, as `context`
+                gives them). Names are capitalised words, so a Chinese
+                question about someone never mentioned is judged by the
+                cosine floor alone.
             kinds, tiers: only these kinds / tiers.
             session: only memories formed in this session.
             current_session: the caller's session; short-term memories of

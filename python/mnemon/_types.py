@@ -1507,8 +1507,9 @@ class RecallResponse(Record):
     @property
     def unknown_names(self) -> List[str]:
         """
-        When `abstained` over a name: the names in the query that no memory of the
-        namespace mentions (`crate::Engine::unknown_names`); empty otherwise.
+        When `abstained`: the names in the query that no memory of the namespace
+        mentions (`crate::Engine::unknown_names`), as `context` reports them; empty
+        otherwise.
         """
         return self._data.get("unknown_names", [])
 

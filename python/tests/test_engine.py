@@ -106,8 +106,13 @@ def test_recall_and_context_say_when_nothing_is_relevant(engine):
     r = engine.recall("u", stranger, abstain_below=best - 0.01)
     assert r.abstained and r.hits == [] and r.unknown_names == ["Jean", "Marseille"]
     assert abs(r.abstention.best_similarity - best) < 1e-6 and r.abstention.floor > best
+    # Abstained on the cosine alone: the names are still given.
+    r = engine.recall("u", stranger, abstain_below=0.99)
+    assert r.abstained and r.abstention.floor > 0.98 and r.unknown_names == ["Jean", "Marseille"]
+    assert r.to_dict()["unknown_names"] == ["Jean", "Marseille"]
     related = engine.recall("u", "What is my sister Ana's job?", abstain_below=0.15)
     assert not related.abstained and related.abstention is None and related.hits
+    assert related.to_dict()["unknown_names"] == []
     assert "nurse" in engine.context("u", "What is my sister Ana's job?").context
 
 

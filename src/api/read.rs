@@ -166,10 +166,10 @@ pub struct RecallResponse {
     /// empty because nothing stored is relevant enough.
     #[serde(default)]
     pub abstained: bool,
-    /// When `abstained` over a name: the names in the query that no memory
-    /// of the namespace mentions ([`crate::Engine::unknown_names`]); empty
-    /// otherwise.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// When `abstained`: the names in the query that no memory of the
+    /// namespace mentions ([`crate::Engine::unknown_names`]), as `context`
+    /// reports them; empty otherwise.
+    #[serde(default)]
     pub unknown_names: Vec<String>,
     /// When `abstained`: the best hit's cosine and the floor it fell under;
     /// absent otherwise.
@@ -192,8 +192,8 @@ impl Call for RecallRequest {
         // response can say that it abstained and why.
         let floors = opts.abstain.take();
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
-        // Filled only when the names are asked for, i.e. between the floors:
-        // non-empty exactly when they decided the abstention.
+        // Looked up between the floors (where they decide) or once recall
+        // has abstained; never for a recall that returns hits.
         let mut unknown_names = Vec::new();
         let abstention = floors.filter(|_| opts.mode != crate::RecallMode::Lexical).and_then(|f| {
             f.judge(&hits, || {
@@ -203,6 +203,10 @@ impl Call for RecallRequest {
         });
         if abstention.is_some() {
             hits.clear();
+            // Name them whichever floor decided, as `context` does.
+            if unknown_names.is_empty() {
+                unknown_names = engine.unknown_names(&self.namespace, &self.query);
+            }
         }
         let mut packer = Packer::new(limits);
         let kept = hits.iter().take_while(|h| packer.take(h)).count();

@@ -21,7 +21,6 @@
 
 use std::path::Path;
 
-use candle_core::{DType, Device};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
@@ -118,18 +117,18 @@ impl MiniLmEmbedder {
         if config.hidden_act.as_deref().is_some_and(|a| a != "gelu") {
             return Err(model_err("config.json", "hidden_act is not gelu"));
         }
-        let mut tensors = candle_core::safetensors::load_buffer(&weights, &Device::Cpu)
-            .map_err(|e| model_err("reading model.safetensors", e))?;
-        drop(weights);
-        let mut take = |name: &str| -> Result<Vec<f32>> {
+        let tensors =
+            safetensors::SafeTensors::deserialize(&weights).map_err(|e| model_err("reading model.safetensors", e))?;
+        // Straight from the file's bytes to f32 values (one copy).
+        let take = |name: &str| -> Result<Vec<f32>> {
             let t = tensors
-                .remove(name)
-                .or_else(|| tensors.remove(&format!("bert.{name}")))
-                .ok_or_else(|| model_err("model.safetensors", format!("no tensor {name}")))?;
-            t.to_dtype(DType::F32)
-                .and_then(|t| t.flatten_all())
-                .and_then(|t| t.to_vec1::<f32>())
-                .map_err(|e| model_err(&format!("reading {name}"), e))
+                .tensor(name)
+                .or_else(|_| tensors.tensor(&format!("bert.{name}")))
+                .map_err(|_| model_err("model.safetensors", format!("no tensor {name}")))?;
+            if t.dtype() != safetensors::Dtype::F32 {
+                return Err(model_err("model.safetensors", format!("{name} is {:?}, expected F32", t.dtype())));
+            }
+            Ok(t.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
         };
         let h = config.hidden_size;
         let dims = Dims {

@@ -251,8 +251,9 @@ pub struct RecallFlags {
     min_similarity: Option<f32>,
     /// Return no memory when none of the hits has a cosine of at least this
     /// (-1..1; -1 turns it off); a query naming something no memory mentions
-    /// needs the embedder's margin more. `context` defaults to the
-    /// embedder's calibrated floors; `recall` to never.
+    /// needs the embedder's margin more (names are capitalised words, so
+    /// Chinese names are not seen). `context` defaults to the embedder's
+    /// calibrated floors; `recall` to never.
     #[arg(long, allow_hyphen_values = true)]
     abstain_below: Option<f32>,
     /// Only this kind (repeatable).
