@@ -22,6 +22,19 @@ fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// The demo never writes into the store `--data` names: it says so and
+/// leaves the directory alone.
+#[test]
+fn demo_does_not_use_the_data_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("mine");
+    let (ok, out, err) = mnemon(&data, &["demo"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("mnemon demo — store at"), "{out}");
+    assert!(err.contains("does not use --data") && err.contains("--keep DIR"), "{err}");
+    assert!(!data.exists());
+}
+
 #[test]
 fn forget_matching_defaults_to_the_embedders_floor_and_dry_run_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();

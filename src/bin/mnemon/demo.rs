@@ -1,7 +1,7 @@
 //! `mnemon demo`: a scripted, bilingual, multi-session agent conversation
 //! run against a fresh store, printing what mnemon does at each step.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, TimeZone, Utc};
 use clap::Args;
@@ -16,7 +16,8 @@ use crate::Cli;
 
 #[derive(Args, Debug)]
 pub struct DemoArgs {
-    /// Keep the store in this directory instead of a temporary one.
+    /// Keep the store in this directory instead of a temporary one (the
+    /// demo never uses `--data`).
     #[arg(long)]
     keep: Option<PathBuf>,
     /// Show score explanations.
@@ -189,6 +190,14 @@ fn show_hits(hits: &[Hit], explain: bool) {
 }
 
 pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
+    if args.keep.is_none() && cli.data != Path::new(crate::DEFAULT_DATA) {
+        // Never write the scripted conversation into a store the user named
+        // for their own data.
+        eprintln!(
+            "note: the demo runs on a temporary store and does not use --data ({}); --keep DIR keeps its store",
+            cli.data.display()
+        );
+    }
     let tmp;
     let dir = match &args.keep {
         Some(d) => d.clone(),

@@ -34,12 +34,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `--data` when neither the flag nor `MNEMON_DATA` is given.
+pub const DEFAULT_DATA: &str = "./mnemon-data";
+
 /// mnemon: long-term memory for LLM agents.
 #[derive(Parser, Debug)]
 #[command(name = "mnemon", version, about)]
 pub struct Cli {
     /// Data directory of the store.
-    #[arg(long, global = true, env = "MNEMON_DATA", default_value = "./mnemon-data")]
+    #[arg(long, global = true, env = "MNEMON_DATA", default_value = DEFAULT_DATA)]
     pub data: PathBuf,
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
