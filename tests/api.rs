@@ -396,7 +396,21 @@ fn context_abstains_when_nothing_stored_is_relevant() {
     assert!(text.starts_with(mnemon::BLOCK_OPEN) && text.ends_with(mnemon::BLOCK_CLOSE), "{text}");
     assert!(!text.contains("\n- ["), "{text}");
 
+    // Nothing was given to the agent, so no access is recorded. (Access
+    // events go to the writer without waiting; a write after them is
+    // committed after them.)
+    let settle = |e: &mnemon::Engine| e.remember(&ns("other"), NewMemory::new("A note to settle the queue")).unwrap();
+    let accessed = |e: &mnemon::Engine| e.stats().events.accessed;
+    settle(&e);
+    let before = accessed(&e);
+    ctx("Which football club does Jean support in Marseille?", json!({}));
+    call(&e, json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?", "abstain_below": 0.99}))
+        .unwrap();
+    settle(&e);
+    assert_eq!(accessed(&e), before, "an abstaining recall or context records no access");
     let forced = ctx("Which football club does Jean support in Marseille?", json!({"abstain_below": -1.0}));
+    settle(&e);
+    assert_eq!(accessed(&e), before + 1, "one access event, for the forced block only");
     assert_eq!(forced["abstained"], false, "{forced}");
     assert!(forced["memories"].as_u64().unwrap() > 0, "{forced}");
 

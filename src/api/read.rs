@@ -191,6 +191,8 @@ impl Call for RecallRequest {
         // Judged here rather than inside the engine's recall, so that the
         // response can say that it abstained and why.
         let floors = opts.abstain.take();
+        // Access is recorded below, for the hits returned only.
+        let record_access = std::mem::replace(&mut opts.record_access, false);
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
         // Looked up between the floors (where they decide) or once recall
         // has abstained; never for a recall that returns hits.
@@ -207,6 +209,9 @@ impl Call for RecallRequest {
             if unknown_names.is_empty() {
                 unknown_names = engine.unknown_names(&self.namespace, &self.query);
             }
+        }
+        if record_access && opts.as_of.is_none() {
+            engine.record_access(&self.namespace, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
         let mut packer = Packer::new(limits);
         let kept = hits.iter().take_while(|h| packer.take(h)).count();
@@ -255,6 +260,8 @@ impl Call for ContextRequest {
         let default = engine.embedder().context_floor();
         let mut opts = self.filters.options(RecallOptions::default().top_k, default)?;
         let floors = opts.abstain.take().unwrap_or(default);
+        // Access is recorded below, for the memories the block holds only.
+        let record_access = std::mem::replace(&mut opts.record_access, false);
         let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
         let unknown_names = engine.unknown_names(&self.namespace, &self.query);
         let abstention = Some(floors)
@@ -262,6 +269,9 @@ impl Call for ContextRequest {
             .and_then(|f| f.judge(&hits, || !unknown_names.is_empty()));
         if abstention.is_some() {
             hits.clear();
+        }
+        if record_access && opts.as_of.is_none() {
+            engine.record_access(&self.namespace, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
         Ok(crate::ContextBlock {
             abstained: abstention.is_some(),

@@ -544,8 +544,12 @@ impl DetectionView {
 /// whether it is a Chinese or Japanese
 /// numeral ([`cjk_digit`]) the detection view reads as a digit: one of a
 /// run of two or more (invisible characters inside skipped) that no digit,
-/// sign or ASCII letter touches (`一二13812345678` keeps its numerals as
-/// words, so the number stays whole). Linear in the text.
+/// sign or ASCII letter touches, directly or across the spaces and phone
+/// punctuation (`- / . ( )`) between them (`一二13812345678` and
+/// `〇〇 13812345678` keep their numerals as words, so the number in digits
+/// stays whole: a number is written in numerals or in digits, and read as
+/// one run with the digits a numeral prefix would make it an invalid
+/// longer number). Linear in the text.
 fn cjk_numeral_runs(chars: &[(usize, char)]) -> Vec<bool> {
     if !chars.iter().any(|&(_, c)| cjk_digit(c).is_some()) {
         return Vec::new();
@@ -558,6 +562,16 @@ fn cjk_numeral_runs(chars: &[(usize, char)]) -> Vec<bool> {
             digit_value(c).is_some() || c.is_ascii_alphanumeric() || norm_punct(c) == Some(b'+')
         })
     };
+    let separator = |p: usize| matches!(norm_punct(chars[visible[p]].1), Some(b' ' | b'-' | b'.' | b'(' | b')'));
+    // The first visible character from `p` on (going back when `back`)
+    // that is not a separator; `p` itself when it is none.
+    let past_separators = |mut p: usize, back: bool| -> Option<usize> {
+        while p < visible.len() && separator(p) {
+            p = if back { p.checked_sub(1)? } else { p + 1 };
+        }
+        (p < visible.len()).then_some(p)
+    };
+    let digit = |p: Option<usize>| p.is_some_and(|p| digit_value(chars[visible[p]].1).is_some());
     let mut v = 0;
     while v < visible.len() {
         if cjk_digit(chars[visible[v]].1).is_none() {
@@ -569,7 +583,9 @@ fn cjk_numeral_runs(chars: &[(usize, char)]) -> Vec<bool> {
             v += 1;
         }
         let before = start.checked_sub(1).and_then(|p| visible.get(p));
-        if v - start >= 2 && !blocks(before) && !blocks(visible.get(v)) {
+        let digit_before = digit(start.checked_sub(1).and_then(|p| past_separators(p, true)));
+        let digit_after = digit(past_separators(v, false));
+        if v - start >= 2 && !blocks(before) && !blocks(visible.get(v)) && !digit_before && !digit_after {
             for &i in &visible[start..v] {
                 out[i] = true;
             }
@@ -2084,6 +2100,11 @@ mod tests {
             ("我的手机：幺三九幺二三四五六七八", "我的手机：[PHONE]"),
             ("电话：一三九 一二三四 五六一一", "电话：[PHONE]"),
             ("私の携帯は〇九〇-一二三四-五六七八です", "私の携帯は[PHONE]です"),
+            // Numerals beside a number in digits stay words: the number is found whole.
+            ("〇〇 13812345678", "〇〇 [PHONE]"),
+            ("13812345678 一二", "[PHONE] 一二"),
+            ("一二-13812345678", "一二-[PHONE]"),
+            ("三四 (138) 1234 5678", "三四 [PHONE]"),
             ("tel ⁺¹ ⁴¹⁵ ⁵⁵⁵ ⁰¹⁰⁷", "tel [PHONE]"),
             // Numerals glued to written digits stay words.
             ("一二13812345678", "一二[PHONE]"),
