@@ -203,6 +203,31 @@ impl Encoder {
     }
 }
 
+/// The embedding stage's sum and LayerNorm, in place: `x` holds the word
+/// embedding rows of sequences of lengths `lens` packed one after the other
+/// (`Σ lens × hidden`, `hidden = token_type.len()`); each row gets its
+/// position's row of `positions` (`max_positions × hidden`, positions from
+/// 0) and the token-type embedding added, then LayerNorm with `norm`
+/// (weight, bias) and `eps`. Sequences longer than `positions` allows are
+/// the caller's to refuse (their extra rows are left unnormalised).
+pub(crate) fn embedding_stage(
+    x: &mut [f32],
+    lens: &[usize],
+    positions: &[f32],
+    token_type: &[f32],
+    norm: &(Vec<f32>, Vec<f32>),
+    eps: f32,
+) {
+    let h = token_type.len();
+    let mut rest = x;
+    for &len in lens {
+        let (seq, tail) = rest.split_at_mut((len * h).min(rest.len()));
+        let n = seq.len().min(positions.len());
+        run(Pass::AddNorm { x: &mut seq[..n], bias: token_type, residual: &positions[..n], norm, eps });
+        rest = tail;
+    }
+}
+
 /// `x · w` for `x` of `rows × cols` and `w` of `cols × out`.
 fn matmul(x: &[f32], rows: usize, cols: usize, w: &Tensor) -> Result<Vec<f32>> {
     let t = Tensor::from_slice(x, (rows, cols), &Device::Cpu).map_err(candle_err)?;

@@ -190,24 +190,16 @@ impl MiniLmEmbedder {
             if s.is_empty() || s.len() > max_pos {
                 return Err(model_err("forward pass", format!("sequence length {} not in 1..={max_pos}", s.len())));
             }
-            for (p, &id) in s.iter().enumerate() {
+            for &id in s.iter() {
                 let id = id as usize;
                 let (Some(word), Some(dst)) = (self.words.get(id * d..(id + 1) * d), rows.next()) else {
                     return Err(model_err("forward pass", format!("token id {id} out of range")));
                 };
-                let pos = &self.positions[p * d..(p + 1) * d];
-                for (((v, &w), &pe), &te) in dst.iter_mut().zip(word).zip(pos).zip(&self.token_type) {
-                    *v = w + pe + te;
-                }
-                let mean = dst.iter().sum::<f32>() / d as f32;
-                let var = dst.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
-                let inv = 1.0 / (var + self.eps).sqrt();
-                for ((v, &w), &b) in dst.iter_mut().zip(&self.norm.0).zip(&self.norm.1) {
-                    *v = (*v - mean) * inv * w + b;
-                }
+                dst.copy_from_slice(word);
             }
         }
         let lens: Vec<usize> = seqs.iter().map(|s| s.len()).collect();
+        bert::embedding_stage(&mut x, &lens, &self.positions, &self.token_type, &self.norm, self.eps);
         let out = self.encoder.forward(x, &lens)?;
         Ok(bert::mean_pool(&out, &lens, d))
     }

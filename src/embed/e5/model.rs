@@ -39,8 +39,8 @@ pub(crate) struct Encoder {
     positions: Vec<f32>,
     /// Token-type 0 embedding, `hidden`.
     token_type: Vec<f32>,
-    ln_weight: Vec<f32>,
-    ln_bias: Vec<f32>,
+    /// Embedding LayerNorm weight and bias.
+    norm: (Vec<f32>, Vec<f32>),
     eps: f32,
     max_positions: usize,
 }
@@ -81,8 +81,7 @@ impl Encoder {
             hidden: h.hidden,
             positions,
             token_type,
-            ln_weight,
-            ln_bias,
+            norm: (ln_weight, ln_bias),
             eps: h.layer_norm_eps,
             max_positions: h.max_positions,
         })
@@ -104,7 +103,7 @@ impl Encoder {
         let mut x = vec![0f32; tokens * d];
         let mut rows = x.chunks_exact_mut(d);
         for ids in batch {
-            for (p, &id) in ids.iter().enumerate() {
+            for &id in ids.iter() {
                 let id = id as usize;
                 if id >= self.rows {
                     return Err(Error::Embedder(format!("e5: token id {id} out of range")));
@@ -113,18 +112,10 @@ impl Encoder {
                     return Err(Error::Embedder("e5: embedding rows miscounted".into()));
                 };
                 format::dequantize_q4_0(&self.word_q4[id * row_bytes..(id + 1) * row_bytes], dst);
-                let pos = &self.positions[p * d..(p + 1) * d];
-                for ((v, &pe), &te) in dst.iter_mut().zip(pos).zip(&self.token_type) {
-                    *v += pe + te;
-                }
-                let mean = dst.iter().sum::<f32>() / d as f32;
-                let var = dst.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / d as f32;
-                let inv = 1.0 / (var + self.eps).sqrt();
-                for ((v, &w), &bias) in dst.iter_mut().zip(&self.ln_weight).zip(&self.ln_bias) {
-                    *v = (*v - mean) * inv * w + bias;
-                }
             }
         }
+        let lens: Vec<usize> = batch.iter().map(|s| s.len()).collect();
+        bert::embedding_stage(&mut x, &lens, &self.positions, &self.token_type, &self.norm, self.eps);
         Ok(x)
     }
 
