@@ -58,6 +58,7 @@ fn recall_case(seed: u64, n: usize, dim: usize, clusters: usize, params: HnswPar
         hnsw.insert(i as u64, v);
         exact.insert(i as u64, v);
     }
+    hnsw.wait_for_graph();
     assert!(hnsw.is_hnsw());
     assert!(!exact.is_hnsw());
 

@@ -223,6 +223,12 @@ impl ExactStore {
         self.data.get(row * self.dim..(row + 1) * self.dim)
     }
 
+    /// The `i8` codes and scale of `id`'s vector.
+    pub fn codes(&self, id: u64) -> Option<(&[i8], f32)> {
+        let row = *self.rows.get(&id)?;
+        Some((self.codes.get(row * self.dim..(row + 1) * self.dim)?, *self.scales.get(row)?))
+    }
+
     /// Ids in row order.
     pub fn ids(&self) -> &[u64] {
         &self.ids

@@ -27,24 +27,31 @@ use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;
 
 /// Planner cost of a graph search with candidate list `ef`, in units of one
-/// streamed row of the `f32` exact scan (the quantised scan costs 0.27–0.35
-/// of such a row in `benches/index.rs`, which this model does not yet
-/// count, so it favours the graph for moderately selective filters): each list entry expands about `2·M`
+/// streamed row of the `f32` exact scan: each list entry expands about `2·M`
 /// layer-0 neighbours, each a distance at a random address (a separate heap
 /// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
-/// in `benches/index.rs` (384-d, ef 64, M 16): a graph search costs about as
-/// much as a 4–9k-row scan, i.e. ≈ 2–4 row-units per expanded neighbour.
+/// in `benches/index.rs` (384-d, ef 64, M 16, thread CPU p50): a graph
+/// search cost as much as a 4.9k-row `f32` scan at 10k vectors and a 3.3k-row
+/// one at 100k, i.e. ≈ 1.6–2.4 row-units per expanded neighbour.
 fn graph_cost(ef: usize, m: usize) -> f64 {
-    const RANDOM_ACCESS_FACTOR: f64 = 3.0;
+    const RANDOM_ACCESS_FACTOR: f64 = 2.0;
     ef as f64 * 2.0 * m.clamp(2, 128) as f64 * RANDOM_ACCESS_FACTOR
 }
 
-/// Planner cost of an exact scan of `live` rows where a fraction `frac`
-/// passes the filter: a filter-first scan (below [`FILTER_FIRST_BELOW`])
-/// computes dot products for passing rows only, and the filter calls
-/// themselves are counted as 2 % of a dot product each.
-fn scan_cost(live: usize, frac: f64) -> f64 {
-    let per_row = if frac < FILTER_FIRST_BELOW { frac.max(0.02) } else { 1.0 };
+/// Cost of one row of the quantised scan (with its share of the exact
+/// rescoring) in `f32` row-units: its p50 is 0.27–0.35× the `f32` scan's
+/// at 10k–100k rows in `benches/index.rs`.
+const QUANT_ROW_COST: f64 = 0.3;
+
+/// Planner cost, in `f32` row-units, of a scan of `live` rows where a
+/// fraction `frac` passes the filter: a filter-first scan (below
+/// [`FILTER_FIRST_BELOW`]) asks the filter for every row (2 % of an `f32`
+/// row each) and scores passing rows only; otherwise every row is scored.
+/// A row costs `row` units: 1 for the `f32` scan, [`QUANT_ROW_COST`] for
+/// the quantised one.
+fn scan_cost(live: usize, frac: f64, row: f64) -> f64 {
+    const FILTER_CALL: f64 = 0.02;
+    let per_row = if frac < FILTER_FIRST_BELOW { FILTER_CALL + frac * row } else { row };
     live as f64 * per_row
 }
 
@@ -61,19 +68,30 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 /// live, search is a scan of the codes that keeps the best
 /// `max(k, 4) · `[`rescore_factor`](HnswParams::rescore_factor) candidates by
 /// their integer estimate and rescores them with the exact `f32` dot product
-/// (or, with `rescore_factor` 0, an `f32` scan of every row). When the live
-/// count reaches the threshold,
-/// an HNSW graph (`hnsw_rs`) is built from the stored vectors in ascending id
-/// order, and later inserts are added to it one at a time in call order. The
-/// graph cannot delete, so removals leave tombstones that are skipped at
+/// (or, with `rescore_factor` 0, an `f32` scan of every row).
+///
+/// When the live count reaches the threshold, an HNSW graph (`hnsw_rs`) is
+/// built **off the calling thread**: the index hands the codes of the live
+/// vectors (ascending id order) to a background thread of the graph and
+/// returns at once; searches keep scanning until the build is done, then
+/// use the graph. Later inserts are queued to the same thread, which takes
+/// whatever has queued up as one batch (inserted in parallel with
+/// [`HnswParams::parallel_build`]); a search also scans the vectors still
+/// queued (the graph's *tail*) exactly and merges them, so a vector is
+/// found from the moment `insert` returns. The caller's cost per insert is
+/// the store update plus an encode and a channel send, whatever the graph's
+/// size; [`wait_for_graph`](Self::wait_for_graph) blocks until the queue is
+/// empty.
+///
+/// The graph cannot delete, so removals leave tombstones that are skipped at
 /// search time; when tombstones exceed
-/// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, the graph is
-/// rebuilt from the live vectors. Building and rebuilding run on the calling
-/// thread and cost one sequential insertion per live vector (measured in
-/// `benches/index.rs` at the default `ef_construction` on one core, 384-d:
-/// 0.8 ms per vector at 10k, 1.4 ms at 100k, i.e. ~2.4 min at 100k), so the
-/// writer pauses for that long. The graph is
-/// dropped again when the live count falls below 4/5 of the threshold.
+/// [`HnswParams::rebuild_tombstone_ratio`] of the graph's points, a new
+/// graph is built from the live vectors the same way (searches scan until
+/// it is ready). The graph is dropped again when the live count falls
+/// below 4/5 of the threshold. Building costs one insertion per live
+/// vector on the background thread (measured in `benches/index.rs` at the
+/// default `ef_construction`, 384-d, 100k: see the bench's output for the
+/// build rate, sequential and parallel).
 pub struct VectorIndex {
     dim: usize,
     params: HnswParams,
@@ -168,9 +186,32 @@ impl VectorIndex {
         self.store.len() == 0
     }
 
-    /// Whether an HNSW graph is currently used (otherwise search is exact).
+    /// Whether an HNSW graph serves searches now (otherwise search is a
+    /// scan): one exists and its background build is done.
     pub fn is_hnsw(&self) -> bool {
-        self.graph.is_some()
+        self.graph.as_ref().is_some_and(Graph::usable)
+    }
+
+    /// Whether a graph exists but is still being built, so that searches
+    /// scan.
+    pub fn graph_building(&self) -> bool {
+        self.graph.as_ref().is_some_and(|g| !g.usable() && !g.failed())
+    }
+
+    /// Vectors queued for the graph's background thread and not yet in the
+    /// graph (the whole build while building; 0 without a graph).
+    pub fn graph_pending(&self) -> usize {
+        self.graph.as_ref().map_or(0, |g| g.points() - g.indexed())
+    }
+
+    /// Blocks until the graph's background thread has inserted every
+    /// queued vector (returns at once without a graph). For tests,
+    /// benchmarks and callers that want graph-speed searches right after
+    /// a bulk load; searches are correct without it.
+    pub fn wait_for_graph(&self) {
+        if let Some(g) = &self.graph {
+            g.wait();
+        }
     }
 
     /// The `k` live vectors most similar to `query` among ids for which
@@ -210,11 +251,11 @@ impl VectorIndex {
             return Vec::new();
         }
         match &self.graph {
-            None => {
+            Some(g) if g.usable() => self.search_graph(g, query, k, filter),
+            _ => {
                 let filter_first = self.exact_filter_first(filter);
                 self.scan(query, k, filter, filter_first)
             }
-            Some(g) => self.search_graph(g, query, k, filter),
         }
     }
 
@@ -259,15 +300,34 @@ impl VectorIndex {
         let graph_frac = pass as f64 / seen as f64;
         let live = self.store.len();
         let live_frac = (graph_frac * g.points() as f64 / live.max(1) as f64).min(1.0);
-        let scan = scan_cost(live, live_frac);
+        let row = if self.params.rescore_factor == 0 { 1.0 } else { QUANT_ROW_COST };
+        let scan = scan_cost(live, live_frac, row);
+        // The tail (slots queued but not yet in the graph) is scored
+        // exactly, once, and merged into every round.
+        let indexed = g.indexed();
+        let tail_rows = g.points() - indexed;
+        let mut tail = Vec::new();
+        if (tail_rows as f64) < scan {
+            for slot in indexed..g.points() {
+                let Some(id) = g.live_id(slot) else { continue };
+                if filter(id) {
+                    if let Some(v) = self.store.get(id) {
+                        tail.push(Hit { score: exact::dot(query, v), id });
+                    }
+                }
+            }
+        }
         let want = self.params.ef_search.max(k);
         let mut ef = (want as f64 / graph_frac).ceil() as usize;
-        while graph_cost(ef, self.params.m) < scan {
+        while (tail_rows as f64) + graph_cost(ef, self.params.m) < scan {
             #[cfg(test)]
             tests::GRAPH_SEARCHES.with(|c| c.set(c.get() + 1));
-            let slots = g.search_slots(query, ef);
+            let slots = g.search_slots(query, ef, indexed);
             let mut top = TopK::new(k);
-            let mut found = 0usize;
+            let mut found = tail.len();
+            for hit in &tail {
+                top.push(*hit);
+            }
             for slot in &slots {
                 let Some(id) = g.live_id(*slot) else { continue };
                 if !filter(id) {
@@ -290,11 +350,12 @@ impl VectorIndex {
     }
 
     /// Keeps the graph in its intended state after a change: dropped below
-    /// 4/5 of the threshold, rebuilt when tombstones exceed the ratio.
+    /// 4/5 of the threshold or when its thread failed, rebuilt when
+    /// tombstones exceed the ratio.
     fn maintain(&mut self) {
         let Some(g) = &self.graph else { return };
         let live = self.store.len();
-        if live < self.params.exact_threshold.saturating_mul(4) / 5 {
+        if live < self.params.exact_threshold.saturating_mul(4) / 5 || g.failed() {
             self.graph = None;
             return;
         }
@@ -304,18 +365,18 @@ impl VectorIndex {
         }
     }
 
-    /// (Re)builds the graph from the live vectors in ascending id order.
+    /// Starts (re)building the graph from the live vectors in ascending id
+    /// order, on the graph's background thread. If the system refuses the
+    /// thread, the index stays without a graph (searches scan) and tries
+    /// again at the next insert.
     fn build_graph(&mut self) {
         let mut ids = self.store.ids().to_vec();
         ids.sort_unstable();
+        let points: Vec<(u64, Vec<i8>)> =
+            ids.into_iter().filter_map(|id| self.store.codes(id).map(|(c, s)| (id, hnsw::point(c, s)))).collect();
         // Room for 50 % growth before the layer tables reallocate.
-        let mut g = Graph::new(self.dim, &self.params, ids.len() + ids.len() / 2);
-        for id in ids {
-            if let Some(v) = self.store.get(id) {
-                g.insert(id, v);
-            }
-        }
-        self.graph = Some(g);
+        let expected = points.len() + points.len() / 2;
+        self.graph = Graph::build(self.dim, &self.params, points, expected).ok();
     }
 }
 
