@@ -774,6 +774,8 @@ class Engine:
         query: str,
         *,
         budget_tokens: Optional[int] = None,
+        profile_share: Optional[float] = None,
+        recent_share: Optional[float] = None,
         top_k: Optional[int] = None,
         min_similarity: Optional[float] = None,
         abstain_below: Optional[float] = None,
@@ -792,17 +794,35 @@ class Engine:
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
     ) -> ContextBlock:
-        """The prompt block for `query`: recalled memories rendered as
-        `<memories>` … `</memories>` with dates and sources, within
-        `budget_tokens` estimated tokens (default 400). Filters as `recall`,
-        except that `abstain_below` defaults to the embedder's calibrated
-        floors: when no hit reaches them, the block holds no entry and
-        `abstained` is True (pass -1.0 to always fill the block).
+        """The prompt block for `query`, `<memories>` … `</memories>`, within
+        `budget_tokens` estimated tokens (default 400), in three parts, each
+        opened by a section line and shown only when it has an entry:
 
-        Returns `ContextBlock`: `context` (the block), `memories` (entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
+        - the profile: the current value of every slot key and every
+          permanent memory, whatever the query (permanent ones first, then
+          the freshest slot values), in at most `profile_share` of the
+          budget (0–1, default 0.25; 0 leaves it out);
+        - the memories recalled for `query`, most relevant first, none that
+          the profile already shows; they get all the budget the other two
+          parts leave;
+        - the last turns of `current_session`, oldest first, in at most
+          `recent_share` of the budget (0–1, default 0.25; 0 leaves them
+          out; none without `current_session`).
+
+        Filters as `recall` (they choose the recalled memories; `as_of` and
+        `current_session` also shape the profile), except that
+        `abstain_below` defaults to the embedder's calibrated floors: when
+        no hit reaches them, the recalled part is empty and `abstained` is
+        True, while the profile and recent turns are still rendered (pass
+        -1.0 to always recall).
+
+        Returns `ContextBlock`: `context` (the block), `memories` (recalled entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `profile` / `profile_skipped` (profile entries shown / left out), `recent` / `recent_skipped` (turns shown / left out), `in_profile` (hits not repeated because the profile shows them), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
 
         Raises:
-            InvalidInputError: a budget outside 1..(cap/2) or bad filters.
+            InvalidInputError: a budget outside 1..(cap/2), a share outside
+                0..1 or shares adding up to more than 1 (naming
+                `profile_share` or `recent_share`), a `current_session` no
+                turn or memory of the namespace belongs to, or bad filters.
             EmbedderError, ClosedError.
         """
         args = self._recall_args(
@@ -826,7 +846,7 @@ class Engine:
             requester=requester,
             record_access=record_access,
         )
-        _put(args, budget_tokens=budget_tokens)
+        _put(args, budget_tokens=budget_tokens, profile_share=profile_share, recent_share=recent_share)
         return self._one(ContextBlock, "context", args)
 
     @staticmethod

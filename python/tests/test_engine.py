@@ -82,8 +82,40 @@ def test_remember_recall_context(engine):
     ctx = engine.context("user:42", "seat on a flight", budget_tokens=200)
     assert isinstance(ctx, mnemon.ContextBlock)
     assert "Prefers window seats" in ctx.context
-    assert ctx.memories >= 1
+    # The keyed, permanent memory is in the profile, and not repeated.
+    assert ctx.profile == 1 and ctx.context.count("Prefers window seats") == 1
+    assert ctx.memories + ctx.in_profile >= 1
     assert 0 < ctx.tokens <= 200
+
+
+def test_context_has_profile_relevant_and_recent_parts(engine):
+    engine.remember("u", "Lives in Porto", key="user.city")
+    engine.remember("u", "Lives in Berlin now", key="user.city")
+    engine.remember("u", "用户对花生过敏", tier="permanent")
+    engine.remember("u", "Waiting for a parcel", tier="short_term", session="s-old", key="user.today")
+    engine.remember("u", "My sister Ana is a nurse at the children's hospital")
+    engine.observe("u", "s-now", "Can you book a table for tonight?", role="user")
+    engine.observe("u", "s-now", "当然，几位？", role="assistant")
+    block = engine.context("u", "What is my sister Ana's job?", current_session="s-now", budget_tokens=400)
+    lines = block.context.split("\n")
+    assert lines[0] == "<memories>" and lines[-1] == "</memories>"
+    profile = lines.index("## Profile: what holds now, by key")
+    relevant = lines.index("## Relevant, most relevant first")
+    recent = lines.index("## Recent turns of this session, oldest first")
+    assert profile < relevant < recent
+    assert lines[profile + 1].endswith("用户对花生过敏") and lines[profile + 2].endswith("Lives in Berlin now")
+    assert "Porto" not in block.context and "parcel" not in block.context
+    assert lines[recent + 1].startswith("- [") and "(user) Can you book a table" in lines[recent + 1]
+    assert "(assistant) 当然，几位？" in lines[recent + 2]
+    assert "nurse" in lines[relevant + 1]
+    assert (block.profile, block.recent, block.memories) == (2, 2, block.memories)
+    # Parts can be turned off; the relevant part takes their budget.
+    only = engine.context("u", "What is my sister Ana's job?", current_session="s-now", profile_share=0, recent_share=0)
+    assert (only.profile, only.recent) == (0, 0) and "## Profile" not in only.context
+    # Abstention empties the relevant part only.
+    stranger = engine.context("u", "Which football club does Jean support in Marseille?", current_session="s-now")
+    assert stranger.abstained and stranger.memories == 0
+    assert stranger.profile == 2 and stranger.recent == 2
 
 
 def test_recall_and_context_say_when_nothing_is_relevant(engine):

@@ -18,8 +18,6 @@ use crate::types::{MemoryId, Namespace, Seq, Tier};
 
 /// Largest `candidates` a recall may ask for.
 const MAX_CANDIDATES: usize = 10_000;
-/// Default token budget of a `context` block (the CLI's long-standing default).
-const DEFAULT_CONTEXT_BUDGET: usize = 400;
 
 /// The filters and settings of a recall, shared by `recall` and `context`;
 /// every option of [`RecallOptions`] except the score weights.
@@ -221,7 +219,10 @@ impl Call for RecallRequest {
     }
 }
 
-/// `context`: recalled memories rendered as a prompt block within a token budget.
+/// `context`: a prompt block within a token budget, in three parts: the
+/// profile (current value of every slot key, every permanent memory), the
+/// memories recalled for the query, and the recent turns of
+/// `current_session` (see [`crate::Engine::context`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContextRequest {
     /// Namespace.
@@ -231,13 +232,19 @@ pub struct ContextRequest {
     /// Most tokens of the block. Default 400.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_tokens: Option<usize>,
+    /// Most of the budget the profile may use, 0–1 (0: no profile). Default 0.25.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_share: Option<f32>,
+    /// Most of the budget recent turns of current_session may use, 0–1 (0: none). Default 0.25.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recent_share: Option<f32>,
     /// Filters and settings of the recall behind it.
     #[serde(flatten)]
     pub filters: RecallFilters,
 }
 
 /// The prompt block: [`crate::ContextBlock`], in JSON `{"context", "memories",
-/// "truncated", "skipped", "tokens"}`.
+/// "truncated", "skipped", "tokens", "profile", "recent", …}`.
 pub type ContextResponse = crate::recall::ContextBlock;
 
 impl Call for ContextRequest {
@@ -250,35 +257,25 @@ impl Call for ContextRequest {
     }
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<ContextResponse, ApiError> {
-        let budget = self.budget_tokens.unwrap_or(DEFAULT_CONTEXT_BUDGET);
+        let budget = self.budget_tokens.unwrap_or(crate::DEFAULT_CONTEXT_BUDGET);
         // The block travels as a JSON string: escaped line breaks and quotes
         // cost up to one more token each, so half the cap is the ceiling.
         let max = limits.max_response_tokens.saturating_sub(FRAME_TOKENS) / 2;
         if budget == 0 || budget > max {
             return Err(ApiError::invalid("budget_tokens", format!("{budget}: must be in 1..={max}")));
         }
+        let defaults = crate::PartShares::default();
+        let shares = crate::PartShares {
+            profile: self.profile_share.unwrap_or(defaults.profile),
+            recent: self.recent_share.unwrap_or(defaults.recent),
+        };
+        // The abstention floor defaults to the embedder's, shifted by
+        // `abstain_below` when given.
         let default = engine.embedder().context_floor();
-        let mut opts = self.filters.options(RecallOptions::default().top_k, default)?;
-        let floors = opts.abstain.take().unwrap_or(default);
-        // Access is recorded below, for the memories the block holds only.
-        let record_access = std::mem::replace(&mut opts.record_access, false);
-        let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
-        let unknown_names = engine.unknown_names(&self.namespace, &self.query);
-        let abstention = Some(floors)
-            .filter(|_| opts.mode != crate::RecallMode::Lexical)
-            .and_then(|f| f.judge(&hits, || !unknown_names.is_empty()));
-        if abstention.is_some() {
-            hits.clear();
-        }
-        if record_access && opts.as_of.is_none() {
-            engine.record_access(&self.namespace, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
-        }
-        Ok(crate::ContextBlock {
-            abstained: abstention.is_some(),
-            unknown_names,
-            abstention,
-            ..crate::render_context(&hits, budget)
-        })
+        let mut recall = self.filters.options(RecallOptions::default().top_k, default)?;
+        recall.abstain = Some(recall.abstain.unwrap_or(default));
+        let opts = crate::ContextOptions { recall, budget_tokens: budget, shares };
+        Ok(engine.context(&self.namespace, &self.query, &opts)?)
     }
 }
 

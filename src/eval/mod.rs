@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+mod answers;
 mod crosslingual;
 mod locomo;
 mod longmemeval;
@@ -43,6 +44,7 @@ mod report;
 mod run;
 mod vectors;
 
+pub use answers::{answer_present, answer_word_recall, load_longmemeval_answers, normalize_answer, ANSWER_STOP_WORDS};
 pub use crosslingual::load_crosslingual;
 pub use locomo::{clean_evidence, load_locomo, parse_locomo_date, CleanedEvidence};
 pub use longmemeval::{load_longmemeval, parse_longmemeval_date};

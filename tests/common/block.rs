@@ -3,7 +3,9 @@
 //! `tests/prompt_block.rs` and the `render` fuzz target.
 #![allow(dead_code)]
 
-use mnemon::{BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, TRUNCATED_FIELD};
+use mnemon::{
+    BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, SECTION_PROFILE, SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
+};
 use unicode_security::skeleton;
 
 /// One entry as parsed back from a line.
@@ -84,8 +86,22 @@ pub fn parse_entry(line: &str) -> Result<Parsed, String> {
     Ok(Parsed { meta, content: content.to_string(), truncated })
 }
 
-/// Parses a whole block; every line between the frame is one entry.
-pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
+/// A block's entries by part.
+#[derive(Debug, Default)]
+pub struct Sections {
+    /// Entries under the profile section line.
+    pub profile: Vec<Parsed>,
+    /// Entries under the relevant section line.
+    pub relevant: Vec<Parsed>,
+    /// Entries under the recent-turns section line.
+    pub recent: Vec<Parsed>,
+}
+
+/// Parses a whole block into its parts: between the frame, every line is
+/// either one of the three section lines (each at most once, in the order
+/// profile, relevant, recent, each followed by at least one entry) or an
+/// entry (`- ` …) of the part its section line opened.
+pub fn parse_sections(block: &str) -> Result<Sections, String> {
     if let Some(c) = block.chars().find(|&c| breaks_line(c)) {
         return Err(format!("line-breaking character U+{:04X} in the block", u32::from(c)));
     }
@@ -96,7 +112,43 @@ pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
     if lines[lines.len() - 1] != BLOCK_CLOSE {
         return Err(format!("block does not end with its footer: {block:?}"));
     }
-    lines[2..lines.len() - 1].iter().map(|l| parse_entry(l)).collect()
+    let order = [SECTION_PROFILE, SECTION_RELEVANT, SECTION_RECENT];
+    let mut out = Sections::default();
+    // Index into `order` of the open section, and how many entries it has.
+    let mut open: Option<(usize, usize)> = None;
+    for l in &lines[2..lines.len() - 1] {
+        if l.starts_with("- ") {
+            let Some((k, n)) = open.as_mut() else {
+                return Err(format!("entry before any section line: {l:?}"));
+            };
+            *n += 1;
+            let e = parse_entry(l)?;
+            match *k {
+                0 => out.profile.push(e),
+                1 => out.relevant.push(e),
+                _ => out.recent.push(e),
+            }
+            continue;
+        }
+        let k = order.iter().position(|s| s == l).ok_or_else(|| format!("line is neither entry nor section: {l:?}"))?;
+        match open {
+            Some((_, 0)) => return Err(format!("empty section before {l:?}")),
+            Some((prev, _)) if prev >= k => return Err(format!("section {l:?} out of order or repeated")),
+            _ => {}
+        }
+        open = Some((k, 0));
+    }
+    if let Some((_, 0)) = open {
+        return Err("empty last section".into());
+    }
+    Ok(out)
+}
+
+/// Parses a whole block (see [`parse_sections`]) and returns every entry,
+/// parts in block order.
+pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
+    let s = parse_sections(block)?;
+    Ok(s.profile.into_iter().chain(s.relevant).chain(s.recent).collect())
 }
 
 /// True when `c` is or looks like an angle bracket (its TR39 skeleton holds

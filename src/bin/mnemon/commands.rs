@@ -369,6 +369,15 @@ pub struct ContextArgs {
     /// JSON request).
     #[arg(long, visible_alias = "top-k", default_value_t = 10)]
     k: usize,
+    /// Most of the budget the profile part (current value of every slot
+    /// key, every permanent memory) may use, 0–1; 0 leaves it out.
+    /// Default 0.25.
+    #[arg(long, value_name = "SHARE", allow_negative_numbers = true)]
+    profile_share: Option<f32>,
+    /// Most of the budget the recent turns of --current-session may use,
+    /// 0–1; 0 leaves them out. Default 0.25.
+    #[arg(long, value_name = "SHARE", allow_negative_numbers = true)]
+    recent_share: Option<f32>,
     #[command(flatten)]
     flags: RecallFlags,
     query: String,
@@ -603,6 +612,8 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
             namespace: ns(&a.ns)?,
             query: a.query.clone(),
             budget_tokens: Some(a.budget),
+            profile_share: a.profile_share,
+            recent_share: a.recent_share,
             filters: a.flags.filters(a.k)?,
         }),
         Cmd::Forget(a) => {

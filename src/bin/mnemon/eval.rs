@@ -82,6 +82,16 @@ pub struct EvalArgs {
     /// later run embeds only texts it has not seen.
     #[arg(long, value_name = "DIR")]
     vector_cache: Option<PathBuf>,
+    /// LongMemEval only: instead of recall metrics, render the `context`
+    /// block of BUDGET tokens for every knowledge-update and
+    /// single-session-preference question (abstention questions left out),
+    /// once with the profile part at its default share and once with it
+    /// off (same budget), and report how many blocks hold the reference
+    /// answer. Each user turn is also run through the rule extractor
+    /// (`mnemon::rule_extract`) as it is ingested, so that slot-keyed
+    /// memories, the profile's entries, exist.
+    #[arg(long, value_name = "BUDGET")]
+    context_block: Option<usize>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
@@ -296,7 +306,6 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
     eprintln!("loaded {} units from {source} in {:.1}s", units.len(), t_load.elapsed().as_secs_f64());
     let embedder = load_embedder(cli)?;
     eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
-    let mut all = serde_json::Map::new();
     let cache = match &args.vector_cache {
         Some(dir) => {
             let c = VectorCache::open(dir, embedder.model_id())?;
@@ -308,6 +317,10 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         None => VectorCache::in_memory(),
     };
     let cache = Arc::new(Mutex::new(cache));
+    if let Some(budget) = args.context_block {
+        return context_block(cli, args, &units, split, budget, embedder, cache);
+    }
+    let mut all = serde_json::Map::new();
     let explain_file = match &args.explain_out {
         Some(p) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(std::fs::File::create(p)?)))),
         None => None,
@@ -439,4 +452,168 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         println!("{text}");
     }
     Ok(())
+}
+
+/// One question's blocks, profile on and off.
+struct BlockOutcome {
+    category: String,
+    on: mnemon::ContextBlock,
+    off: mnemon::ContextBlock,
+    answer: String,
+}
+
+/// `--context-block`: the share of LongMemEval knowledge-update and
+/// single-session-preference questions whose answer is in the `context`
+/// block, profile part on against off.
+fn context_block(
+    cli: &Cli,
+    args: &EvalArgs,
+    units: &[eval::Unit],
+    split: SplitFilter,
+    budget: usize,
+    embedder: Arc<dyn Embedder>,
+    cache: Arc<Mutex<VectorCache>>,
+) -> Result<()> {
+    const CATEGORIES: [&str; 2] = ["knowledge-update", "single-session-preference"];
+    let path = match (&args.path, args.dataset.parse::<Dataset>()?) {
+        (Some(p), Dataset::LongMemEval) => p.clone(),
+        _ => return Err(mnemon::Error::invalid("context_block", "needs the longmemeval data file")),
+    };
+    if budget == 0 {
+        return Err(mnemon::Error::invalid("context_block", "the budget must be at least 1"));
+    }
+    let answers = eval::load_longmemeval_answers(&path)?;
+    let dir = tempfile::tempdir()?;
+    let engine =
+        Engine::builder(dir.path().join("store")).embedder(embedder.clone()).max_content_bytes(1 << 20).open()?;
+    let mut backend = EngineBackend {
+        engine,
+        embedder: embedder.clone(),
+        opts: RecallOptions { record_access: false, ..RecallOptions::default() },
+        abstain: None,
+        ids: HashMap::new(),
+        embed_secs: 0.0,
+        write_secs: 0.0,
+        docs: 0,
+        query_embed_secs: 0.0,
+        context_tokens: Vec::new(),
+        cache,
+        context_docs: args.context_docs,
+        explain: None,
+    };
+    let chosen: Vec<&eval::Unit> = units
+        .iter()
+        .filter(|u| split.admits(u.split))
+        .filter(|u| {
+            u.queries.iter().any(|q| !q.abstention && q.category.as_deref().is_some_and(|c| CATEGORIES.contains(&c)))
+        })
+        .take(args.limit.unwrap_or(usize::MAX))
+        .collect();
+    let mut outcomes = Vec::new();
+    let mut extracted = 0usize;
+    let mut keyed = 0usize;
+    for (i, unit) in chosen.iter().enumerate() {
+        if !args.quiet {
+            eprint!("\r{}/{} {}", i + 1, chosen.len(), unit.name);
+        }
+        backend.ingest(&unit.name, &unit.docs)?;
+        let ns = ns_for(&unit.name)?;
+        // The rule extractor over the user turns, in conversation order, as
+        // `observe_with_rules` runs it: a later "my X is Y" supersedes the
+        // earlier value of its key.
+        for d in &unit.docs {
+            for c in mnemon::rule_extract(&mnemon::safety::text::scrub(&d.text)) {
+                let mut m = NewMemory::new(c.content).kind(c.kind).tier(Tier::LongTerm).importance(c.importance);
+                if let Some(k) = c.key {
+                    m = m.key(k);
+                    keyed += 1;
+                }
+                if let Some(t) = d.time {
+                    m = m.event_time(t);
+                }
+                // A candidate the engine refuses (an identifier rule, a
+                // length) is left out, as the extractor's own caller does.
+                if backend.engine.remember(&ns, m).is_ok() {
+                    extracted += 1;
+                }
+            }
+        }
+        for q in &unit.queries {
+            let Some(category) = q.category.clone().filter(|c| !q.abstention && CATEGORIES.contains(&c.as_str()))
+            else {
+                continue;
+            };
+            let query: String = mnemon::safety::text::scrub(&q.text).chars().take(4000).collect();
+            let opts = |profile: f32| mnemon::ContextOptions {
+                recall: RecallOptions { record_access: false, ..RecallOptions::default() },
+                budget_tokens: budget,
+                shares: mnemon::PartShares { profile, ..mnemon::PartShares::default() },
+            };
+            let on = backend.engine.context(&ns, &query, &opts(mnemon::DEFAULT_PROFILE_SHARE))?;
+            let off = backend.engine.context(&ns, &query, &opts(0.0))?;
+            let answer = answers.get(&q.id).cloned().unwrap_or_default();
+            outcomes.push(BlockOutcome { category, on, off, answer });
+        }
+        backend.finish_unit(&unit.name)?;
+    }
+    if !args.quiet {
+        eprintln!();
+    }
+    let say = |text: &str| if cli.json { eprintln!("{text}") } else { println!("{text}") };
+    say(&format!(
+        "\n### longmemeval — context block of {budget} tokens, profile on (share {}) vs off — embedder {}\n",
+        mnemon::DEFAULT_PROFILE_SHARE,
+        embedder.model_id()
+    ));
+    say(&format!("{} questions; rule extractor: {extracted} memories, {keyed} of them slot-keyed\n", outcomes.len()));
+    say("| category | n | answer in block (on) | (off) | on only | off only | answer words (on) | (off) | profile entries | abstained |");
+    say("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let mut rows = Vec::new();
+    for cat in CATEGORIES.iter().copied().chain(["all"]) {
+        let xs: Vec<&BlockOutcome> = outcomes.iter().filter(|o| cat == "all" || o.category == cat).collect();
+        if xs.is_empty() {
+            continue;
+        }
+        let n = xs.len() as f64;
+        let present = |b: &mnemon::ContextBlock, a: &str| eval::answer_present(a, &b.text);
+        let on = xs.iter().filter(|o| present(&o.on, &o.answer)).count();
+        let off = xs.iter().filter(|o| present(&o.off, &o.answer)).count();
+        let on_only = xs.iter().filter(|o| present(&o.on, &o.answer) && !present(&o.off, &o.answer)).count();
+        let off_only = xs.iter().filter(|o| !present(&o.on, &o.answer) && present(&o.off, &o.answer)).count();
+        let words = |f: &dyn Fn(&BlockOutcome) -> &mnemon::ContextBlock| {
+            let v: Vec<f64> = xs.iter().filter_map(|o| eval::answer_word_recall(&o.answer, &f(o).text)).collect();
+            v.iter().sum::<f64>() / (v.len().max(1) as f64)
+        };
+        let (w_on, w_off) = (words(&|o| &o.on), words(&|o| &o.off));
+        let profile = xs.iter().map(|o| o.on.profile).sum::<usize>() as f64 / n;
+        let abstained = xs.iter().filter(|o| o.on.abstained).count();
+        say(&format!(
+            "| {cat} | {} | {:.3} ({on}) | {:.3} ({off}) | {on_only} | {off_only} | {w_on:.3} | {w_off:.3} | {profile:.1} | {abstained} |",
+            xs.len(),
+            on as f64 / n,
+            off as f64 / n,
+        ));
+        rows.push(serde_json::json!({
+            "category": cat, "questions": xs.len(), "answer_in_block_on": on, "answer_in_block_off": off,
+            "on_only": on_only, "off_only": off_only, "answer_word_recall_on": w_on, "answer_word_recall_off": w_off,
+            "mean_profile_entries": profile, "abstained": abstained,
+        }));
+    }
+    let doc = serde_json::json!({
+        "budget_tokens": budget,
+        "profile_share": mnemon::DEFAULT_PROFILE_SHARE,
+        "embedder": embedder.model_id(),
+        "extracted_memories": extracted,
+        "slot_keyed": keyed,
+        "rows": rows,
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+    if let Some(out) = &args.out {
+        std::fs::write(out, &text)?;
+        eprintln!("wrote {}", out.display());
+    }
+    if cli.json {
+        println!("{text}");
+    }
+    backend.engine.close()
 }

@@ -105,7 +105,8 @@ pub enum Cmd {
     AsOf(commands::AsOfArgs),
     /// Recall memories for a query.
     Recall(commands::RecallArgs),
-    /// Render recalled memories as a prompt block under a token budget.
+    /// Render a prompt block under a token budget: profile, recalled
+    /// memories, recent turns of the current session.
     Context(commands::ContextArgs),
     /// Forget memories or observations.
     Forget(commands::ForgetArgs),
