@@ -528,3 +528,52 @@ fn namespaces_timeline_and_log_kinds_count_without_content() {
     // Reading wrote nothing.
     assert_eq!(e.last_seq(), before);
 }
+
+#[test]
+fn context_renders_three_parts_and_refuses_bad_shares() {
+    let (_d, e) = engine();
+    let u = ns("u");
+    e.remember(&u, NewMemory::new("Lives in Porto").key("user.city")).unwrap();
+    e.remember(&u, NewMemory::new("Lives in Berlin now").key("user.city")).unwrap();
+    e.remember(&u, NewMemory::new("My sister Ana is a nurse at the children's hospital")).unwrap();
+    e.observe(&u, NewObservation::new("s1", Role::User, "Which shift does Ana work this week?")).unwrap();
+    let v = call(
+        &e,
+        json!({"op": "context", "namespace": "u", "query": "What is my sister Ana's job?", "current_session": "s1"}),
+    )
+    .unwrap();
+    assert_eq!((v["profile"].as_u64(), v["recent"].as_u64()), (Some(1), Some(1)), "{v}");
+    let text = v["context"].as_str().unwrap();
+    assert!(text.contains(mnemon::SECTION_PROFILE) && text.contains(mnemon::SECTION_RECENT), "{text}");
+    assert!(text.contains("Lives in Berlin now") && !text.contains("Porto"), "{text}");
+    // Shares per call; 0 turns a part off.
+    let v = call(
+        &e,
+        json!({"op": "context", "namespace": "u", "query": "What is my sister Ana's job?", "current_session": "s1",
+               "profile_share": 0, "recent_share": 0}),
+    )
+    .unwrap();
+    assert_eq!((v["profile"].as_u64(), v["recent"].as_u64()), (Some(0), Some(0)), "{v}");
+    // Bad shares and unknown sessions name their field and write nothing.
+    let seq = e.last_seq();
+    for (extra, field) in [
+        (json!({"profile_share": -0.25}), "profile_share"),
+        (json!({"recent_share": 1.01}), "recent_share"),
+        (json!({"profile_share": 0.75, "recent_share": 0.5}), "recent_share"),
+        (json!({"current_session": "s-unknown"}), "current_session"),
+        (json!({"profile_share": "a lot"}), "profile_share"),
+    ] {
+        let mut v = json!({"op": "context", "namespace": "u", "query": "Ana"});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let x = err(call(&e, v));
+        assert_eq!((x.code, x.field.as_deref()), (ErrorCode::InvalidInput, Some(field)), "{x:?}");
+    }
+    e.sync().unwrap();
+    assert_eq!(e.last_seq(), seq);
+    // A response written before the per-part counts still reads.
+    let old: mnemon::ContextBlock = serde_json::from_value(
+        json!({"context": "<memories>\n</memories>", "memories": 0, "truncated": 0, "skipped": 0, "tokens": 3}),
+    )
+    .unwrap();
+    assert_eq!((old.profile, old.recent, old.in_profile, old.abstained), (0, 0, 0, false));
+}

@@ -192,9 +192,25 @@ fn recall_and_context_expose_every_filter() {
     let v = json(&data, &["recall", "--ns", "u", "--tier", "permanent", "--abstain-below", "0.15", q]);
     assert_eq!((v["abstained"].as_bool(), v["hits"].as_array().map(Vec::len)), (Some(true), Some(0)), "{v}");
     let off = ["--abstain-below", "-1"];
+    // The permanent memory is recalled, but the profile shows it: not repeated.
     let v = json(&data, &[&["context", "--ns", "u", "--tier", "permanent"][..], &off, &[q]].concat());
-    assert_eq!((v["memories"].as_u64(), v["abstained"].as_bool()), (Some(1), Some(false)), "{v}");
-    assert!(v["context"].as_str().unwrap().contains("Yunnan"), "{v}");
+    assert_eq!((v["memories"].as_u64(), v["in_profile"].as_u64(), v["abstained"].as_bool()), (Some(0), Some(1), Some(false)), "{v}");
+    assert_eq!(v["context"].as_str().unwrap().matches("Yunnan").count(), 1, "{v}");
+    // --profile-share 0: no profile, the memory is in the relevant part.
+    let v = json(&data, &[&["context", "--ns", "u", "--tier", "permanent", "--profile-share", "0"][..], &off, &[q]].concat());
+    assert_eq!((v["memories"].as_u64(), v["profile"].as_u64()), (Some(1), Some(0)), "{v}");
+    assert!(!v["context"].as_str().unwrap().contains(mnemon::SECTION_PROFILE), "{v}");
+    // The profile: current slot values and permanent memories, whatever the
+    // query; the current session's turns, oldest first.
+    assert!(mnemon(&data, &["observe", "--ns", "u", "--session", "s4", "--role", "user", "Make it a double, please"]).0);
+    assert!(mnemon(&data, &["observe", "--ns", "u", "--session", "s4", "--role", "assistant", "好的，双份。"]).0);
+    let (ok, out, _) = mnemon(&data, &["context", "--ns", "u", "--current-session", "s4", "--recent-share", "0.3", q]);
+    assert!(ok, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let at = |l: &str| lines.iter().position(|x| *x == l).unwrap_or_else(|| panic!("{l:?} missing: {out}"));
+    let (p, r) = (at(mnemon::SECTION_PROFILE), at(mnemon::SECTION_RECENT));
+    assert!(lines[p + 1].ends_with("Coffee beans come from Yunnan") && lines[p + 2].ends_with("Coffee: medium roast these days"), "{out}");
+    assert!(lines[r + 1].ends_with("(user) Make it a double, please") && lines[r + 2].ends_with("(assistant) 好的，双份。"), "{out}");
     let v = json(&data, &["context", "--ns", "u", "--as-of-seq", &seq, q]);
     let block = v["context"].as_str().unwrap();
     assert!(block.contains("dark roast") && !block.contains("medium roast"), "{v}");
@@ -206,6 +222,10 @@ fn recall_and_context_expose_every_filter() {
         (vec!["recall", "--ns", "u", "--tier", "eternal", q], "tier"),
         (vec!["recall", "--ns", "u", "--candidates", "0", q], "candidates"),
         (vec!["context", "--ns", "u", "--budget", "0", q], "budget_tokens"),
+        (vec!["context", "--ns", "u", "--profile-share", "-0.5", q], "profile_share"),
+        (vec!["context", "--ns", "u", "--recent-share", "2", q], "recent_share"),
+        (vec!["context", "--ns", "u", "--profile-share", "0.6", "--recent-share", "0.6", q], "recent_share"),
+        (vec!["context", "--ns", "u", "--current-session", "nobody", q], "current_session"),
         (vec!["recall", "--ns", "u u", q], "namespace"),
     ] {
         let mut a = vec!["--json"];

@@ -401,19 +401,22 @@ class Consolidation(Record):
 class ContextBlock(Record):
     """
     A rendered prompt block and what went into it. In JSON (the `context` response of
-    the command surface) `text` is `context` and `included` is `memories`.
+    the command surface) `text` is `context` and `included` is `memories`. Counts added
+    after the first release (`profile`, `profile_skipped`, `recent`, `recent_skipped`,
+    `in_profile`) read as 0 from JSON that lacks them.
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'context', 'memories', 'skipped', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'recent', 'recent_skipped', 'skipped', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
         """
         True when recall found memories but none reached the abstention floor
         (`abstain_below`, by default the embedder's
-        `crate::embed::Embedder::context_floor`): nothing stored is relevant, and the
-        block holds no entry.
+        `crate::embed::Embedder::context_floor`): nothing stored is relevant to the
+        query, and the relevant part is empty. The profile and recent parts are rendered
+        all the same (they do not depend on the query).
         """
         return self._data.get("abstained")
 
@@ -435,13 +438,41 @@ class ContextBlock(Record):
         return self._data["context"]  # type: ignore[no-any-return]
 
     @property
+    def in_profile(self) -> Optional[int]:
+        """Recalled hits not repeated in the relevant part because the profile shows them."""
+        return self._data.get("in_profile")
+
+    @property
     def memories(self) -> int:
-        """Hits rendered as entries (whole or cut)."""
+        """Recalled hits rendered as entries of the relevant part (whole or cut)."""
         return self._data["memories"]  # type: ignore[no-any-return]
 
     @property
+    def profile(self) -> Optional[int]:
+        """Profile entries rendered."""
+        return self._data.get("profile")
+
+    @property
+    def profile_skipped(self) -> Optional[int]:
+        """Profile memories left out for lack of the part's budget."""
+        return self._data.get("profile_skipped")
+
+    @property
+    def recent(self) -> Optional[int]:
+        """Turns of the current session rendered in the recent part."""
+        return self._data.get("recent")
+
+    @property
+    def recent_skipped(self) -> Optional[int]:
+        """Older turns of the current session left out for lack of the part's budget."""
+        return self._data.get("recent_skipped")
+
+    @property
     def skipped(self) -> int:
-        """Hits left out for lack of budget (`included + skipped` = hits given)."""
+        """
+        Recalled hits left out for lack of budget (`included + skipped + in_profile` =
+        hits given).
+        """
         return self._data["skipped"]  # type: ignore[no-any-return]
 
     @property

@@ -35,7 +35,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
     spec::<api::ObserveRequest>("Record a conversation turn or tool result, for extraction later.", false, false),
     spec::<api::RecallRequest>("Memories most relevant to a query, best first, with scores.", false, true),
     spec::<api::ContextRequest>(
-        "Relevant memories as a prompt block in a token budget. Filters as in recall.",
+        "Prompt block in a token budget: profile, memories relevant to the query, recent turns of current_session. Filters as in recall.",
         false,
         true,
     ),

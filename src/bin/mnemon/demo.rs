@@ -262,12 +262,27 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
         show_hits(&engine.recall(&ns, q, &opts)?, args.explain);
     }
 
-    println!("\n== The prompt block for \"{}\" (budget 120 tokens) ==", QUESTIONS[2]);
-    let hits = engine.recall(&ns, QUESTIONS[2], &RecallOptions { top_k: 5, ..RecallOptions::default() })?;
-    let block = mnemon::render_context(&hits, 120);
+    println!("\n== The prompt block for \"{}\" (budget 200 tokens) ==", QUESTIONS[2]);
+    // The profile (slot values, permanent memories) and the recalled
+    // memories; abstention off, to show the block whatever the embedder.
+    let block_opts = mnemon::ContextOptions {
+        recall: RecallOptions {
+            top_k: 5,
+            abstain: Some(mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 }),
+            ..RecallOptions::default()
+        },
+        budget_tokens: 200,
+        ..mnemon::ContextOptions::default()
+    };
+    let block = engine.context(&ns, QUESTIONS[2], &block_opts)?;
     println!(
-        "{}\n  ({} memories, {} cut, {} left out; ~{} tokens)",
-        block.text, block.included, block.truncated, block.skipped, block.tokens
+        "{}\n  ({} profile entries, {} recalled memories, {} cut, {} left out; ~{} tokens)",
+        block.text,
+        block.profile,
+        block.included,
+        block.truncated,
+        block.skipped + block.profile_skipped,
+        block.tokens
     );
 
     let stranger = "Which football club does Marco support?";
