@@ -555,6 +555,9 @@ fn context_renders_three_parts_and_refuses_bad_shares() {
     .unwrap();
     assert_eq!((v["profile"].as_u64(), v["recent"].as_u64()), (Some(0), Some(0)), "{v}");
     // Bad shares and unknown sessions name their field and write nothing.
+    // (Access events of the calls above go to the writer without waiting;
+    // a write after them is committed after them.)
+    e.remember(&ns("other"), NewMemory::new("A note to settle the queue")).unwrap();
     let seq = e.last_seq();
     for (extra, field) in [
         (json!({"profile_share": -0.25}), "profile_share"),

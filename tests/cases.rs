@@ -546,8 +546,8 @@ fn c10_changed_fact_not_merged_e5() -> TestResult {
     }
 }
 
-/// The block's lines for a rendered context: header, preamble, entries,
-/// footer; fails on any character that a reader could take for a line break.
+/// The block's lines for a rendered context without its section lines:
+/// header, preamble, entries, footer; fails on any character that a reader could take for a line break.
 fn block_lines(block: &str) -> Vec<&str> {
     assert!(
         !block.chars().any(|c| (c.is_control() && c != '\n') || matches!(c, '\u{2028}' | '\u{2029}')),
@@ -557,10 +557,14 @@ fn block_lines(block: &str) -> Vec<&str> {
     assert_eq!(lines.first(), Some(&mnemon::BLOCK_OPEN), "{block}");
     assert_eq!(lines.get(1), Some(&mnemon::BLOCK_PREAMBLE), "{block}");
     assert_eq!(lines.last(), Some(&mnemon::BLOCK_CLOSE), "nothing may follow the footer: {block}");
+    let sections = [mnemon::SECTION_PROFILE, mnemon::SECTION_RELEVANT, mnemon::SECTION_RECENT];
     for entry in &lines[2..lines.len() - 1] {
-        assert!(entry.starts_with("- ["), "every line between header and footer is an entry: {entry:?}");
+        assert!(
+            entry.starts_with("- [") || sections.contains(entry),
+            "every line between header and footer is an entry or a section line: {entry:?}"
+        );
     }
-    lines
+    lines.into_iter().filter(|l| !sections.contains(l)).collect()
 }
 
 #[test]

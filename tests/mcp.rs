@@ -166,6 +166,9 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
     let ctx = ok(&c, "context", json!({"namespace": "u", "query": "tea", "budget_tokens": 200})).await;
     assert!(ctx["context"].as_str().unwrap().contains("Prefers green tea"), "{ctx}");
+    // The part shares are accepted though not listed.
+    let ctx = ok(&c, "context", json!({"namespace": "u", "query": "tea", "profile_share": 0, "recent_share": 0})).await;
+    assert_eq!((ctx["profile"].as_u64(), ctx["recent"].as_u64()), (Some(0), Some(0)), "{ctx}");
     let m = ok(&c, "get", json!({"namespace": "u", "id": second})).await;
     assert_eq!(m["prev"], first);
     let h = ok(&c, "history", json!({"namespace": "u", "id": second})).await;
@@ -192,6 +195,7 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
         ("remember", json!({"namespace": "not a namespace", "content": "x"}), "invalid_input", "namespace"),
         ("remember", json!({"namespace": "u", "content": "x", "colour": "red"}), "invalid_input", "colour"),
         ("recall", json!({"namespace": "u", "query": "tea", "top_k": "five"}), "invalid_input", "top_k"),
+        ("context", json!({"namespace": "u", "query": "tea", "profile_share": -1}), "invalid_input", "profile_share"),
         ("forget", json!({"namespace": "u"}), "invalid_input", "target"),
         ("get", json!({"namespace": "u", "id": 999}), "not_found", ""),
     ] {

@@ -416,9 +416,19 @@ fn realistic() -> (tempfile::TempDir, Engine, Namespace, u64) {
     e.remember(&u, keyed("Prefers dark roast coffee, no sugar", "user.coffee")).expect("remember");
     e.remember(&u, keyed("用户的名字是李雷", "user.名字")).expect("remember");
     e.remember(&u, NewMemory::new("Allergic to peanuts and shellfish").tier(Tier::Permanent)).expect("remember");
-    e.remember(&u, NewMemory::new("Waiting for a parcel from the post office").tier(Tier::ShortTerm).key("user.today").session("s-old"))
-        .expect("remember");
-    for t in ["Went hiking in the Alps last summer with Ana", "去年夏天和安娜去阿尔卑斯山徒步", "Ana is a nurse at the children's hospital"] {
+    e.remember(
+        &u,
+        NewMemory::new("Waiting for a parcel from the post office")
+            .tier(Tier::ShortTerm)
+            .key("user.today")
+            .session("s-old"),
+    )
+    .expect("remember");
+    for t in [
+        "Went hiking in the Alps last summer with Ana",
+        "去年夏天和安娜去阿尔卑斯山徒步",
+        "Ana is a nurse at the children's hospital",
+    ] {
         e.remember(&u, NewMemory::new(t).session("s1")).expect("remember");
     }
     for (role, text) in [
@@ -453,12 +463,21 @@ fn a_realistic_namespace_renders_profile_relevant_and_recent() {
     // city; the other session's short-term note hidden.
     assert_eq!(
         profile,
-        ["Allergic to peanuts and shellfish", "用户的名字是李雷", "Prefers dark roast coffee, no sugar", "Lives in Berlin now, in Kreuzberg"],
+        [
+            "Allergic to peanuts and shellfish",
+            "用户的名字是李雷",
+            "Prefers dark roast coffee, no sugar",
+            "Lives in Berlin now, in Kreuzberg"
+        ],
         "{}",
         block.text
     );
     assert!(s.profile[1].meta.contains(&"key user.名字".to_string()), "{:?}", s.profile[1].meta);
-    assert!(!block.text.contains("Porto") && !block.text.contains("Lisbon") && !block.text.contains("parcel"), "{}", block.text);
+    assert!(
+        !block.text.contains("Porto") && !block.text.contains("Lisbon") && !block.text.contains("parcel"),
+        "{}",
+        block.text
+    );
     // Recent turns, oldest first, with their roles.
     let recent: Vec<(&str, &str)> = s.recent.iter().map(|p| (p.meta[0].as_str(), p.content.as_str())).collect();
     assert_eq!(
@@ -516,7 +535,8 @@ fn as_of_shows_the_profile_as_it_was() {
 #[test]
 fn abstention_keeps_the_profile_and_the_recent_turns() {
     let (_d, e, u, _) = realistic();
-    let block = e.context(&u, "Which football club does Jean support in Marseille?", &context_opts(|_| {})).expect("context");
+    let block =
+        e.context(&u, "Which football club does Jean support in Marseille?", &context_opts(|_| {})).expect("context");
     assert!(block.abstained, "{block:?}");
     assert_eq!(block.unknown_names, ["Jean", "Marseille"]);
     let s = parse_sections(&block.text).expect("grammar");
@@ -530,30 +550,49 @@ fn budget_edge_cases() {
     let q = "Who is Ana and where did we go hiking?";
     let open = mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 };
     // Below the frame: nothing, everything counted as skipped.
-    let tiny = e.context(&u, q, &context_opts(|o| {
-        o.budget_tokens = 20;
-        o.recall.abstain = Some(open);
-    }))
-    .expect("context");
+    let tiny = e
+        .context(
+            &u,
+            q,
+            &context_opts(|o| {
+                o.budget_tokens = 20;
+                o.recall.abstain = Some(open);
+            }),
+        )
+        .expect("context");
     assert_eq!(tiny.text, "");
     assert_eq!((tiny.profile, tiny.recent, tiny.included), (0, 0, 0));
     assert_eq!((tiny.profile_skipped, tiny.recent_skipped), (4, 3));
     // Both shares 0: only the relevant part, as `render_context` renders it.
     let only = e
-        .context(&u, q, &context_opts(|o| {
-            o.shares = PartShares::RELEVANT_ONLY;
-            o.recall.abstain = Some(open);
-        }))
+        .context(
+            &u,
+            q,
+            &context_opts(|o| {
+                o.shares = PartShares::RELEVANT_ONLY;
+                o.recall.abstain = Some(open);
+            }),
+        )
         .expect("context");
     assert_eq!((only.profile, only.recent), (0, 0));
-    let hits = e.recall(&u, q, &RecallOptions { current_session: Some("s-now".into()), record_access: false, ..RecallOptions::default() }).expect("recall");
+    let hits = e
+        .recall(
+            &u,
+            q,
+            &RecallOptions { current_session: Some("s-now".into()), record_access: false, ..RecallOptions::default() },
+        )
+        .expect("recall");
     assert_eq!(only.text, render_context(&hits, 400).text);
     // Small shares: each part within its share, the rest to relevant.
     let small = e
-        .context(&u, q, &context_opts(|o| {
-            o.shares = PartShares { profile: 0.1, recent: 0.05 };
-            o.recall.abstain = Some(open);
-        }))
+        .context(
+            &u,
+            q,
+            &context_opts(|o| {
+                o.shares = PartShares { profile: 0.1, recent: 0.05 };
+                o.recall.abstain = Some(open);
+            }),
+        )
         .expect("context");
     assert!(small.profile < 4 && small.recent < 3, "{}", small.text);
     assert!(small.tokens <= 400);
@@ -572,13 +611,17 @@ fn a_part_with_nothing_to_show_gives_its_budget_to_relevant() {
     let hits: Vec<Hit> = (0..12).map(|i| hit(&long(i))).collect();
     for budget in [120, 300, 700] {
         let alone = render_context(&hits, budget);
-        let three = render_block(BlockParts { relevant: &hits, ..BlockParts::default() }, budget, PartShares::default());
+        let three =
+            render_block(BlockParts { relevant: &hits, ..BlockParts::default() }, budget, PartShares::default());
         assert_eq!(three.text, alone.text, "budget {budget}");
         assert!(three.included > 0);
     }
     // With turns to show, the relevant part gets less.
-    let obs: Vec<Observation> = (0..6).map(|i| turn(Role::User, &format!("Turn {i} of the current conversation, about the trip."), i + 1)).collect();
-    let with = render_block(BlockParts { relevant: &hits, recent: &obs, ..BlockParts::default() }, 700, PartShares::default());
+    let obs: Vec<Observation> = (0..6)
+        .map(|i| turn(Role::User, &format!("Turn {i} of the current conversation, about the trip."), i + 1))
+        .collect();
+    let with =
+        render_block(BlockParts { relevant: &hits, recent: &obs, ..BlockParts::default() }, 700, PartShares::default());
     assert!(with.recent > 0 && with.included < render_context(&hits, 700).included, "{}", with.text);
 }
 
@@ -610,7 +653,8 @@ fn bad_shares_and_unknown_sessions_are_refused_and_write_nothing() {
 #[test]
 fn context_records_access_for_profile_and_relevant_memories() {
     let (_d, e, u, _) = realistic();
-    let berlin = e.list(&u, &mnemon::ListOptions::default()).into_iter().find(|m| m.content.contains("Berlin")).expect("berlin");
+    let berlin =
+        e.list(&u, &mnemon::ListOptions::default()).into_iter().find(|m| m.content.contains("Berlin")).expect("berlin");
     let opts = context_opts(|o| o.recall.record_access = true);
     let block = e.context(&u, "Which football club does Jean support in Marseille?", &opts).expect("context");
     assert!(block.abstained && block.memory_ids.contains(&berlin.id));

@@ -107,10 +107,58 @@ pub fn answer_present(answer: &str, text: &str) -> bool {
 /// answers ("The user would prefer responses that …"), which say nothing
 /// about the answer itself.
 pub const ANSWER_STOP_WORDS: &[&str] = &[
-    "the", "a", "an", "and", "or", "of", "to", "in", "on", "for", "with", "that", "this", "their", "they", "them",
-    "user", "would", "prefer", "responses", "response", "suggestions", "suggest", "not", "be", "is", "are", "as",
-    "by", "from", "at", "it", "its", "such", "any", "might", "may", "could", "should", "also", "more", "you", "your",
-    "previous", "previously", "mentioned", "specifically", "possibly", "particularly", "about", "which", "what",
+    "the",
+    "a",
+    "an",
+    "and",
+    "or",
+    "of",
+    "to",
+    "in",
+    "on",
+    "for",
+    "with",
+    "that",
+    "this",
+    "their",
+    "they",
+    "them",
+    "user",
+    "would",
+    "prefer",
+    "responses",
+    "response",
+    "suggestions",
+    "suggest",
+    "not",
+    "be",
+    "is",
+    "are",
+    "as",
+    "by",
+    "from",
+    "at",
+    "it",
+    "its",
+    "such",
+    "any",
+    "might",
+    "may",
+    "could",
+    "should",
+    "also",
+    "more",
+    "you",
+    "your",
+    "previous",
+    "previously",
+    "mentioned",
+    "specifically",
+    "possibly",
+    "particularly",
+    "about",
+    "which",
+    "what",
 ];
 
 /// The share of the answer's distinct content words (letters or digits,
@@ -141,7 +189,10 @@ mod tests {
         assert!(!answer_present("four", "fourteen restaurants"));
         assert!(!answer_present("...", "anything"));
         assert!(answer_present("北京", "用户住在北京"), "CJK runs compare as one word");
-        assert_eq!(answer_word_recall("The user would prefer Adobe Premiere tips", "premiere pro tips"), Some(2.0 / 3.0));
+        assert_eq!(
+            answer_word_recall("The user would prefer Adobe Premiere tips", "premiere pro tips"),
+            Some(2.0 / 3.0)
+        );
         assert_eq!(answer_word_recall("the user", "x"), None);
     }
 }

@@ -35,7 +35,7 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
     spec::<api::ObserveRequest>("Record a conversation turn or tool result, for extraction later.", false, false),
     spec::<api::RecallRequest>("Memories most relevant to a query, best first, with scores.", false, true),
     spec::<api::ContextRequest>(
-        "Prompt block in a token budget: profile, memories relevant to the query, recent turns of current_session. Filters as in recall.",
+        "Prompt block: profile, relevant memories, recent turns. Filters as recall.",
         false,
         true,
     ),
@@ -103,8 +103,15 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
 const CONTEXT_UNLISTED: &[&str] =
     &["mode", "similarity_norm", "candidates", "requester", "record_access", "include_quarantined", "abstain_below"];
 
+/// Settings of the `context` tool itself that it accepts but does not
+/// list: the shares of the profile and recent parts (their defaults suit
+/// most calls, and the tool list must stay small for clients' context
+/// budgets).
+const CONTEXT_OWN_UNLISTED: &[&str] = &["profile_share", "recent_share"];
+
 /// `context` shares recall's filters: they are described once, in
-/// `recall`, and the settings that do not choose memories are not listed.
+/// `recall`, and the settings that do not choose memories are not listed
+/// ([`CONTEXT_UNLISTED`], [`CONTEXT_OWN_UNLISTED`]).
 fn strip_filter_descriptions(schema: &mut Value) {
     let filters = super::schema::compact(&schema_of::<api::RecallFilters>());
     let names: Vec<String> =
@@ -116,6 +123,9 @@ fn strip_filter_descriptions(schema: &mut Value) {
             } else if let Some(Value::Object(p)) = props.get_mut(n) {
                 p.remove("description");
             }
+        }
+        for n in CONTEXT_OWN_UNLISTED {
+            props.remove(*n);
         }
     }
 }

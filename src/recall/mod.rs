@@ -18,8 +18,8 @@ mod score;
 pub(crate) use context::one_line;
 pub use context::{
     estimate_tokens, render_block, render_context, BlockParts, ContextBlock, PartShares, BLOCK_CLOSE, BLOCK_OPEN,
-    BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE,
-    SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
+    BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT,
+    SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
 pub(crate) use score::dot as score_dot;

@@ -62,9 +62,8 @@ impl Engine {
     pub fn profile(&self, ns: &Namespace, as_of: Option<AsOf>, current_session: Option<&str>) -> Result<Vec<Memory>> {
         let point = self.read_point(ns, as_of)?;
         let all = self.list_at(ns, &ListOptions::default(), point);
-        let visible = |m: &&Memory| {
-            m.tier != Tier::ShortTerm || current_session.is_none_or(|s| m.session.as_deref() == Some(s))
-        };
+        let visible =
+            |m: &&Memory| m.tier != Tier::ShortTerm || current_session.is_none_or(|s| m.session.as_deref() == Some(s));
         let mut permanent: Vec<Memory> =
             all.iter().filter(|m| m.tier == Tier::Permanent).filter(visible).cloned().collect();
         permanent.sort_by_key(|m| m.id);
