@@ -626,7 +626,7 @@ fn a_part_with_nothing_to_show_gives_its_budget_to_relevant() {
 }
 
 #[test]
-fn bad_shares_and_unknown_sessions_are_refused_and_write_nothing() {
+fn bad_shares_are_refused_and_write_nothing_and_a_new_session_is_not_an_error() {
     let (_d, e, u, _) = realistic();
     let q = "Where does the user live?";
     let field = |o: ContextOptions| match e.context(&u, q, &o) {
@@ -645,9 +645,13 @@ fn bad_shares_and_unknown_sessions_are_refused_and_write_nothing() {
     assert_eq!(field(with(|o| o.shares.recent = 1.5)), "recent_share");
     assert_eq!(field(with(|o| o.shares = PartShares { profile: 0.7, recent: 0.5 })), "recent_share");
     assert_eq!(field(with(|o| o.budget_tokens = 0)), "budget_tokens");
-    assert_eq!(field(with(|o| o.recall.current_session = Some("nobody".into()))), "current_session");
     e.sync().expect("sync");
     assert_eq!(e.last_seq(), seq, "a refused context wrote something");
+    // A conversation that has just begun: nothing belongs to its session
+    // yet, so its recent part is empty and the rest of the block is there.
+    let fresh = e.context(&u, q, &context_opts(|o| o.recall.current_session = Some("s-new".into()))).expect("context");
+    assert_eq!(fresh.recent, 0);
+    assert!(fresh.profile > 0, "{}", fresh.text);
 }
 
 #[test]

@@ -116,24 +116,16 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] naming `budget_tokens` for a budget of 0,
-    /// `profile_share` / `recent_share` as [`PartShares::check`], and
-    /// `current_session` for a session no observation or memory of `ns`
-    /// belongs to; otherwise as [`Engine::recall`]. Nothing is written on
-    /// error.
+    /// `profile_share` / `recent_share` as [`PartShares::check`];
+    /// otherwise as [`Engine::recall`]. Nothing is written on error. A
+    /// `current_session` nothing belongs to yet (a conversation that has
+    /// just begun) is not an error: its recent part is empty.
     pub fn context(&self, ns: &Namespace, query: &str, opts: &ContextOptions) -> Result<ContextBlock> {
         if opts.budget_tokens == 0 {
             return Err(Error::invalid("budget_tokens", "must be at least 1"));
         }
         let shares = opts.shares.check()?;
         let current = opts.recall.current_session.as_deref();
-        if let Some(s) = current {
-            if !self.knows_session(ns, s) {
-                return Err(Error::invalid(
-                    "current_session",
-                    format!("{s:?}: no observation or memory of namespace {ns} belongs to it"),
-                ));
-            }
-        }
         let mut recall = opts.recall.clone();
         let floors = recall.abstain.take().unwrap_or_else(|| self.embedder().context_floor());
         // Access is recorded below, for the memories the block holds only.
@@ -167,15 +159,6 @@ impl Engine {
         Ok(match as_of {
             None => ReadPoint::at(self.last_seq()),
             Some(at) => self.as_of(ns, at)?.point(),
-        })
-    }
-
-    /// Whether any observation or memory of `ns` belongs to `session`.
-    fn knows_session(&self, ns: &Namespace, session: &str) -> bool {
-        let state = self.shared().state.read();
-        state.ns(ns).is_some_and(|st| {
-            st.observations.values().any(|o| o.session == session)
-                || st.memories.values().any(|m| m.session.as_deref() == Some(session))
         })
     }
 }
