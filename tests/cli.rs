@@ -241,7 +241,6 @@ fn recall_and_context_expose_every_filter() {
         (vec!["context", "--ns", "u", "--profile-share", "-0.5", q], "profile_share"),
         (vec!["context", "--ns", "u", "--recent-share", "2", q], "recent_share"),
         (vec!["context", "--ns", "u", "--profile-share", "0.6", "--recent-share", "0.6", q], "recent_share"),
-        (vec!["context", "--ns", "u", "--current-session", "nobody", q], "current_session"),
         (vec!["recall", "--ns", "u u", q], "namespace"),
     ] {
         let mut a = vec!["--json"];
@@ -252,6 +251,12 @@ fn recall_and_context_expose_every_filter() {
         assert_eq!(e["error"]["code"], "invalid_input", "{err}");
         assert_eq!(e["error"]["field"], field, "{err}");
     }
+    // A session nothing belongs to yet (a conversation that has just begun)
+    // is no error: its recent part is empty.
+    let (ok, out, err) = mnemon(&data, &["--json", "context", "--ns", "u", "--current-session", "s-new", q]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}"));
+    assert_eq!(v["recent"], 0, "{out}");
     // --as-of-seq and --as-of-time exclude each other.
     assert!(!mnemon(&data, &["recall", "--ns", "u", "--as-of-seq", "1", "--as-of-time", "2025-01-01T00:00:00Z", q]).0);
 }

@@ -821,8 +821,9 @@ class Engine:
         Raises:
             InvalidInputError: a budget outside 1..(cap/2), a share outside
                 0..1 or shares adding up to more than 1 (naming
-                `profile_share` or `recent_share`), a `current_session` no
-                turn or memory of the namespace belongs to, or bad filters.
+                `profile_share` or `recent_share`), or bad filters. A
+                `current_session` nothing belongs to yet (a conversation
+                that has just begun) is no error: its recent part is empty.
             EmbedderError, ClosedError.
         """
         args = self._recall_args(

@@ -155,7 +155,6 @@ BAD_READS = [
     (lambda e: e.context("u1", "q", profile_share=-0.1), "profile_share"),
     (lambda e: e.context("u1", "q", recent_share=1.5), "recent_share"),
     (lambda e: e.context("u1", "q", profile_share=0.7, recent_share=0.5), "recent_share"),
-    (lambda e: e.context("u1", "q", current_session="nobody"), "current_session"),
     (lambda e: e.get("u1", "1"), "id"),
     (lambda e: e.get("u1", None), "id"),
     (lambda e: e.history("u1", 1, cursor="garbage"), "cursor"),
@@ -181,6 +180,13 @@ def test_bad_calls_raise_invalid_input_naming_the_field(engine, call, field):
     assert exc.value.field is not None
     assert exc.value.field.split("[")[0].split(".")[0] == field.split("[")[0], (exc.value.field, exc.value.message)
     assert last_seq(engine) == before
+
+
+def test_a_session_that_has_just_begun_is_not_an_error(engine):
+    engine.remember("u1", "Lives in Lisbon", key="user.city")
+    block = engine.context("u1", "Where do I live?", current_session="s-new")
+    assert block.recent == 0
+    assert block.profile == 1
 
 
 def test_bad_open_settings(data):
