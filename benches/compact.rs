@@ -3,8 +3,8 @@
 //! to get a copy without sled's garbage, measured in the same run).
 //!
 //! ```text
-//! cargo bench --no-default-features --bench compact                 # 100k events
-//! MNEMON_BENCH_EVENTS=1000000 cargo bench --no-default-features --bench compact
+//! cargo bench --bench compact                                       # 100k events
+//! MNEMON_BENCH_EVENTS=1000000 cargo bench --bench compact
 //! ```
 //!
 //! The store: `MNEMON_BENCH_EVENTS` events (default 100 000) over 100
