@@ -258,6 +258,18 @@ impl Engine {
     }
 
     pub(crate) fn list_at(&self, ns: &Namespace, opts: &ListOptions, p: ReadPoint) -> Vec<Memory> {
+        self.list_where(ns, opts, p, |_| true)
+    }
+
+    /// [`Engine::list_at`] of the memories `also` accepts, asked before a
+    /// memory is copied out (so a narrow `also` copies only what it keeps).
+    pub(crate) fn list_where(
+        &self,
+        ns: &Namespace,
+        opts: &ListOptions,
+        p: ReadPoint,
+        also: impl Fn(&Memory) -> bool,
+    ) -> Vec<Memory> {
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
             return Vec::new();
@@ -272,6 +284,7 @@ impl Engine {
             .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
             .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
             .filter(|m| opts.session.as_ref().is_none_or(|s| m.session.as_ref() == Some(s)))
+            .filter(|m| also(m))
             .take(opts.limit.unwrap_or(usize::MAX))
             .map(|m| m.view_at(p.seq))
             .collect()

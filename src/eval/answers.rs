@@ -3,14 +3,10 @@
 //! questions whose answer text is present in the prompt block.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use flate2::read::MultiGzDecoder;
 use serde::Deserialize;
 
-use super::json_error;
 use crate::error::Result;
 
 #[derive(Deserialize)]
@@ -20,7 +16,7 @@ struct AnswerRecord {
 }
 
 /// The reference answer of every LongMemEval question in `path` (JSON
-/// lines or one JSON array, gzip when the name ends in `.gz`), by
+/// lines or one JSON document, gzip when the name ends in `.gz`), by
 /// `question_id`. An answer given as a number or other JSON value is kept
 /// as its JSON text.
 ///
@@ -29,41 +25,15 @@ struct AnswerRecord {
 /// [`crate::Error::InvalidInput`] (field `"file"`) naming the line when a
 /// record does not parse.
 pub fn load_longmemeval_answers(path: &Path) -> Result<HashMap<String, String>> {
-    let file = File::open(path).map_err(|e| crate::Error::io_at(path, e))?;
-    let mut reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(BufReader::new(MultiGzDecoder::new(file)))
-    } else {
-        Box::new(BufReader::new(file))
-    };
     let text = |v: serde_json::Value| match v {
         serde_json::Value::String(s) => s,
         other => other.to_string(),
     };
     let mut out = HashMap::new();
-    let mut line = String::new();
-    let mut line_no = 0usize;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        line_no += 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        if line_no == 1 && trimmed.starts_with('[') {
-            let mut rest = String::new();
-            reader.read_to_string(&mut rest)?;
-            let all: Vec<AnswerRecord> =
-                serde_json::from_str(&format!("{line}{rest}")).map_err(|e| json_error(path, "document", &e))?;
-            out.extend(all.into_iter().map(|r| (r.question_id, text(r.answer))));
-            break;
-        }
-        let r: AnswerRecord =
-            serde_json::from_str(trimmed).map_err(|e| json_error(path, &format!("line {line_no}"), &e))?;
+    super::longmemeval::read_records(path, |r: AnswerRecord| {
         out.insert(r.question_id, text(r.answer));
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

@@ -32,6 +32,57 @@ struct Turn {
     has_answer: Option<bool>,
 }
 
+/// Reads the records of a LongMemEval file — JSON lines, or one JSON
+/// document holding an array of records or a single record; gzip when the
+/// name ends in `.gz` — and hands each to `each`, in file order.
+///
+/// # Errors
+/// [`Error::Io`] when the file cannot be read (or the gzip stream is
+/// corrupt); [`Error::InvalidInput`] (field `"file"`, naming the line, or
+/// `document`) when a record does not parse; whatever `each` returns.
+pub(crate) fn read_records<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    mut each: impl FnMut(T) -> Result<()>,
+) -> Result<()> {
+    let file = File::open(path).map_err(|e| crate::Error::io_at(path, e))?;
+    let mut reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(BufReader::new(MultiGzDecoder::new(file)))
+    } else {
+        Box::new(BufReader::new(file))
+    };
+    let mut line = String::new();
+    let mut line_no = 0usize;
+    let mut first = true;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if first && (trimmed.starts_with('[') || trimmed == "{") {
+            // One JSON document (an array of records, or a single record).
+            let mut rest = String::new();
+            reader.read_to_string(&mut rest)?;
+            let whole = format!("{line}{rest}");
+            let records: Vec<T> = if trimmed.starts_with('[') {
+                serde_json::from_str(&whole).map_err(|e| json_error(path, "document", &e))?
+            } else {
+                vec![serde_json::from_str(&whole).map_err(|e| json_error(path, "document", &e))?]
+            };
+            for r in records {
+                each(r)?;
+            }
+            return Ok(());
+        }
+        first = false;
+        each(serde_json::from_str(trimmed).map_err(|e| json_error(path, &format!("line {line_no}"), &e))?)?;
+    }
+}
+
 /// Loads LongMemEval: one [`Unit`] per question (name `lme:<question_id>`),
 /// holding that question's own haystack, as the official
 /// `src/retrieval/run_retrieval.py` builds a corpus per question.
@@ -68,46 +119,11 @@ pub fn load_longmemeval(path: &Path, dev_ids: Option<&Path>) -> Result<Vec<Unit>
             std::fs::read_to_string(p)?.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect()
         }
     };
-    let file = File::open(path).map_err(|e| crate::Error::io_at(path, e))?;
-    let mut reader: Box<dyn BufRead> = if path.extension().is_some_and(|e| e == "gz") {
-        Box::new(BufReader::new(MultiGzDecoder::new(file)))
-    } else {
-        Box::new(BufReader::new(file))
-    };
-
     let mut units = Vec::new();
-    let mut line = String::new();
-    let mut line_no = 0usize;
-    let mut first = true;
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 {
-            break;
-        }
-        line_no += 1;
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        if first && (trimmed.starts_with('[') || trimmed == "{") {
-            // One JSON document (an array of records, or a single record).
-            let mut rest = String::new();
-            reader.read_to_string(&mut rest)?;
-            let whole = format!("{line}{rest}");
-            let records: Vec<Record> = if trimmed.starts_with('[') {
-                serde_json::from_str(&whole).map_err(|e| json_error(path, "document", &e))?
-            } else {
-                vec![serde_json::from_str(&whole).map_err(|e| json_error(path, "document", &e))?]
-            };
-            for r in records {
-                units.push(to_unit(path, r, &dev)?);
-            }
-            break;
-        }
-        first = false;
-        let r: Record = serde_json::from_str(trimmed).map_err(|e| json_error(path, &format!("line {line_no}"), &e))?;
+    read_records(path, |r: Record| {
         units.push(to_unit(path, r, &dev)?);
-    }
+        Ok(())
+    })?;
 
     if let Some(p) = dev_ids {
         let have: HashSet<&str> = units.iter().filter_map(|u| u.name.strip_prefix("lme:")).collect();

@@ -61,14 +61,15 @@ impl Engine {
     /// As [`Engine::as_of`] for a `Seq` past the end of the log.
     pub fn profile(&self, ns: &Namespace, as_of: Option<AsOf>, current_session: Option<&str>) -> Result<Vec<Memory>> {
         let point = self.read_point(ns, as_of)?;
-        let all = self.list_at(ns, &ListOptions::default(), point);
-        let visible =
-            |m: &&Memory| m.tier != Tier::ShortTerm || current_session.is_none_or(|s| m.session.as_deref() == Some(s));
-        let mut permanent: Vec<Memory> =
-            all.iter().filter(|m| m.tier == Tier::Permanent).filter(visible).cloned().collect();
+        let visible = |m: &Memory| {
+            (m.tier == Tier::Permanent || m.key.is_some())
+                && (m.tier != Tier::ShortTerm || current_session.is_none_or(|s| m.session.as_deref() == Some(s)))
+        };
+        let (mut permanent, mut keyed): (Vec<Memory>, Vec<Memory>) = self
+            .list_where(ns, &ListOptions::default(), point, visible)
+            .into_iter()
+            .partition(|m| m.tier == Tier::Permanent);
         permanent.sort_by_key(|m| m.id);
-        let mut keyed: Vec<Memory> =
-            all.iter().filter(|m| m.tier != Tier::Permanent && m.key.is_some()).filter(visible).cloned().collect();
         keyed.sort_by(|a, b| b.valid_from.cmp(&a.valid_from).then(b.id.cmp(&a.id)));
         // One entry per key: the newest version, should a key ever hold
         // two current ones.

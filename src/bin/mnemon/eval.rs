@@ -119,6 +119,32 @@ struct EngineBackend {
 }
 
 impl EngineBackend {
+    /// A backend over `engine` with nothing measured yet, no abstention and
+    /// no explain output.
+    fn new(
+        engine: Engine,
+        embedder: Arc<dyn Embedder>,
+        opts: RecallOptions,
+        cache: Arc<Mutex<VectorCache>>,
+        context_docs: usize,
+    ) -> Self {
+        EngineBackend {
+            engine,
+            embedder,
+            opts,
+            abstain: None,
+            ids: HashMap::new(),
+            embed_secs: 0.0,
+            write_secs: 0.0,
+            docs: 0,
+            query_embed_secs: 0.0,
+            context_tokens: Vec::new(),
+            cache,
+            context_docs,
+            explain: None,
+        }
+    }
+
     fn passages(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         let mut cache = self.cache.lock().map_err(|_| mnemon::Error::Storage("cache lock".into()))?;
         let mut missing: Vec<&str> =
@@ -363,23 +389,13 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         }
         let opts = RecallOptions { mode, weights, record_access: false, ..RecallOptions::default() };
         let mut backend = EngineBackend {
-            engine,
-            embedder: run_embedder.clone(),
-            opts,
             abstain: match args.abstain.as_deref() {
                 None => None,
                 Some("auto") => Some(run_embedder.context_floor()),
                 Some(v) => Some(parse_floors(v)?),
             },
-            ids: HashMap::new(),
-            embed_secs: 0.0,
-            write_secs: 0.0,
-            docs: 0,
-            query_embed_secs: 0.0,
-            context_tokens: Vec::new(),
-            cache: run_cache,
-            context_docs: args.context_docs,
             explain: explain_file.clone().map(|f| (spec.to_string(), f)),
+            ..EngineBackend::new(engine, run_embedder.clone(), opts, run_cache, args.context_docs)
         };
         let mut ropts = RunOptions::for_dataset(dataset);
         ropts.limit = args.limit;
@@ -486,21 +502,13 @@ fn context_block(
     let dir = tempfile::tempdir()?;
     let engine =
         Engine::builder(dir.path().join("store")).embedder(embedder.clone()).max_content_bytes(1 << 20).open()?;
-    let mut backend = EngineBackend {
+    let mut backend = EngineBackend::new(
         engine,
-        embedder: embedder.clone(),
-        opts: RecallOptions { record_access: false, ..RecallOptions::default() },
-        abstain: None,
-        ids: HashMap::new(),
-        embed_secs: 0.0,
-        write_secs: 0.0,
-        docs: 0,
-        query_embed_secs: 0.0,
-        context_tokens: Vec::new(),
+        embedder.clone(),
+        RecallOptions { record_access: false, ..RecallOptions::default() },
         cache,
-        context_docs: args.context_docs,
-        explain: None,
-    };
+        args.context_docs,
+    );
     let chosen: Vec<&eval::Unit> = units
         .iter()
         .filter(|u| split.admits(u.split))
