@@ -545,6 +545,34 @@ fn abstention_keeps_the_profile_and_the_recent_turns() {
 }
 
 #[test]
+fn recent_turns_are_ordered_by_when_they_were_said() {
+    // History imported late: the assistant's earlier answer is written
+    // after the user's later question.
+    let (_d, e, u, _) = realistic();
+    let at = |d: u32| chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 11, d, 9, 0, 0).single().expect("time");
+    e.observe(
+        &u,
+        NewObservation::new("s-late", Role::User, "Asked about the train on the twentieth").event_time(at(20)),
+    )
+    .expect("observe");
+    e.observe(
+        &u,
+        NewObservation::new("s-late", Role::Assistant, "Answered about the ferry on the tenth").event_time(at(10)),
+    )
+    .expect("observe");
+    let turns = e.session_turns(&u, "s-late", None).expect("turns");
+    assert_eq!(
+        turns.iter().map(|o| o.text.as_str()).collect::<Vec<_>>(),
+        ["Answered about the ferry on the tenth", "Asked about the train on the twentieth"]
+    );
+    let block =
+        e.context(&u, "train", &context_opts(|o| o.recall.current_session = Some("s-late".into()))).expect("context");
+    let ferry = block.text.find("ferry on the tenth").expect("ferry turn");
+    let train = block.text.find("train on the twentieth").expect("train turn");
+    assert!(ferry < train, "{}", block.text);
+}
+
+#[test]
 fn budget_edge_cases() {
     let (_d, e, u, _) = realistic();
     let q = "Who is Ana and where did we go hiking?";

@@ -84,21 +84,26 @@ impl Engine {
         Ok(permanent)
     }
 
-    /// The turns (observations) of `session` in `ns`, oldest first, as of
-    /// `as_of` (default: now): those recorded by the log position, or in a
-    /// valid-time view those that happened (event time, else write time) by
-    /// the time.
+    /// The turns (observations) of `session` in `ns`, oldest first by when
+    /// they happened (event time, else write time; ties in write order), as
+    /// of `as_of` (default: now): those recorded by the log position, or in
+    /// a valid-time view those that happened by the time.
     ///
     /// # Errors
     /// As [`Engine::as_of`] for a `Seq` past the end of the log.
     pub fn session_turns(&self, ns: &Namespace, session: &str, as_of: Option<AsOf>) -> Result<Vec<Observation>> {
         let point = self.read_point(ns, as_of)?;
         let happened = |o: &Observation| -> DateTime<Utc> { o.event_time.unwrap_or(o.recorded_at) };
-        Ok(self
+        let mut turns: Vec<Observation> = self
             .observations(ns, Some(session))
             .into_iter()
             .filter(|o| o.id.0 <= point.seq && point.valid_at.is_none_or(|t| happened(o) <= t))
-            .collect())
+            .collect();
+        // Oldest first by when they were said: a turn logged late (imported
+        // or backfilled history) takes its place by its time; ties keep the
+        // order of writing.
+        turns.sort_by_key(|o| (happened(o), o.id));
+        Ok(turns)
     }
 
     /// A prompt block for `query` in three parts ([module

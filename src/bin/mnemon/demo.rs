@@ -276,12 +276,14 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     };
     let block = engine.context(&ns, QUESTIONS[2], &block_opts)?;
     println!(
-        "{}\n  ({} profile entries, {} recalled memories, {} cut, {} left out; ~{} tokens)",
+        "{}\n  (profile: {} shown, {} over its share; recalled: {} shown, {} cut, {} over the budget, {} already in the profile; ~{} tokens)",
         block.text,
         block.profile,
+        block.profile_skipped,
         block.included,
         block.truncated,
-        block.skipped + block.profile_skipped,
+        block.skipped,
+        block.in_profile,
         block.tokens
     );
 
