@@ -404,7 +404,10 @@ impl State {
         };
         let dim = self.dim;
         let st = self.ns_mut(&ev.ns);
-        if let Some(k) = &x.key {
+        // A quarantined version keeps its key in the log (an audit shows what
+        // it tried to set) but never holds the slot: the slot's value stays
+        // the last version anyone may see.
+        if let Some(k) = x.key.as_ref().filter(|_| x.quarantine.is_none()) {
             st.by_key.insert(k.clone(), id);
         }
         st.by_norm.entry(normalize_content(&x.content)).or_default().insert(id);

@@ -194,6 +194,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     st.chain(old).last().copied().unwrap_or(old)
                 )));
             }
+            refuse_quarantined(&mem, cur)?;
             let mem = inherit(cur, mem);
             check_sources(st, ns, &mem.sources)?;
             // At most one active memory holds a slot key.
@@ -241,6 +242,12 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                 return Err(Error::invalid("members", "a consolidation merges at least two memories"));
             }
             check_sources(st, ns, &mem.sources)?;
+            if let Some(reason) = &mem.quarantine {
+                return Err(Error::invalid(
+                    "content",
+                    format!("the merged text was quarantined ({reason}); a quarantined memory never replaces others"),
+                ));
+            }
             if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|h| !members.contains(h)) {
                 return Err(Error::Conflict(format!("key held by memory {holder}, not a member")));
             }
@@ -288,6 +295,24 @@ fn supersede_plan(
     }
 }
 
+/// Refuses to let a version quarantined as an injected instruction replace
+/// `cur`, a version that is not: `cur` would leave recall and the profile
+/// for text nobody may see. A quarantined version may replace a quarantined
+/// one (a promotion). `InvalidInput` on `content`; nothing is written.
+fn refuse_quarantined(mem: &PendingMemory, cur: &Memory) -> Result<()> {
+    match (&mem.quarantine, &cur.quarantine) {
+        (Some(reason), None) => Err(Error::invalid(
+            "content",
+            format!(
+                "quarantined as an injected instruction ({reason}); a quarantined version never replaces \
+                 memory {}, which is not: remember it as a new memory to keep it, flagged",
+                cur.id
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn check_sources(st: &NsState, ns: &Namespace, sources: &[ObservationId]) -> Result<()> {
     for s in sources {
         if !st.observations.contains_key(s) {
@@ -317,9 +342,13 @@ fn plan_remember(
     };
     check_sources(st, ns, &mem.sources)?;
     let norm = normalize_content(&mem.content);
+    // A quarantined memory is inert: it is stored and flagged, but never
+    // replaces a slot key's value or a memory it resembles (the current
+    // value would leave recall and the profile for text nobody may see).
+    let quarantined = mem.quarantine.is_some();
     // A slot key names the current value: its holder is either the same
     // content (a duplicate) or replaced, whatever else holds this text.
-    if let Some(key) = &mem.key {
+    if let Some(key) = mem.key.as_ref().filter(|_| !quarantined) {
         if let Some((old, holder)) = st.by_key.get(key).and_then(|&id| st.memories.get(&id).map(|m| (id, m))) {
             if dedup != DedupMode::Off && normalize_content(&holder.content) == norm {
                 return Ok(Plan {
@@ -332,7 +361,10 @@ fn plan_remember(
         }
     }
     if dedup != DedupMode::Off {
-        if let Some(&existing) = st.by_norm.get(&norm).and_then(|ids| ids.last()) {
+        // Only a memory quarantined alike is the same memory: clean text is
+        // never folded into a quarantined version, nor the other way round.
+        let alike = |id: &&MemoryId| st.memories.get(id).is_some_and(|m| m.quarantine.is_some() == quarantined);
+        if let Some(&existing) = st.by_norm.get(&norm).and_then(|ids| ids.iter().rev().find(alike)) {
             return Ok(Plan {
                 bodies: vec![],
                 outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
@@ -340,7 +372,7 @@ fn plan_remember(
         }
     }
     let nonzero = vector.as_ref().filter(|v| v.iter().any(|x| *x != 0.0));
-    if let Some(v) = nonzero.filter(|_| dedup == DedupMode::Supersede) {
+    if let Some(v) = nonzero.filter(|_| dedup == DedupMode::Supersede && !quarantined) {
         if let Some((old, base, similarity)) = restated(st, &mem.content, mem.key.as_deref(), v, threshold, None) {
             // The new version inherits what it does not restate, its slot key included.
             let mem = inherit(base, mem);
@@ -375,7 +407,9 @@ fn plan_backfill(st: Option<&NsState>, id: MemoryId, dedup: DedupMode, threshold
     };
     // A version that already replaced another (a keyed update, or this
     // decision made before a crash) is not checked again.
-    let Some(m) = st.memories.get(&id).filter(|m| m.status == Status::Active && m.prev.is_none()) else {
+    let Some(m) =
+        st.memories.get(&id).filter(|m| m.status == Status::Active && m.prev.is_none() && m.quarantine.is_none())
+    else {
         return none();
     };
     let Some(v) = st.vectors.get(id.0).filter(|v| v.iter().any(|x| *x != 0.0)) else {
@@ -415,6 +449,7 @@ fn restated<'a>(
     let active = |id: u64| {
         st.memories.get(&MemoryId(id)).is_some_and(|m| {
             m.status == Status::Active
+                && m.quarantine.is_none()
                 && before.is_none_or(|b| m.id < b && m.key.as_ref().is_none_or(|k| key == Some(k.as_str())))
         })
     };
