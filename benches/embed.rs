@@ -99,6 +99,16 @@ fn bench(name: &str, e: &dyn Embedder, reference: Option<&dyn Embedder>, min_tim
     }
 }
 
+/// A precision's name in the table.
+#[cfg(feature = "neural")]
+fn label(p: mnemon::embed::Precision) -> &'static str {
+    match p {
+        mnemon::embed::Precision::Int8 => "int8",
+        mnemon::embed::Precision::F32 => "f32",
+        mnemon::embed::Precision::Auto => "auto",
+    }
+}
+
 /// Real sentences of both languages, of mixed lengths.
 const SENTENCES: &[&str] = &[
     "I moved to Lisbon last spring and I still miss the rain in Seattle.",
@@ -389,26 +399,46 @@ fn main() {
     bench(h.model_id(), &h, None, min_time);
     #[cfg(feature = "neural")]
     {
-        use mnemon::embed::{default_models_dir, is_installed, model_dir, MiniLmEmbedder, MINILM};
+        use mnemon::embed::e5::{E5Embedder, E5_SMALL};
+        use mnemon::embed::{default_models_dir, is_installed, model_dir, MiniLmEmbedder, Precision, MINILM};
         let dir = default_models_dir();
+        // Our encoder in both arithmetics (int8 runs in plain Rust where the
+        // processor lacks AVX-512 VNNI, so its rows say which it was).
+        let precisions = [Precision::F32, Precision::Int8];
         if is_installed(&MINILM, &dir) {
-            match (MiniLmEmbedder::load(&model_dir(&MINILM, &dir)), reference::MiniLm::load(&model_dir(&MINILM, &dir)))
-            {
-                (Ok(m), Ok(r)) => bench(m.model_id(), &m, Some(&r), min_time),
-                (Err(e), _) | (_, Err(e)) => eprintln!("MiniLM failed to load: {e}"),
+            match reference::MiniLm::load(&model_dir(&MINILM, &dir)) {
+                Ok(r) => {
+                    for p in precisions {
+                        match MiniLmEmbedder::load_with(&model_dir(&MINILM, &dir), p) {
+                            Ok(m) => bench(&format!("MiniLM {}", label(p)), &m, Some(&r), min_time),
+                            Err(e) => eprintln!("MiniLM failed to load: {e}"),
+                        }
+                    }
+                }
+                Err(e) => eprintln!("reference MiniLM failed to load: {e}"),
             }
         } else {
             eprintln!("SKIPPED MiniLM: not installed in {} (run `mnemon model install minilm`)", dir.display());
         }
-        use mnemon::embed::e5::{E5Embedder, E5_SMALL};
         if is_installed(&E5_SMALL, &dir) {
-            match (E5Embedder::load(&model_dir(&E5_SMALL, &dir)), reference::E5::load(&model_dir(&E5_SMALL, &dir))) {
-                (Ok(m), Ok(r)) => bench(m.model_id(), &m, Some(&r), min_time),
-                (Err(e), _) | (_, Err(e)) => eprintln!("e5-small failed to load: {e}"),
+            match reference::E5::load(&model_dir(&E5_SMALL, &dir)) {
+                Ok(r) => {
+                    for p in precisions {
+                        match E5Embedder::load_with(&model_dir(&E5_SMALL, &dir), p) {
+                            Ok(m) => bench(&format!("e5-small {}", label(p)), &m, Some(&r), min_time),
+                            Err(e) => eprintln!("e5-small failed to load: {e}"),
+                        }
+                    }
+                }
+                Err(e) => eprintln!("reference e5-small failed to load: {e}"),
             }
         } else {
             eprintln!("SKIPPED e5-small: not installed in {} (run `mnemon model install e5-small`)", dir.display());
         }
+        println!(
+            "int8 kernel: {}",
+            if mnemon::embed::int8_kernel_available() { "AVX-512 VNNI" } else { "portable (no AVX-512 VNNI)" }
+        );
     }
     println!("threads: {}", std::thread::available_parallelism().map_or(1, |n| n.get()));
 }

@@ -58,7 +58,10 @@
 //! assert_eq!(engine.get(&ns, r.id)?.status, mnemon::Status::Superseded);
 //! # Ok(()) }
 //! ```
-#![forbid(unsafe_code)]
+// `unsafe` only where a measured hot path needs it, with `# Safety` and
+// `// SAFETY:` at the site: the int8 kernel of the neural embedders
+// (`embed::int8`, AVX-512 VNNI intrinsics).
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod engine;

@@ -274,3 +274,32 @@ fn corrupted_model_file_is_rejected() {
     let err = E5Embedder::load(std::path::Path::new("/nonexistent/e5.bin")).expect_err("missing");
     assert!(matches!(err, Error::Io(_)));
 }
+
+/// Int8 and `f32` products of the same model: every vector within cosine
+/// 0.99 of the other, bilingual texts of every length, and a text's int8
+/// vector independent of its batch (the default model runs int8 where the
+/// processor has AVX-512 VNNI, `f32` elsewhere).
+#[test]
+fn int8_and_f32_products_agree() {
+    if model().is_none() {
+        return;
+    }
+    let f = E5Embedder::load_with(&model_path(), mnemon::embed::Precision::F32).expect("load f32");
+    let q = E5Embedder::load_with(&model_path(), mnemon::embed::Precision::Int8).expect("load int8");
+    let long = "我下个月要搬到上海，新公司在浦东。I moved to Lisbon last spring. ".repeat(12);
+    let texts = [
+        "我对花生过敏。",
+        "Caroline went to the LGBTQ support group yesterday and said it was powerful.",
+        "他不喜欢喝咖啡，早上只喝绿茶。",
+        "Where does Melanie want to go hiking?",
+        long.as_str(),
+    ];
+    for kind in [EmbedKind::Passage, EmbedKind::Query] {
+        let (a, b) = (f.embed(&texts, kind).expect("f32"), q.embed(&texts, kind).expect("int8"));
+        for ((x, y), t) in a.iter().zip(&b).zip(&texts) {
+            let c = dot(x, y);
+            assert!(c >= 0.99, "{t:?}: cosine {c} between f32 and int8");
+            assert_eq!(&one(&q, t, kind), y, "{t:?}: batch and single differ");
+        }
+    }
+}

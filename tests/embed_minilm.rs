@@ -11,12 +11,23 @@ use std::sync::OnceLock;
 
 use mnemon::embed::{
     default_models_dir, is_installed, load_embedder, model_dir, EmbedKind, Embedder, EmbedderChoice, MiniLmEmbedder,
-    MINILM,
+    Precision, MINILM,
 };
 
+/// The model with `f32` products: the published network, to float rounding.
 fn model() -> Option<&'static MiniLmEmbedder> {
     static MODEL: OnceLock<Option<MiniLmEmbedder>> = OnceLock::new();
-    let m = MODEL.get_or_init(|| {
+    load(&MODEL, Precision::F32)
+}
+
+/// The model with int8 products (the default where AVX-512 VNNI exists).
+fn model_int8() -> Option<&'static MiniLmEmbedder> {
+    static MODEL: OnceLock<Option<MiniLmEmbedder>> = OnceLock::new();
+    load(&MODEL, Precision::Int8)
+}
+
+fn load(cell: &'static OnceLock<Option<MiniLmEmbedder>>, precision: Precision) -> Option<&'static MiniLmEmbedder> {
+    let m = cell.get_or_init(|| {
         let dir = default_models_dir();
         if !is_installed(&MINILM, &dir) {
             let msg = format!(
@@ -31,7 +42,7 @@ fn model() -> Option<&'static MiniLmEmbedder> {
             let _ = writeln!(std::io::stderr(), "SKIPPED (model missing): {msg}");
             return None;
         }
-        Some(MiniLmEmbedder::load(&model_dir(&MINILM, &dir)).expect("load installed MiniLM"))
+        Some(MiniLmEmbedder::load_with(&model_dir(&MINILM, &dir), precision).expect("load installed MiniLM"))
     });
     if m.is_none() {
         let name = std::thread::current().name().unwrap_or("?").to_string();
@@ -186,4 +197,46 @@ fn auto_prefers_e5_but_keeps_the_model_a_store_was_built_with() {
     assert_eq!(moved.model_id(), auto.model_id());
     // Reading the recorded model released the lock.
     Engine::open(data.path()).unwrap().close().unwrap();
+}
+
+/// Real sentences of both languages and lengths (MiniLM is an English
+/// model; the Chinese ones check that nothing breaks, not quality).
+const SENTENCES: &[&str] = &[
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+    "I moved to Lisbon last spring and I still miss the rain in Seattle.",
+    "My daughter's piano recital is on Friday at six, please remind me on Thursday.",
+    "Caroline went to the LGBTQ support group yesterday and said it was powerful.",
+    "The quarterly report is due next Tuesday; Melanie wants the budget figures first.",
+    "我下个月要搬到上海，新公司在浦东。",
+    "请记住我对花生过敏，点菜的时候不要有花生。",
+];
+
+/// Int8 products keep every vector within cosine 0.99 of the `f32`
+/// network's, and pairwise similarities within 0.02; a text's vector does
+/// not depend on its batch.
+#[test]
+fn int8_vectors_stay_close_to_f32() {
+    let (Some(f), Some(q)) = (model(), model_int8()) else { return };
+    assert_eq!((f.precision(), q.precision()), (Precision::F32, Precision::Int8));
+    let long = SENTENCES.join(" ").repeat(4);
+    let mut texts: Vec<&str> = SENTENCES.to_vec();
+    texts.push(&long);
+    for kind in [EmbedKind::Passage, EmbedKind::Query] {
+        let (a, b) = (f.embed(&texts, kind).unwrap(), q.embed(&texts, kind).unwrap());
+        for ((x, y), t) in a.iter().zip(&b).zip(&texts) {
+            let c = cos(x, y);
+            assert!(c >= 0.99, "{t:?}: cosine {c} between f32 and int8");
+        }
+        for i in 0..a.len() {
+            for j in i + 1..a.len() {
+                let d = (cos(&a[i], &a[j]) - cos(&b[i], &b[j])).abs();
+                assert!(d < 0.02, "similarity of {i}/{j} moved by {d}");
+            }
+        }
+        for (t, y) in texts.iter().zip(&b) {
+            assert_eq!(&q.embed(&[t], kind).unwrap()[0], y, "{t:?}: batch and single differ");
+        }
+    }
 }

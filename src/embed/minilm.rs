@@ -25,7 +25,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tokenizers::{Tokenizer, TruncationDirection, TruncationParams, TruncationStrategy};
 
-use super::bert::{self, Dims};
+use super::bert::{self, Dims, Precision};
 use super::{EmbedKind, Embedder};
 use crate::error::{Error, Result};
 
@@ -97,6 +97,14 @@ impl MiniLmEmbedder {
     /// [`Error::Embedder`] when a file is missing or malformed, or the
     /// configuration is not a 384-dimensional BERT.
     pub fn load(model_dir: &Path) -> Result<Self> {
+        Self::load_with(model_dir, Precision::Auto)
+    }
+
+    /// [`MiniLmEmbedder::load`] with the matrix products of `precision`.
+    ///
+    /// # Errors
+    /// As [`MiniLmEmbedder::load`].
+    pub fn load_with(model_dir: &Path, precision: Precision) -> Result<Self> {
         let read = |name: &str| {
             let p = model_dir.join(name);
             std::fs::read(&p).map_err(|e| model_err(&format!("reading {}", p.display()), e))
@@ -138,7 +146,7 @@ impl MiniLmEmbedder {
             ffn: config.intermediate_size,
             eps: config.layer_norm_eps as f32,
         };
-        let encoder = bert::Encoder::load(dims, |l, name| take(&format!("encoder.layer.{l}.{name}")))?;
+        let encoder = bert::Encoder::load(dims, precision, |l, name| take(&format!("encoder.layer.{l}.{name}")))?;
         let words = take("embeddings.word_embeddings.weight")?;
         let positions = take("embeddings.position_embeddings.weight")?;
         let mut token_type = take("embeddings.token_type_embeddings.weight")?;
@@ -176,6 +184,12 @@ impl MiniLmEmbedder {
             model_id,
             dim: h,
         })
+    }
+
+    /// The arithmetic of the encoder's matrix products, resolved at load
+    /// (`F32` or `Int8`).
+    pub fn precision(&self) -> Precision {
+        self.encoder.precision()
     }
 
     /// Runs one batch of token-id sequences (each 1..=[`MINILM_MAX_TOKENS`]

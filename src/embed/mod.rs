@@ -15,13 +15,24 @@ mod bert;
 pub mod hashing;
 pub mod install;
 #[cfg(feature = "neural")]
+mod int8;
+#[cfg(feature = "neural")]
 pub mod minilm;
 
+#[cfg(feature = "neural")]
+pub use bert::Precision;
 pub use hashing::{is_cjk, HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};
 pub use install::{
     all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed, InstallReport,
     InstallSource, MINILM,
 };
+
+/// Whether this processor runs the neural encoders' int8 products with
+/// AVX-512 VNNI instructions ([`Precision::Auto`] picks int8 only then).
+#[cfg(feature = "neural")]
+pub fn int8_kernel_available() -> bool {
+    int8::available()
+}
 #[cfg(feature = "neural")]
 pub use minilm::{MiniLmEmbedder, MINILM_BATCH, MINILM_DIM, MINILM_MAX_TOKENS};
 

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 use self::format::parse_header;
 use self::model::Encoder;
 use self::tokenizer::E5Tokenizer;
-use super::{EmbedKind, Embedder, ModelSpec};
+use super::{EmbedKind, Embedder, ModelSpec, Precision};
 use crate::error::Result;
 
 /// File name of the model inside its model directory
@@ -89,8 +89,7 @@ impl E5Embedder {
     /// [`crate::Error::IncompatibleFormat`] when it is not a valid model file,
     /// [`crate::Error::Embedder`] when the encoder cannot be built.
     pub fn load(path: &Path) -> Result<Self> {
-        let file = if path.is_dir() { path.join(MODEL_FILE) } else { path.to_path_buf() };
-        Self::from_bytes(std::fs::read(file)?)
+        Self::load_with(path, Precision::Auto)
     }
 
     /// Loads the model from the bytes of a model file.
@@ -98,12 +97,35 @@ impl E5Embedder {
     /// # Errors
     /// As [`E5Embedder::load`], minus I/O.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self> {
+        Self::from_bytes_with(bytes, Precision::Auto)
+    }
+
+    /// [`E5Embedder::load`] with the matrix products of `precision`.
+    ///
+    /// # Errors
+    /// As [`E5Embedder::load`].
+    pub fn load_with(path: &Path, precision: Precision) -> Result<Self> {
+        let file = if path.is_dir() { path.join(MODEL_FILE) } else { path.to_path_buf() };
+        Self::from_bytes_with(std::fs::read(file)?, precision)
+    }
+
+    /// [`E5Embedder::from_bytes`] with the matrix products of `precision`.
+    ///
+    /// # Errors
+    /// As [`E5Embedder::from_bytes`].
+    pub fn from_bytes_with(bytes: Vec<u8>, precision: Precision) -> Result<Self> {
         let digest = hex::encode(Sha256::digest(&bytes));
         let file = parse_header(&bytes)?;
         let dim = file.header.hidden;
-        let encoder = Encoder::load(&file, bytes)?;
+        let encoder = Encoder::load(&file, bytes, precision)?;
         let tokenizer = E5Tokenizer::new(file.vocab, file.normalizer);
         Ok(E5Embedder { tokenizer, encoder, model_id: format!("multilingual-e5-small-q4@{}", &digest[..12]), dim })
+    }
+
+    /// The arithmetic of the encoder's matrix products, resolved at load
+    /// (`F32` or `Int8`).
+    pub fn precision(&self) -> Precision {
+        self.encoder.precision()
     }
 
     /// The tokenizer.

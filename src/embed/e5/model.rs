@@ -4,7 +4,7 @@
 //! the rows a batch uses.
 
 use super::format::{self, E5File, Q4_BLOCK, Q4_BLOCK_BYTES};
-use crate::embed::bert::{self, Dims};
+use crate::embed::bert::{self, Dims, Precision};
 use crate::error::{Error, Result};
 
 /// Names of the per-layer tensors in the file, keyed by their Hugging Face
@@ -48,10 +48,10 @@ pub(crate) struct Encoder {
 impl Encoder {
     /// Builds the encoder from a validated file and its bytes, consuming the
     /// bytes (the buffer is reused for the word table).
-    pub(crate) fn load(file: &E5File, mut bytes: Vec<u8>) -> Result<Self> {
+    pub(crate) fn load(file: &E5File, mut bytes: Vec<u8>, precision: Precision) -> Result<Self> {
         let h = &file.header;
         let dims = Dims { layers: h.layers, hidden: h.hidden, heads: h.heads, ffn: h.ffn, eps: h.layer_norm_eps };
-        let encoder = bert::Encoder::load(dims, |l, name| {
+        let encoder = bert::Encoder::load(dims, precision, |l, name| {
             let suffix = LAYER_NAMES.iter().find(|(n, _)| *n == name).map_or(name, |(_, s)| s);
             let t = file.require(&format!("l{l}.{suffix}"))?;
             match t.ty {
@@ -91,6 +91,11 @@ impl Encoder {
     /// allows.
     pub(crate) fn max_positions(&self) -> usize {
         self.max_positions
+    }
+
+    /// The resolved arithmetic of the encoder's products.
+    pub(crate) fn precision(&self) -> Precision {
+        self.encoder.precision()
     }
 
     /// Word + position + token-type embeddings, layer-normalised, for the
