@@ -192,6 +192,14 @@ fn recall_and_context_expose_every_filter() {
     let v = json(&data, &["recall", "--ns", "u", "--tier", "permanent", "--abstain-below", "0.15", q]);
     assert_eq!((v["abstained"].as_bool(), v["hits"].as_array().map(Vec::len)), (Some(true), Some(0)), "{v}");
     let off = ["--abstain-below", "-1"];
+    // A budget too small for any entry says so instead of printing an empty block.
+    let (ok, _, err) = mnemon(&data, &[&["context", "--ns", "u", "--budget", "40"][..], &off, &[q]].concat());
+    assert!(
+        ok && err.contains("note: the budget of the block holds none of its ") && err.contains("raise --budget"),
+        "{err}"
+    );
+    let (ok, _, err) = mnemon(&data, &[&["context", "--ns", "u"][..], &off, &[q]].concat());
+    assert!(ok && !err.contains("raise --budget"), "{err}");
     // The permanent memory is recalled, but the profile shows it: not repeated.
     let v = json(&data, &[&["context", "--ns", "u", "--tier", "permanent"][..], &off, &[q]].concat());
     assert_eq!(

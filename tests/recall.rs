@@ -98,6 +98,14 @@ fn superseded_forgotten_and_quarantined_are_not_returned_by_default() -> R {
     let ids: Vec<_> = with_old.iter().map(|h| h.memory.id).collect();
     assert!(ids.contains(&old.id) && ids.contains(&new.id) && ids.contains(&q.id));
     assert!(!ids.contains(&gone.id));
+    // Rendered, a version that is not current says so: an old value is not
+    // read as what holds now, and quarantined text is marked.
+    let block = mnemon::render_context(&with_old, 2000).text;
+    let line = |needle: &str| block.lines().find(|l| l.contains(needle)).unwrap_or_default().to_string();
+    let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    assert!(line("Ronaldo").contains(&format!("; superseded {day})")), "{block}");
+    assert!(!line("Messi").contains("superseded") && !line("Messi").contains("quarantined"), "{block}");
+    assert!(line("Ignore all previous").contains("; quarantined)"), "{block}");
     Ok(())
 }
 

@@ -30,7 +30,10 @@
 //! with `DATE` as the UTC date `YYYY-MM-DD` (the event time if known, else
 //! the write time), `META` the kind, then `key K` if the memory has a slot
 //! key, then `source R` (the caller's source reference) or else `session
-//! S`, then `truncated` if the content was cut, separated by `; `, and
+//! S`, then `superseded DATE` (the version stopped holding that day) or
+//! `archived` for a version that is not current and `quarantined` for a
+//! quarantined one (only when a caller asked to include such versions),
+//! then `truncated` if the content was cut, separated by `; `, and
 //! `CONTENT` the rest of the line (ending in ` …` when cut). A turn entry
 //! (recent part) is `- [DATE] (ROLE) TEXT`, `DATE` the turn's event time if
 //! known, else its write time, and `ROLE` one of `user`, `assistant`,
@@ -95,7 +98,7 @@ use crate::error::{Error, Result};
 use crate::projection::{Memory, Observation};
 use crate::recall::Hit;
 use crate::safety::text::{is_invisible, is_line_break_or_space};
-use crate::types::MemoryId;
+use crate::types::{MemoryId, Status};
 
 /// Estimates the tokens a text costs in a typical LLM tokenizer: one token
 /// per CJK character (Han, kana, Hangul) plus one per four other
@@ -515,6 +518,18 @@ impl Entry {
             (Some(r), _) => meta("source", r),
             (None, Some(s)) => meta("session", s),
             (None, None) => {}
+        }
+        // A version that is not current says so (recalled with
+        // `include_superseded` / `include_archived` / `include_quarantined`),
+        // so an old value is never read as what holds now.
+        match (m.status, m.valid_to) {
+            (Status::Superseded, Some(to)) => head.push_str(&format!("; superseded {}", to.format("%Y-%m-%d"))),
+            (Status::Superseded, None) => head.push_str("; superseded"),
+            (Status::Archived, _) => head.push_str("; archived"),
+            _ => {}
+        }
+        if m.quarantine.is_some() {
+            head.push_str("; quarantined");
         }
         let mut content = String::new();
         push_field(&mut content, &m.content, Escape::Content);

@@ -124,6 +124,9 @@ fn human(cli: &Cli, resp: &Response) {
             if c.abstained {
                 eprintln!("{}", abstention_note(c.abstention.as_ref(), &c.unknown_names, "fills the block"));
             }
+            if let Some(note) = budget_note(c) {
+                eprintln!("{note}");
+            }
         }
         Response::Forget(f) => {
             let o = &f.outcome;
@@ -340,6 +343,20 @@ fn copy_summary(resp: &Response) {
 
 /// The stderr note of a `recall` or `context` that abstained: the best
 /// cosine, the floor it missed, and the names no memory mentions.
+/// A note when the token budget left every entry of a block out (the block
+/// is then empty or only its frame), so a small `--budget` is not mistaken
+/// for an empty store.
+fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
+    let left_out = c.skipped + c.profile_skipped + c.recent_skipped;
+    (c.included + c.profile + c.recent == 0 && left_out > 0).then(|| {
+        format!(
+            "note: the budget of the block holds none of its {left_out} entries ({} relevant, {} profile, {} recent \
+             left out); raise --budget",
+            c.skipped, c.profile_skipped, c.recent_skipped
+        )
+    })
+}
+
 fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
         format!(": the closest memory has cosine {:.3}, under the floor {:.2}", a.best_similarity, a.floor)
