@@ -133,7 +133,7 @@ impl Linear {
     /// `w` (`out × in`, row-major, as PyTorch stores `Linear.weight`).
     fn new(w: Vec<f32>, out: usize, inp: usize, precision: Precision) -> Result<Self> {
         match precision {
-            Precision::Int8 => Ok(Linear::Int8(super::int8::QuantMatrix::from_rows(&w, out, inp))),
+            Precision::Int8 => super::int8::QuantMatrix::from_rows(&w, out, inp).map(Linear::Int8),
             _ => transposed(w, out, inp).map(Linear::F32),
         }
     }
