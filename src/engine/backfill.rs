@@ -114,7 +114,8 @@ pub(crate) struct Backlog {
 
 /// Starts the background embedder: it takes pending memories from `rx`,
 /// embeds them in batches of up to [`BACKFILL_BATCH`] and sends the vectors
-/// to the writer over `writer`, waiting for each commit.
+/// to the writer over `writer`, one batch's commit in flight while the next
+/// is embedded.
 pub(crate) fn spawn(
     embedder: Arc<dyn Embedder>,
     rx: Receiver<PendingVector>,
@@ -128,6 +129,10 @@ pub(crate) fn spawn(
 }
 
 fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Command>, backlog: &Backlog) {
+    // One batch's commit (its flush is mostly waiting on the disk) is in
+    // flight while the next batch is embedded; its outcome is taken before
+    // the next batch is sent.
+    let mut in_flight: Option<Receiver<Result<()>>> = None;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < BACKFILL_BATCH {
@@ -140,6 +145,13 @@ fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Co
             return;
         }
         let embedded = embed_batch(embedder, batch, backlog);
+        if let Some(reply) = in_flight.take() {
+            match reply.recv() {
+                Ok(Ok(())) => {}
+                // Poisoned or closed: the markers stay, the next open resumes.
+                _ => return,
+            }
+        }
         if embedded.is_empty() {
             continue;
         }
@@ -147,11 +159,7 @@ fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Co
         if writer.send(Command::Vectors { items: embedded, reply: tx }).is_err() {
             return;
         }
-        match reply.recv() {
-            Ok(Ok(())) => {}
-            // Poisoned or closed: the markers stay, the next open resumes.
-            _ => return,
-        }
+        in_flight = Some(reply);
     }
 }
 
