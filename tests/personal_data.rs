@@ -382,14 +382,14 @@ fn quarantined_writes_never_replace_a_visible_memory() -> R {
     };
     let (city, home) = {
         let engine = Engine::open(dir.path())?;
-        let city = engine.remember(&u, NewMemory::new("My city is Lyon").key("city"))?;
-        let q = engine.remember(&u, NewMemory::new(injected).key("city"))?;
+        let city = engine.remember(&u, NewMemory::new("My city is Lyon").key("user.city"))?;
+        let q = engine.remember(&u, NewMemory::new(injected).key("user.city"))?;
         assert!(q.quarantined.is_some(), "{q:?}");
         assert_eq!(q.action, mnemon::RememberAction::Created, "{q:?}");
         let profile = engine.profile(&u, None, None)?;
         assert_eq!(profile.iter().map(|m| m.id).collect::<Vec<_>>(), vec![city.id], "the key keeps its value");
         // The next clean value replaces the clean holder, not the quarantined version.
-        let city2 = engine.remember(&u, NewMemory::new("My city is Marseille").key("city"))?;
+        let city2 = engine.remember(&u, NewMemory::new("My city is Marseille").key("user.city"))?;
         assert_eq!(city2.action, mnemon::RememberAction::Superseded { old: city.id });
         assert_eq!(engine.get(&u, q.id)?.status, mnemon::Status::Active, "the quarantined version stays flagged");
 

@@ -107,15 +107,28 @@ pub enum Precision {
 
 impl Precision {
     /// The precision `self` stands for on this machine: `F32` or `Int8`.
-    pub fn resolve(self) -> Precision {
-        match self {
-            Precision::Auto => match std::env::var("MNEMON_EMBED_PRECISION").as_deref() {
-                Ok("f32") => Precision::F32,
-                Ok("int8") => Precision::Int8,
-                _ if super::int8::available() => Precision::Int8,
-                _ => Precision::F32,
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `MNEMON_EMBED_PRECISION`) when `self`
+    /// is `Auto` and the variable holds anything but `f32`, `int8`, `auto`
+    /// or nothing (any case, surrounding spaces ignored).
+    pub fn resolve(self) -> Result<Precision> {
+        if self != Precision::Auto {
+            return Ok(self);
+        }
+        let auto = || if super::int8::available() { Precision::Int8 } else { Precision::F32 };
+        match std::env::var("MNEMON_EMBED_PRECISION") {
+            Err(std::env::VarError::NotPresent) => Ok(auto()),
+            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "auto" => Ok(auto()),
+                "f32" => Ok(Precision::F32),
+                "int8" => Ok(Precision::Int8),
+                other => Err(Error::invalid(
+                    "MNEMON_EMBED_PRECISION",
+                    format!("{other:?} is not a precision: f32, int8 or auto"),
+                )),
             },
-            p => p,
+            Err(e) => Err(Error::invalid("MNEMON_EMBED_PRECISION", e.to_string())),
         }
     }
 }
@@ -205,7 +218,7 @@ impl Encoder {
         precision: Precision,
         mut weight: impl FnMut(usize, &str) -> Result<Vec<f32>>,
     ) -> Result<Self> {
-        let precision = precision.resolve();
+        let precision = precision.resolve()?;
         let Dims { layers, hidden: h, heads, ffn, .. } = dims;
         if heads == 0 || h % heads != 0 {
             return Err(Error::Embedder(format!("encoder: {heads} heads do not divide hidden size {h}")));

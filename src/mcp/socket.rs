@@ -42,30 +42,77 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
     std::env::temp_dir().join(format!("mnemon-{hash:016x}.sock"))
 }
 
-/// Counts requests in flight, from reading their line to writing their
-/// answer, and refuses new ones once closing: [`Gate::close`] returns only
-/// when every request it let in, and every refusal, has been answered, so
-/// a holder that exits after it never leaves a caller without its answer.
+/// Keeps track of the holder's connections and of the requests in flight
+/// on them, and refuses new ones once closing. [`Gate::close`] returns only
+/// when every connection has ended (or the timeout passed): it shuts the
+/// read side of each, so a connection thread blocked on its next line ends,
+/// while one that has already taken bytes in reads its line, answers it
+/// (with a refusal: `closed`, not applied) and ends. So a holder that exits
+/// after `close` never leaves a caller without its answer, not even one
+/// whose line arrived just as it was closing; a line that arrives after the
+/// read side is shut fails to send (`NotSent` at the client: safe to
+/// retry).
 #[derive(Default)]
 struct Gate {
-    state: Mutex<(bool, usize)>,
+    state: Mutex<GateState>,
     idle: Condvar,
 }
 
+#[derive(Default)]
+struct GateState {
+    closing: bool,
+    /// Requests between reading their line and writing their answer.
+    in_flight: usize,
+    /// Open connections, by number (a clone of each stream, to shut its
+    /// read side on close).
+    conns: std::collections::HashMap<u64, UnixStream>,
+    next: u64,
+}
+
+/// Unregisters a connection from its gate when its thread ends.
+struct Registered<'a> {
+    gate: &'a Gate,
+    id: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        let mut s = self.gate.state.lock();
+        s.conns.remove(&self.id);
+        if s.conns.is_empty() {
+            self.gate.idle.notify_all();
+        }
+    }
+}
+
 impl Gate {
+    /// Registers a connection; `None` once closing (the caller drops it
+    /// unread: its client sees the connection reset and may retry).
+    fn register(&self, conn: &UnixStream) -> Option<Registered<'_>> {
+        let clone = conn.try_clone().ok()?;
+        let mut s = self.state.lock();
+        if s.closing {
+            return None;
+        }
+        let id = s.next;
+        s.next += 1;
+        s.conns.insert(id, clone);
+        Some(Registered { gate: self, id })
+    }
+
     /// Counts one request in (always: its answer, a refusal included, is
     /// still to be written; pair with [`Gate::leave`]) and says whether it
     /// may run (false once closing).
     fn enter(&self) -> bool {
         let mut s = self.state.lock();
-        s.1 += 1;
-        !s.0
+        s.in_flight += 1;
+        !s.closing
     }
 
     fn leave(&self) {
         let mut s = self.state.lock();
-        s.1 -= 1;
-        if s.1 == 0 {
+        s.in_flight -= 1;
+        if s.in_flight == 0 {
             self.idle.notify_all();
         }
     }
@@ -73,8 +120,11 @@ impl Gate {
     fn close(&self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         let mut s = self.state.lock();
-        s.0 = true;
-        while s.1 > 0 {
+        s.closing = true;
+        for conn in s.conns.values() {
+            let _ = conn.shutdown(std::net::Shutdown::Read);
+        }
+        while s.in_flight > 0 || !s.conns.is_empty() {
             if self.idle.wait_until(&mut s, deadline).timed_out() {
                 break;
             }
@@ -145,6 +195,7 @@ impl Drop for SocketServer {
 }
 
 fn serve_connection(conn: UnixStream, handler: &Handler, gate: &Gate) {
+    let Some(_registered) = gate.register(&conn) else { return };
     let Ok(mut writer) = conn.try_clone() else { return };
     let mut reader = BufReader::new(conn);
     loop {
