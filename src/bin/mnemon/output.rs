@@ -349,9 +349,10 @@ fn copy_summary(resp: &Response) {
 fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
     let left_out = c.skipped + c.profile_skipped + c.recent_skipped;
     (c.included + c.profile + c.recent == 0 && left_out > 0).then(|| {
+        let entries = if left_out == 1 { "entry" } else { "entries" };
         format!(
-            "note: the budget of the block holds none of its {left_out} entries ({} relevant, {} profile, {} recent \
-             left out); raise --budget",
+            "note: the budget of the block holds none of its {left_out} {entries} ({} relevant, {} profile, {} \
+             recent left out); raise --budget",
             c.skipped, c.profile_skipped, c.recent_skipped
         )
     })
