@@ -50,6 +50,12 @@ fn c01_same_memory_twice() -> TestResult {
     let zh = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
     let zh2 = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
     assert_eq!((zh2.id, zh2.action), (zh.id, RememberAction::Duplicate));
+    // Spaces between Chinese characters, full-width or not, change nothing.
+    for spaced in ["狗 是由 灰狼 驯化而来的 。", "狗是由灰狼\u{3000}驯化而来的。", " 狗是由灰狼驯化 而来的 。 "]
+    {
+        let again = engine.remember(&u1, NewMemory::new(spaced))?;
+        assert_eq!((again.id, again.action), (zh.id, RememberAction::Duplicate), "{spaced:?}");
+    }
 
     let live = active(&engine, &u1);
     assert_eq!(live, vec![(first.id, text.to_string()), (zh.id, "狗是由灰狼驯化而来的。".to_string())]);

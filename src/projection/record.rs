@@ -182,12 +182,26 @@ pub(crate) fn normalize_content(s: &str) -> String {
     } else {
         lowered
     };
+    // Runs of whitespace become one space, except between Chinese or
+    // Japanese characters (and their punctuation), which are written
+    // without spaces: `猫 起源于 非洲野猫 。` is `猫起源于非洲野猫。`.
     let mut out = String::with_capacity(lowered.len());
     for word in lowered.split_whitespace() {
-        if !out.is_empty() {
-            out.push(' ');
+        if let (Some(a), Some(b)) = (out.chars().next_back(), word.chars().next()) {
+            if !joins_without_space(a, b) {
+                out.push(' ');
+            }
         }
         out.push_str(word);
     }
     out
+}
+
+/// Whether the characters `a` and `b`, on either side of a space, are
+/// written without one: an ideograph or kana beside another or beside
+/// punctuation (after NFKC, full-width punctuation is ASCII).
+fn joins_without_space(a: char, b: char) -> bool {
+    let wide = |c: char| crate::embed::is_cjk(c) || matches!(c as u32, 0x3000..=0x303F);
+    let punct = |c: char| c.is_ascii_punctuation() || matches!(c as u32, 0x3000..=0x303F);
+    (wide(a) && (wide(b) || punct(b))) || (wide(b) && punct(a))
 }
