@@ -99,6 +99,37 @@ fn bench(name: &str, e: &dyn Embedder, reference: Option<&dyn Embedder>, min_tim
     }
 }
 
+/// A loaded embedder, boxed.
+#[cfg(feature = "neural")]
+type Loaded = mnemon::Result<Box<dyn Embedder>>;
+
+/// Benches one model in both arithmetics of our encoder (int8 runs in plain
+/// Rust where the processor lacks AVX-512 VNNI; the last line says which)
+/// against the reference pipeline, or says why it cannot.
+#[cfg(feature = "neural")]
+fn bench_model(
+    name: &str,
+    dir: Option<std::path::PathBuf>,
+    reference: impl Fn(&std::path::Path) -> Loaded,
+    ours: impl Fn(&std::path::Path, mnemon::embed::Precision) -> Loaded,
+    min_time: Duration,
+) {
+    let Some(dir) = dir else {
+        eprintln!("SKIPPED {name}: not installed (run `mnemon model install`)");
+        return;
+    };
+    let r = match reference(&dir) {
+        Ok(r) => r,
+        Err(e) => return eprintln!("reference {name} failed to load: {e}"),
+    };
+    for p in [mnemon::embed::Precision::F32, mnemon::embed::Precision::Int8] {
+        match ours(&dir, p) {
+            Ok(m) => bench(&format!("{name} {}", label(p)), m.as_ref(), Some(r.as_ref()), min_time),
+            Err(e) => eprintln!("{name} failed to load: {e}"),
+        }
+    }
+}
+
 /// A precision's name in the table.
 #[cfg(feature = "neural")]
 fn label(p: mnemon::embed::Precision) -> &'static str {
@@ -400,41 +431,22 @@ fn main() {
     #[cfg(feature = "neural")]
     {
         use mnemon::embed::e5::{E5Embedder, E5_SMALL};
-        use mnemon::embed::{default_models_dir, is_installed, model_dir, MiniLmEmbedder, Precision, MINILM};
+        use mnemon::embed::{default_models_dir, is_installed, model_dir, MiniLmEmbedder, MINILM};
         let dir = default_models_dir();
-        // Our encoder in both arithmetics (int8 runs in plain Rust where the
-        // processor lacks AVX-512 VNNI, so its rows say which it was).
-        let precisions = [Precision::F32, Precision::Int8];
-        if is_installed(&MINILM, &dir) {
-            match reference::MiniLm::load(&model_dir(&MINILM, &dir)) {
-                Ok(r) => {
-                    for p in precisions {
-                        match MiniLmEmbedder::load_with(&model_dir(&MINILM, &dir), p) {
-                            Ok(m) => bench(&format!("MiniLM {}", label(p)), &m, Some(&r), min_time),
-                            Err(e) => eprintln!("MiniLM failed to load: {e}"),
-                        }
-                    }
-                }
-                Err(e) => eprintln!("reference MiniLM failed to load: {e}"),
-            }
-        } else {
-            eprintln!("SKIPPED MiniLM: not installed in {} (run `mnemon model install minilm`)", dir.display());
-        }
-        if is_installed(&E5_SMALL, &dir) {
-            match reference::E5::load(&model_dir(&E5_SMALL, &dir)) {
-                Ok(r) => {
-                    for p in precisions {
-                        match E5Embedder::load_with(&model_dir(&E5_SMALL, &dir), p) {
-                            Ok(m) => bench(&format!("e5-small {}", label(p)), &m, Some(&r), min_time),
-                            Err(e) => eprintln!("e5-small failed to load: {e}"),
-                        }
-                    }
-                }
-                Err(e) => eprintln!("reference e5-small failed to load: {e}"),
-            }
-        } else {
-            eprintln!("SKIPPED e5-small: not installed in {} (run `mnemon model install e5-small`)", dir.display());
-        }
+        bench_model(
+            "MiniLM",
+            is_installed(&MINILM, &dir).then(|| model_dir(&MINILM, &dir)),
+            |d| reference::MiniLm::load(d).map(|r| Box::new(r) as Box<dyn Embedder>),
+            |d, p| MiniLmEmbedder::load_with(d, p).map(|m| Box::new(m) as Box<dyn Embedder>),
+            min_time,
+        );
+        bench_model(
+            "e5-small",
+            is_installed(&E5_SMALL, &dir).then(|| model_dir(&E5_SMALL, &dir)),
+            |d| reference::E5::load(d).map(|r| Box::new(r) as Box<dyn Embedder>),
+            |d, p| E5Embedder::load_with(d, p).map(|m| Box::new(m) as Box<dyn Embedder>),
+            min_time,
+        );
         println!(
             "int8 kernel: {}",
             if mnemon::embed::int8_kernel_available() { "AVX-512 VNNI" } else { "portable (no AVX-512 VNNI)" }
