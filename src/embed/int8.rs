@@ -215,7 +215,7 @@ static ARCH: std::sync::LazyLock<pulp::Arch> = std::sync::LazyLock::new(pulp::Ar
 /// arithmetic in plain Rust (identical results, several times slower than
 /// the `f32` path; [`available`] tells which).
 fn tile(a: &[u8], width: usize, rows: usize, b: &[u8], acc: &mut [[i32; NR]; MR]) {
-    assert!(rows <= MR && a.len() >= rows * width && b.len() >= width / 4 * NR * 4 && width % 4 == 0);
+    assert!(rows <= MR && a.len() >= rows * width && b.len() >= width / 4 * NR * 4 && width.is_multiple_of(4));
     #[cfg(target_arch = "x86_64")]
     if *VNNI {
         // SAFETY: `VNNI` is true only where the processor has AVX-512 F,
