@@ -155,7 +155,10 @@ impl Linear {
     fn apply(&self, x: &[f32], rows: usize, cols: usize) -> Result<Vec<f32>> {
         match self {
             Linear::F32(w) => matmul(x, rows, cols, w),
-            Linear::Int8(w) => Ok(w.matmul(x, rows)),
+            Linear::Int8(w) => {
+                debug_assert_eq!(x.len(), rows * cols);
+                w.matmul(x, rows)
+            }
         }
     }
 }

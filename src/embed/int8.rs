@@ -82,8 +82,9 @@ fn code(v: f32, inv: f32) -> i8 {
     (y + 0.5f32.copysign(y)) as i8
 }
 
-/// `max |v|` over `v` and the reciprocal of its scale `max / 127` (0 when
-/// every value is 0 or the row is not finite).
+/// `max |v|` over `v` and the reciprocal of its scale `max / 127` (both 0
+/// when every value is 0 or the largest is infinite; NaN values are passed
+/// over here and coded as 0 by [`code`]).
 #[inline(always)]
 fn row_scale(v: &[f32]) -> (f32, f32) {
     let amax = v.iter().fold(0f32, |m, x| m.max(x.abs()));
@@ -129,8 +130,20 @@ impl QuantMatrix {
     }
 
     /// `x · wᵀ` for `x` of `rows × k` (row-major); returns `rows × n`.
-    pub(crate) fn matmul(&self, x: &[f32], rows: usize) -> Vec<f32> {
-        debug_assert_eq!(x.len(), rows * self.k);
+    ///
+    /// # Errors
+    /// [`crate::Error::Embedder`] when `x` does not hold `rows × k` values.
+    pub(crate) fn matmul(&self, x: &[f32], rows: usize) -> crate::Result<Vec<f32>> {
+        if x.len() != rows * self.k {
+            return Err(crate::Error::Embedder(format!(
+                "int8 products: {} values for {rows} rows of {}",
+                x.len(),
+                self.k
+            )));
+        }
+        if rows == 0 {
+            return Ok(Vec::new());
+        }
         let width = self.groups * 4;
         let mut xq = vec![128u8; rows * width];
         let mut xs = vec![0f32; rows];
@@ -146,7 +159,7 @@ impl QuantMatrix {
                 .zip(ys)
                 .for_each(|((xq, xs), y)| ARCH.dispatch(Kernel::Rows { m: self, xq, xs, y }));
         }
-        y
+        Ok(y)
     }
 
     /// The product of the quantised rows `xq` (scales `xs`) into `y`.
@@ -215,7 +228,9 @@ static ARCH: std::sync::LazyLock<pulp::Arch> = std::sync::LazyLock::new(pulp::Ar
 /// arithmetic in plain Rust (identical results, several times slower than
 /// the `f32` path; [`available`] tells which).
 fn tile(a: &[u8], width: usize, rows: usize, b: &[u8], acc: &mut [[i32; NR]; MR]) {
-    assert!(rows <= MR && a.len() >= rows * width && b.len() >= width / 4 * NR * 4 && width.is_multiple_of(4));
+    assert!(
+        (1..=MR).contains(&rows) && a.len() >= rows * width && b.len() >= width / 4 * NR * 4 && width.is_multiple_of(4)
+    );
     #[cfg(target_arch = "x86_64")]
     if *VNNI {
         // SAFETY: `VNNI` is true only where the processor has AVX-512 F,
@@ -249,6 +264,7 @@ fn tile_portable(a: &[u8], width: usize, rows: usize, b: &[u8], acc: &mut [[i32;
 }
 
 /// [`available`], asked once.
+#[cfg(target_arch = "x86_64")]
 static VNNI: std::sync::LazyLock<bool> = std::sync::LazyLock::new(available);
 
 #[cfg(target_arch = "x86_64")]
@@ -324,7 +340,7 @@ mod tests {
             let x = matrix(rows * k, 1 + rows as u64);
             let w = matrix(n * k, 7 + k as u64);
             let q = QuantMatrix::from_rows(&w, n, k).unwrap();
-            let y = q.matmul(&x, rows);
+            let y = q.matmul(&x, rows).unwrap();
             for r in 0..rows {
                 let (got, mut want) = (&y[r * n..(r + 1) * n], vec![0f32; n]);
                 for (j, o) in want.iter_mut().enumerate() {
@@ -344,7 +360,7 @@ mod tests {
         let q = QuantMatrix::from_rows(&w, 16, 8).unwrap();
         let mut x = vec![0f32; 16];
         x[8] = f32::NAN;
-        let y = q.matmul(&x, 2);
+        let y = q.matmul(&x, 2).unwrap();
         assert!(y.iter().all(|v| *v == 0.0), "{y:?}");
     }
 

@@ -95,7 +95,9 @@ impl MiniLmEmbedder {
     ///
     /// # Errors
     /// [`Error::Embedder`] when a file is missing or malformed, or the
-    /// configuration is not a 384-dimensional BERT.
+    /// configuration is not a 384-dimensional BERT; [`Error::InvalidInput`]
+    /// when `MNEMON_EMBED_PRECISION` holds no precision
+    /// ([`Precision::resolve`]).
     pub fn load(model_dir: &Path) -> Result<Self> {
         Self::load_with(model_dir, Precision::Auto)
     }

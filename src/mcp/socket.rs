@@ -51,7 +51,7 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
 /// after `close` never leaves a caller without its answer, not even one
 /// whose line arrived just as it was closing; a line that arrives after the
 /// read side is shut fails to send (`NotSent` at the client: safe to
-/// retry).
+/// retry). That is Linux; see [`Gate::close`] for other systems.
 #[derive(Default)]
 struct Gate {
     state: Mutex<GateState>,
@@ -86,8 +86,9 @@ impl Drop for Registered<'_> {
 }
 
 impl Gate {
-    /// Registers a connection; `None` once closing (the caller drops it
-    /// unread: its client sees the connection reset and may retry).
+    /// Registers a connection; `None` once closing, or when the stream
+    /// cannot be cloned (the caller drops it unread: its client sees the
+    /// connection reset and may retry).
     fn register(&self, conn: &UnixStream) -> Option<Registered<'_>> {
         let clone = conn.try_clone().ok()?;
         let mut s = self.state.lock();
@@ -121,10 +122,18 @@ impl Gate {
         let deadline = Instant::now() + timeout;
         let mut s = self.state.lock();
         s.closing = true;
-        for conn in s.conns.values() {
-            let _ = conn.shutdown(std::net::Shutdown::Read);
+        // On Linux a Unix stream socket shut for reading still hands over
+        // what is queued (`unix_stream_read_generic`) and refuses later
+        // writes (EPIPE); elsewhere (the BSDs, macOS) the shutdown discards
+        // the queue, so there the holder only waits for the requests it has
+        // taken in, as before, and a line caught in the window is `Lost`.
+        let linux = cfg!(target_os = "linux");
+        if linux {
+            for conn in s.conns.values() {
+                let _ = conn.shutdown(std::net::Shutdown::Read);
+            }
         }
-        while s.in_flight > 0 || !s.conns.is_empty() {
+        while s.in_flight > 0 || (linux && !s.conns.is_empty()) {
             if self.idle.wait_until(&mut s, deadline).timed_out() {
                 break;
             }

@@ -24,8 +24,9 @@ use crate::types::{MemoryId, Namespace, ObservationId, Seq, Status};
 pub(crate) struct NsState {
     pub(crate) memories: BTreeMap<MemoryId, Memory>,
     pub(crate) observations: BTreeMap<ObservationId, Observation>,
-    /// Latest active version per slot key (includes writes not yet durable;
-    /// used by the writer for validation only).
+    /// Latest active version per slot key, quarantined versions never
+    /// (includes writes not yet durable; used by the writer for validation
+    /// only).
     pub(crate) by_key: HashMap<String, MemoryId>,
     /// Every active version per normalised content (writer validation
     /// only). A set, because two active memories can hold the same text

@@ -166,7 +166,8 @@ pub struct Observation {
 
 /// Normalises content for exact-duplicate detection: NFKC, lower-case,
 /// invisible characters ([`crate::safety::text::is_invisible`]) dropped,
-/// whitespace runs collapsed to one space, trimmed.
+/// whitespace runs collapsed to one space (none between Chinese or
+/// Japanese characters and their punctuation), trimmed.
 pub(crate) fn normalize_content(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     // Text already in NFKC (by the quick check) skips the normalisation.

@@ -194,11 +194,14 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     st.chain(old).last().copied().unwrap_or(old)
                 )));
             }
-            refuse_quarantined(&mem, cur)?;
             let mem = inherit(cur, mem);
             check_sources(st, ns, &mem.sources)?;
-            // At most one active memory holds a slot key.
-            if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|&&h| h != old) {
+            // At most one active memory holds a slot key (a quarantined
+            // version holds none, so it is not checked).
+            let holds = mem.quarantine.is_none();
+            if let Some(holder) =
+                mem.key.as_ref().filter(|_| holds).and_then(|k| st.by_key.get(k)).filter(|&&h| h != old)
+            {
                 return Err(Error::Conflict(format!(
                     "key {:?} is held by memory {holder}; supersede that memory instead",
                     mem.key.as_deref().unwrap_or_default()
@@ -212,6 +215,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Unchanged },
                 });
             }
+            refuse_quarantined(mem.quarantine.as_deref(), cur)?;
             Ok(supersede_plan(old, mem, Some(vector), reason, next_seq))
         }
         Op::Forget { target, reason, requester, ids } => plan_forget(st, ns, target, reason, requester, ids),
@@ -299,8 +303,8 @@ fn supersede_plan(
 /// `cur`, a version that is not: `cur` would leave recall and the profile
 /// for text nobody may see. A quarantined version may replace a quarantined
 /// one (a promotion). `InvalidInput` on `content`; nothing is written.
-fn refuse_quarantined(mem: &PendingMemory, cur: &Memory) -> Result<()> {
-    match (&mem.quarantine, &cur.quarantine) {
+fn refuse_quarantined(quarantine: Option<&str>, cur: &Memory) -> Result<()> {
+    match (quarantine, &cur.quarantine) {
         (Some(reason), None) => Err(Error::invalid(
             "content",
             format!(

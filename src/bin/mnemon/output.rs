@@ -341,8 +341,6 @@ fn copy_summary(resp: &Response) {
     println!("digest {digest}");
 }
 
-/// The stderr note of a `recall` or `context` that abstained: the best
-/// cosine, the floor it missed, and the names no memory mentions.
 /// A note when the token budget left every entry of a block out (the block
 /// is then empty or only its frame), so a small `--budget` is not mistaken
 /// for an empty store.
@@ -358,6 +356,8 @@ fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
     })
 }
 
+/// The stderr note of a `recall` or `context` that abstained: the best
+/// cosine, the floor it missed, and the names no memory mentions.
 fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
         format!(": the closest memory has cosine {:.3}, under the floor {:.2}", a.best_similarity, a.floor)

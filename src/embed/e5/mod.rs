@@ -87,7 +87,9 @@ impl E5Embedder {
     /// # Errors
     /// [`crate::Error::Io`] when the file cannot be read,
     /// [`crate::Error::IncompatibleFormat`] when it is not a valid model file,
-    /// [`crate::Error::Embedder`] when the encoder cannot be built.
+    /// [`crate::Error::Embedder`] when the encoder cannot be built,
+    /// [`crate::Error::InvalidInput`] when `MNEMON_EMBED_PRECISION` holds no
+    /// precision ([`Precision::resolve`]).
     pub fn load(path: &Path) -> Result<Self> {
         Self::load_with(path, Precision::Auto)
     }
