@@ -28,6 +28,11 @@
 /// minus the offsets stay below 2³¹ (`k · (255 + 128) · 127 < 2³¹`).
 pub(crate) const MAX_INPUTS: usize = 44_000;
 
+// Weights and activations are quantised by the rule of the vector index's
+// quantised scan (`index::quant::quantize`): symmetric, one scale per row,
+// codes in `-127..=127`, scale 0 for a zero or non-finite row, NaN coded 0.
+use crate::index::quant::quantize as quantize_row;
+
 /// Output columns per tile: four 512-bit registers of 16 `i32`.
 const NR: usize = 64;
 /// Rows per micro-tile: 6 rows × 4 registers = 24 accumulators, plus 4
@@ -72,29 +77,6 @@ pub(crate) struct QuantMatrix {
     offset: Vec<i32>,
 }
 
-/// Symmetric int8 code of `v` at scale `inv = 1 / s` (0 for `s = 0`):
-/// rounded half away from zero by truncating `y ± 0.5` (no `libm` call, so
-/// the loops around it vectorise; `roundf` took 7% of a batch).
-#[inline(always)]
-fn code(v: f32, inv: f32) -> i8 {
-    // Clamped for rounding; `as` saturates and maps NaN to 0.
-    let y = (v * inv).clamp(-127.0, 127.0);
-    (y + 0.5f32.copysign(y)) as i8
-}
-
-/// `max |v|` over `v` and the reciprocal of its scale `max / 127` (both 0
-/// when every value is 0 or the largest is infinite; NaN values are passed
-/// over here and coded as 0 by [`code`]).
-#[inline(always)]
-fn row_scale(v: &[f32]) -> (f32, f32) {
-    let amax = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    if amax > 0.0 && amax.is_finite() {
-        (amax / 127.0, 127.0 / amax)
-    } else {
-        (0.0, 0.0)
-    }
-}
-
 impl QuantMatrix {
     /// Quantises `w`, `n × k` row-major (one row per output, as PyTorch
     /// stores `Linear.weight`), for products `x · wᵀ`.
@@ -114,13 +96,12 @@ impl QuantMatrix {
         let mut packed = vec![0u8; tiles * groups * NR * 4];
         let mut scale = vec![0f32; n];
         let mut offset = vec![0i32; tiles * NR];
+        let mut codes = vec![0i8; k];
         for (j, row) in w.chunks_exact(k).enumerate() {
-            let (s, inv) = row_scale(row);
-            scale[j] = s;
+            scale[j] = quantize_row(row, &mut codes);
             let (t, c) = (j / NR, j % NR);
             let mut sum = 0i32;
-            for (i, &v) in row.iter().enumerate() {
-                let q = code(v, inv);
+            for (i, &q) in codes.iter().enumerate() {
                 sum += i32::from(q);
                 packed[((t * groups + i / 4) * NR + c) * 4 + i % 4] = q.to_le_bytes()[0];
             }
@@ -191,11 +172,11 @@ impl QuantMatrix {
 #[inline(always)]
 fn quantize(x: &[f32], k: usize, xq: &mut [u8], xs: &mut [f32]) {
     let width = xq.len() / xs.len().max(1);
+    let mut codes = vec![0i8; k];
     for ((src, dst), s) in x.chunks_exact(k).zip(xq.chunks_exact_mut(width)).zip(xs) {
-        let (scale, inv) = row_scale(src);
-        *s = scale;
-        for (d, &v) in dst.iter_mut().zip(src) {
-            *d = (code(v, inv) as u8) ^ 0x80;
+        *s = quantize_row(src, &mut codes);
+        for (d, &q) in dst.iter_mut().zip(&codes) {
+            *d = (q as u8) ^ 0x80;
         }
     }
 }

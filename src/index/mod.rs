@@ -13,7 +13,7 @@
 mod exact;
 mod hnsw;
 mod lexical;
-mod quant;
+pub(crate) mod quant;
 mod tokenize;
 
 use std::fmt;

@@ -29,13 +29,17 @@ const LEVELS: f32 = 127.0;
 static ARCH: LazyLock<pulp::Arch> = LazyLock::new(pulp::Arch::new);
 
 /// Writes the codes of `v` into `out` (same length) and returns the scale
-/// `s` such that `xᵢ ≈ s · codeᵢ`.
+/// `s` such that `xᵢ ≈ s · codeᵢ`. Codes are rounded half away from zero by
+/// truncating `y ± 0.5` rather than by `f32::round`, a `libm` call that
+/// keeps the loop from vectorising (it took 7% of an int8 encoder batch,
+/// which quantises every activation row with this function).
 ///
 /// A vector whose largest magnitude is 0 or not finite (a zero vector, or one
 /// with an infinite component) gets scale 0 and all-zero codes, so its
 /// estimate against any query is 0; a NaN component gets code 0 (NaN is
 /// ignored when taking the maximum, and the float-to-int conversion maps NaN
 /// to 0).
+#[inline(always)]
 pub(crate) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
     let m = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
     if m == 0.0 || !m.is_finite() {
@@ -46,7 +50,8 @@ pub(crate) fn quantize(v: &[f32], out: &mut [i8]) -> f32 {
     for (c, x) in out.iter_mut().zip(v) {
         // In range by construction (|x| ≤ m); the clamp guards rounding, and
         // `as` saturates (NaN → 0), so the conversion is total.
-        *c = (x * inv).round().clamp(-LEVELS, LEVELS) as i8;
+        let y = (x * inv).clamp(-LEVELS, LEVELS);
+        *c = (y + 0.5f32.copysign(y)) as i8;
     }
     m / LEVELS
 }

@@ -241,17 +241,12 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                 if m.status != Status::Active {
                     return Err(Error::Conflict(format!("memory {id} is {}; only active memories merge", m.status)));
                 }
+                refuse_quarantined(mem.quarantine.as_deref(), m)?;
             }
             if members.len() < 2 {
                 return Err(Error::invalid("members", "a consolidation merges at least two memories"));
             }
             check_sources(st, ns, &mem.sources)?;
-            if let Some(reason) = &mem.quarantine {
-                return Err(Error::invalid(
-                    "content",
-                    format!("the merged text was quarantined ({reason}); a quarantined memory never replaces others"),
-                ));
-            }
             if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|h| !members.contains(h)) {
                 return Err(Error::Conflict(format!("key held by memory {holder}, not a member")));
             }
