@@ -18,7 +18,9 @@
 //! validation and safety stage (personal-data redaction, injection check).
 //!
 //! Run: `cargo bench --bench ingest` (`MNEMON_BENCH_EVENTS`, default
-//! 100 000 events per configuration; `MNEMON_BENCH_REPEAT`, default 1).
+//! 100 000 events per configuration; `MNEMON_BENCH_REPEAT`, default 1;
+//! `MNEMON_BENCH_MIX=observations|memories|both` runs one configuration
+//! only, default all three).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -152,10 +154,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("load average at start: {}", load.trim());
     let inp = input(n);
     println!("{:<44} {:>12} {:>14} {:>14}", "configuration", "events/s", "× sqlite fts5", "× sqlite +vec");
+    let only = std::env::var("MNEMON_BENCH_MIX").unwrap_or_default();
+    let mixes = [("observations", Mix::Observations), ("memories", Mix::Memories), ("half and half", Mix::Both)];
+    let mixes: Vec<_> = mixes
+        .into_iter()
+        .filter(|(label, _)| {
+            only.is_empty() || label.starts_with(only.as_str()) || (only == "both" && label.starts_with("half"))
+        })
+        .collect();
     for _ in 0..repeat {
-        for (label, mix) in
-            [("observations", Mix::Observations), ("memories", Mix::Memories), ("half and half", Mix::Both)]
-        {
+        for &(label, mix) in &mixes {
             let tmp = tempfile::tempdir()?;
             let base = sqlite_run(&subdir(tmp.path(), "sqlite")?, &inp, mix, false)?;
             let base_vec = sqlite_run(&subdir(tmp.path(), "sqlite-vec")?, &inp, mix, true)?;

@@ -114,9 +114,9 @@ pub use portability::{
 pub use projection::{EventCounts, Memory, Observation};
 pub use recall::{
     estimate_tokens, render_block, render_context, Abstain, Abstention, BlockParts, ContextBlock, ContextOptions,
-    Explanation, Hit, PartShares, RecallMode, RecallOptions, SimilarityNorm, Weights, BLOCK_CLOSE, BLOCK_OPEN,
-    BLOCK_PREAMBLE, DEFAULT_CONTEXT_BUDGET, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS,
-    SECTION_PROFILE, SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
+    Explanation, Hit, PartShares, QueryTime, RecallMode, RecallOptions, SimilarityNorm, Weights, BLOCK_CLOSE,
+    BLOCK_OPEN, BLOCK_PREAMBLE, DEFAULT_CONTEXT_BUDGET, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE,
+    MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

@@ -697,3 +697,37 @@ fn eval_runs_over_turns_without_embeddable_text() {
     assert!(report.is_object(), "{out}");
     assert!(!err.contains("all zeros"), "{err}");
 }
+
+/// `--reference-time` sets when the question is asked: `recall` reads its
+/// time expression against it, says so on stderr and in `query_time`, and
+/// ranks the memory from then first; a bad value is refused by name.
+#[test]
+fn recall_reads_time_expressions_against_the_reference_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for (text, when) in [
+        ("Visited the British museum with Rachel and saw the Rosetta Stone", "2023-01-28T10:00:00Z"),
+        ("Visited the Louvre museum and queued for hours to see the Mona Lisa", "2023-03-10T10:00:00Z"),
+    ] {
+        let (ok, _, err) = mnemon(&data, &["remember", "--ns", "d", "--time", when, text]);
+        assert!(ok, "{err}");
+    }
+    let q = "Which museum did I visit two months ago?";
+    let (ok, out, err) = mnemon(&data, &["recall", "--ns", "d", "--reference-time", "2023-04-01T09:00:00Z", q]);
+    assert!(ok, "{err}");
+    assert!(out.lines().next().unwrap_or("").contains("British"), "{out}");
+    assert!(err.contains("\"two months ago\" read as 2023-01-17 to 2023-02-16"), "{err}");
+    let v = json(&data, &["recall", "--ns", "d", "--reference-time", "2023-04-01T09:00:00Z", q]);
+    assert_eq!(v["query_time"]["phrase"], "two months ago", "{v}");
+    assert_eq!(v["query_time"]["from"], "2023-01-17T00:00:00Z", "{v}");
+    assert_eq!(v["hits"][0]["explain"]["time"], 1.0, "{v}");
+    // context takes it too, and a question naming no time has no span.
+    let v = json(&data, &["context", "--ns", "d", "--reference-time", "2023-04-01T09:00:00Z", "--abstain-below=-1", q]);
+    let text = v["context"].as_str().unwrap_or("");
+    assert!(text.find("British") < text.find("Louvre"), "{text}");
+    let v =
+        json(&data, &["recall", "--ns", "d", "--reference-time", "2023-04-01T09:00:00Z", "Which museum did I visit?"]);
+    assert!(v.get("query_time").is_none(), "{v}");
+    let (ok, _, err) = mnemon(&data, &["recall", "--ns", "d", "--reference-time", "last tuesday", q]);
+    assert!(!ok && err.contains("reference_time"), "{err}");
+}

@@ -107,6 +107,7 @@ __all__ = [
     "NamespacesResponse",
     "ObserveResponse",
     "PatternMatch",
+    "QueryTime",
     "RecallResponse",
     "ReceiptsResponse",
     "Rejection",

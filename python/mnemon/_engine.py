@@ -700,6 +700,7 @@ class Engine:
         candidates: Optional[int] = None,
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
+        reference_time: Optional[Union[datetime, str]] = None,
     ) -> RecallResponse:
         """The memories of `namespace` that best match `query`, best first.
 
@@ -737,9 +738,15 @@ class Engine:
                 (default max(5·top_k, 50)).
             requester: who asks (stored with the access record).
             record_access: record the recall (refreshes recency; default True).
+            reference_time: when the question is asked (aware datetime or
+                RFC 3339): time expressions in `query` ("last month", "two
+                weeks ago", "in March", "上个月", "三天前") are read relative
+                to it, and memories from the span they name score up to 0.2
+                more (`explain.time`). Default: the `as_of` time, else now.
 
         Returns `RecallResponse`: `hits` (each a `Hit` with `memory`, `score`
-        and `explain`) and `omitted` (hits cut by the response cap).
+        and `explain`), `omitted` (hits cut by the response cap) and
+        `query_time` (the span of time the query names, as read, or None).
 
         Raises:
             InvalidInputError: bad values (nothing recorded).
@@ -765,6 +772,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
+            reference_time=reference_time,
         )
         return self._one(RecallResponse, "recall", args)
 
@@ -793,6 +801,7 @@ class Engine:
         candidates: Optional[int] = None,
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
+        reference_time: Optional[Union[datetime, str]] = None,
     ) -> ContextBlock:
         """The prompt block for `query`, `<memories>` … `</memories>`, within
         `budget_tokens` estimated tokens (default 400), in three parts, each
@@ -846,6 +855,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
+            reference_time=reference_time,
         )
         _put(args, budget_tokens=budget_tokens, profile_share=profile_share, recent_share=recent_share)
         return self._one(ContextBlock, "context", args)
@@ -872,6 +882,7 @@ class Engine:
         candidates: Optional[int],
         requester: Optional[str],
         record_access: Optional[bool],
+        reference_time: Optional[Union[datetime, str]],
     ) -> Dict[str, Any]:
         args = _put(
             {"namespace": namespace, "query": query},
@@ -891,6 +902,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
+            reference_time=None if reference_time is None else time_text("reference_time", reference_time),
         )
         _time_range(args, time_range)
         return args

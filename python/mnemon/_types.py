@@ -59,6 +59,7 @@ __all__ = [
     "NamespacesResponse",
     "ObserveResponse",
     "PatternMatch",
+    "QueryTime",
     "RecallResponse",
     "ReceiptsResponse",
     "Rejection",
@@ -690,7 +691,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'session', 'similarity', 'vector_pending')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'session', 'similarity', 'time', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -756,6 +757,14 @@ class Explanation(Record):
     def similarity(self) -> float:
         """Cosine similarity of query and memory vectors, `-1..=1`."""
         return self._data["similarity"]  # type: ignore[no-any-return]
+
+    @property
+    def time(self) -> Optional[float]:
+        """
+        Proximity of the memory's effective time to the span of time the query names,
+        `0..=1` (1 inside it); 0 when the query names none.
+        """
+        return self._data.get("time")
 
     @property
     def vector_pending(self) -> Optional[bool]:
@@ -1500,11 +1509,35 @@ class PatternMatch(Record):
         return self._data["path"]  # type: ignore[no-any-return]
 
 
+class QueryTime(Record):
+    """A span of time a query talks about, resolved against its reference time."""
+
+    __slots__ = ()
+    _FIELDS = ('from', 'phrase', 'to')
+
+    @property
+    def from_(self) -> datetime:
+        """Start of the span (inclusive), UTC."""
+        v = self._data["from"]
+        return parse_time(v)
+
+    @property
+    def phrase(self) -> str:
+        """The phrases of the query that named it, in query order, joined by `"; "`."""
+        return self._data["phrase"]  # type: ignore[no-any-return]
+
+    @property
+    def to(self) -> datetime:
+        """End of the span (exclusive), UTC."""
+        v = self._data["to"]
+        return parse_time(v)
+
+
 class RecallResponse(Record):
     """What `recall` found."""
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'hits', 'omitted', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'hits', 'omitted', 'query_time', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -1534,6 +1567,16 @@ class RecallResponse(Record):
     def omitted(self) -> int:
         """Hits left out because the response budget was spent."""
         return self._data["omitted"]  # type: ignore[no-any-return]
+
+    @property
+    def query_time(self) -> Optional[QueryTime]:
+        """
+        The span of time the query names ("last month", "三天前"), as read relative to
+        `reference_time`; memories from then scored higher (each hit's `explain.time`).
+        Absent when it names none.
+        """
+        v = self._data.get("query_time")
+        return None if v is None else QueryTime(v)
 
     @property
     def unknown_names(self) -> List[str]:

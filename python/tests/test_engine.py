@@ -148,6 +148,40 @@ def test_recall_and_context_say_when_nothing_is_relevant(engine):
     assert "nurse" in engine.context("u", "What is my sister Ana's job?").context
 
 
+def test_time_expressions_are_read_relative_to_the_reference_time(engine):
+    diary = [
+        ("Visited the British museum with Rachel and saw the Rosetta Stone", datetime(2023, 1, 28, 10, tzinfo=timezone.utc)),
+        ("Visited the Louvre museum and queued for hours to see the Mona Lisa", datetime(2023, 3, 10, 10, tzinfo=timezone.utc)),
+        ("周六和朋友去了上海博物馆看青铜器展", datetime(2023, 3, 25, 10, tzinfo=timezone.utc)),
+    ]
+    for text, when in diary:
+        engine.remember("d", text, event_time=when)
+    asked = datetime(2023, 4, 1, 9, tzinfo=timezone.utc)
+    r = engine.recall("d", "Which museum did I visit two months ago?", reference_time=asked)
+    assert r.hits[0].memory.content == diary[0][0]
+    assert r.hits[0].explain.time == 1.0
+    assert r.query_time is not None and r.query_time.phrase == "two months ago"
+    assert r.query_time.from_ == datetime(2023, 1, 17, tzinfo=timezone.utc)
+    assert r.query_time.to == datetime(2023, 2, 17, tzinfo=timezone.utc)
+    # The same answer in the same shape as the command surface's JSON.
+    assert r.to_dict()["query_time"] == {"from": "2023-01-17T00:00:00Z", "to": "2023-02-17T00:00:00Z", "phrase": "two months ago"}
+    # RFC 3339 text works too; Chinese expressions are read the same way.
+    zh = engine.recall("d", "上周六我去了哪里？", reference_time="2023-04-01T09:00:00Z")
+    assert zh.hits[0].memory.content == diary[2][0] and zh.query_time.phrase == "上周六"
+    # No time named: no span, and every hit's time term is 0.
+    plain = engine.recall("d", "Which museum did I visit?", reference_time=asked)
+    assert plain.query_time is None and all(h.explain.time == 0.0 for h in plain.hits)
+    # context reads it too.
+    block = engine.context("d", "Which museum did I visit two months ago?", reference_time=asked, abstain_below=-1)
+    assert block.memories == 3 and block.context.index("British") < block.context.index("Louvre")
+    with pytest.raises(mnemon.InvalidInputError) as exc:
+        engine.recall("d", "last week", reference_time=datetime(2023, 4, 1))
+    assert exc.value.field == "reference_time"
+    with pytest.raises(mnemon.InvalidInputError) as exc:
+        engine.recall("d", "last week", reference_time="yesterday-ish")
+    assert exc.value.field == "reference_time"
+
+
 def test_custom_kind_reads_as_its_name(engine):
     engine.remember("u1", "Runs every morning", kind="habit")
     m = engine.list("u1").memories[0]

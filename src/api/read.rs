@@ -80,6 +80,10 @@ pub struct RecallFilters {
     /// Record the access. It refreshes recency; default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_access: Option<bool>,
+    /// When the question is asked (RFC 3339): "last month", "三天前" are
+    /// read relative to it. Default: the as_of time, else now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_time: Option<DateTime<Utc>>,
 }
 
 impl RecallFilters {
@@ -136,6 +140,7 @@ impl RecallFilters {
             record_access: self.record_access.unwrap_or(true),
             requester: self.requester.clone(),
             candidates,
+            reference_time: self.reference_time,
         })
     }
 }
@@ -173,6 +178,11 @@ pub struct RecallResponse {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abstention: Option<crate::Abstention>,
+    /// The span of time the query names ("last month", "三天前"), as read
+    /// relative to `reference_time`; memories from then scored higher
+    /// (each hit's `explain.time`). Absent when it names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_time: Option<crate::recall::QueryTime>,
 }
 
 impl Call for RecallRequest {
@@ -215,7 +225,8 @@ impl Call for RecallRequest {
         let kept = hits.iter().take_while(|h| packer.take(h)).count();
         let omitted = hits.len() - kept;
         hits.truncate(kept);
-        Ok(RecallResponse { hits, omitted, abstained: abstention.is_some(), unknown_names, abstention })
+        let query_time = opts.query_time(&self.query);
+        Ok(RecallResponse { hits, omitted, abstained: abstention.is_some(), unknown_names, abstention, query_time })
     }
 }
 

@@ -104,6 +104,9 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
         }
     }
 
+    // The questions are asked after the conversation: at its last
+    // session's date, the reference for "recently" or "last year".
+    let asked = docs.iter().filter_map(|d| d.time).max();
     let split = if DEV_SAMPLES.contains(&sample_id) { Split::Dev } else { Split::Test };
     let qa = sample.get("qa").and_then(Value::as_array).ok_or_else(|| bad_record(path, &rec, "missing \"qa\" list"))?;
     let mut queries = Vec::with_capacity(qa.len());
@@ -130,7 +133,7 @@ fn load_sample(path: &Path, index: usize, sample: &Value) -> Result<Unit> {
             gold_sessions: Vec::new(),
             category: Some(category_name(code)),
             split,
-            time: None,
+            time: asked,
             abstention: false,
             gold_dropped: cleaned.dropped,
             gold_repaired: cleaned.repaired,

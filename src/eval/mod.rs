@@ -214,6 +214,17 @@ pub trait Backend {
     /// Any error aborts the run and is returned by [`run`].
     fn search(&mut self, unit: &str, query: &str, k: usize) -> Result<Vec<String>>;
 
+    /// [`Backend::search`] for a query asked at `time` ([`Query::time`]),
+    /// which a backend that reads time expressions resolves them against.
+    /// The default ignores the time.
+    ///
+    /// # Errors
+    /// As [`Backend::search`].
+    fn search_at(&mut self, unit: &str, query: &str, k: usize, time: Option<DateTime<Utc>>) -> Result<Vec<String>> {
+        let _ = time;
+        self.search(unit, query, k)
+    }
+
     /// Optional: called after a unit's queries are scored, to free it.
     ///
     /// # Errors

@@ -237,7 +237,7 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
 
         for q in &unit.queries {
             let t = Instant::now();
-            let raw = backend.search(&unit.name, &q.text, opts.retrieve_depth)?;
+            let raw = backend.search_at(&unit.name, &q.text, opts.retrieve_depth, q.time)?;
             let ms = t.elapsed().as_secs_f64() * 1000.0;
             latencies.push(ms);
             let nothing = raw.is_empty();
@@ -272,7 +272,7 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
         }
         if let Some(prev) = previous.filter(|_| opts.unrelated) {
             for q in prev.queries.iter().take(UNRELATED_PER_UNIT) {
-                let nothing = backend.search(&unit.name, &q.text, opts.retrieve_depth)?.is_empty();
+                let nothing = backend.search_at(&unit.name, &q.text, opts.retrieve_depth, q.time)?.is_empty();
                 if let Some(recs) = records.as_mut() {
                     recs.push(QueryRecord {
                         unit: unit.name.clone(),

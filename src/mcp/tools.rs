@@ -76,6 +76,13 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
                 // The filters are recall's: described once, there.
                 strip_filter_descriptions(&mut schema);
             }
+            if t.op == api::RecallRequest::OP || t.op == api::ContextRequest::OP {
+                if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                    for n in UNLISTED {
+                        props.remove(*n);
+                    }
+                }
+            }
             let object = match schema {
                 Value::Object(m) => m,
                 _ => serde_json::Map::new(),
@@ -95,6 +102,11 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
         })
         .collect()
 }
+
+/// Settings `recall` and `context` accept but do not list: the question's
+/// reference time (an agent asks now, the default; replays and evaluations
+/// set it), kept out to hold the tool list within its token budget.
+const UNLISTED: &[&str] = &["reference_time"];
 
 /// Recall settings the `context` tool accepts but does not list: scoring
 /// knobs (the abstention floor among them: the embedder's is the

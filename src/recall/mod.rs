@@ -14,6 +14,7 @@ mod collapse;
 mod context;
 mod parts;
 mod score;
+mod when;
 
 pub(crate) use context::one_line;
 pub use context::{
@@ -24,6 +25,7 @@ pub use context::{
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
 pub(crate) use score::dot as score_dot;
 pub use score::{Explanation, RecallMode, SimilarityNorm, Weights, SESSION_TOP};
+pub use when::{resolve as query_time, QueryTime};
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -85,6 +87,33 @@ pub struct RecallOptions {
     /// Candidates taken from each index before reranking; `0` means
     /// `max(5 × top_k, 50)`.
     pub candidates: usize,
+    /// When the query is asked: time expressions in it ("last month", "two
+    /// weeks ago", "in March", "上个月", "三天前"; see [`QueryTime`]) are
+    /// resolved against it, and memories from the span they name score up
+    /// to [`Weights::time`] more. `None`: the time of an [`AsOf::Time`] or
+    /// [`AsOf::ValidTime`] view, else the clock.
+    pub reference_time: Option<DateTime<Utc>>,
+}
+
+impl RecallOptions {
+    /// The span of time `query` names ([`QueryTime`]), read relative to
+    /// [`RecallOptions::reference_time`] (else an [`AsOf::Time`] /
+    /// [`AsOf::ValidTime`] view's time, else the clock); `None` when it
+    /// names none or [`Weights::time`] is 0 (the score ignores it then).
+    pub fn query_time(&self, query: &str) -> Option<QueryTime> {
+        self.query_time_at(query, Utc::now())
+    }
+
+    fn query_time_at(&self, query: &str, now: DateTime<Utc>) -> Option<QueryTime> {
+        if self.weights.time <= 0.0 {
+            return None;
+        }
+        let reference = self.reference_time.unwrap_or(match self.as_of {
+            Some(AsOf::Time(t) | AsOf::ValidTime(t)) => t,
+            _ => now,
+        });
+        when::resolve(query, reference)
+    }
 }
 
 impl Default for RecallOptions {
@@ -107,6 +136,7 @@ impl Default for RecallOptions {
             record_access: true,
             requester: None,
             candidates: 0,
+            reference_time: None,
         }
     }
 }
@@ -190,6 +220,7 @@ impl Engine {
         let at = point.seq;
         let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
         let now = Utc::now();
+        let query_time = opts.query_time_at(query, now);
         let hits = {
             let state = self.shared().state.read();
             let Some(st) = state.ns(ns) else {
@@ -248,6 +279,7 @@ impl Engine {
                     opts,
                     now,
                     half_life_days,
+                    query_time.as_ref(),
                 );
                 let mut explain = explain;
                 explain.vector_pending = st.pending_vectors.contains(&m.id);

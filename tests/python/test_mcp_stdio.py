@@ -56,6 +56,14 @@ async def test_every_tool(data):
         assert [h["memory"]["content"] for h in hits["hits"]] == ["Prefers green tea"]
         hits = await ok(c, "recall", {"namespace": "u", "query": "which tea", "include_superseded": True, "mode": "lexical"})
         assert len(hits["hits"]) == 2
+        # A question naming a time is read against reference_time (accepted,
+        # not listed): the span comes back, and the hit from then scores it.
+        await ok(c, "remember", {"namespace": "t", "content": "Visited the British museum with Rachel", "event_time": "2023-01-28T10:00:00Z"})
+        await ok(c, "remember", {"namespace": "t", "content": "Visited the Louvre museum with Ana", "event_time": "2023-03-10T10:00:00Z"})
+        timed = await ok(c, "recall", {"namespace": "t", "query": "Which museum did I visit two months ago?", "reference_time": "2023-04-01T09:00:00Z"})
+        assert timed["query_time"] == {"from": "2023-01-17T00:00:00Z", "to": "2023-02-17T00:00:00Z", "phrase": "two months ago"}
+        assert timed["hits"][0]["memory"]["content"] == "Visited the British museum with Rachel"
+        assert timed["hits"][0]["explain"]["time"] == 1.0
         ctx = await ok(c, "context", {"namespace": "u", "query": "tea", "budget_tokens": 120})
         assert "Prefers green tea" in ctx["context"] and ctx["tokens"] <= 120
         m = await ok(c, "get", {"namespace": "u", "id": r2["id"]})
@@ -102,6 +110,7 @@ BAD = [
     ("recall", {"namespace": "u", "query": "x", "top_k": "ten"}, "invalid_input", "top_k"),
     ("recall", {"namespace": "u", "query": "x", "top_k": 0}, "invalid_input", "top_k"),
     ("recall", {"namespace": "u", "query": "x", "as_of": "yesterday"}, "invalid_input", "as_of"),
+    ("recall", {"namespace": "u", "query": "x", "reference_time": "last tuesday"}, "invalid_input", "reference_time"),
     ("recall", {"namespace": "u", "query": ""}, "invalid_input", "query"),
     ("context", {"namespace": "u", "query": "x", "budget_tokens": 10**9}, "invalid_input", "budget_tokens"),
     ("list", {"namespace": "u", "cursor": "not-a-cursor"}, "invalid_input", "cursor"),

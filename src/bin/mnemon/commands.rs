@@ -308,6 +308,12 @@ pub struct RecallFlags {
     /// Do not record the access (recency stays as it was).
     #[arg(long)]
     no_record_access: bool,
+    /// When the question is asked (RFC 3339): time expressions in the query
+    /// ("last month", "two weeks ago", "in March", "上个月", "三天前") are
+    /// read relative to it, and memories from then rank higher. Default:
+    /// the --as-of-time / --valid-time, else now.
+    #[arg(long)]
+    reference_time: Option<String>,
 }
 
 impl RecallFlags {
@@ -337,6 +343,7 @@ impl RecallFlags {
             candidates: self.candidates,
             requester: Some(self.requester.clone()),
             record_access: Some(!self.no_record_access),
+            reference_time: self.reference_time.as_deref().map(|t| parse_time("reference_time", t)).transpose()?,
         })
     }
 }

@@ -1,6 +1,7 @@
 //! `mnemon eval`: recall quality on public benchmarks, with the engine as
 //! the backend (one namespace per unit, every doc an episode memory).
 
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,6 +58,12 @@ pub struct EvalArgs {
     /// its session among the candidates.
     #[arg(long)]
     session_weight: Option<f32>,
+    /// Weight of time proximity (0–1; default the engine's): memories from
+    /// the span of time a question names ("two weeks ago", "in March"),
+    /// read relative to when it is asked (LongMemEval `question_date`),
+    /// score up to this much more.
+    #[arg(long)]
+    time_weight: Option<f32>,
     /// Abstain as `context` does: return nothing for a query when its top
     /// 10 hits do not reach the floors. `auto`: the embedder's context
     /// floors; `B` or `B,N`: no hit with a cosine of at least B, or (N) the
@@ -254,9 +261,13 @@ impl Backend for EngineBackend {
     }
 
     fn search(&mut self, unit: &str, query: &str, k: usize) -> Result<Vec<String>> {
+        self.search_at(unit, query, k, None)
+    }
+
+    fn search_at(&mut self, unit: &str, query: &str, k: usize, time: Option<DateTime<Utc>>) -> Result<Vec<String>> {
         let ns = ns_for(unit)?;
         let query: String = mnemon::safety::text::scrub(query).chars().take(4000).collect();
-        let opts = RecallOptions { top_k: k.clamp(1, 1000), ..self.opts.clone() };
+        let opts = RecallOptions { top_k: k.clamp(1, 1000), reference_time: time, ..self.opts.clone() };
         let mut hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
         } else {
@@ -387,6 +398,12 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             }
             weights.session = w;
         }
+        if let Some(w) = args.time_weight {
+            if !(0.0..=1.0).contains(&w) {
+                return Err(mnemon::Error::invalid("time_weight", "must be in 0..=1"));
+            }
+            weights.time = w;
+        }
         let opts = RecallOptions { mode, weights, record_access: false, ..RecallOptions::default() };
         let mut backend = EngineBackend {
             abstain: match args.abstain.as_deref() {
@@ -444,6 +461,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                     "context_tokens_top10_median": median_tokens,
                     "dense_weight": weights.dense,
                     "session_weight": weights.session,
+                    "time_weight": weights.time,
                     "abstain": backend.abstain,
                     "similarity_norm": match weights.similarity_norm {
                         mnemon::SimilarityNorm::Auto => embedder.similarity_norm(),

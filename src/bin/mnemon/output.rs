@@ -118,6 +118,7 @@ fn human(cli: &Cli, resp: &Response) {
             if r.abstained {
                 eprintln!("{}", abstention_note(r.abstention.as_ref(), &r.unknown_names, "returns them"));
             }
+            time_note(r.query_time.as_ref());
         }
         Response::Context(c) => {
             println!("{}", c.text);
@@ -305,8 +306,8 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
     if explain {
         let e = &h.explain;
         s.push_str(&format!(
-            "\n        cosine={:.3} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={}",
-            e.similarity, e.lexical, e.lexical_norm, e.fused, e.importance, e.recency, e.entity_matches
+            "\n        cosine={:.3} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={} time={:.2}",
+            e.similarity, e.lexical, e.lexical_norm, e.fused, e.importance, e.recency, e.entity_matches, e.time
         ));
     }
     s
@@ -358,6 +359,19 @@ fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
 
 /// The stderr note of a `recall` or `context` that abstained: the best
 /// cosine, the floor it missed, and the names no memory mentions.
+/// Says how the query's time expression was read (`recall`), on stderr.
+fn time_note(t: Option<&mnemon::recall::QueryTime>) {
+    if let Some(t) = t {
+        let last = t.to - chrono::Duration::seconds(1);
+        eprintln!(
+            "note: {:?} read as {} to {} (UTC); memories from then rank higher (--reference-time sets when the question is asked)",
+            t.phrase,
+            t.from.format("%Y-%m-%d"),
+            last.format("%Y-%m-%d")
+        );
+    }
+}
+
 fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
         format!(": the closest memory has cosine {:.3}, under the floor {:.2}", a.best_similarity, a.floor)
