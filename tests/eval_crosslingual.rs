@@ -25,7 +25,7 @@ fn embedded_set_shape() {
     let (dev, test) = (&units[0], &units[1]);
     assert_eq!((dev.name.as_str(), dev.split), ("xling:dev", Split::Dev));
     assert_eq!((test.name.as_str(), test.split), ("xling:test", Split::Test));
-    assert_eq!((dev.queries.len(), test.queries.len()), (40, 40));
+    assert_eq!((dev.queries.len(), test.queries.len()), (80, 80));
     for u in &units {
         Namespace::new(u.name.as_str()).expect("unit name is a namespace");
         // Both units hold every memory: 40 English, 40 Chinese, distinct ids.
@@ -43,26 +43,27 @@ fn embedded_set_shape() {
         assert_eq!(u.docs, units[0].docs);
     }
 
-    // 80 queries, one per memory, each answered by a memory of the other
-    // language, labelled with its direction.
+    // 160 queries, two per memory: one in the other language, one in its
+    // own, labelled with their direction.
     let queries: Vec<_> = units.iter().flat_map(|u| &u.queries).collect();
-    assert_eq!(queries.len(), 80);
+    assert_eq!(queries.len(), 160);
     let docs: HashMap<&str, &Doc> = units[0].docs.iter().map(|d| (d.id.as_str(), d)).collect();
     let mut answered = Vec::new();
     for q in &queries {
         assert_eq!(q.gold.len(), 1, "{}", q.id);
         let g = q.gold[0].as_str();
         assert!(docs.contains_key(g), "{}: gold {g}", q.id);
-        let q_lang = if q.id.starts_with("q-zh-") { "zh" } else { "en" };
-        assert_ne!(q_lang, lang(g), "{}: gold {g} is in the query's language", q.id);
+        let q_lang = if q.id.starts_with("q-zh-") || q.id.starts_with("q-zz-") { "zh" } else { "en" };
+        let same = q.id.starts_with("q-ee-") || q.id.starts_with("q-zz-");
+        assert_eq!(q_lang == lang(g), same, "{}: gold {g}", q.id);
         assert_eq!(q.category.as_deref(), Some(format!("{q_lang}→{}", lang(g)).as_str()));
-        answered.push(g);
+        answered.push((g, same));
     }
     answered.sort_unstable();
     answered.dedup();
-    assert_eq!(answered.len(), 80, "every memory is asked about once");
+    assert_eq!(answered.len(), 160, "every memory is asked about once in each language");
     for u in &units {
-        for dir in ["zh→en", "en→zh"] {
+        for dir in ["zh→en", "en→zh", "en→en", "zh→zh"] {
             assert_eq!(u.queries.iter().filter(|q| q.category.as_deref() == Some(dir)).count(), 20);
         }
     }
@@ -136,8 +137,13 @@ fn malformed_files_are_rejected() {
     let bad_q_lang = r#"[{"id":"q1","lang":"de","text":"Was trinke ich?","gold":["en-1"]}]"#;
     assert!(reason(&with(MEMS, bad_q_lang)).contains("lang \"de\""));
 
+    // Gold in the query's own language is a same-language question; gold in
+    // both languages is refused.
     let same_lang = r#"[{"id":"q1","lang":"en","text":"What do I drink?","gold":["en-1"]}]"#;
-    assert!(reason(&with(MEMS, same_lang)).contains("in the query's language"));
+    std::fs::write(&p, with(MEMS, same_lang)).unwrap();
+    assert_eq!(load_crosslingual(Some(&p)).unwrap()[0].queries[0].category.as_deref(), Some("en→en"));
+    let mixed = r#"[{"id":"q1","lang":"en","text":"What do I like?","gold":["en-1","zh-1"]}]"#;
+    assert!(reason(&with(MEMS, mixed)).contains("another gold in"));
 
     let empty_text = r#"[{"id":"en-1","lang":"en","text":"  "}]"#;
     assert!(reason(&with(empty_text, "[]")).contains("empty text"));
@@ -207,13 +213,13 @@ fn runs_end_to_end_with_the_hashing_embedder() {
     assert_eq!(names, ["dev", "test", "all"]);
     for s in &report.splits {
         // Each split's unit holds all 80 memories; "all" counts both units.
-        let (n, docs) = if s.split == "all" { (80, 160) } else { (40, 80) };
+        let (n, docs) = if s.split == "all" { (160, 160) } else { (80, 80) };
         assert_eq!((s.counts.queries, s.counts.scored, s.counts.docs), (n, n, docs));
         let tables: Vec<&str> = s.tables.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(tables, ["recall", "mrr"]);
         for t in &s.tables {
             let rows: Vec<(&str, usize)> = t.rows.iter().map(|r| (r.group.as_str(), r.n)).collect();
-            assert_eq!(rows, [("zh→en", n / 2), ("en→zh", n / 2), ("overall", n)]);
+            assert_eq!(rows, [("zh→en", n / 4), ("en→zh", n / 4), ("en→en", n / 4), ("zh→zh", n / 4), ("overall", n)]);
             for r in &t.rows {
                 assert!(r.values.iter().all(|v| (0.0..=1.0).contains(v)), "{r:?}");
                 // Recall@k grows with k; MRR@k too.
@@ -222,7 +228,7 @@ fn runs_end_to_end_with_the_hashing_embedder() {
         }
     }
     let recs = report.queries.as_ref().unwrap();
-    assert_eq!(recs.len(), 80);
+    assert_eq!(recs.len(), 160);
     assert!(recs.iter().all(|r| r.retrieved.len() <= 10 && r.excluded.is_none()));
     let text = report.render_table();
     assert!(text.contains("zh→en") && text.contains("en→zh"), "{text}");

@@ -76,6 +76,19 @@ pub trait Embedder: Send + Sync {
         crate::SimilarityNorm::Raw
     }
 
+    /// Added to the cosine of a memory written in another script than the
+    /// query (mostly CJK against not; `query_is_cjk` says which the query
+    /// is) before recall fuses and ranks, when the caller leaves it to the
+    /// model ([`crate::Weights::cross_script`] `None`): a multilingual model
+    /// that ranks every memory of the query's language above the right one
+    /// in the other language states its same-language bias here. Default 0
+    /// (no change; for models that do not read both scripts there is
+    /// nothing to correct).
+    fn cross_script_offset(&self, query_is_cjk: bool) -> f32 {
+        let _ = query_is_cjk;
+        0.0
+    }
+
     /// Cosine (passage against passage) at or above which a new memory may
     /// restate a stored one, when the engine is not given its own
     /// ([`crate::EngineBuilder::dedup_threshold`]); it restates it only when

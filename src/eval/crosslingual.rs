@@ -47,8 +47,10 @@ struct RawQuery {
 /// The embedded set: one user's personal-assistant memories, 40 in English
 /// and 40 in Chinese, all different facts (some near distractors of others:
 /// same topic, different fact); each English memory is asked about by one
-/// Chinese question and each Chinese memory by one English question. The
-/// file is one JSON object:
+/// Chinese question and each Chinese memory by one English question; each
+/// memory is also asked about once in its own language (the questions
+/// above, translated), so that a change for one direction shows its cost
+/// on the others. The file is one JSON object:
 ///
 /// ```json
 /// {
@@ -58,12 +60,13 @@ struct RawQuery {
 /// ```
 ///
 /// `lang` is `"en"` or `"zh"`; `gold` lists the memory ids that answer the
-/// query, all in the other language. No other fields are allowed.
+/// query, all in one language. No other fields are allowed.
 ///
 /// - Docs: every memory, in file order; id = memory `id`, text = `text`,
 ///   session = the memory id (each memory stands alone), no time or speaker.
 /// - Queries: id, text and gold as in the file; category = the direction,
-///   `"zh→en"` or `"en→zh"` (query language → memory language).
+///   `"zh→en"`, `"en→zh"`, `"en→en"` or `"zh→zh"` (query language → memory
+///   language).
 /// - Split: queries at an even 0-based position in the `queries` list are
 ///   dev, odd test (as MADial). Two units, `xling:dev` and `xling:test`
 ///   (a split without queries gives no unit), each holding all memories.
@@ -74,7 +77,7 @@ struct RawQuery {
 /// when the file is not JSON of the schema, there are no memories, an id is
 /// empty or repeats (memories and queries each), a text is blank, a `lang`
 /// is not `en` or `zh`, a query has no gold, repeats a gold id, names a gold
-/// id that is not a memory, or names a memory in its own language.
+/// id that is not a memory, or names gold memories of both languages.
 pub fn load_crosslingual(path: Option<&Path>) -> Result<Vec<Unit>> {
     let (text, shown) = match path {
         Some(p) => (Cow::Owned(std::fs::read_to_string(p)?), p),
@@ -120,19 +123,20 @@ pub fn load_crosslingual(path: Option<&Path>) -> Result<Vec<Unit>> {
         if q.gold.is_empty() {
             return Err(bad_record(shown, &rec, "no gold memory"));
         }
-        let target = if q.lang == "en" { "zh" } else { "en" };
+        let mut target = None;
         for (j, g) in q.gold.iter().enumerate() {
             if q.gold[..j].contains(g) {
                 return Err(bad_record(shown, &rec, format!("gold id {g:?} repeats")));
             }
-            match langs.get(g.as_str()) {
-                None => return Err(bad_record(shown, &rec, format!("gold id {g:?} is not a memory"))),
-                Some(&l) if l != target => {
-                    return Err(bad_record(shown, &rec, format!("gold memory {g:?} is in the query's language ({l})")))
+            match (langs.get(g.as_str()), target) {
+                (None, _) => return Err(bad_record(shown, &rec, format!("gold id {g:?} is not a memory"))),
+                (Some(&l), Some(t)) if l != t => {
+                    return Err(bad_record(shown, &rec, format!("gold memory {g:?} is in {l}, another gold in {t}")))
                 }
-                Some(_) => {}
+                (Some(&l), _) => target = Some(l),
             }
         }
+        let target = target.unwrap_or("en");
         let split = if i % 2 == 0 { Split::Dev } else { Split::Test };
         let query = Query {
             id: q.id.clone(),
@@ -182,7 +186,7 @@ mod tests {
         assert_eq!(names, ["xling:dev", "xling:test"]);
         for u in &units {
             assert_eq!(u.docs.len(), 80);
-            for dir in ["zh→en", "en→zh"] {
+            for dir in ["zh→en", "en→zh", "en→en", "zh→zh"] {
                 assert_eq!(u.queries.iter().filter(|q| q.category.as_deref() == Some(dir)).count(), 20, "{dir}");
             }
         }

@@ -25,8 +25,11 @@ struct Memory {
 ///
 /// - Docs: the user's memories, in file order; id = memory `id`, text
 ///   `"<event>（<scene>，<emotion>）"` (the official embeds scene, emotion and
-///   event), session and time = the memory's date, speaker = the user's name
-///   as the dialogues show it (`<Bart>:"…"`).
+///   event), time = the memory's date, session = the memory id (each
+///   memory is its own episode: memories of one date are separate events,
+///   not turns of one conversation, and the session score of recall
+///   treats a session as a conversation), speaker = the user's name as
+///   the dialogues show it (`<Bart>:"…"`).
 /// - Query per dialogue: the lines before `test-turn[0]` (an index into the
 ///   `dialogue` list, `<BOD>` included), without the `<BOD>` marker, each
 ///   trimmed, joined by `\n`; gold = `relevant-id`; id = the dialogue `id`.
@@ -82,7 +85,7 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             if memories.iter().any(|x| x.id == id) {
                 return Err(bad_record(&memory_path, &rec, format!("duplicate memory id {id:?}")));
             }
-            let doc = Doc { id: id.clone(), text, session: date.to_string(), time, speaker: None };
+            let doc = Doc { id: id.clone(), text, session: id.clone(), time, speaker: None };
             memories.push(Memory { id, user, doc });
         }
     }

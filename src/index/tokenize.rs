@@ -139,6 +139,22 @@ pub(crate) fn has_cjk(token: &str) -> bool {
     token.chars().any(is_cjk)
 }
 
+/// Whether `text` is written mostly in CJK script: at least one CJK
+/// character per three ASCII letters (a CJK character carries about a
+/// word, an English word about five letters), so "Tom的生日是七月十八号" is
+/// CJK and "My colleague 王伟 said hi" is not.
+pub(crate) fn mostly_cjk(text: &str) -> bool {
+    let (mut cjk, mut latin) = (0usize, 0usize);
+    for c in text.chars() {
+        if is_cjk(c) {
+            cjk += 1;
+        } else if c.is_ascii_alphabetic() {
+            latin += 1;
+        }
+    }
+    cjk > 0 && cjk * 3 >= latin
+}
+
 /// Han (URO, Ext A, Ext B–H, compatibility), Hiragana, Katakana (incl.
 /// phonetic extensions and the prolonged sound mark), and `々 〆 〇`.
 fn is_cjk(c: char) -> bool {

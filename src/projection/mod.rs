@@ -52,6 +52,11 @@ pub(crate) struct NsState {
     /// counts a pending memory as indexed, so live and replay agree at any
     /// point of the backlog.
     pub(crate) pending_vectors: BTreeSet<MemoryId>,
+    /// Memory versions written mostly in CJK script
+    /// ([`crate::index::mostly_cjk`]): recall corrects a multilingual
+    /// embedder's same-language bias between the two scripts
+    /// ([`crate::Weights::cross_script`]).
+    pub(crate) cjk: HashSet<u64>,
 }
 
 impl NsState {
@@ -68,6 +73,17 @@ impl NsState {
             vectors: VectorIndex::new(dim, params.clone()),
             lexical: LexicalIndex::new(),
             pending_vectors: BTreeSet::new(),
+            cjk: HashSet::new(),
+        }
+    }
+
+    /// Whether some memory version here is written in the other script
+    /// than a query that `is_cjk` (or not).
+    pub(crate) fn has_other_script(&self, is_cjk: bool) -> bool {
+        if is_cjk {
+            self.memories.len() > self.cjk.len()
+        } else {
+            !self.cjk.is_empty()
         }
     }
 
@@ -108,6 +124,7 @@ impl NsState {
             self.vectors.remove(id.0);
             self.lexical.remove(id.0);
             self.pending_vectors.remove(&id);
+            self.cjk.remove(&id.0);
             Some((m.prev, m.next))
         } else {
             self.erased.remove(&id).map(|e| (e.prev, e.next))
@@ -413,6 +430,9 @@ impl State {
         }
         st.by_norm.entry(normalize_content(&x.content)).or_default().insert(id);
         st.lexical.insert(id.0, &x.content);
+        if crate::index::mostly_cjk(&x.content) {
+            st.cjk.insert(id.0);
+        }
         if let Some(v) = vector {
             if v.len() == dim {
                 st.vectors.insert(id.0, v);

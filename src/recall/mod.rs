@@ -229,9 +229,24 @@ impl Engine {
             let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, point, opts));
             let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
             let mut cands: HashMap<u64, (Option<f32>, f32)> = HashMap::new();
+            // A multilingual embedder's same-language bias, corrected: the
+            // memories of the other script get a second search of their own
+            // (else the query's language fills every candidate slot) and
+            // the offset on their cosine.
+            let query_cjk = crate::index::mostly_cjk(query);
+            let cross_offset = match opts.weights.cross_script {
+                Some(o) => o,
+                None => self.embedder().cross_script_offset(query_cjk),
+            };
+            let other_script = |id: u64| st.cjk.contains(&id) != query_cjk;
             if opts.mode != RecallMode::Lexical {
                 for (id, sim) in st.vectors.search(query_vector, n, &keep) {
                     cands.entry(id).or_insert((Some(sim), 0.0));
+                }
+                if cross_offset != 0.0 && st.has_other_script(query_cjk) {
+                    for (id, sim) in st.vectors.search(query_vector, n, &|id| keep(id) && other_script(id)) {
+                        cands.entry(id).or_insert((Some(sim), 0.0));
+                    }
                 }
             }
             if opts.mode != RecallMode::Dense {
@@ -244,7 +259,7 @@ impl Engine {
             let query_terms: Vec<String> = crate::index::tokenize(query);
             // Cosine of every candidate (lexical-only candidates get theirs
             // computed here), minus those under the similarity floor.
-            let mut scored: Vec<(u64, f32, f32)> = Vec::with_capacity(cands.len());
+            let mut scored: Vec<(u64, f32, f32, f32)> = Vec::with_capacity(cands.len());
             for (id, (sim, bm25)) in cands {
                 let sim = match sim {
                     Some(s) => s,
@@ -254,17 +269,20 @@ impl Engine {
                 if opts.min_similarity.is_some_and(|floor| sim < floor) {
                     continue;
                 }
-                scored.push((id, sim, bm25));
+                let offset = if cross_offset != 0.0 && other_script(id) { cross_offset } else { 0.0 };
+                scored.push((id, sim, bm25, offset));
             }
             let norm = match opts.weights.similarity_norm {
                 SimilarityNorm::Auto => self.embedder().similarity_norm(),
                 n => n,
             };
             let sim_scale = (norm == SimilarityNorm::MinMax && opts.mode == RecallMode::Hybrid).then(|| {
-                scored.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| (lo.min(c.1), hi.max(c.1)))
+                scored
+                    .iter()
+                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| (lo.min(c.1 + c.3), hi.max(c.1 + c.3)))
             });
             let mut hits = Vec::with_capacity(scored.len());
-            for (id, sim, bm25) in scored {
+            for (id, sim, bm25, offset) in scored {
                 let Some(m) = st.memories.get(&MemoryId(id)) else {
                     continue;
                 };
@@ -274,6 +292,7 @@ impl Engine {
                     bm25,
                     max_bm25,
                     query_idf,
+                    offset,
                     sim_scale,
                     &query_terms,
                     opts,

@@ -162,6 +162,16 @@ pub struct Weights {
     /// module docs).
     #[serde(default = "default_time_weight")]
     pub time: f32,
+    /// Added to the cosine of a memory written in another script than the
+    /// query (mostly CJK against not; the explanation keeps the raw cosine)
+    /// before fusion, and a second vector search then looks among the
+    /// memories of the other script, so that they are candidates at all.
+    /// `None`: the embedder's [`crate::embed::Embedder::cross_script_offset`]
+    /// for the query's script (0 for all but multilingual-e5-small, which
+    /// states 0.10 for Chinese questions and its measurements); a value
+    /// here applies to questions in either script.
+    #[serde(default)]
+    pub cross_script: Option<f32>,
 }
 
 fn default_time_weight() -> f32 {
@@ -186,6 +196,7 @@ impl Default for Weights {
             similarity_norm: SimilarityNorm::Auto,
             session: 0.5,
             time: 0.2,
+            cross_script: None,
         }
     }
 }
@@ -273,6 +284,7 @@ pub(crate) fn explain(
     bm25: f32,
     max_bm25: f32,
     query_idf: f32,
+    sim_offset: f32,
     sim_scale: Option<(f32, f32)>,
     query_terms: &[String],
     opts: &RecallOptions,
@@ -282,14 +294,15 @@ pub(crate) fn explain(
 ) -> Explanation {
     let w = &opts.weights;
     let lexical_norm = if max_bm25 > 0.0 { bm25 / max_bm25 } else { 0.0 };
+    let adjusted = similarity + sim_offset;
     let fused = match opts.mode {
-        RecallMode::Dense => similarity,
+        RecallMode::Dense => adjusted,
         RecallMode::Lexical => lexical_norm,
         RecallMode::Hybrid => {
             let sim = match sim_scale {
-                Some((lo, hi)) if hi > lo => (similarity - lo) / (hi - lo),
+                Some((lo, hi)) if hi > lo => (adjusted - lo) / (hi - lo),
                 Some(_) => 1.0,
-                None => similarity,
+                None => adjusted,
             };
             w.dense * sim + (1.0 - w.dense) * lexical_norm
         }

@@ -64,6 +64,12 @@ pub struct EvalArgs {
     /// score up to this much more.
     #[arg(long)]
     time_weight: Option<f32>,
+    /// Added to the cosine of memories written in another script than the
+    /// question (CJK against not) before fusion, for questions in either
+    /// script (-1–1; default the embedder's: 0 except for
+    /// multilingual-e5-small on Chinese questions).
+    #[arg(long, allow_hyphen_values = true)]
+    cross_script_offset: Option<f32>,
     /// Abstain as `context` does: return nothing for a query when its top
     /// 10 hits do not reach the floors. `auto`: the embedder's context
     /// floors; `B` or `B,N`: no hit with a cosine of at least B, or (N) the
@@ -398,6 +404,12 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             }
             weights.session = w;
         }
+        if let Some(o) = args.cross_script_offset {
+            if !(-1.0..=1.0).contains(&o) {
+                return Err(mnemon::Error::invalid("cross_script_offset", "must be in -1..=1"));
+            }
+            weights.cross_script = Some(o);
+        }
         if let Some(w) = args.time_weight {
             if !(0.0..=1.0).contains(&w) {
                 return Err(mnemon::Error::invalid("time_weight", "must be in 0..=1"));
@@ -462,6 +474,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                     "dense_weight": weights.dense,
                     "session_weight": weights.session,
                     "time_weight": weights.time,
+                    "cross_script_offset": weights.cross_script,
                     "abstain": backend.abstain,
                     "similarity_norm": match weights.similarity_norm {
                         mnemon::SimilarityNorm::Auto => embedder.similarity_norm(),
