@@ -245,6 +245,17 @@ mod tests {
     }
 
     #[test]
+    fn mostly_cjk_weighs_a_character_as_three_letters() {
+        assert!(mostly_cjk("我对海鲜过敏。"));
+        assert!(mostly_cjk("Tom的生日是七月十八号，他想要一台新的咖啡机。"));
+        assert!(mostly_cjk("我现在用的是华为Mate 60"));
+        assert!(!mostly_cjk("My colleague 王伟 said the build is green again."));
+        assert!(!mostly_cjk("What does Tom want for his birthday?"));
+        assert!(!mostly_cjk("12345 !!!"));
+        assert!(mostly_cjk("東京タワーに行った"));
+    }
+
+    #[test]
     fn english_words_lowercased_and_stemmed() {
         assert_eq!(
             toks("The Cats were RUNNING; John's boxes, stories & classes!"),
