@@ -162,6 +162,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             only.is_empty() || label.starts_with(only.as_str()) || (only == "both" && label.starts_with("half"))
         })
         .collect();
+    if mixes.is_empty() {
+        return Err(format!("MNEMON_BENCH_MIX={only:?}: expected observations, memories or both").into());
+    }
     for _ in 0..repeat {
         for &(label, mix) in &mixes {
             let tmp = tempfile::tempdir()?;

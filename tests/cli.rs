@@ -724,7 +724,9 @@ fn recall_reads_time_expressions_against_the_reference_time() {
     // context takes it too, and a question naming no time has no span.
     let v = json(&data, &["context", "--ns", "d", "--reference-time", "2023-04-01T09:00:00Z", "--abstain-below=-1", q]);
     let text = v["context"].as_str().unwrap_or("");
-    assert!(text.find("British") < text.find("Louvre"), "{text}");
+    let (british, louvre) = (text.find("British"), text.find("Louvre"));
+    assert!(british.is_some() && louvre.is_some() && british < louvre, "{text}");
+    assert_eq!(v["query_time"]["spans"][0]["phrase"], "two months ago", "{v}");
     let v =
         json(&data, &["recall", "--ns", "d", "--reference-time", "2023-04-01T09:00:00Z", "Which museum did I visit?"]);
     assert!(v.get("query_time").is_none(), "{v}");

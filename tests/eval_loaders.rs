@@ -184,7 +184,8 @@ fn madial_fixture_dir_and_file() {
     assert_eq!(bart.split, Split::Dev);
     assert_eq!(ids(bart), ["1", "2", "3"]);
     assert_eq!(bart.docs[0].text, "Bart danced at the Christmas party.（活动类，开心）");
-    assert_eq!(bart.docs[0].session, "2023-12-25");
+    // Each memory is its own episode.
+    assert_eq!(bart.docs[0].session, "1");
     assert_eq!(bart.docs[0].time, Some(Utc.with_ymd_and_hms(2023, 12, 25, 0, 0, 0).unwrap()));
     assert_eq!(bart.docs[0].speaker.as_deref(), Some("Bart"));
     // Dialogues 0 and 2 (even positions) are dev.
@@ -195,6 +196,10 @@ fn madial_fixture_dir_and_file() {
         "<Bart>:\"I will dance at the new year party!\"\n<Assistant>:\"Great!\"\n<Bart>:\"Maybe I get ice cream after.\""
     );
     assert_eq!(bart.queries[0].gold, ["1", "3"]);
+    // Asked at the user's latest memory date.
+    let latest = bart.docs.iter().filter_map(|d| d.time).max();
+    assert!(latest.is_some());
+    assert!(bart.queries.iter().all(|q| q.time == latest));
     // 99 is no memory of user 1.
     assert_eq!(bart.queries[1].gold, ["2"]);
     assert_eq!(bart.queries[1].gold_dropped, ["99"]);

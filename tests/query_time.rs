@@ -35,7 +35,12 @@ fn diary(dir: &std::path::Path) -> Result<(Engine, Namespace), Box<dyn std::erro
 }
 
 fn asked(reference: DateTime<Utc>) -> RecallOptions {
-    RecallOptions { top_k: 3, record_access: false, reference_time: Some(reference), ..RecallOptions::default() }
+    RecallOptions {
+        top_k: 3,
+        record_access: false,
+        reference_time: Some(reference.fixed_offset()),
+        ..RecallOptions::default()
+    }
 }
 
 fn first(engine: &Engine, ns: &Namespace, q: &str, opts: &RecallOptions) -> Result<String, mnemon::Error> {
@@ -95,7 +100,7 @@ fn the_reference_is_the_question_time_then_the_views_time_then_the_clock() -> R 
     assert_eq!(view.query_time(q), Some(span.clone()));
     assert_eq!(first(&engine, &ns, q, &view)?, DIARY[0].0);
     // An explicit reference time wins over the view's.
-    let both = RecallOptions { reference_time: Some(at(2023, 4, 1)), ..view };
+    let both = RecallOptions { reference_time: Some(at(2023, 4, 1).fixed_offset()), ..view };
     assert_eq!(both.query_time(q).map(|t| t.from), Some(Utc.with_ymd_and_hms(2023, 3, 1, 0, 0, 0).unwrap()));
     // Without either, the clock: last month is before now.
     let now = RecallOptions::default().query_time(q).expect("a span");

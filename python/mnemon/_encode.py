@@ -13,8 +13,10 @@ from ._errors import InvalidInputError
 __all__ = ["encode_args", "find_bad_string", "time_text", "as_of_value"]
 
 
-def time_text(field: str, value: Any) -> str:
-    """An aware `datetime` (or an RFC 3339 string, passed through) as RFC 3339 text.
+def time_text(field: str, value: Any, keep_offset: bool = False) -> str:
+    """An aware `datetime` (or an RFC 3339 string, passed through) as RFC 3339 text,
+    in UTC unless `keep_offset` (then in the datetime's own offset, which
+    decides where its days begin).
 
     Raises InvalidInputError for a naive datetime (its zone is unknown) or
     another type.
@@ -25,7 +27,7 @@ def time_text(field: str, value: Any) -> str:
                 f"{field}: a naive datetime has no time zone; pass an aware one (e.g. datetime.now(timezone.utc))",
                 field,
             )
-        return value.astimezone(timezone.utc).isoformat()
+        return value.isoformat() if keep_offset else value.astimezone(timezone.utc).isoformat()
     if isinstance(value, str):
         return value
     raise InvalidInputError(f"{field}: expected a timezone-aware datetime, got {type(value).__name__}", field)

@@ -739,14 +739,17 @@ class Engine:
             requester: who asks (stored with the access record).
             record_access: record the recall (refreshes recency; default True).
             reference_time: when the question is asked (aware datetime or
-                RFC 3339): time expressions in `query` ("last month", "two
-                weeks ago", "in March", "上个月", "三天前") are read relative
-                to it, and memories from the span they name score up to 0.2
-                more (`explain.time`). Default: the `as_of` time, else now.
+                RFC 3339; its offset decides where days begin): time
+                expressions in `query` ("last month", "two weeks ago", "in
+                March", "上个月", "三天前") are read relative to it, and
+                memories from the spans they name score up to 0.2 more
+                (`explain.time`). Default: the `as_of` time, else now (local
+                time).
 
         Returns `RecallResponse`: `hits` (each a `Hit` with `memory`, `score`
         and `explain`), `omitted` (hits cut by the response cap) and
-        `query_time` (the span of time the query names, as read, or None).
+        `query_time` (the spans of time the query names, as read, each
+        phrase's in `query_time.spans`; None when it names none).
 
         Raises:
             InvalidInputError: bad values (nothing recorded).
@@ -902,7 +905,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
-            reference_time=None if reference_time is None else time_text("reference_time", reference_time),
+            reference_time=None if reference_time is None else time_text("reference_time", reference_time, keep_offset=True),
         )
         _time_range(args, time_range)
         return args

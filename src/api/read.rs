@@ -80,10 +80,11 @@ pub struct RecallFilters {
     /// Record the access. It refreshes recency; default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_access: Option<bool>,
-    /// When the question is asked (RFC 3339): "last month", "三天前" are
-    /// read relative to it. Default: the as_of time, else now.
+    /// When the question is asked (RFC 3339; its offset decides where days
+    /// begin): "last month", "三天前" are read relative to it. Default: the
+    /// as_of time, else now (local time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reference_time: Option<DateTime<Utc>>,
+    pub reference_time: Option<DateTime<chrono::FixedOffset>>,
 }
 
 impl RecallFilters {
@@ -195,7 +196,10 @@ impl Call for RecallRequest {
     }
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<RecallResponse, ApiError> {
-        let mut opts = self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?;
+        // Pinned so that the score and the response read the query's time
+        // against the same clock reading.
+        let mut opts =
+            self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?.pinned();
         // Judged here rather than inside the engine's recall, so that the
         // response can say that it abstained and why.
         let floors = opts.abstain.take();

@@ -16,14 +16,14 @@ pub(super) fn en_negation(w: &str) -> Option<&'static str> {
 }
 
 /// English number words: cardinal and ordinal value, or the scale words.
-pub(super) enum NumberWord {
+pub(crate) enum NumberWord {
     /// A value that adds (`five`, `twenty`, `third`).
     Unit(f64),
     /// A multiplier (`hundred`, `thousand`, `million`, `dozen`).
     Scale(f64),
 }
 
-pub(super) fn en_number(w: &str) -> Option<NumberWord> {
+pub(crate) fn en_number(w: &str) -> Option<NumberWord> {
     use NumberWord::{Scale, Unit};
     Some(match w {
         "zero" => Unit(0.0),
@@ -129,7 +129,7 @@ pub(super) fn en_time_word(w: &str) -> Option<&'static str> {
 }
 
 /// Weekday names (singular or plural, any case).
-pub(super) fn en_weekday(w: &str) -> Option<&'static str> {
+pub(crate) fn en_weekday(w: &str) -> Option<&'static str> {
     Some(match w.strip_suffix('s').unwrap_or(w) {
         "monday" | "mon" => "monday",
         "tuesday" | "tue" | "tues" => "tuesday",
@@ -144,7 +144,7 @@ pub(super) fn en_weekday(w: &str) -> Option<&'static str> {
 
 /// Month names; `capitalised` says whether the word was written with a
 /// capital (`may`, `march`, `sat`, `sun` … are months or days only then).
-pub(super) fn en_month(w: &str, capitalised: bool) -> Option<&'static str> {
+pub(crate) fn en_month(w: &str, capitalised: bool) -> Option<&'static str> {
     let m = match w {
         "january" | "jan" => "january",
         "february" | "feb" => "february",

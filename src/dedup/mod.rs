@@ -55,6 +55,9 @@ mod cjk;
 mod latin;
 mod lexicon;
 mod numbers;
+
+pub(crate) use lexicon::{en_month, en_number, en_weekday, NumberWord};
+pub(crate) use numbers::{zh_numeral, zh_value};
 #[cfg(test)]
 mod tests;
 

@@ -62,7 +62,7 @@ pub(super) fn read_digits(chars: &[char], i: usize) -> (Digits, usize) {
 
 /// Value of a Chinese numeral character: `Some(Ok(digit))` for 〇零一二两俩
 /// 三…九, `Some(Err(unit))` for 十百千万亿, `None` otherwise.
-pub(super) fn zh_numeral(c: char) -> Option<Result<u32, u64>> {
+pub(crate) fn zh_numeral(c: char) -> Option<Result<u32, u64>> {
     Some(match c {
         '零' | '〇' => Ok(0),
         '一' => Ok(1),
@@ -86,7 +86,7 @@ pub(super) fn zh_numeral(c: char) -> Option<Result<u32, u64>> {
 /// Value of a run of Chinese numerals: positional (`二十五` = 25, `一千零二`
 /// = 1002, `三万五` = 35000 and `一千二` = 1200, as spoken) or, without unit
 /// characters, digit by digit (`二〇二四` = 2024).
-pub(super) fn zh_value(run: &[char]) -> Option<f64> {
+pub(crate) fn zh_value(run: &[char]) -> Option<f64> {
     let parts: Vec<Result<u32, u64>> = run.iter().map(|c| zh_numeral(*c)).collect::<Option<_>>()?;
     if parts.is_empty() {
         return None;

@@ -29,7 +29,8 @@ fn category_name(code: u64) -> String {
 /// docs = every turn of every `session_<n>` in session order (id = `dia_id`,
 /// text `"<speaker>: <text>"` plus `" [shares <blip_caption>]"` for image
 /// turns, session `"session_<n>"`, time from `session_<n>_date_time`), one
-/// [`Query`] per `qa` item with the evidence cleaned by [`clean_evidence`].
+/// [`Query`] per `qa` item with the evidence cleaned by [`clean_evidence`],
+/// asked at the last session's date (the reference for "last year").
 ///
 /// Split: samples conv-26, -30, -41, -42, -43 are dev, the rest test
 /// (`SPLITS.md`). Date-time keys without a session (conv-26 has them for

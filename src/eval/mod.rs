@@ -72,8 +72,8 @@ pub struct Doc {
     /// Cross-lingual: the memory's text.
     pub text: String,
     /// The session the doc belongs to. LoCoMo: `"session_<n>"`. LongMemEval:
-    /// the haystack session id (shared by repeated occurrences). MADial: the
-    /// memory's date (`"2023-12-25"`). Cross-lingual: the memory id.
+    /// the haystack session id (shared by repeated occurrences). MADial and
+    /// cross-lingual: the memory id (each memory its own episode).
     pub session: String,
     /// When it was said or happened (session date; the benchmarks give local
     /// times without a zone, read as UTC). `None` when the data has none.
@@ -164,11 +164,14 @@ pub struct Query {
     /// Category the metrics are broken down by. LoCoMo: `multi-hop`,
     /// `temporal`, `open-domain`, `single-hop`, `adversarial` (or
     /// `category-<n>` for an unknown code). LongMemEval: `question_type`.
-    /// MADial: `None`. Cross-lingual: the direction, `zh→en` or `en→zh`.
+    /// MADial: `None`. Cross-lingual: the direction, `zh→en`, `en→zh`,
+    /// `en→en` or `zh→zh`.
     pub category: Option<String>,
     /// The query's split (always its unit's split).
     pub split: Split,
-    /// When the question is asked (LongMemEval `question_date`), if known.
+    /// When the question is asked, the reference for its time expressions:
+    /// LongMemEval `question_date`, LoCoMo the last session's date, MADial
+    /// the user's latest memory date; `None` for the cross-lingual set.
     pub time: Option<DateTime<Utc>>,
     /// LongMemEval abstention question (`question_id` ending in `_abs`);
     /// left out of every mean, as the official code does.

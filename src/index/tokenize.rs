@@ -157,7 +157,7 @@ pub(crate) fn mostly_cjk(text: &str) -> bool {
 
 /// Han (URO, Ext A, Ext B–H, compatibility), Hiragana, Katakana (incl.
 /// phonetic extensions and the prolonged sound mark), and `々 〆 〇`.
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3005..=0x3007      // 々 〆 〇
         | 0x3040..=0x309F    // Hiragana

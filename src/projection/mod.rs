@@ -77,14 +77,12 @@ impl NsState {
         }
     }
 
-    /// Whether some memory version here is written in the other script
-    /// than a query that `is_cjk` (or not).
-    pub(crate) fn has_other_script(&self, is_cjk: bool) -> bool {
-        if is_cjk {
-            self.memories.len() > self.cjk.len()
-        } else {
-            !self.cjk.is_empty()
-        }
+    /// Whether memory versions here are written in both scripts (mostly CJK
+    /// and not): only then can a query's own script crowd the other out of
+    /// its candidates. Counts every version (superseded ones too), so it
+    /// may say yes for a namespace whose current memories are of one script.
+    pub(crate) fn has_both_scripts(&self) -> bool {
+        !self.cjk.is_empty() && self.memories.len() > self.cjk.len()
     }
 
     /// Every version in the chain of `id`, oldest first (forgotten links skipped).

@@ -231,6 +231,11 @@ pub struct ContextBlock {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abstention: Option<crate::recall::Abstention>,
+    /// The spans of time the query names ("last month", "三天前"), as read
+    /// relative to the recall's reference time; the relevant part favours
+    /// memories from then. Absent when it names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_time: Option<crate::recall::QueryTime>,
     /// Ids of the memories the block holds, profile entries first, then
     /// relevant ones in rank order (what `context` records access for).
     /// Not serialized.
@@ -423,6 +428,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         abstained: false,
         abstention: None,
         unknown_names: Vec::new(),
+        query_time: None,
         memory_ids,
     }
 }

@@ -25,9 +25,9 @@ pub use context::{
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
 pub(crate) use score::dot as score_dot;
 pub use score::{Explanation, RecallMode, SimilarityNorm, Weights, SESSION_TOP};
-pub use when::{resolve as query_time, QueryTime};
+pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use std::collections::HashMap;
 
 use crate::embed::EmbedKind;
@@ -90,29 +90,39 @@ pub struct RecallOptions {
     /// When the query is asked: time expressions in it ("last month", "two
     /// weeks ago", "in March", "上个月", "三天前"; see [`QueryTime`]) are
     /// resolved against it, and memories from the span they name score up
-    /// to [`Weights::time`] more. `None`: the time of an [`AsOf::Time`] or
-    /// [`AsOf::ValidTime`] view, else the clock.
-    pub reference_time: Option<DateTime<Utc>>,
+    /// to [`Weights::time`] more. Its offset decides where days begin.
+    /// `None`: the time of an [`AsOf::Time`] or [`AsOf::ValidTime`] view
+    /// (UTC), else the clock in the machine's local time zone.
+    pub reference_time: Option<DateTime<FixedOffset>>,
 }
 
 impl RecallOptions {
-    /// The span of time `query` names ([`QueryTime`]), read relative to
-    /// [`RecallOptions::reference_time`] (else an [`AsOf::Time`] /
-    /// [`AsOf::ValidTime`] view's time, else the clock); `None` when it
-    /// names none or [`Weights::time`] is 0 (the score ignores it then).
+    /// The spans of time `query` names ([`QueryTime`]), read relative to
+    /// [`RecallOptions::reference`]; `None` when it names none or
+    /// [`Weights::time`] is 0 (the score ignores them then).
     pub fn query_time(&self, query: &str) -> Option<QueryTime> {
-        self.query_time_at(query, Utc::now())
-    }
-
-    fn query_time_at(&self, query: &str, now: DateTime<Utc>) -> Option<QueryTime> {
         if self.weights.time <= 0.0 {
             return None;
         }
-        let reference = self.reference_time.unwrap_or(match self.as_of {
-            Some(AsOf::Time(t) | AsOf::ValidTime(t)) => t,
-            _ => now,
-        });
-        when::resolve(query, reference)
+        when::resolve(query, self.reference())
+    }
+
+    /// When the query is asked: [`RecallOptions::reference_time`], else the
+    /// time of an [`AsOf::Time`] / [`AsOf::ValidTime`] view (UTC), else the
+    /// clock in the machine's local time zone.
+    pub fn reference(&self) -> DateTime<FixedOffset> {
+        match (self.reference_time, self.as_of) {
+            (Some(t), _) => t,
+            (None, Some(AsOf::Time(t) | AsOf::ValidTime(t))) => t.fixed_offset(),
+            _ => chrono::Local::now().fixed_offset(),
+        }
+    }
+
+    /// These options with [`RecallOptions::reference_time`] set to
+    /// [`RecallOptions::reference`], so that two reads of the query's time
+    /// (the score and a response's `query_time`) agree.
+    pub fn pinned(&self) -> RecallOptions {
+        RecallOptions { reference_time: Some(self.reference()), ..self.clone() }
     }
 }
 
@@ -158,7 +168,9 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidInput`] for an empty or oversized query, a query with
     /// characters the [input rules](crate::safety::text) refuse, `top_k`
-    /// outside 1..=1000, `min_similarity` or an [`Abstain`] floor outside -1..=1, or an `as_of`
+    /// outside 1..=1000, `min_similarity` or an [`Abstain`] floor outside -1..=1,
+    /// [`Weights::time`] outside 0..=1 or [`Weights::cross_script`] outside
+    /// -1..=1 (NaN included), or an `as_of`
     /// position past the log's end; [`Error::Embedder`] if embedding the
     /// query fails.
     pub fn recall(&self, ns: &Namespace, query: &str, opts: &RecallOptions) -> Result<Vec<Hit>> {
@@ -192,6 +204,12 @@ impl Engine {
                 return Err(Error::invalid(name, "must be in -1.0..=1.0"));
             }
         }
+        if !(0.0..=1.0).contains(&opts.weights.time) {
+            return Err(Error::invalid("time_weight", "must be in 0.0..=1.0"));
+        }
+        if opts.weights.cross_script.is_some_and(|o| !(-1.0..=1.0).contains(&o)) {
+            return Err(Error::invalid("cross_script", "must be in -1.0..=1.0"));
+        }
         Ok(())
     }
 
@@ -220,7 +238,7 @@ impl Engine {
         let at = point.seq;
         let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
         let now = Utc::now();
-        let query_time = opts.query_time_at(query, now);
+        let query_time = opts.query_time(query);
         let hits = {
             let state = self.shared().state.read();
             let Some(st) = state.ns(ns) else {
@@ -243,7 +261,7 @@ impl Engine {
                 for (id, sim) in st.vectors.search(query_vector, n, &keep) {
                     cands.entry(id).or_insert((Some(sim), 0.0));
                 }
-                if cross_offset != 0.0 && st.has_other_script(query_cjk) {
+                if cross_offset != 0.0 && st.has_both_scripts() {
                     for (id, sim) in st.vectors.search(query_vector, n, &|id| keep(id) && other_script(id)) {
                         cands.entry(id).or_insert((Some(sim), 0.0));
                     }

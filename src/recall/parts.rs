@@ -132,7 +132,9 @@ impl Engine {
         }
         let shares = opts.shares.check()?;
         let current = opts.recall.current_session.as_deref();
-        let mut recall = opts.recall.clone();
+        // Pinned so that the score and the block's `query_time` read the
+        // query's time against the same clock reading.
+        let mut recall = opts.recall.pinned();
         let floors = recall.abstain.take().unwrap_or_else(|| self.embedder().context_floor());
         // Access is recorded below, for the memories the block holds only.
         let record_access = std::mem::replace(&mut recall.record_access, false);
@@ -157,7 +159,8 @@ impl Engine {
         if record_access && recall.as_of.is_none() {
             self.record_access(ns, block.memory_ids.clone(), recall.requester.clone());
         }
-        Ok(ContextBlock { abstained: abstention.is_some(), unknown_names, abstention, ..block })
+        let query_time = recall.query_time(query);
+        Ok(ContextBlock { abstained: abstention.is_some(), unknown_names, abstention, query_time, ..block })
     }
 
     /// The read point of `as_of` (default: the last durable position).

@@ -2,14 +2,21 @@
 //!
 //! ```text
 //! fused   = w_dense · sim + (1 − w_dense) · bm25 / max_bm25         (hybrid)
-//! sim     = cosine                                    (SimilarityNorm::Raw)
-//!         = (cosine − min_cos) / (max_cos − min_cos)  (SimilarityNorm::MinMax)
-//!         = cosine                                                  (dense)
+//! cos     = cosine + cross_script     (memory in the other script than the
+//!           query, CJK against not; else the cosine)
+//! sim     = cos                                       (SimilarityNorm::Raw)
+//!         = (cos − min_cos) / (max_cos − min_cos)     (SimilarityNorm::MinMax)
+//!         = cos                                                     (dense)
 //!         = bm25 / max_bm25                                         (lexical)
 //! own     = fused · (1 − w_imp + 2·w_imp·importance)
 //!                 · (1 − w_rec + w_rec·recency)
 //!         + w_ent · min(entity matches, 3)
 //!         + w_time · proximity            (the query names a time)
+//! ```
+//! `cross_script` is [`Weights::cross_script`], else the embedder's
+//! [`crate::embed::Embedder::cross_script_offset`] for the query's script
+//! (measurements there); `proximity` is [`crate::recall::QueryTime::proximity`].
+//! ```text
 //! final   = (1 − w_ses) · own + w_ses · session
 //! session = (best own + second-best own) / 2 among the candidates of the
 //!           memory's session (a missing second counts 0; no session: own)

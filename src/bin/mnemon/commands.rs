@@ -310,8 +310,9 @@ pub struct RecallFlags {
     no_record_access: bool,
     /// When the question is asked (RFC 3339): time expressions in the query
     /// ("last month", "two weeks ago", "in March", "上个月", "三天前") are
-    /// read relative to it, and memories from then rank higher. Default:
-    /// the --as-of-time / --valid-time, else now.
+    /// read relative to it, and memories from then rank higher; its offset
+    /// decides where days begin. Default: the --as-of-time / --valid-time,
+    /// else now (local time).
     #[arg(long)]
     reference_time: Option<String>,
 }
@@ -343,7 +344,11 @@ impl RecallFlags {
             candidates: self.candidates,
             requester: Some(self.requester.clone()),
             record_access: Some(!self.no_record_access),
-            reference_time: self.reference_time.as_deref().map(|t| parse_time("reference_time", t)).transpose()?,
+            reference_time: self
+                .reference_time
+                .as_deref()
+                .map(|t| parse_time_in_offset("reference_time", t))
+                .transpose()?,
         })
     }
 }
@@ -525,9 +530,12 @@ pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
 }
 
 fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
-    DateTime::parse_from_rfc3339(s)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| ApiError::invalid(field, format!("{field}: {s:?} is not RFC 3339: {e}")))
+    parse_time_in_offset(field, s).map(|t| t.with_timezone(&Utc))
+}
+
+/// An RFC 3339 time keeping its offset.
+fn parse_time_in_offset(field: &str, s: &str) -> Result<DateTime<chrono::FixedOffset>, ApiError> {
+    DateTime::parse_from_rfc3339(s).map_err(|e| ApiError::invalid(field, format!("{field}: {s:?} is not RFC 3339: {e}")))
 }
 
 fn ns(s: &str) -> Result<Namespace, ApiError> {

@@ -273,7 +273,8 @@ impl Backend for EngineBackend {
     fn search_at(&mut self, unit: &str, query: &str, k: usize, time: Option<DateTime<Utc>>) -> Result<Vec<String>> {
         let ns = ns_for(unit)?;
         let query: String = mnemon::safety::text::scrub(query).chars().take(4000).collect();
-        let opts = RecallOptions { top_k: k.clamp(1, 1000), reference_time: time, ..self.opts.clone() };
+        let opts =
+            RecallOptions { top_k: k.clamp(1, 1000), reference_time: time.map(|t| t.fixed_offset()), ..self.opts.clone() };
         let mut hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
         } else {
@@ -474,7 +475,13 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                     "dense_weight": weights.dense,
                     "session_weight": weights.session,
                     "time_weight": weights.time,
-                    "cross_script_offset": weights.cross_script,
+                    "cross_script_offset": match weights.cross_script {
+                        Some(o) => serde_json::json!({"cjk_query": o, "other_query": o}),
+                        None => serde_json::json!({
+                            "cjk_query": embedder.cross_script_offset(true),
+                            "other_query": embedder.cross_script_offset(false),
+                        }),
+                    },
                     "abstain": backend.abstain,
                     "similarity_norm": match weights.similarity_norm {
                         mnemon::SimilarityNorm::Auto => embedder.similarity_norm(),

@@ -122,6 +122,7 @@ fn human(cli: &Cli, resp: &Response) {
         }
         Response::Context(c) => {
             println!("{}", c.text);
+            time_note(c.query_time.as_ref());
             if c.abstained {
                 eprintln!("{}", abstention_note(c.abstention.as_ref(), &c.unknown_names, "fills the block"));
             }
@@ -357,21 +358,33 @@ fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
     })
 }
 
-/// The stderr note of a `recall` or `context` that abstained: the best
-/// cosine, the floor it missed, and the names no memory mentions.
-/// Says how the query's time expression was read (`recall`), on stderr.
+/// Says how the query's time phrases were read (`recall`, `context`), on
+/// stderr: each phrase and its first and last day (UTC dates when the
+/// reference time was in UTC, else the UTC instants where its days begin).
 fn time_note(t: Option<&mnemon::recall::QueryTime>) {
-    if let Some(t) = t {
-        let last = t.to - chrono::Duration::seconds(1);
-        eprintln!(
-            "note: {:?} read as {} to {} (UTC); memories from then rank higher (--reference-time sets when the question is asked)",
-            t.phrase,
-            t.from.format("%Y-%m-%d"),
-            last.format("%Y-%m-%d")
-        );
-    }
+    let Some(t) = t else {
+        return;
+    };
+    let show = |d: chrono::DateTime<chrono::Utc>| {
+        if d.format("%H:%M:%S").to_string() == "00:00:00" {
+            d.format("%Y-%m-%d").to_string()
+        } else {
+            d.format("%Y-%m-%dT%H:%MZ").to_string()
+        }
+    };
+    let spans: Vec<String> = t
+        .spans
+        .iter()
+        .map(|s| format!("{:?} read as {} to {}", s.phrase, show(s.from), show(s.to - chrono::Duration::days(1))))
+        .collect();
+    eprintln!(
+        "note: {}; memories from then rank higher (--reference-time sets when the question is asked)",
+        spans.join("; ")
+    );
 }
 
+/// The stderr note of a `recall` or `context` that abstained: the best
+/// cosine, the floor it missed, and the names no memory mentions.
 fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
         format!(": the closest memory has cosine {:.3}, under the floor {:.2}", a.best_similarity, a.floor)
