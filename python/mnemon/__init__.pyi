@@ -117,6 +117,7 @@ __all__ = [
     "ScannedFile",
     "SessionEnd",
     "Stats",
+    "TimeSpan",
     "Timeline",
     "TimelineBucket",
     "RESPONSES",

@@ -69,6 +69,7 @@ __all__ = [
     "ScannedFile",
     "SessionEnd",
     "Stats",
+    "TimeSpan",
     "Timeline",
     "TimelineBucket",
     "RESPONSES",
@@ -408,7 +409,7 @@ class ContextBlock(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'recent', 'recent_skipped', 'skipped', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'skipped', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -457,6 +458,16 @@ class ContextBlock(Record):
     def profile_skipped(self) -> Optional[int]:
         """Profile memories left out for lack of the part's budget."""
         return self._data.get("profile_skipped")
+
+    @property
+    def query_time(self) -> Optional[QueryTime]:
+        """
+        The spans of time the query names ("last month", "三天前"), as read relative to the
+        recall's reference time; the relevant part favours memories from then. Absent
+        when it names none.
+        """
+        v = self._data.get("query_time")
+        return None if v is None else QueryTime(v)
 
     @property
     def recent(self) -> Optional[int]:
@@ -1510,25 +1521,34 @@ class PatternMatch(Record):
 
 
 class QueryTime(Record):
-    """A span of time a query talks about, resolved against its reference time."""
+    """
+    The spans of time a query talks about, resolved against its reference time
+    (`resolve`).
+    """
 
     __slots__ = ()
-    _FIELDS = ('from', 'phrase', 'to')
+    _FIELDS = ('from', 'phrase', 'spans', 'to')
 
     @property
     def from_(self) -> datetime:
-        """Start of the span (inclusive), UTC."""
+        """Start of the earliest span (inclusive), UTC."""
         v = self._data["from"]
         return parse_time(v)
 
     @property
     def phrase(self) -> str:
-        """The phrases of the query that named it, in query order, joined by `"; "`."""
+        """The phrases that named them, in query order, joined by `"; "`."""
         return self._data["phrase"]  # type: ignore[no-any-return]
 
     @property
+    def spans(self) -> List[TimeSpan]:
+        """Each phrase's own span, in query order."""
+        v = self._data["spans"]
+        return [TimeSpan(x0) for x0 in v]
+
+    @property
     def to(self) -> datetime:
-        """End of the span (exclusive), UTC."""
+        """End of the latest span (exclusive), UTC."""
         v = self._data["to"]
         return parse_time(v)
 
@@ -1973,6 +1993,36 @@ class Stats(Record):
     def vectors(self) -> int:
         """Vectors in the indexes."""
         return self._data["vectors"]  # type: ignore[no-any-return]
+
+
+class TimeSpan(Record):
+    """The span of time one phrase of a query names."""
+
+    __slots__ = ()
+    _FIELDS = ('from', 'phrase', 'to')
+
+    @property
+    def from_(self) -> datetime:
+        """
+        Start (inclusive), UTC: midnight of the first day in the reference time's
+        offset.
+        """
+        v = self._data["from"]
+        return parse_time(v)
+
+    @property
+    def phrase(self) -> str:
+        """The phrase, as written in the query."""
+        return self._data["phrase"]  # type: ignore[no-any-return]
+
+    @property
+    def to(self) -> datetime:
+        """
+        End (exclusive), UTC: midnight after the last day in the reference time's
+        offset.
+        """
+        v = self._data["to"]
+        return parse_time(v)
 
 
 class Timeline(Record):

@@ -164,7 +164,8 @@ def test_time_expressions_are_read_relative_to_the_reference_time(engine):
     assert r.query_time.from_ == datetime(2023, 1, 17, tzinfo=timezone.utc)
     assert r.query_time.to == datetime(2023, 2, 17, tzinfo=timezone.utc)
     # The same answer in the same shape as the command surface's JSON.
-    assert r.to_dict()["query_time"] == {"from": "2023-01-17T00:00:00Z", "to": "2023-02-17T00:00:00Z", "phrase": "two months ago"}
+    span = {"from": "2023-01-17T00:00:00Z", "to": "2023-02-17T00:00:00Z", "phrase": "two months ago"}
+    assert r.to_dict()["query_time"] == {**span, "spans": [span]}
     # RFC 3339 text works too; Chinese expressions are read the same way.
     zh = engine.recall("d", "上周六我去了哪里？", reference_time="2023-04-01T09:00:00Z")
     assert zh.hits[0].memory.content == diary[2][0] and zh.query_time.phrase == "上周六"
@@ -174,6 +175,14 @@ def test_time_expressions_are_read_relative_to_the_reference_time(engine):
     # context reads it too.
     block = engine.context("d", "Which museum did I visit two months ago?", reference_time=asked, abstain_below=-1)
     assert block.memories == 3 and block.context.index("British") < block.context.index("Louvre")
+    assert block.query_time is not None and block.query_time.phrase == "two months ago"
+    # The reference's own offset decides where days begin: 07:00 on 1 April
+    # in UTC+8 makes 上周六 the 25th there, from 16:00 UTC on the 24th.
+    east = timezone(timedelta(hours=8))
+    zh = engine.recall("d", "上周六我去了哪里？", reference_time=datetime(2023, 4, 1, 7, tzinfo=east))
+    span = zh.query_time.spans[0]
+    assert span.phrase == "上周六" and span.from_ == datetime(2023, 3, 24, 16, tzinfo=timezone.utc)
+    assert span.to == datetime(2023, 3, 25, 16, tzinfo=timezone.utc)
     with pytest.raises(mnemon.InvalidInputError) as exc:
         engine.recall("d", "last week", reference_time=datetime(2023, 4, 1))
     assert exc.value.field == "reference_time"

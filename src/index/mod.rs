@@ -20,8 +20,8 @@ use std::fmt;
 
 pub use hnsw::HnswParams;
 pub use lexical::{LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1};
-pub use tokenize::{is_stop_word, tokenize};
 pub(crate) use tokenize::{is_cjk, mostly_cjk, nfkc_is_identity};
+pub use tokenize::{is_stop_word, tokenize};
 
 use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;

@@ -61,7 +61,8 @@ async def test_every_tool(data):
         await ok(c, "remember", {"namespace": "t", "content": "Visited the British museum with Rachel", "event_time": "2023-01-28T10:00:00Z"})
         await ok(c, "remember", {"namespace": "t", "content": "Visited the Louvre museum with Ana", "event_time": "2023-03-10T10:00:00Z"})
         timed = await ok(c, "recall", {"namespace": "t", "query": "Which museum did I visit two months ago?", "reference_time": "2023-04-01T09:00:00Z"})
-        assert timed["query_time"] == {"from": "2023-01-17T00:00:00Z", "to": "2023-02-17T00:00:00Z", "phrase": "two months ago"}
+        span = {"from": "2023-01-17T00:00:00Z", "to": "2023-02-17T00:00:00Z", "phrase": "two months ago"}
+        assert timed["query_time"] == {**span, "spans": [span]}
         assert timed["hits"][0]["memory"]["content"] == "Visited the British museum with Rachel"
         assert timed["hits"][0]["explain"]["time"] == 1.0
         ctx = await ok(c, "context", {"namespace": "u", "query": "tea", "budget_tokens": 120})

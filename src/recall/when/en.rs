@@ -9,8 +9,20 @@ use super::{
 
 /// Full month names, in order (the fact signature's [`crate::dedup::en_month`]
 /// gives these for every spelling it knows).
-const MONTHS: [&str; 12] =
-    ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
 
 /// Words before a month name that make it one ("in March", "early May").
 const MONTH_PREPOSITIONS: &[&str] =
@@ -109,7 +121,13 @@ pub(super) fn find(query: &str, today: NaiveDate, out: &mut Vec<Found>) {
 }
 
 /// The phrase starting at word `i`: its days and how many words it takes.
-fn phrase(query: &str, ws: &[Word<'_>], w: &[&str], i: usize, today: NaiveDate) -> Option<((NaiveDate, NaiveDate), usize)> {
+fn phrase(
+    query: &str,
+    ws: &[Word<'_>],
+    w: &[&str],
+    i: usize,
+    today: NaiveDate,
+) -> Option<((NaiveDate, NaiveDate), usize)> {
     let at = |k: usize| w.get(i + k).copied().unwrap_or("");
     let prev = if i > 0 { w[i - 1] } else { "" };
     match at(0) {

@@ -3,8 +3,8 @@
 use chrono::{Datelike, Duration, NaiveDate, Weekday};
 
 use super::{
-    ago, day, day_span, month_span, month_start, previous, previous_weekend, previous_weeks_day, shift,
-    until_today, week_start, year_span, year_start, Found, Unit,
+    ago, day, day_span, month_span, month_start, previous, previous_weekend, previous_weeks_day, shift, until_today,
+    week_start, year_span, year_start, Found, Unit,
 };
 
 /// Characters before 前 that make a word of it (之前 "before", 目前 "at
@@ -36,7 +36,13 @@ fn is_numeral(ch: char) -> bool {
 }
 
 /// The phrase starting at char `i`: its days and how many chars it takes.
-fn phrase(query: &str, c: &[char], offs: &[usize], i: usize, today: NaiveDate) -> Option<((NaiveDate, NaiveDate), usize)> {
+fn phrase(
+    query: &str,
+    c: &[char],
+    offs: &[usize],
+    i: usize,
+    today: NaiveDate,
+) -> Option<((NaiveDate, NaiveDate), usize)> {
     let rest = &query[offs[i]..];
     let starts = |p: &str| rest.starts_with(p);
     let len = |p: &str| p.chars().count();
@@ -91,7 +97,8 @@ fn phrase(query: &str, c: &[char], offs: &[usize], i: usize, today: NaiveDate) -
         }
     }
     // Last week (and a day of it), this week.
-    for p in ["上个星期", "上個星期", "上星期", "上个礼拜", "上礼拜", "上禮拜", "上周", "上週"] {
+    for p in ["上个星期", "上個星期", "上星期", "上个礼拜", "上礼拜", "上禮拜", "上周", "上週"]
+    {
         if starts(p) {
             let n = len(p);
             if matches!(next(n), Some('围' | '圍' | '边' | '邊')) {
