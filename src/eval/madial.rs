@@ -30,8 +30,8 @@ struct Memory {
 ///   not turns of one conversation, and the session score of recall
 ///   treats a session as a conversation), speaker = the user's name as
 ///   the dialogues show it (`<Bart>:"…"`).
-/// - Query per dialogue: asked at the user's latest memory date (the
-///   reference for "最近" or "去年"); the lines before `test-turn[0]` (an index into the
+/// - Query per dialogue (no time: a dialogue's time words speak of its own
+///   day, which the data does not give): the lines before `test-turn[0]` (an index into the
 ///   `dialogue` list, `<BOD>` included), without the `<BOD>` marker, each
 ///   trimmed, joined by `\n`; gold = `relevant-id`; id = the dialogue `id`.
 ///   Gold ids that are not memories of the dialogue's user are dropped and
@@ -160,8 +160,6 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             }
         }
         let split = if pos % 2 == 0 { Split::Dev } else { Split::Test };
-        // Asked after the user's memories: at the latest one's date.
-        let asked = memories.iter().filter(|m| m.user == user).filter_map(|m| m.doc.time).max();
         groups.entry((user, split)).or_default().push(Query {
             id,
             text,
@@ -169,7 +167,7 @@ pub fn load_madial(dir_or_file: &Path) -> Result<Vec<Unit>> {
             gold_sessions: Vec::new(),
             category: None,
             split,
-            time: asked,
+            time: None,
             abstention: false,
             gold_dropped: dropped,
             gold_repaired: false,

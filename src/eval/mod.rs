@@ -170,8 +170,9 @@ pub struct Query {
     /// The query's split (always its unit's split).
     pub split: Split,
     /// When the question is asked, the reference for its time expressions:
-    /// LongMemEval `question_date`, LoCoMo the last session's date, MADial
-    /// the user's latest memory date; `None` for the cross-lingual set.
+    /// LongMemEval `question_date`, LoCoMo the last session's date; `None`
+    /// for MADial and the cross-lingual set (the engine backend then scores
+    /// no time term, so figures do not depend on the day of the run).
     pub time: Option<DateTime<Utc>>,
     /// LongMemEval abstention question (`question_id` ending in `_abs`);
     /// left out of every mean, as the official code does.

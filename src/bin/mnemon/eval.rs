@@ -273,11 +273,16 @@ impl Backend for EngineBackend {
     fn search_at(&mut self, unit: &str, query: &str, k: usize, time: Option<DateTime<Utc>>) -> Result<Vec<String>> {
         let ns = ns_for(unit)?;
         let query: String = mnemon::safety::text::scrub(query).chars().take(4000).collect();
-        let opts = RecallOptions {
+        let mut opts = RecallOptions {
             top_k: k.clamp(1, 1000),
             reference_time: time.map(|t| t.fixed_offset()),
             ..self.opts.clone()
         };
+        // A question with no known time gets no time term: read against
+        // the day of the run, the figures would change with it.
+        if time.is_none() {
+            opts.weights.time = 0.0;
+        }
         let mut hits = if opts.mode == RecallMode::Lexical {
             self.engine.recall_with_vector(&ns, &query, &[], &opts)?
         } else {

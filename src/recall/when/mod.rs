@@ -94,7 +94,10 @@ fn span_proximity(s: &TimeSpan, t: DateTime<Utc>) -> f32 {
 /// names none, or when `reference` or a span lies outside the years
 /// 1–9999 (RFC 3339's range).
 pub fn resolve(query: &str, reference: DateTime<FixedOffset>) -> Option<QueryTime> {
-    let today = reference.date_naive();
+    // Not `date_naive()`: it panics when the offset carries the time past
+    // chrono's range (`DateTime::<Utc>::MIN_UTC` seen from UTC−1).
+    let shift = Duration::seconds(i64::from(reference.offset().local_minus_utc()));
+    let today = reference.naive_utc().checked_add_signed(shift)?.date();
     if !(1..=9999).contains(&today.year()) {
         return None;
     }

@@ -163,6 +163,14 @@ fn spans_outside_rfc_3339_years_are_none() {
 }
 
 #[test]
+fn a_reference_at_the_edge_of_chronos_range_is_no_time() {
+    let west = FixedOffset::west_opt(3600).expect("offset");
+    assert_eq!(resolve("last week", DateTime::<Utc>::MIN_UTC.with_timezone(&west)), None);
+    let east = FixedOffset::east_opt(3600).expect("offset");
+    assert_eq!(resolve("yesterday", DateTime::<Utc>::MAX_UTC.with_timezone(&east)), None);
+}
+
+#[test]
 fn proximity_halves_per_half_span() {
     let r = at(2023, 4, 1);
     let t = resolve("last week", r).expect("span");

@@ -11,6 +11,9 @@ use super::{
 /// present", 出发前 "before leaving"), so that 之前天天 is not 前天.
 const FRONT_WORDS: &str = "之以从目提事先生当眼面跟门床饭睡会发考赛课婚战史往向朝空";
 
+/// The days a fixed phrase names, given the reference day.
+type DaysOf = fn(NaiveDate) -> (NaiveDate, NaiveDate);
+
 /// Reads the phrases of `query` into `out`.
 pub(super) fn find(query: &str, today: NaiveDate, out: &mut Vec<Found>) {
     if !query.chars().any(crate::index::is_cjk) {
@@ -49,7 +52,7 @@ fn phrase(
     let prev = if i > 0 { Some(c[i - 1]) } else { None };
     let front_word = prev.is_some_and(|p| FRONT_WORDS.contains(p));
     let next = |k: usize| c.get(i + k).copied();
-    let fixed: &[(&str, fn(NaiveDate) -> (NaiveDate, NaiveDate))] = &[
+    let fixed: &[(&str, DaysOf)] = &[
         ("大前天", |t| day(t - Duration::days(3))),
         ("昨天", |t| day(t - Duration::days(1))),
         ("昨日", |t| day(t - Duration::days(1))),
@@ -144,7 +147,7 @@ fn phrase(
     let (u, m) = unit(&c[i + k..])?;
     let tail = &c[i + k + m..];
     let ago_len = match tail {
-        ['前', next, ..] if matches!(next, '往' | '进' | '進' | '面' | '后' | '後') => None,
+        ['前', '往' | '进' | '進' | '面' | '后' | '後', ..] => None,
         ['前', ..] => Some(1),
         ['以' | '之', '前', ..] => Some(2),
         _ => None,
