@@ -535,8 +535,12 @@ fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
 
 /// An RFC 3339 time keeping its offset.
 fn parse_time_in_offset(field: &str, s: &str) -> Result<DateTime<chrono::FixedOffset>, ApiError> {
-    DateTime::parse_from_rfc3339(s)
-        .map_err(|e| ApiError::invalid(field, format!("{field}: {s:?} is not RFC 3339: {e}")))
+    DateTime::parse_from_rfc3339(s).map_err(|e| {
+        ApiError::invalid(
+            field,
+            format!("{field}: {s:?} is not an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00 ({e})"),
+        )
+    })
 }
 
 fn ns(s: &str) -> Result<Namespace, ApiError> {

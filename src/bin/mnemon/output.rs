@@ -359,26 +359,27 @@ fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
 }
 
 /// Says how the query's time phrases were read (`recall`, `context`), on
-/// stderr: each phrase and its first and last day (UTC dates when the
-/// reference time was in UTC, else the UTC instants where its days begin).
+/// stderr: each phrase and its days, as dates when the reference time was
+/// in UTC, else as the UTC instants the span runs from and until.
 fn time_note(t: Option<&mnemon::recall::QueryTime>) {
     let Some(t) = t else {
         return;
     };
-    let show = |d: chrono::DateTime<chrono::Utc>| {
-        if d.format("%H:%M:%S").to_string() == "00:00:00" {
-            d.format("%Y-%m-%d").to_string()
-        } else {
-            d.format("%Y-%m-%dT%H:%MZ").to_string()
-        }
-    };
+    let utc_days = |d: chrono::DateTime<chrono::Utc>| d.format("%H:%M:%S").to_string() == "00:00:00";
     let spans: Vec<String> = t
         .spans
         .iter()
-        .map(|s| format!("{:?} read as {} to {}", s.phrase, show(s.from), show(s.to - chrono::Duration::days(1))))
+        .map(|s| {
+            if utc_days(s.from) && utc_days(s.to) {
+                let last = s.to - chrono::Duration::days(1);
+                format!("{:?} read as {} to {}", s.phrase, s.from.format("%Y-%m-%d"), last.format("%Y-%m-%d"))
+            } else {
+                format!("{:?} read as {} until {}", s.phrase, s.from.to_rfc3339(), s.to.to_rfc3339())
+            }
+        })
         .collect();
     eprintln!(
-        "note: {}; memories from then rank higher (--reference-time sets when the question is asked)",
+        "note: {}; memories from then score higher (--reference-time sets when the question is asked)",
         spans.join("; ")
     );
 }
@@ -387,7 +388,9 @@ fn time_note(t: Option<&mnemon::recall::QueryTime>) {
 /// cosine, the floor it missed, and the names no memory mentions.
 fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
-        format!(": the closest memory has cosine {:.3}, under the floor {:.2}", a.best_similarity, a.floor)
+        // Four decimals: at three, 0.7995 under a floor of 0.80 reads as
+        // "0.800, under the floor 0.800".
+        format!(": the closest memory has cosine {:.4}, under the floor {:.2}", a.best_similarity, a.floor)
     });
     let names = if unknown_names.is_empty() {
         String::new()

@@ -91,6 +91,11 @@ fn month(w: &str) -> Option<(u32, bool)> {
     Some((u32::try_from(m + 1).ok()?, name != w))
 }
 
+/// Written with a capital first letter (`May`, `MAY`).
+fn capital(raw: &str) -> bool {
+    raw.starts_with(|c: char| c.is_ascii_uppercase())
+}
+
 fn ordinal_day(w: &str) -> Option<u32> {
     let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     if !matches!(&w[digits.len()..], "" | "st" | "nd" | "rd" | "th") {
@@ -153,9 +158,18 @@ fn phrase(
     // A day before its month: "1 February, 2023", "the 3rd of June".
     if let Some(d) = ordinal_day(w[i]) {
         let of = usize::from(at(1) == "of");
-        if let Some((m, _)) = month(at(1 + of)).filter(|_| at(1 + of) != "may" || ws[i + 1 + of].raw == "May") {
+        if let Some((m, _)) = month(at(1 + of)).filter(|_| at(1 + of) != "may" || capital(ws[i + 1 + of].raw)) {
             let year = year_of(at(2 + of));
             return Some((day_span(today, m, d, year)?, 2 + of + usize::from(year.is_some())));
+        }
+    }
+    // An ISO date: 2026-05-03.
+    if let (Some(y), true) = (year_of(w[i]), i + 2 < ws.len()) {
+        let dashed = |a: usize| &query[ws[a].end..ws[a + 1].start] == "-";
+        if dashed(i) && dashed(i + 1) && w[i + 1].len() <= 2 && w[i + 2].len() <= 2 {
+            if let (Ok(m), Ok(d)) = (w[i + 1].parse::<u32>(), w[i + 2].parse::<u32>()) {
+                return Some((day_span(today, m, d, Some(y))?, 3));
+            }
         }
     }
     // N units ago ("1.5 years ago" is not "5 years ago").
@@ -173,7 +187,7 @@ fn phrase(
     let year = year_of(at(1)).or_else(|| day_n.and_then(|_| year_of(at(2))));
     let numbered = day_n.is_some() || year.is_some();
     let after_preposition = MONTH_PREPOSITIONS.contains(&prev);
-    let may_ok = w[i] != "may" || ws[i].raw == "May" || after_preposition;
+    let may_ok = w[i] != "may" || capital(ws[i].raw) || after_preposition;
     if !(may_ok && (numbered || after_preposition && !short)) {
         return None;
     }

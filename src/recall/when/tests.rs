@@ -56,6 +56,8 @@ fn english_expressions() {
     assert_eq!(one("What did I do on May 3rd?", r), s("2022-05-03", "2022-05-04"));
     assert_eq!(one("Plans for early May", r), s("2022-05-01", "2022-06-01"));
     assert_eq!(one("Where was I on February 29?", r), s("2020-02-29", "2020-03-01"));
+    assert_eq!(one("What happened on 2022-05-03?", r), s("2022-05-03", "2022-05-04"));
+    assert_eq!(one("WHAT HAPPENED ON MAY 3", r), s("2022-05-03", "2022-05-04"));
 }
 
 #[test]
@@ -103,6 +105,9 @@ fn chinese_expressions() {
     assert_eq!(one("半年前我在哪工作", r), s("2022-09-16", "2022-10-17"));
     assert_eq!(one("上上周我见了谁", r), s("2023-03-13", "2023-03-20"));
     assert_eq!(one("十几天前的事", r), s("2023-03-15", "2023-03-20"));
+    assert_eq!(one("去年5月我在哪", r), s("2022-05-01", "2022-06-01"));
+    assert_eq!(one("今年三月三号我见了谁", r), s("2023-03-03", "2023-03-04"));
+    assert_eq!(one("二〇二二年五月我在哪", r), s("2022-05-01", "2022-06-01"));
 }
 
 #[test]

@@ -80,6 +80,14 @@ fn phrase(
         ("半年前", |t| ago(t, Unit::Month, 6, false)),
         ("半个月前", |t| ago(t, Unit::Day, 15, true)),
     ];
+    // 去年5月, 今年三月三号, 前年十二月: the month of that year.
+    for (p, back) in [("去年", 1), ("今年", 0), ("前年", 2)] {
+        if starts(p) && (back != 2 || !front_word) {
+            if let Some((span, n)) = month_phrase(c, i + 2, None, today, Some(today.year() - back)) {
+                return Some((span, 2 + n));
+            }
+        }
+    }
     for (p, span) in fixed {
         if starts(p) {
             return Some((span(today), len(p)));
@@ -156,19 +164,33 @@ fn phrase(
     if let Some(extra) = ago_len.filter(|_| !month_name) {
         return Some((ago(today, u, cnt, fuzzy), k + m + extra));
     }
-    if !month_name || fuzzy || !(1..=12).contains(&cnt) {
+    month_phrase(c, i, prev, today, year_before(&c[..i]))
+}
+
+/// A month (三月, 5月) with an optional day (5月3日, 五月三号) at char `i`,
+/// in `year` or the latest such month not after `today`: its days and the
+/// chars taken.
+fn month_phrase(
+    c: &[char],
+    i: usize,
+    prev: Option<char>,
+    today: NaiveDate,
+    year: Option<i32>,
+) -> Option<((NaiveDate, NaiveDate), usize)> {
+    let (cnt, fuzzy, k) = count(c.get(i..)?, prev)?;
+    if fuzzy || !(1..=12).contains(&cnt) || c.get(i + k) != Some(&'月') {
         return None;
     }
+    let tail = &c[i + k + 1..];
     let month = u32::try_from(cnt).ok()?;
     let date = count(tail, None).filter(|(_, f, _)| !f).and_then(|(d, _, dk)| {
         matches!(tail.get(dk), Some('日' | '号' | '號')).then_some((u32::try_from(d).ok()?, dk + 1))
     });
-    let year = year_before(&c[..i]);
     let span = match date {
         Some((d, _)) => day_span(today, month, d, year)?,
         None => month_span(today, month, year)?,
     };
-    Some((span, k + m + date.map_or(0, |x| x.1)))
+    Some((span, k + 1 + date.map_or(0, |x| x.1)))
 }
 
 /// A count at the start of `s` (digits, Chinese numerals through 千, 两,
@@ -234,13 +256,22 @@ fn unit(s: &[char]) -> Option<(Unit, usize)> {
     Some((u, skip + n))
 }
 
-/// Four digits and 年 at char `i`: the year.
+/// Four digits (`2022`, or `二〇二二` digit by digit) and 年 at char `i`:
+/// the year.
 fn year(c: &[char], i: usize) -> Option<i32> {
     let s = c.get(i..i + 5)?;
-    if !(s[..4].iter().all(char::is_ascii_digit) && s[4] == '年') {
+    if s[4] != '年' {
         return None;
     }
-    s[..4].iter().collect::<String>().parse().ok().filter(|y| (1000..=9999).contains(y))
+    let mut y = 0i32;
+    for ch in &s[..4] {
+        let d = match ch.to_digit(10) {
+            Some(d) => d,
+            None => crate::dedup::zh_numeral(*ch)?.ok()?,
+        };
+        y = y * 10 + i32::try_from(d).ok()?;
+    }
+    (1000..=9999).contains(&y).then_some(y)
 }
 
 /// A year written just before a month (`2023年5月`): the year.
