@@ -196,16 +196,13 @@ impl Call for RecallRequest {
     }
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<RecallResponse, ApiError> {
-        // Pinned so that the score and the response read the query's time
-        // against the same clock reading.
-        let mut opts =
-            self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?.pinned();
+        let mut opts = self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?;
         // Judged here rather than inside the engine's recall, so that the
         // response can say that it abstained and why.
         let floors = opts.abstain.take();
         // Access is recorded below, for the hits returned only.
         let record_access = std::mem::replace(&mut opts.record_access, false);
-        let mut hits = engine.recall(&self.namespace, &self.query, &opts)?;
+        let (mut hits, query_time) = engine.recall_timed(&self.namespace, &self.query, &opts)?;
         // Looked up between the floors (where they decide) or once recall
         // has abstained; never for a recall that returns hits.
         let mut unknown_names = Vec::new();
@@ -229,7 +226,6 @@ impl Call for RecallRequest {
         let kept = hits.iter().take_while(|h| packer.take(h)).count();
         let omitted = hits.len() - kept;
         hits.truncate(kept);
-        let query_time = opts.query_time(&self.query);
         Ok(RecallResponse { hits, omitted, abstained: abstention.is_some(), unknown_names, abstention, query_time })
     }
 }

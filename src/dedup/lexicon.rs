@@ -142,31 +142,49 @@ pub(crate) fn en_weekday(w: &str) -> Option<&'static str> {
     })
 }
 
+/// English month names, in calendar order: what [`en_month`] gives for
+/// every spelling it knows, and `EN_MONTHS[m - 1]` for month `m`.
+pub(crate) const EN_MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
 /// Month names; `capitalised` says whether the word was written with a
 /// capital (`may`, `march`, `sat`, `sun` … are months or days only then).
 pub(crate) fn en_month(w: &str, capitalised: bool) -> Option<&'static str> {
-    let m = match w {
-        "january" | "jan" => "january",
-        "february" | "feb" => "february",
-        "march" | "mar" => "march",
-        "april" | "apr" => "april",
-        "may" => "may",
-        "june" | "jun" => "june",
-        "july" | "jul" => "july",
-        "august" | "aug" => "august",
-        "september" | "sep" | "sept" => "september",
-        "october" | "oct" => "october",
-        "november" | "nov" => "november",
-        "december" | "dec" => "december",
+    let i = match w {
+        "january" | "jan" => 0,
+        "february" | "feb" => 1,
+        "march" | "mar" => 2,
+        "april" | "apr" => 3,
+        "may" => 4,
+        "june" | "jun" => 5,
+        "july" | "jul" => 6,
+        "august" | "aug" => 7,
+        "september" | "sep" | "sept" => 8,
+        "october" | "oct" => 9,
+        "november" | "nov" => 10,
+        "december" | "dec" => 11,
         _ => return None,
     };
+    let m = EN_MONTHS[i];
     let ambiguous = matches!(w, "march" | "mar" | "may" | "jan" | "jun" | "jul" | "aug" | "sep" | "dec");
     (capitalised || !ambiguous).then_some(m)
 }
 
 /// Time units and measures, canonical singular; counted after a number or
 /// quantifier only.
-pub(super) fn en_unit(w: &str) -> Option<&'static str> {
+pub(crate) fn en_unit(w: &str) -> Option<&'static str> {
     Some(match w {
         "second" | "seconds" | "sec" | "secs" => "second",
         "minute" | "minutes" | "min" | "mins" => "minute",

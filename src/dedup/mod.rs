@@ -56,7 +56,7 @@ mod latin;
 mod lexicon;
 mod numbers;
 
-pub(crate) use lexicon::{en_month, en_number, en_weekday, NumberWord};
+pub(crate) use lexicon::{en_month, en_number, en_unit, en_weekday, NumberWord, EN_MONTHS};
 pub(crate) use numbers::{zh_numeral, zh_value};
 #[cfg(test)]
 mod tests;

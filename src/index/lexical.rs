@@ -282,7 +282,8 @@ impl LexicalIndex {
             }
             let lower = word.to_lowercase().replace('’', "'");
             if lower.starts_with("i'")
-                || CALENDAR_WORDS.contains(&lower.as_str())
+                || crate::dedup::en_month(&lower, true).is_some()
+                || crate::dedup::en_weekday(&lower).is_some()
                 || KINSHIP_WORDS.contains(&lower.as_str())
             {
                 continue;
@@ -368,52 +369,6 @@ impl fmt::Debug for LexicalIndex {
             .finish()
     }
 }
-
-/// Month and weekday names and their short forms: capitalised, but time
-/// words, not names (English).
-const CALENDAR_WORDS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-    "jan",
-    "feb",
-    "mar",
-    "apr",
-    "jun",
-    "jul",
-    "aug",
-    "sep",
-    "sept",
-    "oct",
-    "nov",
-    "dec",
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "mon",
-    "tue",
-    "tues",
-    "wed",
-    "thu",
-    "thur",
-    "thurs",
-    "fri",
-    "sat",
-    "sun",
-];
 
 /// Family words written with a capital when they address or name one's own
 /// relative (`Where does Mom live?`): a role the store may hold as `mother`,

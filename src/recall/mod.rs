@@ -117,13 +117,6 @@ impl RecallOptions {
             _ => chrono::Local::now().fixed_offset(),
         }
     }
-
-    /// These options with [`RecallOptions::reference_time`] set to
-    /// [`RecallOptions::reference`], so that two reads of the query's time
-    /// (the score and a response's `query_time`) agree.
-    pub fn pinned(&self) -> RecallOptions {
-        RecallOptions { reference_time: Some(self.reference()), ..self.clone() }
-    }
 }
 
 impl Default for RecallOptions {
@@ -174,13 +167,25 @@ impl Engine {
     /// position past the log's end; [`Error::Embedder`] if embedding the
     /// query fails.
     pub fn recall(&self, ns: &Namespace, query: &str, opts: &RecallOptions) -> Result<Vec<Hit>> {
+        Ok(self.recall_timed(ns, query, opts)?.0)
+    }
+
+    /// [`Engine::recall`], and the spans of time the query names as the
+    /// score read them ([`RecallOptions::query_time`]), so that a response
+    /// reporting them needs no second reading (nor a second clock reading).
+    pub(crate) fn recall_timed(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        opts: &RecallOptions,
+    ) -> Result<(Vec<Hit>, Option<QueryTime>)> {
         self.check_query(query, opts)?;
         let qv = if opts.mode == RecallMode::Lexical {
             Vec::new()
         } else {
             self.embedder().embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default()
         };
-        self.recall_with_vector(ns, query, &qv, opts)
+        self.recall_scored(ns, query, &qv, opts)
     }
 
     fn check_query(&self, query: &str, opts: &RecallOptions) -> Result<()> {
@@ -228,6 +233,17 @@ impl Engine {
         opts: &RecallOptions,
     ) -> Result<Vec<Hit>> {
         self.check_query(query, opts)?;
+        Ok(self.recall_scored(ns, query, query_vector, opts)?.0)
+    }
+
+    /// The recall itself, on checked options (see [`Engine::recall_timed`]).
+    fn recall_scored(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        query_vector: &[f32],
+        opts: &RecallOptions,
+    ) -> Result<(Vec<Hit>, Option<QueryTime>)> {
         if opts.mode != RecallMode::Lexical {
             crate::embed::validate_vector(query_vector, self.embedder().dim())?;
         }
@@ -242,7 +258,7 @@ impl Engine {
         let hits = {
             let state = self.shared().state.read();
             let Some(st) = state.ns(ns) else {
-                return Ok(Vec::new());
+                return Ok((Vec::new(), query_time));
             };
             let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, point, opts));
             let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
@@ -335,7 +351,7 @@ impl Engine {
         if opts.record_access && opts.as_of.is_none() {
             self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
-        Ok(hits)
+        Ok((hits, query_time))
     }
 }
 

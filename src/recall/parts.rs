@@ -132,13 +132,11 @@ impl Engine {
         }
         let shares = opts.shares.check()?;
         let current = opts.recall.current_session.as_deref();
-        // Pinned so that the score and the block's `query_time` read the
-        // query's time against the same clock reading.
-        let mut recall = opts.recall.pinned();
+        let mut recall = opts.recall.clone();
         let floors = recall.abstain.take().unwrap_or_else(|| self.embedder().context_floor());
         // Access is recorded below, for the memories the block holds only.
         let record_access = std::mem::replace(&mut recall.record_access, false);
-        let mut hits = self.recall(ns, query, &recall)?;
+        let (mut hits, query_time) = self.recall_timed(ns, query, &recall)?;
         let profile = if shares.profile > 0.0 { self.profile(ns, recall.as_of, current)? } else { Vec::new() };
         let recent = match current {
             Some(s) if shares.recent > 0.0 => self.session_turns(ns, s, recall.as_of)?,
@@ -159,7 +157,6 @@ impl Engine {
         if record_access && recall.as_of.is_none() {
             self.record_access(ns, block.memory_ids.clone(), recall.requester.clone());
         }
-        let query_time = recall.query_time(query);
         Ok(ContextBlock { abstained: abstention.is_some(), unknown_names, abstention, query_time, ..block })
     }
 

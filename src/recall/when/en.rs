@@ -7,23 +7,6 @@ use super::{
     Found, Unit,
 };
 
-/// Full month names, in order (the fact signature's [`crate::dedup::en_month`]
-/// gives these for every spelling it knows).
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// Words before a month name that make it one ("in March", "early May").
 const MONTH_PREPOSITIONS: &[&str] =
     &["in", "of", "since", "during", "until", "till", "early", "late", "mid", "by", "before", "after", "through"];
@@ -57,12 +40,14 @@ fn words(s: &str) -> Vec<Word<'_>> {
     out
 }
 
+/// A calendar unit word (`day`, `weeks`, `mos`, `yrs`: the fact signature's
+/// [`crate::dedup::en_unit`]).
 fn unit(w: &str) -> Option<Unit> {
-    Some(match w {
-        "day" | "days" => Unit::Day,
-        "week" | "weeks" => Unit::Week,
-        "month" | "months" => Unit::Month,
-        "year" | "years" => Unit::Year,
+    Some(match crate::dedup::en_unit(w)? {
+        "day" => Unit::Day,
+        "week" => Unit::Week,
+        "month" => Unit::Month,
+        "year" => Unit::Year,
         _ => return None,
     })
 }
@@ -87,7 +72,7 @@ fn weekday(w: &str) -> Option<Weekday> {
 /// month (1-based) and whether it was a short form (`mar`, `sept`).
 fn month(w: &str) -> Option<(u32, bool)> {
     let name = crate::dedup::en_month(w, true)?;
-    let m = MONTHS.iter().position(|x| *x == name)?;
+    let m = crate::dedup::EN_MONTHS.iter().position(|x| *x == name)?;
     Some((u32::try_from(m + 1).ok()?, name != w))
 }
 
