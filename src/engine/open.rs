@@ -92,11 +92,15 @@ impl Engine {
         let model_id = embedder.model_id().to_string();
         let mut state = State::new(embedder.dim(), cfg.hnsw.clone());
         let mut report = OpenReport { generation: dir.current_generation(), ..OpenReport::default() };
+        // The lexical indexes build on a thread of their own while the log
+        // replays and the vectors load.
+        state.feed_lexical()?;
         replay_into(store.as_ref(), &mut state, &mut report)?;
         crate::portability::check_high_water(dir.root(), state.last_seq)?;
         let markers = pending_markers(store.as_ref())?;
         let backfill_queue =
             load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true, &markers)?;
+        state.finish_lexical()?;
         // Markers of memories that are gone (forgotten, or a write the crash
         // took before its event) are dropped.
         let stale: Vec<String> = markers
@@ -225,38 +229,46 @@ pub(crate) fn load_vectors(
 ) -> Result<Vec<PendingVector>> {
     let model = embedder.model_id().to_string();
     let dim = embedder.dim();
-    let mut all: Vec<(Namespace, MemoryId, Option<Vec<f32>>, String)> = Vec::new();
+    let names: Vec<Namespace> = state.namespaces.keys().cloned().collect();
+    let mut want: Vec<Wanted> = Vec::new();
     let mut queue: Vec<PendingVector> = Vec::new();
-    for (ns, st) in &state.namespaces {
+    for (ns_index, ns) in names.iter().enumerate() {
+        let Some(st) = state.namespaces.get(ns) else { continue };
         for m in st.memories.values() {
             if let Some(&dedup) = deferred.get(&m.id) {
                 queue.push(PendingVector { ns: ns.clone(), id: m.id, content: m.content.clone(), dedup });
                 continue;
             }
-            let cached = store
-                .get_vector(&model, m.id)?
-                .filter(|c| c.content_hash == fnv1a64(m.content.as_bytes()) && c.vector.len() == dim)
-                .map(|c| c.vector);
-            all.push((ns.clone(), m.id, cached, m.content.clone()));
+            want.push(Wanted { ns: ns_index, id: m.id, content_hash: fnv1a64(m.content.as_bytes()) });
         }
     }
-    let missing: Vec<usize> = all.iter().enumerate().filter(|(_, x)| x.2.is_none()).map(|(i, _)| i).collect();
-    report.vectors_cached = all.len() - missing.len();
+    want.sort_unstable_by_key(|w| w.id);
+    let Cached { mut held, missing } = take_cached(store, &model, dim, &want, &names, state)?;
+    report.vectors_cached = want.len() - missing.len();
     report.vectors_embedded = missing.len();
     for (done, chunk) in missing.chunks(REEMBED_BATCH).enumerate() {
-        let texts: Vec<&str> = chunk.iter().map(|&i| all[i].3.as_str()).collect();
-        let vecs = embedder.embed(&texts, EmbedKind::Passage)?;
+        let texts: Vec<String> = chunk
+            .iter()
+            .map(|&i| {
+                let w = &want[i];
+                state
+                    .ns(&names[w.ns])
+                    .and_then(|st| st.memories.get(&w.id))
+                    .map(|m| m.content.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let vecs = embedder.embed(&refs, EmbedKind::Passage)?;
         if vecs.len() != texts.len() {
             return Err(Error::Embedder(format!("{} vectors for {} texts", vecs.len(), texts.len())));
         }
-        let entries: Vec<(MemoryId, u64, &[f32])> =
-            chunk.iter().zip(&vecs).map(|(&i, v)| (all[i].1, fnv1a64(all[i].3.as_bytes()), v.as_slice())).collect();
         if write_cache {
+            let entries: Vec<(MemoryId, u64, &[f32])> =
+                chunk.iter().zip(&vecs).map(|(&i, v)| (want[i].id, want[i].content_hash, v.as_slice())).collect();
             store.put_vectors(&model, &entries)?;
         }
-        for (&i, v) in chunk.iter().zip(vecs) {
-            all[i].2 = Some(v);
-        }
+        held.extend(chunk.iter().copied().zip(vecs));
         if let Some(p) = &cfg.progress {
             p(&Progress {
                 stage: "re-embedding",
@@ -265,15 +277,85 @@ pub(crate) fn load_vectors(
             });
         }
     }
-    all.sort_by_key(|x| x.1);
-    for (ns, id, v, _) in all {
-        if let Some(v) = v {
-            state.index_vector(&ns, id, &v);
-        }
+    // Whatever could not go in during the scan goes in now, still in id order.
+    held.sort_unstable_by_key(|(i, _)| *i);
+    for (i, v) in held {
+        state.index_vector(&names[want[i].ns], want[i].id, &v);
     }
     queue.sort_by_key(|p| p.id);
     for p in &queue {
         state.mark_pending(&p.ns, p.id);
     }
     Ok(queue)
+}
+
+/// A memory whose vector [`load_vectors`] needs: its namespace (an index
+/// into the namespace list), id and content hash.
+struct Wanted {
+    ns: usize,
+    id: MemoryId,
+    content_hash: u64,
+}
+
+/// What the scan of the vector cache left to do.
+struct Cached {
+    /// Vectors read but not indexed yet (positions in the wanted list): those
+    /// that come after the first miss, which must be embedded and indexed
+    /// before them.
+    held: Vec<(usize, Vec<f32>)>,
+    /// Positions of the wanted memories the cache has no matching vector for.
+    missing: Vec<usize>,
+}
+
+/// Reads the vector cache for `want` (sorted by memory id) in one ordered
+/// pass (keys begin with the big-endian memory id, so the cache iterates in
+/// id order): a merge join, several times cheaper than a point lookup per
+/// memory on a large store. A vector matches when its entry is for `model`,
+/// its content hash is the memory's and it has `dim` components. Matches
+/// are indexed as they are read while every memory before them has its
+/// vector, so indexes keep inserting in id order without holding the
+/// vectors (the usual case: all of them cached); after the first miss they
+/// are held for [`load_vectors`] to insert after embedding the misses.
+///
+/// # Errors
+/// Backend errors while reading the cache.
+fn take_cached(
+    store: &dyn LogStore,
+    model: &str,
+    dim: usize,
+    want: &[Wanted],
+    names: &[Namespace],
+    state: &mut State,
+) -> Result<Cached> {
+    let model_hash = fnv1a64(model.as_bytes());
+    let mut out = Cached { held: Vec::new(), missing: Vec::new() };
+    let mut next = 0usize;
+    for entry in store.vector_entries() {
+        let e = entry?;
+        if e.model_hash != model_hash {
+            continue;
+        }
+        while next < want.len() && want[next].id < e.id {
+            out.missing.push(next);
+            next += 1;
+        }
+        let Some(w) = want.get(next) else {
+            break;
+        };
+        if w.id != e.id {
+            continue;
+        }
+        if e.cached.content_hash == w.content_hash && e.cached.vector.len() == dim {
+            if out.missing.is_empty() {
+                state.index_vector(&names[w.ns], w.id, &e.cached.vector);
+            } else {
+                out.held.push((next, e.cached.vector));
+            }
+        } else {
+            out.missing.push(next);
+        }
+        next += 1;
+    }
+    out.missing.extend(next..want.len());
+    Ok(out)
 }

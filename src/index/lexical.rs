@@ -187,6 +187,11 @@ impl LexicalIndex {
         self.docs.contains_key(&id)
     }
 
+    /// The ids of the indexed documents, in no particular order.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.docs.keys().copied()
+    }
+
     /// The `k` best documents for `query` among ids for which `filter(id)`
     /// is true, as `(id, BM25 score)`, best first (ties: smaller id first).
     ///
