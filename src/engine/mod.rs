@@ -7,6 +7,7 @@ mod config;
 mod input;
 mod inspect;
 mod open;
+mod parallel;
 mod read;
 pub(crate) mod write;
 
