@@ -211,6 +211,18 @@ fn relative(w: &[&str], i: usize, today: NaiveDate) -> Option<((NaiveDate, Naive
             let u = unit(at(2)).filter(|u| *u != Unit::Day && !plural(at(2)))?;
             Some((until_today(period(today, u).0, today), 3))
         }
+        // "this March": the month of this year; "last March": the latest
+        // March before this month (asked in March, a year ago). Full month
+        // names only ("last mar" is not a date anyone writes).
+        ("this", word) if month(word).is_some_and(|(_, short)| !short) => {
+            let (m, _) = month(word)?;
+            Some((month_span(today, m, Some(today.year()))?, 2))
+        }
+        ("last" | "previous", word) if month(word).is_some_and(|(_, short)| !short) => {
+            let (m, _) = month(word)?;
+            let y = if m < today.month() { today.year() } else { today.year() - 1 };
+            Some((month_span(today, m, Some(y))?, 2))
+        }
         ("this", word) => {
             let u = unit(word).filter(|u| *u != Unit::Day && !plural(word))?;
             Some((until_today(period(today, u).0, today), 2))

@@ -108,6 +108,30 @@ fn chinese_expressions() {
     assert_eq!(one("去年5月我在哪", r), s("2022-05-01", "2022-06-01"));
     assert_eq!(one("今年三月三号我见了谁", r), s("2023-03-03", "2023-03-04"));
     assert_eq!(one("二〇二二年五月我在哪", r), s("2022-05-01", "2022-06-01"));
+    // A year with its month is one phrase, named whole.
+    let phrases = |q: &str| spans(q, r).into_iter().map(|(p, _, _)| p).collect::<Vec<_>>();
+    assert_eq!(phrases("2022年5月我在哪"), ["2022年5月"]);
+    assert_eq!(phrases("二〇二二年五月三号我在哪"), ["二〇二二年五月三号"]);
+    assert_eq!(one("二〇二二年五月三号我在哪", r), s("2022-05-03", "2022-05-04"));
+    assert_eq!(phrases("2021年我在哪"), ["2021年"]);
+}
+
+#[test]
+fn last_and_this_with_a_month() {
+    // 2023-04-01: "last March" is March 2023, "last April" April 2022
+    // (asked in April, the April before), "last December" December 2022.
+    let r = at(2023, 4, 1);
+    assert_eq!(one("What did I do last March?", r), s("2023-03-01", "2023-04-01"));
+    assert_eq!(one("Where was I last April?", r), s("2022-04-01", "2022-05-01"));
+    assert_eq!(one("the trip previous December", r), s("2022-12-01", "2023-01-01"));
+    assert_eq!(one("Which concert did I see last May?", r), s("2022-05-01", "2022-06-01"));
+    assert_eq!(one("What are my plans for this June?", r), s("2023-06-01", "2023-07-01"));
+    assert_eq!(one("What did I do this March?", r), s("2023-03-01", "2023-04-01"));
+    let phrases = spans("What did I do last March?", r).into_iter().map(|(p, _, _)| p).collect::<Vec<_>>();
+    assert_eq!(phrases, ["last March"]);
+    // Not months: a possessive before "last", and a short form.
+    assert_eq!(one("my last march for peace", r), None);
+    assert_eq!(one("last mar", r), None);
 }
 
 #[test]

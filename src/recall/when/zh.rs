@@ -144,8 +144,12 @@ fn phrase(
         }
         return None;
     }
-    // 2022年 (a month after it is read at the month).
+    // 2022年, or 2022年5月 (a month after it that is no month is read apart).
     if let Some(y) = year(c, i).filter(|_| !prev.is_some_and(is_numeral)) {
+        // 2022年5月: one phrase, year and month.
+        if let Some((span, n)) = month_phrase(c, i + 5, Some('年'), today, Some(y)) {
+            return Some((span, n + 5));
+        }
         let after = &c[i + 5..];
         let month_follows = count(after, None).is_some_and(|(_, _, k)| after.get(k) == Some(&'月'));
         return if month_follows { None } else { Some((year_span(y)?, 5)) };
