@@ -7,7 +7,6 @@ mod config;
 mod input;
 mod inspect;
 mod open;
-mod parallel;
 mod read;
 pub(crate) mod write;
 

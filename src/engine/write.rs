@@ -165,7 +165,8 @@ impl Engine {
     /// [`Error::InvalidInput`] when the batch exceeds `max_batch`.
     pub fn observe_batch(&self, ns: &Namespace, batch: Vec<NewObservation>) -> Result<Vec<ObservationId>> {
         self.check_batch(batch.len())?;
-        let ops = super::parallel::par_map(batch, |o| {
+        let mut ops = Vec::with_capacity(batch.len());
+        for o in batch {
             self.check_text("text", &o.text)?;
             check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
             if let Some(s) = &o.source {
@@ -174,16 +175,14 @@ impl Engine {
             }
             self.refuse_personal_identifier("session", &o.session, o.pii_policy)?;
             let p = self.prepare_text(&o.text, o.pii_policy, false)?;
-            Ok(Op::Observe(Observed {
+            ops.push(Op::Observe(Observed {
                 session: o.session,
                 role: o.role,
                 text: p.text,
                 event_time: o.event_time,
                 source: o.source,
-            }))
-        })
-        .into_iter()
-        .collect::<Result<Vec<_>>>()?;
+            }));
+        }
         self.run(ns, ops)?
             .into_iter()
             .map(|r| match r? {
@@ -336,9 +335,7 @@ impl Engine {
     /// As [`Engine::remember`].
     pub fn remember_batch(&self, ns: &Namespace, batch: Vec<NewMemory>) -> Result<Vec<Result<Remembered>>> {
         self.check_batch(batch.len())?;
-        let prepared = super::parallel::par_map(batch.iter().collect(), |m| self.check_memory(m))
-            .into_iter()
-            .collect::<Result<Vec<_>>>()?;
+        let prepared = batch.iter().map(|m| self.check_memory(m)).collect::<Result<Vec<_>>>()?;
         let pairs: Vec<(&NewMemory, &Prepared)> =
             batch.iter().zip(&prepared).filter(|(m, _)| !self.deferred(m)).collect();
         let mut vectors = self.vectors_for(&pairs)?.into_iter();
