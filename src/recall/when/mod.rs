@@ -17,6 +17,7 @@
 //! | `the past/last N days…`, `recently` / 最近三天, 过去两周, 最近 | from N units before `r` to `r` (`recently`, 最近 alone: 30 days) |
 //! | `this week/month/year`, `earlier this …` / 这周, 本月, 今年 | from the period's start to `r` |
 //! | `in March`, `May 23, 2023`, `1 February, 2023` / 三月, 3月, 5月3日, 2022年5月 | that month or day (the latest one not after `r` when no year is given) |
+//! | `last March`, `this June` | the latest March before `r`'s month (asked in March: a year before), June of `r`'s year |
 //! | `in 2022` / 2022年 | that year |
 //!
 //! Each phrase keeps its own span; a memory's proximity is its best over
