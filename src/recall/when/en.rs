@@ -130,7 +130,9 @@ fn phrase(
         }
         "recently" | "lately" => return Some((until_today(today - Duration::days(30), today), 1)),
         "last" | "past" | "previous" | "this" | "earlier" if !POSSESSIVES.contains(&prev) => {
-            return relative(w, i, today).filter(|(_, n)| at(*n) != "of");
+            // "this may help" is no month: May after last/this only capitalised.
+            let may_ok = ws.get(i + 1).is_some_and(|x| capital(x.raw));
+            return relative(w, i, today, may_ok).filter(|(_, n)| at(*n) != "of");
         }
         "the" if matches!(at(1), "last" | "past" | "previous") => {
             return rolling(w, i + 2, today).map(|(span, n)| (span, n + 2)).filter(|(_, n)| at(*n) != "of");
@@ -204,8 +206,10 @@ fn count(w: &[&str], i: usize) -> Option<(i64, bool, usize)> {
 }
 
 /// `last|past|previous|this|earlier …` at word `i`.
-fn relative(w: &[&str], i: usize, today: NaiveDate) -> Option<((NaiveDate, NaiveDate), usize)> {
+/// `may_ok`: the word after is capitalised, so "may" there is the month.
+fn relative(w: &[&str], i: usize, today: NaiveDate, may_ok: bool) -> Option<((NaiveDate, NaiveDate), usize)> {
     let at = |k: usize| w.get(i + k).copied().unwrap_or("");
+    let month_name = |word: &str| month(word).filter(|(_, short)| !short && (word != "may" || may_ok));
     match (w[i], at(1)) {
         ("earlier", "this") => {
             let u = unit(at(2)).filter(|u| *u != Unit::Day && !plural(at(2)))?;
@@ -214,12 +218,12 @@ fn relative(w: &[&str], i: usize, today: NaiveDate) -> Option<((NaiveDate, Naive
         // "this March": the month of this year; "last March": the latest
         // March before this month (asked in March, a year ago). Full month
         // names only ("last mar" is not a date anyone writes).
-        ("this", word) if month(word).is_some_and(|(_, short)| !short) => {
-            let (m, _) = month(word)?;
+        ("this", word) if month_name(word).is_some() => {
+            let (m, _) = month_name(word)?;
             Some((month_span(today, m, Some(today.year()))?, 2))
         }
-        ("last" | "previous", word) if month(word).is_some_and(|(_, short)| !short) => {
-            let (m, _) = month(word)?;
+        ("last" | "previous", word) if month_name(word).is_some() => {
+            let (m, _) = month_name(word)?;
             let y = if m < today.month() { today.year() } else { today.year() - 1 };
             Some((month_span(today, m, Some(y))?, 2))
         }

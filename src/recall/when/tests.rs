@@ -132,6 +132,10 @@ fn last_and_this_with_a_month() {
     // Not months: a possessive before "last", and a short form.
     assert_eq!(one("my last march for peace", r), None);
     assert_eq!(one("last mar", r), None);
+    // "may" the verb: only a capitalised May after last/this is the month.
+    assert_eq!(one("this may help with the garden", r), None);
+    assert_eq!(one("At last may I ask about the garden", r), None);
+    assert_eq!(one("What did I plant this May?", r), s("2023-05-01", "2023-06-01"));
 }
 
 #[test]
