@@ -340,7 +340,7 @@ fn near_duplicate_supersede_inherits() -> TestResult {
     )?;
     let second = engine.remember(
         &u1,
-        NewMemory::new("the user really enjoys oolong tea").vector(vec_at(0.01)).dedup(mnemon::DedupMode::Supersede),
+        NewMemory::new("the user really likes oolong tea").vector(vec_at(0.01)).dedup(mnemon::DedupMode::Supersede),
     )?;
     assert!(matches!(second.action, RememberAction::NearDuplicate { old, .. } if old == first.id), "{second:?}");
     let m = engine.get(&u1, second.id)?;

@@ -22,12 +22,18 @@
 //!   (pronouns by person, kinship and role words), and, since CJK writing has
 //!   no capitals to mark a name, every CJK character that is not a function
 //!   character (particles, classifiers after a numeral, degree adverbs);
+//! * **substituted words** (also [`FactKind::Name`]): a lower-case Latin
+//!   content word (stemmed, stop words aside) in place of another, as in
+//!   "allergic to peanuts" / "allergic to shellfish" — each text has a
+//!   content word the other lacks; a word only added or only dropped
+//!   ("I love hiking" / "I really love hiking") is no difference;
 //! * **negations** ([`FactKind::Negation`]): `not`/`n't`, `no`, `never`,
 //!   `without`, …; `不`, `没`/`没有`, `别`, `未`, `无`, `非`, `勿`, `不要`, …
 //!   (compounds that do not negate, such as `非常` or `不错`, excepted).
 //!
-//! Two texts have the same facts when all three parts are equal as sets
-//! (negations as a multiset). The rule is deliberately one-sided: a false
+//! Two texts have the same facts when numbers, names and negations are
+//! equal as sets (negations as a multiset) and neither has a content word in
+//! place of one of the other's. The rule is deliberately one-sided: a false
 //! "different" only stores a restatement as its own memory (and recall
 //! collapses the pair), while a false "same" would let a changed fact
 //! replace the old one. So anything unknown counts as a fact: an unlisted
@@ -64,6 +70,31 @@ mod tests;
 use std::collections::BTreeSet;
 
 use unicode_normalization::UnicodeNormalization;
+
+/// Words that change no fact when one stands in another's place ("each" /
+/// "every", "really" / "very much"), left out of the substituted-word rule.
+const QUANTIFIERS_AND_INTENSIFIERS: &[&str] = &[
+    "each",
+    "every",
+    "all",
+    "some",
+    "any",
+    "really",
+    "very",
+    "much",
+    "quite",
+    "truly",
+    "absolutely",
+    "definitely",
+    "totally",
+    "pretty",
+    "rather",
+    "so",
+    "too",
+    "just",
+    "also",
+    "actually",
+];
 
 /// Which kind of fact two texts disagree on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -160,11 +191,32 @@ impl FactSignature {
         if let Some(d) = set_difference(FactKind::Name, &na, &nb) {
             return Some(d);
         }
+        // One content word put in another's place ("allergic to peanuts" /
+        // "allergic to shellfish"): a different thing, as a differing CJK
+        // content character is. A word only added or only dropped is not.
+        let (ca, cb) = (self.content_words(), other.content_words());
+        let only_a: Vec<String> = ca.difference(&cb).cloned().collect();
+        let only_b: Vec<String> = cb.difference(&ca).cloned().collect();
+        if !only_a.is_empty() && !only_b.is_empty() {
+            return Some(FactDifference { kind: FactKind::Name, only_in_first: only_a, only_in_second: only_b });
+        }
         if self.negations != other.negations {
             let (a, b) = multiset_surplus(&self.negations, &other.negations);
             return Some(FactDifference { kind: FactKind::Negation, only_in_first: a, only_in_second: b });
         }
         None
+    }
+
+    /// The lower-case Latin words that are no number, time, unit, person,
+    /// negation, function, quantifier or intensifier word, stemmed (Porter2, as the lexical index does, so
+    /// "peanut" and "peanuts" are one word), stop words left out.
+    fn content_words(&self) -> BTreeSet<String> {
+        self.lower_words
+            .iter()
+            .filter(|w| !lexicon::en_function_word(w) && !QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()))
+            .flat_map(|w| crate::index::tokenize(w))
+            .filter(|t| !crate::index::is_stop_word(t))
+            .collect()
     }
 
     /// Names, plus the sentence-initial candidates that are not ordinary

@@ -166,3 +166,21 @@ fn empty_and_odd_input_never_panics() {
         let _ = FactSignature::of(t).differs(&FactSignature::of("x"));
     }
 }
+
+#[test]
+fn a_content_word_in_another_s_place_is_a_different_fact() {
+    let a = "I am allergic to peanuts and have to avoid them";
+    let b = "I am allergic to shellfish and have to avoid them";
+    let d = differing_facts(a, b).expect("different allergens");
+    assert_eq!(d.kind, FactKind::Name);
+    assert_eq!((d.only_in_first, d.only_in_second), (vec!["peanut".to_string()], vec!["shellfish".to_string()]));
+    assert_eq!(kind("The doctor prescribed penicillin", "The doctor prescribed amoxicillin"), Some(FactKind::Name));
+    assert_eq!(kind("my favourite colour is blue", "my favourite colour is green"), Some(FactKind::Name));
+    // Plural and singular are one word; a word only added or dropped is no
+    // difference; stop words do not count.
+    assert_eq!(kind("I am allergic to peanuts", "I'm allergic to peanut"), None);
+    assert_eq!(kind("I love hiking", "I really love hiking"), None);
+    assert_eq!(kind("the user likes oolong tea very much", "the user really likes oolong tea"), None);
+    assert_eq!(kind("I have two cats.", "I've got 2 cats."), None);
+    assert_eq!(kind("The meeting is in the morning", "The meeting is on the morning"), None);
+}

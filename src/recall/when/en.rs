@@ -130,9 +130,20 @@ fn phrase(
         }
         "recently" | "lately" => return Some((until_today(today - Duration::days(30), today), 1)),
         "last" | "past" | "previous" | "this" | "earlier" if !POSSESSIVES.contains(&prev) => {
-            // "this may help" is no month: May after last/this only capitalised.
-            let may_ok = ws.get(i + 1).is_some_and(|x| capital(x.raw));
-            return relative(w, i, today, may_ok).filter(|(_, n)| at(*n) != "of");
+            // A month right after last/this ("last March", "this June"),
+            // separated by spaces only, never after "the"/"a" ("the last
+            // march"), written with a capital where the name is also a word
+            // ("this may help", "this march was long"), and not followed by
+            // a day or year, which the month reader below takes whole
+            // ("last March 5th", "this March 2022").
+            let month_ok = ws.get(i + 1).is_some_and(|x| {
+                query[ws[i].end..x.start].chars().all(char::is_whitespace)
+                    && !matches!(prev, "the" | "a")
+                    && crate::dedup::en_month(&x.lower, capital(x.raw)).is_some()
+                    && ordinal_day(at(2)).is_none()
+                    && year_of(at(2)).is_none()
+            });
+            return relative(w, i, today, month_ok).filter(|(_, n)| at(*n) != "of");
         }
         "the" if matches!(at(1), "last" | "past" | "previous") => {
             return rolling(w, i + 2, today).map(|(span, n)| (span, n + 2)).filter(|(_, n)| at(*n) != "of");
@@ -206,10 +217,10 @@ fn count(w: &[&str], i: usize) -> Option<(i64, bool, usize)> {
 }
 
 /// `last|past|previous|this|earlier …` at word `i`.
-/// `may_ok`: the word after is capitalised, so "may" there is the month.
-fn relative(w: &[&str], i: usize, today: NaiveDate, may_ok: bool) -> Option<((NaiveDate, NaiveDate), usize)> {
+/// `month_ok`: the word after may be read as a month name (see `phrase`).
+fn relative(w: &[&str], i: usize, today: NaiveDate, month_ok: bool) -> Option<((NaiveDate, NaiveDate), usize)> {
     let at = |k: usize| w.get(i + k).copied().unwrap_or("");
-    let month_name = |word: &str| month(word).filter(|(_, short)| !short && (word != "may" || may_ok));
+    let month_name = |word: &str| month(word).filter(|(_, short)| !short && month_ok);
     match (w[i], at(1)) {
         ("earlier", "this") => {
             let u = unit(at(2)).filter(|u| *u != Unit::Day && !plural(at(2)))?;

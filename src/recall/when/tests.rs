@@ -136,6 +136,13 @@ fn last_and_this_with_a_month() {
     assert_eq!(one("this may help with the garden", r), None);
     assert_eq!(one("At last may I ask about the garden", r), None);
     assert_eq!(one("What did I plant this May?", r), s("2023-05-01", "2023-06-01"));
+    assert_eq!(one("At last, May I ask about the garden?", r), None);
+    assert_eq!(one("I joined the last march", r), None);
+    assert_eq!(one("How long was this march?", r), None);
+    assert_eq!(one("what did i do last march?", r), None);
+    // A day or a year after the month is read with it.
+    assert_eq!(one("What did I do last March 5th?", r), s("2023-03-05", "2023-03-06"));
+    assert_eq!(one("Where was I this March 2022?", r), s("2022-03-01", "2022-04-01"));
 }
 
 #[test]

@@ -144,7 +144,7 @@ fn phrase(
         }
         return None;
     }
-    // 2022年, or 2022年5月 (a month after it that is no month is read apart).
+    // 2022年, or 2022年5月 as one phrase (2022年13月, no month, names no time).
     if let Some(y) = year(c, i).filter(|_| !prev.is_some_and(is_numeral)) {
         // 2022年5月: one phrase, year and month.
         if let Some((span, n)) = month_phrase(c, i + 5, Some('年'), today, Some(y)) {
