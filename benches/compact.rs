@@ -126,15 +126,9 @@ fn sled_scan(gen: &Path) -> (f64, u64) {
     (t.elapsed().as_secs_f64(), records)
 }
 
-/// Resident memory of this process in KiB (`VmRSS`; 0 where unavailable).
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
+#[path = "common/rss.rs"]
+mod rss;
+use rss::rss_kib;
 
 fn current_gen(data: &Path) -> std::path::PathBuf {
     data.join(std::fs::read_to_string(data.join("CURRENT")).unwrap().trim())

@@ -16,14 +16,9 @@ use mnemon::{DedupMode, Engine, ForgetRequest, MemoryId, Namespace, NewMemory, R
 const WRITERS: usize = 4;
 const READERS: usize = 2;
 
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
+#[path = "common/rss.rs"]
+mod rss;
+use rss::rss_kib;
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
     if v.is_empty() {
