@@ -148,7 +148,13 @@ fn phrase(
         "the" if matches!(at(1), "last" | "past" | "previous") => {
             return rolling(w, i + 2, today).map(|(span, n)| (span, n + 2)).filter(|(_, n)| at(*n) != "of");
         }
-        "in" | "during" if year_of(at(1)).is_some() && month(at(2)).is_none() => {
+        // Not a year written with 年, which the Chinese reader takes with
+        // its month ("in 2024年3月").
+        "in" | "during"
+            if year_of(at(1)).is_some()
+                && month(at(2)).is_none()
+                && !ws.get(i + 1).is_some_and(|x| query[x.end..].starts_with('年')) =>
+        {
             return Some((year_span(year_of(at(1))?)?, 2));
         }
         _ => {}

@@ -114,6 +114,10 @@ fn chinese_expressions() {
     assert_eq!(phrases("二〇二二年五月三号我在哪"), ["二〇二二年五月三号"]);
     assert_eq!(one("二〇二二年五月三号我在哪", r), s("2022-05-03", "2022-05-04"));
     assert_eq!(phrases("2021年我在哪"), ["2021年"]);
+    // An English preposition before a Chinese year-month takes nothing apart.
+    assert_eq!(phrases("What happened in 2024年3月?"), ["2024年3月"]);
+    assert_eq!(one("What happened in 2024年3月?", r), s("2024-03-01", "2024-04-01"));
+    assert_eq!(phrases("What happened in 2024?"), ["in 2024"]);
 }
 
 #[test]
