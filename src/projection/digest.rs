@@ -1,8 +1,10 @@
 //! A canonical digest of the projections: SHA-256 over every namespace (in
 //! name order), its memory versions and observations (in id order), the
-//! forgotten-id sets and the membership of both indexes (a memory whose
-//! vector is pending counts as a member of the vector index). Two states with the
-//! same digest answer every read identically.
+//! forgotten-id sets, the membership of the vector index (a memory whose
+//! vector is pending counts as a member) and the size of the lexical index.
+//! Two states with the same digest answer every read identically as long as
+//! each lexical index holds exactly its namespace's memory versions, which
+//! `apply` and [`State::finish_lexical`](super::State::finish_lexical) keep.
 
 use sha2::{Digest, Sha256};
 

@@ -1,7 +1,7 @@
 //! Lexical indexing on a thread of its own while the log replays.
 //!
-//! Opening a store replays every event through [`State::apply`]
-//! (`super::State::apply`); tokenising each memory's text (Porter2 stemming,
+//! Opening a store replays every event through
+//! [`State::apply`](super::State::apply); tokenising each memory's text (Porter2 stemming,
 //! CJK bigrams, word bigrams) and updating its BM25 postings was about 40 %
 //! of a 1M-event replay on one thread. With a feed, the replaying thread
 //! hands each memory's text to a second thread, which builds the namespaces'
@@ -98,6 +98,8 @@ impl Drop for LexicalFeed {
     }
 }
 
+/// The worker: indexes every document it receives, per namespace, in the
+/// order sent, until the feed's sender is dropped.
 fn build(rx: Receiver<Batch>) -> HashMap<Namespace, LexicalIndex> {
     let mut out: HashMap<Namespace, LexicalIndex> = HashMap::new();
     for batch in rx {

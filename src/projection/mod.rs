@@ -4,7 +4,10 @@
 //!
 //! [`State::apply`] is the only way state changes, and it is a pure function
 //! of the event (plus the memory's vector, which is derived from its content).
-//! Live writes and replay both go through it, so replay equals live.
+//! Live writes and replay both go through it, so replay equals live. On open
+//! it may hand lexical indexing to a thread ([`State::feed_lexical`]); the
+//! indexes it built are installed by [`State::finish_lexical`], the one other
+//! writer of state, before any reader sees it.
 
 mod digest;
 mod lexical_feed;
