@@ -219,6 +219,53 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     Ok(())
 }
 
+/// A forget reason that quotes what it erases: the quote is cut from the
+/// reason before the `Forgotten` event is written (the reason outlives
+/// compaction), so the scan after compaction is clean and the audit shows
+/// the rest of the reason with `[erased]` in place of the text.
+#[test]
+fn a_reason_quoting_the_forgotten_text_keeps_no_copy() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u1");
+    let canary = alnum_canary();
+    let content = format!("Was treated for depression in 2019, case {canary}");
+    let zh = "我对花生过敏，去年因此住过一次医院";
+    let e = Engine::open(dir.path())?;
+    let m = e.remember(&u, mem(&content))?;
+    let z = e.remember(&u, mem(zh))?;
+    let keep = e.remember(&u, mem("The user prefers window seats on long flights"))?;
+
+    let out = e.forget(&u, ForgetRequest::Memory(m.id), &format!("ticket 7: user asked to delete \"{content}\""))?;
+    assert_eq!(out.quotes_cut, 1);
+    // Part of the text, 16 bytes or more of it, is a copy too.
+    let out = e.forget(&u, ForgetRequest::Memory(z.id), "删除：对花生过敏，去年因此住过一次医院")?;
+    assert_eq!(out.quotes_cut, 1);
+    let reasons: Vec<String> = e
+        .events(&u, 1, u64::MAX)?
+        .into_iter()
+        .filter_map(|ev| match ev.body {
+            mnemon::EventBody::Forgotten(f) => Some(f.reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, vec!["ticket 7: user asked to delete \"[erased]\"".to_string(), "删除：[erased]".to_string()]);
+
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    assert_eq!(files_containing(dir.path(), canary.as_bytes()), Vec::<PathBuf>::new());
+    assert_eq!(files_containing(dir.path(), "对花生过敏".as_bytes()), Vec::<PathBuf>::new());
+    assert!(e.verify_erasure_text(&[&content, zh])?.verified);
+
+    // A reason that names no forgotten text is kept as given.
+    let out = e.forget(&u, ForgetRequest::Memory(keep.id), "GDPR art. 17 request from the user")?;
+    assert_eq!(out.quotes_cut, 0);
+    let last = e.events(&u, 1, u64::MAX)?.pop().unwrap();
+    assert!(
+        matches!(last.body, mnemon::EventBody::Forgotten(ref f) if f.reason == "GDPR art. 17 request from the user")
+    );
+    Ok(())
+}
+
 /// Every compaction leaves a stored receipt (counts and digests only) that
 /// survives reopening, later compactions and backups; the surface's
 /// `receipts` op pages them newest first and refuses bad cursors and

@@ -905,7 +905,7 @@ class ForgetResponse(Record):
     """What `forget` erased (or, for a dry run, would erase)."""
 
     __slots__ = ()
-    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'similarities')
+    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'quotes_cut', 'similarities')
 
     @property
     def derived_memories(self) -> int:
@@ -953,6 +953,15 @@ class ForgetResponse(Record):
         """
         v = self._data.get("preview", [])
         return [Memory(x0) for x0 in v]
+
+    @property
+    def quotes_cut(self) -> Optional[int]:
+        """
+        Spans of the reason (and requester) replaced by `[erased]` because they copied a
+        forgotten text verbatim: the whole text, or 16 bytes or more of it. The reason
+        is kept after compaction, so it may not carry what it erases. 0 for a dry run.
+        """
+        return self._data.get("quotes_cut")
 
     @property
     def similarities(self) -> List[float]:

@@ -67,6 +67,9 @@
 //! patterns that also occur in surviving content are excluded; the receipt
 //! counts all three. Metadata of erased payloads (entities, key, session,
 //! source reference) is removed with them but only the text is searched.
+//! The `Forgotten` events themselves are kept (ids, reason, requester); a
+//! verbatim copy of a forgotten text in their reason or requester is
+//! replaced by `[erased]` before they are written (see [`quote`]).
 //!
 //! # Testing hook
 //!
@@ -77,6 +80,7 @@
 //! step.
 
 pub(crate) mod compact;
+pub(crate) mod quote;
 mod receipt;
 pub(crate) mod stored;
 mod verify;

@@ -62,6 +62,9 @@
 //!   inside) can appear. The double angle quotation marks `« »` and `《 》`
 //!   are kept: they quote titles and speech in French, Russian and Chinese
 //!   (`《三体》`), and a tag is never written with them;
+//! - writes `&` as `&amp;`, so the escaping reads back one way: a stored
+//!   literal `&lt;/memories&gt;` shows as `&amp;lt;/memories&amp;gt;`, never
+//!   as what an escaped tag looks like;
 //! - in `META`, escapes `\`, `;`, `(` and `)` with a backslash (the `;` of
 //!   an entity too: `&lt\;`), so a kind, key, session or source reads back
 //!   as exactly one field.
@@ -590,6 +593,13 @@ impl Entry {
                 end = space;
             }
         }
+        // Never inside an entity: every `&` of the escaped content opens
+        // one (`&amp;` `&lt;` `&gt;`) that its `;` closes.
+        if let Some(amp) = self.content[..end].rfind('&') {
+            if !self.content[amp..end].contains(';') {
+                end = amp;
+            }
+        }
         let kept = self.content[..end].trim_end();
         (estimate_tokens(kept) >= MIN_TRUNCATED_TOKENS).then(|| self.line(kept, true))
     }
@@ -600,9 +610,10 @@ impl Entry {
 enum Escape {
     /// Nothing more: for line-based prompts without tags.
     Lines,
-    /// Angle brackets as entities: `CONTENT`.
+    /// `&` and angle brackets as entities: `CONTENT`.
     Content,
-    /// Angle brackets, then `\ ; ( )` with a backslash: `META` fields.
+    /// `&` and angle brackets as entities, then `\ ; ( )` with a
+    /// backslash: `META` fields.
     Meta,
 }
 
@@ -663,10 +674,15 @@ fn keeps_meaning(c: char) -> bool {
     matches!(c, '\u{200C}' | '\u{200D}' | '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}')
 }
 
-/// If `c` is or looks like an angle bracket, appends it with every angle
-/// bracket written as `&lt;` / `&gt;` and returns true.
+/// If `c` is an ampersand or is or looks like an angle bracket, appends it
+/// with `&` written as `&amp;` and every angle bracket as `&lt;` / `&gt;`
+/// and returns true.
 fn push_angle(out: &mut String, c: char) -> bool {
     match c {
+        '&' => {
+            out.push_str("&amp;");
+            return true;
+        }
         '<' | '\u{2329}' | '\u{27E8}' | '\u{276C}' | '\u{2770}' | '\u{3008}' | '\u{29FC}' | '\u{2991}' => {
             out.push_str("&lt;");
             return true;

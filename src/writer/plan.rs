@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::dedup::{is_restatement, FactSignature};
+use crate::erase::quote::cut_quotes;
 use crate::error::{Error, Result};
 use crate::event::{
     Accessed, ArchiveReason, Archived, EventBody, Extracted, ForgetTarget, Forgotten, Observed, SupersedeReason,
@@ -133,6 +134,11 @@ pub struct ForgetOutcome {
     pub memory_ids: Vec<MemoryId>,
     /// The observation ids erased.
     pub observation_ids: Vec<ObservationId>,
+    /// Spans of the reason (and requester) replaced by `[erased]` because
+    /// they copied a forgotten text verbatim: the whole text, or 16 bytes or
+    /// more of it. The reason is kept after compaction, so it may not
+    /// carry what it erases. 0 for a dry run.
+    pub quotes_cut: usize,
 }
 
 /// The outcome of one op.
@@ -529,12 +535,26 @@ fn plan_forget(
     if mems.is_empty() && obs.is_empty() {
         return Ok(empty());
     }
+    // The reason and requester outlive compaction: no copy of what they
+    // erase may stay in them.
+    let texts = || {
+        mems.iter()
+            .filter_map(|id| st.memories.get(id).map(|m| m.content.as_str()))
+            .chain(obs.iter().filter_map(|id| st.observations.get(id).map(|o| o.text.as_str())))
+    };
+    let (reason, mut cut) = cut_quotes(&reason, texts());
+    let requester = requester.map(|r| {
+        let (r, n) = cut_quotes(&r, texts());
+        cut += n;
+        r
+    });
     let outcome = ForgetOutcome {
         memories: mems.len(),
         observations: obs.len(),
         derived_memories: derived,
         memory_ids: mems.iter().copied().collect(),
         observation_ids: obs.iter().copied().collect(),
+        quotes_cut: cut,
     };
     let body = EventBody::Forgotten(Forgotten {
         target,

@@ -179,16 +179,40 @@ pub fn invisible(c: char) -> bool {
     skeleton(c.encode_utf8(&mut [0; 4])).next().is_none()
 }
 
+/// A rendered field with its entities decoded in one pass (`&amp;` `&lt;`
+/// `&gt;`), or `None` when an `&` starts none of them: the renderer writes
+/// every `&` of stored text as `&amp;`, so a bare one means a stored
+/// entity passed through unescaped.
+pub fn decode_entities(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        let (c, n) = if tail.starts_with("&amp;") {
+            ('&', 5)
+        } else if tail.starts_with("&lt;") {
+            ('<', 4)
+        } else if tail.starts_with("&gt;") {
+            ('>', 4)
+        } else {
+            return None;
+        };
+        out.push(c);
+        rest = &tail[n..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
 /// Letters and digits that must survive rendering: alphanumeric, visible,
-/// not an angle-bracket look-alike, with entities decoded first on both
-/// sides.
+/// not an angle-bracket look-alike. Give a rendered field decoded
+/// ([`decode_entities`]), a stored one as it is.
 pub fn signature(s: &str) -> String {
     // The renderer writes a character that looks like an angle bracket as
     // its TR39 skeleton with the brackets escaped (`ᔌ` → `ᔋ&lt;`): such a
     // character counts as the letters of its skeleton.
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .chars()
+    s.chars()
         .flat_map(|c| {
             let parts: Vec<char> = if angle_like(c) { skeleton(c.encode_utf8(&mut [0; 4])).collect() } else { vec![c] };
             parts.into_iter()

@@ -130,26 +130,7 @@ fn human(cli: &Cli, resp: &Response) {
                 eprintln!("{note}");
             }
         }
-        Response::Forget(f) => {
-            let o = &f.outcome;
-            let verb = if f.dry_run { "would forget" } else { "forgot" };
-            println!(
-                "{verb} {} memories ({} derived from forgotten observations) and {} observations",
-                o.memories, o.derived_memories, o.observations
-            );
-            if o.memories == 0 && o.observations == 0 {
-                eprintln!("note: nothing matched: check the namespace, session or id (with --matching, the floor)");
-            }
-            for (i, m) in f.preview.iter().enumerate() {
-                match f.similarities.get(i) {
-                    Some(s) => println!("  sim={s:.3}  {}", memory_line(m)),
-                    None => println!("  {}", memory_line(m)),
-                }
-            }
-            if f.ids_omitted > 0 {
-                eprintln!("note: {} ids not listed (response budget)", f.ids_omitted);
-            }
-        }
+        Response::Forget(f) => forget(f),
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
         Response::ApplyExtraction(r) => {
             for i in &r.items {
@@ -398,4 +379,32 @@ fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], a
         format!("; no memory mentions {}", unknown_names.join(", "))
     };
     format!("note: nothing stored is relevant enough{cosine}{names}; --abstain-below -1 {anyway} anyway")
+}
+
+/// Prints a forget's counts, its dry-run preview and notes.
+fn forget(f: &mnemon::api::ForgetResponse) {
+    let o = &f.outcome;
+    let verb = if f.dry_run { "would forget" } else { "forgot" };
+    println!(
+        "{verb} {} memories ({} derived from forgotten observations) and {} observations",
+        o.memories, o.derived_memories, o.observations
+    );
+    if o.memories == 0 && o.observations == 0 {
+        eprintln!("note: nothing matched: check the namespace, session or id (with --matching, the floor)");
+    }
+    for (i, m) in f.preview.iter().enumerate() {
+        match f.similarities.get(i) {
+            Some(s) => println!("  sim={s:.3}  {}", memory_line(m)),
+            None => println!("  {}", memory_line(m)),
+        }
+    }
+    if f.ids_omitted > 0 {
+        eprintln!("note: {} ids not listed (response budget)", f.ids_omitted);
+    }
+    if o.quotes_cut > 0 {
+        eprintln!(
+            "note: the reason quoted forgotten text; {} span(s) kept in the log as [erased] (the reason outlives compaction)",
+            o.quotes_cut
+        );
+    }
 }

@@ -1,0 +1,200 @@
+//! Cuts verbatim copies of forgotten text out of a forget's reason and
+//! requester.
+//!
+//! A `Forgotten` event keeps its reason and requester for good: compaction
+//! replaces erased payloads by tombstones but keeps the erasure requests, so
+//! that an audit can say who asked and why. A reason that quotes what it
+//! forgets ("remove 'I was treated for depression in 2019'") would carry
+//! the text past compaction, and the erasure scan would find it there. The
+//! writer therefore replaces, before the event is written, every span of the
+//! reason (and requester) that copies a forgotten text verbatim by
+//! [`ERASED_MARK`].
+//!
+//! What counts as a copy, in bytes of UTF-8: the whole text when it is at
+//! least [`MIN_TEXT_BYTES`] long (the erasure scanner's own floor), and any
+//! run of at least [`MIN_QUOTE_BYTES`] bytes of it. That is stricter than
+//! the scanner, which finds copies of 47 bytes or more of a long text
+//! (32-byte windows every 16 bytes), so a reason this leaves alone is never
+//! a scan match. Shorter fragments, paraphrase and translation are not
+//! copies; a reason should name ids, not content.
+
+use std::collections::HashMap;
+
+use super::MIN_TEXT_BYTES;
+
+/// Shortest run, in bytes, of a longer forgotten text that is cut out of a
+/// reason: 16, half the erasure scanner's 32-byte window, so every copy the
+/// scanner could find (47 bytes or more) is cut with room to spare, while a
+/// common word or two shared by reason and text is not.
+pub(crate) const MIN_QUOTE_BYTES: usize = 16;
+
+/// What replaces a cut span.
+pub(crate) const ERASED_MARK: &str = "[erased]";
+
+/// `label` with every verbatim copy of any of `texts` replaced by
+/// [`ERASED_MARK`] (adjacent or overlapping copies become one mark), and
+/// the number of marks. Cost: one hash lookup per byte of each text longer
+/// than [`MIN_QUOTE_BYTES`] when the label is at least that long, and one
+/// substring search per shorter text; nothing for labels under
+/// [`MIN_TEXT_BYTES`] (the default reason "user request" is 12 bytes, so
+/// only the short-text search runs for it).
+pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> (String, usize) {
+    let l = label.as_bytes();
+    if l.len() < MIN_TEXT_BYTES {
+        return (label.to_string(), 0);
+    }
+    let mut covered = vec![false; l.len()];
+    let mut windows: HashMap<&[u8], Vec<usize>> = HashMap::new();
+    if l.len() >= MIN_QUOTE_BYTES {
+        for (start, w) in l.windows(MIN_QUOTE_BYTES).enumerate() {
+            windows.entry(w).or_default().push(start);
+        }
+    }
+    for t in texts {
+        let tb = t.as_bytes();
+        if tb.len() < MIN_TEXT_BYTES {
+            continue;
+        }
+        if tb.len() < MIN_QUOTE_BYTES {
+            for (start, _) in label.match_indices(t) {
+                covered[start..start + tb.len()].iter_mut().for_each(|c| *c = true);
+            }
+            continue;
+        }
+        if windows.is_empty() {
+            continue;
+        }
+        for w in tb.windows(MIN_QUOTE_BYTES) {
+            if let Some(starts) = windows.get(w) {
+                for &s in starts {
+                    covered[s..s + MIN_QUOTE_BYTES].iter_mut().for_each(|c| *c = true);
+                }
+            }
+        }
+    }
+    if !covered.contains(&true) {
+        return (label.to_string(), 0);
+    }
+    // A run that begins or ends inside a character takes the whole character.
+    let mut i = 0;
+    while i < l.len() {
+        if covered[i] {
+            let mut s = i;
+            while !label.is_char_boundary(s) {
+                s -= 1;
+                covered[s] = true;
+            }
+            let mut e = i;
+            while e < l.len() && covered[e] {
+                e += 1;
+            }
+            while !label.is_char_boundary(e) {
+                covered[e] = true;
+                e += 1;
+            }
+            i = e;
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = String::with_capacity(label.len());
+    let mut marks = 0;
+    let mut i = 0;
+    while i < l.len() {
+        let mut e = i;
+        while e < l.len() && covered[e] == covered[i] {
+            e += 1;
+        }
+        if covered[i] {
+            out.push_str(ERASED_MARK);
+            marks += 1;
+        } else {
+            out.push_str(&label[i..e]);
+        }
+        i = e;
+    }
+    (out, marks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_quoted_text_is_cut_and_the_rest_kept() {
+        let text = "I was treated for depression in 2019";
+        let (out, n) = cut_quotes(&format!("user asked to remove \"{text}\" (ticket 42)"), [text]);
+        assert_eq!(out, "user asked to remove \"[erased]\" (ticket 42)");
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn a_long_fragment_is_cut_a_short_one_kept() {
+        let text = "My sister Dana lives at 14 Elm Street in Springfield";
+        let (out, n) = cut_quotes("forget the Elm Street address line", [text]);
+        assert_eq!((out.as_str(), n), ("forget the Elm Street address line", 0));
+        let (out, n) = cut_quotes("forget: Dana lives at 14 Elm Street, please", [text]);
+        assert_eq!((out.as_str(), n), ("forget:[erased], please", 1));
+    }
+
+    #[test]
+    fn a_short_text_is_cut_only_whole() {
+        let (out, n) = cut_quotes("drop 'likes jazz' now", ["likes jazz"]);
+        assert_eq!((out.as_str(), n), ("drop '[erased]' now", 1));
+        let (out, n) = cut_quotes("drop likes now", ["likes jazz"]);
+        assert_eq!((out.as_str(), n), ("drop likes now", 0));
+        // Under the scanner's floor: never searched, never cut.
+        let (out, n) = cut_quotes("user request: cats", ["cats"]);
+        assert_eq!((out.as_str(), n), ("user request: cats", 0));
+    }
+
+    #[test]
+    fn chinese_copies_are_cut_on_character_boundaries() {
+        let text = "我对花生过敏，去年住过一次院";
+        let (out, n) = cut_quotes("用户要求删除：对花生过敏，去年住过一次院。谢谢", [text]);
+        assert_eq!(n, 1);
+        assert_eq!(out, "用户要求删除：[erased]。谢谢");
+    }
+
+    #[test]
+    fn two_copies_of_two_texts_give_two_marks() {
+        let a = "prefers window seats on long flights";
+        let b = "is allergic to penicillin and amoxicillin";
+        let (out, n) = cut_quotes(&format!("remove: {a}; also {b}."), [a, b]);
+        assert_eq!((out.as_str(), n), ("remove: [erased]; also [erased].", 2));
+    }
+
+    proptest! {
+        // Whatever the label and texts: the result is valid UTF-8 no longer
+        // than the label, holds no text of 8+ bytes whole nor any 16-byte
+        // run of one, and equals the label when nothing was cut.
+        #[test]
+        fn nothing_quoted_survives(
+            label in "[a-z 花生过敏。]{0,60}",
+            texts in proptest::collection::vec("[a-z 花生过敏。]{0,40}", 0..4),
+        ) {
+            let (out, n) = cut_quotes(&label, texts.iter().map(String::as_str));
+            prop_assert!(out.len() <= label.len().max(ERASED_MARK.len()));
+            if n == 0 {
+                prop_assert_eq!(&out, &label);
+            }
+            let pieces: Vec<&str> = out.split(ERASED_MARK).collect();
+            for t in &texts {
+                let tb = t.as_bytes();
+                if tb.len() < MIN_TEXT_BYTES {
+                    continue;
+                }
+                for p in &pieces {
+                    if tb.len() < MIN_QUOTE_BYTES {
+                        prop_assert!(!p.contains(t.as_str()), "{p:?} holds {t:?}");
+                    } else {
+                        for w in tb.windows(MIN_QUOTE_BYTES) {
+                            prop_assert!(!p.as_bytes().windows(MIN_QUOTE_BYTES).any(|x| x == w), "{p:?} holds a run of {t:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
