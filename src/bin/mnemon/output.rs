@@ -230,8 +230,32 @@ fn human(cli: &Cli, resp: &Response) {
     }
 }
 
+/// Stored text for a terminal line: control characters (line breaks, tabs,
+/// escape sequences), the Unicode line and paragraph separators and the
+/// bidi controls written as Rust escapes (`\n`, `\u{1b}`, `\u{202e}`), so a
+/// stored text can neither add a line to the listing nor drive the
+/// terminal. `--json` gives the text as stored.
+pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    };
+    if !s.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if escaped(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub fn memory_line(m: &Memory) -> String {
-    let key = m.key.as_deref().map(|k| format!(" key={k}")).unwrap_or_default();
+    let key = m.key.as_deref().map(|k| format!(" key={}", shown(k))).unwrap_or_default();
     let q = if m.quarantine.is_some() { " QUARANTINED" } else { "" };
     format!(
         "#{:<6} {:<10} {:<10} {:<9} imp={:.2}{key}{q}  {}  {}",
@@ -241,7 +265,7 @@ pub fn memory_line(m: &Memory) -> String {
         m.tier.to_string(),
         m.importance,
         time_span(m),
-        m.content
+        shown(&m.content)
     )
 }
 
