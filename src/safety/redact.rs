@@ -1135,6 +1135,70 @@ fn chain_candidates(
             }
         }
     }
+    if phones_here {
+        spelled_out(scan, groups, joiners, phones, out);
+    }
+}
+
+/// Longest number read out digit by digit, in digits: E.164's 15.
+const MAX_SPELLED_DIGITS: usize = 15;
+
+/// Numbers read out digit by digit, one digit per run joined by spaces (`1
+/// 3 8 1 2 3 4 5 6 7 8`, as dictation and transcribed speech write them).
+/// Such spacing says nothing of the number's grouping, so a stretch of 8 to
+/// 15 such digits is confirmed as one bare run: the same rule as a number
+/// written without spaces (11 digits or more, or a phone word before it).
+/// The sub-chain search above cannot see them: it stops at 8 runs, and a
+/// run of single digits is never the library's grouping.
+fn spelled_out(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], phones: &mut Phones<'_>, out: &mut Vec<PiiSpan>) {
+    let single = |g: &Group| g.digits.len() == 1 && !g.has_x();
+    let mut i = 0;
+    while i < groups.len() {
+        if !single(&groups[i]) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < groups.len() && single(&groups[j]) && joiners[j - 1] == Joiner::Space {
+            j += 1;
+        }
+        let cand = Cand {
+            groups: &groups[i..j],
+            inner: &joiners[i..j - 1],
+            left: i.checked_sub(1).map(|p| joiners[p]),
+            right: joiners.get(j - 1).copied(),
+        };
+        let n = j - i;
+        i = j;
+        // A longer run joined to either end makes it something else (`138 1
+        // 2 3 …` is not read out digit by digit).
+        let joined_long = |k: Option<usize>| k.and_then(|k| groups.get(k)).is_some_and(|g| g.digits.len() > 1);
+        if !(MIN_DIGITS..=MAX_SPELLED_DIGITS).contains(&n)
+            || (cand.left.is_some() && joined_long((j - n).checked_sub(1)))
+            || (cand.right.is_some() && joined_long(Some(j)))
+            || !scan.right_ok(cand.last().ci_end)
+        {
+            continue;
+        }
+        let digits = ascii(&cand.digits());
+        let (written, start) = match cand.first().plus {
+            Some(_) => (Written::Plus, plus_start(scan, &cand)),
+            None if digits.starts_with("00") => (Written::Idd00, plain_start(scan, &cand)),
+            None => (Written::National, plain_start(scan, &cand)),
+        };
+        let Some(start) = start else {
+            continue;
+        };
+        let end = cand.last().end;
+        if phone::amount_or_id_context(scan.text, start, end) {
+            continue;
+        }
+        let vouched = n <= 10 && phone::phone_word_before(scan.text, start);
+        let c = Candidate { digits: &digits, runs: &[n], written, strict: false, vouched };
+        if let Some(kind) = phones.regions.confirm(c, phones.cache) {
+            out.push(PiiSpan { start, end, kind });
+        }
+    }
 }
 
 /// Which runs of a chain belong to a date written with `/`, `-` or `.`:
@@ -1632,6 +1696,32 @@ mod tests {
         assert_eq!(kinds("13812345678,13912345678").len(), 2);
         let out = r().redact("我的手机号是13812345678，");
         assert_eq!(out.text, "我的手机号是[PHONE]，");
+    }
+
+    /// Numbers read out digit by digit (dictation, transcribed calls).
+    #[test]
+    fn spelled_out_digit_by_digit() {
+        for (text, m, kind) in [
+            ("my number is 1 3 8 1 2 3 4 5 6 7 8 thanks", "1 3 8 1 2 3 4 5 6 7 8", PiiKind::CnMobile),
+            ("手机 1 3 8 1 2 3 4 5 6 7 8。", "1 3 8 1 2 3 4 5 6 7 8", PiiKind::CnMobile),
+            ("call +4 4 7 9 1 1 1 2 3 4 5 6", "+4 4 7 9 1 1 1 2 3 4 5 6", PiiKind::Phone),
+            ("phone 4 1 5 5 5 5 2 6 7 1", "4 1 5 5 5 5 2 6 7 1", PiiKind::Phone),
+        ] {
+            let found = kinds(text);
+            assert_eq!(found.first(), Some(&(m.to_owned(), kind)), "{text:?}: {found:?}");
+        }
+        assert_eq!(r().redact("it is 1 3 8 1 2 3 4 5 6 7 8.").text, "it is [PHONE].");
+        // Ten digits or fewer need a phone word before them; counting, a
+        // shorter list, a longer run joined to it, and 16+ digits are kept.
+        for text in [
+            "scores 4 1 5 5 5 5 2 6 7 1",
+            "1 2 3 4 5 6 7 8 9",
+            "138 1 2 3 4 5 6 7 8",
+            "1 3 8 1 2 3 4 5 6 7 8 9 0 1 2 3",
+            "ids 1 3 8 1 2 3 4 5 6 7 8x",
+        ] {
+            assert!(kinds(text).is_empty(), "{text:?}: {:?}", kinds(text));
+        }
     }
 
     #[test]
