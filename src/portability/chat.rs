@@ -111,7 +111,11 @@ pub fn parse_longmemeval(text: &str) -> Parsed {
         let line_no = i as u64 + 1;
         match serde_json::from_str::<Value>(line) {
             Ok(r) => question(&mut out, line_no, "", &r),
-            Err(e) => out.rejected.push(Rejection { line: line_no, at: String::new(), reason: e.to_string() }),
+            Err(e) => out.rejected.push(Rejection {
+                line: line_no,
+                at: String::new(),
+                reason: super::records::within_line(line, &e),
+            }),
         }
     }
     out

@@ -155,20 +155,50 @@ pub fn parse_jsonl(text: &str) -> Parsed {
         }
         match serde_json::from_str::<ImportRecord>(line) {
             Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record }),
-            Err(e) => out.rejected.push(Rejection { line: line_no, at: String::new(), reason: within_line(&e) }),
+            Err(e) => out.rejected.push(Rejection { line: line_no, at: String::new(), reason: within_line(line, &e) }),
         }
     }
     out
 }
 
 /// A JSON error of one line, positioned by column only (the line number is
-/// the file's, reported beside it).
-fn within_line(e: &serde_json::Error) -> String {
+/// the file's, reported beside it), naming the field it is in when a
+/// `"name":` precedes the column, and saying why when the value is one
+/// JSON has no number for (`NaN`, `Infinity`) or overflows an f64.
+pub(crate) fn within_line(line: &str, e: &serde_json::Error) -> String {
     let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(i) if e.column() > 0 => format!("{} at column {}", &text[..i], e.column()),
-        _ => text,
+    let Some(i) = text.rfind(" at line ").filter(|_| e.column() > 0) else {
+        return text;
+    };
+    let col = e.column();
+    let mut at = (col - 1).min(line.len());
+    while !line.is_char_boundary(at) {
+        at -= 1;
     }
+    let rest = &line[at..];
+    let bad_number = ["NaN", "-NaN", "Infinity", "-Infinity", "+Infinity", "inf", "-inf", "nan"]
+        .into_iter()
+        .filter(|t| rest.starts_with(t))
+        .max_by_key(|t| t.len());
+    let sign = if line[..at].ends_with('-') { "-" } else { "" };
+    let what = match bad_number {
+        Some(t) => format!("`{sign}{t}` is not a JSON number (numbers must be finite)"),
+        None if text.starts_with("number out of range") => "number out of range (numbers must be finite)".to_string(),
+        None => text[..i].to_string(),
+    };
+    match field_before(&line[..at]).filter(|f| !what.contains(&format!("`{f}`"))) {
+        Some(f) => format!("field `{f}`: {what} at column {col}"),
+        None => format!("{what} at column {col}"),
+    }
+}
+
+/// The key of the last `"key":` in `before`, if any (a heuristic for error
+/// messages: a key inside a string value can mislead it).
+fn field_before(before: &str) -> Option<&str> {
+    let colon = before.rfind("\":")?;
+    let open = before[..colon].rfind('"')?;
+    let key = &before[open + 1..colon];
+    (!key.is_empty() && key.len() <= 64 && !key.contains(['\\', '{', '}', ','])).then_some(key)
 }
 
 #[cfg(test)]
@@ -197,5 +227,32 @@ mod tests {
         assert_eq!(lines, vec![4, 5, 6]);
         assert!(p.rejected[0].reason.contains("colour"), "{}", p.rejected[0].reason);
         assert_eq!(p.read(), 5);
+    }
+
+    /// Values JSON has no number for are named with their field.
+    #[test]
+    fn non_finite_numbers_are_named_with_their_field() {
+        let text = concat!(
+            r#"{"type":"memory","content":"Likes tea","importance":NaN}"#,
+            "\n",
+            r#"{"type":"memory","content":"Likes jam","vector":[0.5, -Infinity]}"#,
+            "\n",
+            r#"{"type":"memory","content":"Likes rye","importance":1e999}"#,
+            "\n",
+            r#"{"type":"memory","content":"Likes oats","importance":"high"}"#,
+        );
+        let p = parse_jsonl(text);
+        let reasons: Vec<&str> = p.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert_eq!(
+            reasons[..3],
+            [
+                "field `importance`: `NaN` is not a JSON number (numbers must be finite) at column 53",
+                "field `vector`: `-Infinity` is not a JSON number (numbers must be finite) at column 56",
+                "field `importance`: number out of range (numbers must be finite) at column 57",
+            ]
+        );
+        // A type error inside a record has no position (serde reads a
+        // tagged record whole first); it still names the value.
+        assert!(reasons[3].starts_with("invalid type: string \"high\""), "{}", reasons[3]);
     }
 }
