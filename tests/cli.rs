@@ -434,6 +434,32 @@ fn text_listings_keep_a_multi_line_memory_on_one_line() {
     assert_eq!(v["content"], text);
 }
 
+/// A read of a namespace nothing was written to (a mistyped `--ns`) says so
+/// on stderr and names the store's namespaces; the answer itself is the
+/// same empty one, and a namespace that exists gets no note.
+#[test]
+fn reads_of_an_unknown_namespace_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    assert!(mnemon(&data, &["remember", "--ns", "alice", "Likes green tea"]).0);
+    assert!(mnemon(&data, &["observe", "--ns", "bob", "--session", "s1", "hello"]).0);
+    for args in [
+        vec!["recall", "--ns", "alcie", "tea"],
+        vec!["context", "--ns", "alcie", "tea"],
+        vec!["list", "--ns", "alcie"],
+        vec!["--json", "recall", "--ns", "alcie", "tea"],
+    ] {
+        let (ok, _, err) = mnemon(&data, &args);
+        assert!(ok, "{args:?}: {err}");
+        assert!(
+            err.contains("nothing was ever written to namespace alcie; the store's namespaces: alice, bob"),
+            "{args:?}: {err}"
+        );
+    }
+    let (ok, out, err) = mnemon(&data, &["list", "--ns", "bob"]);
+    assert!(ok && out.is_empty() && !err.contains("namespace"), "{out} {err}");
+}
+
 /// A keyed `remember` that states only new content keeps the old version's
 /// kind, tier, importance and the entities it still names.
 #[test]

@@ -714,8 +714,72 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     if req.read_only() {
         require_store(cli)?;
     }
-    let resp = with_surface(cli, |run| run(req))?;
-    Ok(output::print(cli, &resp))
+    let asked = read_namespace(&req);
+    let (resp, unknown) = with_surface(cli, |run| {
+        let resp = run(req)?;
+        let unknown = match asked {
+            Some(ns) if found_nothing(&resp) => unknown_namespace(run, &ns)?,
+            _ => None,
+        };
+        Ok((resp, unknown))
+    })?;
+    let code = output::print(cli, &resp);
+    if let Some(note) = unknown {
+        eprintln!("{note}");
+    }
+    Ok(code)
+}
+
+/// The namespace a `recall`, `context` or `list` reads.
+fn read_namespace(req: &Request) -> Option<mnemon::Namespace> {
+    match req {
+        Request::Recall(r) => Some(r.namespace.clone()),
+        Request::Context(r) => Some(r.namespace.clone()),
+        Request::List(r) => Some(r.namespace.clone()),
+        _ => None,
+    }
+}
+
+/// Whether a read came back empty.
+fn found_nothing(resp: &Response) -> bool {
+    match resp {
+        Response::Recall(r) => r.hits.is_empty(),
+        Response::Context(c) => c.included == 0 && c.profile == 0 && c.recent == 0,
+        Response::List(l) => l.memories.is_empty(),
+        _ => false,
+    }
+}
+
+/// A note when `ns` was never written to (most often a mistyped `--ns`),
+/// naming the store's namespaces when there are few. Reads every page of
+/// the `namespaces` op; runs only after a read found nothing.
+fn unknown_namespace(
+    run: &dyn Fn(Request) -> Result<Response, ApiError>,
+    ns: &mnemon::Namespace,
+) -> Result<Option<String>, ApiError> {
+    const NAMED: usize = 8;
+    let mut names: Vec<String> = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = run(Request::Namespaces(mnemon::api::NamespacesRequest { cursor, limit: Some(1000) }))?;
+        let Response::Namespaces(page) = page else {
+            return Ok(None);
+        };
+        if page.namespaces.iter().any(|s| &s.namespace == ns) {
+            return Ok(None);
+        }
+        names.extend(page.namespaces.iter().map(|s| s.namespace.to_string()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let known = match names.len() {
+        0 => "the store holds no namespace yet".to_string(),
+        n if n <= NAMED => format!("the store's namespaces: {}", names.join(", ")),
+        n => format!("the store has {n} namespaces (`mnemon namespaces` lists them)"),
+    };
+    Ok(Some(format!("note: nothing was ever written to namespace {ns}; {known}")))
 }
 
 /// Commands that only read (and `backup`, `export`, `log`) need an existing
