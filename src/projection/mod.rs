@@ -283,9 +283,7 @@ impl State {
                 continue;
             };
             let gone: Vec<u64> = ix.ids().filter(|id| !st.memories.contains_key(&MemoryId(*id))).collect();
-            for id in gone {
-                ix.remove(id);
-            }
+            ix.remove_many(&gone);
             st.lexical = ix;
         }
         Ok(())
