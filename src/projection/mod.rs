@@ -114,7 +114,9 @@ impl NsState {
 
     /// Removes a forgotten version (live, or erased by compaction) and cuts
     /// it out of its chain: every version that led to it now leads to its
-    /// successor, and the successor back to its predecessor.
+    /// successor, and the successor back to its predecessor. Leaves the
+    /// lexical index to the caller, which removes a whole event's
+    /// memories at once ([`LexicalIndex::remove_many`]).
     fn remove_memory(&mut self, id: MemoryId) {
         let links = if let Some(m) = self.memories.remove(&id) {
             if let Some(k) = &m.key {
@@ -124,7 +126,6 @@ impl NsState {
             }
             self.unindex_norm(&normalize_content(&m.content), id);
             self.vectors.remove(id.0);
-            self.lexical.remove(id.0);
             self.pending_vectors.remove(&id);
             self.cjk.remove(&id.0);
             Some((m.prev, m.next))
@@ -374,6 +375,10 @@ impl State {
                 for id in &f.memories {
                     st.remove_memory(*id);
                 }
+                // One filtering pass per posting list, not one per memory
+                // (a namespace forgotten whole removes them all).
+                let ids: Vec<u64> = f.memories.iter().map(|m| m.0).collect();
+                st.lexical.remove_many(&ids);
                 for id in &f.observations {
                     st.observations.remove(id);
                     st.forgotten_observations.insert(*id);
