@@ -83,7 +83,14 @@ impl LexicalFeed {
         self.send();
         self.tx = None;
         let worker = self.worker.take().ok_or_else(|| Error::Storage("lexical worker already joined".into()))?;
-        worker.join().map_err(|_| Error::Storage("the lexical indexing thread panicked during replay".into()))
+        worker.join().map_err(|payload| {
+            let why = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_string());
+            Error::Storage(format!("the lexical indexing thread panicked during replay: {why}"))
+        })
     }
 }
 
