@@ -893,3 +893,64 @@ fn reopen_right_after_close() -> TestResult {
     }
     Ok(())
 }
+
+/// A 384-d embedder of another model that scales or breaks the hashing
+/// embedder's vectors, to check what an open that re-embeds accepts.
+struct Skewed {
+    inner: mnemon::embed::HashingEmbedder,
+    nan: bool,
+}
+
+impl mnemon::embed::Embedder for Skewed {
+    fn model_id(&self) -> &str {
+        "skewed-test-384"
+    }
+
+    fn dim(&self) -> usize {
+        384
+    }
+
+    fn embed(&self, texts: &[&str], kind: mnemon::embed::EmbedKind) -> mnemon::Result<Vec<Vec<f32>>> {
+        let mut vs = self.inner.embed(texts, kind)?;
+        for v in &mut vs {
+            v.iter_mut().for_each(|x| *x *= 3.0);
+            if self.nan {
+                v[7] = f32::NAN;
+            }
+        }
+        Ok(vs)
+    }
+}
+
+/// Vectors embedded again at open (the store's model changed) are checked
+/// and normalised as a live write's are: a NaN fails the open with an
+/// embedder error and caches nothing, and the store still opens with its
+/// own model; an unnormalised vector is normalised (cosine stays in -1..=1).
+#[test]
+fn vectors_embedded_at_open_are_checked_and_normalised() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    engine.remember(&u, NewMemory::new("The user plays the cello on Sunday mornings"))?;
+    engine.close()?;
+
+    let broken = Skewed { inner: mnemon::embed::HashingEmbedder::new(384)?, nan: true };
+    match Engine::builder(dir.path()).embedder(std::sync::Arc::new(broken)).open() {
+        Err(Error::InvalidInput { .. } | Error::Embedder(_)) => {}
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a NaN vector was accepted at open"),
+    }
+    let engine = Engine::open(dir.path())?;
+    assert_eq!(engine.list(&u, &ListOptions::default()).len(), 1);
+    engine.close()?;
+
+    let scaled = Skewed { inner: mnemon::embed::HashingEmbedder::new(384)?, nan: false };
+    let engine = Engine::builder(dir.path()).embedder(std::sync::Arc::new(scaled)).open()?;
+    assert_eq!(engine.open_report().vectors_embedded, 1);
+    let opts = mnemon::RecallOptions { record_access: false, ..Default::default() };
+    let hits = engine.recall(&u, "The user plays the cello on Sunday mornings", &opts)?;
+    let sim = hits[0].explain.similarity;
+    assert!((sim - 1.0).abs() < 1e-3, "cosine {sim}");
+    engine.close()?;
+    Ok(())
+}

@@ -448,6 +448,26 @@ pub fn normalize(v: &mut [f32]) -> bool {
     true
 }
 
+/// Embeds one query and checks the embedder's answer as a write's vectors
+/// are checked: one vector of [`Embedder::dim`] finite components, then
+/// L2-normalised (an embedder that returns unnormalised vectors would
+/// otherwise scale every cosine).
+///
+/// # Errors
+/// [`Error::Embedder`] when the embedder fails, returns no vector, or a
+/// vector of the wrong dimension or with a non-finite component.
+pub(crate) fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<Vec<f32>> {
+    let mut v = embedder
+        .embed(&[query], EmbedKind::Query)?
+        .pop()
+        .ok_or_else(|| Error::Embedder("no vector for the query".into()))?;
+    validate_vector(&v, embedder.dim()).map_err(|e| Error::Embedder(format!("query vector: {e}")))?;
+    // A zero vector (a query with no feature the embedder knows) stays
+    // zero: every cosine with it is 0.
+    normalize(&mut v);
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

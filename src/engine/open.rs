@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use crate::embed::{EmbedKind, Embedder, HashingEmbedder};
+use crate::embed::{Embedder, HashingEmbedder};
 use crate::engine::backfill::{self, Backlog, PendingVector, PENDING_PREFIX};
 use crate::engine::config::{Config, Progress};
 use crate::engine::{Engine, Inner};
@@ -259,10 +259,9 @@ pub(crate) fn load_vectors(
             })
             .collect();
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let vecs = embedder.embed(&refs, EmbedKind::Passage)?;
-        if vecs.len() != texts.len() {
-            return Err(Error::Embedder(format!("{} vectors for {} texts", vecs.len(), texts.len())));
-        }
+        // Checked and normalised as a live write's are: a vector of the
+        // wrong dimension or with a NaN fails the open before it is cached.
+        let vecs = super::backfill::embed_checked(embedder, &refs)?;
         if write_cache {
             let entries: Vec<(MemoryId, u64, &[f32])> =
                 chunk.iter().zip(&vecs).map(|(&i, v)| (want[i].id, want[i].content_hash, v.as_slice())).collect();

@@ -477,7 +477,7 @@ impl Engine {
         if limit == 0 || limit > 10_000 {
             return Err(Error::invalid("limit", "must be in 1..=10000"));
         }
-        let qv = self.inner.embedder.embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default();
+        let qv = crate::embed::embed_query(self.inner.embedder.as_ref(), query)?;
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
             return Ok(vec![]);

@@ -30,7 +30,6 @@ pub use when::{resolve as query_time, QueryTime, TimeSpan};
 use chrono::{DateTime, FixedOffset, Utc};
 use std::collections::HashMap;
 
-use crate::embed::EmbedKind;
 use crate::engine::{AsOf, Engine, ReadPoint};
 use crate::error::{Error, Result};
 use crate::projection::Memory;
@@ -183,7 +182,7 @@ impl Engine {
         let qv = if opts.mode == RecallMode::Lexical {
             Vec::new()
         } else {
-            self.embedder().embed(&[query], EmbedKind::Query)?.pop().unwrap_or_default()
+            crate::embed::embed_query(self.embedder().as_ref(), query)?
         };
         self.recall_scored(ns, query, &qv, opts)
     }
