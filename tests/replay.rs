@@ -952,5 +952,16 @@ fn vectors_embedded_at_open_are_checked_and_normalised() -> TestResult {
     let sim = hits[0].explain.similarity;
     assert!((sim - 1.0).abs() < 1e-3, "cosine {sim}");
     engine.close()?;
+
+    // Live, the same checks: a write whose vector comes back with a NaN is
+    // refused and writes nothing; so is a query.
+    let fresh = tempfile::tempdir()?;
+    let broken = Skewed { inner: mnemon::embed::HashingEmbedder::new(384)?, nan: true };
+    let engine = Engine::builder(fresh.path()).embedder(std::sync::Arc::new(broken)).open()?;
+    assert!(matches!(engine.remember(&u, NewMemory::new("Plays the cello")), Err(Error::Embedder(_))));
+    assert!(engine.list(&u, &ListOptions::default()).is_empty());
+    assert_eq!(engine.stats().last_seq, 0);
+    assert!(matches!(engine.recall(&u, "cello", &opts), Err(Error::Embedder(_))));
+    engine.close()?;
     Ok(())
 }

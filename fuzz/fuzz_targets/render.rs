@@ -68,6 +68,7 @@ fuzz_target!(|data: &[u8]| {
             for part in p.meta.iter().chain([&p.content]) {
                 assert!(!part.chars().any(block::angle_like), "angle bracket in {part:?}");
                 assert!(!part.chars().any(|c| block::invisible(c) && !block::kept_invisible(c)), "{part:?}");
+                assert!(block::decode_entities(part).is_some(), "bare & in {part:?}");
             }
         }
     }

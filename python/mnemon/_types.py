@@ -955,13 +955,14 @@ class ForgetResponse(Record):
         return [Memory(x0) for x0 in v]
 
     @property
-    def quotes_cut(self) -> Optional[int]:
+    def quotes_cut(self) -> int:
         """
         Spans of the reason (and requester) replaced by `[erased]` because they copied a
-        forgotten text verbatim: the whole text, or 16 bytes or more of it. The reason
-        is kept after compaction, so it may not carry what it erases. 0 for a dry run.
+        forgotten text verbatim: the whole text when it is 8 bytes or more, or any 16
+        bytes or more of a longer one. The reason is kept after compaction, so it may
+        not carry what it erases. 0 for a dry run.
         """
-        return self._data.get("quotes_cut")
+        return self._data["quotes_cut"]  # type: ignore[no-any-return]
 
     @property
     def similarities(self) -> List[float]:

@@ -272,17 +272,18 @@ impl Engine {
                 .into_iter();
         let mut out = Vec::with_capacity(items.len());
         for (m, _) in items {
+            // A caller's vector was checked with the memory; the embedder's
+            // are checked here, as at open and for queries.
             let mut v = match &m.vector {
                 Some(v) => v.clone(),
-                None => embedded.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?,
+                None => {
+                    let v =
+                        embedded.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?;
+                    crate::embed::validate_vector(&v, self.inner.embedder.dim())
+                        .map_err(|e| Error::Embedder(format!("embedder returned a bad vector: {e}")))?;
+                    v
+                }
             };
-            if v.len() != self.inner.embedder.dim() {
-                return Err(Error::Embedder(format!(
-                    "embedder returned a {}-d vector, expected {}",
-                    v.len(),
-                    self.inner.embedder.dim()
-                )));
-            }
             crate::embed::normalize(&mut v);
             out.push(v);
         }

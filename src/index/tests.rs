@@ -305,10 +305,12 @@ fn a_vector_is_found_as_soon_as_insert_returns_while_the_graph_builds() {
     let mut rng = SmallRng::seed_from_u64(41);
     let dim = 16;
     let vs: Vec<Vec<f32>> = (0..900).map(|_| unit(&mut rng, dim)).collect();
-    // M = 8 and ef_search = 32: parallel insertion links a point of a 4-link
-    // graph poorly often enough (one query in five at recall 7/10) that the
-    // recall check below would test luck rather than the index.
-    let mut ix = VectorIndex::new(dim, HnswParams { parallel_build: true, m: 8, ef_search: 32, ..params(150) });
+    // M = 6: parallel insertion links a point of a 4-link graph poorly often
+    // enough (one run in five had a query at recall 7/10) that a per-query
+    // check would test luck; recall is checked over all queries below.
+    // With ef_search = 10 the planner still takes the graph (10 · 2M · 2 =
+    // 240 row-units against a scan of ~770 rows), which the check asserts.
+    let mut ix = VectorIndex::new(dim, HnswParams { parallel_build: true, m: 6, ..params(150) });
     let mut live: Vec<(u64, Vec<f32>)> = Vec::new();
     let mut served_by_graph = 0;
     for (i, v) in vs.iter().enumerate() {
@@ -328,12 +330,15 @@ fn a_vector_is_found_as_soon_as_insert_returns_while_the_graph_builds() {
     assert!(ix.is_hnsw());
     assert_eq!(ix.graph_pending(), 0);
     let (mut hits, mut asked) = (0, 0);
+    let before = graph_searches();
     for q in vs.iter().step_by(37) {
         let got = ix.search(q, 10, &all);
         let exact = brute(&live, q, 10, &all);
         hits += got.iter().filter(|(id, _)| exact.contains(id)).count();
         asked += 10;
     }
+    assert!(graph_searches() - before >= asked / 10, "every recall query served by the graph");
+    println!("recall@10 {hits}/{asked}");
     assert!(hits * 100 >= asked * 95, "recall@10 {hits}/{asked}");
 }
 

@@ -195,9 +195,11 @@ pub(crate) fn within_line(line: &str, e: &serde_json::Error) -> String {
 /// The key of the last `"key":` in `before`, if any (a heuristic for error
 /// messages: a key inside a string value can mislead it).
 fn field_before(before: &str) -> Option<&str> {
-    let colon = before.rfind("\":")?;
-    let open = before[..colon].rfind('"')?;
-    let key = &before[open + 1..colon];
+    let colon = before.rfind(':')?;
+    let quoted = before[..colon].trim_end();
+    let close = quoted.strip_suffix('"')?.len();
+    let open = before[..close].rfind('"')?;
+    let key = &before[open + 1..close];
     (!key.is_empty() && key.len() <= 64 && !key.contains(['\\', '{', '}', ','])).then_some(key)
 }
 
@@ -240,6 +242,8 @@ mod tests {
             r#"{"type":"memory","content":"Likes rye","importance":1e999}"#,
             "\n",
             r#"{"type":"memory","content":"Likes oats","importance":"high"}"#,
+            "\n",
+            r#"{"type":"memory", "content" : "Likes rye", "importance" :NaN}"#,
         );
         let p = parse_jsonl(text);
         let reasons: Vec<&str> = p.rejected.iter().map(|r| r.reason.as_str()).collect();
@@ -254,5 +258,6 @@ mod tests {
         // A type error inside a record has no position (serde reads a
         // tagged record whole first); it still names the value.
         assert!(reasons[3].starts_with("invalid type: string \"high\""), "{}", reasons[3]);
+        assert!(reasons[4].starts_with("field `importance`: `NaN`"), "{}", reasons[4]);
     }
 }

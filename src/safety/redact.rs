@@ -1146,8 +1146,9 @@ const MAX_SPELLED_DIGITS: usize = 15;
 /// Numbers read out digit by digit, one digit per run joined by spaces (`1
 /// 3 8 1 2 3 4 5 6 7 8`, as dictation and transcribed speech write them).
 /// Such spacing says nothing of the number's grouping, so a stretch of 8 to
-/// 15 such digits is confirmed as one bare run: the same rule as a number
-/// written without spaces (11 digits or more, or a phone word before it).
+/// 15 such digits is confirmed as one bare run, and one of 10 digits or
+/// fewer written nationally needs a phone word before it even when it
+/// starts with a trunk prefix.
 /// The sub-chain search above cannot see them: it stops at 8 runs, and a
 /// run of single digits is never the library's grouping.
 fn spelled_out(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], phones: &mut Phones<'_>, out: &mut Vec<PiiSpan>) {
@@ -1176,6 +1177,8 @@ fn spelled_out(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], phones: &m
         if !(MIN_DIGITS..=MAX_SPELLED_DIGITS).contains(&n)
             || (cand.left.is_some() && joined_long((j - n).checked_sub(1)))
             || (cand.right.is_some() && joined_long(Some(j)))
+            || cand.left == Some(Joiner::Dot)
+            || cand.right == Some(Joiner::Dot)
             || !scan.right_ok(cand.last().ci_end)
         {
             continue;
@@ -1193,7 +1196,13 @@ fn spelled_out(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], phones: &m
         if phone::amount_or_id_context(scan.text, start, end) {
             continue;
         }
+        // A trunk prefix does not make a spoken list of digits a number
+        // (`0 1 2 3 4 5 6 7 8 9` reads as a French one): under 11 digits, a
+        // phone word before it must vouch for it whatever its prefix.
         let vouched = n <= 10 && phone::phone_word_before(scan.text, start);
+        if n <= 10 && written == Written::National && !vouched {
+            continue;
+        }
         let c = Candidate { digits: &digits, runs: &[n], written, strict: false, vouched };
         if let Some(kind) = phones.regions.confirm(c, phones.cache) {
             out.push(PiiSpan { start, end, kind });
@@ -1715,6 +1724,8 @@ mod tests {
         // shorter list, a longer run joined to it, and 16+ digits are kept.
         for text in [
             "scores 4 1 5 5 5 5 2 6 7 1",
+            "count 0 1 2 3 4 5 6 7 8 9 done",
+            "v1.3 8 1 2 3 4 5 6 7 8 9",
             "1 2 3 4 5 6 7 8 9",
             "138 1 2 3 4 5 6 7 8",
             "1 3 8 1 2 3 4 5 6 7 8 9 0 1 2 3",

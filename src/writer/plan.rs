@@ -135,9 +135,10 @@ pub struct ForgetOutcome {
     /// The observation ids erased.
     pub observation_ids: Vec<ObservationId>,
     /// Spans of the reason (and requester) replaced by `[erased]` because
-    /// they copied a forgotten text verbatim: the whole text, or 16 bytes or
-    /// more of it. The reason is kept after compaction, so it may not
-    /// carry what it erases. 0 for a dry run.
+    /// they copied a forgotten text verbatim: the whole text when it is 8
+    /// bytes or more, or any 16 bytes or more of a longer one. The reason
+    /// is kept after compaction, so it may not carry what it erases. 0 for
+    /// a dry run.
     pub quotes_cut: usize,
 }
 

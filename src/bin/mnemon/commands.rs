@@ -718,7 +718,8 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     let (resp, unknown) = with_surface(cli, |run| {
         let resp = run(req)?;
         let unknown = match asked {
-            Some(ns) if found_nothing(&resp) => unknown_namespace(run, &ns)?,
+            // Best effort: the read itself succeeded.
+            Some(ns) if found_nothing(&resp) => unknown_namespace(run, &ns).unwrap_or(None),
             _ => None,
         };
         Ok((resp, unknown))

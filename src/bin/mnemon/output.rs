@@ -238,7 +238,10 @@ fn human(cli: &Cli, resp: &Response) {
 pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
     let escaped = |c: char| {
         c.is_control()
-            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+            || matches!(
+                c,
+                '\u{2028}' | '\u{2029}' | '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            )
     };
     if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
