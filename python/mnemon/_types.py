@@ -198,7 +198,10 @@ class CheckReport(Record):
 
     @property
     def consistent(self) -> bool:
-        """True when the two digests agree."""
+        """
+        True when the two digests agree and every namespace's lexical index holds the
+        same documents live and replayed.
+        """
         return self._data["consistent"]  # type: ignore[no-any-return]
 
     @property

@@ -4,7 +4,8 @@
 //! vector is pending counts as a member) and the size of the lexical index.
 //! Two states with the same digest answer every read identically as long as
 //! each lexical index holds exactly its namespace's memory versions, which
-//! `apply` and [`State::finish_lexical`](super::State::finish_lexical) keep.
+//! `apply` and [`State::finish_lexical`](super::State::finish_lexical) keep
+//! and `Engine::check` compares document by document.
 
 use sha2::{Digest, Sha256};
 
