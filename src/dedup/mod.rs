@@ -139,6 +139,11 @@ pub struct FactSignature {
     lower_words: BTreeSet<String>,
     /// Canonical negation markers, sorted (a multiset).
     negations: Vec<String>,
+    /// Every word in text order (Latin and digit runs lower-cased, each CJK
+    /// character on its own), articles, intensifiers and punctuation left
+    /// out: the same words in another order state another fact ("prefers
+    /// tea over coffee" / "coffee over tea", 他欠我 / 我欠他).
+    sequence: Vec<String>,
 }
 
 impl FactSignature {
@@ -160,6 +165,7 @@ impl FactSignature {
             }
         }
         sig.negations.sort_unstable();
+        sig.sequence = word_sequence(&text);
         sig
     }
 
@@ -204,6 +210,22 @@ impl FactSignature {
             let (a, b) = multiset_surplus(&self.negations, &other.negations);
             return Some(FactDifference { kind: FactKind::Negation, only_in_first: a, only_in_second: b });
         }
+        // The same words in another order: who did what to whom, from where
+        // to where, which over which. Reported as names, in each text's
+        // order.
+        if self.sequence != other.sequence {
+            let (mut a, mut b) = (self.sequence.clone(), other.sequence.clone());
+            a.sort_unstable();
+            b.sort_unstable();
+            if a == b && !copula_swap(&self.sequence, &other.sequence) && !phrase_moved(&self.sequence, &other.sequence)
+            {
+                return Some(FactDifference {
+                    kind: FactKind::Name,
+                    only_in_first: vec![self.sequence.join(" ")],
+                    only_in_second: vec![other.sequence.join(" ")],
+                });
+            }
+        }
         None
     }
 
@@ -230,6 +252,76 @@ impl FactSignature {
         }
         out
     }
+}
+
+/// Words left out of [`FactSignature`]'s word order: articles, which move
+/// with rewording without changing a fact.
+const ORDER_NEUTRAL: &[&str] = &["a", "an", "the"];
+
+/// Copulas whose two sides can trade places without changing the fact.
+const COPULAS: &[&str] = &["is", "are", "was", "were", "是"];
+
+/// Whether `b` is `a` with the two sides of its one copula swapped ("Biscuit
+/// is our dog" / "our dog is Biscuit"): an identity reads both ways.
+fn copula_swap(a: &[String], b: &[String]) -> bool {
+    let at = |s: &[String]| {
+        let mut found = s.iter().enumerate().filter(|(_, w)| COPULAS.contains(&w.as_str()));
+        match (found.next(), found.next()) {
+            (Some((i, _)), None) => Some(i),
+            _ => None,
+        }
+    };
+    let (Some(i), Some(j)) = (at(a), at(b)) else {
+        return false;
+    };
+    a[i] == b[j] && a[..i] == b[j + 1..] && a[i + 1..] == b[..j]
+}
+
+/// Whether `b` is `a` with one phrase moved past another, at least one of
+/// them two words or more ("The standup starts at 10:30 every weekday
+/// morning" / "Every weekday morning, the standup starts at 10:30"; "My
+/// sister Lena" / "Lena, my sister"): after their common start and end,
+/// `a`'s middle is `Y Z` and `b`'s is `Z Y`. Two single words trading
+/// places (`05-03` / `03-05`), or trading places around a word that stays
+/// ("from 9 to 5" / "from 5 to 9", "tea over coffee" / "coffee over tea"),
+/// are not a moved phrase.
+fn phrase_moved(a: &[String], b: &[String]) -> bool {
+    let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (ma, mb) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
+    let n = ma.len();
+    n == mb.len() && (1..n).any(|k| n >= 3 && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..])
+}
+
+/// The words of `text` in order: runs of Latin letters or digits
+/// lower-cased, each CJK character alone, articles, quantifiers and
+/// intensifiers left out.
+fn word_sequence(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut Vec<String>| {
+        if !word.is_empty() {
+            let w = std::mem::take(word);
+            if !ORDER_NEUTRAL.contains(&w.as_str()) && !QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()) {
+                out.push(w);
+            }
+        }
+    };
+    for c in text.chars() {
+        if cjk::is_cjk_char(c) {
+            flush(&mut word, &mut out);
+            out.push(c.to_string());
+        } else if c.is_alphanumeric() {
+            if word.chars().last().is_some_and(|p| p.is_ascii_digit() != c.is_ascii_digit()) {
+                flush(&mut word, &mut out);
+            }
+            word.extend(c.to_lowercase());
+        } else {
+            flush(&mut word, &mut out);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 /// [`FactSignature::differs`] of the two texts' signatures.

@@ -184,3 +184,35 @@ fn a_content_word_in_another_s_place_is_a_different_fact() {
     assert_eq!(kind("I have two cats.", "I've got 2 cats."), None);
     assert_eq!(kind("The meeting is in the morning", "The meeting is on the morning"), None);
 }
+
+/// The same words in another order state another fact; the same words in
+/// the same order (case, punctuation, articles aside) do not.
+#[test]
+fn the_same_words_in_another_order_differ() {
+    for (a, b) in [
+        ("I prefer tea over coffee", "I prefer coffee over tea"),
+        ("Alice is Bob's manager", "Bob is Alice's manager"),
+        ("Transfer 500 from savings to checking every month", "Transfer 500 from checking to savings every month"),
+        ("I lived in Berlin before moving to Munich", "I lived in Munich before moving to Berlin"),
+        ("The shop is open from 9 to 5", "The shop is open from 5 to 9"),
+        ("The meeting is on 2026-05-03", "The meeting is on 2026-03-05"),
+        ("我喜欢猫，不喜欢狗", "我喜欢狗，不喜欢猫"),
+        ("他欠我五百块", "我欠他五百块"),
+        ("我先去上海再去北京", "我先去北京再去上海"),
+    ] {
+        assert_eq!(kind(a, b), Some(FactKind::Name), "{a} / {b}");
+    }
+    for (a, b) in [
+        ("I prefer tea over coffee.", "i prefer tea over coffee"),
+        ("The user likes the blue car", "User likes a blue car"),
+        ("我喜欢猫。", "我喜欢猫"),
+        // A phrase moved, not two words traded.
+        (
+            "The team standup starts at 10:30 every weekday morning in room four",
+            "Every weekday morning, the team standup starts at 10:30 in room four.",
+        ),
+        ("Biscuit is our dog.", "Our dog is Biscuit."),
+    ] {
+        assert_eq!(kind(a, b), None, "{a} / {b}");
+    }
+}
