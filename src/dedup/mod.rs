@@ -213,7 +213,9 @@ impl FactSignature {
         // The same words in another order: who did what to whom, from where
         // to where, which over which. Reported as names, in each text's
         // order.
-        if self.sequence != other.sequence {
+        // Only texts of equally many words can be reorderings: the common
+        // case (different lengths) costs one comparison, no sort.
+        if self.sequence.len() == other.sequence.len() && self.sequence != other.sequence {
             let (mut a, mut b) = (self.sequence.clone(), other.sequence.clone());
             a.sort_unstable();
             b.sort_unstable();
