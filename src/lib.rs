@@ -28,8 +28,8 @@
 //!
 //! No text a caller sends is dropped: a memory that repeats an active one
 //! word for word returns it; one that restates it (cosine ≥ the embedder's
-//! near-duplicate threshold and the same numbers, names and negations, see
-//! [`dedup`]) becomes its new version; a changed fact, however similar, is a
+//! near-duplicate threshold and the same numbers, names, content words,
+//! negations, qualifiers and word order, see [`dedup`]) becomes its new version; a changed fact, however similar, is a
 //! new memory. Recall shows one hit of each restatement pair.
 //!
 //! [`portability`] gets data in and out: bulk import ([`Engine::import`])

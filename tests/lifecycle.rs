@@ -190,7 +190,7 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     assert!(e.consolidate(&u, None)?.is_empty());
 
     // Caller-supplied text.
-    let d = e.remember(&u, m("The user has a kayak", vec_at(0.0, 1.0), 0.3))?;
+    let d = e.remember(&u, m("The user really owns a kayak", vec_at(0.0, 1.0), 0.3))?;
     let text = |_: &[mnemon::Memory]| Some("The user owns a kayak (merged)".to_string());
     let merged2 = e.consolidate(&u, Some(&text))?;
     assert_eq!(merged2.len(), 1);

@@ -1,7 +1,9 @@
 //! The signature of CJK runs: numerals, clock times, negations and content
 //! characters.
 
-use super::lexicon::{zh_classifier, zh_function_char, ZH_FUNCTION_WORDS, ZH_NEGATIONS, ZH_NOT_NEGATIONS};
+use super::lexicon::{
+    zh_classifier, zh_function_char, zh_marker, zh_relation, ZH_FUNCTION_WORDS, ZH_NEGATIONS, ZH_NOT_NEGATIONS,
+};
 use super::numbers::{canonical, clock, read_digits, zh_numeral, zh_value, Digits};
 use super::FactSignature;
 
@@ -77,6 +79,7 @@ pub(super) fn extract(s: &str, sig: &mut FactSignature) {
                 _ => false,
             };
             if !is_number {
+                note_function_word(w, sig);
                 i += len;
                 after_count = false;
                 continue;
@@ -117,10 +120,24 @@ pub(super) fn extract(s: &str, sig: &mut FactSignature) {
             continue;
         }
         after_count = matches!(c, '这' | '那' | '每' | '几' | '哪' | '某');
-        if zh_function_char(c) || !is_cjk_char(c) {
+        if zh_function_char(c) {
+            note_function_word(c.encode_utf8(&mut [0; 4]), sig);
+            continue;
+        }
+        if !is_cjk_char(c) {
             continue;
         }
         sig.names.insert(c.to_string());
+    }
+}
+
+/// Keeps a function word that qualifies the claim or relates its parts
+/// (`会`, `已经`, `把`, `从`; see [`zh_marker`] and [`zh_relation`]).
+fn note_function_word(w: &str, sig: &mut FactSignature) {
+    if let Some(m) = zh_marker(w) {
+        sig.markers.push(m.to_string());
+    } else if let Some(r) = zh_relation(w) {
+        sig.relations.push(r.to_string());
     }
 }
 

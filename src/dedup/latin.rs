@@ -1,8 +1,8 @@
 //! The signature of text outside CJK runs: Latin words, digits, signs.
 
 use super::lexicon::{
-    currency_sign, en_currency, en_function_word, en_month, en_negation, en_number, en_person, en_quantifier,
-    en_time_word, en_unit, en_weekday, NumberWord,
+    currency_sign, en_currency, en_function_word, en_marker, en_month, en_negation, en_number, en_person,
+    en_quantifier, en_relation, en_time_word, en_unit, en_weekday, NumberWord,
 };
 use super::numbers::{canonical, clock, read_digits, Digits};
 use super::FactSignature;
@@ -44,8 +44,16 @@ fn tokenize(s: &str) -> Vec<Tok> {
             at_start = false;
             i = j;
         } else if c.is_ascii_digit() {
+            // A minus sign opening a number (`-5 degrees`, `−3`), not a
+            // hyphen inside a date, range or code (`2026-05-03`, `3-5`).
+            let minus = i >= 1
+                && matches!(chars[i - 1], '-' | '\u{2212}')
+                && (i == 1 || !(chars[i - 2].is_alphanumeric() || matches!(chars[i - 2], '-' | '.' | ',' | '/')));
             let (d, mut j) = read_digits(&chars, i);
-            out.push(Tok::Num(d));
+            out.push(Tok::Num(match d {
+                Digits::Value(v) if minus => Digits::Value(-v),
+                d => d,
+            }));
             // Ordinal and plural suffixes: 10th, 3rd, 1950s.
             let word_end = |from: usize| {
                 let mut k = from;
@@ -208,8 +216,12 @@ impl Reader<'_> {
             return;
         }
         if lower.ends_with("n't") {
-            // "won't" / "can't" / "don't": the auxiliary carries no fact.
+            // "won't" / "can't" / "don't": a negation, and the auxiliary's
+            // tense or modality.
             self.flush();
+            if let Some(m) = en_marker(&lower[..lower.len() - 3]) {
+                self.sig.markers.push(m.into());
+            }
             self.sig.negations.push("not".into());
             self.counted = false;
             return;
@@ -233,6 +245,19 @@ impl Reader<'_> {
         let inner_upper = chars.any(char::is_uppercase);
         let all_caps = base.chars().count() >= 2 && !base.chars().any(char::is_lowercase);
         let counted = std::mem::replace(&mut self.counted, false);
+        // Tense, modality, aspect and comparison words, and relations, in
+        // lower case or opening a sentence ("Will" inside one is a name).
+        if !capitalised || start || all_caps {
+            if let Some(m) = en_marker(&lw) {
+                self.sig.markers.push(m.into());
+            } else if let Some(r) = en_relation(&lw) {
+                self.sig.relations.push(r.into());
+            }
+        }
+        // A contraction's tail: I'll, she'd.
+        if let Some(m) = text.split_once('\'').and_then(|(_, tail)| en_marker(&tail.to_lowercase())) {
+            self.sig.markers.push(m.into());
+        }
         if let Some(n) = en_negation(&lw) {
             self.sig.negations.push(n.into());
         } else if let Some(t) = en_time_word(&lw) {

@@ -725,3 +725,158 @@ pub(super) fn zh_classifier(c: char) -> bool {
             | '节'
     )
 }
+
+/// English words that qualify a claim rather than name its content: tense
+/// (`was`, `had`, `did`, `used` to), modality and plans (`will`, `would`,
+/// `can`, `might`, `going` to), an end (`anymore`, no `longer`), frequency
+/// (`always`, `often`, `sometimes`), comparison (`more`, `less`, `than`),
+/// restriction and hedges (`only`, `almost`, `maybe`, `probably`) and a
+/// former state (`former`, `ex`), mapped to one
+/// spelling each (the stems of contracted and negated auxiliaries
+/// included: `'ll`, `'d`, `wo` of `won't`, `ca` of `can't`, `wouldnt`). "I quit" / "I will quit" and "I used to smoke" / "I
+/// smoke" state different facts, so any difference in these words is one
+/// ([`super::FactKind::Qualifier`]). Words that only stress a claim that
+/// holds either way ("I still play" / "I play", "already", "again") are not
+/// here.
+pub(super) fn en_marker(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "will" | "ll" | "wo" | "wont" => "will",
+        "would" | "d" | "wouldnt" => "would",
+        "shall" | "sha" => "shall",
+        "should" | "shouldnt" => "should",
+        "can" | "ca" | "cannot" | "cant" => "can",
+        "could" | "couldnt" => "could",
+        "may" => "may",
+        "might" => "might",
+        "must" => "must",
+        "ought" => "ought",
+        "used" => "used",
+        "going" | "gonna" => "going",
+        "was" | "were" | "wasnt" | "werent" => "was",
+        "had" | "hadnt" => "had",
+        "did" | "didnt" => "did",
+        "anymore" => "anymore",
+        "longer" => "longer",
+        "always" => "always",
+        "usually" | "normally" | "typically" | "generally" => "usually",
+        "often" | "frequently" => "often",
+        "sometimes" | "occasionally" => "sometimes",
+        "rarely" | "seldom" | "hardly" | "barely" => "rarely",
+        "more" => "more",
+        "less" | "fewer" => "less",
+        "most" => "most",
+        "least" => "least",
+        "than" => "than",
+        "only" => "only",
+        "almost" | "nearly" => "almost",
+        "maybe" | "perhaps" | "possibly" => "maybe",
+        "probably" | "likely" => "probably",
+        "former" | "formerly" | "previously" | "ex" => "former",
+        _ => return None,
+    })
+}
+
+/// English prepositions and conjunctions: the relation between the things a
+/// claim names. One in place of another ("before" / "after lunch", "in" /
+/// "under the drawer", a flight "to" / "from" Tokyo, tea "and" / "or"
+/// coffee) is a different fact; one only added or dropped is rewording ("on
+/// Tuesdays" / "every Tuesday").
+pub(super) fn en_relation(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "after" => "after",
+        "before" => "before",
+        "since" => "since",
+        "until" | "till" => "until",
+        "from" => "from",
+        "to" => "to",
+        "into" => "into",
+        "onto" => "onto",
+        "in" => "in",
+        "on" => "on",
+        "at" => "at",
+        "under" | "underneath" | "beneath" => "under",
+        "over" => "over",
+        "above" => "above",
+        "below" => "below",
+        "behind" => "behind",
+        "beside" | "besides" => "beside",
+        "between" => "between",
+        "near" => "near",
+        "inside" | "within" => "inside",
+        "outside" => "outside",
+        "through" => "through",
+        "across" => "across",
+        "against" => "against",
+        "toward" | "towards" => "toward",
+        "with" => "with",
+        "for" => "for",
+        "by" => "by",
+        "of" => "of",
+        "about" => "about",
+        "during" => "during",
+        "around" => "around",
+        "off" => "off",
+        "out" => "out",
+        "up" => "up",
+        "down" => "down",
+        "per" => "per",
+        "via" => "via",
+        "beyond" => "beyond",
+        "among" => "among",
+        "upon" => "upon",
+        "except" => "except",
+        "and" => "and",
+        "or" => "or",
+        "nor" => "nor",
+        "but" => "but",
+        "if" => "if",
+        "unless" => "unless",
+        "because" => "because",
+        "although" | "though" => "although",
+        "instead" => "instead",
+        _ => return None,
+    })
+}
+
+/// Chinese function words and characters that qualify a claim (see
+/// [`en_marker`]): future and plans (`会`, `要`, `将`), experience (`过`:
+/// 我去过北京 / 我去北京), comparison (`更`, `最`), certainty (`一定`,
+/// `大概`, `好像`). Stress that holds either way (`已经`, `还`, `一直`) is
+/// not here.
+pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "会" => "会",
+        "要" => "要",
+        "将" => "将",
+        "过" => "过",
+        "更" => "更",
+        "最" => "最",
+        "一定" => "一定",
+        "大概" | "大约" | "左右" => "大概",
+        "好像" => "好像",
+        _ => return None,
+    })
+}
+
+/// Chinese coverbs and conjunctions (see [`en_relation`]): `把` / `被` / `让`
+/// (who acts on whom), `从` / `到` / `在` / `向` / `往` / `对` / `给`, `和` /
+/// `或者`.
+pub(super) fn zh_relation(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "把" => "把",
+        "被" => "被",
+        "让" => "让",
+        "给" => "给",
+        "从" => "从",
+        "到" => "到",
+        "在" => "在",
+        "向" => "向",
+        "往" => "往",
+        "对" => "对",
+        "和" | "与" | "跟" | "同" | "及" => "和",
+        "或者" => "或者",
+        "为" => "为",
+        "于" => "于",
+        _ => return None,
+    })
+}

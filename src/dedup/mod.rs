@@ -22,18 +22,34 @@
 //!   (pronouns by person, kinship and role words), and, since CJK writing has
 //!   no capitals to mark a name, every CJK character that is not a function
 //!   character (particles, classifiers after a numeral, degree adverbs);
-//! * **substituted words** (also [`FactKind::Name`]): a lower-case Latin
-//!   content word (stemmed, stop words aside) in place of another, as in
-//!   "allergic to peanuts" / "allergic to shellfish" — each text has a
-//!   content word the other lacks; a word only added or only dropped
-//!   ("I love hiking" / "I really love hiking") is no difference;
+//! * **content words** (also [`FactKind::Name`]): the lower-case Latin
+//!   words (stemmed, stop, function, quantifier and intensifier words
+//!   aside), as sets: one in place of another ("allergic to peanuts" /
+//!   "allergic to shellfish"), or only added or dropped ("peanuts and
+//!   shellfish" / "peanuts") — the shorter text does not hold the longer
+//!   one's fact, so superseding by it would lose one;
 //! * **negations** ([`FactKind::Negation`]): `not`/`n't`, `no`, `never`,
 //!   `without`, …; `不`, `没`/`没有`, `别`, `未`, `无`, `非`, `勿`, `不要`, …
-//!   (compounds that do not negate, such as `非常` or `不错`, excepted).
+//!   (compounds that do not negate, such as `非常` or `不错`, excepted);
+//! * **qualifiers** ([`FactKind::Qualifier`]): tense, modality, plans,
+//!   frequency, comparison and hedge words (`was`, `used` to, `will`,
+//!   `'ll`, `can`, `going` to, `always`, `more` / `less`, `than`, `only`,
+//!   `maybe`, `former`; `会`, `要`, `将`, `过`, `更`, `最`) as a multiset, and
+//!   the same verb in `-ed` on one side only ("I live" / "I lived");
+//!   **relations** (also [`FactKind::Qualifier`]): a preposition, coverb or
+//!   conjunction in place of another ("before" / "after lunch", "to" /
+//!   "from Tokyo", "in" / "under", "and" / "or", `把` / `被`, `从` / `到`) —
+//!   one only added or dropped is rewording ("on Tuesdays" / "every
+//!   Tuesday");
+//! * **word order** (also [`FactKind::Name`]): the same words in another
+//!   order ("tea over coffee" / "coffee over tea", 他欠我 / 我欠他), unless
+//!   one phrase moved without changing who does what (a role word such as
+//!   比, 把, 给, "than" keeps its neighbours) or the two sides of one "is"
+//!   traded places.
 //!
-//! Two texts have the same facts when numbers, names and negations are
-//! equal as sets (negations as a multiset) and neither has a content word in
-//! place of one of the other's. The rule is deliberately one-sided: a false
+//! Two texts have the same facts when all of these agree. Words that only
+//! stress a claim that holds either way (`really`, `still`, `already`,
+//! 已经, 还, 非常) are no difference. The rule is deliberately one-sided: a false
 //! "different" only stores a restatement as its own memory (and recall
 //! collapses the pair), while a false "same" would let a changed fact
 //! replace the old one. So anything unknown counts as a fact: an unlisted
@@ -53,7 +69,8 @@
 //! let a = "The team standup meeting starts at 9:30 every weekday morning";
 //! let b = "The team standup meeting starts at 10:30 every weekday morning";
 //! assert_eq!(differing_facts(a, b).map(|d| d.kind), Some(FactKind::Number));
-//! assert_eq!(differing_facts("I have two cats.", "I've got 2 cats."), None);
+//! assert_eq!(differing_facts("I have two cats.", "I have 2 cats!"), None);
+//! assert_eq!(differing_facts("I quit smoking", "I will quit smoking").map(|d| d.kind), Some(FactKind::Qualifier));
 //! assert_eq!(differing_facts("我不吃香菜", "我吃香菜").map(|d| d.kind), Some(FactKind::Negation));
 //! ```
 
@@ -94,6 +111,15 @@ const QUANTIFIERS_AND_INTENSIFIERS: &[&str] = &[
     "just",
     "also",
     "actually",
+    "indeed",
+    "certainly",
+    "surely",
+    "literally",
+    "seriously",
+    "honestly",
+    // "a lot", "lots": degree, as "very much" is.
+    "lot",
+    "lots",
 ];
 
 /// Which kind of fact two texts disagree on.
@@ -108,12 +134,19 @@ pub enum FactKind {
     Name,
     /// A negation added or removed.
     Negation,
+    /// A word that qualifies the claim or relates its parts: tense
+    /// (`was`, `used` to, `-ed`), modality (`will`, `can`), aspect
+    /// (`still`, `already`), frequency, comparison (`more` / `less`), a
+    /// hedge, or one preposition or conjunction in another's place
+    /// (`before` / `after`, `to` / `from`, `把` / `被`).
+    Qualifier,
 }
 
 /// How two texts differ in their facts (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FactDifference {
-    /// The first kind, in the order number, name, negation, that differs.
+    /// The first kind, in the order number, name, negation, qualifier, that
+    /// differs.
     pub kind: FactKind,
     /// Normalised tokens of that kind found only in the first text (for
     /// negations: the surplus of the first text's multiset).
@@ -122,7 +155,8 @@ pub struct FactDifference {
     pub only_in_second: Vec<String>,
 }
 
-/// The facts of one text: its numbers, names and negations, normalised.
+/// The facts of one text: its numbers, names, content words, negations,
+/// qualifiers, relations and word order, normalised.
 ///
 /// Built by [`FactSignature::of`]; compared by [`FactSignature::differs`].
 /// Tokens are lower case after Unicode NFKC; numbers are canonical
@@ -139,6 +173,12 @@ pub struct FactSignature {
     lower_words: BTreeSet<String>,
     /// Canonical negation markers, sorted (a multiset).
     negations: Vec<String>,
+    /// Tense, modality, aspect, frequency, comparison and hedge words,
+    /// canonical, sorted (a multiset; `lexicon::en_marker`, `zh_marker`).
+    markers: Vec<String>,
+    /// Prepositions, coverbs and conjunctions, canonical, sorted (a
+    /// multiset; `lexicon::en_relation`, `zh_relation`).
+    relations: Vec<String>,
     /// Every word in text order (Latin and digit runs lower-cased, each CJK
     /// character on its own), articles, intensifiers and punctuation left
     /// out: the same words in another order state another fact ("prefers
@@ -165,6 +205,8 @@ impl FactSignature {
             }
         }
         sig.negations.sort_unstable();
+        sig.markers.sort_unstable();
+        sig.relations.sort_unstable();
         sig.sequence = word_sequence(&text);
         sig
     }
@@ -187,8 +229,10 @@ impl FactSignature {
     }
 
     /// Whether `self` and `other` state different facts, and which kind
-    /// differs first (number, then name, then negation). `None`: the same
-    /// facts, so the texts may be restatements of each other.
+    /// differs first (number, then name and content word, then negation,
+    /// then qualifier, then word order). `None`: the same facts, so the
+    /// texts may be restatements of each other. Symmetric: `a.differs(b)`
+    /// is `Some` exactly when `b.differs(a)` is.
     pub fn differs(&self, other: &FactSignature) -> Option<FactDifference> {
         if let Some(d) = set_difference(FactKind::Number, &self.numbers, &other.numbers) {
             return Some(d);
@@ -197,18 +241,43 @@ impl FactSignature {
         if let Some(d) = set_difference(FactKind::Name, &na, &nb) {
             return Some(d);
         }
-        // One content word put in another's place ("allergic to peanuts" /
-        // "allergic to shellfish"): a different thing, as a differing CJK
-        // content character is. A word only added or only dropped is not.
-        let (ca, cb) = (self.content_words(), other.content_words());
-        let only_a: Vec<String> = ca.difference(&cb).cloned().collect();
-        let only_b: Vec<String> = cb.difference(&ca).cloned().collect();
-        if !only_a.is_empty() && !only_b.is_empty() {
-            return Some(FactDifference { kind: FactKind::Name, only_in_first: only_a, only_in_second: only_b });
+        // A content word in one text only: another thing in its place
+        // ("allergic to peanuts" / "allergic to shellfish"), or one added or
+        // dropped ("peanuts and shellfish" / "peanuts", "I smoke" / "I
+        // stopped smoking"), as a differing CJK content character is.
+        let (ca, cb) = (self.content_words(other), other.content_words(self));
+        if ca != cb {
+            return Some(FactDifference {
+                kind: FactKind::Name,
+                only_in_first: ca.difference(&cb).cloned().collect(),
+                only_in_second: cb.difference(&ca).cloned().collect(),
+            });
         }
         if self.negations != other.negations {
             let (a, b) = multiset_surplus(&self.negations, &other.negations);
             return Some(FactDifference { kind: FactKind::Negation, only_in_first: a, only_in_second: b });
+        }
+        // Tense, modality, aspect, comparison: any word added, dropped or
+        // changed ("I quit" / "I will quit", "more" / "less sugar").
+        if self.markers != other.markers {
+            let (a, b) = multiset_surplus(&self.markers, &other.markers);
+            return Some(FactDifference { kind: FactKind::Qualifier, only_in_first: a, only_in_second: b });
+        }
+        // A relation in another's place ("before" / "after lunch"); one only
+        // added or dropped is rewording.
+        let (ra, rb) = multiset_surplus(&self.relations, &other.relations);
+        if !ra.is_empty() && !rb.is_empty() {
+            return Some(FactDifference { kind: FactKind::Qualifier, only_in_first: ra, only_in_second: rb });
+        }
+        // The same verb in the past on one side only ("I live in Berlin" /
+        // "I lived in Berlin").
+        let (pa, pb) = (self.past_stems(other), other.past_stems(self));
+        if pa != pb {
+            return Some(FactDifference {
+                kind: FactKind::Qualifier,
+                only_in_first: pa.difference(&pb).cloned().collect(),
+                only_in_second: pb.difference(&pa).cloned().collect(),
+            });
         }
         // The same words in another order: who did what to whom, from where
         // to where, which over which. Reported as names, in each text's
@@ -234,13 +303,28 @@ impl FactSignature {
     /// The lower-case Latin words that are no number, time, unit, person,
     /// negation, function, quantifier or intensifier word, stemmed (Porter2, as the lexical index does, so
     /// "peanut" and "peanuts" are one word), stop words left out.
-    fn content_words(&self) -> BTreeSet<String> {
-        self.lower_words
-            .iter()
-            .filter(|w| !lexicon::en_function_word(w) && !QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()))
+    fn content_words(&self, other: &FactSignature) -> BTreeSet<String> {
+        self.plain_words(other)
+            .filter(|w| is_content_word(w))
             .flat_map(|w| crate::index::tokenize(w))
             .filter(|t| !crate::index::is_stop_word(t))
             .collect()
+    }
+
+    /// The stems of the content words written in `-ed` ("lived", "moved").
+    fn past_stems(&self, other: &FactSignature) -> BTreeSet<String> {
+        self.plain_words(other)
+            .filter(|w| w.len() > 4 && w.ends_with("ed") && is_content_word(w))
+            .flat_map(|w| crate::index::tokenize(w))
+            .filter(|t| !crate::index::is_stop_word(t))
+            .collect()
+    }
+
+    /// The lower-case words, and the sentence-initial words that are not
+    /// names ("Dairy upsets me" / "… because dairy upsets me").
+    fn plain_words<'a>(&'a self, other: &'a FactSignature) -> impl Iterator<Item = &'a String> {
+        let plain = |w: &&String| self.lower_words.contains(*w) || other.lower_words.contains(*w);
+        self.lower_words.iter().chain(self.initial.iter().filter(plain))
     }
 
     /// Names, plus the sentence-initial candidates that are not ordinary
@@ -254,6 +338,15 @@ impl FactSignature {
         }
         out
     }
+}
+
+/// Whether `w` is a content word: no function, quantifier, intensifier,
+/// qualifier or relation word.
+fn is_content_word(w: &str) -> bool {
+    !lexicon::en_function_word(w)
+        && !QUANTIFIERS_AND_INTENSIFIERS.contains(&w)
+        && lexicon::en_marker(w).is_none()
+        && lexicon::en_relation(w).is_none()
 }
 
 /// Words left out of [`FactSignature`]'s word order: articles, which move
@@ -286,13 +379,25 @@ fn copula_swap(a: &[String], b: &[String]) -> bool {
 /// `a`'s middle is `Y Z` and `b`'s is `Z Y`. Two single words trading
 /// places (`05-03` / `03-05`), or trading places around a word that stays
 /// ("from 9 to 5" / "from 5 to 9", "tea over coffee" / "coffee over tea"),
-/// are not a moved phrase.
+/// are not a moved phrase, nor is a move that gives a role word other
+/// neighbours (我比我哥哥高 / 我哥哥比我高: who is taller).
 fn phrase_moved(a: &[String], b: &[String]) -> bool {
     let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
     let (ma, mb) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     let n = ma.len();
-    n == mb.len() && (1..n).any(|k| n >= 3 && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..])
+    let moved = n == mb.len() && (1..n).any(|k| n >= 3 && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..]);
+    moved && ROLE_WORDS.iter().all(|r| neighbours(a, r) == neighbours(b, r))
+}
+
+/// Words whose neighbours say who does what to whom: a comparison's two
+/// sides (比, than), the doer and the one acted on (把, 被, 让), the giver
+/// and the receiver (给, 欠, 借, 向, 对).
+const ROLE_WORDS: &[&str] = &["比", "把", "被", "让", "给", "欠", "借", "向", "对", "than"];
+
+/// The words before and after each occurrence of `w` in `s`.
+fn neighbours<'a>(s: &'a [String], w: &str) -> Vec<(Option<&'a String>, Option<&'a String>)> {
+    (0..s.len()).filter(|&i| s[i] == w).map(|i| (i.checked_sub(1).map(|p| &s[p]), s.get(i + 1))).collect()
 }
 
 /// The words of `text` in order: runs of Latin letters or digits

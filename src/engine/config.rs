@@ -207,7 +207,8 @@ impl EngineBuilder {
 
     /// Cosine similarity at or above which a new memory may restate an
     /// active one, in `0.0..=1.0`; it restates it only with the same facts
-    /// (numbers, names, negations; [`crate::dedup::is_restatement`]), and
+    /// (numbers, names, content words, negations, qualifiers, word order;
+    /// [`crate::dedup::is_restatement`]), and
     /// recall collapses hits by the same rule. Default: the embedder's own
     /// ([`crate::embed::Embedder::near_duplicate_threshold`]: 0.92 for
     /// MiniLM and hashing, 0.95 for e5-small; measured by

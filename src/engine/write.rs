@@ -297,8 +297,9 @@ impl Engine {
     /// nothing). Otherwise identical content (after whitespace/case
     /// normalisation) already active in the namespace returns the existing id
     /// and writes nothing. A restatement of an active memory (cosine ≥ the
-    /// near-duplicate threshold and the same facts: numbers, names, negations;
-    /// see [`crate::dedup`]) is written as its new version
+    /// near-duplicate threshold and the same facts: numbers, names, content
+    /// words, negations, qualifiers, word order; see [`crate::dedup`]) is
+    /// written as its new version
     /// ([`crate::RememberAction::NearDuplicate`]); a text that differs in a
     /// fact is a new memory however similar. [`crate::DedupMode`] narrows this.
     ///

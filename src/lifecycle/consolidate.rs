@@ -26,7 +26,8 @@ impl Engine {
     /// Finds clusters of restatements among active memories (same kind, no
     /// conflicting slot keys, cosine similarity to the cluster's first
     /// member ≥ `consolidate_threshold` and the same facts as it — numbers,
-    /// names, negations, see [`crate::dedup`]), writes one merged memory per
+    /// names, content words, negations, qualifiers, word order, see
+    /// [`crate::dedup`]), writes one merged memory per
     /// cluster and supersedes every member with it (reason `consolidated`),
     /// so each member's history leads to the merged version. The merged
     /// text is `merged_text(members)` when given and `Some`, else the

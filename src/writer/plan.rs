@@ -25,7 +25,8 @@ pub enum DedupMode {
     /// Identical content (after whitespace/case normalisation) returns the
     /// active memory and writes nothing; a restatement — cosine ≥ the
     /// near-duplicate threshold **and** the same facts
-    /// ([`crate::dedup::differing_facts`]: numbers, names, negations) — is
+    /// ([`crate::dedup::differing_facts`]: numbers, names, content words,
+    /// negations, qualifiers, relations, word order) — is
     /// written as a new version superseding the memory it restates (reason
     /// `near_duplicate`); anything else is a new memory.
     #[default]
