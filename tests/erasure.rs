@@ -520,6 +520,14 @@ fn verify_erasure_text_rejects_short_texts_and_finds_live_content() -> R {
     e.remember(&n, mem(&text))?;
     assert!(matches!(e.verify_erasure_text(&["short"]), Err(Error::InvalidInput { .. })));
     assert!(matches!(e.verify_erasure_text(&[]), Err(Error::InvalidInput { .. })));
+    // Too repetitive to be evidence: a clean scan would prove nothing.
+    for t in ["1111111111111111", "12121212", "abcabcabcabc"] {
+        let r = e.verify_erasure_text(&[&text, t]);
+        assert!(
+            matches!(&r, Err(Error::InvalidInput { reason, .. }) if reason.contains("too little information")),
+            "{t}: {r:?}"
+        );
+    }
     let r = e.verify_erasure_text(&[&text])?;
     assert!(!r.verified && r.scan.matches_total >= 1, "{r}");
     assert!(r.compaction.is_none());

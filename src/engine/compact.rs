@@ -124,9 +124,10 @@ impl Engine {
     /// with the store open; writes are not held up.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for an empty list or a text shorter than 8
-    /// bytes (too short to be evidence); [`Error::Io`] when a file cannot be
-    /// read.
+    /// [`Error::InvalidInput`] for an empty list, a text shorter than 8
+    /// bytes, or one of fewer than 4 distinct byte values (`1111111111`,
+    /// `12121212`: too short or too repetitive to be evidence, so a clean
+    /// scan would prove nothing); [`Error::Io`] when a file cannot be read.
     pub fn verify_erasure_text(&self, texts: &[&str]) -> Result<ErasureReceipt> {
         if texts.is_empty() {
             return Err(Error::invalid("texts", "name at least one text"));
@@ -136,7 +137,16 @@ impl Engine {
             if t.len() < MIN_TEXT_BYTES {
                 return Err(Error::invalid("texts", format!("{} bytes; at least {MIN_TEXT_BYTES} needed", t.len())));
             }
-            patterns.add_text(t);
+            if !patterns.add_text(t) {
+                return Err(Error::invalid(
+                    "texts",
+                    format!(
+                        "a text of {} bytes with fewer than 4 distinct byte values carries too little information to \
+                         search; name the erased text itself",
+                        t.len()
+                    ),
+                ));
+            }
         }
         let last_seq = {
             let state = self.shared().state.read();

@@ -79,21 +79,23 @@ impl ErasurePatterns {
     }
 
     /// Adds a text: its whole bytes and its windows. Texts shorter than
-    /// 8 bytes are counted in [`ErasurePatterns::too_short`] and
-    /// not searched.
-    pub fn add_text(&mut self, text: &str) {
+    /// 8 bytes are counted in [`ErasurePatterns::too_short`], texts of
+    /// fewer than 4 distinct byte values in
+    /// [`ErasurePatterns::low_information`]; neither is searched. Returns
+    /// whether the text is searched.
+    pub fn add_text(&mut self, text: &str) -> bool {
         let b = text.as_bytes();
         if b.len() < MIN_TEXT_BYTES {
             self.too_short += 1;
-            return;
+            return false;
         }
         if distinct(b) < MIN_DISTINCT_TEXT_BYTES {
             self.low_information += 1;
-            return;
+            return false;
         }
         self.push(b, PatternKind::Text);
         if b.len() <= WINDOW_BYTES {
-            return;
+            return true;
         }
         let last = b.len() - WINDOW_BYTES;
         let mut starts: Vec<usize> = (0..=last).step_by(TEXT_WINDOW_STRIDE).collect();
@@ -108,6 +110,7 @@ impl ErasurePatterns {
                 self.low_information += 1;
             }
         }
+        true
     }
 
     /// Adds a vector: windows of its f32 little-endian bytes, every 16 bytes,
