@@ -9,8 +9,9 @@
 //!
 //! | kind | placeholder | count key | accepted shapes |
 //! |---|---|---|---|
-//! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4; province code, birth date and GB 11643-1999 check character verified |
+//! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4 / 4-4-4-4-2; province code, birth date and GB 11643-1999 check character verified |
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
+//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; `123 45 6789` or `123456789` only after `SSN` / `social security` (any case) or `社会安全号`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
 //! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
 //! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
 //! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | `local@domain.tld` in ASCII or internationalised (`renée@bücher.de`, `张三@例子.中国`, `。` as a label separator); a TLD of 2–24 letters, or in a script without case one that the Public Suffix List knows |
@@ -75,14 +76,14 @@
 //!
 //! # Overlaps
 //!
-//! When candidates overlap, custom patterns win, then CN ID > card > phones
+//! When candidates overlap, custom patterns win, then CN ID > card > SSN > phones
 //! (CN mobile and other phones rank equal) > e-mail; within a rank the
 //! longest candidate wins, then CN mobile over other phones, then the
 //! leftmost.
 //!
 //! # Placeholders, length bound and idempotence
 //!
-//! Built-in placeholders are 6–7 bytes long ([`MAX_GROWTH_PER_SPAN`] = 8 is
+//! Built-in placeholders are 5–7 bytes long ([`MAX_GROWTH_PER_SPAN`] = 8 is
 //! their bound); a custom placeholder is `[LABEL]`, `label.len() + 2` bytes.
 //! Since each replaced span is at least one byte, the redacted text is never
 //! longer than `text.len() + redactor.max_growth_per_span() * spans`, which
@@ -139,6 +140,9 @@ pub enum PiiKind {
     BankCard,
     /// E-mail address. Placeholder `[EMAIL]`, count key `EMAIL`.
     Email,
+    /// United States Social Security number (area-group-serial, 9 digits).
+    /// Placeholder `[SSN]`, count key `US_SSN`.
+    UsSsn,
     /// Other telephone number carrying personal data, written
     /// internationally (`+…`, `00…`) or nationally for one of the
     /// redactor's [`PhoneRegions`]. Placeholder `[PHONE]`, count key `PHONE`.
@@ -150,7 +154,7 @@ pub enum PiiKind {
 
 impl PiiKind {
     /// The count key of a built-in kind (`"CN_MOBILE"`, `"CN_ID"`, `"CARD"`,
-    /// `"EMAIL"`, `"PHONE"`); `None` for [`PiiKind::Custom`], whose key is its
+    /// `"EMAIL"`, `"PHONE"`, `"US_SSN"`); `None` for [`PiiKind::Custom`], whose key is its
     /// label (see [`Redactor::label`]).
     pub const fn name(self) -> Option<&'static str> {
         match self {
@@ -159,12 +163,13 @@ impl PiiKind {
             PiiKind::BankCard => Some("CARD"),
             PiiKind::Email => Some("EMAIL"),
             PiiKind::Phone => Some("PHONE"),
+            PiiKind::UsSsn => Some("US_SSN"),
             PiiKind::Custom(_) => None,
         }
     }
 
     /// The placeholder of a built-in kind (`"[PHONE]"`, `"[CN_ID]"`,
-    /// `"[CARD]"`, `"[EMAIL]"`; CN mobile numbers share `"[PHONE]"`); `None`
+    /// `"[CARD]"`, `"[EMAIL]"`, `"[SSN]"`; CN mobile numbers share `"[PHONE]"`); `None`
     /// for [`PiiKind::Custom`].
     pub const fn placeholder(self) -> Option<&'static str> {
         match self {
@@ -172,6 +177,7 @@ impl PiiKind {
             PiiKind::CnId => Some("[CN_ID]"),
             PiiKind::BankCard => Some("[CARD]"),
             PiiKind::Email => Some("[EMAIL]"),
+            PiiKind::UsSsn => Some("[SSN]"),
             PiiKind::Custom(_) => None,
         }
     }
@@ -182,6 +188,7 @@ impl PiiKind {
             PiiKind::Custom(_) => (0, 0),
             PiiKind::CnId => (1, 0),
             PiiKind::BankCard => (2, 0),
+            PiiKind::UsSsn => (2, 1),
             PiiKind::CnMobile => (3, 0),
             PiiKind::Phone => (3, 1),
             PiiKind::Email => (4, 0),
@@ -307,7 +314,8 @@ impl Redactor {
                 format!("label must be 1-{MAX_LABEL_LEN} characters of [A-Z0-9_], got {label:?}"),
             ));
         }
-        let builtin = [PiiKind::CnMobile, PiiKind::CnId, PiiKind::BankCard, PiiKind::Email, PiiKind::Phone];
+        let builtin =
+            [PiiKind::CnMobile, PiiKind::CnId, PiiKind::BankCard, PiiKind::Email, PiiKind::Phone, PiiKind::UsSsn];
         if builtin.iter().any(|k| k.name() == Some(label)) {
             return Err(Error::invalid("pii_label", format!("label {label} is reserved for a built-in detector")));
         }
@@ -1122,6 +1130,9 @@ fn chain_candidates(
             if let Some(s) = card(scan, &cand) {
                 out.push(PiiSpan { start: s, end, kind: PiiKind::BankCard });
             }
+            if let Some(s) = us_ssn(scan, &cand) {
+                out.push(PiiSpan { start: s, end, kind: PiiKind::UsSsn });
+            }
             if phones_here && !in_date[i..j].contains(&true) {
                 phone_cands.push(cand);
             }
@@ -1144,7 +1155,8 @@ fn chain_candidates(
 const MAX_SPELLED_DIGITS: usize = 15;
 
 /// Numbers read out digit by digit, one digit per run joined by spaces (`1
-/// 3 8 1 2 3 4 5 6 7 8`, as dictation and transcribed speech write them).
+/// 3 8 1 2 3 4 5 6 7 8`, as dictation and transcribed speech write them) or
+/// all by dashes (`1-3-8-1-…`).
 /// Such spacing says nothing of the number's grouping, so a stretch of 8 to
 /// 15 such digits is confirmed as one bare run, and one of 10 digits or
 /// fewer written nationally needs a phone word before it even when it
@@ -1159,8 +1171,12 @@ fn spelled_out(scan: &Scan<'_>, groups: &[Group], joiners: &[Joiner], phones: &m
             i += 1;
             continue;
         }
+        // One digit per run, every run joined the same way: a space, a
+        // dash or a spaced dash (`1-3-8-…`, as a number is spelled for
+        // clarity).
+        let joiner = joiners.get(i).copied().filter(|j| matches!(j, Joiner::Space | Joiner::Dash | Joiner::SpacedDash));
         let mut j = i + 1;
-        while j < groups.len() && single(&groups[j]) && joiners[j - 1] == Joiner::Space {
+        while j < groups.len() && single(&groups[j]) && Some(joiners[j - 1]) == joiner {
             j += 1;
         }
         let cand = Cand {
@@ -1369,10 +1385,48 @@ fn digits_earlier_in_token(scan: &Scan<'_>, ci: usize) -> bool {
     scan.chars[..ci].iter().rev().take_while(|&&(_, ch)| is_word(ch)).any(|&(_, ch)| digit_value(ch).is_some())
 }
 
+/// United States Social Security number: `3-2-4` joined by dashes, or by
+/// spaces or written as 9 digits after a word naming it; never-issued
+/// areas, groups and serials refused.
+fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
+    let lens = c.lens();
+    let dashed = lens == [3, 2, 4] && c.inner.iter().all(|&j| j == Joiner::Dash);
+    let named = || {
+        (lens == [9] || (lens == [3, 2, 4] && c.inner.iter().all(|&j| j == Joiner::Space)))
+            && ssn_word_before(scan.text, c.first().start)
+    };
+    if !(dashed || named()) || c.continues_same_way() || c.left == Some(Joiner::Dash) || c.right == Some(Joiner::Dash) {
+        return None;
+    }
+    let d = c.digits();
+    let num = |r: std::ops::Range<usize>| d[r].iter().fold(0u32, |n, &x| n * 10 + u32::from(x));
+    let (area, group, serial) = (num(0..3), num(3..5), num(5..9));
+    if area == 0 || area == 666 || area >= 900 || group == 0 || serial == 0 {
+        return None;
+    }
+    plain_start(scan, c)
+}
+
+/// Whether a word naming a Social Security number (`SSN`, `social
+/// security`, `社会安全号`, any case) ends within the 32 characters before
+/// byte `start`.
+fn ssn_word_before(text: &str, start: usize) -> bool {
+    let before = text.get(..start).unwrap_or("");
+    let from = before.char_indices().rev().nth(31).map_or(0, |(i, _)| i);
+    let window = before[from..].to_lowercase();
+    ["ssn", "social security", "社会安全号", "社會安全號", "社安号"].iter().any(|w| {
+        window.match_indices(w).any(|(i, _)| {
+            !w.is_ascii()
+                || (!window[..i].ends_with(|c: char| c.is_alphanumeric())
+                    && !window[i + w.len()..].starts_with(|c: char| c.is_alphabetic()))
+        })
+    })
+}
+
 /// Mainland-China resident ID: 18 chars, `[18]` or `[6, 8, 4]`, verified.
 fn cn_id(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     let lens = c.lens();
-    if !matches!(lens.as_slice(), [18] | [6, 8, 4] | [6, 4, 4, 4])
+    if !matches!(lens.as_slice(), [18] | [6, 8, 4] | [6, 4, 4, 4] | [4, 4, 4, 4, 2])
         || !c.uniform_space_or_dash()
         || c.continues_same_way()
     {
@@ -1715,6 +1769,12 @@ mod tests {
             ("手机 1 3 8 1 2 3 4 5 6 7 8。", "1 3 8 1 2 3 4 5 6 7 8", PiiKind::CnMobile),
             ("call +4 4 7 9 1 1 1 2 3 4 5 6", "+4 4 7 9 1 1 1 2 3 4 5 6", PiiKind::Phone),
             ("phone 4 1 5 5 5 5 2 6 7 1", "4 1 5 5 5 5 2 6 7 1", PiiKind::Phone),
+            ("call me at 1-3-8-1-2-3-4-5-6-7-8", "1-3-8-1-2-3-4-5-6-7-8", PiiKind::CnMobile),
+            (
+                "手机 1 - 3 - 8 - 1 - 2 - 3 - 4 - 5 - 6 - 7 - 8",
+                "1 - 3 - 8 - 1 - 2 - 3 - 4 - 5 - 6 - 7 - 8",
+                PiiKind::CnMobile,
+            ),
         ] {
             let found = kinds(text);
             assert_eq!(found.first(), Some(&(m.to_owned(), kind)), "{text:?}: {found:?}");
@@ -1730,8 +1790,40 @@ mod tests {
             "138 1 2 3 4 5 6 7 8",
             "1 3 8 1 2 3 4 5 6 7 8 9 0 1 2 3",
             "ids 1 3 8 1 2 3 4 5 6 7 8x",
+            "1-3-8 1 2 3 4 5 6 7 8",
+            "steps 1-2-3-4-5-6-7-8-9",
         ] {
             assert!(kinds(text).is_empty(), "{text:?}: {:?}", kinds(text));
+        }
+    }
+
+    #[test]
+    fn us_social_security_numbers() {
+        for (text, m) in [
+            ("my SSN is 123-45-6789.", "123-45-6789"),
+            ("SSN: 123 45 6789", "123 45 6789"),
+            ("social security number 123456789", "123456789"),
+            ("ssn=078051120", "078051120"),
+            ("社会安全号 123-45-6789", "123-45-6789"),
+        ] {
+            assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::UsSsn)], "{text:?}");
+        }
+        assert_eq!(r().redact("my SSN is 123-45-6789.").text, "my SSN is [SSN].");
+        // Never-issued ranges, no word for spaces or a bare run, a longer
+        // dashed chain, and a glued word are kept.
+        for text in [
+            "000-12-3456",
+            "666-12-3456",
+            "912-12-3456",
+            "123-00-4567",
+            "123-45-0000",
+            "part 123 45 6789",
+            "order 123456789",
+            "12-123-45-6789",
+            "123-45-6789-1",
+            "x123-45-6789",
+        ] {
+            assert!(kinds(text).iter().all(|(_, k)| *k != PiiKind::UsSsn), "{text:?}: {:?}", kinds(text));
         }
     }
 
@@ -1759,6 +1851,11 @@ mod tests {
         assert_eq!(kinds("id 11010519491231002x")[0].0, "11010519491231002x");
         assert_eq!(kinds("ID: 110105 19491231 002X")[0], ("110105 19491231 002X".into(), PiiKind::CnId));
         assert_eq!(kinds("身份证：110105 1949 1231 002X")[0].1, PiiKind::CnId);
+        assert_eq!(
+            kinds("我的身份证号是1101 0519 4912 3100 2X"),
+            vec![("1101 0519 4912 3100 2X".into(), PiiKind::CnId)]
+        );
+        assert_eq!(r().redact("ID 1101-0519-4912-3100-2X ok").text, "ID [CN_ID] ok");
         assert_eq!(kinds("证件４４０３０４１９９００１０１００１１")[0].1, PiiKind::CnId);
         assert_eq!(r().redact("身份证11010519491231002X").text, "身份证[CN_ID]");
     }
@@ -1940,9 +2037,15 @@ mod tests {
         let out = r.redact(text);
         assert_eq!(out.text, "[PHONE] [PHONE] [EMAIL] [CARD] [CN_ID] [EMPLOYEE_ID]");
         let re = Regex::new(r"^\[[A-Z0-9_]{1,32}\]$").unwrap();
-        for k in
-            [PiiKind::CnMobile, PiiKind::CnId, PiiKind::BankCard, PiiKind::Email, PiiKind::Phone, PiiKind::Custom(0)]
-        {
+        for k in [
+            PiiKind::CnMobile,
+            PiiKind::CnId,
+            PiiKind::BankCard,
+            PiiKind::Email,
+            PiiKind::Phone,
+            PiiKind::UsSsn,
+            PiiKind::Custom(0),
+        ] {
             let p = r.placeholder(k).unwrap();
             assert!(re.is_match(p), "{p}");
             assert!(p.len() <= r.max_growth_per_span());
