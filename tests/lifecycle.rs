@@ -160,10 +160,20 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let not = e.remember(&u, m("The user doesn't like green tea", vec_at(1.0, 0.02), 0.5))?;
     let daily = e.remember(&u, m("The user drinks green tea daily", vec_at(1.0, 0.03), 0.5))?;
     let other = e.remember(&u, m("The user owns a kayak", vec_at(0.0, 1.0), 0.5))?;
+    // A dry run lists the cluster and the text it would keep, and writes nothing.
+    let before = e.digest();
+    let preview = e.consolidation_preview(&u)?;
+    assert_eq!(preview.len(), 1);
+    assert_eq!(
+        (&preview[0].members, preview[0].merged, preview[0].text.as_str()),
+        (&vec![a.id, b.id, c.id], None, "The user really likes green tea")
+    );
+    assert_eq!(e.digest(), before);
     let merged = e.consolidate(&u, None)?;
     assert_eq!(merged.len(), 1);
     assert_eq!(merged[0].members, vec![a.id, b.id, c.id]);
-    let new = e.get(&u, merged[0].merged)?;
+    assert_eq!(merged[0].text, preview[0].text);
+    let new = e.get(&u, merged[0].merged.expect("merged"))?;
     assert_eq!(new.content, "The user really likes green tea", "most important member's content");
     assert_eq!(new.importance, 0.8);
     // The merged fact holds from the earliest member's start, so in valid
@@ -195,7 +205,7 @@ fn consolidation_merges_near_duplicates_and_keeps_history() -> TestResult {
     let merged2 = e.consolidate(&u, Some(&text))?;
     assert_eq!(merged2.len(), 1);
     assert_eq!(merged2[0].members, vec![other.id, d.id]);
-    assert_eq!(e.get(&u, merged2[0].merged)?.content, "The user owns a kayak (merged)");
+    assert_eq!(e.get(&u, merged2[0].merged.expect("merged"))?.content, "The user owns a kayak (merged)");
     let digest = e.digest();
     e.close()?;
     let e = Engine::open(dir.path())?;

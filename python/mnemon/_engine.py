@@ -538,15 +538,21 @@ class Engine:
         args = _put({"namespace": namespace, "session": session}, promote=_seq(promote))
         return self._one(SessionEnd, "end_session", args)
 
-    def consolidate(self, namespace: str) -> List[Consolidation]:
+    def consolidate(self, namespace: str, dry_run: bool = False) -> List[Consolidation]:
         """Merges clusters of near-duplicate active memories of one kind in
         `namespace` into one new version each; returns one `Consolidation`
-        per merged cluster.
+        per merged cluster (`members`, `merged` id, the kept `text`).
+
+        With `dry_run=True` nothing is written: each `Consolidation` lists
+        a cluster a merge would take, with `merged` None.
 
         Raises:
             InvalidInputError, ClosedError, PoisonedError.
         """
-        return [Consolidation(x) for x in self._call("consolidate", {"namespace": namespace})]
+        args = {"namespace": namespace}
+        if dry_run:
+            args["dry_run"] = True
+        return [Consolidation(x) for x in self._call("consolidate", args)]
 
     def maintain(self, namespace: Optional[str] = None) -> List[NamespaceMaintenance]:
         """Runs lifecycle maintenance now: session expiry, decay and

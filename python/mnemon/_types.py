@@ -387,20 +387,31 @@ class CompactionReceipt(Record):
 
 
 class Consolidation(Record):
-    """One merged cluster."""
+    """One merged cluster, or one that a dry run would merge."""
 
     __slots__ = ()
-    _FIELDS = ('members', 'merged')
+    _FIELDS = ('members', 'merged', 'text')
 
     @property
     def members(self) -> List[int]:
-        """The members, now superseded (reason `consolidated`), oldest first."""
+        """
+        The members, oldest first: superseded by the merged memory (reason
+        `consolidated`), or in a dry run left as they are.
+        """
         return self._data["members"]  # type: ignore[no-any-return]
 
     @property
-    def merged(self) -> int:
-        """The merged memory."""
-        return self._data["merged"]  # type: ignore[no-any-return]
+    def merged(self) -> Optional[int]:
+        """The merged memory; `None` in a dry run, which writes nothing."""
+        return self._data.get("merged")
+
+    @property
+    def text(self) -> str:
+        """
+        The merged memory's text: the caller's, else the most important, then most
+        recent, member's content.
+        """
+        return self._data["text"]  # type: ignore[no-any-return]
 
 
 class ContextBlock(Record):

@@ -266,6 +266,20 @@ def test_observe_extraction_end_session_maintain(engine):
     assert isinstance(engine.consolidate("u1"), list)
 
 
+def test_consolidate_dry_run_writes_nothing(engine):
+    text = "The user likes green tea"
+    a = engine.remember("c1", text, dedup="off")
+    b = engine.remember("c1", text + "!", dedup="off")
+    assert a.id != b.id
+    before = engine.stats().last_seq
+    [plan] = engine.consolidate("c1", dry_run=True)
+    assert plan.members == [a.id, b.id] and plan.merged is None and plan.text.startswith(text)
+    assert engine.stats().last_seq == before
+    [done] = engine.consolidate("c1")
+    assert done.members == plan.members and done.merged is not None and done.text == plan.text
+    assert engine.get("c1", a.id).status == "superseded"
+
+
 def test_forget_compact_verify(engine, data):
     keep = engine.remember("u1", "Likes sailing on weekends")
     gone = engine.remember("u1", "Secret canary Zq7Hx2Lw9Pv4Mn8Kt3Rb6Yc1Jd5Fg0Sa")

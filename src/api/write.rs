@@ -422,11 +422,16 @@ impl Call for EndSessionRequest {
     }
 }
 
-/// `consolidate`: merge clusters of near-duplicate memories of a namespace.
+/// `consolidate`: merge clusters of near-duplicate memories of a namespace,
+/// or with `dry_run` list the clusters a merge would take and write nothing.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConsolidateRequest {
     /// Namespace.
     pub namespace: Namespace,
+    /// List what would be merged (`merged: null` in each result) without
+    /// writing. Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
 }
 
 impl Call for ConsolidateRequest {
@@ -439,6 +444,9 @@ impl Call for ConsolidateRequest {
     }
 
     fn call(self, engine: &Engine, _: &Limits) -> Result<Vec<Consolidation>, ApiError> {
+        if self.dry_run {
+            return Ok(engine.consolidation_preview(&self.namespace)?);
+        }
         Ok(engine.consolidate(&self.namespace, None)?)
     }
 }

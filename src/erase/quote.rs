@@ -108,8 +108,19 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
             e += 1;
         }
         if covered[i] {
-            out.push_str(ERASED_MARK);
-            marks += 1;
+            // Spaces at either end of a cut run stay, so the mark keeps
+            // its neighbours apart ("remove [erased] now", not "remove[erased]now").
+            let run = &label[i..e];
+            let body = run.trim_matches(|c: char| c.is_ascii_whitespace());
+            if body.is_empty() {
+                out.push_str(run);
+            } else {
+                let lead = run.len() - run.trim_start_matches(|c: char| c.is_ascii_whitespace()).len();
+                out.push_str(&run[..lead]);
+                out.push_str(ERASED_MARK);
+                out.push_str(&run[lead + body.len()..]);
+                marks += 1;
+            }
         } else {
             out.push_str(&label[i..e]);
         }
@@ -122,6 +133,13 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn spaces_around_a_cut_run_are_kept() {
+        let text = "I was treated for depression in 2019 and";
+        let (out, n) = cut_quotes("forget was treated for depression in 2019 now", [text]);
+        assert_eq!((out.as_str(), n), ("forget [erased] now", 1));
+    }
 
     #[test]
     fn a_quoted_text_is_cut_and_the_rest_kept() {
@@ -137,7 +155,7 @@ mod tests {
         let (out, n) = cut_quotes("forget the Elm Street address line", [text]);
         assert_eq!((out.as_str(), n), ("forget the Elm Street address line", 0));
         let (out, n) = cut_quotes("forget: Dana lives at 14 Elm Street, please", [text]);
-        assert_eq!((out.as_str(), n), ("forget:[erased], please", 1));
+        assert_eq!((out.as_str(), n), ("forget: [erased], please", 1));
     }
 
     #[test]

@@ -46,10 +46,14 @@ pub struct EndSessionArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct NsArgs {
+pub struct ConsolidateArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
+    /// List the clusters a merge would take and the text each would keep;
+    /// write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Args, Debug)]
@@ -87,7 +91,7 @@ pub fn request(cmd: &Cmd) -> Result<Request, ApiError> {
             session: a.session.clone(),
             promote: a.promote.iter().map(|i| MemoryId(*i)).collect(),
         }),
-        Cmd::Consolidate(a) => Request::Consolidate(ConsolidateRequest { namespace: ns(&a.ns)? }),
+        Cmd::Consolidate(a) => Request::Consolidate(ConsolidateRequest { namespace: ns(&a.ns)?, dry_run: a.dry_run }),
         Cmd::Maintain(a) => Request::Maintain(MaintainRequest { namespace: a.ns.as_deref().map(ns).transpose()? }),
         _ => return Err(ApiError::invalid("command", "not a lifecycle command")),
     })

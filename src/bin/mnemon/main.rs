@@ -132,8 +132,8 @@ pub enum Cmd {
     ApplyExtraction(lifecycle::ApplyExtractionArgs),
     /// End a session: archive its short-term memories, promote the marked ones.
     EndSession(lifecycle::EndSessionArgs),
-    /// Merge clusters of near-duplicate memories.
-    Consolidate(lifecycle::NsArgs),
+    /// Merge clusters of near-duplicate memories (`--dry-run`: list them).
+    Consolidate(lifecycle::ConsolidateArgs),
     /// Run decay, session expiry, capacity and consolidation now.
     Maintain(lifecycle::MaintainArgs),
     /// Bulk-load observations and memories from JSON lines, or the chat

@@ -139,7 +139,18 @@ fn human(cli: &Cli, resp: &Response) {
             println!("applied {}, rejected {}", r.applied(), r.rejected());
         }
         Response::EndSession(r) => json(r),
-        Response::Consolidate(r) => json(r),
+        Response::Consolidate(r) => {
+            for c in r {
+                let ids: Vec<String> = c.members.iter().map(|m| format!("#{}", m.0)).collect();
+                match c.merged {
+                    Some(m) => println!("merged {} -> #{}  {}", ids.join(", "), m.0, shown(&c.text)),
+                    None => println!("would merge {}  {}", ids.join(", "), shown(&c.text)),
+                }
+            }
+            if r.is_empty() {
+                println!("no restatements to merge");
+            }
+        }
         Response::Maintain(r) => json(r),
         Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
         Response::Stats(s) => {
@@ -232,12 +243,14 @@ fn human(cli: &Cli, resp: &Response) {
 
 /// Stored text for a terminal line: control characters (line breaks, tabs,
 /// escape sequences), the Unicode line and paragraph separators and the
-/// bidi controls written as Rust escapes (`\n`, `\u{1b}`, `\u{202e}`), so a
-/// stored text can neither add a line to the listing nor drive the
-/// terminal. `--json` gives the text as stored.
+/// bidi controls written as Rust escapes (`\n`, `\u{1b}`, `\u{202e}`), and
+/// a backslash doubled (`\\`, so a stored `\n` cannot pass for an escaped
+/// line break), so a stored text can neither add a line to the listing nor
+/// drive the terminal. `--json` gives the text as stored.
 pub fn shown(s: &str) -> std::borrow::Cow<'_, str> {
     let escaped = |c: char| {
         c.is_control()
+            || c == '\\'
             || matches!(
                 c,
                 '\u{2028}' | '\u{2029}' | '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
