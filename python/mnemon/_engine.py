@@ -549,7 +549,7 @@ class Engine:
         Raises:
             InvalidInputError, ClosedError, PoisonedError.
         """
-        args = {"namespace": namespace}
+        args: Dict[str, Any] = {"namespace": namespace}
         if dry_run:
             args["dry_run"] = True
         return [Consolidation(x) for x in self._call("consolidate", args)]
