@@ -792,3 +792,33 @@ fn recall_reads_time_expressions_against_the_reference_time() {
     let (ok, _, err) = mnemon(&data, &["recall", "--ns", "d", "--reference-time", "last tuesday", q]);
     assert!(!ok && err.contains("reference_time"), "{err}");
 }
+
+/// `consolidate --dry-run` lists each cluster and the text it would keep,
+/// writes nothing, and refuses a directory that holds no store (it only
+/// reads); `consolidate` then merges exactly that cluster.
+#[test]
+fn consolidate_dry_run_lists_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for text in ["The user likes green tea", "The user likes green tea!"] {
+        let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "--dedup", "off", text]);
+        assert!(ok, "{err}");
+    }
+    let (ok, before, err) = mnemon(&data, &["--json", "stats"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = mnemon(&data, &["consolidate", "--ns", "u1", "--dry-run"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "would merge #1, #2  The user likes green tea!");
+    let (_, after, _) = mnemon(&data, &["--json", "stats"]);
+    let seq = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap()["last_seq"].clone();
+    assert_eq!(seq(&before), seq(&after), "a dry run writes nothing");
+    let (ok, out, err) = mnemon(&data, &["--json", "consolidate", "--ns", "u1"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["members"], serde_json::json!([1, 2]));
+    assert!(v[0]["merged"].is_u64(), "{v}");
+    let missing = dir.path().join("no-store");
+    let (ok, _, err) = mnemon(&missing, &["consolidate", "--ns", "u1", "--dry-run"]);
+    assert!(!ok && err.contains("no store"), "{err}");
+    assert!(!missing.exists(), "no directory created");
+}

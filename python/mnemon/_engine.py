@@ -583,11 +583,13 @@ class Engine:
         return self._one(ErasureReceipt, "compact", {})
 
     def verify_erasure(self, texts: Sequence[str]) -> ErasureReceipt:
-        """Scans every file of the store for `texts` (each at least 8 bytes)
-        and returns the receipt (`verified`, `matches`).
+        """Scans every file of the store for `texts` (each at least 8 bytes
+        of at least 4 distinct byte values) and returns the receipt
+        (`verified`, `matches`).
 
         Raises:
-            InvalidInputError: no texts, or a text shorter than 8 bytes.
+            InvalidInputError: no texts, a text shorter than 8 bytes, or one
+                too repetitive to be evidence ("1111111111111111").
             IoError, ClosedError.
         """
         if isinstance(texts, str):

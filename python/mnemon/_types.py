@@ -406,12 +406,13 @@ class Consolidation(Record):
         return self._data.get("merged")
 
     @property
-    def text(self) -> str:
+    def text(self) -> Optional[str]:
         """
         The merged memory's text: the caller's, else the most important, then most
-        recent, member's content.
+        recent, member's content (empty when read from a record written before this
+        field existed).
         """
-        return self._data["text"]  # type: ignore[no-any-return]
+        return self._data.get("text")
 
 
 class ContextBlock(Record):

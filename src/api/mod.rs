@@ -81,6 +81,12 @@ pub trait Call: Serialize + DeserializeOwned + JsonSchema + Send + 'static {
     /// bookkeeping, not a change of what is remembered.)
     const READ_ONLY: bool;
 
+    /// Whether this request never writes: [`Call::READ_ONLY`], or a write
+    /// call asked as a dry run.
+    fn is_read_only(&self) -> bool {
+        Self::READ_ONLY
+    }
+
     /// The namespace the call touches; `None` for store-wide calls.
     fn namespace(&self) -> Option<&Namespace>;
 
@@ -141,7 +147,7 @@ macro_rules! surface {
 
             /// True when the call never writes to the log.
             pub fn read_only(&self) -> bool {
-                match self { $( Request::$variant(_) => <$req as Call>::READ_ONLY, )* }
+                match self { $( Request::$variant(r) => r.is_read_only(), )* }
             }
 
             /// The namespace the call touches; `None` for store-wide calls.

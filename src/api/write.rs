@@ -439,6 +439,10 @@ impl Call for ConsolidateRequest {
     const OP: &'static str = "consolidate";
     const READ_ONLY: bool = false;
 
+    fn is_read_only(&self) -> bool {
+        self.dry_run
+    }
+
     fn namespace(&self) -> Option<&Namespace> {
         Some(&self.namespace)
     }
@@ -515,7 +519,9 @@ impl Call for CompactRequest {
 /// `verify_erasure`: search every file of the store for these texts.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VerifyErasureRequest {
-    /// Texts to search for, each at least 8 bytes.
+    /// Texts to search for, each at least 8 bytes of at least 4 distinct
+    /// byte values (a shorter or more repetitive text is refused: a clean
+    /// scan for it would prove nothing).
     pub texts: Vec<String>,
 }
 

@@ -132,7 +132,7 @@ pub(super) fn extract(s: &str, sig: &mut FactSignature) {
 }
 
 /// Keeps a function word that qualifies the claim or relates its parts
-/// (`会`, `已经`, `把`, `从`; see [`zh_marker`] and [`zh_relation`]).
+/// (`会`, `过`, `把`, `从`; see [`zh_marker`] and [`zh_relation`]).
 fn note_function_word(w: &str, sig: &mut FactSignature) {
     if let Some(m) = zh_marker(w) {
         sig.markers.push(m.to_string());

@@ -2,7 +2,7 @@
 
 use super::lexicon::{
     currency_sign, en_currency, en_function_word, en_marker, en_month, en_negation, en_number, en_person,
-    en_quantifier, en_relation, en_time_word, en_unit, en_weekday, NumberWord,
+    en_pronoun_role, en_quantifier, en_quantity, en_relation, en_time_word, en_unit, en_weekday, NumberWord,
 };
 use super::numbers::{canonical, clock, read_digits, Digits};
 use super::FactSignature;
@@ -252,7 +252,13 @@ impl Reader<'_> {
                 self.sig.markers.push(m.into());
             } else if let Some(r) = en_relation(&lw) {
                 self.sig.relations.push(r.into());
+            } else if let Some(q) = en_quantity(&lw) {
+                self.sig.quantities.push(q.into());
             }
+        }
+        // "I" is written capitalised anywhere.
+        if let Some(r) = en_pronoun_role(&lw) {
+            self.sig.names.insert(r.into());
         }
         // A contraction's tail: I'll, she'd.
         if let Some(m) = text.split_once('\'').and_then(|(_, tail)| en_marker(&tail.to_lowercase())) {

@@ -730,8 +730,10 @@ pub(super) fn zh_classifier(c: char) -> bool {
 /// (`was`, `had`, `did`, `used` to), modality and plans (`will`, `would`,
 /// `can`, `might`, `going` to), an end (`anymore`, no `longer`), frequency
 /// (`always`, `often`, `sometimes`), comparison (`more`, `less`, `than`),
-/// restriction and hedges (`only`, `almost`, `maybe`, `probably`) and a
-/// former state (`former`, `ex`), mapped to one
+/// restriction and hedges (`only`, `almost`, `maybe`, `probably`), a
+/// former state (`former`, `ex`), and bounds in time, place or amount
+/// (`before`, `after`, `until`, `since`, `unless`, `under`, `over`,
+/// `between`, `except`), mapped to one
 /// spelling each (the stems of contracted and negated auxiliaries
 /// included: `'ll`, `'d`, `wo` of `won't`, `ca` of `can't`, `wouldnt`). "I quit" / "I will quit" and "I used to smoke" / "I
 /// smoke" state different facts, so any difference in these words is one
@@ -772,21 +774,36 @@ pub(super) fn en_marker(w: &str) -> Option<&'static str> {
         "maybe" | "perhaps" | "possibly" => "maybe",
         "probably" | "likely" => "probably",
         "former" | "formerly" | "previously" | "ex" => "former",
+        "earlier" | "sooner" => "earlier",
+        "later" => "later",
+        // Bounds in time, place or amount: "closed until Friday" / "closed
+        // Friday", "under 500 dollars" / "500 dollars", "before and after
+        // meals" / "after meals".
+        "after" => "after",
+        "before" => "before",
+        "since" => "since",
+        "until" | "till" => "until",
+        "unless" => "unless",
+        "under" | "underneath" | "beneath" => "under",
+        "over" => "over",
+        "above" => "above",
+        "below" => "below",
+        "beyond" => "beyond",
+        "within" => "within",
+        "except" => "except",
+        "between" => "between",
         _ => return None,
     })
 }
 
 /// English prepositions and conjunctions: the relation between the things a
-/// claim names. One in place of another ("before" / "after lunch", "in" /
-/// "under the drawer", a flight "to" / "from" Tokyo, tea "and" / "or"
-/// coffee) is a different fact; one only added or dropped is rewording ("on
-/// Tuesdays" / "every Tuesday").
+/// claim names. One in place of another ("in" / "on the drawer", a flight
+/// "to" / "from" Tokyo, tea "and" / "or" coffee, "when" / "if" it rains) is
+/// a different fact; one only added or dropped is rewording ("on Tuesdays" /
+/// "every Tuesday"). Bounds whose mere presence changes a claim ("before",
+/// "until", "under") are [`en_marker`]s instead.
 pub(super) fn en_relation(w: &str) -> Option<&'static str> {
     Some(match w {
-        "after" => "after",
-        "before" => "before",
-        "since" => "since",
-        "until" | "till" => "until",
         "from" => "from",
         "to" => "to",
         "into" => "into",
@@ -794,15 +811,10 @@ pub(super) fn en_relation(w: &str) -> Option<&'static str> {
         "in" => "in",
         "on" => "on",
         "at" => "at",
-        "under" | "underneath" | "beneath" => "under",
-        "over" => "over",
-        "above" => "above",
-        "below" => "below",
         "behind" => "behind",
         "beside" | "besides" => "beside",
-        "between" => "between",
         "near" => "near",
-        "inside" | "within" => "inside",
+        "inside" => "inside",
         "outside" => "outside",
         "through" => "through",
         "across" => "across",
@@ -821,16 +833,15 @@ pub(super) fn en_relation(w: &str) -> Option<&'static str> {
         "down" => "down",
         "per" => "per",
         "via" => "via",
-        "beyond" => "beyond",
         "among" => "among",
         "upon" => "upon",
-        "except" => "except",
         "and" => "and",
         "or" => "or",
         "nor" => "nor",
         "but" => "but",
         "if" => "if",
-        "unless" => "unless",
+        "when" | "whenever" => "when",
+        "while" => "while",
         "because" => "because",
         "although" | "though" => "although",
         "instead" => "instead",
@@ -840,8 +851,9 @@ pub(super) fn en_relation(w: &str) -> Option<&'static str> {
 
 /// Chinese function words and characters that qualify a claim (see
 /// [`en_marker`]): future and plans (`会`, `要`, `将`), experience (`过`:
-/// 我去过北京 / 我去北京), comparison (`更`, `最`), certainty (`一定`,
-/// `大概`, `好像`). Stress that holds either way (`已经`, `还`, `一直`) is
+/// 我去过北京 / 我去北京), comparison (`更`, `最`), who acts on whom (`把`,
+/// `被`, `让`), ability and possibility (`能`, `可` of 可以 / 可能),
+/// certainty (`一定`, `大概`, `好像`). Stress that holds either way (`已经`, `还`, `一直`) is
 /// not here.
 pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
     Some(match w {
@@ -850,6 +862,13 @@ pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
         "将" => "将",
         "过" => "过",
         "更" => "更",
+        // Who acts on whom: 我被他骂了 / 我骂了他.
+        "把" => "把",
+        "被" => "被",
+        "让" => "让",
+        // Ability and possibility: 我可能对花生过敏 / 我对花生过敏.
+        "能" => "能",
+        "可" => "可",
         "最" => "最",
         "一定" => "一定",
         "大概" | "大约" | "左右" => "大概",
@@ -858,14 +877,10 @@ pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
     })
 }
 
-/// Chinese coverbs and conjunctions (see [`en_relation`]): `把` / `被` / `让`
-/// (who acts on whom), `从` / `到` / `在` / `向` / `往` / `对` / `给`, `和` /
-/// `或者`.
+/// Chinese coverbs and conjunctions (see [`en_relation`]): `从` / `到` /
+/// `在` / `向` / `往` / `对` / `给`, `和` / `或者`.
 pub(super) fn zh_relation(w: &str) -> Option<&'static str> {
     Some(match w {
-        "把" => "把",
-        "被" => "被",
-        "让" => "让",
         "给" => "给",
         "从" => "从",
         "到" => "到",
@@ -877,6 +892,41 @@ pub(super) fn zh_relation(w: &str) -> Option<&'static str> {
         "或者" => "或者",
         "为" => "为",
         "于" => "于",
+        _ => return None,
+    })
+}
+
+/// English quantifiers, mapped to one spelling each: one in place of
+/// another ("allergic to all nuts" / "to some nuts") is a different fact;
+/// one only added or dropped is rewording ("every Tuesday" / "on Tuesdays").
+pub(super) fn en_quantity(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "all" | "every" | "each" => "all",
+        "some" | "several" => "some",
+        "many" | "much" => "many",
+        "few" => "few",
+        "any" => "any",
+        "both" => "both",
+        "either" => "either",
+        _ => return None,
+    })
+}
+
+/// The grammatical role a personal pronoun marks: `subject i` for "I",
+/// `object i` for "me", and so on ("her" and "you", which read both ways,
+/// are not here). "I owe him" / "He owes me" name the same two persons in
+/// other roles.
+pub(super) fn en_pronoun_role(w: &str) -> Option<&'static str> {
+    Some(match w {
+        "i" => "subject i",
+        "me" => "object i",
+        "we" => "subject we",
+        "us" => "object we",
+        "he" => "subject he",
+        "him" => "object he",
+        "she" => "subject she",
+        "they" => "subject they",
+        "them" => "object they",
         _ => return None,
     })
 }

@@ -32,15 +32,18 @@
 //!   `without`, …; `不`, `没`/`没有`, `别`, `未`, `无`, `非`, `勿`, `不要`, …
 //!   (compounds that do not negate, such as `非常` or `不错`, excepted);
 //! * **qualifiers** ([`FactKind::Qualifier`]): tense, modality, plans,
-//!   frequency, comparison and hedge words (`was`, `used` to, `will`,
-//!   `'ll`, `can`, `going` to, `always`, `more` / `less`, `than`, `only`,
-//!   `maybe`, `former`; `会`, `要`, `将`, `过`, `更`, `最`) as a multiset, and
-//!   the same verb in `-ed` on one side only ("I live" / "I lived");
-//!   **relations** (also [`FactKind::Qualifier`]): a preposition, coverb or
-//!   conjunction in place of another ("before" / "after lunch", "to" /
-//!   "from Tokyo", "in" / "under", "and" / "or", `把` / `被`, `从` / `到`) —
-//!   one only added or dropped is rewording ("on Tuesdays" / "every
+//!   frequency, comparison, hedge and bound words (`was`, `used` to,
+//!   `will`, `'ll`, `can`, `going` to, `always`, `more` / `less`, `than`,
+//!   `only`, `maybe`, `former`, `before`, `until`, `under`; `会`, `要`,
+//!   `将`, `过`, `更`, `最`, `把`, `被`, `能`) as a multiset, and the same
+//!   verb in `-ed` on one side only ("I live" / "I lived");
+//!   **relations** (also [`FactKind::Qualifier`]): a preposition, coverb,
+//!   conjunction or quantifier in place of another ("to" / "from Tokyo",
+//!   "in" / "on", "and" / "or", "when" / "unless", "all" / "some", `从` /
+//!   `到`) — one only added or dropped is rewording ("on Tuesdays" / "every
 //!   Tuesday");
+//! * **roles** (also [`FactKind::Name`]): a personal pronoun's case ("I
+//!   owe him" / "He owes me": the same persons, other roles);
 //! * **word order** (also [`FactKind::Name`]): the same words in another
 //!   order ("tea over coffee" / "coffee over tea", 他欠我 / 我欠他), unless
 //!   one phrase moved without changing who does what (a role word such as
@@ -135,10 +138,11 @@ pub enum FactKind {
     /// A negation added or removed.
     Negation,
     /// A word that qualifies the claim or relates its parts: tense
-    /// (`was`, `used` to, `-ed`), modality (`will`, `can`), aspect
-    /// (`still`, `already`), frequency, comparison (`more` / `less`), a
-    /// hedge, or one preposition or conjunction in another's place
-    /// (`before` / `after`, `to` / `from`, `把` / `被`).
+    /// (`was`, `used` to, `-ed`), modality (`will`, `can`), an end
+    /// (`anymore`), frequency, comparison (`more` / `less`), a hedge, a
+    /// bound (`before`, `until`, `under`), who acts on whom (`把`, `被`), or
+    /// one preposition, conjunction or quantifier in another's place (`to`
+    /// / `from`, `and` / `or`, `all` / `some`).
     Qualifier,
 }
 
@@ -179,6 +183,8 @@ pub struct FactSignature {
     /// Prepositions, coverbs and conjunctions, canonical, sorted (a
     /// multiset; `lexicon::en_relation`, `zh_relation`).
     relations: Vec<String>,
+    /// Quantifiers, canonical, sorted (a multiset; `lexicon::en_quantity`).
+    quantities: Vec<String>,
     /// Every word in text order (Latin and digit runs lower-cased, each CJK
     /// character on its own), articles, intensifiers and punctuation left
     /// out: the same words in another order state another fact ("prefers
@@ -207,6 +213,7 @@ impl FactSignature {
         sig.negations.sort_unstable();
         sig.markers.sort_unstable();
         sig.relations.sort_unstable();
+        sig.quantities.sort_unstable();
         sig.sequence = word_sequence(&text);
         sig
     }
@@ -265,9 +272,11 @@ impl FactSignature {
         }
         // A relation in another's place ("before" / "after lunch"); one only
         // added or dropped is rewording.
-        let (ra, rb) = multiset_surplus(&self.relations, &other.relations);
-        if !ra.is_empty() && !rb.is_empty() {
-            return Some(FactDifference { kind: FactKind::Qualifier, only_in_first: ra, only_in_second: rb });
+        for (a, b) in [(&self.relations, &other.relations), (&self.quantities, &other.quantities)] {
+            let (ra, rb) = multiset_surplus(a, b);
+            if !ra.is_empty() && !rb.is_empty() {
+                return Some(FactDifference { kind: FactKind::Qualifier, only_in_first: ra, only_in_second: rb });
+            }
         }
         // The same verb in the past on one side only ("I live in Berlin" /
         // "I lived in Berlin").
@@ -353,8 +362,9 @@ fn is_content_word(w: &str) -> bool {
 /// with rewording without changing a fact.
 const ORDER_NEUTRAL: &[&str] = &["a", "an", "the"];
 
-/// Copulas whose two sides can trade places without changing the fact.
-const COPULAS: &[&str] = &["is", "are", "was", "were", "是"];
+/// Copulas whose two sides can trade places without changing the fact
+/// (`am` / `are` read as `is`, `were` as `was` in the word order).
+const COPULAS: &[&str] = &["is", "am", "are", "was", "were", "是"];
 
 /// Whether `b` is `a` with the two sides of its one copula swapped ("Biscuit
 /// is our dog" / "our dog is Biscuit"): an identity reads both ways.
@@ -401,23 +411,47 @@ fn neighbours<'a>(s: &'a [String], w: &str) -> Vec<(Option<&'a String>, Option<&
 }
 
 /// The words of `text` in order: runs of Latin letters or digits
-/// lower-cased, each CJK character alone, articles, quantifiers and
-/// intensifiers left out.
+/// lower-cased and stemmed, each CJK character alone; articles,
+/// quantifiers, intensifiers and function words left out, except copulas,
+/// qualifiers, relations and personal pronouns, which say who does what.
 fn word_sequence(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut Vec<String>| {
         if !word.is_empty() {
             let w = std::mem::take(word);
-            if !ORDER_NEUTRAL.contains(&w.as_str()) && !QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()) {
-                out.push(w);
+            if ORDER_NEUTRAL.contains(&w.as_str()) || QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()) {
+                return;
             }
+            let fact_word = COPULAS.contains(&w.as_str())
+                || lexicon::en_marker(&w).is_some()
+                || lexicon::en_relation(&w).is_some()
+                || lexicon::en_pronoun_role(&w).is_some();
+            if lexicon::en_function_word(&w) && !fact_word {
+                return;
+            }
+            // One form per word ("owes" / "owe"), as the content words are
+            // compared; copulas in one tense form.
+            let w = match w.as_str() {
+                "am" | "are" => "is".to_string(),
+                "were" => "was".to_string(),
+                _ if fact_word || w.bytes().any(|b| b.is_ascii_digit()) => w,
+                _ => crate::index::tokenize(&w).into_iter().next().unwrap_or(w),
+            };
+            out.push(w);
         }
     };
     for c in text.chars() {
         if cjk::is_cjk_char(c) {
             flush(&mut word, &mut out);
-            out.push(c.to_string());
+            let s = c.to_string();
+            // Particles and other function characters say nothing of who
+            // does what (他欠我 / 我欠了他); markers, relations and 是 do.
+            let fact_char =
+                COPULAS.contains(&s.as_str()) || lexicon::zh_marker(&s).is_some() || lexicon::zh_relation(&s).is_some();
+            if !lexicon::zh_function_char(c) || fact_char {
+                out.push(s);
+            }
         } else if c.is_alphanumeric() {
             if word.chars().last().is_some_and(|p| p.is_ascii_digit() != c.is_ascii_digit()) {
                 flush(&mut word, &mut out);

@@ -89,8 +89,8 @@ fn idioms_with_numeral_characters_are_not_numbers() {
 
 #[test]
 fn capitalised_names() {
-    assert_eq!(names("I bought it at Petco for Luna"), ["i", "luna", "petco"]);
-    assert_eq!(names("She works at NASA"), ["nasa", "she"]);
+    assert_eq!(names("I bought it at Petco for Luna"), ["i", "luna", "petco", "subject i"]);
+    assert_eq!(names("She works at NASA"), ["nasa", "she", "subject she"]);
     assert_eq!(names("my new iPhone and a ShopRite card"), ["i", "iphone", "shoprite"]);
     assert_eq!(names("Max's teeth"), Vec::<String>::new(), "sentence-initial: resolved against the other text");
     assert_eq!(kind("I brush Max's teeth daily", "I brush Buddy's teeth daily"), Some(FactKind::Name));
@@ -212,8 +212,25 @@ fn qualifiers_and_relations_carry_facts() {
         ("我去过北京", "我去北京"),
         ("我把他骂了一顿", "我被他骂了一顿"),
         ("我从北京出发", "我到北京出发"),
+        ("I'm allergic to all nuts", "I'm allergic to some nuts"),
+        ("We play outside unless it rains", "We play outside when it rains"),
+        ("Take the pills before and after meals", "Take the pills after meals"),
+        ("The laptop costs under 500 dollars", "The laptop costs 500 dollars"),
+        ("The shop is closed until Friday", "The shop is closed Friday"),
+        ("The meeting moved earlier", "The meeting moved later"),
+        ("我被他骂了", "我骂了他"),
+        ("我可能对花生过敏", "我对花生过敏"),
     ] {
         assert_eq!(kind(a, b), Some(FactKind::Qualifier), "{a} / {b}");
+    }
+    // Who does what to whom, in other word forms.
+    for (a, b) in [
+        ("I owe him 50 dollars", "He owes me 50 dollars"),
+        ("I am taller than my brother", "My brother is taller than me"),
+        ("他欠我五百块", "我欠了他五百块"),
+        ("我比我哥哥高", "我哥哥比我还高"),
+    ] {
+        assert!(kind(a, b).is_some(), "{a} / {b}");
     }
     // Relations only added or dropped are rewording; the same qualifiers in
     // both texts are no difference.

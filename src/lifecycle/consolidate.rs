@@ -18,7 +18,9 @@ pub struct Consolidation {
     /// The merged memory; `None` in a dry run, which writes nothing.
     pub merged: Option<MemoryId>,
     /// The merged memory's text: the caller's, else the most important,
-    /// then most recent, member's content.
+    /// then most recent, member's content (empty when read from a record
+    /// written before this field existed).
+    #[serde(default)]
     pub text: String,
 }
 

@@ -76,7 +76,7 @@
 //!
 //! # Overlaps
 //!
-//! When candidates overlap, custom patterns win, then CN ID > card > SSN > phones
+//! When candidates overlap, custom patterns win, then CN ID > card = SSN > phones
 //! (CN mobile and other phones rank equal) > e-mail; within a rank the
 //! longest candidate wins, then CN mobile over other phones, then the
 //! leftmost.
@@ -301,7 +301,7 @@ impl Redactor {
     /// # Errors
     /// [`Error::InvalidInput`] (field `"pii_label"` or `"pii_pattern"`) when
     /// `label` is not 1–32 characters of `[A-Z0-9_]`, names a built-in kind
-    /// (`CN_MOBILE`, `CN_ID`, `CARD`, `EMAIL`, `PHONE`), when `regex` does not
+    /// (`CN_MOBILE`, `CN_ID`, `CARD`, `EMAIL`, `PHONE`, `US_SSN`), when `regex` does not
     /// compile (Rust `regex` syntax), or when [`MAX_CUSTOM_PATTERNS`] patterns
     /// are already present.
     pub fn with_pattern(mut self, label: &str, regex: &str) -> Result<Self> {
@@ -1390,12 +1390,30 @@ fn digits_earlier_in_token(scan: &Scan<'_>, ci: usize) -> bool {
 /// areas, groups and serials refused.
 fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     let lens = c.lens();
-    let dashed = lens == [3, 2, 4] && c.inner.iter().all(|&j| j == Joiner::Dash);
+    // Dashes written as dashes (not `/`, which the joiners fold in).
+    let dashes = c.groups.windows(2).all(|w| {
+        matches!(&scan.text[w[0].end..w[1].start], "-" | "\u{2010}" | "\u{2011}" | "\u{2012}" | "\u{2013}" | "\u{2212}")
+    });
+    let dashed = lens == [3, 2, 4] && dashes;
     let named = || {
         (lens == [9] || (lens == [3, 2, 4] && c.inner.iter().all(|&j| j == Joiner::Space)))
             && ssn_word_before(scan.text, c.first().start)
     };
-    if !(dashed || named()) || c.continues_same_way() || c.left == Some(Joiner::Dash) || c.right == Some(Joiner::Dash) {
+    // Part of a path, URL or identifier (`/orders/123-45-6789`,
+    // `case-123-45-6789`, `123-45-6789-x`): not a number of its own.
+    let at = |ci: Option<usize>| ci.and_then(|i| scan.chars.get(i)).map(|&(_, ch)| ch);
+    let tied_before = matches!(at(c.first().ci_start.checked_sub(1)), Some('-' | '/' | '_' | '\\'))
+        && at(c.first().ci_start.checked_sub(2)).is_some_and(|ch| ch.is_alphanumeric());
+    let tied_after = matches!(at(Some(c.last().ci_end)), Some('-' | '/' | '_' | '\\'))
+        && at(Some(c.last().ci_end + 1)).is_some_and(|ch| ch.is_alphanumeric());
+    if !(dashed || named())
+        || tied_before
+        || tied_after
+        || c.continues_same_way()
+        || c.left == Some(Joiner::Dash)
+        || c.right == Some(Joiner::Dash)
+        || scan.glued_by_punct(c.first().ci_start, c.last().ci_end)
+    {
         return None;
     }
     let d = c.digits();
@@ -1822,6 +1840,10 @@ mod tests {
             "12-123-45-6789",
             "123-45-6789-1",
             "x123-45-6789",
+            "see /orders/123-45-6789 today",
+            "case-123-45-6789",
+            "123/45/6789",
+            "ref 123-45-6789-x",
         ] {
             assert!(kinds(text).iter().all(|(_, k)| *k != PiiKind::UsSsn), "{text:?}: {:?}", kinds(text));
         }
