@@ -869,6 +869,15 @@ pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
         // Ability and possibility: 我可能对花生过敏 / 我对花生过敏.
         "能" => "能",
         "可" => "可",
+        // Aspect: done or become (我吃早饭 / 我吃了早饭), lasting (门开着),
+        // in progress (我正在找工作 / 我找工作).
+        "了" => "了",
+        "着" => "着",
+        "正在" => "正在",
+        // Quantity and condition: 我的同事都会说 / 我有些同事会说, 如果下雨.
+        "都" => "都",
+        "有些" | "一些" => "有些",
+        "如果" => "如果",
         "最" => "最",
         "一定" => "一定",
         "大概" | "大约" | "左右" => "大概",
@@ -892,18 +901,25 @@ pub(super) fn zh_relation(w: &str) -> Option<&'static str> {
         "或者" => "或者",
         "为" => "为",
         "于" => "于",
+        // 他八点才到 (not until eight) / 他八点就到 (already at eight).
+        "才" => "才",
+        "就" => "就",
         _ => return None,
     })
 }
 
 /// English quantifiers, mapped to one spelling each: one in place of
-/// another ("allergic to all nuts" / "to some nuts") is a different fact;
-/// one only added or dropped is rewording ("every Tuesday" / "on Tuesdays").
+/// another ("allergic to all nuts" / "to some nuts") is a different fact,
+/// and so is one only added or dropped ("Some of my colleagues speak
+/// Dutch" / "My colleagues speak Dutch"), except `every` / `each`, which
+/// reword a time ("every Tuesday" / "on Tuesdays") and count only in place
+/// of another quantifier.
 pub(super) fn en_quantity(w: &str) -> Option<&'static str> {
     Some(match w {
-        "all" | "every" | "each" => "all",
+        "every" | "each" => "every",
+        "all" => "all",
         "some" | "several" => "some",
-        "many" | "much" => "many",
+        "many" => "many",
         "few" => "few",
         "any" => "any",
         "both" => "both",

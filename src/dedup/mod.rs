@@ -123,6 +123,13 @@ const QUANTIFIERS_AND_INTENSIFIERS: &[&str] = &[
     // "a lot", "lots": degree, as "very much" is.
     "lot",
     "lots",
+    // Stress on a claim that holds either way ("I have already finished" /
+    // "I have finished", "I still live here").
+    "already",
+    "still",
+    "again",
+    "yet",
+    "ever",
 ];
 
 /// Which kind of fact two texts disagree on.
@@ -210,11 +217,14 @@ impl FactSignature {
                 Segment::Other(s) => latin::extract(s, cjk_text, &mut sig),
             }
         }
+        sig.sequence = word_sequence(&text);
+        // "about to": a plan, not a deed ("I am about to quit" / "I quit").
+        let about_to = sig.sequence.windows(2).filter(|w| w[0] == "about" && w[1] == "to").count();
+        sig.markers.extend(std::iter::repeat_n("about to".to_string(), about_to));
         sig.negations.sort_unstable();
         sig.markers.sort_unstable();
         sig.relations.sort_unstable();
         sig.quantities.sort_unstable();
-        sig.sequence = word_sequence(&text);
         sig
     }
 
@@ -272,9 +282,14 @@ impl FactSignature {
         }
         // A relation in another's place ("before" / "after lunch"); one only
         // added or dropped is rewording.
-        for (a, b) in [(&self.relations, &other.relations), (&self.quantities, &other.quantities)] {
+        for (a, b, quantities) in
+            [(&self.relations, &other.relations, false), (&self.quantities, &other.quantities, true)]
+        {
             let (ra, rb) = multiset_surplus(a, b);
-            if !ra.is_empty() && !rb.is_empty() {
+            // A quantifier other than `every` only added or dropped is a
+            // difference too ("some of my colleagues" / "my colleagues").
+            let bare = |v: &[String]| v.iter().any(|q| q != "every");
+            if (!ra.is_empty() && !rb.is_empty()) || (quantities && (bare(&ra) || bare(&rb))) {
                 return Some(FactDifference { kind: FactKind::Qualifier, only_in_first: ra, only_in_second: rb });
             }
         }

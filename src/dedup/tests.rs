@@ -220,6 +220,15 @@ fn qualifiers_and_relations_carry_facts() {
         ("The meeting moved earlier", "The meeting moved later"),
         ("我被他骂了", "我骂了他"),
         ("我可能对花生过敏", "我对花生过敏"),
+        ("I am about to quit my job", "I quit my job"),
+        ("Some of my colleagues speak Dutch", "My colleagues speak Dutch"),
+        ("我有些同事会说荷兰语", "我的同事都会说荷兰语"),
+        ("我吃早饭", "我吃了早饭"),
+        ("我正在找工作", "我找工作"),
+        ("我能开车", "我开车"),
+        ("如果下雨我就不去公园", "下雨我就不去公园"),
+        ("他八点才到", "他八点就到"),
+        ("门开着", "门开了"),
     ] {
         assert_eq!(kind(a, b), Some(FactKind::Qualifier), "{a} / {b}");
     }
@@ -240,6 +249,8 @@ fn qualifiers_and_relations_carry_facts() {
         ("I don't eat meat", "I do not eat meat"),
         ("我已经退休了", "我退休了"),
         ("I still play tennis", "I play tennis"),
+        ("I have already finished the report", "I have finished the report"),
+        ("I take the bus every morning", "I take the bus in the morning"),
     ] {
         assert_eq!(kind(a, b), None, "{a} / {b}");
     }

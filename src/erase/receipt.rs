@@ -97,7 +97,7 @@ impl fmt::Display for ErasureReceipt {
         }
         writeln!(
             f,
-            "  scanned         {} files, {} bytes, {} patterns ({} shared with surviving content, {} low-information, {} too short: not searched)",
+            "  scanned         {} files, {} bytes, {} patterns searched (not searched: {} shared with surviving content, {} low-information, {} too short)",
             self.scan.files.len(),
             self.scan.bytes_scanned,
             self.scan.patterns,

@@ -11,7 +11,7 @@
 //! |---|---|---|---|
 //! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4 / 4-4-4-4-2; province code, birth date and GB 11643-1999 check character verified |
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
-//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; `123 45 6789` or `123456789` only after `SSN` / `social security` (any case) or `社会安全号`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
+//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; `123 45 6789`, `123.45.6789` or `123456789` only after `SSN` / `social security` (any case) or `社会安全号`; not after `#` or an identifier label, nor tied to a path or code by `-` `/` `_`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
 //! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
 //! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
 //! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | `local@domain.tld` in ASCII or internationalised (`renée@bücher.de`, `张三@例子.中国`, `。` as a label separator); a TLD of 2–24 letters, or in a script without case one that the Public Suffix List knows |
@@ -1396,7 +1396,9 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     });
     let dashed = lens == [3, 2, 4] && dashes;
     let named = || {
-        (lens == [9] || (lens == [3, 2, 4] && c.inner.iter().all(|&j| j == Joiner::Space)))
+        (lens == [9]
+            || (lens == [3, 2, 4]
+                && c.inner.iter().all(|&j| j == c.inner[0] && matches!(j, Joiner::Space | Joiner::Dot))))
             && ssn_word_before(scan.text, c.first().start)
     };
     // Part of a path, URL or identifier (`/orders/123-45-6789`,
@@ -1406,7 +1408,12 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         && at(c.first().ci_start.checked_sub(2)).is_some_and(|ch| ch.is_alphanumeric());
     let tied_after = matches!(at(Some(c.last().ci_end)), Some('-' | '/' | '_' | '\\'))
         && at(Some(c.last().ci_end + 1)).is_some_and(|ch| ch.is_alphanumeric());
-    if !(dashed || named())
+    let named = named();
+    // An identifier after `#` or a label (`order #212-09-7694`), unless a
+    // word names the number a Social Security number.
+    let labelled_id = || phone::amount_or_id_context(scan.text, c.first().start, c.last().end);
+    if !(dashed || named)
+        || (!named && labelled_id())
         || tied_before
         || tied_after
         || c.continues_same_way()
@@ -1823,6 +1830,7 @@ mod tests {
             ("social security number 123456789", "123456789"),
             ("ssn=078051120", "078051120"),
             ("社会安全号 123-45-6789", "123-45-6789"),
+            ("SSN: 212.09.7694", "212.09.7694"),
         ] {
             assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::UsSsn)], "{text:?}");
         }
@@ -1844,6 +1852,8 @@ mod tests {
             "case-123-45-6789",
             "123/45/6789",
             "ref 123-45-6789-x",
+            "order #212-09-7694 was refunded",
+            "Part number ABC-212-09-7694-X",
         ] {
             assert!(kinds(text).iter().all(|(_, k)| *k != PiiKind::UsSsn), "{text:?}: {:?}", kinds(text));
         }
