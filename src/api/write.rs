@@ -315,6 +315,10 @@ impl Call for ForgetRequest {
     const OP: &'static str = "forget";
     const READ_ONLY: bool = false;
 
+    fn is_read_only(&self) -> bool {
+        self.dry_run
+    }
+
     fn namespace(&self) -> Option<&Namespace> {
         Some(&self.namespace)
     }

@@ -35,17 +35,22 @@
 //!   frequency, comparison, hedge and bound words (`was`, `used` to,
 //!   `will`, `'ll`, `can`, `going` to, `always`, `more` / `less`, `than`,
 //!   `only`, `maybe`, `former`, `before`, `until`, `under`; `会`, `要`,
-//!   `将`, `过`, `更`, `最`, `把`, `被`, `能`) as a multiset, and the same
-//!   verb in `-ed` on one side only ("I live" / "I lived");
-//!   **relations** (also [`FactKind::Qualifier`]): a preposition, coverb,
-//!   conjunction or quantifier in place of another ("to" / "from Tokyo",
-//!   "in" / "on", "and" / "or", "when" / "unless", "all" / "some", `从` /
-//!   `到`) — one only added or dropped is rewording ("on Tuesdays" / "every
-//!   Tuesday");
+//!   `将`, `过`, `了`, `着`, `正在`, `更`, `最`, `把`, `被`, `能`, `可`,
+//!   `都`, `有些`, `如果`, and "about to") as a multiset, and the same verb
+//!   in `-ed` on one side only ("I live" / "I lived");
+//!   **relations** (also [`FactKind::Qualifier`]): a preposition, coverb or
+//!   conjunction in place of another ("to" / "from Tokyo", "in" / "on",
+//!   "and" / "or", "when" / "unless", `从` / `到`, `才` / `就`) — one only
+//!   added or dropped is rewording; **quantifiers**: `all`, `some`,
+//!   `many`, `few`, `any`, `both`, `either` added, dropped or swapped, while
+//!   `every` / `each` count only in place of another ("every Tuesday" / "on
+//!   Tuesdays" restate);
 //! * **roles** (also [`FactKind::Name`]): a personal pronoun's case ("I
 //!   owe him" / "He owes me": the same persons, other roles);
-//! * **word order** (also [`FactKind::Name`]): the same words in another
-//!   order ("tea over coffee" / "coffee over tea", 他欠我 / 我欠他), unless
+//! * **word order** (also [`FactKind::Name`]): the words both texts hold
+//!   in another order ("tea over coffee" / "coffee over tea", 他欠我 /
+//!   我欠他, "Anna is three years older than Tom" / "Tom is 3 years older
+//!   than Anna"; fillers and modal particles aside), unless
 //!   one phrase moved without changing who does what (a role word such as
 //!   比, 把, 给, "than" keeps its neighbours) or the two sides of one "is"
 //!   traded places.
@@ -306,18 +311,15 @@ impl FactSignature {
         // The same words in another order: who did what to whom, from where
         // to where, which over which. Reported as names, in each text's
         // order.
-        // Only texts of equally many words can be reorderings: the common
-        // case (different lengths) costs one comparison, no sort.
-        if self.sequence.len() == other.sequence.len() && self.sequence != other.sequence {
-            let (mut a, mut b) = (self.sequence.clone(), other.sequence.clone());
-            a.sort_unstable();
-            b.sort_unstable();
-            if a == b && !copula_swap(&self.sequence, &other.sequence) && !phrase_moved(&self.sequence, &other.sequence)
-            {
+        // Compared over the words both texts hold, so a word on one side
+        // only ("three" / "3", "钱") does not hide a swap of the rest.
+        if self.sequence != other.sequence {
+            let (a, b) = shared_words(&self.sequence, &other.sequence);
+            if a != b && !copula_swap(&a, &b) && !phrase_moved(&a, &b) {
                 return Some(FactDifference {
                     kind: FactKind::Name,
-                    only_in_first: vec![self.sequence.join(" ")],
-                    only_in_second: vec![other.sequence.join(" ")],
+                    only_in_first: vec![a.join(" ")],
+                    only_in_second: vec![b.join(" ")],
                 });
             }
         }
@@ -426,25 +428,25 @@ fn neighbours<'a>(s: &'a [String], w: &str) -> Vec<(Option<&'a String>, Option<&
 }
 
 /// The words of `text` in order: runs of Latin letters or digits
-/// lower-cased and stemmed, each CJK character alone; articles,
-/// quantifiers, intensifiers and function words left out, except copulas,
-/// qualifiers, relations and personal pronouns, which say who does what.
+/// lower-cased, content words stemmed, each CJK character alone; articles,
+/// quantifiers, intensifiers, fillers and modal particles left out.
 fn word_sequence(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let flush = |word: &mut String, out: &mut Vec<String>| {
         if !word.is_empty() {
             let w = std::mem::take(word);
-            if ORDER_NEUTRAL.contains(&w.as_str()) || QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()) {
+            if ORDER_NEUTRAL.contains(&w.as_str())
+                || QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str())
+                || ORDER_FILLERS.contains(&w.as_str())
+            {
                 return;
             }
-            let fact_word = COPULAS.contains(&w.as_str())
+            let fact_word = lexicon::en_function_word(&w)
+                || COPULAS.contains(&w.as_str())
                 || lexicon::en_marker(&w).is_some()
                 || lexicon::en_relation(&w).is_some()
                 || lexicon::en_pronoun_role(&w).is_some();
-            if lexicon::en_function_word(&w) && !fact_word {
-                return;
-            }
             // One form per word ("owes" / "owe"), as the content words are
             // compared; copulas in one tense form.
             let w = match w.as_str() {
@@ -459,13 +461,8 @@ fn word_sequence(text: &str) -> Vec<String> {
     for c in text.chars() {
         if cjk::is_cjk_char(c) {
             flush(&mut word, &mut out);
-            let s = c.to_string();
-            // Particles and other function characters say nothing of who
-            // does what (他欠我 / 我欠了他); markers, relations and 是 do.
-            let fact_char =
-                COPULAS.contains(&s.as_str()) || lexicon::zh_marker(&s).is_some() || lexicon::zh_relation(&s).is_some();
-            if !lexicon::zh_function_char(c) || fact_char {
-                out.push(s);
+            if !ZH_ORDER_FILLERS.contains(&c) {
+                out.push(c.to_string());
             }
         } else if c.is_alphanumeric() {
             if word.chars().last().is_some_and(|p| p.is_ascii_digit() != c.is_ascii_digit()) {
@@ -479,6 +476,43 @@ fn word_sequence(text: &str) -> Vec<String> {
     flush(&mut word, &mut out);
     out
 }
+
+/// `a` and `b` reduced to the words both hold, in their own order: of a
+/// word `a` holds `m` times and `b` `n` times, the first `min(m, n)`
+/// occurrences on each side. The two results hold the same words.
+fn shared_words(a: &[String], b: &[String]) -> (Vec<String>, Vec<String>) {
+    fn count(s: &[String]) -> std::collections::HashMap<&str, usize> {
+        let mut m = std::collections::HashMap::new();
+        for w in s {
+            *m.entry(w.as_str()).or_default() += 1;
+        }
+        m
+    }
+    let (ca, cb) = (count(a), count(b));
+    let keep = |s: &[String], other: &std::collections::HashMap<&str, usize>| {
+        let mut used: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        s.iter()
+            .filter(|w| {
+                let u = used.entry(w.as_str()).or_default();
+                *u += 1;
+                *u <= other.get(w.as_str()).copied().unwrap_or(0)
+            })
+            .cloned()
+            .collect::<Vec<String>>()
+    };
+    (keep(a, &cb), keep(b, &ca))
+}
+
+/// Words that say nothing of who does what, left out of the word order:
+/// fillers, dummy subjects and the possessive or contracted `s`.
+const ORDER_FILLERS: &[&str] = &[
+    "do", "does", "please", "yes", "yeah", "ok", "okay", "well", "oh", "hi", "hello", "hey", "that", "it", "there",
+    "here", "s",
+];
+
+/// Chinese modal particles and stress, left out of the word order (他欠我五百块吧 / 他欠我五百块).
+const ZH_ORDER_FILLERS: &[char] =
+    &['吗', '呢', '吧', '啊', '呀', '哦', '嗯', '啦', '嘛', '哈', '哇', '也', '还', '很', '太', '挺', '真'];
 
 /// [`FactSignature::differs`] of the two texts' signatures.
 pub fn differing_facts(a: &str, b: &str) -> Option<FactDifference> {

@@ -238,6 +238,13 @@ fn qualifiers_and_relations_carry_facts() {
         ("I am taller than my brother", "My brother is taller than me"),
         ("他欠我五百块", "我欠了他五百块"),
         ("我比我哥哥高", "我哥哥比我还高"),
+        ("My son is allergic to peanuts, not tree nuts", "My son is allergic to tree nuts, not peanuts"),
+        ("My brother has Anna's phone", "Anna has my brother's phone"),
+        ("I'll visit Paris first, then New York", "I'll visit New York first, then Paris"),
+        ("我妈妈的朋友是医生", "我朋友的妈妈是医生"),
+        ("Anna is three years older than Tom", "Tom is 3 years older than Anna"),
+        ("他比我大三岁", "我比他大3岁"),
+        ("他欠我五百块", "我欠他五百块钱"),
     ] {
         assert!(kind(a, b).is_some(), "{a} / {b}");
     }

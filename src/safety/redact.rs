@@ -1395,12 +1395,13 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         matches!(&scan.text[w[0].end..w[1].start], "-" | "\u{2010}" | "\u{2011}" | "\u{2012}" | "\u{2013}" | "\u{2212}")
     });
     let dashed = lens == [3, 2, 4] && dashes;
-    let named = || {
-        (lens == [9]
+    // A word naming a Social Security number before it (`SSN# …`,
+    // `SSN-123-45-6789`) vouches for it whatever the punctuation around.
+    let vouched = ssn_word_before(scan.text, c.first().start);
+    let named = vouched
+        && (lens == [9]
             || (lens == [3, 2, 4]
-                && c.inner.iter().all(|&j| j == c.inner[0] && matches!(j, Joiner::Space | Joiner::Dot))))
-            && ssn_word_before(scan.text, c.first().start)
-    };
+                && c.inner.iter().all(|&j| j == c.inner[0] && matches!(j, Joiner::Space | Joiner::Dot))));
     // Part of a path, URL or identifier (`/orders/123-45-6789`,
     // `case-123-45-6789`, `123-45-6789-x`): not a number of its own.
     let at = |ci: Option<usize>| ci.and_then(|i| scan.chars.get(i)).map(|&(_, ch)| ch);
@@ -1408,13 +1409,11 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         && at(c.first().ci_start.checked_sub(2)).is_some_and(|ch| ch.is_alphanumeric());
     let tied_after = matches!(at(Some(c.last().ci_end)), Some('-' | '/' | '_' | '\\'))
         && at(Some(c.last().ci_end + 1)).is_some_and(|ch| ch.is_alphanumeric());
-    let named = named();
-    // An identifier after `#` or a label (`order #212-09-7694`), unless a
-    // word names the number a Social Security number.
+    // An identifier after `#` or a label (`order #212-09-7694`).
     let labelled_id = || phone::amount_or_id_context(scan.text, c.first().start, c.last().end);
     if !(dashed || named)
-        || (!named && labelled_id())
-        || tied_before
+        || (!vouched && labelled_id())
+        || (!vouched && tied_before)
         || tied_after
         || c.continues_same_way()
         || c.left == Some(Joiner::Dash)
@@ -1439,7 +1438,7 @@ fn ssn_word_before(text: &str, start: usize) -> bool {
     let before = text.get(..start).unwrap_or("");
     let from = before.char_indices().rev().nth(31).map_or(0, |(i, _)| i);
     let window = before[from..].to_lowercase();
-    ["ssn", "social security", "社会安全号", "社會安全號", "社安号"].iter().any(|w| {
+    ["ssn", "ss#", "social security", "社会安全号", "社會安全號", "社安号"].iter().any(|w| {
         window.match_indices(w).any(|(i, _)| {
             !w.is_ascii()
                 || (!window[..i].ends_with(|c: char| c.is_alphanumeric())
@@ -1831,6 +1830,9 @@ mod tests {
             ("ssn=078051120", "078051120"),
             ("社会安全号 123-45-6789", "123-45-6789"),
             ("SSN: 212.09.7694", "212.09.7694"),
+            ("SSN# 123-45-6789", "123-45-6789"),
+            ("SS# 123-45-6789", "123-45-6789"),
+            ("SSN-123-45-6789", "123-45-6789"),
         ] {
             assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::UsSsn)], "{text:?}");
         }
