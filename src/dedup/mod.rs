@@ -313,9 +313,23 @@ impl FactSignature {
         // order.
         // Compared over the words both texts hold, so a word on one side
         // only ("three" / "3", "钱") does not hide a swap of the rest.
+        // When either text has words the other lacks, only a change in the
+        // order of the parts that can fill a role (names, persons, numbers,
+        // CJK characters) counts: a paraphrase rewords and reorders the
+        // rest freely.
         if self.sequence != other.sequence {
             let (a, b) = shared_words(&self.sequence, &other.sequence);
-            if a != b && !copula_swap(&a, &b) && !phrase_moved(&a, &b) {
+            let filler = |w: &&String| {
+                self.names.contains(*w)
+                    || other.names.contains(*w)
+                    || lexicon::en_person(w).is_some()
+                    || w.chars().any(|c| c.is_ascii_digit() || cjk::is_cjk_char(c))
+            };
+            // The same words all round: any change of order counts. Words on
+            // one side only: the role fillers' order must change.
+            let same_words = a.len() == self.sequence.len() && b.len() == other.sequence.len();
+            let roles_moved = same_words || a.iter().filter(filler).ne(b.iter().filter(filler));
+            if a != b && roles_moved && !copula_swap(&a, &b) && !phrase_moved(&a, &b) {
                 return Some(FactDifference {
                     kind: FactKind::Name,
                     only_in_first: vec![a.join(" ")],
