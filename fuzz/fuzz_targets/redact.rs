@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 use mnemon::safety::text::is_invisible;
 use mnemon::safety::{Redactor, MAX_GROWTH_PER_SPAN};
 
-const BUILT_IN: [&str; 4] = ["[PHONE]", "[CN_ID]", "[CARD]", "[EMAIL]"];
+const BUILT_IN: [&str; 5] = ["[PHONE]", "[CN_ID]", "[CARD]", "[EMAIL]", "[SSN]"];
 const CUSTOM: &str = "[EMPLOYEE_ID]";
 
 static PLAIN: LazyLock<Redactor> = LazyLock::new(Redactor::new);
