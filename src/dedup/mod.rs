@@ -267,13 +267,8 @@ impl FactSignature {
         // ("allergic to peanuts" / "allergic to shellfish"), or one added or
         // dropped ("peanuts and shellfish" / "peanuts", "I smoke" / "I
         // stopped smoking"), as a differing CJK content character is.
-        let (ca, cb) = (self.content_words(other), other.content_words(self));
-        if ca != cb {
-            return Some(FactDifference {
-                kind: FactKind::Name,
-                only_in_first: ca.difference(&cb).cloned().collect(),
-                only_in_second: cb.difference(&ca).cloned().collect(),
-            });
+        if let Some(d) = set_difference(FactKind::Name, &self.content_words(other), &other.content_words(self)) {
+            return Some(d);
         }
         if self.negations != other.negations {
             let (a, b) = multiset_surplus(&self.negations, &other.negations);
@@ -300,22 +295,16 @@ impl FactSignature {
         }
         // The same verb in the past on one side only ("I live in Berlin" /
         // "I lived in Berlin").
-        let (pa, pb) = (self.past_stems(other), other.past_stems(self));
-        if pa != pb {
-            return Some(FactDifference {
-                kind: FactKind::Qualifier,
-                only_in_first: pa.difference(&pb).cloned().collect(),
-                only_in_second: pb.difference(&pa).cloned().collect(),
-            });
+        if let Some(d) = set_difference(FactKind::Qualifier, &self.past_stems(other), &other.past_stems(self)) {
+            return Some(d);
         }
         // The same words in another order: who did what to whom, from where
-        // to where, which over which. Reported as names, in each text's
-        // order.
-        // Compared over the words both texts hold, so a word on one side
-        // only ("three" / "3", "钱") does not hide a swap of the rest.
-        // When either text has words the other lacks, only a change in the
-        // order of the parts that can fill a role (names, persons, numbers,
-        // CJK characters) counts: a paraphrase rewords and reorders the
+        // to where, which over which; reported as names, in each text's
+        // order. Compared over the words both texts hold, so a word on one
+        // side only ("three" / "3", "钱") does not hide a swap of the rest;
+        // when either text has words the other lacks, only the order of the
+        // parts that can fill a role (names, persons, numbers, CJK
+        // characters) counts, since a paraphrase rewords and reorders the
         // rest freely.
         if self.sequence != other.sequence {
             let (a, b) = shared_words(&self.sequence, &other.sequence);

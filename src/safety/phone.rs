@@ -507,16 +507,26 @@ const PHONE_WORDS: &[&str] = &[
 ];
 
 /// Whether one of [`PHONE_WORDS`] is among the 32 characters before byte
-/// `start` of `text`.
+/// `start` of `text` (see [`word_before`]).
 pub(crate) fn phone_word_before(text: &str, start: usize) -> bool {
+    word_before(text, start, PHONE_WORDS)
+}
+
+/// Whether one of `words` (lower case) ends among the 32 characters before
+/// byte `start` of `text`, ASCII letters in any case: an ASCII word as a
+/// whole word (no ASCII letter or digit glued on either side), another
+/// anywhere; never inside a placeholder of an earlier redaction pass (a
+/// match right after `[`, as in `[PHONE]` or `[SSN]`).
+pub(crate) fn word_before(text: &str, start: usize, words: &[&str]) -> bool {
     let before = text.get(..start).unwrap_or("");
     let from = before.char_indices().rev().nth(31).map_or(0, |(i, _)| i);
     let window = before[from..].to_ascii_lowercase();
-    PHONE_WORDS.iter().any(|w| {
+    words.iter().any(|w| {
         window.match_indices(w).any(|(i, _)| {
-            !w.is_ascii()
-                || (!window[..i].ends_with(|c: char| c.is_ascii_alphanumeric())
-                    && !window[i + w.len()..].starts_with(|c: char| c.is_ascii_alphanumeric()))
+            !window[..i].ends_with('[')
+                && (!w.is_ascii()
+                    || (!window[..i].ends_with(|c: char| c.is_ascii_alphanumeric())
+                        && !window[i + w.len()..].starts_with(|c: char| c.is_ascii_alphanumeric())))
         })
     })
 }

@@ -1435,17 +1435,7 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
 /// security`, `社会安全号`, any case) ends within the 32 characters before
 /// byte `start`.
 fn ssn_word_before(text: &str, start: usize) -> bool {
-    let before = text.get(..start).unwrap_or("");
-    let from = before.char_indices().rev().nth(31).map_or(0, |(i, _)| i);
-    let window = before[from..].to_lowercase();
-    ["ssn", "ss#", "social security", "社会安全号", "社會安全號", "社安号"].iter().any(|w| {
-        // Not the `[SSN]` placeholder of an earlier pass.
-        window.match_indices(w).filter(|(i, _)| !window[..*i].ends_with('[')).any(|(i, _)| {
-            !w.is_ascii()
-                || (!window[..i].ends_with(|c: char| c.is_alphanumeric())
-                    && !window[i + w.len()..].starts_with(|c: char| c.is_alphabetic()))
-        })
-    })
+    phone::word_before(text, start, &["ssn", "ss#", "social security", "社会安全号", "社會安全號", "社安号"])
 }
 
 /// Mainland-China resident ID: 18 chars, `[18]` or `[6, 8, 4]`, verified.
