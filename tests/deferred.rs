@@ -376,13 +376,19 @@ fn kill_child() {
     let (emb, _) = TestEmbedder::new(true, Duration::from_millis(4));
     let engine = open(std::path::Path::new(dir), emb, EmbedMode::Deferred);
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(acks).unwrap();
+    // A line the previous child was killed in the middle of ends here, so
+    // it cannot run into this child's first line ("37" + "16\t…" = 3716).
+    if std::fs::read(acks).unwrap().last().is_some_and(|b| *b != b'\n') {
+        f.write_all(b"\n").unwrap();
+    }
     let n = ns("k");
     loop {
         let t = POOL[rng.gen_range(0..POOL.len())];
         let text =
             if rng.gen_bool(0.5) { format!("{t}{RESTATE}") } else { format!("{t} {}", rng.gen_range(0..1_000_000u32)) };
         let r = engine.remember(&n, NewMemory::new(&text)).unwrap();
-        writeln!(f, "{}\t{}", r.id.0, text).unwrap();
+        // One write per line: `writeln!` may split it into several.
+        f.write_all(format!("{}\t{}\n", r.id.0, text).as_bytes()).unwrap();
         f.sync_data().unwrap();
     }
 }
