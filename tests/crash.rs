@@ -55,8 +55,9 @@ struct Acks(Arc<Mutex<File>>);
 impl Acks {
     fn line(&self, s: String) {
         let mut f = self.0.lock().unwrap();
-        f.write_all(s.as_bytes()).unwrap();
-        f.write_all(b"\n").unwrap();
+        // One write per line, so a kill cannot leave the line without its
+        // end for the next child's first line to run into.
+        f.write_all(format!("{s}\n").as_bytes()).unwrap();
         f.sync_data().unwrap();
     }
 }
@@ -132,7 +133,12 @@ fn kill_server(acks: &Path) {
 }
 
 fn child(dir: &str, acks_path: &str, scenario: &str, seed: u64) {
-    let acks = Acks(Arc::new(Mutex::new(OpenOptions::new().create(true).append(true).open(acks_path).unwrap())));
+    let mut file = OpenOptions::new().create(true).append(true).open(acks_path).unwrap();
+    // A line torn by the previous kill ends here.
+    if std::fs::read(acks_path).unwrap().last().is_some_and(|b| *b != b'\n') {
+        file.write_all(b"\n").unwrap();
+    }
+    let acks = Acks(Arc::new(Mutex::new(file)));
     if scenario == "mcp" {
         #[cfg(feature = "mcp")]
         mcp_child(dir, &acks, Path::new(acks_path), seed);
