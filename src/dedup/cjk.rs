@@ -47,12 +47,17 @@ pub(super) fn extract(s: &str, sig: &mut FactSignature) {
         let rest = &chars[i..];
         if c.is_ascii_digit() {
             let (d, j) = read_digits(&chars, i);
+            // A minus sign after a character or a space opens the number
+            // (气温-5度); after a digit or letter it is a hyphen (3-5天).
+            let minus = i >= 1
+                && matches!(chars[i - 1], '-' | '\u{2212}')
+                && (i == 1 || !(chars[i - 2].is_ascii_alphanumeric() || matches!(chars[i - 2], '-' | '.' | ',' | '/')));
             i = match d {
                 Digits::Clock(h, m) => {
                     sig.numbers.insert(clock(h, m));
                     j
                 }
-                Digits::Value(v) => number_tail(&chars, j, v, sig),
+                Digits::Value(v) => number_tail(&chars, j, if minus { -v } else { v }, sig),
             };
             after_count = true;
             continue;

@@ -19,6 +19,14 @@ enum Tok {
     Break,
 }
 
+/// Whether the letters that end just before `chars[at]` are a time zone
+/// whose offset follows (`UTC`, `GMT`), as a word of their own.
+fn zone_before(chars: &[char], at: usize) -> bool {
+    let start = chars[..at].iter().rposition(|c| !c.is_alphabetic()).map_or(0, |p| p + 1);
+    let word: String = chars[start..at].iter().collect::<String>().to_lowercase();
+    matches!(word.as_str(), "utc" | "gmt")
+}
+
 fn tokenize(s: &str) -> Vec<Tok> {
     let s = s
         .replace(['\u{2019}', '\u{2018}'], "'")
@@ -44,11 +52,14 @@ fn tokenize(s: &str) -> Vec<Tok> {
             at_start = false;
             i = j;
         } else if c.is_ascii_digit() {
-            // A minus sign opening a number (`-5 degrees`, `−3`), not a
-            // hyphen inside a date, range or code (`2026-05-03`, `3-5`).
+            // A minus sign opening a number (`-5 degrees`, `−3`) or a time
+            // zone's offset (`UTC-5`), not a hyphen inside a date, range or
+            // code (`2026-05-03`, `3-5`).
             let minus = i >= 1
                 && matches!(chars[i - 1], '-' | '\u{2212}')
-                && (i == 1 || !(chars[i - 2].is_alphanumeric() || matches!(chars[i - 2], '-' | '.' | ',' | '/')));
+                && (i == 1
+                    || !(chars[i - 2].is_alphanumeric() || matches!(chars[i - 2], '-' | '.' | ',' | '/'))
+                    || zone_before(&chars, i - 1));
             let (d, mut j) = read_digits(&chars, i);
             out.push(Tok::Num(match d {
                 Digits::Value(v) if minus => Digits::Value(-v),
@@ -66,6 +77,11 @@ fn tokenize(s: &str) -> Vec<Tok> {
             let suffix: String = chars[j..k].iter().collect::<String>().to_lowercase();
             if matches!(suffix.as_str(), "st" | "nd" | "rd" | "th" | "s") {
                 j = k;
+            }
+            // A decade is not its first year ("born in the 1990s" / "in
+            // 1990", "in her 30s" / "30").
+            if suffix == "s" && matches!(d, Digits::Value(v) if v % 10.0 == 0.0) {
+                out.push(Tok::Sign("decade"));
             }
             at_start = false;
             i = j;

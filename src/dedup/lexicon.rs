@@ -591,6 +591,8 @@ pub(super) const ZH_FUNCTION_WORDS: &[&str] = &[
     "大概",
     "大约",
     "左右",
+    "不太",
+    "不怎么",
 ];
 
 /// Chinese function characters: particles, prepositions, conjunctions,
@@ -882,6 +884,9 @@ pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
         "一定" => "一定",
         "大概" | "大约" | "左右" => "大概",
         "好像" => "好像",
+        // Not very, not often: a hedge on the negation (我不太喝咖啡 /
+        // 我不喝咖啡).
+        "不太" | "不怎么" => "不太",
         _ => return None,
     })
 }
@@ -924,6 +929,9 @@ pub(super) fn en_quantity(w: &str) -> Option<&'static str> {
         "any" => "any",
         "both" => "both",
         "either" => "either",
+        // Which one: "every other Tuesday" / "every Tuesday", "my other
+        // car" / "my car".
+        "other" | "another" => "other",
         _ => return None,
     })
 }

@@ -14,7 +14,9 @@
 //!   (`twenty-five`, `two hundred`), Chinese numerals (`一二三…十百千万亿两`,
 //!   `一千二` = 1200), currency signs and words (`$`, `dollars`), and time
 //!   words (`tomorrow`, `next`, `weekend`, weekday and month names, time
-//!   units after a count or `every`/`last`/…);
+//!   units after a count or `every`/`last`/…), a minus sign opening a
+//!   number or a time zone's offset (`-5`, 气温-5度, `UTC-5`), a decade
+//!   (`1990s`, apart from `1990`);
 //! * **names** ([`FactKind::Name`]): capitalised, CamelCase and ALL-CAPS
 //!   Latin tokens (a capitalised sentence-initial word counts unless it is a
 //!   function word, or the same word appears in lower case in either text),
@@ -36,13 +38,16 @@
 //!   `will`, `'ll`, `can`, `going` to, `always`, `more` / `less`, `than`,
 //!   `only`, `maybe`, `former`, `before`, `until`, `under`; `会`, `要`,
 //!   `将`, `过`, `了`, `着`, `正在`, `更`, `最`, `把`, `被`, `能`, `可`,
-//!   `都`, `有些`, `如果`, and "about to") as a multiset, and the same verb
-//!   in `-ed` on one side only ("I live" / "I lived");
+//!   `都`, `有些`, `如果`, `不太`, "about to", and the progressive: a form of
+//!   "be" before an `-ing` word, "I'm quitting" / "I quit") as a multiset,
+//!   and the same verb in `-ed` on one side only ("I live" / "I lived");
 //!   **relations** (also [`FactKind::Qualifier`]): a preposition, coverb or
 //!   conjunction in place of another ("to" / "from Tokyo", "in" / "on",
 //!   "and" / "or", "when" / "unless", `从` / `到`, `才` / `就`) — one only
 //!   added or dropped is rewording; **quantifiers**: `all`, `some`,
-//!   `many`, `few`, `any`, `both`, `either` added, dropped or swapped, while
+//!   `many`, `few`, `any`, `both`, `either`, `other`, and `much` as an
+//!   amount ("don't drink much coffee"; not "very much") added, dropped or
+//!   swapped, while
 //!   `every` / `each` count only in place of another ("every Tuesday" / "on
 //!   Tuesdays" restate);
 //! * **roles** (also [`FactKind::Name`]): a personal pronoun's case ("I
@@ -50,10 +55,12 @@
 //! * **word order** (also [`FactKind::Name`]): the words both texts hold
 //!   in another order ("tea over coffee" / "coffee over tea", 他欠我 /
 //!   我欠他, "Anna is three years older than Tom" / "Tom is 3 years older
-//!   than Anna"; fillers and modal particles aside), unless
-//!   one phrase moved without changing who does what (a role word such as
-//!   比, 把, 给, "than" keeps its neighbours) or the two sides of one "is"
-//!   traded places.
+//!   than Anna"; fillers and modal particles aside; quantifiers other
+//!   than `every` kept, "all tree nuts and some seeds"), unless one phrase
+//!   moved without changing who does what (a role word such as 比, 把, 给,
+//!   "than" keeps its neighbours; not two values trading places, as the
+//!   ends of "9am-5pm"; not two runs of Chinese content characters, as in
+//!   巧克力牛奶 / 牛奶巧克力) or the two sides of one "is" traded places.
 //!
 //! Two texts have the same facts when all of these agree. Words that only
 //! stress a claim that holds either way (`really`, `still`, `already`,
@@ -226,6 +233,12 @@ impl FactSignature {
         // "about to": a plan, not a deed ("I am about to quit" / "I quit").
         let about_to = sig.sequence.windows(2).filter(|w| w[0] == "about" && w[1] == "to").count();
         sig.markers.extend(std::iter::repeat_n("about to".to_string(), about_to));
+        // The progressive: a form of "be" before an `-ing` verb ("I'm
+        // quitting my job" / "I quit my job").
+        sig.markers.extend(std::iter::repeat_n("be -ing".to_string(), progressives(&text)));
+        // An amount ("I don't drink much coffee" / "I don't drink coffee");
+        // "very much", "so much" and "thanks so much" are degree, not amount.
+        sig.quantities.extend(std::iter::repeat_n("much".to_string(), amounts(&text)));
         sig.negations.sort_unstable();
         sig.markers.sort_unstable();
         sig.relations.sort_unstable();
@@ -312,13 +325,20 @@ impl FactSignature {
                 self.names.contains(*w)
                     || other.names.contains(*w)
                     || lexicon::en_person(w).is_some()
+                    || lexicon::en_quantity(w).is_some()
                     || w.chars().any(|c| c.is_ascii_digit() || cjk::is_cjk_char(c))
+            };
+            // A CJK content character of both texts that names no person.
+            let plain_cjk = |w: &str| {
+                w.chars().all(|c| cjk::is_cjk_char(c) && !ZH_PERSONS.contains(&c))
+                    && self.names.contains(w)
+                    && other.names.contains(w)
             };
             // The same words all round: any change of order counts. Words on
             // one side only: the role fillers' order must change.
             let same_words = a.len() == self.sequence.len() && b.len() == other.sequence.len();
             let roles_moved = same_words || a.iter().filter(filler).ne(b.iter().filter(filler));
-            if a != b && roles_moved && !copula_swap(&a, &b) && !phrase_moved(&a, &b) {
+            if a != b && roles_moved && !copula_swap(&a, &b) && !phrase_moved(&a, &b, &plain_cjk) {
                 return Some(FactDifference {
                     kind: FactKind::Name,
                     only_in_first: vec![a.join(" ")],
@@ -410,15 +430,63 @@ fn copula_swap(a: &[String], b: &[String]) -> bool {
 /// places (`05-03` / `03-05`), or trading places around a word that stays
 /// ("from 9 to 5" / "from 5 to 9", "tea over coffee" / "coffee over tea"),
 /// are not a moved phrase, nor is a move that gives a role word other
-/// neighbours (我比我哥哥高 / 我哥哥比我高: who is taller).
-fn phrase_moved(a: &[String], b: &[String]) -> bool {
+/// neighbours (我比我哥哥高 / 我哥哥比我高: who is taller), nor two values
+/// with no relation word trading places (the ends of a range, "9am-5pm" /
+/// "5pm-9am"), nor two runs of CJK content characters (`plain_cjk`) trading
+/// places inside a compound (巧克力牛奶 / 牛奶巧克力).
+fn phrase_moved(a: &[String], b: &[String], plain_cjk: &dyn Fn(&str) -> bool) -> bool {
     let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
     let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
     let (ma, mb) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     let n = ma.len();
-    let moved = n == mb.len() && (1..n).any(|k| n >= 3 && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..]);
-    moved && ROLE_WORDS.iter().all(|r| neighbours(a, r) == neighbours(b, r))
+    let Some(k) = (1..n).find(|&k| n >= 3 && n == mb.len() && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..]) else {
+        return false;
+    };
+    let (y, z) = (&ma[..k], &ma[k..]);
+    let value = |p: &[String]| {
+        p.iter().any(|w| w.bytes().any(|c| c.is_ascii_digit()))
+            && !p.iter().any(|w| lexicon::en_relation(w).is_some() || lexicon::zh_relation(w).is_some())
+    };
+    let compound = |p: &[String]| p.iter().all(|w| plain_cjk(w));
+    if (value(y) && value(z)) || (compound(y) && compound(z)) {
+        return false;
+    }
+    ROLE_WORDS.iter().all(|r| neighbours(a, r) == neighbours(b, r))
 }
+
+/// Chinese person characters (pronouns): a move of one of these is a
+/// rewording of who is talked about first (明天我去 / 我明天去), never a
+/// compound's part.
+const ZH_PERSONS: &[char] = &['我', '你', '您', '他', '她', '它', '们', '咱', '俺'];
+
+/// How many times `text` puts a form of "be" before an `-ing` word ("I'm
+/// quitting", "she is leaving", "we were moving").
+fn progressives(text: &str) -> usize {
+    let text = text.replace(['\u{2019}', '\u{2018}'], "'").to_lowercase();
+    let words: Vec<&str> = text.split(|c: char| !(c.is_alphabetic() || c == '\'')).filter(|w| !w.is_empty()).collect();
+    let be = |w: &str| {
+        matches!(w, "am" | "is" | "are" | "was" | "were" | "be" | "been")
+            || w.ends_with("'m")
+            || w.ends_with("'re")
+            || matches!(w, "he's" | "she's" | "it's" | "that's" | "who's" | "there's")
+    };
+    let verb = |w: &str| w.len() >= 5 && w.ends_with("ing") && !NOT_VERBS_IN_ING.contains(&w);
+    words.windows(2).filter(|p| be(p[0]) && verb(p[1])).count()
+}
+
+/// How many times `text` says "much" as an amount: not after a degree
+/// word (`very`, `so`, `too`, `how`, `as`, `pretty`).
+fn amounts(text: &str) -> usize {
+    let text = text.to_lowercase();
+    let words: Vec<&str> = text.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
+    let degree = |w: &str| matches!(w, "very" | "so" | "too" | "how" | "as" | "pretty" | "thank" | "thanks");
+    (0..words.len()).filter(|&i| words[i] == "much" && !(i > 0 && degree(words[i - 1]))).count()
+}
+
+/// Words in `-ing` that are no verb form after "is" ("the best thing is",
+/// "it is morning").
+const NOT_VERBS_IN_ING: &[&str] =
+    &["thing", "nothing", "something", "anything", "everything", "morning", "evening", "during", "spring", "string"];
 
 /// Words whose neighbours say who does what to whom: a comparison's two
 /// sides (比, than), the doer and the one acted on (把, 被, 让), the giver
@@ -439,8 +507,12 @@ fn word_sequence(text: &str) -> Vec<String> {
     let flush = |word: &mut String, out: &mut Vec<String>| {
         if !word.is_empty() {
             let w = std::mem::take(word);
+            // Quantifiers stay, as they say which part the rest is about
+            // ("all tree nuts and some seeds"), except the time-rewording
+            // `every` / `each`.
+            let quantity = lexicon::en_quantity(&w).is_some_and(|q| q != "every");
             if ORDER_NEUTRAL.contains(&w.as_str())
-                || QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str())
+                || (QUANTIFIERS_AND_INTENSIFIERS.contains(&w.as_str()) && !quantity)
                 || ORDER_FILLERS.contains(&w.as_str())
             {
                 return;
