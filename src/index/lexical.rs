@@ -1,7 +1,9 @@
 //! In-memory BM25 index.
 
-use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
+
+use smallvec::SmallVec;
 
 use super::exact::{Hit, IdMap, TopK};
 use super::tokenize::{has_cjk, is_stop_word, tokenize};
@@ -41,8 +43,13 @@ struct Doc {
     /// Number of indexed tokens (after stop-word removal).
     len: u32,
     /// Distinct term ids in the document.
-    terms: Vec<u32>,
+    terms: Box<[u32]>,
 }
+
+/// A term's postings, sorted by document id. Most terms of a large index
+/// occur in one document only (rare words, names, numbers and most word
+/// bigrams), so the first posting is held inline: no allocation of its own.
+type PostingList = SmallVec<[Posting; 1]>;
 
 /// BM25 lexical index over the tokens of [`tokenize`] minus
 /// [stop words](super::is_stop_word), plus word bigrams.
@@ -77,13 +84,16 @@ struct Doc {
 /// index built from scratch with the remaining documents, and scores are
 /// bit-for-bit equal.
 pub struct LexicalIndex {
-    /// term → term id (foldhash: several times cheaper than SipHash on short
-    /// terms, randomly seeded per process).
-    dict: HashMap<String, u32, foldhash::fast::RandomState>,
+    /// term → term id: a table of term ids hashed by their term's text,
+    /// which only `terms` holds, so each term's text is stored once.
+    dict: hashbrown::HashTable<u32>,
+    /// Hash of a term's text for `dict` (foldhash: several times cheaper
+    /// than SipHash on short terms, randomly seeded per process).
+    hasher: foldhash::fast::RandomState,
     /// term id → postings, sorted by document id. Empty lists are recycled.
-    postings: Vec<Vec<Posting>>,
-    /// term id → term (for recycling and memory accounting).
-    terms: Vec<String>,
+    postings: Vec<PostingList>,
+    /// term id → term (empty for a recycled id).
+    terms: Vec<Box<str>>,
     /// Recycled term ids.
     free: Vec<u32>,
     docs: IdMap<Doc>,
@@ -101,7 +111,8 @@ impl LexicalIndex {
     /// An empty index.
     pub fn new() -> Self {
         LexicalIndex {
-            dict: HashMap::default(),
+            dict: hashbrown::HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             postings: Vec::new(),
             terms: Vec::new(),
             free: Vec::new(),
@@ -145,7 +156,7 @@ impl LexicalIndex {
             terms.push(tid);
         }
         self.total_len += u64::from(len);
-        self.docs.insert(id, Doc { len, terms });
+        self.docs.insert(id, Doc { len, terms: terms.into_boxed_slice() });
     }
 
     /// Removes document `id`. Returns `false` if it was not indexed.
@@ -155,7 +166,7 @@ impl LexicalIndex {
             return false;
         };
         self.total_len -= u64::from(doc.len);
-        for tid in doc.terms {
+        for &tid in doc.terms.iter() {
             let Some(list) = self.postings.get_mut(tid as usize) else {
                 continue;
             };
@@ -163,10 +174,7 @@ impl LexicalIndex {
                 list.remove(pos);
             }
             if list.is_empty() {
-                *list = Vec::new();
-                let term = std::mem::take(&mut self.terms[tid as usize]);
-                self.dict.remove(&term);
-                self.free.push(tid);
+                self.release(tid);
             }
         }
         true
@@ -185,7 +193,7 @@ impl LexicalIndex {
         for &id in ids {
             if let Some(doc) = self.docs.remove(&id) {
                 self.total_len -= u64::from(doc.len);
-                touched.extend(doc.terms);
+                touched.extend(doc.terms.iter());
                 gone.insert(id);
             }
         }
@@ -197,10 +205,7 @@ impl LexicalIndex {
             };
             list.retain(|p| !gone.contains(&p.id));
             if list.is_empty() {
-                *list = Vec::new();
-                let term = std::mem::take(&mut self.terms[tid as usize]);
-                self.dict.remove(&term);
-                self.free.push(tid);
+                self.release(tid);
             }
         }
         gone.len()
@@ -248,7 +253,7 @@ impl LexicalIndex {
         let avgdl = (self.total_len as f64 / self.docs.len() as f64) as f32;
         let mut acc: IdMap<f32> = IdMap::default();
         for (term, weight) in &q {
-            let Some(&tid) = self.dict.get(term) else {
+            let Some(tid) = self.term_id(term) else {
                 continue;
             };
             let Some(list) = self.postings.get(tid as usize) else {
@@ -289,11 +294,8 @@ impl LexicalIndex {
         let n = self.docs.len() as f32;
         q.iter()
             .map(|term| {
-                let df = self
-                    .dict
-                    .get(term)
-                    .and_then(|&tid| self.postings.get(tid as usize))
-                    .map_or(0.0, |l| l.len() as f32);
+                let df =
+                    self.term_id(term).and_then(|tid| self.postings.get(tid as usize)).map_or(0.0, |l| l.len() as f32);
                 (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
             })
             .sum()
@@ -330,7 +332,7 @@ impl LexicalIndex {
             let name = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
             let terms: Vec<String> = tokenize(&name.to_lowercase()).into_iter().filter(|t| !is_stop_word(t)).collect();
             let known = terms.iter().any(|t| {
-                self.dict.get(t).and_then(|&tid| self.postings.get(tid as usize)).is_some_and(|l| !l.is_empty())
+                self.term_id(t).and_then(|tid| self.postings.get(tid as usize)).is_some_and(|l| !l.is_empty())
             });
             if !terms.is_empty() && !known && !out.iter().any(|w| w == name) {
                 out.push(name.to_string());
@@ -339,35 +341,57 @@ impl LexicalIndex {
         out
     }
 
-    /// Estimated heap bytes held: postings (16 bytes each), term strings and
-    /// dictionary, per-document term lists and maps. Capacity-based.
+    /// Estimated heap bytes held: posting lists (16 bytes a posting; a
+    /// list's first posting inline), term texts and dictionary,
+    /// per-document term lists and maps. Capacity-based.
     pub fn memory_bytes(&self) -> usize {
-        let postings: usize = self.postings.iter().map(|l| l.capacity() * 16 + 24).sum();
-        let terms: usize = self.terms.iter().map(|t| t.capacity() + 24).sum();
-        let dict = self.dict.capacity() * (24 + 4 + 1) * 8 / 7 + terms; // keys duplicate the term strings
-        let docs: usize = self.docs.values().map(|d| d.terms.capacity() * 4).sum::<usize>()
+        let list = std::mem::size_of::<PostingList>();
+        let postings: usize =
+            self.postings.iter().map(|l| list + if l.spilled() { l.capacity() * 16 } else { 0 }).sum::<usize>();
+        let terms: usize = self.terms.iter().map(|t| t.len() + 16).sum();
+        let dict = (self.dict.capacity() * (4 + 1)) * 8 / 7;
+        let docs: usize = self.docs.values().map(|d| d.terms.len() * 4).sum::<usize>()
             + self.docs.capacity() * (8 + std::mem::size_of::<Doc>() + 1) * 8 / 7;
         std::mem::size_of::<Self>() + postings + terms + dict + docs + self.free.capacity() * 4
     }
 
+    /// The id of `term`, if some document holds it.
+    fn term_id(&self, term: &str) -> Option<u32> {
+        let terms = &self.terms;
+        self.dict.find(self.hasher.hash_one(term), |&tid| &*terms[tid as usize] == term).copied()
+    }
+
     fn intern(&mut self, term: &str) -> u32 {
-        if let Some(&tid) = self.dict.get(term) {
+        if let Some(tid) = self.term_id(term) {
             return tid;
         }
         let tid = match self.free.pop() {
             Some(tid) => {
-                self.terms[tid as usize] = term.to_string();
+                self.terms[tid as usize] = term.into();
                 tid
             }
             None => {
                 let tid = self.terms.len() as u32;
-                self.terms.push(term.to_string());
-                self.postings.push(Vec::new());
+                self.terms.push(term.into());
+                self.postings.push(PostingList::new());
                 tid
             }
         };
-        self.dict.insert(term.to_string(), tid);
+        let Self { dict, terms, hasher, .. } = self;
+        dict.insert_unique(hasher.hash_one(term), tid, |&t| hasher.hash_one(&*terms[t as usize]));
         tid
+    }
+
+    /// Forgets term `tid`, whose posting list has become empty, and keeps
+    /// its id for reuse.
+    fn release(&mut self, tid: u32) {
+        let hash = self.hasher.hash_one(&*self.terms[tid as usize]);
+        if let Ok(entry) = self.dict.find_entry(hash, |&t| t == tid) {
+            entry.remove();
+        }
+        self.terms[tid as usize] = Box::default();
+        self.postings[tid as usize] = PostingList::new();
+        self.free.push(tid);
     }
 
     /// Canonical view of the index statistics, independent of insertion
@@ -375,8 +399,8 @@ impl LexicalIndex {
     #[cfg(test)]
     fn snapshot(&self) -> (usize, u64, std::collections::BTreeMap<String, Vec<Posting>>) {
         let mut m = std::collections::BTreeMap::new();
-        for (term, &tid) in &self.dict {
-            m.insert(term.clone(), self.postings[tid as usize].clone());
+        for &tid in &self.dict {
+            m.insert(self.terms[tid as usize].to_string(), self.postings[tid as usize].to_vec());
         }
         (self.docs.len(), self.total_len, m)
     }

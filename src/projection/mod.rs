@@ -33,10 +33,12 @@ pub(crate) struct NsState {
     /// only).
     pub(crate) by_key: HashMap<String, MemoryId>,
     /// Every active version per normalised content (writer validation
-    /// only). A set, because two active memories can hold the same text
-    /// (under different slot keys, or written with dedup off): when one goes,
-    /// the other must still be found.
-    pub(crate) by_norm: HashMap<String, BTreeSet<MemoryId>>,
+    /// only), keyed by the content's [`norm_key`] so the text is not held
+    /// twice; read through [`NsState::same_text`], which compares the texts
+    /// themselves. Ids ascending: two active memories can hold the same
+    /// text (under different slot keys, or written with dedup off), and
+    /// when one goes the other must still be found.
+    by_norm: HashMap<u64, Vec<MemoryId>>,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
     /// Memory versions whose payload compaction replaced by a tombstone,
@@ -186,13 +188,39 @@ impl NsState {
     }
 
     fn unindex_norm(&mut self, norm: &str, id: MemoryId) {
-        if let Some(ids) = self.by_norm.get_mut(norm) {
-            ids.remove(&id);
+        let key = norm_key(norm);
+        if let Some(ids) = self.by_norm.get_mut(&key) {
+            ids.retain(|i| *i != id);
             if ids.is_empty() {
-                self.by_norm.remove(norm);
+                self.by_norm.remove(&key);
             }
         }
     }
+
+    fn index_norm(&mut self, norm: &str, id: MemoryId) {
+        let ids = self.by_norm.entry(norm_key(norm)).or_default();
+        if let Err(at) = ids.binary_search(&id) {
+            ids.insert(at, id);
+        }
+    }
+
+    /// The active versions whose normalised content
+    /// ([`normalize_content`]) is `norm`, ids ascending.
+    pub(crate) fn same_text<'a>(&'a self, norm: &'a str) -> impl DoubleEndedIterator<Item = MemoryId> + 'a {
+        self.by_norm
+            .get(&norm_key(norm))
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(move |id| self.memories.get(id).is_some_and(|m| normalize_content(&m.content) == norm))
+    }
+}
+
+/// Key of a normalised text in [`NsState`]'s exact-duplicate map: its
+/// FNV-1a 64-bit hash. Two texts may share a key; readers compare the
+/// texts.
+fn norm_key(norm: &str) -> u64 {
+    crate::log::fnv1a64(norm.as_bytes())
 }
 
 /// What replay keeps of a memory version whose payload was erased: its
@@ -482,7 +510,7 @@ impl State {
         if let Some(k) = x.key.as_ref().filter(|_| x.quarantine.is_none()) {
             st.by_key.insert(k.clone(), id);
         }
-        st.by_norm.entry(normalize_content(&x.content)).or_default().insert(id);
+        st.index_norm(&normalize_content(&x.content), id);
         if !fed {
             st.lexical.insert(id.0, &x.content);
         }

@@ -370,8 +370,8 @@ fn plan_remember(
     if dedup != DedupMode::Off {
         // Only a memory quarantined alike is the same memory: clean text is
         // never folded into a quarantined version, nor the other way round.
-        let alike = |id: &&MemoryId| st.memories.get(id).is_some_and(|m| m.quarantine.is_some() == quarantined);
-        if let Some(&existing) = st.by_norm.get(&norm).and_then(|ids| ids.iter().rev().find(alike)) {
+        let alike = |id: &MemoryId| st.memories.get(id).is_some_and(|m| m.quarantine.is_some() == quarantined);
+        if let Some(existing) = st.same_text(&norm).rev().find(alike) {
             return Ok(Plan {
                 bodies: vec![],
                 outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
