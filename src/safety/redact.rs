@@ -11,7 +11,7 @@
 //! |---|---|---|---|
 //! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4 / 4-4-4-4-2; province code, birth date and GB 11643-1999 check character verified |
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
-//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; `123 45 6789`, `123.45.6789` or `123456789` only after `SSN` / `social security` (any case) or `社会安全号`; not after `#` or an identifier label, nor tied to a path or code by `-` `/` `_`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
+//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; any nine digits in at most three groups joined by spaces, dots or dashes (`123 45 6789`, `123.45.6789`, `212-097694`, `123456789`) only after `SSN` / `social security` (any case) or `社会安全号`, which may be glued to them (`ssn212097694`); not after `#` or an identifier label, nor tied to a path or code by `-` `/` `_`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
 //! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
 //! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
 //! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | `local@domain.tld` in ASCII or internationalised (`renée@bücher.de`, `张三@例子.中国`, `。` as a label separator); a TLD of 2–24 letters, or in a script without case one that the Public Suffix List knows |
@@ -1398,10 +1398,13 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     // A word naming a Social Security number before it (`SSN# …`,
     // `SSN-123-45-6789`) vouches for it whatever the punctuation around.
     let vouched = ssn_word_before(scan.text, c.first().start);
+    // After such a word, any writing of nine digits in at most three
+    // groups (`123 45 6789`, `212.09.7694`, `212-097694`, `212097694`).
     let named = vouched
-        && (lens == [9]
-            || (lens == [3, 2, 4]
-                && c.inner.iter().all(|&j| j == c.inner[0] && matches!(j, Joiner::Space | Joiner::Dot))));
+        && lens.iter().sum::<usize>() == 9
+        && lens.len() <= 3
+        && lens.iter().all(|&l| l >= 2)
+        && c.inner.iter().all(|&j| matches!(j, Joiner::Space | Joiner::Dot | Joiner::Dash));
     // Part of a path, URL or identifier (`/orders/123-45-6789`,
     // `case-123-45-6789`, `123-45-6789-x`): not a number of its own.
     let at = |ci: Option<usize>| ci.and_then(|i| scan.chars.get(i)).map(|&(_, ch)| ch);
@@ -1428,7 +1431,12 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     if area == 0 || area == 666 || area >= 900 || group == 0 || serial == 0 {
         return None;
     }
-    plain_start(scan, c)
+    // The word may be glued to the number (`ssn212097694`).
+    if vouched {
+        verified_start(scan, c)
+    } else {
+        plain_start(scan, c)
+    }
 }
 
 /// Whether a word naming a Social Security number (`SSN`, `social
@@ -1824,6 +1832,9 @@ mod tests {
             ("SSN# 123-45-6789", "123-45-6789"),
             ("SS# 123-45-6789", "123-45-6789"),
             ("SSN-123-45-6789", "123-45-6789"),
+            ("SSN 212-097694", "212-097694"),
+            ("my ssn212097694 is on file", "212097694"),
+            ("social security number: 212 097 694", "212 097 694"),
         ] {
             assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::UsSsn)], "{text:?}");
         }
