@@ -14,6 +14,10 @@ enum Tok {
         start: bool,
     },
     Num(Digits),
+    /// A clock time with its sign: a time zone's offset (`+5:30`).
+    Offset(&'static str, u32, u32),
+    /// A decade (`1990s`), apart from its first year.
+    Decade(f64),
     Sign(&'static str),
     /// Punctuation that ends a phrase.
     Break,
@@ -25,6 +29,36 @@ fn zone_before(chars: &[char], at: usize) -> bool {
     let start = chars[..at].iter().rposition(|c| !c.is_alphabetic()).map_or(0, |p| p + 1);
     let word: String = chars[start..at].iter().collect::<String>().to_lowercase();
     matches!(word.as_str(), "utc" | "gmt")
+}
+
+/// The sign written before the digits at `chars[i]`, if it is one: a
+/// minus opening a number (`-5 degrees`, `−3`), a sign after a space or at
+/// the start (`+05:30`), a time zone's offset (`UTC-5`, `UTC + 5`, `GMT
+/// +03:00`), a `+` right after a number (`10:00+05:00`, never a range);
+/// not a hyphen inside a date, range or code (`2026-05-03`, `3-5`,
+/// `9:00-17:00`).
+fn number_sign(chars: &[char], i: usize) -> Option<char> {
+    // An en dash too, as a zone's offset is sometimes typeset (`GMT–3`).
+    let is_sign = |c: char| matches!(c, '-' | '+' | '\u{2212}') || (c == '\u{2013}' && zone_before(chars, i - 1));
+    let (p, spaced) = match i.checked_sub(1).map(|k| chars[k]) {
+        Some(c) if is_sign(c) => (i - 1, false),
+        Some(' ') if i >= 2 && is_sign(chars[i - 2]) => (i - 2, true),
+        _ => return None,
+    };
+    let sign = if chars[p] == '+' { '+' } else { '-' };
+    let before_space = if p >= 1 && chars[p - 1] == ' ' { p - 1 } else { p };
+    if zone_before(chars, before_space) {
+        return Some(sign);
+    }
+    if spaced || p == 0 {
+        return (!spaced).then_some(sign);
+    }
+    let prev = chars[p - 1];
+    if !(prev.is_alphanumeric() || matches!(prev, '-' | '+' | '.' | ',' | '/')) {
+        Some(sign)
+    } else {
+        (sign == '+' && prev.is_ascii_digit()).then_some('+')
+    }
 }
 
 fn tokenize(s: &str) -> Vec<Tok> {
@@ -52,19 +86,14 @@ fn tokenize(s: &str) -> Vec<Tok> {
             at_start = false;
             i = j;
         } else if c.is_ascii_digit() {
-            // A minus sign opening a number (`-5 degrees`, `−3`) or a time
-            // zone's offset (`UTC-5`), not a hyphen inside a date, range or
-            // code (`2026-05-03`, `3-5`).
-            let minus = i >= 1
-                && matches!(chars[i - 1], '-' | '\u{2212}')
-                && (i == 1
-                    || !(chars[i - 2].is_alphanumeric() || matches!(chars[i - 2], '-' | '.' | ',' | '/'))
-                    || zone_before(&chars, i - 1));
+            // A number's sign: a negative value; a clock time's sign is an
+            // offset (`UTC+5:30` / `UTC-5:30`), kept beside it.
             let (d, mut j) = read_digits(&chars, i);
-            out.push(Tok::Num(match d {
-                Digits::Value(v) if minus => Digits::Value(-v),
-                d => d,
-            }));
+            match (d, number_sign(&chars, i)) {
+                (Digits::Value(v), Some('-')) => out.push(Tok::Num(Digits::Value(-v))),
+                (Digits::Clock(h, m), Some(s)) => out.push(Tok::Offset(if s == '-' { "-" } else { "+" }, h, m)),
+                (d, _) => out.push(Tok::Num(d)),
+            }
             // Ordinal and plural suffixes: 10th, 3rd, 1950s.
             let word_end = |from: usize| {
                 let mut k = from;
@@ -80,8 +109,11 @@ fn tokenize(s: &str) -> Vec<Tok> {
             }
             // A decade is not its first year ("born in the 1990s" / "in
             // 1990", "in her 30s" / "30").
-            if suffix == "s" && matches!(d, Digits::Value(v) if v % 10.0 == 0.0) {
-                out.push(Tok::Sign("decade"));
+            if let (true, Digits::Value(v)) = (suffix == "s", d) {
+                if v % 10.0 == 0.0 && matches!(out.last(), Some(Tok::Num(_))) {
+                    out.pop();
+                    out.push(Tok::Decade(v));
+                }
             }
             at_start = false;
             i = j;
@@ -324,6 +356,16 @@ pub(super) fn extract(s: &str, cjk_text: bool, sig: &mut FactSignature) {
             Tok::Sign(s) => {
                 r.flush();
                 r.sig.numbers.insert(s.into());
+            }
+            Tok::Offset(s, h, m) => {
+                r.flush();
+                r.sig.numbers.insert(format!("{s}{}", clock(h, m)));
+                r.counted = true;
+            }
+            Tok::Decade(v) => {
+                r.flush();
+                r.sig.numbers.insert(format!("{}s", canonical(v)));
+                r.counted = true;
             }
             Tok::Break => {
                 r.flush();

@@ -591,8 +591,14 @@ pub(super) const ZH_FUNCTION_WORDS: &[&str] = &[
     "大概",
     "大约",
     "左右",
-    "不太",
+    "不是特别",
+    "不那么",
+    "不是很",
+    "不是太",
     "不怎么",
+    "不太",
+    "不很",
+    "不大",
 ];
 
 /// Chinese function characters: particles, prepositions, conjunctions,
@@ -886,7 +892,9 @@ pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
         "好像" => "好像",
         // Not very, not often: a hedge on the negation (我不太喝咖啡 /
         // 我不喝咖啡).
-        "不太" | "不怎么" => "不太",
+        "不太" | "不怎么" | "不是很" | "不是太" | "不是特别" | "不那么" | "不很" | "不大" => {
+            "不太"
+        }
         _ => return None,
     })
 }

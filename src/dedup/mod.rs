@@ -202,7 +202,8 @@ pub struct FactSignature {
     /// Prepositions, coverbs and conjunctions, canonical, sorted (a
     /// multiset; `lexicon::en_relation`, `zh_relation`).
     relations: Vec<String>,
-    /// Quantifiers, canonical, sorted (a multiset; `lexicon::en_quantity`).
+    /// Quantifiers, canonical, sorted (a multiset; `lexicon::en_quantity`,
+    /// and `much` for each amount `amounts` finds).
     quantities: Vec<String>,
     /// Every word in text order (Latin and digit runs lower-cased, each CJK
     /// character on its own), articles, intensifiers and punctuation left
@@ -236,8 +237,8 @@ impl FactSignature {
         // The progressive: a form of "be" before an `-ing` verb ("I'm
         // quitting my job" / "I quit my job").
         sig.markers.extend(std::iter::repeat_n("be -ing".to_string(), progressives(&text)));
-        // An amount ("I don't drink much coffee" / "I don't drink coffee");
-        // "very much", "so much" and "thanks so much" are degree, not amount.
+        // An amount ("I don't drink much coffee" / "I don't drink coffee",
+        // "a lot of meat"); "very much" and "thanks so much" are degree.
         sig.quantities.extend(std::iter::repeat_n("much".to_string(), amounts(&text)));
         sig.negations.sort_unstable();
         sig.markers.sort_unstable();
@@ -330,7 +331,7 @@ impl FactSignature {
             };
             // A CJK content character of both texts that names no person.
             let plain_cjk = |w: &str| {
-                w.chars().all(|c| cjk::is_cjk_char(c) && !ZH_PERSONS.contains(&c))
+                w.chars().all(|c| cjk::is_cjk_char(c) && !ZH_PERSONS.contains(&c) && !ZH_TIME_CHARS.contains(&c))
                     && self.names.contains(w)
                     && other.names.contains(w)
             };
@@ -433,26 +434,54 @@ fn copula_swap(a: &[String], b: &[String]) -> bool {
 /// neighbours (我比我哥哥高 / 我哥哥比我高: who is taller), nor two values
 /// with no relation word trading places (the ends of a range, "9am-5pm" /
 /// "5pm-9am"), nor two runs of CJK content characters (`plain_cjk`) trading
-/// places inside a compound (巧克力牛奶 / 牛奶巧克力).
+/// places inside a compound (巧克力牛奶 / 牛奶巧克力). Quantifiers are set
+/// aside first: one moving alone is rewording ("All my friends" / "My
+/// friends all"), two trading places is not ("all tree nuts and some
+/// seeds" / "some tree nuts and all seeds"). Symmetric in `a` and `b`.
 fn phrase_moved(a: &[String], b: &[String], plain_cjk: &dyn Fn(&str) -> bool) -> bool {
-    let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let quantifier = |w: &&String| lexicon::en_quantity(w).is_some();
+    let (qa, qb): (Vec<&String>, Vec<&String>) =
+        (a.iter().filter(quantifier).collect(), b.iter().filter(quantifier).collect());
+    if qa != qb {
+        return false;
+    }
+    let (a, b): (Vec<String>, Vec<String>) = (
+        a.iter().filter(|w| !quantifier(w)).cloned().collect(),
+        b.iter().filter(|w| !quantifier(w)).cloned().collect(),
+    );
+    if a == b {
+        return true;
+    }
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
     let (ma, mb) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
     let n = ma.len();
-    let Some(k) = (1..n).find(|&k| n >= 3 && n == mb.len() && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..]) else {
-        return false;
-    };
-    let (y, z) = (&ma[..k], &ma[k..]);
     let value = |p: &[String]| {
         p.iter().any(|w| w.bytes().any(|c| c.is_ascii_digit()))
             && !p.iter().any(|w| lexicon::en_relation(w).is_some() || lexicon::zh_relation(w).is_some())
     };
     let compound = |p: &[String]| p.iter().all(|w| plain_cjk(w));
-    if (value(y) && value(z)) || (compound(y) && compound(z)) {
+    // Every split of the middle into `Y Z` that `b` holds as `Z Y`; the
+    // same splits, mirrored, from `b`'s side.
+    let splits: Vec<usize> =
+        (1..n).filter(|&k| n >= 3 && n == mb.len() && ma[k..] == mb[..n - k] && ma[..k] == mb[n - k..]).collect();
+    if splits.is_empty() {
         return false;
     }
-    ROLE_WORDS.iter().all(|r| neighbours(a, r) == neighbours(b, r))
+    let swap_of_parts = |k: usize| {
+        let (y, z) = (&ma[..k], &ma[k..]);
+        (value(y) && value(z)) || (compound(y) && compound(z))
+    };
+    if splits.iter().any(|&k| swap_of_parts(k)) {
+        return false;
+    }
+    ROLE_WORDS.iter().all(|r| neighbours(&a, r) == neighbours(&b, r))
 }
+
+/// Chinese time characters: a block holding one is a time phrase that
+/// moves freely (明天小王去北京 / 小王明天去北京), never a compound's part.
+const ZH_TIME_CHARS: &[char] =
+    &['今', '明', '昨', '天', '年', '月', '日', '周', '早', '晚', '午', '末', '点', '时', '夜', '晨', '前', '后'];
 
 /// Chinese person characters (pronouns): a move of one of these is a
 /// rewording of who is talked about first (明天我去 / 我明天去), never a
@@ -461,26 +490,57 @@ const ZH_PERSONS: &[char] = &['我', '你', '您', '他', '她', '它', '们', '
 
 /// How many times `text` puts a form of "be" before an `-ing` word ("I'm
 /// quitting", "she is leaving", "we were moving").
+///
+/// Up to two adverbs or `not` may stand between ("I'm finally quitting",
+/// "she isn't leaving"); any word in `'s` counts as "is" ("Anna's
+/// leaving": a possessive before an `-ing` noun is read the same, which
+/// only keeps two texts apart).
 fn progressives(text: &str) -> usize {
     let text = text.replace(['\u{2019}', '\u{2018}'], "'").to_lowercase();
     let words: Vec<&str> = text.split(|c: char| !(c.is_alphabetic() || c == '\'')).filter(|w| !w.is_empty()).collect();
     let be = |w: &str| {
-        matches!(w, "am" | "is" | "are" | "was" | "were" | "be" | "been")
+        matches!(w, "am" | "is" | "are" | "was" | "were" | "be" | "been" | "isn't" | "aren't" | "wasn't" | "weren't")
             || w.ends_with("'m")
             || w.ends_with("'re")
-            || matches!(w, "he's" | "she's" | "it's" | "that's" | "who's" | "there's")
+            || w.ends_with("'s")
+    };
+    let between = |w: &str| {
+        w.ends_with("ly")
+            || matches!(w, "not" | "never" | "still" | "always" | "also" | "just" | "already" | "even" | "now" | "soon")
     };
     let verb = |w: &str| w.len() >= 5 && w.ends_with("ing") && !NOT_VERBS_IN_ING.contains(&w);
-    words.windows(2).filter(|p| be(p[0]) && verb(p[1])).count()
+    (0..words.len())
+        .filter(|&i| be(words[i]))
+        .filter(|&i| {
+            let rest = &words[i + 1..];
+            let skip = rest.iter().take(2).take_while(|w| between(w)).count();
+            rest.get(skip).is_some_and(|w| verb(w))
+        })
+        .count()
 }
 
-/// How many times `text` says "much" as an amount: not after a degree
-/// word (`very`, `so`, `too`, `how`, `as`, `pretty`).
+/// How many times `text` states an amount with `much`, `a lot` or `lots`
+/// ("I don't drink much coffee", "too much beer", "a lot of meat"): a
+/// negated sentence without it says the opposite. `thank you so much` and,
+/// outside a negation, `very much` are degree, not amount.
 fn amounts(text: &str) -> usize {
     let text = text.to_lowercase();
     let words: Vec<&str> = text.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
-    let degree = |w: &str| matches!(w, "very" | "so" | "too" | "how" | "as" | "pretty" | "thank" | "thanks");
-    (0..words.len()).filter(|&i| words[i] == "much" && !(i > 0 && degree(words[i - 1]))).count()
+    let at = |i: usize| words.get(i).copied().unwrap_or("");
+    let thanks = |i: usize| matches!(at(i), "thank" | "thanks" | "you");
+    // "I don't like it very much": under a negation, even "very much" is
+    // an amount.
+    let negated = words.iter().any(|w| matches!(*w, "not" | "no" | "never" | "t"));
+    (0..words.len())
+        .filter(|&i| match words[i] {
+            "lot" | "lots" => true,
+            "much" => {
+                let prev = i.checked_sub(1).map_or("", at);
+                !((prev == "very" && !negated) || (matches!(prev, "so" | "very") && i >= 2 && thanks(i - 2)))
+            }
+            _ => false,
+        })
+        .count()
 }
 
 /// Words in `-ing` that are no verb form after "is" ("the best thing is",
@@ -499,8 +559,9 @@ fn neighbours<'a>(s: &'a [String], w: &str) -> Vec<(Option<&'a String>, Option<&
 }
 
 /// The words of `text` in order: runs of Latin letters or digits
-/// lower-cased, content words stemmed, each CJK character alone; articles,
-/// quantifiers, intensifiers, fillers and modal particles left out.
+/// lower-cased, content words stemmed, each CJK character alone, a minus
+/// sign kept on its number (`-5`); articles, intensifiers, `every` /
+/// `each`, fillers and modal particles left out (other quantifiers stay).
 fn word_sequence(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
@@ -533,17 +594,25 @@ fn word_sequence(text: &str) -> Vec<String> {
             out.push(w);
         }
     };
-    for c in text.chars() {
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
         if cjk::is_cjk_char(c) {
             flush(&mut word, &mut out);
             if !ZH_ORDER_FILLERS.contains(&c) {
                 out.push(c.to_string());
             }
         } else if c.is_alphanumeric() {
-            if word.chars().last().is_some_and(|p| p.is_ascii_digit() != c.is_ascii_digit()) {
+            if word.chars().last().is_some_and(|p| p.is_alphanumeric() && p.is_ascii_digit() != c.is_ascii_digit()) {
                 flush(&mut word, &mut out);
             }
             word.extend(c.to_lowercase());
+        } else if matches!(c, '-' | '\u{2212}')
+            && chars.get(i + 1).is_some_and(char::is_ascii_digit)
+            && !(i > 0 && chars[i - 1].is_ascii_alphanumeric())
+        {
+            // A minus opening a number stays on it ("from -5 to 5").
+            flush(&mut word, &mut out);
+            word.push('-');
         } else {
             flush(&mut word, &mut out);
         }

@@ -21,7 +21,7 @@ fn digits_in_every_writing() {
     assert_eq!(numbers("It costs １２００ dollars"), ["$", "1200"], "full-width digits fold under NFKC");
     assert_eq!(numbers("GPA of 3.30"), ["3.3"]);
     assert_eq!(numbers("on March 10th"), ["10", "march"]);
-    assert_eq!(numbers("vintage 1950s camera"), ["1950", "decade"], "a decade is not its first year");
+    assert_eq!(numbers("vintage 1950s camera"), ["1950s"], "a decade is not its first year");
     assert_eq!(numbers("about 5,000 points"), ["5000"]);
     assert_eq!(numbers("April 5, 2022"), ["2022", "5", "april"]);
     assert_eq!(numbers("a 50mm lens"), ["50", "mm"]);
@@ -327,6 +327,30 @@ fn aspect_amounts_offsets_ranges_and_compounds() {
         ("I'm allergic to all tree nuts and some seeds", "I'm allergic to some tree nuts and all seeds"),
         ("我不太喝咖啡", "我不喝咖啡"),
         ("我不怎么吃辣", "我不吃辣"),
+        ("我不是很喜欢猫", "我不喜欢猫"),
+        ("I don't eat a lot of meat", "I don't eat meat"),
+        ("He doesn't travel a lot", "He doesn't travel"),
+        ("I don't eat lots of sugar", "I don't eat sugar"),
+        ("I don't drink too much beer", "I don't drink beer"),
+        ("Standup is at 9am UTC+05:30", "Standup is at 9am UTC-05:30"),
+        ("The call is at GMT-03:00", "The call is at GMT+03:00"),
+        ("Dinner at 8pm +05:30", "Dinner at 8pm -05:30"),
+        ("The deploy runs at 10:00-05:00", "The deploy runs at 10:00+05:00"),
+        ("My meeting is at 3pm UTC - 5", "My meeting is at 3pm UTC + 5"),
+        ("I'm finally quitting my job", "I finally quit my job"),
+        ("Anna's leaving the company", "Anna leaves the company"),
+        ("She isn't leaving the company", "She doesn't leave the company"),
+        ("I don't drink coffee very much", "I don't drink coffee"),
+        ("I drink so much coffee", "I drink coffee"),
+        ("I moved in the 2010s and left in 2020", "I moved in 2010 and left in the 2020s"),
+        ("10:00 UTC-05:00", "10:00 UTC+05:00"),
+        ("Call at 9 GMT\u{2013}3", "Call at 9 GMT+3"),
+        ("我不是特别喜欢咖啡", "我不喜欢咖啡"),
+        ("我不那么喜欢咖啡", "我不喜欢咖啡"),
+        ("It was from -5 to 5 degrees", "It was from 5 to -5 degrees"),
+        ("气温-5到5度", "气温5到-5度"),
+        ("I sent Anna some clients", "I sent some clients Anna"),
+        ("I showed Tom all the kids", "I showed all the kids Tom"),
     ] {
         assert!(kind(a, b).is_some(), "{a} / {b}");
     }
@@ -340,6 +364,11 @@ fn aspect_amounts_offsets_ranges_and_compounds() {
         ("The meeting is at 3pm on Friday", "On Friday the meeting is at 3pm"),
         ("I usually get up at 7am", "At 7am I usually get up"),
         ("I run 3-5 km a day", "I run 3-5 km a day."),
+        ("I work 9:00-17:00", "I work 9:00-17:00."),
+        ("My time zone is UTC+8", "My time zone is UTC+8!"),
+        ("明天小王去北京", "小王明天去北京"),
+        ("今天妈妈做饭", "妈妈今天做饭"),
+        ("Thank you so much for the help", "Thank you so much for the help!"),
     ] {
         assert_eq!(kind(a, b), None, "{a} / {b}");
     }
@@ -395,6 +424,10 @@ const FRAGMENTS: &[&str] = &[
     "some",
     "other",
     "9am-5pm",
+    "5pm",
+    "UTC+05:30",
+    "明天",
+    "lot",
     "UTC-5",
     "1990s",
     "quitting",

@@ -637,6 +637,8 @@ mod tests {
         expected.push((9, "后来加的咖啡文档 coffee"));
         let fresh = build(&expected);
         assert_eq!(inc.snapshot(), fresh.snapshot());
+        // Every term id in use is in the dictionary once, no freed one is.
+        assert_eq!(inc.dict.len(), inc.terms.iter().filter(|t| !t.is_empty()).count());
         for q in ["coffee", "咖啡", "conference running", "cat", "iphone 电池"] {
             assert_eq!(inc.search(q, 10, &all), fresh.search(q, 10, &all), "query {q}");
         }

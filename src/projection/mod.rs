@@ -33,12 +33,14 @@ pub(crate) struct NsState {
     /// only).
     pub(crate) by_key: HashMap<String, MemoryId>,
     /// Every active version per normalised content (writer validation
-    /// only), keyed by the content's [`norm_key`] so the text is not held
+    /// only), keyed by a hash of the content (`norm_key`) so the text is not held
     /// twice; read through [`NsState::same_text`], which compares the texts
     /// themselves. Ids ascending: two active memories can hold the same
     /// text (under different slot keys, or written with dedup off), and
     /// when one goes the other must still be found.
     by_norm: HashMap<u64, Vec<MemoryId>>,
+    /// The hash of `by_norm`'s keys.
+    norm_hasher: foldhash::fast::RandomState,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
     /// Memory versions whose payload compaction replaced by a tombstone,
@@ -72,6 +74,7 @@ impl NsState {
             observations: BTreeMap::new(),
             by_key: HashMap::new(),
             by_norm: HashMap::new(),
+            norm_hasher: foldhash::fast::RandomState::default(),
             forgotten_memories: HashSet::new(),
             forgotten_observations: HashSet::new(),
             erased: HashMap::new(),
@@ -188,7 +191,7 @@ impl NsState {
     }
 
     fn unindex_norm(&mut self, norm: &str, id: MemoryId) {
-        let key = norm_key(norm);
+        let key = self.norm_key(norm);
         if let Some(ids) = self.by_norm.get_mut(&key) {
             ids.retain(|i| *i != id);
             if ids.is_empty() {
@@ -197,8 +200,17 @@ impl NsState {
         }
     }
 
+    /// Key of a normalised text in the exact-duplicate map: its foldhash,
+    /// randomly seeded per namespace and process, so texts cannot be chosen
+    /// to collide. Two texts may share a key; readers compare the texts.
+    fn norm_key(&self, norm: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.norm_hasher.hash_one(norm)
+    }
+
     fn index_norm(&mut self, norm: &str, id: MemoryId) {
-        let ids = self.by_norm.entry(norm_key(norm)).or_default();
+        let key = self.norm_key(norm);
+        let ids = self.by_norm.entry(key).or_default();
         if let Err(at) = ids.binary_search(&id) {
             ids.insert(at, id);
         }
@@ -208,19 +220,12 @@ impl NsState {
     /// ([`normalize_content`]) is `norm`, ids ascending.
     pub(crate) fn same_text<'a>(&'a self, norm: &'a str) -> impl DoubleEndedIterator<Item = MemoryId> + 'a {
         self.by_norm
-            .get(&norm_key(norm))
+            .get(&self.norm_key(norm))
             .into_iter()
             .flatten()
             .copied()
             .filter(move |id| self.memories.get(id).is_some_and(|m| normalize_content(&m.content) == norm))
     }
-}
-
-/// Key of a normalised text in [`NsState`]'s exact-duplicate map: its
-/// FNV-1a 64-bit hash. Two texts may share a key; readers compare the
-/// texts.
-fn norm_key(norm: &str) -> u64 {
-    crate::log::fnv1a64(norm.as_bytes())
 }
 
 /// What replay keeps of a memory version whose payload was erased: its

@@ -11,7 +11,7 @@
 //! |---|---|---|---|
 //! | [`PiiKind::CnId`] | `[CN_ID]` | `CN_ID` | 18 chars (17 digits + digit/`X`), plain or grouped 6-8-4 / 6-4-4-4 / 4-4-4-4-2; province code, birth date and GB 11643-1999 check character verified |
 //! | [`PiiKind::BankCard`] | `[CARD]` | `CARD` | 13–19 digits, plain or grouped in fours (last group 1–4) or 4-6-5 / 4-6-4; issuer prefix plausible for the length; Luhn verified |
-//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; any nine digits in at most three groups joined by spaces, dots or dashes (`123 45 6789`, `123.45.6789`, `212-097694`, `123456789`) only after `SSN` / `social security` (any case) or `社会安全号`, which may be glued to them (`ssn212097694`); not after `#` or an identifier label, nor tied to a path or code by `-` `/` `_`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
+//! | [`PiiKind::UsSsn`] | `[SSN]` | `US_SSN` | `123-45-6789`; any nine digits in at most three groups joined by spaces, dots or dashes (`123 45 6789`, `123.45.6789`, `212-097694`, `123 - 45 - 6789`, `123456789`) only after `SSN`, `SSNs` or `social security` (any case, also `social-security`) or `社会安全号`, which may be glued to them (`ssn212097694`); not after `#` or an identifier label, nor tied to a path or code by `-` `/` `_`; an area other than 000, 666 and 900–999, a group other than 00, a serial other than 0000 (the Social Security Administration's never-issued ranges) |
 //! | [`PiiKind::CnMobile`] | `[PHONE]` | `CN_MOBILE` | a telephone number (below) that libphonenumber types as a mobile number of calling code 86: `13812345678`, `138 1234 5678`, `+86 138-1234-5678`, `0086 13812345678` |
 //! | [`PiiKind::Phone`] | `[PHONE]` | `PHONE` | every other telephone number (below): `07700 900456`, `(415) 555-0100`, `03-1234-5678`, `01.23.45.67.89`, `+44 (0)20 7946 0958`, `0049 30 123456` |
 //! | [`PiiKind::Email`] | `[EMAIL]` | `EMAIL` | `local@domain.tld` in ASCII or internationalised (`renée@bücher.de`, `张三@例子.中国`, `。` as a label separator); a TLD of 2–24 letters, or in a script without case one that the Public Suffix List knows |
@@ -1385,8 +1385,9 @@ fn digits_earlier_in_token(scan: &Scan<'_>, ci: usize) -> bool {
     scan.chars[..ci].iter().rev().take_while(|&&(_, ch)| is_word(ch)).any(|&(_, ch)| digit_value(ch).is_some())
 }
 
-/// United States Social Security number: `3-2-4` joined by dashes, or by
-/// spaces or written as 9 digits after a word naming it; never-issued
+/// United States Social Security number: `3-2-4` joined by dashes, or, after
+/// a word naming it (which may be glued to it), nine digits plain or
+/// grouped 3-2-4, 3-6 or 3-3-3 by spaces, dots or dashes; never-issued
 /// areas, groups and serials refused.
 fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     let lens = c.lens();
@@ -1398,13 +1399,15 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
     // A word naming a Social Security number before it (`SSN# …`,
     // `SSN-123-45-6789`) vouches for it whatever the punctuation around.
     let vouched = ssn_word_before(scan.text, c.first().start);
-    // After such a word, any writing of nine digits in at most three
-    // groups (`123 45 6789`, `212.09.7694`, `212-097694`, `212097694`).
-    let named = vouched
-        && lens.iter().sum::<usize>() == 9
-        && lens.len() <= 3
-        && lens.iter().all(|&l| l >= 2)
-        && c.inner.iter().all(|&j| matches!(j, Joiner::Space | Joiner::Dot | Joiner::Dash));
+    // After such a word, the nine digits plain or grouped 3-2-4, 3-6 or
+    // 3-3-3, joined by spaces, dots or dashes (`123 45 6789`,
+    // `212.09.7694`, `212-097694`, `123 - 45 - 6789`, `212097694`); not a
+    // ZIP+4 (5-4) or an employer number (2-7), not joined by `/`.
+    let seps_ok = c.groups.windows(2).all(|w| {
+        let sep = scan.text[w[0].end..w[1].start].trim_matches(' ');
+        matches!(sep, "" | "." | "-" | "\u{2010}" | "\u{2011}" | "\u{2012}" | "\u{2013}" | "\u{2212}")
+    });
+    let named = vouched && seps_ok && matches!(lens.as_slice(), [9] | [3, 2, 4] | [3, 6] | [3, 3, 3]);
     // Part of a path, URL or identifier (`/orders/123-45-6789`,
     // `case-123-45-6789`, `123-45-6789-x`): not a number of its own.
     let at = |ci: Option<usize>| ci.and_then(|i| scan.chars.get(i)).map(|&(_, ch)| ch);
@@ -1432,18 +1435,42 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
         return None;
     }
     // The word may be glued to the number (`ssn212097694`).
-    if vouched {
+    if ssn_word_glued(scan.text, c.first().start) {
         verified_start(scan, c)
     } else {
         plain_start(scan, c)
     }
 }
 
-/// Whether a word naming a Social Security number (`SSN`, `social
-/// security`, `社会安全号`, any case) ends within the 32 characters before
-/// byte `start`.
+/// Whether `text` right before byte `start` ends with `SSN` or `SSNs` (any
+/// case) glued to the number (`ssn212097694`).
+fn ssn_word_glued(text: &str, start: usize) -> bool {
+    let before = text.get(..start).unwrap_or("").to_ascii_lowercase();
+    let word = before.trim_end_matches(|c: char| matches!(c, '#' | ':' | '=' | '-' | '_'));
+    ["ssns", "ssn"]
+        .iter()
+        .any(|w| word.strip_suffix(w).is_some_and(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric())))
+}
+
+/// Whether a word naming a Social Security number (`SSN`, `SSNs`, `social
+/// security`, `social-security`, `社会安全号`, any case) ends within the 32
+/// characters before byte `start`.
 fn ssn_word_before(text: &str, start: usize) -> bool {
-    phone::word_before(text, start, &["ssn", "ss#", "social security", "社会安全号", "社會安全號", "社安号"])
+    phone::word_before(
+        text,
+        start,
+        &[
+            "ssn",
+            "ssns",
+            "ss#",
+            "social security",
+            "social-security",
+            "socialsecurity",
+            "社会安全号",
+            "社會安全號",
+            "社安号",
+        ],
+    )
 }
 
 /// Mainland-China resident ID: 18 chars, `[18]` or `[6, 8, 4]`, verified.
@@ -1835,6 +1862,10 @@ mod tests {
             ("SSN 212-097694", "212-097694"),
             ("my ssn212097694 is on file", "212097694"),
             ("social security number: 212 097 694", "212 097 694"),
+            ("SSNs: 212 097 694", "212 097 694"),
+            ("social-security number 123456789", "123456789"),
+            ("SSN is: 123 - 45 - 6789", "123 - 45 - 6789"),
+            ("SSN 212 097 694", "212 097 694"),
         ] {
             assert_eq!(kinds(text), vec![(m.to_owned(), PiiKind::UsSsn)], "{text:?}");
         }
@@ -1857,6 +1888,10 @@ mod tests {
             "123/45/6789",
             "ref 123-45-6789-x",
             "order #212-09-7694 was refunded",
+            "SSN/EIN: 12-3456789",
+            "SSN on file; zip 10001-1234",
+            "SSN: 212/097/694",
+            "SSN redacted; user id abc123456789",
             "Part number ABC-212-09-7694-X",
         ] {
             assert!(kinds(text).iter().all(|(_, k)| *k != PiiKind::UsSsn), "{text:?}: {:?}", kinds(text));
