@@ -15,8 +15,8 @@
 //!   `一千二` = 1200), currency signs and words (`$`, `dollars`), and time
 //!   words (`tomorrow`, `next`, `weekend`, weekday and month names, time
 //!   units after a count or `every`/`last`/…), a minus sign opening a
-//!   number or a time zone's offset (`-5`, 气温-5度, `UTC-5`), a decade
-//!   (`1990s`, apart from `1990`);
+//!   number or a time zone's offset (`-5`, 气温-5度, `UTC-5`, `UTC+5:30`,
+//!   `10:00+05:00`), a decade (`1990s`, apart from `1990`);
 //! * **names** ([`FactKind::Name`]): capitalised, CamelCase and ALL-CAPS
 //!   Latin tokens (a capitalised sentence-initial word counts unless it is a
 //!   function word, or the same word appears in lower case in either text),
@@ -45,9 +45,9 @@
 //!   conjunction in place of another ("to" / "from Tokyo", "in" / "on",
 //!   "and" / "or", "when" / "unless", `从` / `到`, `才` / `就`) — one only
 //!   added or dropped is rewording; **quantifiers**: `all`, `some`,
-//!   `many`, `few`, `any`, `both`, `either`, `other`, and `much` as an
-//!   amount ("don't drink much coffee"; not "very much") added, dropped or
-//!   swapped, while
+//!   `many`, `few`, `any`, `both`, `either`, `other`, and an amount with
+//!   `much`, `a lot` or `lots` ("don't drink much coffee", "a lot of meat";
+//!   "very much" only under a negation) added, dropped or swapped, while
 //!   `every` / `each` count only in place of another ("every Tuesday" / "on
 //!   Tuesdays" restate);
 //! * **roles** (also [`FactKind::Name`]): a personal pronoun's case ("I
