@@ -46,8 +46,9 @@
 //!   "and" / "or", "when" / "unless", `从` / `到`, `才` / `就`) — one only
 //!   added or dropped is rewording; **quantifiers**: `all`, `some`,
 //!   `many`, `few`, `any`, `both`, `either`, `other`, and an amount with
-//!   `much`, `a lot` or `lots` ("don't drink much coffee", "a lot of meat";
-//!   "very much" only under a negation) added, dropped or swapped, while
+//!   `much`, `a lot` or `lots` ("don't drink much coffee", "don't eat a lot
+//!   of meat"; "very much", "a lot" and "lots" only under a negation)
+//!   added, dropped or swapped, while
 //!   `every` / `each` count only in place of another ("every Tuesday" / "on
 //!   Tuesdays" restate);
 //! * **roles** (also [`FactKind::Name`]): a personal pronoun's case ("I
@@ -522,18 +523,20 @@ fn progressives(text: &str) -> usize {
 /// How many times `text` states an amount with `much`, `a lot` or `lots`
 /// ("I don't drink much coffee", "too much beer", "a lot of meat"): a
 /// negated sentence without it says the opposite. `thank you so much` and,
-/// outside a negation, `very much` are degree, not amount.
+/// outside a negation, `very much`, `a lot` and `lots` are degree, not
+/// amount ("likes green tea a lot" / "really likes green tea").
 fn amounts(text: &str) -> usize {
     let text = text.to_lowercase();
     let words: Vec<&str> = text.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
     let at = |i: usize| words.get(i).copied().unwrap_or("");
     let thanks = |i: usize| matches!(at(i), "thank" | "thanks" | "you");
-    // "I don't like it very much": under a negation, even "very much" is
-    // an amount.
+    // "I don't like it very much", "I don't eat a lot of meat": under a
+    // negation, even "very much" and "a lot" are an amount; elsewhere
+    // they are degree ("likes green tea a lot").
     let negated = words.iter().any(|w| matches!(*w, "not" | "no" | "never" | "t"));
     (0..words.len())
         .filter(|&i| match words[i] {
-            "lot" | "lots" => true,
+            "lot" | "lots" => negated,
             "much" => {
                 let prev = i.checked_sub(1).map_or("", at);
                 !((prev == "very" && !negated) || (matches!(prev, "so" | "very") && i >= 2 && thanks(i - 2)))
