@@ -1446,7 +1446,7 @@ fn us_ssn(scan: &Scan<'_>, c: &Cand<'_>) -> Option<usize> {
 /// case) glued to the number (`ssn212097694`).
 fn ssn_word_glued(text: &str, start: usize) -> bool {
     let before = text.get(..start).unwrap_or("").to_ascii_lowercase();
-    let word = before.trim_end_matches(|c: char| matches!(c, '#' | ':' | '=' | '-' | '_'));
+    let word = before.trim_end_matches(['#', ':', '=', '-', '_']);
     ["ssns", "ssn"]
         .iter()
         .any(|w| word.strip_suffix(w).is_some_and(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric())))
