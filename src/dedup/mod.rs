@@ -237,10 +237,12 @@ impl FactSignature {
         sig.markers.extend(std::iter::repeat_n("about to".to_string(), about_to));
         // The progressive: a form of "be" before an `-ing` verb ("I'm
         // quitting my job" / "I quit my job").
-        sig.markers.extend(std::iter::repeat_n("be -ing".to_string(), progressives(&text)));
+        let words = lower_words(&text);
+        sig.markers.extend(std::iter::repeat_n("be -ing".to_string(), progressives(&words)));
         // An amount ("I don't drink much coffee" / "I don't drink coffee",
         // "a lot of meat"); "very much" and "thanks so much" are degree.
-        sig.quantities.extend(std::iter::repeat_n("much".to_string(), amounts(&text)));
+        let negated = !sig.negations.is_empty();
+        sig.quantities.extend(std::iter::repeat_n("much".to_string(), amounts(&words, negated)));
         sig.negations.sort_unstable();
         sig.markers.sort_unstable();
         sig.relations.sort_unstable();
@@ -489,16 +491,14 @@ const ZH_TIME_CHARS: &[char] =
 /// compound's part.
 const ZH_PERSONS: &[char] = &['我', '你', '您', '他', '她', '它', '们', '咱', '俺'];
 
-/// How many times `text` puts a form of "be" before an `-ing` word ("I'm
+/// How many times `words` (of [`lower_words`]) put a form of "be" before an `-ing` word ("I'm
 /// quitting", "she is leaving", "we were moving").
 ///
 /// Up to two adverbs or `not` may stand between ("I'm finally quitting",
 /// "she isn't leaving"); any word in `'s` counts as "is" ("Anna's
 /// leaving": a possessive before an `-ing` noun is read the same, which
 /// only keeps two texts apart).
-fn progressives(text: &str) -> usize {
-    let text = text.replace(['\u{2019}', '\u{2018}'], "'").to_lowercase();
-    let words: Vec<&str> = text.split(|c: char| !(c.is_alphabetic() || c == '\'')).filter(|w| !w.is_empty()).collect();
+fn progressives(words: &[String]) -> usize {
     let be = |w: &str| {
         matches!(w, "am" | "is" | "are" | "was" | "were" | "be" | "been" | "isn't" | "aren't" | "wasn't" | "weren't")
             || w.ends_with("'m")
@@ -511,31 +511,40 @@ fn progressives(text: &str) -> usize {
     };
     let verb = |w: &str| w.len() >= 5 && w.ends_with("ing") && !NOT_VERBS_IN_ING.contains(&w);
     (0..words.len())
-        .filter(|&i| be(words[i]))
+        .filter(|&i| be(&words[i]))
         .filter(|&i| {
             let rest = &words[i + 1..];
-            let skip = rest.iter().take(2).take_while(|w| between(w)).count();
-            rest.get(skip).is_some_and(|w| verb(w))
+            let skip = rest.iter().take(2).take_while(|w| between(w.as_str())).count();
+            rest.get(skip).is_some_and(|w| verb(w.as_str()))
         })
         .count()
 }
 
-/// How many times `text` states an amount with `much`, `a lot` or `lots`
+/// The words of `text` in order, lower-cased, apostrophes kept inside a
+/// word (`i'm`, `don't`): what [`progressives`] and [`amounts`] read.
+fn lower_words(text: &str) -> Vec<String> {
+    text.replace(['\u{2019}', '\u{2018}'], "'")
+        .to_lowercase()
+        .split(|c: char| !(c.is_alphabetic() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// How many times `words` (of [`lower_words`]) state an amount with `much`, `a lot` or `lots`
 /// ("I don't drink much coffee", "too much beer", "a lot of meat"): a
 /// negated sentence without it says the opposite. `thank you so much` and,
 /// outside a negation, `very much`, `a lot` and `lots` are degree, not
 /// amount ("likes green tea a lot" / "really likes green tea").
-fn amounts(text: &str) -> usize {
-    let text = text.to_lowercase();
-    let words: Vec<&str> = text.split(|c: char| !c.is_alphabetic()).filter(|w| !w.is_empty()).collect();
-    let at = |i: usize| words.get(i).copied().unwrap_or("");
+fn amounts(words: &[String], negated: bool) -> usize {
+    let at = |i: usize| words.get(i).map_or("", String::as_str);
     let thanks = |i: usize| matches!(at(i), "thank" | "thanks" | "you");
     // "I don't like it very much", "I don't eat a lot of meat": under a
     // negation, even "very much" and "a lot" are an amount; elsewhere
-    // they are degree ("likes green tea a lot").
-    let negated = words.iter().any(|w| matches!(*w, "not" | "no" | "never" | "t"));
+    // they are degree ("likes green tea a lot"). `negated`: the text holds
+    // a negation (its signature's).
     (0..words.len())
-        .filter(|&i| match words[i] {
+        .filter(|&i| match words[i].as_str() {
             "lot" | "lots" => negated,
             "much" => {
                 let prev = i.checked_sub(1).map_or("", at);
