@@ -1,13 +1,27 @@
 //! Contiguous vector store with exact (brute-force) top-k search.
 //!
-//! Vectors live row-major in one `Vec<f32>` (`rows × dim`), next to their
-//! `i8` codes (`rows × dim`, one scale per row; see [`quant`](super::quant))
-//! and an id → row map; deletion swap-removes the last row into the hole, so
-//! the store stays dense and a scan touches only live vectors.
+//! Vectors live row-major in one `Vec<f16>` (`rows × dim`, IEEE 754 binary16,
+//! each component rounded to nearest), next to their `i8` codes (`rows ×
+//! dim`, one scale per row; see [`quant`](super::quant)) and an id → row map;
+//! deletion swap-removes the last row into the hole, so the store stays dense
+//! and a scan touches only live vectors.
+//!
+//! Why `f16` rows: a row is the *stored vector* — every similarity the index
+//! reports is the `f32` dot product of the query with the row's components
+//! widened back to `f32` (exactly: every `f16` is an `f32`). Rounding to
+//! `f16` moves a component by at most 2⁻¹¹ of its magnitude, so a cosine of
+//! two unit vectors by at most 2⁻¹¹ ≈ 0.0005 (|Σ qᵢ·δᵢ| ≤ 2⁻¹¹·Σ|qᵢ·xᵢ| ≤
+//! 2⁻¹¹ by Cauchy–Schwarz), typically far less; the int8 embedders' own
+//! outputs are not that precise. It halves the rows' memory (768 instead of
+//! 1,536 bytes at 384-d). The log's vector cache keeps the `f32` values, and
+//! replay rounds them the same way, so replay equals live.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
+
+use half::f16;
+use half::slice::HalfFloatSliceExt;
 
 use super::quant::{dot_i8, dot_i8_rows, quantize};
 
@@ -19,7 +33,9 @@ use super::quant::{dot_i8, dot_i8_rows, quantize};
 /// one serial dependency chain; the tail is summed scalar. (Writing it as one
 /// 16- or 8×2-lane array with a tree reduction made LLVM pick 2-lane vectors.)
 /// The summation order is fixed, so the result is bit-for-bit reproducible.
-#[inline]
+/// The `f32` reference of [`dot_f16`], which the store's searches use (tests
+/// compare the two).
+#[cfg(test)]
 #[allow(clippy::needless_range_loop)]
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
@@ -42,6 +58,48 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut tail = 0.0f32;
     for (x, y) in ra.iter().zip(rb) {
         tail += x * y;
+    }
+    let mut s = [0.0f32; 4];
+    for i in 0..4 {
+        s[i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);
+    }
+    (s[0] + s[1]) + (s[2] + s[3]) + tail
+}
+
+/// Dot product of `a` with the `f16` row `b` widened to `f32`, without
+/// allocating. The main loop takes 16 components at a time into four
+/// independent groups of four accumulators, which LLVM turns into four packed
+/// 4-lane multiply/add chains instead of one serial dependency chain; the
+/// tail is summed scalar. The summation order is fixed, so the result is
+/// bit-for-bit reproducible (and equals the test-only `f32` `dot` of `a`
+/// with the widened row). Widening is exact; it runs 16 components at a time through
+/// `half`'s slice conversion (F16C instructions where the processor has
+/// them, detected at run time; the software path gives the same values).
+#[inline]
+#[allow(clippy::needless_range_loop)]
+pub(crate) fn dot_f16(a: &[f32], b: &[f16]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut a0 = [0.0f32; 4];
+    let mut a1 = [0.0f32; 4];
+    let mut a2 = [0.0f32; 4];
+    let mut a3 = [0.0f32; 4];
+    let ca = a.chunks_exact(16);
+    let cb = b.chunks_exact(16);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    let mut y = [0.0f32; 16];
+    for (x, h) in ca.zip(cb) {
+        h.convert_to_f32_slice(&mut y);
+        for i in 0..4 {
+            a0[i] += x[i] * y[i];
+            a1[i] += x[4 + i] * y[4 + i];
+            a2[i] += x[8 + i] * y[8 + i];
+            a3[i] += x[12 + i] * y[12 + i];
+        }
+    }
+    let mut tail = 0.0f32;
+    for (x, h) in ra.iter().zip(rb) {
+        tail += x * h.to_f32();
     }
     let mut s = [0.0f32; 4];
     for i in 0..4 {
@@ -189,7 +247,8 @@ pub(crate) fn rescore_count(k: usize, factor: usize) -> usize {
 /// Dense row-major vector store with exact search.
 pub(crate) struct ExactStore {
     dim: usize,
-    data: Vec<f32>,
+    /// Every row's components, rounded to `f16` (`rows × dim`).
+    data: Vec<f16>,
     /// `i8` codes of every row (`rows × dim`).
     codes: Vec<i8>,
     /// Scale of every row's codes.
@@ -218,9 +277,24 @@ impl ExactStore {
         self.rows.contains_key(&id)
     }
 
-    pub fn get(&self, id: u64) -> Option<&[f32]> {
+    /// The stored (`f16`) row of `id`.
+    pub fn get(&self, id: u64) -> Option<&[f16]> {
         let row = *self.rows.get(&id)?;
         self.data.get(row * self.dim..(row + 1) * self.dim)
+    }
+
+    /// The stored vector of `id` widened to `f32`.
+    pub fn vector(&self, id: u64) -> Option<Vec<f32>> {
+        let row = self.get(id)?;
+        let mut out = vec![0.0f32; row.len()];
+        row.convert_to_f32_slice(&mut out);
+        Some(out)
+    }
+
+    /// [`dot_f16`] of `query` with the stored row of `id`: the similarity
+    /// every search of this store reports for `id`.
+    pub fn similarity(&self, id: u64, query: &[f32]) -> Option<f32> {
+        self.get(id).map(|row| dot_f16(query, row))
     }
 
     /// The `i8` codes and scale of `id`'s vector.
@@ -240,7 +314,7 @@ impl ExactStore {
         let dim = self.dim;
         if let Some(&row) = self.rows.get(&id) {
             if let Some(dst) = self.data.get_mut(row * dim..(row + 1) * dim) {
-                dst.copy_from_slice(v);
+                dst.convert_from_f32_slice(v);
             }
             if let (Some(dst), Some(s)) = (self.codes.get_mut(row * dim..(row + 1) * dim), self.scales.get_mut(row)) {
                 *s = quantize(v, dst);
@@ -259,7 +333,9 @@ impl ExactStore {
         }
         self.rows.insert(id, self.ids.len());
         self.ids.push(id);
-        self.data.extend_from_slice(v);
+        let start = self.data.len();
+        self.data.resize(start + dim, f16::ZERO);
+        self.data[start..].convert_from_f32_slice(v);
         let start = self.codes.len();
         self.codes.resize(start + dim, 0);
         let scale = quantize(v, &mut self.codes[start..]);
@@ -320,12 +396,12 @@ impl ExactStore {
         if filter_first {
             for (v, id) in rows {
                 if filter(id) {
-                    top.push(Hit { score: dot(query, v), id });
+                    top.push(Hit { score: dot_f16(query, v), id });
                 }
             }
         } else {
             for (v, id) in rows {
-                let hit = Hit { score: dot(query, v), id };
+                let hit = Hit { score: dot_f16(query, v), id };
                 if top.would_accept(hit) && filter(id) {
                     top.push(hit);
                 }
@@ -336,8 +412,9 @@ impl ExactStore {
 
     /// Top-k by exact dot product among ids passing `filter`, ranked first
     /// by the `i8` estimate: keeps the best `candidates` rows by estimate
-    /// (ties: smaller id), then rescores them with [`dot`] and returns the
-    /// best `k`, so every returned score is the exact `f32` dot product. The
+    /// (ties: smaller id), then rescores them with [`dot_f16`] and returns the
+    /// best `k`, so every returned score is the one [`search`](Self::search)
+    /// gives (the `f32` dot product with the stored row). The
     /// result equals [`search`](Self::search)'s whenever the true top k are
     /// among the `candidates` best estimates; with `candidates ≥ len` it
     /// always does.
@@ -396,7 +473,7 @@ impl ExactStore {
         for h in cand.heap {
             let Reverse(Hit { id, .. }) = h;
             if let Some(v) = self.get(id) {
-                top.push(Hit { score: dot(query, v), id });
+                top.push(Hit { score: dot_f16(query, v), id });
             }
         }
         top.into_sorted()
@@ -404,7 +481,7 @@ impl ExactStore {
 
     /// Heap bytes held (capacity-based estimate).
     pub fn memory_bytes(&self) -> usize {
-        self.data.capacity() * 4
+        self.data.capacity() * 2
             + self.codes.capacity()
             + self.scales.capacity() * 4
             + self.ids.capacity() * 8
@@ -425,6 +502,46 @@ mod tests {
             let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
             let naive: f64 = a.iter().zip(&b).map(|(x, y)| f64::from(*x) * f64::from(*y)).sum();
             assert!((f64::from(dot(&a, &b)) - naive).abs() < 1e-4, "n={n}");
+        }
+    }
+
+    #[test]
+    fn dot_f16_equals_dot_of_the_widened_row() {
+        for n in 0..70 {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos() * 0.3).collect();
+            let mut h = vec![f16::ZERO; n];
+            h.convert_from_f32_slice(&b);
+            let widened: Vec<f32> = h.iter().map(|x| x.to_f32()).collect();
+            assert_eq!(dot_f16(&a, &h).to_bits(), dot(&a, &widened).to_bits(), "n={n}");
+            // Rounding moves each component by at most 2^-11 of itself.
+            for (x, y) in b.iter().zip(&widened) {
+                assert!((x - y).abs() <= x.abs() * 2f32.powi(-11), "n={n}: {x} -> {y}");
+            }
+        }
+    }
+
+    #[test]
+    fn stored_similarity_is_within_rounding_of_the_f32_cosine() {
+        let dim = 384;
+        let mut s = ExactStore::new(dim);
+        let unit = |seed: u64| {
+            let v: Vec<f32> = (0..dim).map(|i| ((i as u64 * 31 + seed * 17) as f32 * 0.013).sin()).collect();
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.into_iter().map(|x| x / n).collect::<Vec<f32>>()
+        };
+        let vs: Vec<Vec<f32>> = (0..50).map(unit).collect();
+        for (id, v) in vs.iter().enumerate() {
+            s.insert(id as u64, v);
+        }
+        let q = unit(999);
+        for (id, v) in vs.iter().enumerate() {
+            let stored = s.similarity(id as u64, &q).unwrap_or(f32::NAN);
+            assert!((stored - dot(&q, v)).abs() <= 2f32.powi(-11), "{id}: {stored} vs {}", dot(&q, v));
+            assert_eq!(Some(stored), s.vector(id as u64).map(|w| dot(&q, &w)));
+        }
+        for (id, score) in s.search(&q, 10, &|_| true, false) {
+            assert_eq!(Some(score), s.similarity(id, &q));
         }
     }
 
@@ -453,7 +570,7 @@ mod tests {
         }
         assert!(s.memory_bytes() < full / 3, "{} vs {full}", s.memory_bytes());
         for id in 4500..5000u64 {
-            assert_eq!(s.get(id), Some(&[1.0, 0.0, 0.0, 0.0][..]));
+            assert_eq!(s.vector(id), Some(vec![1.0, 0.0, 0.0, 0.0]));
         }
     }
 
@@ -467,11 +584,11 @@ mod tests {
         assert!(!s.remove(1));
         assert_eq!(s.len(), 4);
         for id in [0u64, 2, 3, 4] {
-            assert_eq!(s.get(id), Some(&[id as f32, 1.0][..]));
+            assert_eq!(s.vector(id), Some(vec![id as f32, 1.0]));
         }
         assert_eq!(s.get(1), None);
         s.insert(3, &[9.0, 9.0]);
-        assert_eq!(s.get(3), Some(&[9.0, 9.0][..]));
+        assert_eq!(s.vector(3), Some(vec![9.0, 9.0]));
         assert_eq!(s.len(), 4);
         for id in [0u64, 2, 3, 4] {
             assert!(s.remove(id));

@@ -69,12 +69,12 @@ pub struct HnswParams {
     /// rebuild on every removal from the graph.
     pub rebuild_tombstone_ratio: f32,
     /// Candidates per requested result that a scan keeps by its `i8`
-    /// estimate before rescoring them with the exact `f32` dot product: a
-    /// top-`k` scan rescores `max(k, 4) · rescore_factor` rows. 0 turns
-    /// quantisation off (every row's score is computed in `f32`: the
-    /// reference the benchmark measures against). Default 4: in
-    /// `benches/index.rs` (clustered 384-d vectors, 10k and 100k) a factor of
-    /// 4 gives recall@10 ≥ 0.999 against the `f32` scan.
+    /// estimate before rescoring them with the exact dot product against the
+    /// stored (`f16`) rows: a top-`k` scan rescores `max(k, 4) ·
+    /// rescore_factor` rows. 0 turns quantisation off (every row is scored
+    /// from its `f16` components). Default 4: in `benches/index.rs`
+    /// (clustered 384-d vectors, 10k and 100k) a factor of 4 gives recall@10
+    /// ≥ 0.999 against an exact `f32` scan of the vectors as given.
     pub rescore_factor: usize,
     /// Whether the background thread that fills the graph inserts a batch
     /// (the whole build, or every vector queued since its last batch) in

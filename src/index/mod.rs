@@ -62,13 +62,17 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 /// Vector index for one namespace: cosine similarity over L2-normalised
 /// vectors of a fixed dimension, keyed by `u64` memory ids.
 ///
-/// Every vector is kept in a contiguous row-major store (`len × dim` `f32`s)
-/// next to its `i8` codes (`dim` bytes and one `f32` scale per vector, see
-/// `quant`). While fewer than [`HnswParams::exact_threshold`] vectors are
-/// live, search is a scan of the codes that keeps the best
-/// `max(k, 4) · `[`rescore_factor`](HnswParams::rescore_factor) candidates by
-/// their integer estimate and rescores them with the exact `f32` dot product
-/// (or, with `rescore_factor` 0, an `f32` scan of every row).
+/// Every vector is kept in a contiguous row-major store (`len × dim`
+/// IEEE 754 binary16 components, each the nearest `f16` to the `f32` given:
+/// relative change ≤ 2⁻¹¹, so a cosine moves by at most 2⁻¹¹; half the memory
+/// of `f32` rows) next to its `i8` codes (`dim` bytes and one `f32` scale per
+/// vector, see `quant`). The stored vector is the `f16` row: every similarity
+/// the index reports is the `f32` dot product of the query with it,
+/// whichever path found it ([`similarity`](Self::similarity)). While fewer
+/// than [`HnswParams::exact_threshold`] vectors are live, search is a scan of
+/// the codes that keeps the best `max(k, 4) · `[`rescore_factor`](HnswParams::rescore_factor)
+/// candidates by their integer estimate and rescores them with the rows
+/// (or, with `rescore_factor` 0, a scan of every row).
 ///
 /// When the live count reaches the threshold, an HNSW graph (`hnsw_rs`) is
 /// built **off the calling thread**: the index hands the codes of the live
@@ -171,9 +175,21 @@ impl VectorIndex {
         self.store.contains(id)
     }
 
-    /// The stored vector of `id` (`dim` components), if live.
-    pub fn get(&self, id: u64) -> Option<&[f32]> {
-        self.store.get(id)
+    /// The stored vector of `id` (`dim` components), if live: the vector
+    /// given to [`insert`](Self::insert) with each component rounded to the
+    /// nearest IEEE 754 binary16 value (relative change ≤ 2⁻¹¹) and widened
+    /// back to `f32`. Allocates the returned `Vec`.
+    pub fn get(&self, id: u64) -> Option<Vec<f32>> {
+        self.store.vector(id)
+    }
+
+    /// The similarity of `query` to the stored vector of `id`, if live: the
+    /// score [`search`](Self::search) gives `id` for the same query (the
+    /// `f32` dot product with the stored vector of [`get`](Self::get), bit for
+    /// bit), without allocating. `query` should have [`dim`](Self::dim)
+    /// components; extra components of either side are ignored.
+    pub fn similarity(&self, id: u64, query: &[f32]) -> Option<f32> {
+        self.store.similarity(id, query)
     }
 
     /// Number of live vectors.
@@ -217,11 +233,12 @@ impl VectorIndex {
     /// The `k` live vectors most similar to `query` among ids for which
     /// `filter(id)` is true, as `(id, cosine similarity)`, best first (ties:
     /// smaller id first). Similarity is the dot product of unit vectors, in
-    /// `[-1, 1]` (up to rounding), computed exactly from the stored vector
-    /// whichever path found it. The candidates are ranked approximately: a
-    /// scan ranks by the `i8` estimate and rescores the best
-    /// `max(k, 4) · rescore_factor` exactly (recall@10 against the `f32`
-    /// scan ≥ 0.98, measured in `benches/index.rs` and the unit tests), a
+    /// `[-1, 1]` (up to rounding), computed exactly from the stored (`f16`)
+    /// vector whichever path found it ([`similarity`](Self::similarity)). The
+    /// candidates are ranked approximately: a scan ranks by the `i8` estimate
+    /// and rescores the best `max(k, 4) · rescore_factor` exactly (recall@10
+    /// against an exact `f32` scan of the vectors as given ≥ 0.98, measured
+    /// in `benches/index.rs` and the unit tests), a
     /// graph search rescores its whole candidate list.
     ///
     /// `query` must have [`dim`](Self::dim) components and unit norm (debug
@@ -259,8 +276,8 @@ impl VectorIndex {
         }
     }
 
-    /// A scan of every live row: quantised with exact rescoring, or in `f32`
-    /// when [`HnswParams::rescore_factor`] is 0.
+    /// A scan of every live row: quantised with exact rescoring, or of the
+    /// `f16` rows themselves when [`HnswParams::rescore_factor`] is 0.
     fn scan(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool, filter_first: bool) -> Vec<(u64, f32)> {
         if self.params.rescore_factor == 0 {
             return self.store.search(query, k, filter, filter_first);
@@ -271,9 +288,10 @@ impl VectorIndex {
         self.store.search_quantized(query, &codes, k, candidates, filter, filter_first)
     }
 
-    /// Estimated heap bytes held: the contiguous store (`len × dim × 4`
-    /// plus id maps) and, in graph mode, the graph (which keeps its own copy
-    /// of every vector, live or tombstoned, plus links; see the benchmark for
+    /// Estimated heap bytes held: the contiguous store (`len × dim × 3`: `f16`
+    /// rows and `i8` codes, plus scales and id maps) and, in graph mode, the
+    /// graph (which keeps its own `i8` copy of every vector, live or
+    /// tombstoned, plus links; see the benchmark for
     /// measured bytes per vector). Capacity-based, so it may exceed the bytes
     /// in use.
     pub fn memory_bytes(&self) -> usize {
@@ -311,8 +329,8 @@ impl VectorIndex {
             for slot in indexed..g.points() {
                 let Some(id) = g.live_id(slot) else { continue };
                 if filter(id) {
-                    if let Some(v) = self.store.get(id) {
-                        tail.push(Hit { score: exact::dot(query, v), id });
+                    if let Some(score) = self.store.similarity(id, query) {
+                        tail.push(Hit { score, id });
                     }
                 }
             }
@@ -333,9 +351,9 @@ impl VectorIndex {
                 if !filter(id) {
                     continue;
                 }
-                if let Some(v) = self.store.get(id) {
+                if let Some(score) = self.store.similarity(id, query) {
                     found += 1;
-                    top.push(Hit { score: exact::dot(query, v), id });
+                    top.push(Hit { score, id });
                 }
             }
             if found >= k {

@@ -41,11 +41,14 @@ fn clustered(rng: &mut SmallRng, n: usize, dim: usize, clusters: usize) -> Vec<V
 }
 
 /// Brute force in f64: ids sorted by similarity desc, then id asc.
+/// The exact top `k` ids by the vectors as the index stores them (each
+/// component rounded to `f16`), summed in `f64`.
 fn brute(data: &[(u64, Vec<f32>)], q: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<u64> {
+    let stored = |x: f32| f64::from(half::f16::from_f32(x).to_f32());
     let mut s: Vec<(f64, u64)> = data
         .iter()
         .filter(|(id, _)| filter(*id))
-        .map(|(id, v)| (v.iter().zip(q).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum(), *id))
+        .map(|(id, v)| (v.iter().zip(q).map(|(a, b)| stored(*a) * f64::from(*b)).sum(), *id))
         .collect();
     s.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     s.into_iter().take(k).map(|x| x.1).collect()
@@ -104,7 +107,7 @@ fn exact_search_equals_brute_force() {
         let q = unit(&mut rng, dim);
         let got = ix.search(&q, 10, &all);
         assert_eq!(ids(&got), brute(&data, &q, 10, &all));
-        let expected_first = exact::dot(&q, ix.get(got[0].0).unwrap_or(&[]));
+        let expected_first = exact::dot(&q, &ix.get(got[0].0).unwrap_or_default());
         assert_eq!(got[0].1, expected_first);
         assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
         // Permissive filter (dot first) and selective filter (filter first).
@@ -143,7 +146,10 @@ fn exact_remove_and_replace() {
     assert_ne!(ix.search(&vs[0], 1, &all)[0].0, 0);
     // Replacement overwrites the stored vector.
     ix.insert(1, &vs[0]);
-    assert_eq!(ix.get(1), Some(&vs[0][..]));
+    let stored = ix.get(1).unwrap_or_default();
+    assert_eq!(stored.len(), dim);
+    assert!(stored.iter().zip(&vs[0]).all(|(s, v)| (s - v).abs() <= v.abs() * 2f32.powi(-11)));
+    assert_eq!(ix.similarity(1, &vs[0]), Some(exact::dot(&vs[0], &stored)));
     assert_eq!(ix.search(&vs[0], 1, &all)[0].0, 1);
     assert_eq!(ix.len(), 66);
     assert!(ix.memory_bytes() >= 66 * dim * 4);
@@ -196,7 +202,8 @@ fn hnsw_query_equal_to_stored_vector_returns_it_first() {
     for i in (0..800).step_by(17) {
         let r = ix.search(&data[i], 5, &all);
         assert_eq!(r[0].0, i as u64);
-        assert!((r[0].1 - 1.0).abs() < 1e-5);
+        // The stored vector is the query rounded to f16 (2^-11 relative).
+        assert!((r[0].1 - 1.0).abs() < 2f32.powi(-11), "{}", r[0].1);
     }
     assert!(graph_searches() >= before + 800 / 17, "graph path not taken");
 }
@@ -475,9 +482,11 @@ fn quantized_scan_recall_against_f32_scan() {
         let truth = f32_scan.search(q, 10, &all);
         let got = quant.search(q, 10, &all);
         assert_eq!(got.len(), 10);
-        // Scores are the exact f32 dot products, best first.
+        // Scores are the exact f32 dot products with the stored vectors,
+        // best first.
         for (id, s) in &got {
-            assert_eq!(*s, exact::dot(q, quant.get(*id).unwrap_or(&[])));
+            assert_eq!(*s, exact::dot(q, &quant.get(*id).unwrap_or_default()));
+            assert_eq!(Some(*s), quant.similarity(*id, q));
         }
         assert!(got.windows(2).all(|w| w[0].1 >= w[1].1));
         hits += got.iter().filter(|(id, _)| truth.iter().any(|(t, _)| t == id)).count();
@@ -527,7 +536,7 @@ fn quantized_scan_honours_removals_replacements_and_filters() {
             assert_eq!(got.len(), truth.len(), "{name}");
             assert!(got.iter().all(|(id, _)| id % 7 != 2 && f(*id)), "{name}: removed or filtered id");
             for (id, s) in &got {
-                assert_eq!(Some(*s), ix.get(*id).map(|v| exact::dot(q, v)), "{name}: score not exact");
+                assert_eq!(Some(*s), ix.get(*id).map(|v| exact::dot(q, &v)), "{name}: score not exact");
             }
             hits += got.iter().filter(|(id, _)| truth.contains(id)).count();
             total += truth.len();

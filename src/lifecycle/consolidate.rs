@@ -5,7 +5,6 @@ use std::collections::BTreeSet;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::projection::Memory;
-use crate::recall::score_dot;
 use crate::types::{MemoryId, Namespace};
 use crate::writer::{Op, OpOutcome};
 
@@ -124,10 +123,9 @@ impl Engine {
                 if keys_conflict {
                     continue;
                 }
-                let Some(ov) = st.vectors.get(other.id.0) else {
+                let Some(similarity) = st.vectors.similarity(other.id.0, &sv) else {
                     continue;
                 };
-                let similarity = score_dot(sv, ov);
                 if similarity >= threshold
                     && crate::dedup::is_restatement(
                         similarity,

@@ -134,7 +134,7 @@ impl Engine {
     pub(crate) fn vector_of(&self, ns: &Namespace, m: &Memory) -> Result<Vec<f32>> {
         let cached = {
             let state = self.shared().state.read();
-            state.ns(ns).and_then(|st| st.vectors.get(m.id.0).map(<[f32]>::to_vec))
+            state.ns(ns).and_then(|st| st.vectors.get(m.id.0))
         };
         match cached {
             Some(v) => Ok(v),

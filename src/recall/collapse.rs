@@ -25,10 +25,9 @@ pub(crate) fn collapse_restatements(hits: Vec<Hit>, vectors: &VectorIndex, thres
         let mut sig: Option<FactSignature> = None;
         let restates = vectors.get(hit.memory.id.0).and_then(|v| {
             kept.iter_mut().position(|(k, ksig)| {
-                let Some(kv) = vectors.get(k.memory.id.0) else {
+                let Some(similarity) = vectors.similarity(k.memory.id.0, &v) else {
                     return false;
                 };
-                let similarity = super::score::dot(v, kv);
                 if similarity < threshold {
                     return false;
                 }

@@ -23,7 +23,6 @@ pub use context::{
     SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
-pub(crate) use score::dot as score_dot;
 pub use score::{Explanation, RecallMode, SimilarityNorm, Weights, SESSION_TOP};
 pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
@@ -297,7 +296,7 @@ impl Engine {
                 let sim = match sim {
                     Some(s) => s,
                     None if query_vector.is_empty() => 0.0,
-                    None => st.vectors.get(id).map(|v| score::dot(v, query_vector)).unwrap_or(0.0),
+                    None => st.vectors.similarity(id, query_vector).unwrap_or(0.0),
                 };
                 if opts.min_similarity.is_some_and(|floor| sim < floor) {
                     continue;

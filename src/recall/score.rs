@@ -279,11 +279,6 @@ pub(crate) fn blend_sessions(hits: &mut [crate::recall::Hit], w: f32) {
     }
 }
 
-/// Dot product of two equal-length slices.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| x * y).sum()
-}
-
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn explain(
     m: &Memory,

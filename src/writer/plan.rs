@@ -422,7 +422,7 @@ fn plan_backfill(st: Option<&NsState>, id: MemoryId, dedup: DedupMode, threshold
     let Some(v) = st.vectors.get(id.0).filter(|v| v.iter().any(|x| *x != 0.0)) else {
         return none();
     };
-    let Some((old, _, _)) = restated(st, &m.content, m.key.as_deref(), v, threshold, Some(id)) else {
+    let Some((old, _, _)) = restated(st, &m.content, m.key.as_deref(), &v, threshold, Some(id)) else {
         return none();
     };
     Plan {
