@@ -144,17 +144,22 @@ impl F32Scan {
 
     #[allow(clippy::needless_range_loop)]
     fn dot(a: &[f32], b: &[f32]) -> f32 {
-        let mut acc = [[0.0f32; 4]; 4];
-        for (x, y) in a.chunks_exact(16).zip(b.chunks_exact(16)) {
-            for g in 0..4 {
-                for i in 0..4 {
-                    acc[g][i] += x[4 * g + i] * y[4 * g + i];
-                }
+        let mut a0 = [0.0f32; 4];
+        let mut a1 = [0.0f32; 4];
+        let mut a2 = [0.0f32; 4];
+        let mut a3 = [0.0f32; 4];
+        let (ca, cb) = (a.chunks_exact(16), b.chunks_exact(16));
+        let (ra, rb) = (ca.remainder(), cb.remainder());
+        for (x, y) in ca.zip(cb) {
+            for i in 0..4 {
+                a0[i] += x[i] * y[i];
+                a1[i] += x[4 + i] * y[4 + i];
+                a2[i] += x[8 + i] * y[8 + i];
+                a3[i] += x[12 + i] * y[12 + i];
             }
         }
-        let tail: f32 =
-            a.chunks_exact(16).remainder().iter().zip(b.chunks_exact(16).remainder()).map(|(x, y)| x * y).sum();
-        let s: Vec<f32> = (0..4).map(|i| (acc[0][i] + acc[1][i]) + (acc[2][i] + acc[3][i])).collect();
+        let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+        let s: [f32; 4] = std::array::from_fn(|i| (a0[i] + a1[i]) + (a2[i] + a3[i]));
         (s[0] + s[1]) + (s[2] + s[3]) + tail
     }
 

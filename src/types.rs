@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -38,10 +39,11 @@ pub const MAX_NAMESPACE_LEN: usize = 128;
 
 /// A validated namespace: 1–128 characters of `[A-Za-z0-9_.:@-]`.
 ///
-/// Every read and write takes one; nothing reads across namespaces.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
-pub struct Namespace(String);
+/// Every read and write takes one; nothing reads across namespaces. The
+/// name is reference-counted: a clone shares the text (every record of the
+/// fact table names its namespace). Serialises as a plain string.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Namespace(Arc<str>);
 
 impl Namespace {
     /// Validates and wraps a namespace.
@@ -64,12 +66,18 @@ impl Namespace {
         {
             return Err(Error::invalid("namespace", format!("character {c:?} not allowed; use [A-Za-z0-9_.:@-]")));
         }
-        Ok(Namespace(name))
+        Ok(Namespace(Arc::from(name)))
     }
 
     /// The namespace as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+impl Serialize for Namespace {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
     }
 }
 

@@ -297,7 +297,11 @@ impl Engine {
         let Some(st) = state.ns(ns) else {
             return Vec::new();
         };
-        st.observations.values().filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s)).cloned().collect()
+        st.observations
+            .values()
+            .filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s))
+            .map(|o| (**o).clone())
+            .collect()
     }
 
     /// A read-only view of `ns` at a past point: what the store knew then

@@ -101,6 +101,7 @@ impl Engine {
         let active: Vec<&Memory> = st
             .memories
             .values()
+            .map(|m| &**m)
             .filter(|m| m.visible_at(at) && m.status_at(at) == crate::Status::Active && m.quarantine.is_none())
             .collect();
         let mut taken: BTreeSet<MemoryId> = BTreeSet::new();
