@@ -28,28 +28,33 @@ pub const BIGRAM_WEIGHT: f32 = 0.25;
 /// so a bigram term cannot collide with a single-token term.
 const BIGRAM_SEP: char = ' ';
 
-/// One posting: a document containing the term, the term's frequency in it,
-/// and the document's length (kept here so scoring needs no extra lookup;
-/// it fits in the padding of `(u64, u32)`).
+/// One posting: the slot of a document containing the term and the
+/// term's frequency in it (8 bytes; the document's id and length are the
+/// slot's, in [`LexicalIndex`]'s slot tables).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Posting {
-    id: u64,
+    slot: u32,
     tf: u32,
-    len: u32,
 }
 
 #[derive(Debug)]
 struct Doc {
     /// Number of indexed tokens (after stop-word removal).
     len: u32,
+    /// The document's slot: its postings name it by this number.
+    slot: u32,
     /// Distinct term ids in the document.
     terms: Box<[u32]>,
 }
 
-/// A term's postings, sorted by document id. Most terms of a large index
-/// occur in one document only (rare words, names, numbers and most word
-/// bigrams), so the first posting is held inline: no allocation of its own.
-type PostingList = SmallVec<[Posting; 1]>;
+/// A term's postings, sorted by slot. Most terms of a large index occur in
+/// one or two documents only (rare words, names, numbers and most word
+/// bigrams), so the first two postings are held inline: no allocation of
+/// their own (`union`: 24 bytes, as one inline 16-byte posting took before).
+type PostingList = SmallVec<[Posting; 2]>;
+
+/// Slot of no document (a freed slot's id).
+const NO_DOC: u64 = u64::MAX;
 
 /// BM25 lexical index over the tokens of [`tokenize`] minus
 /// [stop words](super::is_stop_word), plus word bigrams.
@@ -79,10 +84,17 @@ type PostingList = SmallVec<[Posting; 1]>;
 /// words side by side, as the query has them, ranks above one that has the
 /// same words apart; single words still decide most of the score.
 ///
-/// Postings are kept sorted by id and statistics are integer counts, so the
-/// state after any sequence of inserts and removals equals the state of an
-/// index built from scratch with the remaining documents, and scores are
-/// bit-for-bit equal.
+/// **Layout.** A posting names its document by a 32-bit *slot* (a number
+/// given at insert, reused after removal) instead of its 64-bit id; the
+/// slot tables map it to the id and the document's length. A posting is 8
+/// bytes instead of 16, and a term held by one or two documents needs no
+/// allocation of its own.
+///
+/// Statistics are integer counts and a document's score sums its terms in
+/// the query's term order, so after any sequence of inserts and removals
+/// the postings (read as documents, not slots) equal those of an index built
+/// from scratch with the remaining documents, and scores are bit-for-bit
+/// equal.
 pub struct LexicalIndex {
     /// term → term id: a table of term ids hashed by their term's text,
     /// which only `terms` holds, so each term's text is stored once.
@@ -97,6 +109,12 @@ pub struct LexicalIndex {
     /// Recycled term ids.
     free: Vec<u32>,
     docs: IdMap<Doc>,
+    /// slot → document id ([`NO_DOC`] for a free slot).
+    slot_ids: Vec<u64>,
+    /// slot → document length in tokens (read by scoring).
+    slot_lens: Vec<u32>,
+    /// Free slots, reused before new ones.
+    free_slots: Vec<u32>,
     /// Sum of document lengths.
     total_len: u64,
 }
@@ -117,6 +135,9 @@ impl LexicalIndex {
             terms: Vec::new(),
             free: Vec::new(),
             docs: IdMap::default(),
+            slot_ids: Vec::new(),
+            slot_lens: Vec::new(),
+            free_slots: Vec::new(),
             total_len: 0,
         }
     }
@@ -137,6 +158,18 @@ impl LexicalIndex {
         // Sorted so that term ids are assigned in a deterministic order;
         // equal tokens are then adjacent and counted as one term.
         tokens.sort_unstable();
+        let slot = match self.free_slots.pop() {
+            Some(slot) => {
+                self.slot_ids[slot as usize] = id;
+                self.slot_lens[slot as usize] = len;
+                slot
+            }
+            None => {
+                self.slot_ids.push(id);
+                self.slot_lens.push(len);
+                u32::try_from(self.slot_ids.len() - 1).unwrap_or(u32::MAX)
+            }
+        };
         let mut terms = Vec::with_capacity(tokens.len());
         let mut rest = tokens.as_slice();
         while let Some(first) = rest.first() {
@@ -145,10 +178,10 @@ impl LexicalIndex {
             let tid = self.intern(first);
             rest = &rest[run..];
             let list = &mut self.postings[tid as usize];
-            let posting = Posting { id, tf, len };
+            let posting = Posting { slot, tf };
             match list.last() {
-                Some(last) if last.id > id => {
-                    let pos = list.partition_point(|p| p.id < id);
+                Some(last) if last.slot > slot => {
+                    let pos = list.partition_point(|p| p.slot < slot);
                     list.insert(pos, posting);
                 }
                 _ => list.push(posting),
@@ -156,7 +189,7 @@ impl LexicalIndex {
             terms.push(tid);
         }
         self.total_len += u64::from(len);
-        self.docs.insert(id, Doc { len, terms: terms.into_boxed_slice() });
+        self.docs.insert(id, Doc { len, slot, terms: terms.into_boxed_slice() });
     }
 
     /// Removes document `id`. Returns `false` if it was not indexed.
@@ -170,14 +203,24 @@ impl LexicalIndex {
             let Some(list) = self.postings.get_mut(tid as usize) else {
                 continue;
             };
-            if let Ok(pos) = list.binary_search_by_key(&id, |p| p.id) {
+            if let Ok(pos) = list.binary_search_by_key(&doc.slot, |p| p.slot) {
                 list.remove(pos);
             }
             if list.is_empty() {
                 self.release(tid);
             }
         }
+        self.free_slot(doc.slot);
         true
+    }
+
+    /// Marks `slot` free for the next insert.
+    fn free_slot(&mut self, slot: u32) {
+        if let Some(id) = self.slot_ids.get_mut(slot as usize) {
+            *id = NO_DOC;
+            self.slot_lens[slot as usize] = 0;
+            self.free_slots.push(slot);
+        }
     }
 
     /// Removes every document of `ids` that is indexed (others are
@@ -188,13 +231,13 @@ impl LexicalIndex {
     /// (quadratic when many documents share common terms, as after
     /// replaying a log that forgot many memories).
     pub fn remove_many(&mut self, ids: &[u64]) -> usize {
-        let mut gone: std::collections::HashSet<u64> = std::collections::HashSet::with_capacity(ids.len());
+        let mut gone: std::collections::HashSet<u32> = std::collections::HashSet::with_capacity(ids.len());
         let mut touched: Vec<u32> = Vec::new();
         for &id in ids {
             if let Some(doc) = self.docs.remove(&id) {
                 self.total_len -= u64::from(doc.len);
                 touched.extend(doc.terms.iter());
-                gone.insert(id);
+                gone.insert(doc.slot);
             }
         }
         touched.sort_unstable();
@@ -203,12 +246,21 @@ impl LexicalIndex {
             let Some(list) = self.postings.get_mut(tid as usize) else {
                 continue;
             };
-            list.retain(|p| !gone.contains(&p.id));
+            list.retain(|p| !gone.contains(&p.slot));
             if list.is_empty() {
                 self.release(tid);
             }
         }
-        gone.len()
+        // Freed largest first, so that the smallest is reused first and the
+        // same removals leave the same free list whatever order `ids`
+        // came in.
+        let mut slots: Vec<u32> = gone.iter().copied().collect();
+        slots.sort_unstable_by(|a, b| b.cmp(a));
+        let n = slots.len();
+        for slot in slots {
+            self.free_slot(slot);
+        }
+        n
     }
 
     /// Number of indexed documents.
@@ -251,6 +303,8 @@ impl LexicalIndex {
         q.dedup_by(|a, b| a.0 == b.0);
         let n = self.docs.len() as f32;
         let avgdl = (self.total_len as f64 / self.docs.len() as f64) as f32;
+        // Scores by slot; a document's score sums its terms in the order
+        // of `q` whatever its slot.
         let mut acc: IdMap<f32> = IdMap::default();
         for (term, weight) in &q {
             let Some(tid) = self.term_id(term) else {
@@ -263,13 +317,15 @@ impl LexicalIndex {
             let idf = weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
             for p in list {
                 let tf = p.tf as f32;
-                let norm = if avgdl > 0.0 { p.len as f32 / avgdl } else { 0.0 };
+                let len = self.slot_lens.get(p.slot as usize).copied().unwrap_or(0);
+                let norm = if avgdl > 0.0 { len as f32 / avgdl } else { 0.0 };
                 let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
-                *acc.entry(p.id).or_insert(0.0) += s;
+                *acc.entry(u64::from(p.slot)).or_insert(0.0) += s;
             }
         }
         let mut top = TopK::new(k);
-        for (id, score) in acc {
+        for (slot, score) in acc {
+            let Some(&id) = self.slot_ids.get(slot as usize) else { continue };
             let hit = Hit { score, id };
             if score > 0.0 && top.would_accept(hit) && filter(id) {
                 top.push(hit);
@@ -341,18 +397,22 @@ impl LexicalIndex {
         out
     }
 
-    /// Estimated heap bytes held: posting lists (16 bytes a posting; a
-    /// list's first posting inline), term texts and dictionary,
-    /// per-document term lists and maps. Capacity-based.
+    /// Estimated heap bytes held: posting lists (8 bytes a posting; a
+    /// list's first two postings inline), term texts and dictionary,
+    /// per-document term lists, slot tables and maps. Capacity-based.
     pub fn memory_bytes(&self) -> usize {
         let list = std::mem::size_of::<PostingList>();
-        let postings: usize =
-            self.postings.iter().map(|l| list + if l.spilled() { l.capacity() * 16 } else { 0 }).sum::<usize>();
+        let postings: usize = self
+            .postings
+            .iter()
+            .map(|l| list + if l.spilled() { l.capacity() * std::mem::size_of::<Posting>() } else { 0 })
+            .sum::<usize>();
+        let slots = self.slot_ids.capacity() * 8 + self.slot_lens.capacity() * 4 + self.free_slots.capacity() * 4;
         let terms: usize = self.terms.iter().map(|t| t.len() + 16).sum();
         let dict = (self.dict.capacity() * (4 + 1)) * 8 / 7;
         let docs: usize = self.docs.values().map(|d| d.terms.len() * 4).sum::<usize>()
             + self.docs.capacity() * (8 + std::mem::size_of::<Doc>() + 1) * 8 / 7;
-        std::mem::size_of::<Self>() + postings + terms + dict + docs + self.free.capacity() * 4
+        std::mem::size_of::<Self>() + postings + terms + dict + docs + slots + self.free.capacity() * 4
     }
 
     /// The id of `term`, if some document holds it.
@@ -395,13 +455,26 @@ impl LexicalIndex {
     }
 
     /// Canonical view of the index statistics, independent of insertion
-    /// history: (N, total length, term → postings).
+    /// history and slots: (N, total length, term → (document id, tf,
+    /// document length) by id).
     #[cfg(test)]
-    fn snapshot(&self) -> (usize, u64, std::collections::BTreeMap<String, Vec<Posting>>) {
+    #[allow(clippy::type_complexity)]
+    fn snapshot(&self) -> (usize, u64, std::collections::BTreeMap<String, Vec<(u64, u32, u32)>>) {
         let mut m = std::collections::BTreeMap::new();
         for &tid in &self.dict {
-            m.insert(self.terms[tid as usize].to_string(), self.postings[tid as usize].to_vec());
+            let mut list: Vec<(u64, u32, u32)> = self.postings[tid as usize]
+                .iter()
+                .map(|p| (self.slot_ids[p.slot as usize], p.tf, self.slot_lens[p.slot as usize]))
+                .collect();
+            list.sort_unstable();
+            m.insert(self.terms[tid as usize].to_string(), list);
         }
+        // Every document's slot names it, and every other slot is free.
+        for (id, doc) in &self.docs {
+            assert_eq!(self.slot_ids[doc.slot as usize], *id);
+            assert_eq!(self.slot_lens[doc.slot as usize], doc.len);
+        }
+        assert_eq!(self.docs.len() + self.free_slots.len(), self.slot_ids.len());
         (self.docs.len(), self.total_len, m)
     }
 }
