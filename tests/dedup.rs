@@ -64,12 +64,17 @@ fn run_set(embedder: Arc<dyn Embedder>) -> TestResult {
         let first = engine.remember(&ns, NewMemory::new(&p.a).vector(va[i].clone()))?;
         assert_eq!(first.action, RememberAction::Created, "{}", p.id);
         let second = engine.remember(&ns, NewMemory::new(&p.b).vector(vb[i].clone()))?;
-        let similarity: f32 = va[i].iter().zip(&vb[i]).map(|(x, y)| x * y).sum();
+        // The engine compares the new vector with the stored one, whose
+        // components the index keeps as f16; a cosine within 1e-5 of the
+        // threshold (summation order) is not held to the rule here.
+        let stored = |x: f32| half::f16::from_f32(x).to_f32();
+        let similarity: f32 = va[i].iter().zip(&vb[i]).map(|(x, y)| stored(*x) * y).sum();
+        let borderline = (similarity - threshold).abs() < 1e-5;
         let rule = is_restatement(similarity, threshold, &FactSignature::of(&p.a), &FactSignature::of(&p.b));
         let active = engine.list(&ns, &ListOptions::default());
         match second.action {
             RememberAction::NearDuplicate { old, .. } => {
-                assert!(rule, "{}: the engine merged what the rule keeps apart", p.id);
+                assert!(rule || borderline, "{}: the engine merged what the rule keeps apart", p.id);
                 assert_eq!(old, first.id, "{}", p.id);
                 assert_eq!(active.len(), 1, "{}", p.id);
                 let history = engine.history(&ns, second.id)?;
@@ -80,7 +85,11 @@ fn run_set(embedder: Arc<dyn Embedder>) -> TestResult {
                 }
             }
             RememberAction::Created => {
-                assert!(!rule, "{}: the rule says restatement (cosine {similarity}) but the engine created", p.id);
+                assert!(
+                    !rule || borderline,
+                    "{}: the rule says restatement (cosine {similarity}) but the engine created",
+                    p.id
+                );
                 let texts: Vec<&str> = active.iter().map(|m| m.content.as_str()).collect();
                 assert_eq!(texts, [p.a.as_str(), p.b.as_str()], "{}: both stay active", p.id);
             }

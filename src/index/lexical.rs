@@ -53,8 +53,13 @@ struct Doc {
 /// their own (`union`: 24 bytes, as one inline 16-byte posting took before).
 type PostingList = SmallVec<[Posting; 2]>;
 
-/// Slot of no document (a freed slot's id).
+/// The id a free slot holds.
 const NO_DOC: u64 = u64::MAX;
+
+/// Free slots at which the slot tables are renumbered (when they are also
+/// at least half of all slots), so that a store that forgets much does not
+/// keep dead slots.
+const RENUMBER_FREE_SLOTS: usize = 1024;
 
 /// BM25 lexical index over the tokens of [`tokenize`] minus
 /// [stop words](super::is_stop_word), plus word bigrams.
@@ -84,11 +89,16 @@ const NO_DOC: u64 = u64::MAX;
 /// words side by side, as the query has them, ranks above one that has the
 /// same words apart; single words still decide most of the score.
 ///
-/// **Layout.** A posting names its document by a 32-bit *slot* (a number
-/// given at insert, reused after removal) instead of its 64-bit id; the
-/// slot tables map it to the id and the document's length. A posting is 8
-/// bytes instead of 16, and a term held by one or two documents needs no
-/// allocation of its own.
+/// **Layout.** A posting names its document by a 32-bit *slot* instead of
+/// its 64-bit id; the slot tables map it to the id and the document's
+/// length. A posting is 8 bytes instead of 16, and a term held by one or
+/// two documents needs no allocation of its own. Slots are handed out in
+/// ascending order and never reused, so a new document's postings are
+/// appended to their lists (no list is shifted, whatever the ids); a
+/// removal frees its slot, and once free slots reach
+/// `RENUMBER_FREE_SLOTS` (1,024) and half of all slots, every slot is
+/// renumbered in one pass in the same order (lists stay sorted), which
+/// costs one pass over the postings per that many removals.
 ///
 /// Statistics are integer counts and a document's score sums its terms in
 /// the query's term order, so after any sequence of inserts and removals
@@ -102,7 +112,7 @@ pub struct LexicalIndex {
     /// Hash of a term's text for `dict` (foldhash: several times cheaper
     /// than SipHash on short terms, randomly seeded per process).
     hasher: foldhash::fast::RandomState,
-    /// term id → postings, sorted by document id. Empty lists are recycled.
+    /// term id → postings, sorted by slot. Empty lists are recycled.
     postings: Vec<PostingList>,
     /// term id → term (empty for a recycled id).
     terms: Vec<Box<str>>,
@@ -113,8 +123,8 @@ pub struct LexicalIndex {
     slot_ids: Vec<u64>,
     /// slot → document length in tokens (read by scoring).
     slot_lens: Vec<u32>,
-    /// Free slots, reused before new ones.
-    free_slots: Vec<u32>,
+    /// Number of free slots (their id is [`NO_DOC`]).
+    free_slots: usize,
     /// Sum of document lengths.
     total_len: u64,
 }
@@ -137,7 +147,7 @@ impl LexicalIndex {
             docs: IdMap::default(),
             slot_ids: Vec::new(),
             slot_lens: Vec::new(),
-            free_slots: Vec::new(),
+            free_slots: 0,
             total_len: 0,
         }
     }
@@ -146,8 +156,8 @@ impl LexicalIndex {
     ///
     /// A text with no indexable token (empty, punctuation, stop words only)
     /// is still counted as a document of length 0. Cost: tokenisation plus
-    /// O(log df) per distinct term, word bigrams included (O(df) if ids are
-    /// not inserted in ascending order).
+    /// one dictionary lookup and one append per distinct term, word bigrams
+    /// included, in any id order (plus, for a replacement, the removal).
     pub fn insert(&mut self, id: u64, text: &str) {
         self.remove(id);
         let mut tokens = tokenize(text);
@@ -158,18 +168,11 @@ impl LexicalIndex {
         // Sorted so that term ids are assigned in a deterministic order;
         // equal tokens are then adjacent and counted as one term.
         tokens.sort_unstable();
-        let slot = match self.free_slots.pop() {
-            Some(slot) => {
-                self.slot_ids[slot as usize] = id;
-                self.slot_lens[slot as usize] = len;
-                slot
-            }
-            None => {
-                self.slot_ids.push(id);
-                self.slot_lens.push(len);
-                u32::try_from(self.slot_ids.len() - 1).unwrap_or(u32::MAX)
-            }
-        };
+        // Slots are counted in `u32`: past 2³² − 1 documents in one index
+        // (far beyond what a namespace holds in memory) two would share one.
+        let slot = u32::try_from(self.slot_ids.len()).expect("fewer than 2^32 documents in one lexical index");
+        self.slot_ids.push(id);
+        self.slot_lens.push(len);
         let mut terms = Vec::with_capacity(tokens.len());
         let mut rest = tokens.as_slice();
         while let Some(first) = rest.first() {
@@ -178,14 +181,9 @@ impl LexicalIndex {
             let tid = self.intern(first);
             rest = &rest[run..];
             let list = &mut self.postings[tid as usize];
-            let posting = Posting { slot, tf };
-            match list.last() {
-                Some(last) if last.slot > slot => {
-                    let pos = list.partition_point(|p| p.slot < slot);
-                    list.insert(pos, posting);
-                }
-                _ => list.push(posting),
-            }
+            // The newest slot is the largest: appending keeps the list sorted.
+            debug_assert!(list.last().is_none_or(|p| p.slot < slot));
+            list.push(Posting { slot, tf });
             terms.push(tid);
         }
         self.total_len += u64::from(len);
@@ -211,16 +209,49 @@ impl LexicalIndex {
             }
         }
         self.free_slot(doc.slot);
+        self.renumber_if_sparse();
         true
     }
 
-    /// Marks `slot` free for the next insert.
+    /// Marks `slot` free.
     fn free_slot(&mut self, slot: u32) {
         if let Some(id) = self.slot_ids.get_mut(slot as usize) {
             *id = NO_DOC;
             self.slot_lens[slot as usize] = 0;
-            self.free_slots.push(slot);
+            self.free_slots += 1;
         }
+    }
+
+    /// Renumbers the slots of the live documents `0..n` in their present
+    /// order once free slots reach [`RENUMBER_FREE_SLOTS`] and half of all
+    /// slots: the map is increasing, so every posting list stays sorted.
+    fn renumber_if_sparse(&mut self) {
+        if self.free_slots < RENUMBER_FREE_SLOTS || self.free_slots * 2 < self.slot_ids.len() {
+            return;
+        }
+        let mut map = vec![u32::MAX; self.slot_ids.len()];
+        let mut next = 0usize;
+        for old in 0..self.slot_ids.len() {
+            if self.slot_ids[old] != NO_DOC {
+                map[old] = next as u32;
+                self.slot_ids[next] = self.slot_ids[old];
+                self.slot_lens[next] = self.slot_lens[old];
+                next += 1;
+            }
+        }
+        self.slot_ids.truncate(next);
+        self.slot_lens.truncate(next);
+        self.slot_ids.shrink_to(next + next / 4);
+        self.slot_lens.shrink_to(next + next / 4);
+        for list in &mut self.postings {
+            for p in list.iter_mut() {
+                p.slot = map[p.slot as usize];
+            }
+        }
+        for doc in self.docs.values_mut() {
+            doc.slot = map[doc.slot as usize];
+        }
+        self.free_slots = 0;
     }
 
     /// Removes every document of `ids` that is indexed (others are
@@ -251,15 +282,11 @@ impl LexicalIndex {
                 self.release(tid);
             }
         }
-        // Freed largest first, so that the smallest is reused first and the
-        // same removals leave the same free list whatever order `ids`
-        // came in.
-        let mut slots: Vec<u32> = gone.iter().copied().collect();
-        slots.sort_unstable_by(|a, b| b.cmp(a));
-        let n = slots.len();
-        for slot in slots {
+        let n = gone.len();
+        for slot in gone {
             self.free_slot(slot);
         }
+        self.renumber_if_sparse();
         n
     }
 
@@ -407,7 +434,7 @@ impl LexicalIndex {
             .iter()
             .map(|l| list + if l.spilled() { l.capacity() * std::mem::size_of::<Posting>() } else { 0 })
             .sum::<usize>();
-        let slots = self.slot_ids.capacity() * 8 + self.slot_lens.capacity() * 4 + self.free_slots.capacity() * 4;
+        let slots = self.slot_ids.capacity() * 8 + self.slot_lens.capacity() * 4;
         let terms: usize = self.terms.iter().map(|t| t.len() + 16).sum();
         let dict = (self.dict.capacity() * (4 + 1)) * 8 / 7;
         let docs: usize = self.docs.values().map(|d| d.terms.len() * 4).sum::<usize>()
@@ -474,7 +501,11 @@ impl LexicalIndex {
             assert_eq!(self.slot_ids[doc.slot as usize], *id);
             assert_eq!(self.slot_lens[doc.slot as usize], doc.len);
         }
-        assert_eq!(self.docs.len() + self.free_slots.len(), self.slot_ids.len());
+        assert_eq!(self.docs.len() + self.free_slots, self.slot_ids.len());
+        assert_eq!(self.slot_ids.iter().filter(|id| **id == NO_DOC).count(), self.free_slots);
+        for list in &self.postings {
+            assert!(list.windows(2).all(|w| w[0].slot < w[1].slot), "a posting list out of slot order");
+        }
         (self.docs.len(), self.total_len, m)
     }
 }
@@ -721,6 +752,73 @@ mod tests {
         }
         assert_eq!(inc.snapshot(), LexicalIndex::new().snapshot());
         assert!(inc.dict.is_empty());
+    }
+
+    #[test]
+    fn postings_are_eight_bytes_and_two_fit_inline() {
+        assert_eq!(std::mem::size_of::<Posting>(), 8);
+        assert_eq!(std::mem::size_of::<PostingList>(), 24);
+        assert_eq!(PostingList::new().inline_size(), 2);
+    }
+
+    /// Random inserts, replacements, removals and batch removals, enough to
+    /// renumber the slots several times: the postings (read as documents)
+    /// and every score stay equal, bit for bit, to those of an index built
+    /// from scratch with the documents left.
+    #[test]
+    fn slots_renumbered_after_many_removals_keep_scores_exact() {
+        use rand::{rngs::SmallRng, Rng, SeedableRng};
+        let words = ["coffee", "tea", "cat", "dog", "run", "park", "咖啡", "茶", "book", "music", "rain", "sun"];
+        let mut rng = SmallRng::seed_from_u64(7);
+        let text = |rng: &mut SmallRng| -> String {
+            (0..rng.gen_range(1..8)).map(|_| words[rng.gen_range(0..words.len())]).collect::<Vec<_>>().join(" ")
+        };
+        let mut ix = LexicalIndex::new();
+        let mut live: std::collections::BTreeMap<u64, String> = std::collections::BTreeMap::new();
+        let mut renumbered = 0;
+        for step in 0..12_000u64 {
+            let before = ix.slot_ids.len();
+            match rng.gen_range(0..10) {
+                0..=4 => {
+                    let id = rng.gen_range(0..6_000u64);
+                    let t = text(&mut rng);
+                    ix.insert(id, &t);
+                    live.insert(id, t);
+                }
+                5..=7 => {
+                    let id = rng.gen_range(0..6_000u64);
+                    assert_eq!(ix.remove(id), live.remove(&id).is_some());
+                }
+                _ => {
+                    let ids: Vec<u64> = (0..40).map(|_| rng.gen_range(0..6_000u64)).collect();
+                    let want = ids
+                        .iter()
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .iter()
+                        .filter(|id| live.contains_key(id))
+                        .count();
+                    assert_eq!(ix.remove_many(&ids), want);
+                    for id in &ids {
+                        live.remove(id);
+                    }
+                }
+            }
+            renumbered += usize::from(ix.slot_ids.len() + 1 < before);
+            if step % 3_000 == 2_999 {
+                let docs: Vec<(u64, &str)> = live.iter().map(|(id, t)| (*id, t.as_str())).collect();
+                let fresh = build(&docs);
+                assert_eq!(ix.snapshot(), fresh.snapshot(), "step {step}");
+                for q in ["coffee tea", "咖啡 cat", "run in the park", "rain sun book"] {
+                    let a = ix.search(q, 20, &all);
+                    let b = fresh.search(q, 20, &all);
+                    assert_eq!(a.len(), b.len(), "{q}");
+                    for (x, y) in a.iter().zip(&b) {
+                        assert_eq!((x.0, x.1.to_bits()), (y.0, y.1.to_bits()), "{q}");
+                    }
+                }
+            }
+        }
+        assert!(renumbered >= 2, "slots were renumbered {renumbered} times");
     }
 
     #[test]

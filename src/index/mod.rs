@@ -27,7 +27,9 @@ use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;
 
 /// Planner cost of a graph search with candidate list `ef`, in units of one
-/// streamed row of the `f32` exact scan: each list entry expands about `2·M`
+/// streamed row of an unquantised exact scan (measured when rows were
+/// `f32`; the `f16` rows did not move the quantised scan's or the graph's
+/// times, see README "Read path"): each list entry expands about `2·M`
 /// layer-0 neighbours, each a distance at a random address (a separate heap
 /// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
 /// in `benches/index.rs` (384-d, ef 64, M 16, thread CPU p50): a graph
@@ -39,16 +41,17 @@ fn graph_cost(ef: usize, m: usize) -> f64 {
 }
 
 /// Cost of one row of the quantised scan (with its share of the exact
-/// rescoring) in `f32` row-units: its p50 is 0.27–0.35× the `f32` scan's
-/// at 10k–100k rows in `benches/index.rs`.
+/// rescoring) in unquantised row-units: its p50 was 0.27–0.35× the `f32`
+/// scan's at 10k–100k rows in `benches/index.rs` (0.25–0.34× with `f16`
+/// rows against the bench's own `f32` scan).
 const QUANT_ROW_COST: f64 = 0.3;
 
-/// Planner cost, in `f32` row-units, of a scan of `live` rows where a
+/// Planner cost, in unquantised row-units, of a scan of `live` rows where a
 /// fraction `frac` passes the filter: a filter-first scan (below
-/// [`FILTER_FIRST_BELOW`]) asks the filter for every row (2 % of an `f32`
-/// row each) and scores passing rows only; otherwise every row is scored.
-/// A row costs `row` units: 1 for the `f32` scan, [`QUANT_ROW_COST`] for
-/// the quantised one.
+/// [`FILTER_FIRST_BELOW`]) asks the filter for every row (2 % of a row
+/// each) and scores passing rows only; otherwise every row is scored.
+/// A row costs `row` units: 1 for the unquantised scan, [`QUANT_ROW_COST`]
+/// for the quantised one.
 fn scan_cost(live: usize, frac: f64, row: f64) -> f64 {
     const FILTER_CALL: f64 = 0.02;
     let per_row = if frac < FILTER_FIRST_BELOW { FILTER_CALL + frac * row } else { row };
@@ -64,7 +67,9 @@ const FILTER_FIRST_BELOW: f64 = 0.25;
 ///
 /// Every vector is kept in a contiguous row-major store (`len × dim`
 /// IEEE 754 binary16 components, each the nearest `f16` to the `f32` given:
-/// relative change ≤ 2⁻¹¹, so a cosine moves by at most 2⁻¹¹; half the memory
+/// relative change ≤ 2⁻¹¹ (components under 2⁻¹⁴ in magnitude become
+/// subnormals, absolute change ≤ 2⁻²⁵), so a cosine of unit vectors moves
+/// by at most 2⁻¹¹ + 2⁻²⁵·‖q‖₁ (< 0.0005 at 384-d); half the memory
 /// of `f32` rows) next to its `i8` codes (`dim` bytes and one `f32` scale per
 /// vector, see `quant`). The stored vector is the `f16` row: every similarity
 /// the index reports is the `f32` dot product of the query with it,
@@ -177,7 +182,8 @@ impl VectorIndex {
 
     /// The stored vector of `id` (`dim` components), if live: the vector
     /// given to [`insert`](Self::insert) with each component rounded to the
-    /// nearest IEEE 754 binary16 value (relative change ≤ 2⁻¹¹) and widened
+    /// nearest IEEE 754 binary16 value (relative change ≤ 2⁻¹¹; absolute
+    /// ≤ 2⁻²⁵ under 2⁻¹⁴, the subnormal range) and widened
     /// back to `f32`. Allocates the returned `Vec`.
     pub fn get(&self, id: u64) -> Option<Vec<f32>> {
         self.store.vector(id)
@@ -238,7 +244,8 @@ impl VectorIndex {
     /// candidates are ranked approximately: a scan ranks by the `i8` estimate
     /// and rescores the best `max(k, 4) · rescore_factor` exactly (recall@10
     /// against an exact `f32` scan of the vectors as given ≥ 0.98, measured
-    /// in `benches/index.rs` and the unit tests), a
+    /// in `benches/index.rs`; the unit tests check it against a scan of
+    /// every stored row), a
     /// graph search rescores its whole candidate list.
     ///
     /// `query` must have [`dim`](Self::dim) components and unit norm (debug

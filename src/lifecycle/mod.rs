@@ -130,11 +130,26 @@ impl Engine {
         Ok(out)
     }
 
-    /// The memory's vector from the index, or its content embedded again.
+    /// The memory's vector as the log's vector cache keeps it (`f32`, as
+    /// embedded), else from the index (its `f16` row widened), else its
+    /// content embedded again. Callers write it to the cache for a new
+    /// version, which then holds the embedder's own values.
     pub(crate) fn vector_of(&self, ns: &Namespace, m: &Memory) -> Result<Vec<f32>> {
-        let cached = {
-            let state = self.shared().state.read();
-            state.ns(ns).and_then(|st| st.vectors.get(m.id.0))
+        let shared = self.shared();
+        let indexed = {
+            let state = shared.state.read();
+            state.ns(ns).and_then(|st| st.vectors.get(m.id.0).map(|v| (st.vectors.dim(), v)))
+        };
+        let cached = match indexed {
+            Some((dim, row)) => Some(
+                shared
+                    .store()
+                    .get_vector(&shared.model_id, m.id)?
+                    .map(|c| c.vector)
+                    .filter(|v| v.len() == dim)
+                    .unwrap_or(row),
+            ),
+            None => None,
         };
         match cached {
             Some(v) => Ok(v),
