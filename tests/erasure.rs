@@ -655,3 +655,56 @@ proptest! {
         run_ops(ops, seed);
     }
 }
+
+/// An embedder that embeds a query unlike a memory of the same text (as
+/// e5 does with its "query:" and "passage:" prefixes, only more so): a
+/// text scores about 0 against itself.
+struct Asymmetric(mnemon::embed::HashingEmbedder);
+
+impl mnemon::embed::Embedder for Asymmetric {
+    fn model_id(&self) -> &str {
+        "asymmetric-test-384"
+    }
+
+    fn dim(&self) -> usize {
+        384
+    }
+
+    fn embed(&self, texts: &[&str], kind: EmbedKind) -> mnemon::Result<Vec<Vec<f32>>> {
+        let mut vs = self.0.embed(texts, EmbedKind::Passage)?;
+        if kind == EmbedKind::Query {
+            for v in &mut vs {
+                v.rotate_left(1);
+            }
+        }
+        Ok(vs)
+    }
+}
+
+/// `forget --matching` with a memory's own text erases that memory even
+/// when the embedder scores the text against itself under the floor (the
+/// case e5 showed: 0.91–0.96 against a 0.92 floor); the exact text comes
+/// first, and other memories still need the floor.
+#[test]
+fn forget_matching_the_exact_text_erases_it_whatever_its_cosine() -> R {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::builder(dir.path()).embedder(std::sync::Arc::new(Asymmetric(Default::default()))).open()?;
+    let u = ns("u");
+    let mia = engine.remember(&u, mem("My daughter's name is Mia"))?.id;
+    let other = engine.remember(&u, mem("I live in Berlin"))?.id;
+    let query = "  my DAUGHTER's name is\u{200B} Mia ";
+    let found = engine.matching(&u, query, 0.9, 10)?;
+    assert_eq!(found.iter().map(|(id, _)| *id).collect::<Vec<_>>(), [mia], "{found:?}");
+    assert!(found[0].1 < 0.9, "the test embedder should score the text under the floor: {found:?}");
+    let outcome = engine.forget(
+        &u,
+        ForgetRequest::Matching { query: query.into(), min_similarity: 0.9, limit: 10 },
+        "user request",
+    )?;
+    assert_eq!(outcome.memory_ids, [mia]);
+    let left: Vec<MemoryId> = all_memories(&engine, &u).iter().map(|m| m.id).collect();
+    assert_eq!(left, [other]);
+    // Another text under the floor matches nothing.
+    assert!(engine.matching(&u, "My son is called Leo", 0.9, 10)?.is_empty());
+    Ok(())
+}

@@ -476,12 +476,15 @@ class Engine:
             observation: an observation, and memories derived only from it.
             session: every memory and observation of the session.
             all: the whole namespace.
-            matching: memories whose cosine similarity to this text is at
-                least `min_similarity` (default: the embedder's conservative
+            matching: every memory whose text is this text (case, spacing
+                and invisible characters aside), whatever its cosine, and
+                the memories whose cosine similarity to it is at least
+                `min_similarity` (default: the embedder's conservative
                 floor, 0.5 for MiniLM and hashing, 0.92 for e5), at most
-                `limit` of them (1–10,000, default 1,000).
+                `limit` of them in all (1–10,000, default 1,000).
             dry_run: only report what would be forgotten (with `preview`;
-                with `matching`, also `similarities`, best first).
+                with `matching`, also `similarities`: exact texts first,
+                then best first).
             reason: why, stored in the log (default "user request").
 
         Returns `ForgetResponse`: counts, ids, `dry_run`, `preview`,

@@ -983,8 +983,9 @@ class ForgetResponse(Record):
     def similarities(self) -> List[float]:
         """
         Dry run with `matching` only: the cosine similarity (-1..1) of each `preview`
-        memory to the query, in the same order (best first; the preview is then in this
-        order too).
+        memory to the query, in the same order (memories whose text is the query's
+        first, whatever their cosine, then best first; the preview is then in this order
+        too).
         """
         return self._data.get("similarities", [])
 

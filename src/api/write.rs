@@ -230,7 +230,9 @@ pub struct ForgetRequest {
     /// The whole namespace.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
-    /// Memories similar to this query.
+    /// Memories similar to this query; a memory whose text is the query
+    /// (case, spacing and invisible characters aside) always matches,
+    /// whatever its cosine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<String>,
     /// With matching: cosine floor. -1..1; default the embedder's relevance floor (0.5 for
@@ -265,7 +267,8 @@ pub struct ForgetResponse {
     #[serde(default)]
     pub ids_omitted: usize,
     /// Dry run with `matching` only: the cosine similarity (-1..1) of each
-    /// `preview` memory to the query, in the same order (best first; the
+    /// `preview` memory to the query, in the same order (memories whose text
+    /// is the query's first, whatever their cosine, then best first; the
     /// preview is then in this order too).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub similarities: Vec<f32>,

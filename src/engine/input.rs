@@ -238,8 +238,10 @@ pub enum ForgetRequest {
     Session(String),
     /// Everything in the namespace.
     All,
-    /// Every active memory that recall returns for `query` with similarity
-    /// at least `min_similarity` (at most `limit` of them).
+    /// Every active memory whose text is `query` (case, spacing, invisible
+    /// characters and NFKC aside), whatever its cosine, and every active
+    /// memory that recall returns for `query` with similarity at least
+    /// `min_similarity` (at most `limit` in all; see [`Engine::matching`](crate::Engine::matching)).
     Matching {
         /// The query text (not stored in the log).
         query: String,

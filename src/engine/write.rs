@@ -458,8 +458,13 @@ impl Engine {
     }
 
     /// The memories a `Matching` forget would erase, with their cosine
-    /// similarity to `query` (-1..=1, best first): active memories whose
-    /// similarity is at least `min_similarity`, at most `limit` of them.
+    /// similarity to `query` (-1..=1), at most `limit` of them: first every
+    /// active memory whose text is the query's (after
+    /// normalisation: case, spacing, invisible characters and NFKC aside),
+    /// whatever its cosine — a question-to-memory embedding such as e5's
+    /// scores a text against itself at only about 0.91–0.96 — then, best
+    /// first, the other active memories whose similarity is at least
+    /// `min_similarity`.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for a bad query, `min_similarity` outside
@@ -490,13 +495,23 @@ impl Engine {
                 .get(&MemoryId(id))
                 .is_some_and(|m| m.visible_at(at) && m.status_at(at) == crate::types::Status::Active)
         };
-        Ok(st
-            .vectors
-            .search(&qv, limit, &ok)
-            .into_iter()
-            .filter(|(_, s)| *s >= min_similarity)
-            .map(|(id, s)| (MemoryId(id), s))
-            .collect())
+        let norm = crate::projection::normalize_content(query);
+        let mut out: Vec<(MemoryId, f32)> = st
+            .same_text(&norm)
+            .filter(|id| ok(id.0))
+            .take(limit)
+            .map(|id| (id, st.vectors.similarity(id.0, &qv).unwrap_or(0.0)))
+            .collect();
+        let exact = out.len();
+        for (id, s) in st.vectors.search(&qv, limit, &ok) {
+            if out.len() >= limit || s < min_similarity {
+                break;
+            }
+            if !out[..exact].iter().any(|(e, _)| e.0 == id) {
+                out.push((MemoryId(id), s));
+            }
+        }
+        Ok(out)
     }
 
     /// What a forget would erase, without writing anything.

@@ -28,59 +28,20 @@ use half::slice::HalfFloatSliceExt;
 
 use super::quant::{dot_i8, dot_i8_rows, quantize};
 
-/// Dot product of two equal-length slices (shorter length wins if they differ).
+/// Dot product of `a` with the row `b` (shorter length wins if they
+/// differ), each 16 components of `b` widened to `f32` by `widen16` and each
+/// of the last `len % 16` by `widen1`.
 ///
 /// The main loop takes 16 components at a time into four independent groups
 /// of four accumulators, which LLVM turns into four packed 4-lane
 /// multiply/add chains (SSE baseline; checked in the disassembly) instead of
 /// one serial dependency chain; the tail is summed scalar. (Writing it as one
 /// 16- or 8×2-lane array with a tree reduction made LLVM pick 2-lane vectors.)
-/// The summation order is fixed, so the result is bit-for-bit reproducible.
-/// The `f32` reference of [`dot_f16`], which the store's searches use (tests
-/// compare the two).
-#[cfg(test)]
+/// The summation order is fixed, so the result is bit-for-bit reproducible,
+/// and equal for two rows that widen to the same values.
+#[inline(always)]
 #[allow(clippy::needless_range_loop)]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut a0 = [0.0f32; 4];
-    let mut a1 = [0.0f32; 4];
-    let mut a2 = [0.0f32; 4];
-    let mut a3 = [0.0f32; 4];
-    let ca = a.chunks_exact(16);
-    let cb = b.chunks_exact(16);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..4 {
-            a0[i] += x[i] * y[i];
-            a1[i] += x[4 + i] * y[4 + i];
-            a2[i] += x[8 + i] * y[8 + i];
-            a3[i] += x[12 + i] * y[12 + i];
-        }
-    }
-    let mut tail = 0.0f32;
-    for (x, y) in ra.iter().zip(rb) {
-        tail += x * y;
-    }
-    let mut s = [0.0f32; 4];
-    for i in 0..4 {
-        s[i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);
-    }
-    (s[0] + s[1]) + (s[2] + s[3]) + tail
-}
-
-/// Dot product of `a` with the `f16` row `b` widened to `f32`, without
-/// allocating. The main loop takes 16 components at a time into four
-/// independent groups of four accumulators, which LLVM turns into four packed
-/// 4-lane multiply/add chains instead of one serial dependency chain; the
-/// tail is summed scalar. The summation order is fixed, so the result is
-/// bit-for-bit reproducible (and equals the test-only `f32` `dot` of `a`
-/// with the widened row). Widening is exact; it runs 16 components at a time through
-/// `half`'s slice conversion (F16C instructions where the processor has
-/// them, detected at run time; the software path gives the same values).
-#[inline]
-#[allow(clippy::needless_range_loop)]
-pub(crate) fn dot_f16(a: &[f32], b: &[f16]) -> f32 {
+fn dot_widened<T: Copy>(a: &[f32], b: &[T], widen16: impl Fn(&[T], &mut [f32; 16]), widen1: impl Fn(T) -> f32) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut a0 = [0.0f32; 4];
@@ -91,8 +52,8 @@ pub(crate) fn dot_f16(a: &[f32], b: &[f16]) -> f32 {
     let cb = b.chunks_exact(16);
     let (ra, rb) = (ca.remainder(), cb.remainder());
     let mut y = [0.0f32; 16];
-    for (x, h) in ca.zip(cb) {
-        h.convert_to_f32_slice(&mut y);
+    for (x, c) in ca.zip(cb) {
+        widen16(c, &mut y);
         for i in 0..4 {
             a0[i] += x[i] * y[i];
             a1[i] += x[4 + i] * y[4 + i];
@@ -101,14 +62,32 @@ pub(crate) fn dot_f16(a: &[f32], b: &[f16]) -> f32 {
         }
     }
     let mut tail = 0.0f32;
-    for (x, h) in ra.iter().zip(rb) {
-        tail += x * h.to_f32();
+    for (x, c) in ra.iter().zip(rb) {
+        tail += x * widen1(*c);
     }
     let mut s = [0.0f32; 4];
     for i in 0..4 {
         s[i] = (a0[i] + a1[i]) + (a2[i] + a3[i]);
     }
     (s[0] + s[1]) + (s[2] + s[3]) + tail
+}
+
+/// Dot product of two `f32` slices in [`dot_widened`]'s order: the
+/// reference of [`dot_f16`] (tests compare the two).
+#[cfg(test)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_widened(a, b, |c, y| y.copy_from_slice(c), |x| x)
+}
+
+/// Dot product of `a` with the `f16` row `b` widened to `f32`, without
+/// allocating, in [`dot_widened`]'s order (so it equals the test-only `f32`
+/// `dot` of `a` with the widened row, bit for bit). Widening is exact; it
+/// runs 16 components at a time through `half`'s slice conversion (F16C
+/// instructions where the processor has them, detected at run time; the
+/// software path gives the same values).
+#[inline]
+pub(crate) fn dot_f16(a: &[f32], b: &[f16]) -> f32 {
+    dot_widened(a, b, |c, y| c.convert_to_f32_slice(y), f16::to_f32)
 }
 
 /// Hasher for `u64` ids: the splitmix64 finaliser. Ids are assigned by the

@@ -231,10 +231,11 @@ impl LexicalIndex {
         }
         let mut map = vec![u32::MAX; self.slot_ids.len()];
         let mut next = 0usize;
-        for old in 0..self.slot_ids.len() {
-            if self.slot_ids[old] != NO_DOC {
-                map[old] = next as u32;
-                self.slot_ids[next] = self.slot_ids[old];
+        for (old, new) in map.iter_mut().enumerate() {
+            let id = self.slot_ids[old];
+            if id != NO_DOC {
+                *new = next as u32;
+                self.slot_ids[next] = id;
                 self.slot_lens[next] = self.slot_lens[old];
                 next += 1;
             }
