@@ -230,9 +230,7 @@ pub struct ForgetRequest {
     /// The whole namespace.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
-    /// Memories similar to this query; a memory whose text is the query
-    /// (case, spacing and invisible characters aside) always matches,
-    /// whatever its cosine.
+    /// Memories similar to this query.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<String>,
     /// With matching: cosine floor. -1..1; default the embedder's relevance floor (0.5 for
