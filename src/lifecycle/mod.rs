@@ -136,19 +136,20 @@ impl Engine {
     /// version, which then holds the embedder's own values.
     pub(crate) fn vector_of(&self, ns: &Namespace, m: &Memory) -> Result<Vec<f32>> {
         let shared = self.shared();
-        let indexed = {
+        let row = |shared: &crate::writer::Shared| {
             let state = shared.state.read();
-            state.ns(ns).and_then(|st| st.vectors.get(m.id.0).map(|v| (st.vectors.dim(), v)))
+            state.ns(ns).and_then(|st| st.vectors.get(m.id.0))
         };
-        let cached = match indexed {
-            Some((dim, row)) => Some(
-                shared
-                    .store()
-                    .get_vector(&shared.model_id, m.id)?
-                    .map(|c| c.vector)
-                    .filter(|v| v.len() == dim)
-                    .unwrap_or(row),
-            ),
+        // Only a memory with a live vector in the index has one to copy.
+        let indexed_dim = {
+            let state = shared.state.read();
+            state.ns(ns).filter(|st| st.vectors.contains(m.id.0)).map(|st| st.vectors.dim())
+        };
+        let cached = match indexed_dim {
+            Some(dim) => match shared.store().get_vector(&shared.model_id, m.id)?.map(|c| c.vector) {
+                Some(v) if v.len() == dim => Some(v),
+                _ => row(&shared),
+            },
             None => None,
         };
         match cached {

@@ -346,8 +346,12 @@ impl State {
     /// needed): records clone this one, so that every record of a
     /// namespace shares one copy of its name.
     fn shared_name(&mut self, ns: &Namespace) -> Namespace {
-        self.ns_mut(ns);
-        self.namespaces.get_key_value(ns).map_or_else(|| ns.clone(), |(k, _)| k.clone())
+        let (dim, params) = (self.dim, &self.params);
+        // An occupied entry's key is the map's own, so one lookup does.
+        let entry = self.namespaces.entry(ns.clone());
+        let name = entry.key().clone();
+        entry.or_insert_with(|| NsState::new(dim, params));
+        name
     }
 
     /// The last `Seq` whose commit time is at or before `t` (0 if none).
