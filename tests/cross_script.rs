@@ -64,6 +64,11 @@ fn the_other_scripts_memories_are_candidates_and_the_offset_is_applied() -> R {
         let unshifted = engine.recall(&ns, q, &RecallOptions { top_k: 50, candidates: 50, ..plain.clone() })?;
         let raw = unshifted.iter().find(|u| u.memory.id == h.memory.id).map(|u| u.explain.similarity);
         assert_eq!(Some(h.explain.similarity), raw, "the explanation keeps the raw cosine");
+        assert_eq!(h.explain.script_offset, 0.5, "and states the offset added to it");
+    }
+    // A memory in the query's script gets none.
+    for h in hits.iter().filter(|h| !EN.contains(&h.memory.content.as_str())) {
+        assert_eq!(h.explain.script_offset, 0.0, "{h:#?}");
     }
     // The hashing embedder states no offset: the default leaves scores as
     // they were.

@@ -59,12 +59,19 @@ pub struct Stats {
     pub events: EventCounts,
     /// Namespaces holding at least one record.
     pub namespaces: usize,
-    /// Active memory versions, all namespaces.
+    /// Active memory versions, all namespaces (quarantined ones included:
+    /// see `quarantined_memories`).
     pub active_memories: usize,
     /// Superseded memory versions, all namespaces.
     pub superseded_memories: usize,
     /// Archived memory versions, all namespaces.
     pub archived_memories: usize,
+    /// Memory versions quarantined as injected instructions, whatever their
+    /// status (each is also counted under its status above). Recall and
+    /// context leave them out; [`ListOptions::include_quarantined`] lists
+    /// them.
+    #[serde(default)]
+    pub quarantined_memories: usize,
     /// Observations, all namespaces.
     pub observations: usize,
     /// Vectors in the indexes.
@@ -433,6 +440,7 @@ impl Engine {
             active_memories: 0,
             superseded_memories: 0,
             archived_memories: 0,
+            quarantined_memories: 0,
             observations: 0,
             vectors: 0,
             embed_backlog: self.embed_backlog(),
@@ -453,6 +461,7 @@ impl Engine {
                     Status::Archived => s.archived_memories += 1,
                     _ => s.superseded_memories += 1,
                 }
+                s.quarantined_memories += usize::from(m.quarantine.is_some());
             }
             s.observations += st.observations.len();
             s.vectors += st.vectors.len();

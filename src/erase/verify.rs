@@ -389,7 +389,8 @@ pub struct ScanReport {
     /// Every regular file read, in path order.
     pub files: Vec<ScannedFile>,
     /// Entries not read, with the reason (a symbolic link, a file that
-    /// vanished while the scan ran).
+    /// vanished while the scan ran, a FIFO or device). Unix sockets (a
+    /// running server's `mnemon.sock`) hold no bytes and are not listed.
     pub skipped: Vec<String>,
     /// Total bytes read.
     pub bytes_scanned: u64,
@@ -409,7 +410,8 @@ impl ScanReport {
 }
 
 /// Reads every file under `dir` (recursively; symbolic links are listed as
-/// skipped, not followed) and searches it for `patterns`, recording each
+/// skipped, not followed; Unix sockets, which hold no bytes, are passed
+/// over) and searches it for `patterns`, recording each
 /// file's length and SHA-256. Works on a closed store as well as an open one
 /// (files are only read).
 ///
@@ -510,6 +512,18 @@ fn scan_file(
     Ok((total, hex::encode(hasher.finalize())))
 }
 
+/// Whether `ft` is a Unix domain socket (never, off Unix).
+#[cfg(unix)]
+fn is_socket(ft: &fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    ft.is_socket()
+}
+
+#[cfg(not(unix))]
+fn is_socket(_: &fs::FileType) -> bool {
+    false
+}
+
 fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>, skipped: &mut Vec<String>) -> Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = match entry {
@@ -530,7 +544,12 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, PathBuf)>, skipped: &mut
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::Io(e)),
         };
-        if ft.is_symlink() {
+        if is_socket(&ft) {
+            // A Unix socket (the server's `mnemon.sock`) is a name for a
+            // kernel endpoint: it holds no bytes on disk, so there is
+            // nothing to read and nothing left unread.
+            continue;
+        } else if ft.is_symlink() {
             skipped.push(format!("{rel}: symbolic link, not followed"));
         } else if ft.is_dir() {
             match walk(root, &path, out, skipped) {
@@ -570,6 +589,23 @@ mod tests {
         assert_eq!(r.matches_total as usize, p.len());
         assert_eq!(r.files[0].len, data.len() as u64);
         assert_eq!(r.files[0].sha256, hex::encode(Sha256::digest(&data)));
+    }
+
+    /// A running server's socket holds no bytes: it is neither read nor
+    /// listed as skipped, while a symbolic link still is.
+    #[cfg(unix)]
+    #[test]
+    fn sockets_are_passed_over_and_links_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("data"), b"kept text").unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(dir.path().join("mnemon.sock")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("data"), dir.path().join("link")).unwrap();
+        let mut p = ErasurePatterns::new();
+        p.add_text("kept text");
+        let r = verify_erasure(dir.path(), &p).unwrap();
+        assert_eq!(r.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["data"]);
+        assert_eq!(r.skipped, ["link: symbolic link, not followed"]);
+        assert_eq!(r.matches_total as usize, p.len());
     }
 
     /// Every (pattern, offset) the naive search finds, and nothing else.

@@ -616,3 +616,29 @@ fn quantized_scan_is_deterministic_across_insert_orders() {
     let r = a.search(&vs[3], 2, &all);
     assert_eq!(ids(&r), vec![3, 20_000]);
 }
+
+/// A vector searched with itself scores at most 1: rounding (the `f16` row,
+/// the `f32` sum) puts many raw dot products past 1, and the index reports
+/// the cosine clamped, the same from `search` and `similarity`.
+#[test]
+fn a_vector_against_itself_scores_at_most_one() {
+    let mut rng = SmallRng::seed_from_u64(11);
+    let dim = 384;
+    let mut ix = VectorIndex::new(dim, HnswParams::default());
+    let data: Vec<Vec<f32>> = (0..300).map(|_| unit(&mut rng, dim)).collect();
+    for (i, v) in data.iter().enumerate() {
+        ix.insert(i as u64, v);
+    }
+    let mut raw_past_one = 0;
+    for (i, v) in data.iter().enumerate() {
+        let raw = ix.store.similarity(i as u64, v).expect("live");
+        raw_past_one += usize::from(raw > 1.0);
+        let got = ix.search(v, 1, &all);
+        assert_eq!(got[0].0, i as u64);
+        assert!(got[0].1 <= 1.0, "{} > 1", got[0].1);
+        assert_eq!(Some(got[0].1), ix.similarity(i as u64, v));
+        assert_eq!(got[0].1, raw.min(1.0));
+    }
+    // The clamp is not vacuous on this data.
+    assert!(raw_past_one > 0, "no raw dot product past 1");
+}

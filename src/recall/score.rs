@@ -213,6 +213,13 @@ impl Default for Weights {
 pub struct Explanation {
     /// Cosine similarity of query and memory vectors, `-1..=1`.
     pub similarity: f32,
+    /// What was added to `similarity` before fusion because the memory is
+    /// written in the other script (CJK or not) than the query: the
+    /// cross-script offset ([`Weights::cross_script`], else the embedder's
+    /// [`crate::embed::Embedder::cross_script_offset`]); 0 for a memory in
+    /// the query's script.
+    #[serde(default)]
+    pub script_offset: f32,
     /// Raw BM25 score (0 when the memory was not a lexical candidate).
     pub lexical: f32,
     /// BM25 divided by the best BM25 among candidates, `0..=1`.
@@ -328,6 +335,7 @@ pub(crate) fn explain(
     let score = fused * imp_factor * rec_factor + w.entity * entity_matches.min(3) as f32 + w.time * time;
     Explanation {
         similarity,
+        script_offset: sim_offset,
         lexical: bm25,
         lexical_norm,
         query_idf,

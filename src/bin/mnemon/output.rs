@@ -158,8 +158,13 @@ fn human(cli: &Cli, resp: &Response) {
             println!("log:        {} events (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
                 s.last_seq, e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
             println!(
-                "memories:   {} active, {} superseded, {} observations, {} namespaces",
-                s.active_memories, s.superseded_memories, s.observations, s.namespaces
+                "memories:   {} active ({} quarantined, left out of recall), {} superseded, {} archived, {} observations, {} namespaces",
+                s.active_memories,
+                s.quarantined_memories,
+                s.superseded_memories,
+                s.archived_memories,
+                s.observations,
+                s.namespaces
             );
             println!(
                 "indexes:    {} vectors ({} namespaces on HNSW), ~{} bytes in memory",
@@ -327,12 +332,24 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
     let mut s = format!("{:.3}  {}", h.score, memory_line(&h.memory));
     if explain {
         let e = &h.explain;
+        // The cross-script offset is part of what fusion used; show it
+        // beside the cosine it was added to.
+        let offset = if e.script_offset == 0.0 {
+            String::new()
+        } else {
+            format!(" ({:+.3} cross-script = {:.3})", e.script_offset, e.similarity + e.script_offset)
+        };
         s.push_str(&format!(
-            "\n        cosine={:.3} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={} time={:.2}",
+            "\n        cosine={:.3}{offset} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={} time={:.2}",
             e.similarity, e.lexical, e.lexical_norm, e.fused, e.importance, e.recency, e.entity_matches, e.time
         ));
     }
     s
+}
+
+/// `n` and the noun in the number `n` calls for: "1 memory", "2 memories".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The summary lines of `backup` and `export` (text mode).
@@ -426,8 +443,10 @@ fn forget(f: &mnemon::api::ForgetResponse) {
     let o = &f.outcome;
     let verb = if f.dry_run { "would forget" } else { "forgot" };
     println!(
-        "{verb} {} memories ({} derived from forgotten observations) and {} observations",
-        o.memories, o.derived_memories, o.observations
+        "{verb} {} ({} derived from forgotten observations) and {}",
+        count(o.memories, "memory", "memories"),
+        o.derived_memories,
+        count(o.observations, "observation", "observations")
     );
     if o.memories == 0 && o.observations == 0 {
         eprintln!("note: nothing matched: check the namespace, session or id (with --matching, the floor)");
