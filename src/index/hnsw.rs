@@ -13,6 +13,11 @@
 //! in insertion order) to memory ids and tracks which slots are live; the
 //! owning [`VectorIndex`](super::VectorIndex) rebuilds the graph when too many
 //! slots are dead.
+//!
+//! `hnsw_rs` builds the graph; searches run on a [`View`], a flat copy of its
+//! links and codes that the background worker refreshes between insertion
+//! batches (see `view`). Slots past the view are the *tail*, which the
+//! owner scores exactly.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -22,6 +27,7 @@ use hnsw_rs::prelude::{Distance, Hnsw};
 
 use super::exact::{sample_positions, IdMap};
 use super::quant::{dot_i8, quantize};
+use super::view::View;
 
 /// HNSW construction and search parameters, named as in Malkov & Yashunin,
 /// "Efficient and robust approximate nearest neighbor search using
@@ -127,7 +133,7 @@ fn encode(v: &[f32]) -> Vec<i8> {
 /// The codes and scale of a point made by [`encode`]; an input shorter than
 /// the scale bytes decodes as no codes and scale 0.
 #[inline]
-fn decode(p: &[i8]) -> (&[i8], f32) {
+pub(crate) fn decode(p: &[i8]) -> (&[i8], f32) {
     let Some(split) = p.len().checked_sub(SCALE_BYTES) else {
         return (&[], 0.0);
     };
@@ -166,13 +172,29 @@ impl Distance<i8> for CodeDistance {
 /// parallel insertion to pay.
 const WORKER_BATCH: usize = 4096;
 
-/// What the background worker and the readers share: the `hnsw_rs` graph
-/// and how far the worker has got.
+/// Slots the `hnsw_rs` graph may run ahead of the searched [`View`] before
+/// the worker copies a new one: `max(VIEW_LAG_MIN, view / VIEW_LAG_DIV)`.
+/// A copy costs about as much as inserting 1–2 % of the points again (copy
+/// time measured in `benches/index.rs`), and a search scores the slots past
+/// the view exactly (one `f16` row each), so the lag bounds both: at 100k
+/// points a copy every ~1.6k inserts, and a tail of at most that many rows.
+const VIEW_LAG_MIN: usize = 256;
+const VIEW_LAG_DIV: usize = 64;
+
+/// What the background worker and the readers share: the `hnsw_rs` graph,
+/// its current searchable copy, and how far the worker has got.
 struct Shared {
     hnsw: Hnsw<'static, i8, CodeDistance>,
-    /// Slots `0..indexed` are in `hnsw` (the worker inserts whole batches of
-    /// consecutive slots and publishes the end of each when it is done).
+    /// Slots `0..inserted` are in `hnsw` (the worker inserts whole batches
+    /// of consecutive slots).
+    inserted: AtomicUsize,
+    /// The copy searches run on, of slots `0..indexed`.
+    view: parking_lot::RwLock<Option<Arc<View>>>,
+    /// Slots `0..indexed` are in the current view (published after it).
     indexed: AtomicUsize,
+    /// Set by [`Graph::wait`]: copy a view of every inserted slot as soon
+    /// as the queue is empty, whatever the lag.
+    refresh: AtomicBool,
     /// Set when the owning [`Graph`] is dropped: the worker stops at its
     /// next batch.
     cancelled: AtomicBool,
@@ -241,7 +263,10 @@ impl Graph {
         let ef_c = params.ef_construction.max(m);
         let shared = Arc::new(Shared {
             hnsw: Hnsw::new(m, expected.max(1), MAX_LAYER, ef_c, CodeDistance),
+            inserted: AtomicUsize::new(0),
+            view: parking_lot::RwLock::new(None),
             indexed: AtomicUsize::new(0),
+            refresh: AtomicBool::new(false),
             cancelled: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             #[cfg(test)]
@@ -251,7 +276,8 @@ impl Graph {
         let worker = Arc::clone(&shared);
         let parallel = params.parallel_build;
         std::thread::Builder::new().name("mnemon-hnsw".into()).spawn(move || {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, parallel)));
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, parallel, dim)));
             if outcome.is_err() {
                 worker.cancelled.store(true, Ordering::Release);
             }
@@ -316,7 +342,8 @@ impl Graph {
         self.slot_ids.len()
     }
 
-    /// Slots `0..indexed()` are in the graph; the rest are queued.
+    /// Slots `0..indexed()` are searched through the graph; the rest (queued,
+    /// or in the graph but not yet in its searched copy) are the tail.
     pub fn indexed(&self) -> usize {
         self.shared.indexed.load(Ordering::Acquire).min(self.points())
     }
@@ -366,16 +393,26 @@ impl Graph {
 
     /// Up to `ef` nearest slots to `query` among the first `below` slots, by
     /// estimated distance (graph order, nearest first), including
-    /// tombstones. `ef` is the search list size. Slots the worker inserted
-    /// after `below` was read are left out (the caller searches them with
-    /// the tail).
+    /// tombstones. `ef` is the search list size. Slots that entered the
+    /// searched copy after `below` was read are left out (the caller
+    /// searches them with the tail).
     pub fn search_slots(&self, query: &[f32], ef: usize, below: usize) -> Vec<usize> {
-        self.shared.hnsw.search(&encode(query), ef, ef).into_iter().map(|n| n.d_id).filter(|&s| s < below).collect()
+        let view = self.shared.view.read().clone();
+        match view {
+            Some(v) => v.search(query, ef).into_iter().filter(|&s| s < below).collect(),
+            None => Vec::new(),
+        }
     }
 
-    /// Blocks until the worker has inserted every queued point (or has
-    /// stopped), polling every millisecond.
+    /// Blocks until the worker has inserted every queued point and copied
+    /// them into the searched view (or has stopped), polling every
+    /// millisecond.
     pub fn wait(&self) {
+        if self.shared.indexed.load(Ordering::Acquire) < self.points() {
+            self.shared.refresh.store(true, Ordering::Release);
+            // Wakes an idle worker; a send fails only when it is gone.
+            let _ = self.jobs.send(Job { first: self.points(), points: Vec::new() });
+        }
         while self.shared.indexed.load(Ordering::Acquire) < self.points()
             && !self.shared.stopped.load(Ordering::Acquire)
         {
@@ -391,8 +428,14 @@ impl Graph {
     /// capacity), allocator headers, and a slot in a per-layer table; plus
     /// this wrapper's slot maps. Calibrated against resident-memory growth
     /// while building 10k × 384 in `benches/index.rs` (within a few %).
-    /// Points still queued are counted as inserted.
+    /// Points still queued are counted as inserted. Plus the searched
+    /// view (see `view`): the copy's codes, scales and links, as allocated.
     pub fn memory_bytes(&self) -> usize {
+        let view = self.shared.view.read().as_ref().map_or(0, |v| v.memory_bytes());
+        view + self.graph_bytes()
+    }
+
+    fn graph_bytes(&self) -> usize {
         const LINK: usize = 64;
         let per_point = self.dim + SCALE_BYTES // codes and scale
             + 160                         // Point, Arc/RwLock, Vec headers, malloc headers
@@ -424,9 +467,11 @@ impl Drop for Graph {
 }
 
 /// The worker: takes every job queued so far (up to [`WORKER_BATCH`]
-/// points beyond the first job), inserts them, publishes the new end, and
-/// repeats until the queue closes or the graph is dropped.
-fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool) {
+/// points beyond the first job), inserts them, copies a new view when the
+/// graph is far enough ahead of the current one (see [`VIEW_LAG_MIN`]), or
+/// the bulk build is done, or [`Graph::wait`] asks and the queue is empty,
+/// and repeats until the queue closes or the graph is dropped.
+fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize) {
     while let Ok(first) = rx.recv() {
         #[cfg(test)]
         while shared.paused.load(Ordering::Acquire) && !shared.cancelled.load(Ordering::Acquire) {
@@ -453,9 +498,27 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool) {
                     shared.hnsw.insert_slice(item);
                 }
             }
-            shared.indexed.store(base + chunk.len(), Ordering::Release);
+            shared.inserted.store(base + chunk.len(), Ordering::Release);
+        }
+        let inserted = shared.inserted.load(Ordering::Acquire);
+        let viewed = shared.indexed.load(Ordering::Acquire);
+        let lag = VIEW_LAG_MIN.max(viewed / VIEW_LAG_DIV);
+        let asked = shared.refresh.load(Ordering::Acquire) && rx.is_empty();
+        let first_view = viewed == 0 && shared.view.read().is_none();
+        if inserted > viewed && (first_view || inserted - viewed >= lag || asked) {
+            refresh_view(shared, dim, inserted);
         }
     }
+}
+
+/// Copies slots `0..inserted` of the graph into a new view and publishes
+/// it. Runs on the worker, between insertion batches, so the graph holds
+/// still.
+fn refresh_view(shared: &Shared, dim: usize, inserted: usize) {
+    shared.refresh.store(false, Ordering::Release);
+    let view = View::copy(&shared.hnsw, dim, inserted);
+    *shared.view.write() = Some(Arc::new(view));
+    shared.indexed.store(inserted, Ordering::Release);
 }
 
 /// The graph point of a vector already quantised: its codes followed by the

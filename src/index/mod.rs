@@ -15,6 +15,7 @@ mod hnsw;
 mod lexical;
 pub(crate) mod quant;
 mod tokenize;
+mod view;
 
 use std::fmt;
 
@@ -228,8 +229,9 @@ impl VectorIndex {
         self.graph.as_ref().is_some_and(|g| !g.usable() && !g.failed())
     }
 
-    /// Vectors queued for the graph's background thread and not yet in the
-    /// graph (the whole build while building; 0 without a graph).
+    /// Vectors queued for the graph's background thread or inserted but not
+    /// yet in the copy of the graph that searches use, so scored exactly
+    /// (the whole build while building; 0 without a graph).
     pub fn graph_pending(&self) -> usize {
         self.graph.as_ref().map_or(0, |g| g.points() - g.indexed())
     }

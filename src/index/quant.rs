@@ -107,6 +107,30 @@ pub(crate) fn dot_i8_rows(query: &[i8], codes: &[i8], out: &mut [i32]) {
     ARCH.dispatch(Op(query, codes, out));
 }
 
+/// Integer dot products of `query` (`dim` codes) with the rows `rows` of
+/// `codes` (row-major, `dim` codes each): `out[i]` gets row `rows[i]`'s, for
+/// as many as both `rows` and `out` hold. One run-time dispatch per call, so
+/// a graph search passes a node's unvisited neighbours together.
+///
+/// # Panics
+/// When a row lies past the end of `codes`.
+pub(crate) fn dot_i8_gather(query: &[i8], codes: &[i8], rows: &[u32], out: &mut [i32]) {
+    struct Op<'a>(&'a [i8], &'a [i8], &'a [u32], &'a mut [i32]);
+    impl pulp::WithSimd for Op<'_> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _simd: S) {
+            let Op(q, codes, rows, out) = self;
+            let dim = q.len();
+            for (o, &r) in out.iter_mut().zip(rows) {
+                let at = r as usize * dim;
+                *o = dot_i8_kernel(q, &codes[at..at + dim]);
+            }
+        }
+    }
+    ARCH.dispatch(Op(query, codes, rows, out));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +178,9 @@ mod tests {
             dot_i8_rows(&a, &rows, &mut out);
             if n > 0 {
                 assert_eq!(out[..2], [naive, dot_i8(&a, &a)]);
+                let mut gathered = [0i32; 3];
+                dot_i8_gather(&a, &rows, &[1, 0, 1], &mut gathered);
+                assert_eq!(gathered, [dot_i8(&a, &a), naive, dot_i8(&a, &a)]);
             }
         }
         let extreme = vec![-127i8; 384];

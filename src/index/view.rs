@@ -1,0 +1,281 @@
+//! A read-only, flat copy of an `hnsw_rs` graph's links and codes, which
+//! the graph's searches run on.
+//!
+//! `hnsw_rs` 0.3.5 keeps every point behind an `Arc` with a lock, every link
+//! as an `Arc` to its own heap record, and searches with a SipHash set of
+//! visited points and a heap allocation per candidate; at 100k 384-d points
+//! that bookkeeping, not the distances, was most of a search (628 µs p50 at
+//! `ef` 64, while its ~2,000 `i8` distances take under 100 µs). A [`View`]
+//! holds the same graph as flat arrays: codes and scales by slot, layer-0
+//! links in fixed strides, the few upper-layer links beside them, and a
+//! search that marks visited slots in a reusable per-thread array and
+//! computes a node's unvisited neighbours' distances in one batch.
+//!
+//! The background worker of [`Graph`](super::hnsw::Graph) makes a new view
+//! from the `hnsw_rs` graph between insertion batches (the graph does not
+//! change while it copies it), and readers take the current view by
+//! reference count, so a search never waits for an insertion.
+//!
+//! The search is the paper's (Malkov & Yashunin, TPAMI 2018, arXiv:1603.09320,
+//! Algorithms 2 and 5): greedy descent with a candidate list of one from the
+//! entry point through the upper layers, then a beam search of width `ef` on
+//! layer 0.
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use hnsw_rs::prelude::Hnsw;
+
+use super::hnsw::{decode, CodeDistance};
+use super::quant::{dot_i8_gather, quantize};
+
+/// No link (pads a node's link list to its stride).
+const NONE: u32 = u32::MAX;
+
+/// A search-only copy of the graph over slots `0..slots`.
+pub(crate) struct View {
+    /// Slots covered: `0..slots`, every one a graph node.
+    slots: usize,
+    dim: usize,
+    /// `slots × dim` codes, row-major by slot.
+    codes: Vec<i8>,
+    /// Scale of each slot's codes.
+    scales: Vec<f32>,
+    /// Layer-0 links: `slots × stride0`, each list padded with [`NONE`].
+    links0: Vec<u32>,
+    stride0: usize,
+    /// Offset into `upper` of each slot's upper-layer lists, [`NONE`] for a
+    /// slot on layer 0 only.
+    upper_at: Vec<u32>,
+    /// For a slot of level `L ≥ 1`: `L` lists of `stride_up` links (layers
+    /// `1..=L`), each padded with [`NONE`].
+    upper: Vec<u32>,
+    stride_up: usize,
+    /// The entry point (a node of the top layer) and the top layer.
+    entry: u32,
+    top: u8,
+}
+
+thread_local! {
+    /// Per-thread visited marks, reused across searches: slot `s` was
+    /// visited by the current search when `marks[s] == stamp`.
+    static VISITED: RefCell<Visited> = const { RefCell::new(Visited { marks: Vec::new(), stamp: 0 }) };
+}
+
+struct Visited {
+    marks: Vec<u32>,
+    stamp: u32,
+}
+
+impl Visited {
+    /// Starts a search over `n` slots: a fresh stamp, the marks grown to `n`.
+    fn begin(&mut self, n: usize) {
+        if self.marks.len() < n {
+            self.marks.resize(n, 0);
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            // Wrapped: old marks could equal the new stamp.
+            self.marks.iter_mut().for_each(|m| *m = 0);
+            self.stamp = 1;
+        }
+    }
+
+    /// Marks `s`; returns whether it was unmarked.
+    #[inline]
+    fn first_visit(&mut self, s: u32) -> bool {
+        let m = &mut self.marks[s as usize];
+        let fresh = *m != self.stamp;
+        *m = self.stamp;
+        fresh
+    }
+}
+
+/// An ordered, non-negative distance with its slot: the distance's bits
+/// order as the distance does for non-negative floats.
+type Entry = (u32, u32);
+
+impl View {
+    /// Copies the graph's points `0..slots` (data ids, as the owning graph
+    /// inserts them) and their links. Every point of `hnsw` must have a data
+    /// id below `slots`, and no insertion may run meanwhile.
+    pub fn copy(hnsw: &Hnsw<'static, i8, CodeDistance>, dim: usize, slots: usize) -> View {
+        let index = hnsw.get_point_indexation();
+        let mut codes = vec![0i8; slots * dim];
+        let mut scales = vec![0f32; slots];
+        let mut levels = vec![0u8; slots];
+        let mut lists: Vec<Vec<Vec<u32>>> = vec![Vec::new(); slots];
+        let (mut stride0, mut stride_up) = (1, 1);
+        for point in index {
+            let slot = point.get_origin_id();
+            if slot >= slots {
+                continue;
+            }
+            let (c, s) = decode(point.get_v());
+            let row = &mut codes[slot * dim..(slot + 1) * dim];
+            row[..c.len().min(dim)].copy_from_slice(&c[..c.len().min(dim)]);
+            scales[slot] = s;
+            levels[slot] = point.get_point_id().0;
+            let per_layer: Vec<Vec<u32>> = point
+                .get_neighborhood_id()
+                .into_iter()
+                .take(usize::from(levels[slot]) + 1)
+                .map(|l| l.into_iter().map(|n| n.d_id).filter(|&d| d < slots).map(|d| d as u32).collect())
+                .collect();
+            for (layer, l) in per_layer.iter().enumerate() {
+                if layer == 0 {
+                    stride0 = stride0.max(l.len());
+                } else {
+                    stride_up = stride_up.max(l.len());
+                }
+            }
+            lists[slot] = per_layer;
+        }
+        let mut links0 = vec![NONE; slots * stride0];
+        let mut upper_at = vec![NONE; slots];
+        let mut upper = Vec::new();
+        let (mut entry, mut top) = (0u32, 0u8);
+        for (slot, per_layer) in lists.into_iter().enumerate() {
+            if let Some(l0) = per_layer.first() {
+                links0[slot * stride0..slot * stride0 + l0.len()].copy_from_slice(l0);
+            }
+            let level = levels[slot];
+            if level >= 1 {
+                upper_at[slot] = upper.len() as u32;
+                for layer in 1..=usize::from(level) {
+                    let start = upper.len();
+                    upper.resize(start + stride_up, NONE);
+                    if let Some(l) = per_layer.get(layer) {
+                        upper[start..start + l.len()].copy_from_slice(l);
+                    }
+                }
+            }
+            // The first slot to reach the highest level, as `hnsw_rs`
+            // chooses its entry point.
+            if slot == 0 || level > top {
+                entry = slot as u32;
+                top = level;
+            }
+        }
+        View { slots, dim, codes, scales, links0, stride0, upper_at, upper, stride_up, entry, top }
+    }
+
+    /// Heap bytes held.
+    pub fn memory_bytes(&self) -> usize {
+        self.codes.capacity()
+            + self.scales.capacity() * 4
+            + self.links0.capacity() * 4
+            + self.upper_at.capacity() * 4
+            + self.upper.capacity() * 4
+    }
+
+    fn links(&self, slot: u32, layer: u8) -> &[u32] {
+        if layer == 0 {
+            let at = slot as usize * self.stride0;
+            return &self.links0[at..at + self.stride0];
+        }
+        let base = self.upper_at[slot as usize];
+        if base == NONE {
+            return &[];
+        }
+        let at = base as usize + (usize::from(layer) - 1) * self.stride_up;
+        self.upper.get(at..at + self.stride_up).unwrap_or(&[])
+    }
+
+    /// Estimated distances (`max(0, 1 − s_q·s·(q·c))`, as
+    /// [`CodeDistance`]) from the query to each of `slots`, as ordered bits.
+    fn distances(&self, q: &[i8], qs: f32, slots: &[u32], dots: &mut Vec<i32>, out: &mut Vec<u32>) {
+        dots.clear();
+        dots.resize(slots.len(), 0);
+        dot_i8_gather(q, &self.codes, slots, dots);
+        out.clear();
+        out.extend(
+            slots.iter().zip(dots.iter()).map(|(&s, &d)| (1.0 - qs * self.scales[s as usize] * d as f32).max(0.0).to_bits()),
+        );
+    }
+
+    /// Up to `ef` slots nearest to `query` by estimated distance, nearest
+    /// first (ties: smaller slot first). Empty for an empty view or `ef == 0`.
+    pub fn search(&self, query: &[f32], ef: usize) -> Vec<usize> {
+        if self.slots == 0 || ef == 0 {
+            return Vec::new();
+        }
+        let mut q = vec![0i8; self.dim];
+        let qs = quantize(&query[..self.dim.min(query.len())], &mut q[..self.dim.min(query.len())]);
+        let mut dots = Vec::with_capacity(self.stride0.max(self.stride_up));
+        let mut dist = Vec::with_capacity(self.stride0.max(self.stride_up));
+        let mut batch: Vec<u32> = Vec::with_capacity(self.stride0.max(self.stride_up));
+        // Upper layers: greedy descent.
+        let mut ep = self.entry;
+        self.distances(&q, qs, &[ep], &mut dots, &mut dist);
+        let mut d_ep = dist[0];
+        for layer in (1..=self.top).rev() {
+            loop {
+                batch.clear();
+                batch.extend(self.links(ep, layer).iter().copied().filter(|&s| s != NONE));
+                self.distances(&q, qs, &batch, &mut dots, &mut dist);
+                let mut moved = false;
+                for (&s, &d) in batch.iter().zip(&dist) {
+                    if (d, s) < (d_ep, ep) {
+                        (d_ep, ep, moved) = (d, s, true);
+                    }
+                }
+                if !moved {
+                    break;
+                }
+            }
+        }
+        // Layer 0: beam search of width ef.
+        VISITED.with(|v| {
+            let mut visited = v.borrow_mut();
+            visited.begin(self.slots);
+            visited.first_visit(ep);
+            let mut candidates: BinaryHeap<Reverse<Entry>> = BinaryHeap::with_capacity(ef * 2);
+            let mut best: BinaryHeap<Entry> = BinaryHeap::with_capacity(ef + 1);
+            candidates.push(Reverse((d_ep, ep)));
+            best.push((d_ep, ep));
+            while let Some(Reverse((d, c))) = candidates.pop() {
+                if best.len() >= ef && best.peek().is_some_and(|&(worst, _)| d > worst) {
+                    break;
+                }
+                batch.clear();
+                for &s in self.links(c, 0) {
+                    if s != NONE && visited.first_visit(s) {
+                        batch.push(s);
+                    }
+                }
+                self.distances(&q, qs, &batch, &mut dots, &mut dist);
+                for (&s, &d) in batch.iter().zip(&dist) {
+                    if best.len() < ef || best.peek().is_some_and(|&worst| (d, s) < worst) {
+                        candidates.push(Reverse((d, s)));
+                        best.push((d, s));
+                        if best.len() > ef {
+                            best.pop();
+                        }
+                    }
+                }
+            }
+            best.into_sorted_vec().into_iter().map(|(_, s)| s as usize).collect()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn visited_marks_survive_the_stamp_wrapping() {
+        let mut v = Visited { marks: Vec::new(), stamp: u32::MAX - 1 };
+        v.begin(4);
+        assert!(v.first_visit(2));
+        assert!(!v.first_visit(2));
+        v.begin(4); // the stamp wraps: every mark is cleared
+        assert_eq!(v.stamp, 1);
+        assert!(v.first_visit(2));
+        assert!(v.first_visit(3));
+        v.begin(6);
+        assert!(v.first_visit(2) && v.first_visit(5));
+    }
+}
