@@ -503,7 +503,9 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize) {
         let inserted = shared.inserted.load(Ordering::Acquire);
         let viewed = shared.indexed.load(Ordering::Acquire);
         let lag = VIEW_LAG_MIN.max(viewed / VIEW_LAG_DIV);
-        let asked = shared.refresh.load(Ordering::Acquire) && rx.is_empty();
+        // Taken only with the queue empty, so the copy holds every point
+        // queued before the request (a wait queues none after it).
+        let asked = rx.is_empty() && shared.refresh.swap(false, Ordering::AcqRel);
         let first_view = viewed == 0 && shared.view.read().is_none();
         if inserted > viewed && (first_view || inserted - viewed >= lag || asked) {
             refresh_view(shared, dim, inserted);
@@ -515,7 +517,6 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize) {
 /// it. Runs on the worker, between insertion batches, so the graph holds
 /// still.
 fn refresh_view(shared: &Shared, dim: usize, inserted: usize) {
-    shared.refresh.store(false, Ordering::Release);
     let view = View::copy(&shared.hnsw, dim, inserted);
     *shared.view.write() = Some(Arc::new(view));
     shared.indexed.store(inserted, Ordering::Release);
