@@ -49,14 +49,16 @@ pub struct HnswParams {
     /// on 20k (`tests/index_hnsw.rs`).
     pub ef_search: usize,
     /// Live-vector count at which the index switches from the quantised
-    /// scan to HNSW. Default 15 000: the measured crossover in
-    /// `benches/index.rs` (384-d, clustered, k 10, default `m`,
-    /// `ef_construction`, `ef_search` and `rescore_factor`; one run on a
-    /// loaded 2-core machine, thread CPU time): the quantised scan's p50 is
-    /// 318 µs at 10k and 1036 µs at 30k (≈ 36 µs per 1k vectors), the graph's
-    /// 443 µs and 652 µs, so the lines cross near 15k. Below it a graph would
-    /// be slower than the scan and cost its memory (≈ 2.4× the store) and its
-    /// build time (≈ 1 ms per vector at `ef_construction` 200 on one core).
+    /// scan to HNSW. Default 15 000: the crossover measured in
+    /// `benches/index.rs` when searches ran inside `hnsw_rs` (384-d,
+    /// clustered, k 10, default `m`, `ef_construction`, `ef_search` and
+    /// `rescore_factor`; thread CPU time): the quantised scan's p50 was
+    /// 318 µs at 10k and 1036 µs at 30k, the graph's 443 µs and 652 µs.
+    /// Searches on the graph's flat copy are faster (239 µs at 100k), so
+    /// the two would now cross near 10k, but a graph costs memory (≈ 3.9×
+    /// the store's bytes per vector) and its build (≈ 0.6 ms of background
+    /// CPU per vector at `ef_construction` 200), which the few tens of
+    /// microseconds it would save between 10k and 15k do not repay.
     /// Once built, the graph is dropped again only when the live
     /// count falls below `exact_threshold · 4/5` (hysteresis, so that
     /// inserts and removals around the threshold do not rebuild repeatedly).
@@ -277,7 +279,7 @@ impl Graph {
         let parallel = params.parallel_build;
         std::thread::Builder::new().name("mnemon-hnsw".into()).spawn(move || {
             let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, parallel, dim)));
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, parallel, dim, m)));
             if outcome.is_err() {
                 worker.cancelled.store(true, Ordering::Release);
             }
@@ -471,7 +473,7 @@ impl Drop for Graph {
 /// graph is far enough ahead of the current one (see [`VIEW_LAG_MIN`]), or
 /// the bulk build is done, or [`Graph::wait`] asks and the queue is empty,
 /// and repeats until the queue closes or the graph is dropped.
-fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize) {
+fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m: usize) {
     while let Ok(first) = rx.recv() {
         #[cfg(test)]
         while shared.paused.load(Ordering::Acquire) && !shared.cancelled.load(Ordering::Acquire) {
@@ -508,7 +510,7 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize) {
         let asked = rx.is_empty() && shared.refresh.swap(false, Ordering::AcqRel);
         let first_view = viewed == 0 && shared.view.read().is_none();
         if inserted > viewed && (first_view || inserted - viewed >= lag || asked) {
-            refresh_view(shared, dim, inserted);
+            refresh_view(shared, dim, m, inserted);
         }
     }
 }
@@ -516,8 +518,8 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize) {
 /// Copies slots `0..inserted` of the graph into a new view and publishes
 /// it. Runs on the worker, between insertion batches, so the graph holds
 /// still.
-fn refresh_view(shared: &Shared, dim: usize, inserted: usize) {
-    let view = View::copy(&shared.hnsw, dim, inserted);
+fn refresh_view(shared: &Shared, dim: usize, m: usize, inserted: usize) {
+    let view = View::copy(&shared.hnsw, dim, m, inserted);
     *shared.view.write() = Some(Arc::new(view));
     shared.indexed.store(inserted, Ordering::Release);
 }

@@ -28,16 +28,16 @@ use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;
 
 /// Planner cost of a graph search with candidate list `ef`, in units of one
-/// streamed row of an unquantised exact scan (measured when rows were
-/// `f32`; the `f16` rows did not move the quantised scan's or the graph's
-/// times, see README "Read path"): each list entry expands about `2·M`
-/// layer-0 neighbours, each a distance at a random address (a separate heap
-/// allocation inside `hnsw_rs`) plus hashing and reference counting. Measured
-/// in `benches/index.rs` (384-d, ef 64, M 16, thread CPU p50): a graph
-/// search cost as much as a 4.9k-row `f32` scan at 10k vectors and a 3.3k-row
-/// one at 100k, i.e. ≈ 1.6–2.4 row-units per expanded neighbour.
+/// streamed row of an unquantised exact scan: each list entry expands about
+/// `2·M` layer-0 neighbours, each an `i8` distance at a random address of
+/// the searched copy of the graph (see `view`) plus heap work. Measured in
+/// `benches/index.rs` (384-d, ef 64, M 16, thread CPU p50): a graph search
+/// at 100k vectors cost as much as a 3.0k-row scan of the `f32` vectors in
+/// the same run (239 µs against 7.9 ms for 100k rows), i.e. ≈ 1.5
+/// row-units per expanded neighbour. (Searching inside `hnsw_rs` itself had
+/// cost 2–2.4.)
 fn graph_cost(ef: usize, m: usize) -> f64 {
-    const RANDOM_ACCESS_FACTOR: f64 = 2.0;
+    const RANDOM_ACCESS_FACTOR: f64 = 1.5;
     ef as f64 * 2.0 * m.clamp(2, 128) as f64 * RANDOM_ACCESS_FACTOR
 }
 

@@ -62,7 +62,7 @@ fn params(threshold: usize) -> HnswParams {
     // Smaller ef_construction than the default keeps debug-build tests fast;
     // a small ef_search and the `f32` scan (rescore_factor 0) keep the
     // planner on the graph path at these sizes (for k = 10 and M = 4: graph
-    // cost 10 · 2M · 2 = 160 row-units < a scan of the few hundred rows
+    // cost 10 · 2M · 1.5 = 120 row-units < a scan of the few hundred rows
     // these tests hold).
     // Sequential insertion: the same calls build the same graph, so these
     // small-graph assertions are deterministic (parallel insertion may link

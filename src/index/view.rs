@@ -98,67 +98,63 @@ type Entry = (u32, u32);
 
 impl View {
     /// Copies the graph's points `0..slots` (data ids, as the owning graph
-    /// inserts them) and their links. Every point of `hnsw` must have a data
-    /// id below `slots`, and no insertion may run meanwhile.
-    pub fn copy(hnsw: &Hnsw<'static, i8, CodeDistance>, dim: usize, slots: usize) -> View {
-        let index = hnsw.get_point_indexation();
-        let mut codes = vec![0i8; slots * dim];
-        let mut scales = vec![0f32; slots];
-        let mut levels = vec![0u8; slots];
-        let mut lists: Vec<Vec<Vec<u32>>> = vec![Vec::new(); slots];
-        let (mut stride0, mut stride_up) = (1, 1);
-        for point in index {
+    /// inserts them) and their links, in one pass over the graph. `m` is the
+    /// graph's `M`: `hnsw_rs` keeps at most `2·M` links on layer 0 and `M`
+    /// above (longer lists would be cut). Every point of `hnsw` must have a
+    /// data id below `slots`, and no insertion may run meanwhile.
+    pub fn copy(hnsw: &Hnsw<'static, i8, CodeDistance>, dim: usize, m: usize, slots: usize) -> View {
+        let (stride0, stride_up) = (2 * m, m);
+        let mut view = View {
+            slots,
+            dim,
+            codes: vec![0i8; slots * dim],
+            scales: vec![0f32; slots],
+            links0: vec![NONE; slots * stride0],
+            stride0,
+            upper_at: vec![NONE; slots],
+            upper: Vec::new(),
+            stride_up,
+            entry: 0,
+            top: 0,
+        };
+        let mut entry: Option<(u8, usize)> = None;
+        for point in hnsw.get_point_indexation() {
             let slot = point.get_origin_id();
             if slot >= slots {
                 continue;
             }
             let (c, s) = decode(point.get_v());
-            let row = &mut codes[slot * dim..(slot + 1) * dim];
-            row[..c.len().min(dim)].copy_from_slice(&c[..c.len().min(dim)]);
-            scales[slot] = s;
-            levels[slot] = point.get_point_id().0;
-            let per_layer: Vec<Vec<u32>> = point
-                .get_neighborhood_id()
-                .into_iter()
-                .take(usize::from(levels[slot]) + 1)
-                .map(|l| l.into_iter().map(|n| n.d_id).filter(|&d| d < slots).map(|d| d as u32).collect())
-                .collect();
-            for (layer, l) in per_layer.iter().enumerate() {
-                if layer == 0 {
-                    stride0 = stride0.max(l.len());
-                } else {
-                    stride_up = stride_up.max(l.len());
-                }
-            }
-            lists[slot] = per_layer;
-        }
-        let mut links0 = vec![NONE; slots * stride0];
-        let mut upper_at = vec![NONE; slots];
-        let mut upper = Vec::new();
-        let (mut entry, mut top) = (0u32, 0u8);
-        for (slot, per_layer) in lists.into_iter().enumerate() {
-            if let Some(l0) = per_layer.first() {
-                links0[slot * stride0..slot * stride0 + l0.len()].copy_from_slice(l0);
-            }
-            let level = levels[slot];
+            let n = c.len().min(dim);
+            view.codes[slot * dim..slot * dim + n].copy_from_slice(&c[..n]);
+            view.scales[slot] = s;
+            let level = point.get_point_id().0;
             if level >= 1 {
-                upper_at[slot] = upper.len() as u32;
-                for layer in 1..=usize::from(level) {
-                    let start = upper.len();
-                    upper.resize(start + stride_up, NONE);
-                    if let Some(l) = per_layer.get(layer) {
-                        upper[start..start + l.len()].copy_from_slice(l);
+                view.upper_at[slot] = view.upper.len() as u32;
+                view.upper.resize(view.upper.len() + usize::from(level) * stride_up, NONE);
+            }
+            for (layer, list) in point.get_neighborhood_id().iter().enumerate().take(usize::from(level) + 1) {
+                let (out, stride) = match layer {
+                    0 => (&mut view.links0[slot * stride0..(slot + 1) * stride0], stride0),
+                    _ => {
+                        let at = view.upper_at[slot] as usize + (layer - 1) * stride_up;
+                        (&mut view.upper[at..at + stride_up], stride_up)
                     }
+                };
+                let linked = list.iter().map(|nb| nb.d_id).filter(|&d| d < slots);
+                for (o, d) in out.iter_mut().zip(linked.take(stride)) {
+                    *o = d as u32;
                 }
             }
             // The first slot to reach the highest level, as `hnsw_rs`
             // chooses its entry point.
-            if slot == 0 || level > top {
-                entry = slot as u32;
-                top = level;
+            if entry.is_none_or(|(top, at)| level > top || (level == top && slot < at)) {
+                entry = Some((level, slot));
             }
         }
-        View { slots, dim, codes, scales, links0, stride0, upper_at, upper, stride_up, entry, top }
+        if let Some((top, at)) = entry {
+            (view.top, view.entry) = (top, at as u32);
+        }
+        view
     }
 
     /// Heap bytes held.
