@@ -625,7 +625,8 @@ class ErasureReceipt(Record):
     def skipped(self) -> List[str]:
         """
         Entries not read, with the reason (a symbolic link, a file that vanished while
-        the scan ran).
+        the scan ran, a FIFO or device). Unix sockets (a running server's `mnemon.sock`)
+        hold no bytes and are not listed.
         """
         return self._data["skipped"]  # type: ignore[no-any-return]
 
@@ -717,7 +718,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'session', 'similarity', 'time', 'vector_pending')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -769,6 +770,17 @@ class Explanation(Record):
     def score(self) -> float:
         """The final score."""
         return self._data["score"]  # type: ignore[no-any-return]
+
+    @property
+    def script_offset(self) -> Optional[float]:
+        """
+        What was added to `similarity` before fusion because the memory is written in
+        the other script (CJK or not) than the query: the cross-script offset
+        (`Weights::cross_script`, else the embedder's
+        `crate::embed::Embedder::cross_script_offset`); 0 for a memory in the query's
+        script.
+        """
+        return self._data.get("script_offset")
 
     @property
     def session(self) -> Optional[float]:
@@ -1917,11 +1929,14 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'poisoned', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'poisoned', 'quarantined_memories', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
-        """Active memory versions, all namespaces."""
+        """
+        Active memory versions, all namespaces (quarantined ones included: see
+        `quarantined_memories`).
+        """
         return self._data["active_memories"]  # type: ignore[no-any-return]
 
     @property
@@ -2009,6 +2024,15 @@ class Stats(Record):
     def poisoned(self) -> Optional[str]:
         """Set when a failed flush poisoned the engine."""
         return self._data.get("poisoned")
+
+    @property
+    def quarantined_memories(self) -> Optional[int]:
+        """
+        Memory versions quarantined as injected instructions, whatever their status
+        (each is also counted under its status above). Recall and context leave them
+        out; `ListOptions::include_quarantined` lists them.
+        """
+        return self._data.get("quarantined_memories")
 
     @property
     def superseded_memories(self) -> int:

@@ -5,7 +5,8 @@
 //! Both indexes are plain single-owner structures: the engine mutates them
 //! from its writer thread (`&mut self`) and searches them from reader threads
 //! (`&self`, under a read lock). They are `Send + Sync` and hold no locks of
-//! their own beyond those inside `hnsw_rs`.
+//! their own beyond those inside `hnsw_rs` and the lock that publishes a
+//! graph's searched copy (held only to take or replace the reference).
 //!
 //! Everything is deterministic: the same sequence of calls builds the same
 //! structures and returns the same results (ties are broken by smaller id).
@@ -93,12 +94,15 @@ fn clamp_cosine(dot: f32) -> f32 {
 /// returns at once; searches keep scanning until the build is done, then
 /// use the graph. Later inserts are queued to the same thread, which takes
 /// whatever has queued up as one batch (inserted in parallel with
-/// [`HnswParams::parallel_build`]); a search also scans the vectors still
-/// queued (the graph's *tail*) exactly and merges them, so a vector is
-/// found from the moment `insert` returns. The caller's cost per insert is
-/// the store update plus an encode and a channel send, whatever the graph's
-/// size; [`wait_for_graph`](Self::wait_for_graph) blocks until the queue is
-/// empty.
+/// [`HnswParams::parallel_build`]). Searches run on a flat copy of the
+/// graph's links and codes that the thread makes after the build and again
+/// whenever the graph is 1/64 of the copy (at least 256 vectors) ahead; a
+/// search also scans the vectors not yet in that copy (the graph's *tail*)
+/// exactly and merges them, so a vector is found from the moment `insert`
+/// returns. The caller's cost per insert is the store update plus an
+/// encode and a channel send, whatever the graph's size;
+/// [`wait_for_graph`](Self::wait_for_graph) blocks until the queue is empty
+/// and the copy holds every vector.
 ///
 /// The graph cannot delete, so removals leave tombstones that are skipped at
 /// search time; when tombstones exceed
@@ -237,7 +241,8 @@ impl VectorIndex {
     }
 
     /// Blocks until the graph's background thread has inserted every
-    /// queued vector (returns at once without a graph). For tests,
+    /// queued vector and copied them into the searched view (returns at
+    /// once without a graph). For tests,
     /// benchmarks and callers that want graph-speed searches right after
     /// a bulk load; searches are correct without it.
     pub fn wait_for_graph(&self) {
