@@ -175,12 +175,16 @@ impl Distance<i8> for CodeDistance {
 const WORKER_BATCH: usize = 4096;
 
 /// Slots the `hnsw_rs` graph may run ahead of the searched [`View`] before
-/// the worker copies a new one: `max(VIEW_LAG_MIN, view / VIEW_LAG_DIV)`.
-/// A copy costs about as much as inserting 1–2 % of the points again (copy
-/// time measured in `benches/index.rs`), and a search scores the slots past
-/// the view exactly (one `f16` row each), so the lag bounds both: at 100k
-/// points a copy every ~1.6k inserts, and a tail of at most that many rows.
+/// the worker copies a new one: `view / VIEW_LAG_DIV`, kept within
+/// `VIEW_LAG_MIN..=VIEW_LAG_MAX`. A copy reads every point's links once
+/// (O(n) on the worker), and a search scores the slots past the view
+/// exactly (one `f16` row each, about 0.08 µs at 384-d), so the lag trades
+/// one against the other: at 100k points a copy every ~1.6k inserts; from
+/// 131k on, every 2,048, so that the inserted-but-not-copied part of the
+/// tail stays under 2,048 rows (≈ 0.16 ms of scoring) at any size. Points
+/// still queued are in the tail as well. Seed values, not tuned.
 const VIEW_LAG_MIN: usize = 256;
+const VIEW_LAG_MAX: usize = 2048;
 const VIEW_LAG_DIV: usize = 64;
 
 /// What the background worker and the readers share: the `hnsw_rs` graph,
@@ -194,9 +198,9 @@ struct Shared {
     view: parking_lot::RwLock<Option<Arc<View>>>,
     /// Slots `0..indexed` are in the current view (published after it).
     indexed: AtomicUsize,
-    /// Set by [`Graph::wait`]: copy a view of every inserted slot as soon
-    /// as the queue is empty, whatever the lag.
-    refresh: AtomicBool,
+    /// Set by [`Graph::wait`] to the slot count it waits for: once that
+    /// many are inserted, the worker copies a view of them whatever the lag.
+    want: AtomicUsize,
     /// Set when the owning [`Graph`] is dropped: the worker stops at its
     /// next batch.
     cancelled: AtomicBool,
@@ -268,7 +272,7 @@ impl Graph {
             inserted: AtomicUsize::new(0),
             view: parking_lot::RwLock::new(None),
             indexed: AtomicUsize::new(0),
-            refresh: AtomicBool::new(false),
+            want: AtomicUsize::new(0),
             cancelled: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
             #[cfg(test)]
@@ -411,7 +415,7 @@ impl Graph {
     /// millisecond.
     pub fn wait(&self) {
         if self.shared.indexed.load(Ordering::Acquire) < self.points() {
-            self.shared.refresh.store(true, Ordering::Release);
+            self.shared.want.fetch_max(self.points(), Ordering::AcqRel);
             // Wakes an idle worker; a send fails only when it is gone.
             let _ = self.jobs.send(Job { first: self.points(), points: Vec::new() });
         }
@@ -483,7 +487,10 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m
         let mut points = first.points;
         while points.len() < WORKER_BATCH {
             match rx.try_recv() {
-                Ok(more) => points.extend(more.points),
+                Ok(more) => {
+                    debug_assert_eq!(more.first, start + points.len(), "jobs come in slot order");
+                    points.extend(more.points);
+                }
                 Err(_) => break,
             }
         }
@@ -502,12 +509,16 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m
             }
             shared.inserted.store(base + chunk.len(), Ordering::Release);
         }
+        if shared.cancelled.load(Ordering::Acquire) {
+            return;
+        }
         let inserted = shared.inserted.load(Ordering::Acquire);
         let viewed = shared.indexed.load(Ordering::Acquire);
-        let lag = VIEW_LAG_MIN.max(viewed / VIEW_LAG_DIV);
-        // Taken only with the queue empty, so the copy holds every point
-        // queued before the request (a wait queues none after it).
-        let asked = rx.is_empty() && shared.refresh.swap(false, Ordering::AcqRel);
+        let lag = (viewed / VIEW_LAG_DIV).clamp(VIEW_LAG_MIN, VIEW_LAG_MAX);
+        // Jobs arrive in slot order, so `inserted` reaches what a wait
+        // asked for once the jobs queued before it are done.
+        let want = shared.want.load(Ordering::Acquire);
+        let asked = want > viewed && inserted >= want;
         let first_view = viewed == 0 && shared.view.read().is_none();
         if inserted > viewed && (first_view || inserted - viewed >= lag || asked) {
             refresh_view(shared, dim, m, inserted);

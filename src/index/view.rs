@@ -46,9 +46,14 @@ pub(crate) struct View {
     links0: Vec<u32>,
     stride0: usize,
     /// Offset into `upper` of each slot's upper-layer lists, [`NONE`] for a
-    /// slot on layer 0 only.
+    /// slot with links on layer 0 only.
     upper_at: Vec<u32>,
-    /// For a slot of level `L ≥ 1`: `L` lists of `stride_up` links (layers
+    /// Highest layer each slot has links on: its level, or above it for a
+    /// former entry point, which `hnsw_rs` links on the layers that a later
+    /// point opened above it (its search keeps the entry point it started
+    /// from as a neighbour there).
+    depth: Vec<u8>,
+    /// For a slot of depth `L ≥ 1`: `L` lists of `stride_up` links (layers
     /// `1..=L`), each padded with [`NONE`].
     upper: Vec<u32>,
     stride_up: usize,
@@ -112,11 +117,16 @@ impl View {
             links0: vec![NONE; slots * stride0],
             stride0,
             upper_at: vec![NONE; slots],
+            depth: vec![0; slots],
             upper: Vec::new(),
             stride_up,
             entry: 0,
             top: 0,
         };
+        if slots == 0 {
+            // (`hnsw_rs`'s point iterator panics on a graph without points.)
+            return view;
+        }
         let mut entry: Option<(u8, usize)> = None;
         for point in hnsw.get_point_indexation() {
             let slot = point.get_origin_id();
@@ -128,11 +138,14 @@ impl View {
             view.codes[slot * dim..slot * dim + n].copy_from_slice(&c[..n]);
             view.scales[slot] = s;
             let level = point.get_point_id().0;
-            if level >= 1 {
+            let lists = point.get_neighborhood_id();
+            let depth = lists.iter().rposition(|l| !l.is_empty()).map_or(0, |d| d as u8).max(level);
+            view.depth[slot] = depth;
+            if depth >= 1 {
                 view.upper_at[slot] = view.upper.len() as u32;
-                view.upper.resize(view.upper.len() + usize::from(level) * stride_up, NONE);
+                view.upper.resize(view.upper.len() + usize::from(depth) * stride_up, NONE);
             }
-            for (layer, list) in point.get_neighborhood_id().iter().enumerate().take(usize::from(level) + 1) {
+            for (layer, list) in lists.iter().enumerate().take(usize::from(depth) + 1) {
                 let (out, stride) = match layer {
                     0 => (&mut view.links0[slot * stride0..(slot + 1) * stride0], stride0),
                     _ => {
@@ -163,6 +176,7 @@ impl View {
             + self.scales.capacity() * 4
             + self.links0.capacity() * 4
             + self.upper_at.capacity() * 4
+            + self.depth.capacity()
             + self.upper.capacity() * 4
     }
 
@@ -172,7 +186,7 @@ impl View {
             return &self.links0[at..at + self.stride0];
         }
         let base = self.upper_at[slot as usize];
-        if base == NONE {
+        if base == NONE || layer > self.depth[slot as usize] {
             return &[];
         }
         let at = base as usize + (usize::from(layer) - 1) * self.stride_up;
@@ -187,7 +201,10 @@ impl View {
         dot_i8_gather(q, &self.codes, slots, dots);
         out.clear();
         out.extend(
-            slots.iter().zip(dots.iter()).map(|(&s, &d)| (1.0 - qs * self.scales[s as usize] * d as f32).max(0.0).to_bits()),
+            slots
+                .iter()
+                .zip(dots.iter())
+                .map(|(&s, &d)| (1.0 - qs * self.scales[s as usize] * d as f32).max(0.0).to_bits()),
         );
     }
 
@@ -260,6 +277,103 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::hnsw::point;
+
+    /// `n` scattered unit vectors of `dim` components (a fixed LCG).
+    fn vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
+        let mut x = 0x5eed_u64;
+        (0..n)
+            .map(|_| {
+                let v: Vec<f32> = (0..dim)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+                    })
+                    .collect();
+                let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+                v.into_iter().map(|a| a / norm).collect()
+            })
+            .collect()
+    }
+
+    /// A graph built one point at a time (deterministic), `M = m`.
+    fn graph(vs: &[Vec<f32>], m: usize) -> Hnsw<'static, i8, CodeDistance> {
+        let h = Hnsw::new(m, vs.len().max(1), 16, 64, CodeDistance);
+        for (i, v) in vs.iter().enumerate() {
+            let mut codes = vec![0i8; v.len()];
+            let scale = quantize(v, &mut codes);
+            h.insert_slice((&point(&codes, scale), i));
+        }
+        h
+    }
+
+    /// The copy holds every point's codes and exactly the links `hnsw_rs`
+    /// holds, layer by layer, on a graph with several levels (M = 4).
+    #[test]
+    fn the_copy_equals_the_graph() {
+        let dim = 16;
+        let vs = vectors(1000, dim);
+        let h = graph(&vs, 4);
+        let view = View::copy(&h, dim, 4, vs.len());
+        assert!(view.top >= 2, "a graph of several levels: top {}", view.top);
+        let mut above_level = 0;
+        for p in h.get_point_indexation() {
+            let slot = p.get_origin_id();
+            let (codes, scale) = decode(p.get_v());
+            assert_eq!(&view.codes[slot * dim..(slot + 1) * dim], codes);
+            assert_eq!(view.scales[slot], scale);
+            let lists = p.get_neighborhood_id();
+            for (layer, list) in lists.iter().enumerate() {
+                let want: Vec<u32> = list.iter().map(|n| n.d_id as u32).collect();
+                let got: Vec<u32> =
+                    view.links(slot as u32, layer as u8).iter().copied().filter(|&s| s != NONE).collect();
+                assert_eq!(got, want, "slot {slot} layer {layer}");
+                if layer > usize::from(p.get_point_id().0) && !list.is_empty() {
+                    above_level += 1;
+                }
+            }
+        }
+        // The entry point is a node of the top layer.
+        assert_eq!(view.depth[view.entry as usize], view.top);
+        println!("{above_level} lists above their node's level");
+    }
+
+    /// Each point's own vector finds it first, as it does through
+    /// `hnsw_rs`'s own search, on a graph of several levels.
+    #[test]
+    fn a_point_is_found_by_its_own_vector() {
+        let dim = 16;
+        let vs = vectors(1000, dim);
+        let h = graph(&vs, 8);
+        let view = View::copy(&h, dim, 8, vs.len());
+        for (i, v) in vs.iter().enumerate() {
+            let got = view.search(v, 16);
+            assert_eq!(got.len(), 16);
+            assert_eq!(got[0], i, "point {i}");
+        }
+    }
+
+    /// Degenerate inputs return something sensible and never panic.
+    #[test]
+    fn edge_inputs() {
+        let dim = 8;
+        let vs = vectors(1, dim);
+        let h = graph(&vs, 4);
+        let one = View::copy(&h, dim, 4, 1);
+        assert_eq!(one.search(&vs[0], 5), [0]);
+        assert!(one.search(&vs[0], 0).is_empty());
+        assert_eq!(one.search(&vs[0][..3], 5), [0], "short query");
+        let long: Vec<f32> = vs[0].iter().chain(&[0.5, 0.5]).copied().collect();
+        assert_eq!(one.search(&long, 5), [0], "long query");
+        assert_eq!(one.search(&vec![0.0; dim], 5), [0], "zero query");
+        assert_eq!(one.search(&vec![f32::NAN; dim], 5), [0], "NaN query");
+        let empty = View::copy(&graph(&[], 4), dim, 4, 0);
+        assert!(empty.search(&vs[0], 5).is_empty());
+        // Points past `slots` are left out, with every link to them.
+        let vs = vectors(50, dim);
+        let part = View::copy(&graph(&vs, 4), dim, 4, 30);
+        assert!(part.search(&vs[40], 50).iter().all(|&s| s < 30));
+    }
 
     #[test]
     fn visited_marks_survive_the_stamp_wrapping() {

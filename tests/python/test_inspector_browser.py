@@ -40,8 +40,8 @@ if not (CHROMIUM and DRIVER):
 
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support import expected_conditions  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 
@@ -91,13 +91,34 @@ def text(browser, css):
     return browser.find_element(By.CSS_SELECTOR, css).text
 
 
+def detached(page):
+    """A wait condition: true once `page` (the old document's root element)
+    has left the document. Chromium reports a detached node as a stale
+    element, or, while a navigation is under way, as an inspector error
+    ("Node with given id does not belong to the document"); both mean the
+    old page is gone."""
+
+    def check(_driver):
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as e:
+            if "does not belong to the document" in str(e):
+                return True
+            raise
+        return False
+
+    return check
+
+
 def follow(browser, element):
     """Clicks a link or submit button and waits (at most 30 s) until the
     next page has replaced this one: a click returns before the browser has
     loaded what it leads to."""
     page = browser.find_element(By.TAG_NAME, "html")
     element.click()
-    WebDriverWait(browser, 30).until(expected_conditions.staleness_of(page))
+    WebDriverWait(browser, 30).until(detached(page))
     WebDriverWait(browser, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
