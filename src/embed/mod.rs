@@ -265,20 +265,34 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 /// [`load_embedder`] does.
 ///
 /// # Errors
-/// As [`load_embedder`].
+/// As [`load_embedder`]; and, for [`EmbedderChoice::Auto`], an
+/// [`Error::Embedder`] when `recorded` is all-MiniLM-L6-v2 or
+/// multilingual-e5-small and that model is not installed in `models_dir`
+/// (or this build has no neural models). Falling back to another model
+/// would re-embed every memory with it, and the store would keep that model
+/// from then on: a wrong `--models` or `HOME` would quietly turn an e5
+/// store into a hashing one. Install the model, or name the embedder to
+/// move to explicitly.
 pub fn load_embedder_for(
     choice: EmbedderChoice,
     models_dir: &Path,
     recorded: Option<&str>,
 ) -> Result<Arc<dyn Embedder>> {
-    if choice == EmbedderChoice::Auto && cfg!(feature = "neural") {
-        if let Some(id) = recorded {
-            if id.starts_with("all-MiniLM-L6-v2@") && is_installed(&MINILM, models_dir) {
-                return load_minilm(models_dir);
+    if choice == EmbedderChoice::Auto {
+        type Loader = fn(&Path) -> Result<Arc<dyn Embedder>>;
+        let wanted: Option<(&str, fn(&Path) -> bool, Loader)> = match recorded {
+            Some(id) if id.starts_with("all-MiniLM-L6-v2@") => Some(("minilm", minilm_installed, load_minilm)),
+            Some(id) if id.starts_with("multilingual-e5-small") => Some(("e5-small", e5_installed, load_e5)),
+            _ => None,
+        };
+        if let (Some((name, installed, load)), Some(id)) = (wanted, recorded) {
+            if cfg!(feature = "neural") && installed(models_dir) {
+                return load(models_dir);
             }
-            if id.starts_with("multilingual-e5-small") && e5_installed(models_dir) {
-                return load_e5(models_dir);
-            }
+            return Err(Error::Embedder(format!(
+                "this store's vectors were made by {id}, which is not installed in {}: run `mnemon model install {name}` (or point --models / MNEMON_MODELS at where it is); to move the store to another embedder instead, name it (`--embedder hashing`, `minilm` or `e5-small`), which re-embeds every memory",
+                models_dir.display()
+            )));
         }
     }
     if choice == EmbedderChoice::Auto {
@@ -299,6 +313,16 @@ fn e5_installed(models_dir: &Path) -> bool {
 
 #[cfg(not(feature = "neural"))]
 fn e5_installed(_models_dir: &Path) -> bool {
+    false
+}
+
+#[cfg(feature = "neural")]
+fn minilm_installed(models_dir: &Path) -> bool {
+    is_installed(&MINILM, models_dir)
+}
+
+#[cfg(not(feature = "neural"))]
+fn minilm_installed(_models_dir: &Path) -> bool {
     false
 }
 
@@ -521,6 +545,30 @@ mod tests {
         assert!(matches!(err, Error::Embedder(_)));
         if cfg!(feature = "neural") {
             assert!(err.to_string().contains("mnemon model install minilm"), "{err}");
+        }
+    }
+
+    /// A store built with a neural model that is not installed here is
+    /// refused under `auto` rather than moved to another model (which would
+    /// re-embed it and keep the new model); naming an embedder still moves
+    /// it, and a new or hashing store resolves as before.
+    #[test]
+    fn auto_refuses_a_store_whose_model_is_missing() {
+        let empty = tempfile::tempdir().unwrap();
+        for (recorded, install) in [
+            ("multilingual-e5-small-q4@0123abcd", "mnemon model install e5-small"),
+            ("all-MiniLM-L6-v2@0123abcd", "mnemon model install minilm"),
+        ] {
+            let err = load_embedder_for(EmbedderChoice::Auto, empty.path(), Some(recorded)).err().unwrap();
+            assert!(matches!(err, Error::Embedder(_)), "{err}");
+            let msg = err.to_string();
+            assert!(msg.contains(recorded) && msg.contains(install) && msg.contains("--embedder hashing"), "{msg}");
+            let moved = load_embedder_for(EmbedderChoice::Hashing, empty.path(), Some(recorded)).unwrap();
+            assert_eq!(moved.model_id(), "hashing-v1-384");
+        }
+        for recorded in [None, Some("hashing-v1-384"), Some("some-other-model@1")] {
+            let e = load_embedder_for(EmbedderChoice::Auto, empty.path(), recorded).unwrap();
+            assert_eq!(e.model_id(), "hashing-v1-384", "{recorded:?}");
         }
     }
 }

@@ -78,10 +78,10 @@ impl fmt::Display for ErasureReceipt {
         if let Some(c) = &self.compaction {
             writeln!(
                 f,
-                "  erased          {} memories, {} observations, {} cached vectors",
-                self.forgotten_memories.len(),
-                self.forgotten_observations.len(),
-                c.vectors_dropped
+                "  erased          {}, {}, {}",
+                counted(self.forgotten_memories.len(), "memory", "memories"),
+                counted(self.forgotten_observations.len(), "observation", "observations"),
+                counted(c.vectors_dropped, "cached vector", "cached vectors")
             )?;
             writeln!(
                 f,
@@ -97,10 +97,10 @@ impl fmt::Display for ErasureReceipt {
         }
         writeln!(
             f,
-            "  scanned         {} files, {} bytes, {} patterns searched (not searched: {} shared with surviving content, {} low-information, {} too short)",
-            self.scan.files.len(),
+            "  scanned         {}, {} bytes, {} searched (not searched: {} shared with surviving content, {} low-information, {} too short)",
+            counted(self.scan.files.len(), "file", "files"),
             self.scan.bytes_scanned,
-            self.scan.patterns,
+            counted(self.scan.patterns, "pattern", "patterns"),
             self.patterns_excluded_shared,
             self.patterns_low_information,
             self.texts_too_short
@@ -259,8 +259,11 @@ impl fmt::Display for CompactionReceipt {
         )?;
         writeln!(
             f,
-            "  erased        {} memories, {} observations, {} cached vectors; {} events copied",
-            self.memories_erased, self.observations_erased, self.vectors_dropped, self.events_copied
+            "  erased        {}, {}, {}; {} copied",
+            counted(self.memories_erased, "memory", "memories"),
+            counted(self.observations_erased, "observation", "observations"),
+            counted(self.vectors_dropped, "cached vector", "cached vectors"),
+            counted(self.events_copied, "event", "events")
         )?;
         writeln!(
             f,
@@ -283,4 +286,10 @@ impl fmt::Display for CompactionReceipt {
             None => write!(f, "  verified      not recorded (the process stopped before the scan ended)"),
         }
     }
+}
+
+/// `n` and the noun in the number `n` calls for: "1 memory", "2 memories".
+fn counted<N: fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    let noun = if n == N::from(1) { one } else { many };
+    format!("{n} {noun}")
 }

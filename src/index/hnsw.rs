@@ -55,9 +55,10 @@ pub struct HnswParams {
     /// `rescore_factor`; thread CPU time): the quantised scan's p50 was
     /// 318 µs at 10k and 1036 µs at 30k, the graph's 443 µs and 652 µs.
     /// Searches on the graph's flat copy are faster (239 µs at 100k), so
-    /// the two would now cross near 10k, but a graph costs memory (≈ 3.9×
-    /// the store's bytes per vector) and its build (≈ 0.6 ms of background
-    /// CPU per vector at `ef_construction` 200), which the few tens of
+    /// the two would now cross near 10k, but a graph costs memory (≈ 2.9×
+    /// the store's bytes per vector) and its build (≈ 0.7 ms of background
+    /// wall time per vector on 2 cores at `ef_construction` 200: 100k in
+    /// 68 s), which the few tens of
     /// microseconds it would save between 10k and 15k do not repay.
     /// Once built, the graph is dropped again only when the live
     /// count falls below `exact_threshold · 4/5` (hysteresis, so that
@@ -228,14 +229,15 @@ struct Job {
 /// (`&self` insertion, safe alongside searches). The first batch is the
 /// whole bulk of a build; later points are taken from the queue up to
 /// [`WORKER_BATCH`] at a time, so a burst of writes is inserted in
-/// parallel too. Slots not yet inserted are the *tail*
-/// ([`Graph::indexed`]..[`Graph::points`]), which the owner searches
-/// exactly. The worker exits when the graph is dropped.
+/// parallel too. Searches run on the worker's latest copy of the graph
+/// (see `view`); slots not in it (queued, or inserted since the copy) are
+/// the *tail* ([`Graph::indexed`]..[`Graph::points`]), which the owner
+/// searches exactly. The worker exits when the graph is dropped.
 pub(crate) struct Graph {
     shared: Arc<Shared>,
     jobs: Sender<Job>,
     /// Slots of the first job (the build): the graph serves searches once
-    /// the worker has inserted them.
+    /// the worker has inserted them and copied them into its first view.
     bulk: usize,
     /// Memory id of each slot (graph data id).
     slot_ids: Vec<u64>,

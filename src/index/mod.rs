@@ -96,7 +96,7 @@ fn clamp_cosine(dot: f32) -> f32 {
 /// whatever has queued up as one batch (inserted in parallel with
 /// [`HnswParams::parallel_build`]). Searches run on a flat copy of the
 /// graph's links and codes that the thread makes after the build and again
-/// whenever the graph is 1/64 of the copy (at least 256 vectors) ahead; a
+/// whenever the graph is 1/64 of the copy (256 to 2,048 vectors) ahead; a
 /// search also scans the vectors not yet in that copy (the graph's *tail*)
 /// exactly and merges them, so a vector is found from the moment `insert`
 /// returns. The caller's cost per insert is the store update plus an
@@ -349,7 +349,8 @@ impl VectorIndex {
         let live_frac = (graph_frac * g.points() as f64 / live.max(1) as f64).min(1.0);
         let row = if self.params.rescore_factor == 0 { 1.0 } else { QUANT_ROW_COST };
         let scan = scan_cost(live, live_frac, row);
-        // The tail (slots queued but not yet in the graph) is scored
+        // The tail (slots queued, or inserted since the graph's searched
+        // copy was made) is scored
         // exactly, once, and merged into every round.
         let indexed = g.indexed();
         let tail_rows = g.points() - indexed;

@@ -217,7 +217,7 @@ pub struct Explanation {
     /// written in the other script (CJK or not) than the query: the
     /// cross-script offset ([`Weights::cross_script`], else the embedder's
     /// [`crate::embed::Embedder::cross_script_offset`]); 0 for a memory in
-    /// the query's script.
+    /// the query's script, and in lexical mode.
     #[serde(default)]
     pub script_offset: f32,
     /// Raw BM25 score (0 when the memory was not a lexical candidate).
@@ -335,7 +335,8 @@ pub(crate) fn explain(
     let score = fused * imp_factor * rec_factor + w.entity * entity_matches.min(3) as f32 + w.time * time;
     Explanation {
         similarity,
-        script_offset: sim_offset,
+        // Lexical mode fuses no cosine, so no offset was added.
+        script_offset: if opts.mode == RecallMode::Lexical { 0.0 } else { sim_offset },
         lexical: bm25,
         lexical_norm,
         query_idf,

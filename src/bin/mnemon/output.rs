@@ -155,20 +155,22 @@ fn human(cli: &Cli, resp: &Response) {
         Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
         Response::Stats(s) => {
             let e = &s.events;
-            println!("log:        {} events (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
-                s.last_seq, e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
+            println!("log:        {} (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
+                count(s.last_seq, "event", "events"), e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
             println!(
-                "memories:   {} active ({} quarantined, left out of recall), {} superseded, {} archived, {} observations, {} namespaces",
+                "memories:   {} active, {} superseded, {} archived ({} quarantined among them, left out of recall), {}, {}",
                 s.active_memories,
-                s.quarantined_memories,
                 s.superseded_memories,
                 s.archived_memories,
-                s.observations,
-                s.namespaces
+                s.quarantined_memories,
+                count(s.observations, "observation", "observations"),
+                count(s.namespaces, "namespace", "namespaces")
             );
             println!(
-                "indexes:    {} vectors ({} namespaces on HNSW), ~{} bytes in memory",
-                s.vectors, s.hnsw_namespaces, s.index_bytes
+                "indexes:    {} ({} on HNSW), ~{} bytes in memory",
+                count(s.vectors, "vector", "vectors"),
+                count(s.hnsw_namespaces, "namespace", "namespaces"),
+                s.index_bytes
             );
             println!("embedder:   {} ({} dimensions)", s.model_id, s.dim);
             println!(
@@ -184,15 +186,15 @@ fn human(cli: &Cli, resp: &Response) {
         Response::Namespaces(n) => {
             for s in &n.namespaces {
                 println!(
-                    "{:<32} {} active, {} superseded, {} archived (quarantined among them: {}, shown by list --include-quarantined), {} observations; forgotten {} memories, {} observations",
+                    "{:<32} {} active, {} superseded, {} archived (quarantined among them: {}, shown by list --include-quarantined), {}; forgotten {}, {}",
                     s.namespace.as_str(),
                     s.active,
                     s.superseded,
                     s.archived,
                     s.quarantined,
-                    s.observations,
-                    s.forgotten_memories,
-                    s.forgotten_observations
+                    count(s.observations, "observation", "observations"),
+                    count(s.forgotten_memories, "memory", "memories"),
+                    count(s.forgotten_observations, "observation", "observations")
                 );
             }
             next_page(n.next_cursor.as_ref());
@@ -334,11 +336,8 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
         let e = &h.explain;
         // The cross-script offset is part of what fusion used; show it
         // beside the cosine it was added to.
-        let offset = if e.script_offset == 0.0 {
-            String::new()
-        } else {
-            format!(" ({:+.3} cross-script = {:.3})", e.script_offset, e.similarity + e.script_offset)
-        };
+        let offset =
+            if e.script_offset == 0.0 { String::new() } else { format!(" ({:+.3} cross-script)", e.script_offset) };
         s.push_str(&format!(
             "\n        cosine={:.3}{offset} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={} time={:.2}",
             e.similarity, e.lexical, e.lexical_norm, e.fused, e.importance, e.recency, e.entity_matches, e.time
@@ -348,8 +347,9 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
 }
 
 /// `n` and the noun in the number `n` calls for: "1 memory", "2 memories".
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
+fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    let noun = if n == N::from(1) { one } else { many };
+    format!("{n} {noun}")
 }
 
 /// The summary lines of `backup` and `export` (text mode).
@@ -462,8 +462,8 @@ fn forget(f: &mnemon::api::ForgetResponse) {
     }
     if o.quotes_cut > 0 {
         eprintln!(
-            "note: the reason quoted forgotten text; {} span(s) kept in the log as [erased] (the reason outlives compaction)",
-            o.quotes_cut
+            "note: the reason quoted forgotten text; {} kept in the log as [erased] (the reason outlives compaction)",
+            count(o.quotes_cut, "span", "spans")
         );
     }
 }
