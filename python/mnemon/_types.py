@@ -778,7 +778,7 @@ class Explanation(Record):
         the other script (CJK or not) than the query: the cross-script offset
         (`Weights::cross_script`, else the embedder's
         `crate::embed::Embedder::cross_script_offset`); 0 for a memory in the query's
-        script.
+        script, and in lexical mode.
         """
         return self._data.get("script_offset")
 
