@@ -279,8 +279,9 @@ pub fn load_embedder_for(
     recorded: Option<&str>,
 ) -> Result<Arc<dyn Embedder>> {
     if choice == EmbedderChoice::Auto {
+        type Installed = fn(&Path) -> bool;
         type Loader = fn(&Path) -> Result<Arc<dyn Embedder>>;
-        let wanted: Option<(&str, fn(&Path) -> bool, Loader)> = match recorded {
+        let wanted: Option<(&str, Installed, Loader)> = match recorded {
             Some(id) if id.starts_with("all-MiniLM-L6-v2@") => Some(("minilm", minilm_installed, load_minilm)),
             Some(id) if id.starts_with("multilingual-e5-small") => Some(("e5-small", e5_installed, load_e5)),
             _ => None,
