@@ -154,7 +154,9 @@ class Engine:
         Arguments:
             embedder: `"auto"` (multilingual-e5-small when installed, else
                 all-MiniLM-L6-v2, else the hashing embedder; an existing store
-                keeps the model it was built with when that one is installed),
+                keeps the model it was built with, and opening it raises
+                `EmbedderError` when that model is not installed in
+                `models_dir` rather than moving it to another model),
                 `"hashing"` (384 dimensions, no download), `"minilm"` or
                 `"e5-small"`. Install models with `mnemon model install`.
             models_dir: where models are installed (default `$MNEMON_MODELS`,

@@ -47,7 +47,8 @@ struct Settings {
 
 impl Settings {
     /// Opens the store: `auto` keeps the model an existing store was built
-    /// with when it is installed (as the CLI does), then replays the log.
+    /// with, and refuses when that model is not installed (as the CLI
+    /// does), then replays the log.
     fn open(self) -> mnemon::Result<mnemon::Engine> {
         let recorded = mnemon::Engine::recorded_model(&self.path)?;
         let embedder = embed::load_embedder_for(self.choice, &self.models_dir, recorded.as_deref())?;

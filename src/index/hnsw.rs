@@ -182,8 +182,9 @@ const WORKER_BATCH: usize = 4096;
 /// exactly (one `f16` row each, about 0.08 µs at 384-d), so the lag trades
 /// one against the other: at 100k points a copy every ~1.6k inserts; from
 /// 131k on, every 2,048, so that the inserted-but-not-copied part of the
-/// tail stays under 2,048 rows (≈ 0.16 ms of scoring) at any size. Points
-/// still queued are in the tail as well. Seed values, not tuned.
+/// tail is under 2,048 rows (≈ 0.16 ms of scoring) after each batch, at any
+/// size. Points still queued, and a batch being inserted (up to
+/// [`WORKER_BATCH`]), are in the tail as well. Seed values, not tuned.
 const VIEW_LAG_MIN: usize = 256;
 const VIEW_LAG_MAX: usize = 2048;
 const VIEW_LAG_DIV: usize = 64;
@@ -477,8 +478,8 @@ impl Drop for Graph {
 /// The worker: takes every job queued so far (up to [`WORKER_BATCH`]
 /// points beyond the first job), inserts them, copies a new view when the
 /// graph is far enough ahead of the current one (see [`VIEW_LAG_MIN`]), or
-/// the bulk build is done, or [`Graph::wait`] asks and the queue is empty,
-/// and repeats until the queue closes or the graph is dropped.
+/// the bulk build is done, or every slot a [`Graph::wait`] needs is
+/// inserted, and repeats until the queue closes or the graph is dropped.
 fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m: usize) {
     while let Ok(first) = rx.recv() {
         #[cfg(test)]

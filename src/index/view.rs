@@ -48,10 +48,13 @@ pub(crate) struct View {
     /// Offset into `upper` of each slot's upper-layer lists, [`NONE`] for a
     /// slot with links on layer 0 only.
     upper_at: Vec<u32>,
-    /// Highest layer each slot has links on: its level, or above it for a
-    /// former entry point, which `hnsw_rs` links on the layers that a later
-    /// point opened above it (its search keeps the entry point it started
-    /// from as a neighbour there).
+    /// Highest layer each slot's links are copied for: its level, or above
+    /// it for a node that a node of a higher layer links to there. `hnsw_rs`
+    /// gives a new point a list on each layer from its level up to the top
+    /// (the point its search passed through there), but only a former entry
+    /// point is ever linked to on a layer above its level (a later point
+    /// that opened a new top layer keeps it as a neighbour there); the other
+    /// lists cannot be reached and are left out.
     depth: Vec<u8>,
     /// For a slot of depth `L ≥ 1`: `L` lists of `stride_up` links (layers
     /// `1..=L`), each padded with [`NONE`].
@@ -127,8 +130,22 @@ impl View {
             // (`hnsw_rs`'s point iterator panics on a graph without points.)
             return view;
         }
+        // Which slots are linked to on a layer above their own level, by a
+        // node that is on that layer: a pass over the upper layers' nodes
+        // (about n/M of them).
+        let index = hnsw.get_point_indexation();
+        let mut reach = vec![0u8; slots];
+        for layer in 1..=index.get_max_level_observed() {
+            for p in index.get_layer_iterator(usize::from(layer)) {
+                for (l, list) in p.get_neighborhood_id().iter().enumerate().take(usize::from(layer) + 1).skip(1) {
+                    for nb in list.iter().filter(|nb| nb.d_id < slots && usize::from(nb.p_id.0) < l) {
+                        reach[nb.d_id] = reach[nb.d_id].max(l as u8);
+                    }
+                }
+            }
+        }
         let mut entry: Option<(u8, usize)> = None;
-        for point in hnsw.get_point_indexation() {
+        for point in index {
             let slot = point.get_origin_id();
             if slot >= slots {
                 continue;
@@ -139,7 +156,7 @@ impl View {
             view.scales[slot] = s;
             let level = point.get_point_id().0;
             let lists = point.get_neighborhood_id();
-            let depth = lists.iter().rposition(|l| !l.is_empty()).map_or(0, |d| d as u8).max(level);
+            let depth = level.max(reach[slot]);
             view.depth[slot] = depth;
             if depth >= 1 {
                 view.upper_at[slot] = view.upper.len() as u32;
@@ -323,19 +340,37 @@ mod tests {
             assert_eq!(&view.codes[slot * dim..(slot + 1) * dim], codes);
             assert_eq!(view.scales[slot], scale);
             let lists = p.get_neighborhood_id();
+            let depth = usize::from(view.depth[slot]);
+            assert!(depth >= usize::from(p.get_point_id().0));
             for (layer, list) in lists.iter().enumerate() {
                 let want: Vec<u32> = list.iter().map(|n| n.d_id as u32).collect();
                 let got: Vec<u32> =
                     view.links(slot as u32, layer as u8).iter().copied().filter(|&s| s != NONE).collect();
-                assert_eq!(got, want, "slot {slot} layer {layer}");
-                if layer > usize::from(p.get_point_id().0) && !list.is_empty() {
-                    above_level += 1;
+                if layer <= depth {
+                    assert_eq!(got, want, "slot {slot} layer {layer}");
+                } else {
+                    assert!(got.is_empty());
+                    above_level += usize::from(!list.is_empty());
+                }
+            }
+        }
+        // No node on a layer links to a node whose lists there were left out.
+        for p in h.get_point_indexation() {
+            let level = usize::from(p.get_point_id().0);
+            for (layer, list) in p.get_neighborhood_id().iter().enumerate().take(level + 1).skip(1) {
+                for nb in list {
+                    assert!(
+                        usize::from(view.depth[nb.d_id]) >= layer,
+                        "{} -> {} on layer {layer}",
+                        p.get_origin_id(),
+                        nb.d_id
+                    );
                 }
             }
         }
         // The entry point is a node of the top layer.
         assert_eq!(view.depth[view.entry as usize], view.top);
-        println!("{above_level} lists above their node's level");
+        println!("{above_level} unreachable lists left out");
     }
 
     /// Each point's own vector finds it first, as it does through

@@ -491,7 +491,8 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
 /// Opens the store at `dir` with embedder choice `embedder` (models under
 /// `models`) and default phone regions `regions`, reporting progress and model changes on standard error.
 fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, regions: &[String]) -> Result<Engine> {
-    // `auto` keeps the model an existing store was built with, if installed.
+    // `auto` keeps the model an existing store was built with, and refuses
+    // when that model is not installed (see `load_embedder_for`).
     let choice: EmbedderChoice = embedder.parse()?;
     let recorded = Engine::recorded_model(dir)?;
     let e = embed::load_embedder_for(choice, models, recorded.as_deref())?;
