@@ -577,19 +577,7 @@ mod tests {
         for parallel in [false, true] {
             let p = HnswParams { parallel_build: parallel, ..HnswParams::default() };
             // 500 scattered unit vectors of 16 components (a fixed LCG).
-            let mut x = 12345u64;
-            let vs: Vec<Vec<f32>> = (0..500)
-                .map(|_| {
-                    let v: Vec<f32> = (0..16)
-                        .map(|_| {
-                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                            (x >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-                        })
-                        .collect();
-                    let n = v.iter().map(|a| a * a).sum::<f32>().sqrt();
-                    v.into_iter().map(|a| a / n).collect()
-                })
-                .collect();
+            let vs = crate::index::view::tests::lcg_vectors(12345, 500, 16);
             let pts = vs.iter().enumerate().map(|(i, v)| (i as u64 + 100, encode(v))).collect();
             let g = Graph::build(16, &p, pts, 500).unwrap();
             g.wait();

@@ -292,13 +292,13 @@ impl View {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::index::hnsw::point;
 
-    /// `n` scattered unit vectors of `dim` components (a fixed LCG).
-    fn vectors(n: usize, dim: usize) -> Vec<Vec<f32>> {
-        let mut x = 0x5eed_u64;
+    /// `n` scattered unit vectors of `dim` components (an LCG from `seed`).
+    pub(in crate::index) fn lcg_vectors(seed: u64, n: usize, dim: usize) -> Vec<Vec<f32>> {
+        let mut x = seed;
         (0..n)
             .map(|_| {
                 let v: Vec<f32> = (0..dim)
@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn the_copy_equals_the_graph() {
         let dim = 16;
-        let vs = vectors(1000, dim);
+        let vs = lcg_vectors(0x5eed, 1000, dim);
         let h = graph(&vs, 4);
         let view = View::copy(&h, dim, 4, vs.len());
         assert!(view.top >= 2, "a graph of several levels: top {}", view.top);
@@ -378,7 +378,7 @@ mod tests {
     #[test]
     fn a_point_is_found_by_its_own_vector() {
         let dim = 16;
-        let vs = vectors(1000, dim);
+        let vs = lcg_vectors(0x5eed, 1000, dim);
         let h = graph(&vs, 8);
         let view = View::copy(&h, dim, 8, vs.len());
         for (i, v) in vs.iter().enumerate() {
@@ -392,7 +392,7 @@ mod tests {
     #[test]
     fn edge_inputs() {
         let dim = 8;
-        let vs = vectors(1, dim);
+        let vs = lcg_vectors(0x5eed, 1, dim);
         let h = graph(&vs, 4);
         let one = View::copy(&h, dim, 4, 1);
         assert_eq!(one.search(&vs[0], 5), [0]);
@@ -405,7 +405,7 @@ mod tests {
         let empty = View::copy(&graph(&[], 4), dim, 4, 0);
         assert!(empty.search(&vs[0], 5).is_empty());
         // Points past `slots` are left out, with every link to them.
-        let vs = vectors(50, dim);
+        let vs = lcg_vectors(0x5eed, 50, dim);
         let part = View::copy(&graph(&vs, 4), dim, 4, 30);
         assert!(part.search(&vs[40], 50).iter().all(|&s| s < 30));
     }
