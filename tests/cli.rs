@@ -560,6 +560,24 @@ fn forgetting_an_observation_forgets_the_versions_derived_from_it() {
     assert_eq!(run(&["supersede", "--ns", "u", "2", "Boat is named Sea Biscuit II"]).trim(), "3");
     let m: serde_json::Value = serde_json::from_str(&run(&["--json", "get", "--ns", "u", "3"])).unwrap();
     assert_eq!(m["sources"], serde_json::json!([1]));
+    // A dry run lists the observation itself beside the memories from it.
+    let dry: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "forget", "--ns", "u", "--observation", "1", "--dry-run"])).unwrap();
+    assert_eq!((&dry["memory_ids"], &dry["observation_ids"]), (&serde_json::json!([2, 3]), &serde_json::json!([1])));
+    let obs = dry["preview_observations"].as_array().unwrap();
+    assert_eq!(obs.len(), 1, "{dry}");
+    assert_eq!(
+        (&obs[0]["id"], &obs[0]["text"]),
+        (&serde_json::json!(1), &serde_json::json!("User: my boat is called Sea Biscuit"))
+    );
+    let text = run(&["forget", "--ns", "u", "--observation", "1", "--dry-run"]);
+    assert!(text.contains("would forget 2 memories") && text.contains("1 observation"), "{text}");
+    assert!(
+        text.contains("observation #1")
+            && text.contains("session=s1")
+            && text.contains("my boat is called Sea Biscuit"),
+        "{text}"
+    );
     let out: serde_json::Value =
         serde_json::from_str(&run(&["--json", "forget", "--ns", "u", "--observation", "1"])).unwrap();
     assert_eq!(out["memory_ids"], serde_json::json!([2, 3]), "{out}");

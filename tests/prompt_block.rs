@@ -277,6 +277,7 @@ proptest! {
         prop_assert_eq!(block.profile + block.profile_skipped, pm.len());
         prop_assert_eq!(block.recent + block.recent_skipped, obs.len());
         prop_assert_eq!(block.included + block.skipped + block.in_profile, hits.len());
+        prop_assert!(block.skipped_in_both <= block.skipped.min(block.profile_skipped));
         prop_assert!(block.truncated <= 1);
         if block.text.is_empty() {
             prop_assert_eq!(block.included + block.profile + block.recent, 0);
@@ -546,6 +547,46 @@ fn a_profile_memory_recalled_is_not_repeated() {
     assert_eq!((block.profile, block.in_profile), (0, 0));
     assert!(!block.text.contains(mnemon::SECTION_PROFILE));
     assert_eq!(block.text.matches("Lives in Berlin").count(), 1, "{}", block.text);
+}
+
+/// A memory that is both a profile entry and a recalled hit, left out of
+/// both parts, is one memory left out: `skipped_in_both` says so, under a
+/// budget below the frame and under one that fits only a short entry.
+#[test]
+fn a_memory_left_out_of_both_parts_is_counted_once() {
+    let f = |content: &str| Fields {
+        content: content.to_string(),
+        kind: "fact".to_string(),
+        key: None,
+        session: None,
+        source_ref: None,
+    };
+    let long = "Lives in Berlin, in a flat near the Tiergarten that the user moved into after ".repeat(8);
+    let profile = vec![memory(&f(&long), 7)];
+    let mut both = hit(&f(&long));
+    both.memory.id = MemoryId(7);
+    let mut other = hit(&f("Works as a nurse"));
+    other.memory.id = MemoryId(8);
+    let relevant = vec![both, other];
+    let parts = || BlockParts { profile: &profile, relevant: &relevant, recent: &[] };
+    let tiny = render_block(parts(), 5, PartShares::default());
+    assert_eq!((tiny.skipped, tiny.profile_skipped, tiny.skipped_in_both), (2, 1, 1), "{tiny:?}");
+    // At every budget the long memory counts in both parts exactly when
+    // neither shows it; some budgets hold only the short memory.
+    let mut only_short = 0;
+    for budget in 0..400 {
+        let b = render_block(parts(), budget, PartShares::default());
+        let shown = b.memory_ids.contains(&MemoryId(7));
+        assert_eq!(b.skipped_in_both, usize::from(!shown), "{budget}: {b:?}");
+        if b.memory_ids == [MemoryId(8)] {
+            only_short += 1;
+            assert_eq!((b.skipped, b.profile_skipped, b.skipped_in_both), (1, 1, 1), "{budget}: {b:?}");
+        }
+    }
+    assert!(only_short > 0, "no budget held only the short memory");
+    // With room for everything, nothing is left out.
+    let all = render_block(parts(), 2000, PartShares::default());
+    assert_eq!((all.profile, all.included, all.in_profile, all.skipped_in_both), (1, 1, 1, 0), "{all:?}");
 }
 
 #[test]

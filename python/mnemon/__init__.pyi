@@ -105,6 +105,7 @@ __all__ = [
     "NamespaceMaintenance",
     "NamespaceSummary",
     "NamespacesResponse",
+    "Observation",
     "ObserveResponse",
     "PatternMatch",
     "QueryTime",

@@ -57,6 +57,7 @@ __all__ = [
     "NamespaceMaintenance",
     "NamespaceSummary",
     "NamespacesResponse",
+    "Observation",
     "ObserveResponse",
     "PatternMatch",
     "QueryTime",
@@ -424,7 +425,7 @@ class ContextBlock(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'skipped', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -501,6 +502,15 @@ class ContextBlock(Record):
         hits given).
         """
         return self._data["skipped"]  # type: ignore[no-any-return]
+
+    @property
+    def skipped_in_both(self) -> Optional[int]:
+        """
+        Of `skipped`, memories the profile part left out too (so also counted in
+        `profile_skipped`): the distinct memories left out are `skipped +
+        profile_skipped - skipped_in_both`.
+        """
+        return self._data.get("skipped_in_both")
 
     @property
     def tokens(self) -> int:
@@ -932,7 +942,7 @@ class ForgetResponse(Record):
     """What `forget` erased (or, for a dry run, would erase)."""
 
     __slots__ = ()
-    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'quotes_cut', 'similarities')
+    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'preview_observations', 'quotes_cut', 'similarities')
 
     @property
     def derived_memories(self) -> int:
@@ -980,6 +990,16 @@ class ForgetResponse(Record):
         """
         v = self._data.get("preview", [])
         return [Memory(x0) for x0 in v]
+
+    @property
+    def preview_observations(self) -> List[Observation]:
+        """
+        Dry run only: the observations that would be forgotten, as stored and in the
+        order of `observation_ids`, as far as the response budget allows after
+        `preview`.
+        """
+        v = self._data.get("preview_observations", [])
+        return [Observation(x0) for x0 in v]
 
     @property
     def quotes_cut(self) -> int:
@@ -1522,6 +1542,55 @@ class NamespacesResponse(Record):
     def seq(self) -> int:
         """The log position read."""
         return self._data["seq"]  # type: ignore[no-any-return]
+
+
+class Observation(Record):
+    """A raw observation as the fact table holds it."""
+
+    __slots__ = ()
+    _FIELDS = ('event_time', 'id', 'namespace', 'recorded_at', 'role', 'session', 'source', 'text')
+
+    @property
+    def event_time(self) -> Optional[datetime]:
+        """When it happened, if the caller said."""
+        v = self._data.get("event_time")
+        return None if v is None else parse_time(v)
+
+    @property
+    def id(self) -> int:
+        """Id: the `Seq` of its `Observed` event."""
+        return self._data["id"]  # type: ignore[no-any-return]
+
+    @property
+    def namespace(self) -> str:
+        """Namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def recorded_at(self) -> datetime:
+        """When it was written (UTC)."""
+        v = self._data["recorded_at"]
+        return parse_time(v)
+
+    @property
+    def role(self) -> Role:
+        """Who spoke."""
+        return self._data["role"]  # type: ignore[no-any-return]
+
+    @property
+    def session(self) -> str:
+        """Session."""
+        return self._data["session"]  # type: ignore[no-any-return]
+
+    @property
+    def source(self) -> Optional[str]:
+        """Caller's source reference."""
+        return self._data.get("source")
+
+    @property
+    def text(self) -> str:
+        """The text (after redaction)."""
+        return self._data["text"]  # type: ignore[no-any-return]
 
 
 class ObserveResponse(Record):

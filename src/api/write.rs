@@ -13,7 +13,7 @@ use crate::engine::{EmbedMode, Engine, NewMemory, NewObservation, Remembered};
 use crate::erase::ErasureReceipt;
 use crate::extract::ExtractionReport;
 use crate::lifecycle::{Consolidation, MaintenanceReport, SessionEnd};
-use crate::projection::Memory;
+use crate::projection::{Memory, Observation};
 use crate::types::{Kind, MemoryId, Namespace, ObservationId, Role, Tier};
 use crate::writer::{DedupMode, ForgetOutcome};
 
@@ -261,6 +261,11 @@ pub struct ForgetResponse {
     /// response budget allows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preview: Vec<Memory>,
+    /// Dry run only: the observations that would be forgotten, as stored and
+    /// in the order of `observation_ids`, as far as the response budget
+    /// allows after `preview`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview_observations: Vec<Observation>,
     /// Ids left out of `memory_ids` / `observation_ids` by the budget.
     #[serde(default)]
     pub ids_omitted: usize,
@@ -347,6 +352,7 @@ impl Call for ForgetRequest {
         let ids_omitted = total - outcome.memory_ids.len() - outcome.observation_ids.len();
         let mut preview = Vec::new();
         let mut similarities = Vec::new();
+        let mut preview_observations = Vec::new();
         if self.dry_run {
             for id in &outcome.memory_ids {
                 let Ok(m) = engine.get(&self.namespace, *id) else { continue };
@@ -366,8 +372,15 @@ impl Call for ForgetRequest {
             } else {
                 similarities.clear();
             }
+            for id in &outcome.observation_ids {
+                let Some(o) = engine.observation(&self.namespace, *id) else { continue };
+                if !packer.take(&o) {
+                    break;
+                }
+                preview_observations.push(o);
+            }
         }
-        Ok(ForgetResponse { outcome, dry_run: self.dry_run, preview, ids_omitted, similarities })
+        Ok(ForgetResponse { outcome, dry_run: self.dry_run, preview, preview_observations, ids_omitted, similarities })
     }
 }
 

@@ -67,6 +67,10 @@ const WEIGHTS: [f32; 6] = [0.0, 1.0, 1.0, 0.5, 0.5, 1.0];
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 
+/// What every hashing embedder's model id starts with; the dimension in
+/// decimal follows.
+pub(crate) const HASHING_ID_PREFIX: &str = "hashing-v1-";
+
 /// Deterministic feature-hashing embedder (see the [module docs](self) for the
 /// exact algorithm).
 ///
@@ -91,7 +95,7 @@ impl HashingEmbedder {
                 format!("hashing embedder dimension must be in 1..={MAX_HASHING_DIM}, got {dim}"),
             ));
         }
-        Ok(Self { dim, model_id: format!("hashing-v1-{dim}") })
+        Ok(Self { dim, model_id: format!("{HASHING_ID_PREFIX}{dim}") })
     }
 
     /// Embeds one text (see the [module docs](self)). Never fails.
@@ -128,7 +132,7 @@ impl HashingEmbedder {
 impl Default for HashingEmbedder {
     /// A hashing embedder of [`DEFAULT_HASHING_DIM`] (384) components.
     fn default() -> Self {
-        Self { dim: DEFAULT_HASHING_DIM, model_id: format!("hashing-v1-{DEFAULT_HASHING_DIM}") }
+        Self { dim: DEFAULT_HASHING_DIM, model_id: format!("{HASHING_ID_PREFIX}{DEFAULT_HASHING_DIM}") }
     }
 }
 

@@ -261,8 +261,8 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 /// [`EmbedderChoice::Auto`] keeps that model when it is installed (the
 /// built-in hashing embedder always is), so that an existing store is not
 /// re-embedded just because a preferred model was installed later; any
-/// other choice, or an unknown / absent recorded model, resolves as
-/// [`load_embedder`] does.
+/// other choice, or a store with no recorded model (a new store), resolves
+/// as [`load_embedder`] does.
 ///
 /// # Errors
 /// As [`load_embedder`]; and, for [`EmbedderChoice::Auto`], an
@@ -272,7 +272,9 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 /// would re-embed every memory with it, and the store would keep that model
 /// from then on: a wrong `--models` or `HOME` would quietly turn an e5
 /// store into a hashing one. Install the model, or name the embedder to
-/// move to explicitly.
+/// move to explicitly. Likewise an [`Error::Embedder`] under `Auto` when
+/// `recorded` is none of the built-in models (`hashing-v1-N` of any valid
+/// `N` is built in): a model a program supplied cannot be loaded by name.
 pub fn load_embedder_for(
     choice: EmbedderChoice,
     models_dir: &Path,
@@ -296,13 +298,23 @@ pub fn load_embedder_for(
             )));
         }
     }
-    if choice == EmbedderChoice::Auto {
-        // A hashing store stays one: moving it to a neural model re-embeds
-        // every memory, which `--embedder NAME` asks for explicitly.
-        let hashing = HashingEmbedder::default();
-        if recorded == Some(hashing.model_id()) {
-            return Ok(Arc::new(hashing));
+    if let (EmbedderChoice::Auto, Some(id)) = (choice, recorded) {
+        // A hashing store stays one, at its own dimension: moving it to a
+        // neural model re-embeds every memory, which `--embedder NAME` asks
+        // for explicitly.
+        if let Some(dim) = id.strip_prefix(hashing::HASHING_ID_PREFIX).and_then(|d| d.parse::<usize>().ok()) {
+            if let Ok(hashing) = HashingEmbedder::new(dim) {
+                if hashing.model_id() == id {
+                    return Ok(Arc::new(hashing));
+                }
+            }
         }
+        // Any other model is one a program gave the library
+        // (`Config::embedder`): resolving it to a built-in one would move
+        // the store to that model without being asked.
+        return Err(Error::Embedder(format!(
+            "this store's vectors were made by {id}, which mnemon cannot load by name (a program's own embedder made them): open the store from that program, or name an embedder (`--embedder hashing`, `minilm` or `e5-small`) to move the store to it, which re-embeds every memory"
+        )));
     }
     load_embedder(choice, models_dir)
 }
@@ -567,9 +579,28 @@ mod tests {
             let moved = load_embedder_for(EmbedderChoice::Hashing, empty.path(), Some(recorded)).unwrap();
             assert_eq!(moved.model_id(), "hashing-v1-384");
         }
-        for recorded in [None, Some("hashing-v1-384"), Some("some-other-model@1")] {
+        for recorded in [None, Some("hashing-v1-384")] {
             let e = load_embedder_for(EmbedderChoice::Auto, empty.path(), recorded).unwrap();
             assert_eq!(e.model_id(), "hashing-v1-384", "{recorded:?}");
+        }
+        let e = load_embedder_for(EmbedderChoice::Auto, empty.path(), Some("hashing-v1-64")).unwrap();
+        assert_eq!((e.model_id(), e.dim()), ("hashing-v1-64", 64));
+    }
+
+    /// A store whose model is none of the built-in ones (a program's own
+    /// embedder, or a hashing id no hashing embedder has) is refused under
+    /// `auto` instead of being moved to the default model; naming an
+    /// embedder moves it on purpose.
+    #[test]
+    fn auto_refuses_a_store_of_an_unknown_model() {
+        let empty = tempfile::tempdir().unwrap();
+        for recorded in ["some-other-model@1", "hashing-v1-0", "hashing-v1-x", "hashing-v1-0384", ""] {
+            let err = load_embedder_for(EmbedderChoice::Auto, empty.path(), Some(recorded)).err().unwrap();
+            assert!(matches!(err, Error::Embedder(_)), "{recorded}: {err}");
+            let msg = err.to_string();
+            assert!(msg.contains(recorded) && msg.contains("--embedder hashing"), "{msg}");
+            let moved = load_embedder_for(EmbedderChoice::Hashing, empty.path(), Some(recorded)).unwrap();
+            assert_eq!(moved.model_id(), "hashing-v1-384");
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, Event, EventBody, Tombstone};
 use crate::projection::{EventCounts, Memory, Observation};
-use crate::types::{Kind, MemoryId, Namespace, Seq, Status, Tier};
+use crate::types::{Kind, MemoryId, Namespace, ObservationId, Seq, Status, Tier};
 
 /// A point in history for [`Engine::as_of`], on one of the two time lines
 /// of a [`Memory`]: what the store knew then (recorded time: `Seq` or
@@ -297,6 +297,16 @@ impl Engine {
             .collect()
     }
 
+    /// One observation of `ns` as it is now: `None` when `id` is not an
+    /// observation of `ns` (unknown, another namespace's, forgotten, or not
+    /// yet visible).
+    pub fn observation(&self, ns: &Namespace, id: ObservationId) -> Option<Observation> {
+        let state = self.shared().state.read();
+        let at = state.visible;
+        let st = state.ns(ns)?;
+        st.observations.get(&id).filter(|o| o.id.0 <= at).map(|o| (**o).clone())
+    }
+
     /// Observations of `ns`, oldest first, optionally of one session.
     pub fn observations(&self, ns: &Namespace, session: Option<&str>) -> Vec<Observation> {
         let state = self.shared().state.read();
@@ -415,7 +425,7 @@ impl Engine {
                 continue;
             }
             let erased = match &ev.body {
-                EventBody::Observed(_) => forgotten_o.contains(&crate::types::ObservationId(seq)),
+                EventBody::Observed(_) => forgotten_o.contains(&ObservationId(seq)),
                 EventBody::Extracted(_) => forgotten_m.contains(&MemoryId(seq)),
                 EventBody::Superseded(s) => forgotten_m.contains(&s.old) || forgotten_m.contains(&s.new),
                 _ => false,

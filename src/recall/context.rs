@@ -217,6 +217,11 @@ pub struct ContextBlock {
     /// shows them.
     #[serde(default)]
     pub in_profile: usize,
+    /// Of `skipped`, memories the profile part left out too (so also counted
+    /// in `profile_skipped`): the distinct memories left out are `skipped +
+    /// profile_skipped - skipped_in_both`.
+    #[serde(default)]
+    pub skipped_in_both: usize,
     /// True when recall found memories but none reached the abstention
     /// floor (`abstain_below`, by default the embedder's
     /// [`crate::embed::Embedder::context_floor`]): nothing stored is
@@ -348,11 +353,13 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
     // estimates are subadditive, so a part within its cap and the block
     // within the budget hold together.
     let frame = TokenCounts::of(&head).plus(TokenCounts::of(close));
+    let in_profile_list = |h: &&Hit| parts.profile.iter().any(|m| m.id == h.memory.id);
     if token_budget < frame.tokens() {
         return ContextBlock {
             skipped: parts.relevant.len(),
             profile_skipped: parts.profile.len(),
             recent_skipped: parts.recent.len(),
+            skipped_in_both: parts.relevant.iter().filter(in_profile_list).count(),
             ..ContextBlock::default()
         };
     }
@@ -407,6 +414,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         }
     }
     relevant.lines = slots.iter().flatten().cloned().collect();
+    let skipped_in_both = candidates.iter().zip(&slots).filter(|(h, s)| s.is_none() && in_profile_list(h)).count();
     let mut memory_ids = profile_ids;
     memory_ids.extend(candidates.iter().zip(&slots).filter(|(_, s)| s.is_some()).map(|(h, _)| h.memory.id));
 
@@ -428,6 +436,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         recent: recent.lines.len(),
         recent_skipped: parts.recent.len() - recent.lines.len(),
         in_profile,
+        skipped_in_both,
         abstained: false,
         abstention: None,
         unknown_names: Vec::new(),

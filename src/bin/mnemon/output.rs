@@ -377,7 +377,13 @@ fn copy_summary(resp: &Response) {
         ),
         _ => return,
     };
-    println!("{what} {events} events ({tombstones} tombstones, {vectors} vectors, {bytes} bytes) {place} in {ms} ms");
+    println!(
+        "{what} {} ({}, {}, {}) {place} in {ms} ms",
+        count(events, "event", "events"),
+        count(tombstones, "tombstone", "tombstones"),
+        count(vectors, "vector", "vectors"),
+        count(bytes, "byte", "bytes")
+    );
     println!("digest {digest}");
 }
 
@@ -385,12 +391,17 @@ fn copy_summary(resp: &Response) {
 /// is then empty or only its frame), so a small `--budget` is not mistaken
 /// for an empty store.
 fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
-    let left_out = c.skipped + c.profile_skipped + c.recent_skipped;
+    // A memory both recalled and in the profile is one entry left out.
+    let left_out = (c.skipped + c.profile_skipped + c.recent_skipped).saturating_sub(c.skipped_in_both);
     (c.included + c.profile + c.recent == 0 && left_out > 0).then(|| {
         let entries = if left_out == 1 { "entry" } else { "entries" };
+        let both = match c.skipped_in_both {
+            0 => String::new(),
+            n => format!(", {n} of them both relevant and profile"),
+        };
         format!(
             "note: the budget of the block holds none of its {left_out} {entries} ({} relevant, {} profile, {} \
-             recent left out); raise --budget",
+             recent left out{both}); raise --budget",
             c.skipped, c.profile_skipped, c.recent_skipped
         )
     })
@@ -456,6 +467,16 @@ fn forget(f: &mnemon::api::ForgetResponse) {
             Some(s) => println!("  sim={s:.3}  {}", memory_line(m)),
             None => println!("  {}", memory_line(m)),
         }
+    }
+    for o in &f.preview_observations {
+        println!(
+            "  observation #{:<6} session={} {:<9} recorded {}  {}",
+            o.id.0,
+            shown(&o.session),
+            o.role.to_string(),
+            o.recorded_at.format("%Y-%m-%dT%H:%M:%SZ"),
+            shown(&o.text)
+        );
     }
     if f.ids_omitted > 0 {
         eprintln!("note: {} ids not listed (response budget)", f.ids_omitted);
