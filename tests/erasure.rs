@@ -50,10 +50,15 @@ fn unicode_canary() -> String {
 }
 
 /// The vector the engine caches for `content`, as little-endian bytes.
-fn vector_bytes(e: &Engine, content: &str) -> Vec<u8> {
+/// The vector of `content` as the vector cache stores it (its components
+/// rounded to binary16, little-endian), and as `f32` little-endian bytes.
+fn vector_bytes(e: &Engine, content: &str) -> (Vec<u8>, Vec<u8>) {
     let mut v = e.embedder().embed(&[content], EmbedKind::Passage).unwrap().pop().unwrap();
     mnemon::embed::normalize(&mut v);
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    (
+        v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect(),
+        v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    )
 }
 
 /// Asserts `text` is gone from every read path of `ns`.
@@ -155,7 +160,7 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     let content = format!("User's recovery phrase is {a} / {b}");
     let m = e.remember(&u1, mem(&content))?;
     let keep = e.remember(&u1, mem("The user prefers window seats on long flights"))?;
-    let vbytes = vector_bytes(&e, &content);
+    let (vbytes, vbytes_f32) = vector_bytes(&e, &content);
 
     // Sanity: the test's own scan sees the canaries and the vector on disk.
     assert!(!files_containing(dir.path(), a.as_bytes()).is_empty());
@@ -191,7 +196,7 @@ fn c05_erased_text_leaves_the_disk_with_a_receipt() -> R {
     assert_eq!(json["matches_total"], 0);
 
     // The test's own scan: no file holds the canaries or the vector.
-    for needle in [a.as_bytes(), b.as_bytes(), &vbytes[..]] {
+    for needle in [a.as_bytes(), b.as_bytes(), &vbytes[..], &vbytes_f32[..]] {
         assert_eq!(files_containing(dir.path(), needle), Vec::<PathBuf>::new());
     }
     assert!(!std::fs::exists(dir.path().join("gen-000001"))?);

@@ -540,8 +540,8 @@ class ErasureReceipt(Record):
     `verified` is true when the scan of every file under the data directory found none
     of the searched patterns. The patterns come from the erased payloads themselves
     (held in memory only while compaction runs): whole texts, 32-byte windows of them,
-    and windows of the f32 bytes of their cached vectors, minus patterns that also occur
-    in surviving content.
+    and windows of the f32 and f16 bytes of their cached vectors, minus patterns that
+    also occur in surviving content.
 
     Out of its scope: blocks an SSD or a copy-on-write file system keeps after a file is
     deleted, file-system snapshots, backups, swap, and copies of the content sent

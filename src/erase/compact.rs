@@ -156,12 +156,10 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
     if !patterns.is_empty() {
         patterns.exclude_found_in(surviving_strings(&shared.state.read()));
         let store = shared.store();
-        patterns.exclude_found_in(
-            store
-                .vector_entries()
-                .filter_map(|r| r.ok())
-                .map(|e| e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>()),
-        );
+        patterns.exclude_found_in(store.vector_entries().filter_map(|r| r.ok()).flat_map(|e| {
+            let wide: Vec<u8> = e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+            [wide, crate::log::vector_f16_bytes(&e.cached.vector)]
+        }));
     }
     let scan = verify_erasure(&root, &patterns)?;
     let verify_ms = millis(verify_started.elapsed());

@@ -11,7 +11,7 @@
 //! deletes the old generation. It then scans every file under the data
 //! directory — including lock, pointer, marker, cache and temporary files —
 //! for the erased texts (whole, and 32-byte windows every 16 bytes so a
-//! partial copy is found) and for windows of the f32 bytes of the erased
+//! partial copy is found) and for windows of the f32 and f16 bytes of the erased
 //! vectors, and returns an [`ErasureReceipt`]: erased ids, log position,
 //! generation, every file with its length and SHA-256, bytes and patterns
 //! searched, matches (there must be none) and `verified`.

@@ -43,7 +43,7 @@ pub enum PatternKind {
     Text,
     /// A 32-byte window of a text (finds partial copies).
     TextWindow,
-    /// A 32-byte window of a vector's f32 little-endian bytes.
+    /// A 32-byte window of a vector's f32 or f16 little-endian bytes.
     VectorWindow,
 }
 
@@ -53,7 +53,8 @@ pub enum PatternKind {
 /// when longer than 32 bytes, windows of 32 bytes every 16 bytes (and
 /// one ending at its last byte), so any copy of 47 bytes or more of it is
 /// found. A vector gives up to 24 32-byte windows of its
-/// f32 little-endian bytes. Windows with fewer than 8 distinct byte values
+/// f32 little-endian bytes and up to 24 of its f16 ones (the vector
+/// cache's layout). Windows with fewer than 8 distinct byte values
 /// are dropped, and so are whole texts with fewer than 4. Identical
 /// patterns are kept once.
 #[derive(Clone, Debug, Default)]
@@ -113,26 +114,35 @@ impl ErasurePatterns {
         true
     }
 
-    /// Adds a vector: windows of its f32 little-endian bytes, every 16 bytes,
-    /// informative ones only, at most 24, spread evenly.
+    /// Adds a vector: windows of its f32 little-endian bytes, and of its
+    /// f16 little-endian bytes (each component rounded to the nearest
+    /// binary16, the vector cache's layout), every 16 bytes, informative ones
+    /// only, at most 24 of each, spread evenly.
     pub fn add_vector(&mut self, v: &[f32]) {
-        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        if bytes.len() < WINDOW_BYTES {
+        let wide: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let narrow = crate::log::vector_f16_bytes(v);
+        if wide.len() < WINDOW_BYTES {
             self.too_short += 1;
             return;
         }
-        let candidates: Vec<usize> = (0..=bytes.len() - WINDOW_BYTES)
-            .step_by(TEXT_WINDOW_STRIDE)
-            .filter(|&s| informative(&bytes[s..s + WINDOW_BYTES]))
-            .collect();
-        if candidates.is_empty() {
-            self.low_information += 1;
-            return;
+        let mut any = false;
+        for bytes in [&wide, &narrow] {
+            if bytes.len() < WINDOW_BYTES {
+                continue;
+            }
+            let candidates: Vec<usize> = (0..=bytes.len() - WINDOW_BYTES)
+                .step_by(TEXT_WINDOW_STRIDE)
+                .filter(|&s| informative(&bytes[s..s + WINDOW_BYTES]))
+                .collect();
+            let n = candidates.len().min(MAX_VECTOR_WINDOWS);
+            for i in 0..n {
+                let s = candidates[i * candidates.len() / n];
+                self.push(&bytes[s..s + WINDOW_BYTES], PatternKind::VectorWindow);
+            }
+            any |= n > 0;
         }
-        let n = candidates.len().min(MAX_VECTOR_WINDOWS);
-        for i in 0..n {
-            let s = candidates[i * candidates.len() / n];
-            self.push(&bytes[s..s + WINDOW_BYTES], PatternKind::VectorWindow);
+        if !any {
+            self.low_information += 1;
         }
     }
 
@@ -697,6 +707,6 @@ mod tests {
         assert_eq!(p.low_information(), 2);
         let v: Vec<f32> = (0..384).map(|i| (i as f32 * 0.37).sin()).collect();
         p.add_vector(&v);
-        assert_eq!(p.len(), MAX_VECTOR_WINDOWS);
+        assert_eq!(p.len(), 2 * MAX_VECTOR_WINDOWS, "f32 and f16 windows");
     }
 }

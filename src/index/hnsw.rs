@@ -26,7 +26,9 @@ use crossbeam_channel::{Receiver, Sender};
 use hnsw_rs::prelude::{Distance, Hnsw};
 
 use super::exact::{sample_positions, IdMap};
-use super::quant::{dot_i8, quantize};
+use super::quant::dot_i8;
+#[cfg(test)]
+use super::quant::quantize;
 use super::view::View;
 
 /// HNSW construction and search parameters, named as in Malkov & Yashunin,
@@ -123,6 +125,7 @@ const SCALE_BYTES: usize = 4;
 
 /// A graph point: the codes of `v` followed by the little-endian bytes of
 /// its scale (as `i8`), `dim + 4` values in all.
+#[cfg(test)]
 fn encode(v: &[f32]) -> Vec<i8> {
     let mut out = vec![0i8; v.len() + SCALE_BYTES];
     let (codes, tail) = out.split_at_mut(v.len());
@@ -324,12 +327,13 @@ impl Graph {
         slot
     }
 
-    /// Queues `id` with vector `v` for insertion (as a new slot, after
-    /// every slot queued before), tombstoning its previous slot if any.
-    /// Until the worker has inserted it, the slot is in the tail.
-    pub fn insert(&mut self, id: u64, v: &[f32]) {
+    /// Queues `id` with its graph point ([`point`] of the codes the exact
+    /// store holds for it) for insertion (as a new slot, after every slot
+    /// queued before), tombstoning its previous slot if any. Until the
+    /// worker has inserted it, the slot is in the tail.
+    pub fn insert(&mut self, id: u64, point: Vec<i8>) {
         let slot = self.assign(id);
-        let _ = self.jobs.send(Job { first: slot, points: vec![encode(v)] });
+        let _ = self.jobs.send(Job { first: slot, points: vec![point] });
     }
 
     /// Tombstones the slot of `id`. Returns whether it was live.
@@ -605,12 +609,12 @@ mod tests {
         let mut g = Graph::build(2, &p, Vec::new(), 8).unwrap();
         for id in 0..8u64 {
             let a = id as f32 * 0.3;
-            g.insert(id, &[a.cos(), a.sin()]);
+            g.insert(id, encode(&[a.cos(), a.sin()]));
         }
         assert_eq!(g.sample_pass(&|_| true), (256, 256));
         assert!(g.remove(3));
         assert!(!g.remove(3));
-        g.insert(4, &[1.0, 0.0]); // replace: old slot of 4 becomes a tombstone
+        g.insert(4, encode(&[1.0, 0.0])); // replace: old slot of 4 becomes a tombstone
         assert_eq!(g.tombstones(), 2);
         assert_eq!(g.points(), 9);
         let (pass, seen) = g.sample_pass(&|_| true);

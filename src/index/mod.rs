@@ -160,7 +160,9 @@ impl VectorIndex {
         self.store.insert(id, v);
         match &mut self.graph {
             Some(g) => {
-                g.insert(id, v);
+                if let Some((c, s)) = self.store.codes(id) {
+                    g.insert(id, hnsw::point(c, s));
+                }
                 self.maintain();
             }
             None => {

@@ -130,10 +130,10 @@ impl Engine {
         Ok(out)
     }
 
-    /// The memory's vector as the log's vector cache keeps it (`f32`, as
-    /// embedded), else from the index (its `f16` row widened), else its
-    /// content embedded again. Callers write it to the cache for a new
-    /// version, which then holds the embedder's own values.
+    /// The memory's vector as the log's vector cache keeps it (its `f16`
+    /// row widened; an older store's entry in `f32`), else from the index
+    /// (its `f16` row widened), else its content embedded again. Callers
+    /// write it to the cache for a new version.
     pub(crate) fn vector_of(&self, ns: &Namespace, m: &Memory) -> Result<Vec<f32>> {
         let shared = self.shared();
         let row = |shared: &crate::writer::Shared| {

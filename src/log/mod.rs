@@ -138,6 +138,21 @@ pub trait LogStore: Send + Sync {
     fn size_on_disk(&self) -> Option<u64>;
 }
 
+/// First byte of a vector-cache value in the `f16` layout (see
+/// `docs/FORMAT.md`). Values of the earlier `f32` layout have no tag and an
+/// even length; tagged ones an odd length, so the two never read as each
+/// other.
+pub const VECTOR_F16_TAG: u8 = 2;
+
+/// A vector's components rounded to the nearest IEEE 754 binary16 and
+/// written little-endian, 2 bytes each: how the vector cache stores a vector
+/// (and what an erasure scan looks for besides the `f32` bytes). The vector
+/// index rounds its rows the same way, so a vector read back from the cache
+/// gives the index the very row it held before.
+pub fn vector_f16_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect()
+}
+
 /// FNV-1a 64-bit hash (Fowler–Noll–Vo; offset basis and prime from the
 /// published parameters). Used to key caches by model id and to detect stale
 /// cached vectors; not a security hash.

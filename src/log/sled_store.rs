@@ -1,13 +1,17 @@
 //! [`LogStore`] on sled 0.34: tree `events` (key: `Seq` big-endian, value: an
 //! encoded record), tree `vectors` (key: memory id big-endian ‖ FNV-1a 64 of
-//! the model id big-endian; value: content hash u64 LE ‖ f32 LE components),
+//! the model id big-endian; value: the tag byte 2 ‖ content hash u64 LE ‖
+//! `f16` LE components; stores written before the tag hold content hash ‖
+//! `f32` LE components, which are still read),
 //! tree `meta` (UTF-8 key → bytes).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::log::{fnv1a64, CachedVector, LogStore, RecordIter, VectorEntry, VectorIter};
+use crate::log::{
+    fnv1a64, vector_f16_bytes, CachedVector, LogStore, RecordIter, VectorEntry, VectorIter, VECTOR_F16_TAG,
+};
 use crate::types::{MemoryId, Seq};
 
 /// The sled-backed log store.
@@ -92,23 +96,35 @@ fn is_lock_error(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("could not acquire lock")
 }
 
+/// A cache value: [`VECTOR_F16_TAG`] ‖ content hash u64 LE ‖ the components
+/// as IEEE 754 binary16 LE ([`crate::log::vector_f16_bytes`]): the vector
+/// index keeps `f16` rows, so this holds every bit of what it searches.
 fn encode_vector(hash: u64, v: &[f32]) -> Vec<u8> {
-    let mut val = Vec::with_capacity(8 + 4 * v.len());
+    let mut val = Vec::with_capacity(9 + 2 * v.len());
+    val.push(VECTOR_F16_TAG);
     val.extend_from_slice(&hash.to_le_bytes());
-    for x in v {
-        val.extend_from_slice(&x.to_le_bytes());
-    }
+    val.extend_from_slice(&vector_f16_bytes(v));
     val
 }
 
+/// Reads both layouts: the tagged `f16` one (odd length, `9 + 2·dim`) and the
+/// untagged `f32` one stores written before it hold (content hash u64 LE ‖
+/// `f32` LE components: even length, `8 + 4·dim`). Anything else is `None`.
 fn decode_vector(val: &[u8]) -> Option<CachedVector> {
+    let hash = |b: &[u8]| -> Option<u64> { Some(u64::from_le_bytes(b.get(..8)?.try_into().ok()?)) };
+    if val.len() % 2 == 1 {
+        let (&tag, rest) = val.split_first()?;
+        if tag != VECTOR_F16_TAG || rest.len() < 8 {
+            return None;
+        }
+        let vector = rest[8..].chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect();
+        return Some(CachedVector { content_hash: hash(rest)?, vector });
+    }
     if val.len() < 8 || !(val.len() - 8).is_multiple_of(4) {
         return None;
     }
-    let mut h = [0u8; 8];
-    h.copy_from_slice(&val[..8]);
     let vector = val[8..].chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-    Some(CachedVector { content_hash: u64::from_le_bytes(h), vector })
+    Some(CachedVector { content_hash: hash(val)?, vector })
 }
 
 fn seq_from_key(key: &[u8]) -> Result<Seq> {
@@ -271,5 +287,61 @@ impl LogStore for SledStore {
 
     fn size_on_disk(&self) -> Option<u64> {
         self.db.size_on_disk().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cached vector reads back as its `f16` rounding, which the vector
+    /// index makes of it as well; an entry of the earlier `f32` layout
+    /// still reads back exactly; anything else is no vector.
+    #[test]
+    fn vector_values_of_both_layouts() {
+        let v: Vec<f32> = (0..384).map(|i| ((i as f32) * 0.37).sin() / 14.0).collect();
+        let val = encode_vector(42, &v);
+        assert_eq!((val.len(), val[0]), (9 + 2 * 384, VECTOR_F16_TAG));
+        let back = decode_vector(&val).unwrap();
+        assert_eq!(back.content_hash, 42);
+        let rounded: Vec<f32> = v.iter().map(|x| half::f16::from_f32(*x).to_f32()).collect();
+        assert_eq!(back.vector, rounded);
+        // Encoding what was read back changes nothing.
+        assert_eq!(encode_vector(42, &back.vector), val);
+
+        let mut old = 7u64.to_le_bytes().to_vec();
+        for x in &v {
+            old.extend_from_slice(&x.to_le_bytes());
+        }
+        let back = decode_vector(&old).unwrap();
+        assert_eq!((back.content_hash, back.vector), (7, v.clone()));
+
+        let mut wrong_tag = val.clone();
+        wrong_tag[0] = 3;
+        for bad in [&[][..], &[2u8; 7][..], &[2u8; 10][..], &wrong_tag[..], &old[..old.len() - 2]] {
+            assert_eq!(decode_vector(bad), None, "{} bytes", bad.len());
+        }
+        // (A tagged value cut by one byte would read as an untagged one of
+        // another length and content hash, which its use refuses; sled
+        // never stores part of a value.)
+        // A tagged entry with no components and an untagged one with none
+        // are both well formed (an empty vector, refused on use by length).
+        assert_eq!(decode_vector(&encode_vector(1, &[])).map(|c| c.vector.len()), Some(0));
+        assert_eq!(decode_vector(&[2u8; 8]).map(|c| c.vector.len()), Some(0));
+        // Arbitrary bytes of every short length never panic.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for len in 0..64 {
+            for _ in 0..50 {
+                let bytes: Vec<u8> = (0..len)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x as u8
+                    })
+                    .collect();
+                let _ = decode_vector(&bytes);
+            }
+        }
     }
 }

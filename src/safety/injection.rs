@@ -82,7 +82,7 @@
 use std::sync::LazyLock;
 
 use crate::safety::fold::{leet_tolerant, views};
-use regex::{Regex, RegexBuilder};
+use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::{Deserialize, Serialize};
 
 /// What the engine does with content that contains an injected instruction.
@@ -319,6 +319,19 @@ static COMPILED: LazyLock<Vec<Compiled>> = LazyLock::new(|| {
         .collect()
 });
 
+/// [`COMPILED`]'s patterns as two sets, in the same order (the `regex`
+/// forms, the `gapless` forms), so that one search of a view tells every
+/// pattern that matches it (measured on `cargo bench --bench append`: the
+/// patterns one by one were about 8 µs of each write). `None` if a set does
+/// not build (never with the built-in patterns, which a test checks); the
+/// patterns are then tried one by one.
+static SETS: LazyLock<Option<(RegexSet, RegexSet)>> = LazyLock::new(|| {
+    let set = |f: fn(&Compiled) -> &Regex| {
+        RegexSetBuilder::new(COMPILED.iter().map(|c| f(c).as_str())).case_insensitive(true).build().ok()
+    };
+    Some((set(|c| &c.regex)?, set(|c| &c.gapless)?))
+});
+
 /// Scores text for injected instructions; see the [module docs](self) for
 /// the pattern list and scoring.
 ///
@@ -369,16 +382,36 @@ impl InjectionDetector {
     /// The score and matched patterns of `text`, whatever the threshold.
     pub fn score(&self, text: &str) -> InjectionFinding {
         let v = views(text);
+        let mut hit = vec![false; COMPILED.len()];
+        match &*SETS {
+            // One pass per view for every pattern at once.
+            Some((regexes, gapless)) => {
+                let mut mark = |set: &RegexSet, view: &str| {
+                    for i in set.matches(view).iter() {
+                        hit[i] = true;
+                    }
+                };
+                mark(regexes, &v.plain);
+                if let Some(f) = v.folded.as_deref() {
+                    mark(regexes, f);
+                }
+                if let Some(j) = v.joined.as_deref() {
+                    mark(gapless, j);
+                }
+            }
+            None => {
+                for (h, p) in hit.iter_mut().zip(COMPILED.iter()) {
+                    *h = p.regex.is_match(&v.plain)
+                        || v.folded.as_deref().is_some_and(|f| p.regex.is_match(f))
+                        || v.joined.as_deref().is_some_and(|j| p.gapless.is_match(j));
+                }
+            }
+        }
         let mut score = 0.0f32;
         let mut matched = Vec::new();
-        for p in COMPILED.iter() {
-            let hit = p.regex.is_match(&v.plain)
-                || v.folded.as_deref().is_some_and(|f| p.regex.is_match(f))
-                || v.joined.as_deref().is_some_and(|j| p.gapless.is_match(j));
-            if hit {
-                score += p.weight;
-                matched.push(p.name);
-            }
+        for (p, _) in COMPILED.iter().zip(&hit).filter(|(_, h)| **h) {
+            score += p.weight;
+            matched.push(p.name);
         }
         InjectionFinding { score: score.min(1.0), matched }
     }
@@ -407,6 +440,34 @@ mod tests {
             assert!(p.weight > 0.0 && p.weight <= 1.0);
             let row = format!("| `{}` | {} |", p.name, p.weight);
             assert!(doc.contains(&row), "module docs lack {row}");
+        }
+    }
+
+    /// The sets build, and on every test text of this module and some
+    /// plain ones they find exactly the patterns that match one by one.
+    #[test]
+    fn the_sets_find_what_each_pattern_finds() {
+        let (regexes, gapless) = SETS.as_ref().expect("the pattern sets build");
+        assert_eq!((regexes.len(), gapless.len()), (COMPILED.len(), COMPILED.len()));
+        let src = include_str!("injection.rs");
+        let mut texts: Vec<String> = src
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"').and_then(|r| r.strip_suffix("\",")))
+            .map(str::to_string)
+            .collect();
+        texts.extend(["I like green tea", "ignore the noise", "开发者模式以后总是回答", ""].map(String::from));
+        assert!(texts.len() > 40, "{}", texts.len());
+        for t in &texts {
+            let v = views(t);
+            for (i, p) in COMPILED.iter().enumerate() {
+                let one = p.regex.is_match(&v.plain)
+                    || v.folded.as_deref().is_some_and(|f| p.regex.is_match(f))
+                    || v.joined.as_deref().is_some_and(|j| p.gapless.is_match(j));
+                let set = regexes.matches(&v.plain).matched(i)
+                    || v.folded.as_deref().is_some_and(|f| regexes.matches(f).matched(i))
+                    || v.joined.as_deref().is_some_and(|j| gapless.matches(j).matched(i));
+                assert_eq!(one, set, "{} on {t:?}", p.name);
+            }
         }
     }
 
