@@ -347,3 +347,64 @@ proptest! {
         }
     }
 }
+
+/// The vector cache's earlier layout (content hash ‖ `f32` components, no
+/// tag) is still read: a store whose entries are all in it opens from them
+/// without embedding anything, and recall scores exactly as before (the
+/// index rounds either layout to the same `f16` rows).
+#[test]
+fn vector_cache_entries_of_the_f32_layout_are_still_read() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u1");
+    // Vectors no embedder would make, so a re-embedded memory would score
+    // differently.
+    let vector = |i: usize| -> Vec<f32> {
+        let v: Vec<f32> = (0..384).map(|j| ((i * 7 + j * 13) as f32 * 0.11).sin()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    };
+    let texts = ["The user lives in Lisbon", "The user's sister is a nurse", "用户喜欢喝乌龙茶"];
+    let scores = |e: &mnemon::Engine| -> Vec<(u64, u32)> {
+        let opts = mnemon::RecallOptions { top_k: 3, ..Default::default() };
+        e.recall(&u, "where does the user live", &opts)
+            .expect("recall")
+            .iter()
+            .map(|h| (h.memory.id.0, h.explain.similarity.to_bits()))
+            .collect()
+    };
+    let engine = mnemon::Engine::open(dir.path())?;
+    let mut wide = Vec::new();
+    for (i, t) in texts.iter().enumerate() {
+        let id = engine.remember(&u, mnemon::NewMemory::new(*t).vector(vector(i)))?.id;
+        wide.push((id, vector(i)));
+    }
+    let before = scores(&engine);
+    assert_eq!(before.len(), 3);
+    engine.close()?;
+
+    // Rewrite every entry as a build before the tag wrote it.
+    let current = std::fs::read_to_string(dir.path().join("CURRENT"))?;
+    {
+        let db = sled::Config::new().path(dir.path().join(current.trim())).open()?;
+        let tree = db.open_tree("vectors")?;
+        let mut n = 0;
+        for (id, v) in &wide {
+            let (key, val) = tree.scan_prefix(id.0.to_be_bytes()).next().ok_or("entry missing")??;
+            assert_eq!((val.len(), val[0]), (9 + 2 * 384, 2), "the tagged f16 layout");
+            let mut old = val[1..9].to_vec();
+            for x in v {
+                old.extend_from_slice(&x.to_le_bytes());
+            }
+            tree.insert(key, old)?;
+            n += 1;
+        }
+        assert_eq!(n, 3);
+        db.flush()?;
+    }
+    let engine = mnemon::Engine::open(dir.path())?;
+    let report = engine.check()?;
+    assert_eq!((report.vectors_cached, report.vectors_embedded), (3, 0), "{report:?}");
+    assert_eq!(scores(&engine), before);
+    engine.close()?;
+    Ok(())
+}
