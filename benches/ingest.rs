@@ -10,7 +10,9 @@
 //!
 //! * `sqlite wal + fts5` — the texts only;
 //! * `sqlite wal + fts5 + vectors` — memories also store their 384 × f32
-//!   vector as a 1,536-byte blob, the bytes mnemon's vector cache holds.
+//!   vector as a 1,536-byte blob, the vector as the caller gave it
+//!   (mnemon's vector cache holds it in `f16`, 768 bytes and a 9-byte
+//!   header).
 //!
 //! mnemon does more per memory than either (slot-key and duplicate maps,
 //! a BM25 index with CJK bigrams and stemming, the vector index, the

@@ -49,7 +49,6 @@ fn unicode_canary() -> String {
     s
 }
 
-/// The vector the engine caches for `content`, as little-endian bytes.
 /// The vector of `content` as the vector cache stores it (its components
 /// rounded to binary16, little-endian), and as `f32` little-endian bytes.
 fn vector_bytes(e: &Engine, content: &str) -> (Vec<u8>, Vec<u8>) {
@@ -146,6 +145,57 @@ fn c04_forgetting_one_user_leaves_another_untouched() -> R {
     assert_eq!(all_memories(&e, &u2), before);
     assert_eq!(e.events(&u2, 1, u64::MAX)?, events_before);
     assert!(all_memories(&e, &u1).is_empty());
+    Ok(())
+}
+
+/// A store whose vector cache is in the layout written before the `f16`
+/// one (content hash ‖ `f32` components): compaction erases a forgotten
+/// memory's vector in that layout too, the scan looks for both layouts,
+/// and the surviving vectors are rewritten as `f16`.
+#[test]
+fn erased_vectors_of_the_f32_layout_leave_the_disk() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u1");
+    let vector = |seed: f32| -> Vec<f32> {
+        let v: Vec<f32> = (0..384).map(|j| ((j as f32 + seed) * 0.173).sin()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    };
+    let (gone_v, kept_v) = (vector(0.5), vector(7.25));
+    let e = Engine::open(dir.path())?;
+    let gone = e.remember(&u, mem("The user's locker code is written on a card").vector(gone_v.clone()))?.id;
+    let kept = e.remember(&u, mem("The user prefers aisle seats").vector(kept_v.clone()))?.id;
+    e.close()?;
+    let wide = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let narrow = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect() };
+    let current = std::fs::read_to_string(dir.path().join("CURRENT"))?;
+    {
+        let db = sled::Config::new().path(dir.path().join(current.trim())).open()?;
+        let tree = db.open_tree("vectors")?;
+        for (id, v) in [(gone, &gone_v), (kept, &kept_v)] {
+            let (key, val) = tree.scan_prefix(id.0.to_be_bytes()).next().ok_or("entry missing")??;
+            let mut old = val[1..9].to_vec();
+            old.extend_from_slice(&wide(v));
+            tree.insert(key, old)?;
+        }
+        db.flush()?;
+    }
+    let e = Engine::open(dir.path())?;
+    assert!(!files_containing(dir.path(), &wide(&gone_v)[..64]).is_empty(), "the f32 entry is on disk");
+    e.forget(&u, ForgetRequest::Memory(gone), "user request")?;
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    for needle in [&wide(&gone_v)[..64], &narrow(&gone_v)[..64]] {
+        assert_eq!(files_containing(dir.path(), needle), Vec::<PathBuf>::new());
+    }
+    // The surviving vector is still cached, now in the f16 layout.
+    assert!(files_containing(dir.path(), &wide(&kept_v)[..64]).is_empty());
+    assert!(!files_containing(dir.path(), &narrow(&kept_v)[..64]).is_empty());
+    e.close()?;
+    let e = Engine::open(dir.path())?;
+    let report = e.check()?;
+    assert_eq!((report.vectors_cached, report.vectors_embedded), (1, 0), "{report:?}");
+    assert_eq!(e.get(&u, kept)?.content, "The user prefers aisle seats");
     Ok(())
 }
 

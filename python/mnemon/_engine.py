@@ -156,7 +156,8 @@ class Engine:
                 all-MiniLM-L6-v2, else the hashing embedder; an existing store
                 keeps the model it was built with, and opening it raises
                 `EmbedderError` when that model is not installed in
-                `models_dir` rather than moving it to another model),
+                `models_dir`, or is not a built-in one (a program's own
+                embedder made it), rather than moving it to another model),
                 `"hashing"` (384 dimensions, no download), `"minilm"` or
                 `"e5-small"`. Install models with `mnemon model install`.
             models_dir: where models are installed (default `$MNEMON_MODELS`,
@@ -186,7 +187,8 @@ class Engine:
         Raises:
             InvalidInputError: a setting of the wrong type or out of range.
             LockedError: another process or engine holds the store.
-            EmbedderError: the model asked for is not installed.
+            EmbedderError: the model asked for is not installed; under
+                `"auto"`, the store's model is not installed or not built in.
             CorruptedError, IncompatibleFormatError, IoError, StorageError:
                 the store cannot be read.
         """

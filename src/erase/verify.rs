@@ -114,36 +114,42 @@ impl ErasurePatterns {
         true
     }
 
-    /// Adds a vector: windows of its f32 little-endian bytes, and of its
-    /// f16 little-endian bytes (each component rounded to the nearest
-    /// binary16, the vector cache's layout), every 16 bytes, informative ones
-    /// only, at most 24 of each, spread evenly.
+    /// Adds a vector: windows of its f16 little-endian bytes (each
+    /// component rounded to the nearest binary16: the vector cache's
+    /// layout) and of its f32 little-endian bytes (the layout stores
+    /// written before it hold), every 16 bytes, informative ones only, at
+    /// most 24 of each, spread evenly. What is counted is the f16 layout,
+    /// the one a vector is written in: a vector whose f16 bytes are shorter
+    /// than one window (under 16 components) is counted in
+    /// [`ErasurePatterns::too_short`], one whose f16 windows are all
+    /// uninformative in [`ErasurePatterns::low_information`], and neither
+    /// counts as searched whatever its f32 windows give.
     pub fn add_vector(&mut self, v: &[f32]) {
-        let wide: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
         let narrow = crate::log::vector_f16_bytes(v);
-        if wide.len() < WINDOW_BYTES {
+        let wide: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        if narrow.len() < WINDOW_BYTES {
             self.too_short += 1;
-            return;
-        }
-        let mut any = false;
-        for bytes in [&wide, &narrow] {
-            if bytes.len() < WINDOW_BYTES {
-                continue;
-            }
-            let candidates: Vec<usize> = (0..=bytes.len() - WINDOW_BYTES)
-                .step_by(TEXT_WINDOW_STRIDE)
-                .filter(|&s| informative(&bytes[s..s + WINDOW_BYTES]))
-                .collect();
-            let n = candidates.len().min(MAX_VECTOR_WINDOWS);
-            for i in 0..n {
-                let s = candidates[i * candidates.len() / n];
-                self.push(&bytes[s..s + WINDOW_BYTES], PatternKind::VectorWindow);
-            }
-            any |= n > 0;
-        }
-        if !any {
+        } else if self.add_vector_windows(&narrow) == 0 {
             self.low_information += 1;
         }
+        if wide.len() >= WINDOW_BYTES {
+            self.add_vector_windows(&wide);
+        }
+    }
+
+    /// Pushes up to [`MAX_VECTOR_WINDOWS`] informative windows of `bytes`
+    /// (at least [`WINDOW_BYTES`] long), spread evenly; returns how many.
+    fn add_vector_windows(&mut self, bytes: &[u8]) -> usize {
+        let candidates: Vec<usize> = (0..=bytes.len() - WINDOW_BYTES)
+            .step_by(TEXT_WINDOW_STRIDE)
+            .filter(|&s| informative(&bytes[s..s + WINDOW_BYTES]))
+            .collect();
+        let n = candidates.len().min(MAX_VECTOR_WINDOWS);
+        for i in 0..n {
+            let s = candidates[i * candidates.len() / n];
+            self.push(&bytes[s..s + WINDOW_BYTES], PatternKind::VectorWindow);
+        }
+        n
     }
 
     /// Drops every pattern that occurs in one of the `corpus` items: content
@@ -705,8 +711,15 @@ mod tests {
         assert_eq!(p.too_short(), 1);
         assert_eq!(p.len(), 0);
         assert_eq!(p.low_information(), 2);
+        // 12 components: 48 f32 bytes, but 24 f16 bytes, under one window of
+        // the layout on disk: too short, whatever its f32 windows.
+        let twelve: Vec<f32> = (0..12).map(|i| (i as f32 * 0.71).sin()).collect();
+        p.add_vector(&twelve);
+        assert_eq!((p.too_short(), p.low_information()), (2, 2));
+        let mut p = ErasurePatterns::new();
         let v: Vec<f32> = (0..384).map(|i| (i as f32 * 0.37).sin()).collect();
         p.add_vector(&v);
         assert_eq!(p.len(), 2 * MAX_VECTOR_WINDOWS, "f32 and f16 windows");
+        assert_eq!((p.too_short(), p.low_information()), (0, 0));
     }
 }

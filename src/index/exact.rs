@@ -253,6 +253,9 @@ pub(crate) struct ExactStore {
     scales: Vec<f32>,
     ids: Vec<u64>,
     rows: IdMap<usize>,
+    /// Scratch: the row being inserted, widened back to `f32`, which its
+    /// codes are quantised from (`dim` components, reused).
+    widened: Vec<f32>,
 }
 
 impl ExactStore {
@@ -264,6 +267,7 @@ impl ExactStore {
             scales: Vec::new(),
             ids: Vec::new(),
             rows: IdMap::default(),
+            widened: Vec::new(),
         }
     }
 
@@ -314,13 +318,14 @@ impl ExactStore {
     /// keeps it) makes the very same row and codes.
     pub fn insert(&mut self, id: u64, v: &[f32]) {
         let dim = self.dim;
-        let rounded = |v: &[f32]| -> Vec<f32> { v.iter().map(|x| f16::from_f32(*x).to_f32()).collect() };
         if let Some(&row) = self.rows.get(&id) {
             if let Some(dst) = self.data.get_mut(row * dim..(row + 1) * dim) {
                 dst.convert_from_f32_slice(v);
+                self.widened.resize(dim, 0.0);
+                dst.convert_to_f32_slice(&mut self.widened);
             }
             if let (Some(dst), Some(s)) = (self.codes.get_mut(row * dim..(row + 1) * dim), self.scales.get_mut(row)) {
-                *s = quantize(&rounded(v), dst);
+                *s = quantize(&self.widened, dst);
             }
             return;
         }
@@ -339,9 +344,11 @@ impl ExactStore {
         let start = self.data.len();
         self.data.resize(start + dim, f16::ZERO);
         self.data[start..].convert_from_f32_slice(v);
+        self.widened.resize(dim, 0.0);
+        self.data[start..].convert_to_f32_slice(&mut self.widened);
         let start = self.codes.len();
         self.codes.resize(start + dim, 0);
-        let scale = quantize(&rounded(v), &mut self.codes[start..]);
+        let scale = quantize(&self.widened, &mut self.codes[start..]);
         self.scales.push(scale);
     }
 
@@ -364,9 +371,12 @@ impl ExactStore {
         self.data.truncate(last * dim);
         self.codes.truncate(last * dim);
         self.scales.truncate(last);
-        // Give memory back after mass removal: keep at most 2× the live rows
-        // (and never shrink below 1024 rows), so shrinking is amortised.
-        if self.ids.capacity() > 1024 && self.ids.capacity() > 2 * last {
+        // Give memory back after mass removal: shrink once the capacity is
+        // over 4× the live rows (and 1024 rows), to 1.25×, so shrinking is
+        // amortised: a store just doubled (2×) must lose half its rows
+        // before it shrinks, and a shrunk one must lose over two thirds
+        // again.
+        if self.ids.capacity() > 1024 && self.ids.capacity() > 4 * last {
             let keep = last + last / 4;
             self.ids.shrink_to(keep);
             self.data.shrink_to(keep * dim);
@@ -586,6 +596,35 @@ mod tests {
         assert!(s.memory_bytes() < full / 3, "{} vs {full}", s.memory_bytes());
         for id in 4500..5000u64 {
             assert_eq!(s.vector(id), Some(vec![1.0, 0.0, 0.0, 0.0]));
+        }
+    }
+
+    /// A vector and its `f16` rounding (what the vector cache gives back on
+    /// open) make the same row and the same codes, inserted new or over an
+    /// existing row.
+    #[test]
+    fn a_vector_and_its_f16_rounding_make_the_same_row_and_codes() {
+        let dim = 384;
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for trial in 0..50u64 {
+            let v: Vec<f32> = (0..dim)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    ((x >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1
+                })
+                .collect();
+            let r: Vec<f32> = v.iter().map(|c| f16::from_f32(*c).to_f32()).collect();
+            let (mut a, mut b) = (ExactStore::new(dim), ExactStore::new(dim));
+            a.insert(trial, &v);
+            b.insert(trial, &r);
+            assert_eq!(a.get(trial), b.get(trial));
+            assert_eq!(a.codes(trial), b.codes(trial), "trial {trial}");
+            // Overwriting in place gives the same as well.
+            a.insert(trial, &r);
+            b.insert(trial, &v);
+            assert_eq!(a.codes(trial), b.codes(trial), "trial {trial}, in place");
         }
     }
 

@@ -136,7 +136,7 @@ fn encode(v: &[f32]) -> Vec<i8> {
     out
 }
 
-/// The codes and scale of a point made by [`encode`]; an input shorter than
+/// The codes and scale of a point made by [`point`]; an input shorter than
 /// the scale bytes decodes as no codes and scale 0.
 #[inline]
 pub(crate) fn decode(p: &[i8]) -> (&[i8], f32) {
@@ -543,7 +543,7 @@ fn refresh_view(shared: &Shared, dim: usize, m: usize, inserted: usize) {
 }
 
 /// The graph point of a vector already quantised: its codes followed by the
-/// little-endian bytes of its scale, as [`encode`] writes them.
+/// little-endian bytes of its scale, `dim + 4` values in all.
 pub(crate) fn point(codes: &[i8], scale: f32) -> Vec<i8> {
     let mut out = Vec::with_capacity(codes.len() + SCALE_BYTES);
     out.extend_from_slice(codes);

@@ -253,9 +253,10 @@ fn stem(word: &str) -> String {
 /// are rare and stemmed each time).
 const STEM_MEMO_WORD_MAX: usize = 24;
 
-/// Entries [`STEMS`] holds before it starts over: about 1 MB per thread at
-/// most. Seed value.
-const STEM_MEMO_MAX: usize = 16_384;
+/// Entries [`STEMS`] holds before it starts over: at most about 1 MB per
+/// thread (its table of 16k buckets and two small allocations per entry),
+/// kept for the thread's life. Seed value.
+const STEM_MEMO_MAX: usize = 8_192;
 
 thread_local! {
     /// Stems this thread has computed, by word. Porter2 takes a few hundred
@@ -263,7 +264,10 @@ thread_local! {
     /// with `perf` on `cargo bench --bench ingest`: stemming was about half
     /// of `tokenize`), and the words of a store follow Zipf's law, so most
     /// words of a new text were seen before. A pure function's memo: the
-    /// stems are the same with or without it.
+    /// stems are the same with or without it. It holds words in process
+    /// memory only, never on disk; a word of a forgotten memory stays in it
+    /// until 8,192 newer words (or the thread's end) push it out, like
+    /// other freed memory of the process (erasure is proved on disk).
     static STEMS: std::cell::RefCell<std::collections::HashMap<Box<str>, Box<str>, foldhash::fast::RandomState>> =
         std::cell::RefCell::new(std::collections::HashMap::default());
 }
@@ -332,12 +336,25 @@ mod tests {
     /// again, too long to memoise, and after it has started over.
     #[test]
     fn memoised_stems_equal_porter2() {
+        // Distinct words, more than the memo holds, so that it starts over.
+        let letters = |mut n: usize| {
+            let mut s = String::new();
+            loop {
+                s.push(char::from(b'a' + (n % 26) as u8));
+                n /= 26;
+                if n == 0 {
+                    return s;
+                }
+            }
+        };
         let words: Vec<String> = (0..(STEM_MEMO_MAX + 500))
             .map(|i| {
                 let base = ["running", "happiness", "generously", "connections", "argued", "flies"][i % 6];
-                format!("{base}{}", "abcdefghijklmnopqrstuvwxyz".chars().nth(i % 26).unwrap_or('a')).repeat(1 + i % 3)
+                format!("{}{base}", letters(i))
             })
             .collect();
+        let distinct: HashSet<&String> = words.iter().collect();
+        assert_eq!(distinct.len(), words.len());
         for round in 0..2 {
             for w in
                 words.iter().chain(["running", "x".repeat(40).as_str(), "generalizations"].map(String::from).iter())
@@ -345,7 +362,10 @@ mod tests {
                 assert_eq!(stem(w), ENGLISH.stem(w).into_owned(), "{w} (round {round})");
             }
         }
-        assert!(STEMS.with_borrow(|m| m.len()) <= STEM_MEMO_MAX);
+        // It started over (each round adds 8,195 new entries), and never
+        // held more than its cap.
+        let held = STEMS.with_borrow(|m| m.len());
+        assert!(held < STEM_MEMO_MAX, "{held}");
     }
 
     /// Only words of ASCII letters are stemmed: other scripts, digits,

@@ -72,13 +72,16 @@ pub trait LogStore: Send + Sync {
         self.len() == 0
     }
 
-    /// Stores vectors in the cache of `model_id`.
+    /// Stores vectors in the cache of `model_id`. [`SledStore`] keeps each
+    /// component rounded to the nearest `f16` (the vector index's own rows),
+    /// so a vector reads back as that rounding.
     ///
     /// # Errors
     /// Backend errors.
     fn put_vectors(&self, model_id: &str, entries: &[(MemoryId, u64, &[f32])]) -> Result<()>;
 
-    /// Reads a cached vector.
+    /// Reads a cached vector (for [`SledStore`], `f16` values widened to
+    /// `f32`; an entry of the earlier `f32` layout as it was written).
     ///
     /// # Errors
     /// Backend errors; a malformed entry is reported as `None` (caches are
@@ -95,7 +98,9 @@ pub trait LogStore: Send + Sync {
     /// entries are skipped: caches are rebuilt, never trusted).
     fn vector_entries(&self) -> VectorIter<'_>;
 
-    /// Stores vector-cache entries as they are (used by compaction).
+    /// Stores vector-cache entries (used by compaction and backup), encoded
+    /// as [`LogStore::put_vectors`] encodes them: an entry of the earlier
+    /// `f32` layout is rewritten as `f16`.
     ///
     /// # Errors
     /// Backend errors.
