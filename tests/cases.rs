@@ -43,9 +43,9 @@ fn c01_same_memory_twice() -> TestResult {
     assert_eq!(second.action, RememberAction::Duplicate);
     assert_eq!(engine.stats().last_seq, seq_after_first, "a duplicate writes nothing");
 
-    // Case and whitespace differences are still the same memory; so is a
-    // duplicate in Chinese.
-    let third = engine.remember(&u1, NewMemory::new("  the dog DESCENDS from the grey   wolf.  "))?;
+    // Whitespace differences are still the same memory; so is a duplicate
+    // in Chinese. (Case is not: see the next test.)
+    let third = engine.remember(&u1, NewMemory::new("  The dog descends\tfrom the grey   wolf.  "))?;
     assert_eq!((third.id, third.action), (first.id, RememberAction::Duplicate));
     let zh = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
     let zh2 = engine.remember(&u1, NewMemory::new("狗是由灰狼驯化而来的。"))?;
@@ -72,6 +72,37 @@ fn c01_same_memory_twice() -> TestResult {
     assert_eq!((again.id, again.action), (first.id, RememberAction::Duplicate));
     assert_eq!(active(&engine, &u1).len(), 2);
     engine.close()?;
+    Ok(())
+}
+
+/// A text that differs from a stored one only in case can say something
+/// else ("the US team" / "the us team"), so it is never dropped as a
+/// duplicate: it is written, and its text is in the log; a mere
+/// restatement becomes a new version of the memory it restates, so one
+/// memory stays active.
+#[test]
+fn c01_a_case_variant_is_written_not_dropped() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    for (a, b) in [
+        ("I met the US team in Paris", "I met the us team in Paris"),
+        ("The user works at Apple", "The user works at apple"),
+        ("The dog descends from the grey wolf.", "the dog DESCENDS from the grey wolf."),
+    ] {
+        let first = engine.remember(&u1, NewMemory::new(a))?;
+        let seq = engine.stats().last_seq;
+        let second = engine.remember(&u1, NewMemory::new(b))?;
+        assert_ne!(second.action, RememberAction::Duplicate, "{b}");
+        assert_ne!(second.id, first.id, "{b}");
+        assert!(engine.stats().last_seq > seq, "{b} was written");
+        assert_eq!(engine.get(&u1, second.id)?.content, b);
+        let events = serde_json::to_string(&engine.events(&u1, 1, u64::MAX)?)?;
+        assert!(events.contains(a) && events.contains(b), "both texts are in the log");
+        // Identical text is still the same memory.
+        let again = engine.remember(&u1, NewMemory::new(b))?;
+        assert_eq!((again.id, again.action), (second.id, RememberAction::Duplicate));
+    }
     Ok(())
 }
 

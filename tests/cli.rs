@@ -864,3 +864,39 @@ fn text_output_counts_in_the_singular_and_names_the_quarantined() {
     assert!(ok, "{err}");
     assert!(out.contains("forgotten 1 memory, 0 observations"), "{out}");
 }
+
+/// An empty `MNEMON_*` variable reads as unset (a named `--data` still
+/// works), and `--data` naming a file is an error that names the path.
+#[test]
+fn empty_environment_variables_and_a_file_as_the_store() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("store");
+    let run = |envs: &[(&str, &str)], data: &Path, args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+            .envs(envs.iter().copied())
+            .arg("--data")
+            .arg(data)
+            .args(["--embedder", "hashing"])
+            .args(args)
+            .output()
+            .expect("run mnemon");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let empty = [("MNEMON_DATA", ""), ("MNEMON_EMBEDDER", ""), ("MNEMON_PHONE_REGIONS", "")];
+    let (ok, out, err) = run(&empty, &data, &["remember", "--ns", "u", "The user lives in Lisbon"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "1");
+    let (ok, out, err) = run(&empty, &data, &["get", "--ns", "u", "1"]);
+    assert!(ok && out.contains("Lisbon"), "{out}{err}");
+
+    let file = d.path().join("not-a-store");
+    std::fs::write(&file, b"notes").unwrap();
+    let (ok, _, err) = run(&[], &file, &["remember", "--ns", "u", "x"]);
+    assert!(!ok, "{err}");
+    assert!(err.contains("not-a-store") && err.contains("is a file, not a directory"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"notes");
+}

@@ -30,6 +30,15 @@ def test_c01_same_memory_twice(engine):
     assert engine.stats().events.forgotten == 0
 
 
+def test_c01_a_case_variant_is_written_not_dropped(engine):
+    us = engine.remember("u1", "I met the US team in Paris")
+    before = engine.stats().last_seq
+    lower = engine.remember("u1", "I met the us team in Paris")
+    assert lower.action != "duplicate" and lower.id != us.id
+    assert engine.stats().last_seq > before
+    assert engine.get("u1", lower.id).content == "I met the us team in Paris"
+
+
 def test_c02_a_preference_that_changes(engine):
     ronaldo = engine.remember(
         "u1",

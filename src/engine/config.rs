@@ -319,8 +319,8 @@ impl EngineBuilder {
     /// changed, and starts the writer.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] for a setting out of range or an unknown
-    /// phone region; [`Error::Locked`]
+    /// [`Error::InvalidInput`] for a setting out of range, an unknown
+    /// phone region, or a path that is a file (field `path`); [`Error::Locked`]
     /// when another process or engine has the store open;
     /// [`Error::Corrupted`] naming the first bad record (for this and
     /// [`Error::Storage`], the message says how to recover from a backup

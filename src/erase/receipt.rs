@@ -85,10 +85,10 @@ impl fmt::Display for ErasureReceipt {
             )?;
             writeln!(
                 f,
-                "  compaction      gen {} -> {}, {} events, {} -> {} bytes, {} ms (+{} ms scan)",
+                "  compaction      gen {} -> {}, {}, {} -> {} bytes, {} ms (+{} ms scan)",
                 c.previous_generation,
                 self.generation,
-                c.events_copied,
+                counted(c.events_copied, "event", "events"),
                 c.bytes_before,
                 c.bytes_after,
                 c.compact_ms,
@@ -97,9 +97,9 @@ impl fmt::Display for ErasureReceipt {
         }
         writeln!(
             f,
-            "  scanned         {}, {} bytes, {} searched (not searched: {} shared with surviving content, {} low-information, {} too short)",
+            "  scanned         {}, {}, {} searched (not searched: {} shared with surviving content, {} low-information, {} too short)",
             counted(self.scan.files.len(), "file", "files"),
-            self.scan.bytes_scanned,
+            counted(self.scan.bytes_scanned, "byte", "bytes"),
             counted(self.scan.patterns, "pattern", "patterns"),
             self.patterns_excluded_shared,
             self.patterns_low_information,
@@ -275,12 +275,12 @@ impl fmt::Display for CompactionReceipt {
         match &self.scan {
             Some(s) => write!(
                 f,
-                "  verified      {}  ({} matches; {} files, {} bytes, {} patterns scanned in {} ms)",
+                "  verified      {}  ({}; {}, {}, {} scanned in {} ms)",
                 if s.verified { "yes" } else { "NO" },
-                s.matches,
-                s.files,
-                s.bytes_scanned,
-                s.patterns,
+                counted(s.matches, "match", "matches"),
+                counted(s.files, "file", "files"),
+                counted(s.bytes_scanned, "byte", "bytes"),
+                counted(s.patterns, "pattern", "patterns"),
                 s.verify_ms
             ),
             None => write!(f, "  verified      not recorded (the process stopped before the scan ended)"),

@@ -45,9 +45,16 @@ impl DataDir {
     ///
     /// # Errors
     /// [`Error::Locked`] when another process or engine holds the store;
+    /// [`Error::InvalidInput`] (field `path`) when `root` is a file;
     /// [`Error::Io`] on file-system errors; [`Error::Corrupted`] (seq 0) when
     /// `CURRENT` is unreadable.
     pub(crate) fn open(root: &Path) -> Result<DataDir> {
+        if root.exists() && !root.is_dir() {
+            return Err(Error::invalid(
+                "path",
+                format!("{} is a file, not a directory: a store is a directory", root.display()),
+            ));
+        }
         fs::create_dir_all(root)?;
         let lock_path = root.join(LOCK);
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;

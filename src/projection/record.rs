@@ -164,22 +164,25 @@ pub struct Observation {
     pub source: Option<String>,
 }
 
-/// Normalises content for exact-duplicate detection: NFKC, lower-case,
-/// invisible characters ([`crate::safety::text::is_invisible`]) dropped,
-/// whitespace runs collapsed to one space (none between Chinese or
-/// Japanese characters and their punctuation), trimmed.
+/// Normalises content for exact-duplicate detection: NFKC, invisible
+/// characters ([`crate::safety::text::is_invisible`]) dropped, whitespace
+/// runs collapsed to one space (none between Chinese or Japanese characters
+/// and their punctuation), trimmed. Case is kept: "the US team" and "the us
+/// team", or "Apple" and "apple", can say different things, so neither is
+/// a duplicate of the other (the near-duplicate check may still make one a
+/// new version of the other, which keeps both texts in the log).
 pub(crate) fn normalize_content(s: &str) -> String {
     // ASCII text is its own NFKC form, holds no invisible character and
-    // never joins words without a space, so only case and whitespace
-    // change: the same result as below, several times cheaper (it runs
-    // on the writer thread for every memory written and replayed).
+    // never joins words without a space, so only whitespace changes: the
+    // same result as below, several times cheaper (it runs on the writer
+    // thread for every memory written and replayed).
     if s.is_ascii() {
         let mut out = String::with_capacity(s.len());
         for word in s.split_whitespace() {
             if !out.is_empty() {
                 out.push(' ');
             }
-            out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+            out.push_str(word);
         }
         return out;
     }
@@ -190,23 +193,19 @@ pub(crate) fn normalize_content(s: &str) -> String {
 fn normalize_unicode(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     // Text already in NFKC (by the quick check) skips the normalisation.
-    let lowered: String = if crate::index::nfkc_is_identity(s) {
-        s.chars().flat_map(char::to_lowercase).collect()
-    } else {
-        s.nfkc().flat_map(char::to_lowercase).collect()
-    };
+    let nfkc: String = if crate::index::nfkc_is_identity(s) { s.to_string() } else { s.nfkc().collect() };
     // Invisible characters (zero-width space, BOM, soft hyphen, …) print as
     // nothing, so text that differs only in them is the same text.
-    let lowered: String = if lowered.chars().any(crate::safety::text::is_invisible) {
-        lowered.chars().filter(|&c| !crate::safety::text::is_invisible(c)).collect()
+    let nfkc: String = if nfkc.chars().any(crate::safety::text::is_invisible) {
+        nfkc.chars().filter(|&c| !crate::safety::text::is_invisible(c)).collect()
     } else {
-        lowered
+        nfkc
     };
     // Runs of whitespace become one space, except between Chinese or
     // Japanese characters (and their punctuation), which are written
     // without spaces: `猫 起源于 非洲野猫 。` is `猫起源于非洲野猫。`.
-    let mut out = String::with_capacity(lowered.len());
-    for word in lowered.split_whitespace() {
+    let mut out = String::with_capacity(nfkc.len());
+    for word in nfkc.split_whitespace() {
         if let (Some(a), Some(b)) = (out.chars().next_back(), word.chars().next()) {
             if !joins_without_space(a, b) {
                 out.push(' ');
@@ -243,9 +242,12 @@ mod tests {
 
     #[test]
     fn ascii_and_general_texts() {
-        assert_eq!(normalize_content("  The User\tLIVES\x0bin   Berlin \r\n"), "the user lives in berlin");
+        assert_eq!(normalize_content("  The User\tLIVES\x0bin   Berlin \r\n"), "The User LIVES in Berlin");
         assert_eq!(normalize_content(""), "");
         assert_eq!(normalize_content("猫 起源于 非洲野猫 。"), "猫起源于非洲野猫。");
-        assert_eq!(normalize_content("Ｔｈｅ\u{200B} cat"), "the cat");
+        assert_eq!(normalize_content("Ｔｈｅ\u{200B} cat"), "The cat");
+        // Case is kept: these say different things.
+        assert_ne!(normalize_content("I met the US team"), normalize_content("I met the us team"));
+        assert_ne!(normalize_content("Ünal likes Apple"), normalize_content("ünal likes apple"));
     }
 }

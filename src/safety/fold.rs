@@ -200,10 +200,11 @@ fn is_spacer(c: char) -> bool {
 fn join_spaced_letters(text: &str) -> Option<String> {
     let chars: Vec<char> = text.chars().collect();
     let n = chars.len();
+    // A CJK character beside a letter bounds it as a space would
+    // ("请i g n o r e …"): Chinese text is written without spaces.
+    let word_char = |c: char| c.is_alphanumeric() && !crate::embed::is_cjk(c);
     let standalone = |i: usize| {
-        is_letter(chars[i])
-            && (i == 0 || !chars[i - 1].is_alphanumeric())
-            && chars.get(i + 1).is_none_or(|c| !c.is_alphanumeric())
+        is_letter(chars[i]) && (i == 0 || !word_char(chars[i - 1])) && chars.get(i + 1).is_none_or(|c| !word_char(*c))
     };
     let mut out = String::with_capacity(text.len());
     let mut joined_any = false;

@@ -99,8 +99,9 @@ pub(crate) enum Op {
 pub enum RememberAction {
     /// A new memory was written.
     Created,
-    /// Identical content (after whitespace/case normalisation) was already
-    /// active; nothing was written and the existing id is returned.
+    /// Identical content (after NFKC, whitespace and invisible-character
+    /// normalisation; case counts) was already active; nothing was written
+    /// and the existing id is returned.
     Duplicate,
     /// The new memory restates an active one (cosine ≥ the near-duplicate
     /// threshold and the same facts) and was written as its new version

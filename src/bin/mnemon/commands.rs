@@ -509,10 +509,10 @@ fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, r
     let r = engine.open_report();
     if r.vectors_embedded > 0 && r.previous_model.is_some() {
         eprintln!(
-            "note: embedder changed from {} to {}; re-embedded {} memories",
+            "note: embedder changed from {} to {}; re-embedded {}",
             r.previous_model.as_deref().unwrap_or("?"),
             engine.embedder().model_id(),
-            r.vectors_embedded
+            output::count(r.vectors_embedded, "memory", "memories")
         );
     }
     if let Some(r) = &engine.open_report().erasure {

@@ -171,6 +171,17 @@ pub enum Cmd {
 }
 
 fn main() -> ExitCode {
+    // An empty `MNEMON_*` variable (`MNEMON_DATA=` in a shell or a unit
+    // file) means "not set": clap would read it as a missing value and
+    // refuse every command, even one that names the flag itself. No other
+    // thread runs yet.
+    let empty: Vec<std::ffi::OsString> = std::env::vars_os()
+        .filter(|(k, v)| k.to_str().is_some_and(|k| k.starts_with("MNEMON_")) && v.is_empty())
+        .map(|(k, _)| k)
+        .collect();
+    for k in empty {
+        std::env::remove_var(k);
+    }
     let cli = Cli::parse();
     match commands::dispatch(&cli) {
         Ok(code) => code,

@@ -210,9 +210,9 @@ fn human(cli: &Cli, resp: &Response) {
         }
         Response::Timeline(t) => {
             println!(
-                "{}: {} events from {} to {}",
+                "{}: {} from {} to {}",
                 t.namespace.as_str(),
-                t.events,
+                count(t.events, "event", "events"),
                 t.from.to_rfc3339(),
                 t.to.to_rfc3339()
             );
@@ -347,7 +347,7 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
 }
 
 /// `n` and the noun in the number `n` calls for: "1 memory", "2 memories".
-fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+pub(crate) fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
     let noun = if n == N::from(1) { one } else { many };
     format!("{n} {noun}")
 }

@@ -141,11 +141,15 @@ fn progress_bar() -> indicatif::ProgressBar {
 fn print_summary(s: &ImportSummary) {
     let verb = if s.dry_run || s.aborted { "would write" } else { "wrote" };
     if s.aborted {
-        println!("aborted: {} bad records; nothing written", s.rejected);
+        println!("aborted: {}; nothing written", output::count(s.rejected, "bad record", "bad records"));
     }
     println!(
-        "read {}, {verb} {} observations and {} memories, {} duplicates, {} rejected",
-        s.read, s.observations_written, s.memories_written, s.duplicates, s.rejected
+        "read {}, {verb} {} and {}, {}, {} rejected",
+        s.read,
+        output::count(s.observations_written, "observation", "observations"),
+        output::count(s.memories_written, "memory", "memories"),
+        output::count(s.duplicates, "duplicate", "duplicates"),
+        s.rejected
     );
     if !s.redactions.is_empty() {
         let r: Vec<String> = s.redactions.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -183,10 +187,10 @@ pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
         output::json(&report);
     } else {
         println!(
-            "restored {} events ({} tombstones, {} vectors) into {}",
-            report.last_seq,
-            report.tombstones,
-            report.vectors,
+            "restored {} ({}, {}) into {}",
+            output::count(report.last_seq, "event", "events"),
+            output::count(report.tombstones, "tombstone", "tombstones"),
+            output::count(report.vectors, "vector", "vectors"),
             report.dir.display()
         );
         println!(
