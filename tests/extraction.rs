@@ -136,7 +136,7 @@ fn duplicates_never_delete_and_unchanged_updates_are_noops() -> TestResult {
     let json = format!(
         r#"{{"new_memories":[{{"content":"The user has a cat called Miso","source_ids":[{o},{o}]}},
                              {{"content":"The user has a cat called Miso","source_ids":[{o}]}}],
-            "update_existing":[{{"memory_id":{id},"new_content":"the user has a cat called  miso"}}],
+            "update_existing":[{{"memory_id":{id},"new_content":"The user has a cat called  Miso "}}],
             "forget":[]}}"#,
         id = m.id
     );

@@ -112,12 +112,14 @@ fn lexical_scores(engine: &Engine) -> Result<Vec<Vec<(MemoryId, u32)>>, Error> {
 const NAMESPACES: [&str; 2] = ["u1", "u2"];
 const SESSIONS: [&str; 2] = ["s1", "会话2"];
 const KEYS: [&str; 2] = ["user.city", "user.drink"];
-/// Texts that differ only in case and spacing count as one memory; texts of
-/// different meaning are far apart for the hashing embedder (checked below),
-/// so no write is a near-duplicate.
+/// Texts that differ only in spacing count as one memory (case counts: a
+/// case variant may say something else, and the engine would write it as a
+/// near-duplicate version, which this model does not follow, so the pool
+/// holds none); texts of different meaning are far apart for the hashing
+/// embedder (checked below), so no write is a near-duplicate.
 const TEXTS: [&str; 10] = [
     "I live in Berlin",
-    "  i LIVE in   berlin ",
+    "  I live in   Berlin ",
     "My favourite drink is oolong tea",
     "我每天早上喝一杯咖啡",
     "我每天早上喝一杯咖啡  ",
@@ -125,7 +127,7 @@ const TEXTS: [&str; 10] = [
     "下周二去上海出差",
     "My sister works as a pilot",
     "I am allergic to peanuts",
-    "MY FAVOURITE DRINK IS OOLONG TEA",
+    "My favourite drink is\toolong tea ",
 ];
 
 /// Entities a write may give: some occur in several texts, some in none.
@@ -133,16 +135,17 @@ const ENTITIES: [&str; 5] = ["Berlin", "oolong", "咖啡", "Miso", "Lisbon"];
 const IMPORTANCE: [f32; 2] = [0.2, 0.9];
 const TIERS: [Tier; 2] = [Tier::Permanent, Tier::ShortTerm];
 
+/// The model's exact-duplicate reading: NFKC and spacing aside, case kept.
 fn normalize(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    let lowered: String = s.nfkc().flat_map(char::to_lowercase).collect();
-    lowered.split_whitespace().collect::<Vec<_>>().join(" ")
+    let nfkc: String = s.nfkc().collect();
+    nfkc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The model's reading of "an entity still occurs in the content": a Han
-/// entity as a substring, any other as one of the words.
+/// entity as a substring, any other as one of the words, case aside.
 fn occurs(entity: &str, content: &str) -> bool {
-    let (e, c) = (normalize(entity), normalize(content));
+    let (e, c) = (normalize(entity).to_lowercase(), normalize(content).to_lowercase());
     if e.chars().any(|ch| ('\u{4E00}'..='\u{9FFF}').contains(&ch)) {
         return c.contains(&e);
     }

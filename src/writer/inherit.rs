@@ -108,11 +108,11 @@ pub(crate) fn inherit(base: &Memory, new: PendingMemory) -> Extracted {
 /// words (no letter or digit right before or after it), so `Art` does not
 /// occur in "Martha".
 pub(crate) fn entity_occurs(entity: &str, content: &str) -> bool {
-    let e = normalize_content(entity);
+    let e = normalize_content(entity).to_lowercase();
     if e.is_empty() {
         return false;
     }
-    let c = normalize_content(content);
+    let c = normalize_content(content).to_lowercase();
     if e.chars().any(|ch| crate::embed::is_cjk(ch) || is_hangul(ch)) {
         return c.contains(&e);
     }
