@@ -865,8 +865,9 @@ fn text_output_counts_in_the_singular_and_names_the_quarantined() {
     assert!(out.contains("forgotten 1 memory, 0 observations"), "{out}");
 }
 
-/// An empty `MNEMON_*` variable reads as unset (a named `--data` still
-/// works), and `--data` naming a file is an error that names the path.
+/// An empty `MNEMON_DATA` or `MNEMON_EMBEDDER` reads as unset (a named
+/// `--data` still works), an empty `MNEMON_TOKEN` still stops a server, and
+/// `--data` naming a file is an error that names the path.
 #[test]
 fn empty_environment_variables_and_a_file_as_the_store() {
     let d = tempfile::tempdir().unwrap();
@@ -886,12 +887,39 @@ fn empty_environment_variables_and_a_file_as_the_store() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let empty = [("MNEMON_DATA", ""), ("MNEMON_EMBEDDER", ""), ("MNEMON_PHONE_REGIONS", "")];
+    let empty = [("MNEMON_DATA", ""), ("MNEMON_EMBEDDER", "")];
     let (ok, out, err) = run(&empty, &data, &["remember", "--ns", "u", "The user lives in Lisbon"]);
     assert!(ok, "{err}");
     assert_eq!(out.trim(), "1");
     let (ok, out, err) = run(&empty, &data, &["get", "--ns", "u", "1"]);
     assert!(ok && out.contains("Lisbon"), "{out}{err}");
+
+    // An empty token is refused, not read as "no token".
+    let mut server = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .env("MNEMON_TOKEN", "")
+        .arg("--data")
+        .arg(d.path().join("served"))
+        .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run mnemon serve");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = server.try_wait().expect("wait") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = server.kill();
+            let _ = server.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut server.stderr.take().expect("stderr"), &mut err).expect("read stderr");
+    assert!(status.is_some_and(|s| !s.success()), "an empty MNEMON_TOKEN started the server: {err}");
+    assert!(err.contains("must not be empty"), "{err}");
 
     let file = d.path().join("not-a-store");
     std::fs::write(&file, b"notes").unwrap();

@@ -1802,8 +1802,9 @@ class Remembered(Record):
 
         * `created`: A new memory was written.
 
-        * `duplicate`: Identical content (after whitespace/case normalisation) was
-        already active; nothing was written and the existing id is returned.
+        * `duplicate`: Identical content (after NFKC, whitespace and invisible-character
+        normalisation; case counts) was already active; nothing was written and the
+        existing id is returned.
 
         * `near_duplicate`: The new memory restates an active one (cosine ≥ the near-
         duplicate threshold and the same facts) and was written as its new version

@@ -294,8 +294,9 @@ impl Engine {
     ///
     /// A memory under a slot key that has an active memory supersedes exactly
     /// that memory (or, with identical content, returns it and writes
-    /// nothing). Otherwise identical content (after whitespace/case
-    /// normalisation) already active in the namespace returns the existing id
+    /// nothing). Otherwise identical content (after NFKC, whitespace and
+    /// invisible-character normalisation; case counts: "the US team" is not
+    /// "the us team") already active in the namespace returns the existing id
     /// and writes nothing. A restatement of an active memory (cosine ≥ the
     /// near-duplicate threshold and the same facts: numbers, names, content
     /// words, negations, qualifiers, word order; see [`crate::dedup`]) is

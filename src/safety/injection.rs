@@ -48,8 +48,8 @@
 //! | `chat_template_tokens` | 0.4 | `<\|im_start\|>`, `<\|system\|>`, `[INST]`, `<<SYS>>`, `<system>` |
 //! | `dan_token` | 0.35 | the all-caps word `DAN` |
 //! | `ignore_the_rules` | 0.3 | ignore/disregard/bypass/circumvent (all/any) (the) rules/restrictions/guidelines/safety/filters |
-//! | `new_instructions` | 0.3 | new/updated/real/secret (system) instruction(s)/directive(s)/system prompt |
-//! | `obey_me` | 0.3 | you must/will/shall (now/always) obey/comply with/follow me/my/only/these/the following/every (user) command/request/instruction |
+//! | `new_instructions` | 0.3 | new/updated/real/secret instructions/directives, or system instruction(s)/directive(s)/prompt |
+//! | `obey_me` | 0.3 | you must/will/shall (now/always) obey/comply with/follow me/my/only/these/the following, or every/all/any (of) (the) (user's) command(s)/request(s)/instruction(s)/order(s) |
 //! | `hide_from_user` | 0.3 | do not / don't / never tell/inform/let the user |
 //! | `no_restrictions` | 0.25 | without/with no/no/free of (any) restrictions/filters/censorship/limitations/guardrails |
 //! | `developer_mode_cue` | 0.25 | developer mode |
@@ -67,9 +67,9 @@
 //! | `zh_remember_to_ignore` | 0.7 | 记住/记下来/牢记 … 以后/今后/每次/永远 … 忽略/无视/绕过/不要遵守/不受 … 规则/限制/指令/设定/系统/安全 |
 //! | `zh_from_now_on_you_must` | 0.4 | 从现在开始/从今以后/今后/以后 + 你 + 必须/只能/务必/一律/永远 |
 //! | `zh_jailbreak` | 0.4 | 越狱 |
-//! | `zh_new_instructions` | 0.3 | 新(的)(系统)指令/提示/提示词/设定: |
+//! | `zh_new_instructions` | 0.3 | 新(的)指令/提示词/设定/系统指令/系统提示(词)/系统设定: (not in 更新/最新/重新) |
 //! | `zh_hide_from_user` | 0.3 | 不要告诉/透露给/让 用户 |
-//! | `zh_you_must_obey` | 0.3 | 你(现在/以后)必须/一定要/只能 (无条件地) 执行/服从/听从/照做 |
+//! | `zh_you_must_obey` | 0.3 | 你(现在/从现在起/以后)必须/一定要/只能 (无条件地) 执行/服从/听从/照做 |
 //! | `zh_no_restrictions` | 0.25 | 没有/不受/无 (任何) 限制/约束/审查/过滤 |
 //! | `zh_developer_mode_cue` | 0.25 | 开发者模式 |
 //! | `zh_always_answer` | 0.2 | 总是/永远/一律/始终/无论如何 + 回答/回复/照做/服从/执行 |
@@ -196,7 +196,7 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "new_instructions",
         weight: 0.3,
-        regex: r"\b(?:new|updated|real|actual|secret)\s+(?:system\s+)?(?:instructions?|directives?|system\s+prompt)\b",
+        regex: r"\b(?:new|updated|real|actual|secret)\s+(?:system\s+(?:instructions?|directives?|prompt)|instructions|directives)\b",
     },
     Pattern {
         name: "obey_me",
@@ -278,7 +278,11 @@ const PATTERNS: &[Pattern] = &[
         regex: r"(?:从现在(?:开始|起)|从今(?:天|以后|往后)?(?:开始|起)?|今后|以后)[,:]?你(?:必须|只能|务必|一律|永远)",
     },
     Pattern { name: "zh_jailbreak", weight: 0.4, regex: r"越狱" },
-    Pattern { name: "zh_new_instructions", weight: 0.3, regex: r"新的?(?:系统)?(?:指令|提示词?|设定)\s?:" },
+    Pattern {
+        name: "zh_new_instructions",
+        weight: 0.3,
+        regex: r"(?:^|[^更最重])新的?(?:系统指令|系统提示词?|系统设定|指令|提示词|设定)\s?:",
+    },
     Pattern { name: "zh_hide_from_user", weight: 0.3, regex: r"不要(?:告诉|透露给|让)用户" },
     Pattern {
         name: "zh_you_must_obey",
@@ -545,6 +549,9 @@ mod tests {
             "公司出了新的规则，你必须遵守交通规则",
             "你必须执行这个计划，老板说的",
             "The new instructions for the dishwasher are in the drawer",
+            "The user's new instruction: always reply in English",
+            "最新提示：周末停车没有限制",
+            "更新指令：明天开始用新版本",
         ] {
             assert!(!flagged(text), "{text}");
         }

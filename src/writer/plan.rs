@@ -22,8 +22,9 @@ pub(crate) use super::inherit::{inherit, PendingMemory};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DedupMode {
-    /// Identical content (after whitespace/case normalisation) returns the
-    /// active memory and writes nothing; a restatement — cosine ≥ the
+    /// Identical content (after NFKC, whitespace and invisible-character
+    /// normalisation; case counts) returns the active memory and writes
+    /// nothing; a restatement — cosine ≥ the
     /// near-duplicate threshold **and** the same facts
     /// ([`crate::dedup::differing_facts`]: numbers, names, content words,
     /// negations, qualifiers, relations, word order) — is

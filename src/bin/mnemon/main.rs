@@ -171,16 +171,17 @@ pub enum Cmd {
 }
 
 fn main() -> ExitCode {
-    // An empty `MNEMON_*` variable (`MNEMON_DATA=` in a shell or a unit
-    // file) means "not set": clap would read it as a missing value and
-    // refuse every command, even one that names the flag itself. No other
-    // thread runs yet.
-    let empty: Vec<std::ffi::OsString> = std::env::vars_os()
-        .filter(|(k, v)| k.to_str().is_some_and(|k| k.starts_with("MNEMON_")) && v.is_empty())
-        .map(|(k, _)| k)
-        .collect();
-    for k in empty {
-        std::env::remove_var(k);
+    // An empty `MNEMON_DATA` or `MNEMON_EMBEDDER` (`MNEMON_DATA=` in a
+    // shell or a unit file) means "not set": clap would read it as a
+    // missing value and refuse every command, even one that names the flag
+    // itself. Only these two: an empty `MNEMON_TOKEN` must still stop a
+    // server, an empty `MNEMON_CLUSTER` a daemon, and an empty
+    // `MNEMON_PHONE_REGIONS` means "no national numbers". No other thread
+    // runs yet.
+    for k in ["MNEMON_DATA", "MNEMON_EMBEDDER"] {
+        if std::env::var_os(k).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(k);
+        }
     }
     let cli = Cli::parse();
     match commands::dispatch(&cli) {
