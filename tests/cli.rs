@@ -8,7 +8,13 @@ use std::path::Path;
 use std::process::Command;
 
 fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
+    mnemon_with_env(&[], data, args)
+}
+
+/// [`mnemon`] with these environment variables set.
+fn mnemon_with_env(envs: &[(&str, &str)], data: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .envs(envs.iter().copied())
         .arg("--data")
         .arg(data)
         .args(["--embedder", "hashing"])
@@ -872,21 +878,7 @@ fn text_output_counts_in_the_singular_and_names_the_quarantined() {
 fn empty_environment_variables_and_a_file_as_the_store() {
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("store");
-    let run = |envs: &[(&str, &str)], data: &Path, args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-            .envs(envs.iter().copied())
-            .arg("--data")
-            .arg(data)
-            .args(["--embedder", "hashing"])
-            .args(args)
-            .output()
-            .expect("run mnemon");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let run = mnemon_with_env;
     let empty = [("MNEMON_DATA", ""), ("MNEMON_EMBEDDER", "")];
     let (ok, out, err) = run(&empty, &data, &["remember", "--ns", "u", "The user lives in Lisbon"]);
     assert!(ok, "{err}");
