@@ -591,6 +591,18 @@ fn forgetting_an_observation_forgets_the_versions_derived_from_it() {
     assert_eq!(list["memories"], serde_json::json!([]));
     let (ok, _, err) = mnemon(&data, &["history", "--ns", "u", "3"]);
     assert!(!ok && err.contains("not found"), "{err}");
+    // An observation reports what it redacted, as a memory does.
+    let (ok, out, err) = mnemon(&data, &["observe", "--ns", "other", "--session", "s1", "call me at 13912345678"]);
+    assert!(ok && !out.trim().is_empty() && err.contains("note: redacted {\"CN_MOBILE\": 1}"), "{out}{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "observe", "--ns", "other", "--session", "s1", "or at +1 415 555 0100"]))
+            .unwrap();
+    let counts = v["redactions"].as_object().expect("redactions");
+    assert_eq!(counts.values().filter_map(serde_json::Value::as_u64).sum::<u64>(), 1, "{v}");
+    let v: serde_json::Value =
+        serde_json::from_str(&run(&["--json", "observe", "--ns", "other", "--session", "s1", "no numbers here"]))
+            .unwrap();
+    assert!(v.get("redactions").is_none(), "{v}");
 }
 
 #[test]

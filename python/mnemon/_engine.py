@@ -442,7 +442,9 @@ class Engine:
             event_time: when it happened (default now).
             source: your reference (message id), at most 256 bytes.
 
-        Returns `ObserveResponse` with `observation_id`.
+        Returns `ObserveResponse` with `observation_id` and `redactions`
+        (kind → count of the personal data replaced, never the values;
+        empty when none).
 
         Raises:
             InvalidInputError, RejectedError, ClosedError, PoisonedError.

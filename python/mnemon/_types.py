@@ -1597,12 +1597,20 @@ class ObserveResponse(Record):
     """What `observe` recorded."""
 
     __slots__ = ()
-    _FIELDS = ('observation_id',)
+    _FIELDS = ('observation_id', 'redactions')
 
     @property
     def observation_id(self) -> int:
         """The new observation's id."""
         return self._data["observation_id"]  # type: ignore[no-any-return]
+
+    @property
+    def redactions(self) -> Dict[str, int]:
+        """
+        Personal data replaced by placeholders: kind → count (never values); absent when
+        none.
+        """
+        return self._data.get("redactions", {})
 
 
 class PatternMatch(Record):

@@ -229,6 +229,9 @@ def test_observe_extraction_end_session_maintain(engine):
     o = engine.observe("u1", "s1", "My daughter is called Xiaoyu", role="user")
     assert isinstance(o, mnemon.ObserveResponse)
     assert o.observation_id > 0
+    assert o.redactions == {}
+    phone = engine.observe("u2", "s1", "Text me at +1 415 555 0100", role="user")
+    assert sum(phone.redactions.values()) == 1, phone.redactions
     p = engine.extraction_prompt("u1", "s1")
     assert isinstance(p, mnemon.ExtractionPromptResponse)
     assert "My daughter is called Xiaoyu" in p.prompt and p.tokens > 0

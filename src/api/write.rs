@@ -186,6 +186,10 @@ pub struct ObserveRequest {
 pub struct ObserveResponse {
     /// The new observation's id.
     pub observation_id: ObservationId,
+    /// Personal data replaced by placeholders: kind → count (never values);
+    /// absent when none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub redactions: std::collections::BTreeMap<String, usize>,
 }
 
 impl Call for ObserveRequest {
@@ -205,7 +209,8 @@ impl Call for ObserveRequest {
         if let Some(s) = self.source {
             o = o.source(s);
         }
-        Ok(ObserveResponse { observation_id: engine.observe(&self.namespace, o)? })
+        let (observation_id, redactions) = engine.observe_reporting(&self.namespace, o)?;
+        Ok(ObserveResponse { observation_id, redactions })
     }
 }
 

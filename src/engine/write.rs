@@ -157,6 +157,19 @@ impl Engine {
         self.observe_batch(ns, vec![obs])?.pop().ok_or(Error::Closed)
     }
 
+    /// [`Engine::observe`], also returning the personal data it replaced
+    /// by placeholders: kind → count, never the values (empty when none).
+    ///
+    /// # Errors
+    /// As [`Engine::observe`].
+    pub fn observe_reporting(
+        &self,
+        ns: &Namespace,
+        obs: NewObservation,
+    ) -> Result<(ObservationId, BTreeMap<String, usize>)> {
+        self.observe_batch_reporting(ns, vec![obs])?.pop().ok_or(Error::Closed)
+    }
+
     /// Records many observations in one group commit. All are validated
     /// before any is written; on error nothing is written.
     ///
@@ -164,8 +177,22 @@ impl Engine {
     /// As [`Engine::observe`], for the first bad item; also
     /// [`Error::InvalidInput`] when the batch exceeds `max_batch`.
     pub fn observe_batch(&self, ns: &Namespace, batch: Vec<NewObservation>) -> Result<Vec<ObservationId>> {
+        Ok(self.observe_batch_reporting(ns, batch)?.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// [`Engine::observe_batch`], also returning each observation's
+    /// redactions (kind → count, never the values), in the batch's order.
+    ///
+    /// # Errors
+    /// As [`Engine::observe_batch`].
+    pub fn observe_batch_reporting(
+        &self,
+        ns: &Namespace,
+        batch: Vec<NewObservation>,
+    ) -> Result<Vec<(ObservationId, BTreeMap<String, usize>)>> {
         self.check_batch(batch.len())?;
         let mut ops = Vec::with_capacity(batch.len());
+        let mut redactions = Vec::with_capacity(batch.len());
         for o in batch {
             self.check_text("text", &o.text)?;
             check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
@@ -175,6 +202,7 @@ impl Engine {
             }
             self.refuse_personal_identifier("session", &o.session, o.pii_policy)?;
             let p = self.prepare_text(&o.text, o.pii_policy, false)?;
+            redactions.push(p.redactions);
             ops.push(Op::Observe(Observed {
                 session: o.session,
                 role: o.role,
@@ -185,8 +213,9 @@ impl Engine {
         }
         self.run(ns, ops)?
             .into_iter()
-            .map(|r| match r? {
-                OpOutcome::Observed(id) => Ok(id),
+            .zip(redactions)
+            .map(|(r, counts)| match r? {
+                OpOutcome::Observed(id) => Ok((id, counts)),
                 other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
             })
             .collect()

@@ -74,7 +74,12 @@ fn human(cli: &Cli, resp: &Response) {
                 eprintln!("note: quarantined: {q}");
             }
         }
-        Response::Observe(o) => println!("{}", o.observation_id),
+        Response::Observe(o) => {
+            println!("{}", o.observation_id);
+            if !o.redactions.is_empty() {
+                eprintln!("note: redacted {:?}", o.redactions);
+            }
+        }
         Response::Get(m) => match &cli.command {
             Cmd::AsOf(_) => println!("{}", memory_line(m)),
             _ => println!("{}", memory_block(m)),
