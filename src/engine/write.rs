@@ -526,16 +526,11 @@ impl Engine {
                 .is_some_and(|m| m.visible_at(at) && m.status_at(at) == crate::types::Status::Active)
         };
         // The text itself, case aside (a user asking to forget "i live in
-        // berlin" means "I live in Berlin"): exact duplicates are decided
-        // with case kept, so this looks at every active memory, once per
-        // erasure request.
-        let folded = |s: &str| crate::projection::normalize_content(s).to_lowercase();
-        let norm = folded(query);
+        // berlin" means "I live in Berlin").
+        let folded = crate::projection::normalize_content(query).to_lowercase();
         let mut out: Vec<(MemoryId, f32)> = st
-            .memories
-            .iter()
-            .filter(|(id, m)| ok(id.0) && folded(&m.content) == norm)
-            .map(|(id, _)| *id)
+            .same_text_any_case(&folded)
+            .filter(|id| ok(id.0))
             .take(limit)
             .map(|id| (id, st.vectors.similarity(id.0, &qv).unwrap_or(0.0)))
             .collect();

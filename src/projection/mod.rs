@@ -40,10 +40,11 @@ pub(crate) struct NsState {
     /// (includes writes not yet durable; used by the writer for validation
     /// only).
     pub(crate) by_key: HashMap<String, MemoryId>,
-    /// Every active version per normalised content (writer validation
-    /// only), keyed by a hash of the content (`norm_key`) so the text is not held
-    /// twice; read through [`NsState::same_text`], which compares the texts
-    /// themselves. Ids ascending: two active memories can hold the same
+    /// Every active version per normalised content (for the writer's
+    /// duplicate check and forget's text match), keyed by a case-blind hash
+    /// of the content (`norm_key`) so the text is not held twice; read
+    /// through [`NsState::same_text`] and [`NsState::same_text_any_case`],
+    /// which compare the texts themselves. Ids ascending: two active memories can hold the same
     /// text (under different slot keys, or written with dedup off), and
     /// when one goes the other must still be found.
     /// The id list keeps one id inline (a text is almost always held by one
@@ -210,12 +211,20 @@ impl NsState {
         }
     }
 
-    /// Key of a normalised text in the exact-duplicate map: its foldhash,
-    /// randomly seeded per namespace and process, so texts cannot be chosen
-    /// to collide. Two texts may share a key; readers compare the texts.
+    /// Key of a normalised text in the exact-duplicate map: the foldhash of
+    /// its characters lower-cased (no allocation), randomly seeded per
+    /// namespace and process, so texts cannot be chosen to collide. Case is
+    /// folded in the key only, so that one map serves both the exact,
+    /// case-kept duplicate check ([`NsState::same_text`]) and forget's
+    /// case-blind match ([`NsState::same_text_any_case`]). Two texts may
+    /// share a key; readers compare the texts.
     fn norm_key(&self, norm: &str) -> u64 {
-        use std::hash::BuildHasher;
-        self.norm_hasher.hash_one(norm)
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = self.norm_hasher.build_hasher();
+        for c in norm.chars().flat_map(char::to_lowercase) {
+            h.write_u32(u32::from(c));
+        }
+        h.finish()
     }
 
     fn index_norm(&mut self, norm: &str, id: MemoryId) {
@@ -235,6 +244,14 @@ impl NsState {
             .flatten()
             .copied()
             .filter(move |id| self.memories.get(id).is_some_and(|m| normalize_content(&m.content) == norm))
+    }
+
+    /// The active versions whose normalised content, lower-cased, is
+    /// `folded` (a normalised text lower-cased), ids ascending.
+    pub(crate) fn same_text_any_case<'a>(&'a self, folded: &'a str) -> impl Iterator<Item = MemoryId> + 'a {
+        self.by_norm.get(&self.norm_key(folded)).into_iter().flatten().copied().filter(move |id| {
+            self.memories.get(id).is_some_and(|m| normalize_content(&m.content).to_lowercase() == folded)
+        })
     }
 }
 

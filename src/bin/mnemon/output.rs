@@ -67,18 +67,14 @@ fn human(cli: &Cli, resp: &Response) {
             if let Some(n) = note {
                 eprintln!("note: {n}");
             }
-            if !r.redactions.is_empty() {
-                eprintln!("note: redacted {:?}", r.redactions);
-            }
+            redaction_note(&r.redactions);
             if let Some(q) = &r.quarantined {
                 eprintln!("note: quarantined: {q}");
             }
         }
         Response::Observe(o) => {
             println!("{}", o.observation_id);
-            if !o.redactions.is_empty() {
-                eprintln!("note: redacted {:?}", o.redactions);
-            }
+            redaction_note(&o.redactions);
         }
         Response::Get(m) => match &cli.command {
             Cmd::AsOf(_) => println!("{}", memory_line(m)),
@@ -452,6 +448,14 @@ fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], a
         format!("; no memory mentions {}", unknown_names.join(", "))
     };
     format!("note: nothing stored is relevant enough{cosine}{names}; --abstain-below -1 {anyway} anyway")
+}
+
+/// The note on stderr naming the personal data a write replaced (kinds and
+/// counts, never values); nothing when none was.
+fn redaction_note(redactions: &std::collections::BTreeMap<String, usize>) {
+    if !redactions.is_empty() {
+        eprintln!("note: redacted {redactions:?}");
+    }
 }
 
 /// Prints a forget's counts, its dry-run preview and notes.
