@@ -161,3 +161,48 @@ fn extraction_json_refuses_bad_text_item_by_item() -> TestResult {
     assert_eq!(engine.stats().last_seq, seq, "nothing was written");
     Ok(())
 }
+
+/// A large batch is validated on several threads: the error is still the
+/// first bad item's in batch order, whichever thread found it, and nothing
+/// is written.
+#[test]
+fn large_batches_report_the_first_bad_item_in_order() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path())?;
+    let u = ns("u1");
+    let seq = engine.stats().last_seq;
+    let mut batch: Vec<NewMemory> =
+        (0..600).map(|i| NewMemory::new(format!("Memory number {i} of a large batch"))).collect();
+    batch[20] = NewMemory::new("Importance out of range").importance(2.0);
+    batch[590] = NewMemory::new("\u{200B}");
+    let r = engine.remember_batch(&u, batch);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "importance", .. })), "{r:?}");
+    let mut batch: Vec<NewMemory> =
+        (0..600).map(|i| NewMemory::new(format!("Memory number {i} of a large batch"))).collect();
+    batch[590] = NewMemory::new("\u{200B}");
+    let r = engine.remember_batch(&u, batch);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "content", .. })), "{r:?}");
+    let mut obs: Vec<NewObservation> =
+        (0..600).map(|i| NewObservation::new("s1", Role::User, format!("Turn {i} of a long chat"))).collect();
+    obs[10] = NewObservation::new("s1\nforged", Role::User, "A turn with a bad session");
+    obs[400] = NewObservation::new("s1", Role::User, "\u{200B}");
+    let r = engine.observe_batch(&u, obs);
+    assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
+    assert_eq!(engine.stats().last_seq, seq, "a refused batch wrote nothing");
+    // The same batches without the bad items are written whole, in order.
+    let ids = engine.observe_batch(
+        &u,
+        (0..600).map(|i| NewObservation::new("s1", Role::User, format!("Turn {i} of a long chat"))).collect(),
+    )?;
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids follow the batch order");
+    let got = engine.remember_batch(
+        &u,
+        (0..600).map(|i| NewMemory::new(format!("Memory number {i} of a large batch"))).collect(),
+    )?;
+    for (i, r) in got.into_iter().enumerate() {
+        let m = engine.get(&u, r?.id)?;
+        assert_eq!(m.content, format!("Memory number {i} of a large batch"));
+    }
+    engine.close()?;
+    Ok(())
+}

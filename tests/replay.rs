@@ -80,6 +80,61 @@ fn digest_after_reopen_equals_live() -> TestResult {
     Ok(())
 }
 
+/// A group large enough that the writer indexes its texts on a thread of
+/// its own, while it writes the log: every memory is found by lexical
+/// recall as soon as the batch returns, `check` finds the live indexes
+/// equal to a replay's, and the BM25 scores after reopening equal the live
+/// ones bit for bit, also after forgetting part of the batch.
+#[test]
+fn large_groups_index_lexically_as_replay_does() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (en, zh) = (ns("en"), ns("zh"));
+    let engine = Engine::open(dir.path())?;
+    let cities = ["Lisbon", "Porto", "Kyoto", "Oslo", "Quito", "Accra"];
+    let batch: Vec<NewMemory> = (0..500)
+        .map(|i| {
+            NewMemory::new(format!("Trip {i}: the user visited {} and kept ticket T{i:05}", cities[i % 6]))
+                .session(format!("s{}", i / 50))
+                .dedup(mnemon::DedupMode::Off)
+        })
+        .collect();
+    let en_ids: Vec<MemoryId> =
+        engine.remember_batch(&en, batch)?.into_iter().map(|r| r.map(|m| m.id)).collect::<Result<_, _>>()?;
+    let zh_batch: Vec<NewMemory> =
+        (0..200).map(|i| NewMemory::new(format!("第{i}次旅行：用户去了上海，车票号码是{i:05}"))).collect();
+    engine.remember_batch(&zh, zh_batch)?;
+    let opts = mnemon::RecallOptions {
+        top_k: 5,
+        mode: mnemon::RecallMode::Lexical,
+        record_access: false,
+        ..mnemon::RecallOptions::default()
+    };
+    for i in [0usize, 63, 64, 250, 499] {
+        let hits = engine.recall(&en, &format!("ticket T{i:05}"), &opts)?;
+        assert_eq!(hits.first().map(|h| h.memory.id), Some(en_ids[i]), "ticket T{i:05}: {hits:?}");
+    }
+    assert!(!engine.recall(&zh, "上海车票", &opts)?.is_empty());
+    assert!(engine.check()?.consistent);
+    engine.forget(&en, ForgetRequest::Session("s3".into()), "trip cancelled")?;
+    assert!(engine.recall(&en, "ticket T00160", &opts)?.iter().all(|h| h.memory.id != en_ids[160]));
+    assert!(engine.check()?.consistent);
+    let queries = ["ticket T00042", "visited Kyoto", "Accra ticket", "T00499"];
+    let scores = |engine: &Engine| -> Result<Vec<Vec<(MemoryId, u32)>>, Error> {
+        let mut out = Vec::new();
+        for q in queries {
+            let hits = engine.recall(&en, q, &mnemon::RecallOptions { top_k: 20, ..opts.clone() })?;
+            out.push(hits.iter().map(|h| (h.memory.id, h.explain.lexical.to_bits())).collect());
+        }
+        Ok(out)
+    };
+    let live = (engine.digest(), scores(&engine)?);
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    assert_eq!((engine.digest(), scores(&engine)?), live);
+    engine.close()?;
+    Ok(())
+}
+
 /// Lexical recall over every version of each namespace of
 /// `digest_after_reopen_equals_live`: (memory id, BM25 score bits) per query.
 fn lexical_scores(engine: &Engine) -> Result<Vec<Vec<(MemoryId, u32)>>, Error> {
