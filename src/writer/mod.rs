@@ -181,6 +181,7 @@ struct Writer {
     deferred: Vec<PendingVector>,
     /// Pending markers this group clears (vector arrived, or memory gone).
     unmarks: Vec<MemoryId>,
+    lexical: LexicalWorker,
 }
 
 enum Pending {
@@ -188,12 +189,71 @@ enum Pending {
     Sync(Sender<Result<()>>),
 }
 
-/// Lexical changes in one group from which the writer indexes them on a
-/// thread of its own while it writes the group to the log. Below it the
-/// thread would cost more than it saves: starting and joining a scoped
-/// thread took about 30 µs on the 2-core bench machine, and indexing a
-/// memory's text about 9 µs (profile of `cargo bench --bench ingest`).
+/// Lexical changes in one group from which the writer hands them to its
+/// lexical thread even when the group is not flushed. A flushed group is
+/// always handed over (the writer then waits on the disk anyway); an
+/// unflushed small one is indexed in place, since handing it over and
+/// waiting for the answer costs about as much as indexing a few texts
+/// (a round trip to a parked thread took 3–10 µs on the 2-core bench
+/// machine, indexing one memory's text about 9 µs in a profile of
+/// `cargo bench --bench ingest`).
 pub(crate) const PARALLEL_LEXICAL_MIN: usize = 64;
+
+/// The writer's lexical indexing thread (`mnemon-lexical`). The writer
+/// hands it a group's queued lexical changes, writes (and flushes) the
+/// group to the log meanwhile, and waits for it before the group becomes
+/// visible: on two cores the indexing and the log write overlap. One
+/// group at a time; the thread ends with the writer.
+struct LexicalWorker {
+    jobs: Option<Sender<Vec<LexicalOp>>>,
+    done: Receiver<()>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl LexicalWorker {
+    fn spawn(shared: Arc<Shared>) -> Result<LexicalWorker> {
+        let (jobs, rx) = crossbeam_channel::bounded::<Vec<LexicalOp>>(1);
+        let (done_tx, done) = crossbeam_channel::bounded(1);
+        let handle = std::thread::Builder::new()
+            .name("mnemon-lexical".into())
+            .spawn(move || {
+                for ops in rx {
+                    index_lexical(&shared, ops);
+                    if done_tx.send(()).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(Error::Io)?;
+        Ok(LexicalWorker { jobs: Some(jobs), done, handle: Some(handle) })
+    }
+
+    /// Hands `ops` over; gives them back if the thread is gone.
+    fn start(&self, ops: Vec<LexicalOp>) -> std::result::Result<(), Vec<LexicalOp>> {
+        match &self.jobs {
+            Some(jobs) => jobs.send(ops).map_err(|e| e.into_inner()),
+            None => Err(ops),
+        }
+    }
+
+    /// Waits until the ops handed over are indexed.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when the thread died (it panicked) before it
+    /// finished them: the lexical indexes then miss documents.
+    fn wait(&self) -> Result<()> {
+        self.done.recv().map_err(|_| Error::Storage("the lexical indexing thread stopped (it panicked)".into()))
+    }
+}
+
+impl Drop for LexicalWorker {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
 
 /// Analyses queued lexical changes without any lock, then applies them to
 /// the namespaces' indexes under the state's lock.
@@ -212,7 +272,9 @@ pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfi
         st.queue_lexical();
         (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
     };
+    let lexical = LexicalWorker::spawn(shared.clone())?;
     let mut w = Writer {
+        lexical,
         shared,
         rx,
         cfg,
@@ -376,10 +438,10 @@ impl Writer {
     }
 
     /// Indexes the group's memories lexically, appends and (when asked)
-    /// flushes the group, then makes it visible. A group of at least
-    /// [`PARALLEL_LEXICAL_MIN`] lexical changes is indexed on a scoped thread
-    /// while this one writes the log: the two share no data until the
-    /// group becomes visible, and on two cores they overlap.
+    /// flushes the group, then makes it visible. A flushed group, or one of
+    /// at least [`PARALLEL_LEXICAL_MIN`] lexical changes, is indexed by the
+    /// lexical thread while this one writes the log: the two share no data
+    /// until the group becomes visible, and on two cores they overlap.
     fn commit(
         &mut self,
         records: &mut Vec<(Seq, Vec<u8>)>,
@@ -390,33 +452,24 @@ impl Writer {
         if let Some(msg) = self.shared.poison_message() {
             return Err(Failed::poisoned(msg));
         }
-        let res = if lexical.len() < PARALLEL_LEXICAL_MIN {
-            index_lexical(&self.shared, lexical);
-            self.write_group(records, vectors, flush)
-        } else {
-            let shared = self.shared.clone();
-            let slot = Mutex::new(Some(lexical));
-            let index_slot = || {
-                if let Some(ops) = slot.lock().take() {
-                    index_lexical(&shared, ops);
+        let handed = if !lexical.is_empty() && (flush || lexical.len() >= PARALLEL_LEXICAL_MIN) {
+            match self.lexical.start(lexical) {
+                Ok(()) => true,
+                Err(ops) => {
+                    index_lexical(&self.shared, ops);
+                    false
                 }
-            };
-            let res = std::thread::scope(|s| {
-                let worker = std::thread::Builder::new().name("mnemon-lexical".into()).spawn_scoped(s, index_slot);
-                let res = self.write_group(records, vectors, flush);
-                if let Ok(worker) = worker {
-                    if let Err(panic) = worker.join() {
-                        std::panic::resume_unwind(panic);
-                    }
-                }
-                res
-            });
-            // No thread could be started: index here.
-            if let Some(ops) = slot.into_inner() {
-                index_lexical(&self.shared, ops);
             }
-            res
+        } else {
+            index_lexical(&self.shared, lexical);
+            false
         };
+        let mut res = self.write_group(records, vectors, flush);
+        if handed {
+            if let Err(e) = self.lexical.wait() {
+                res = res.and(Err(e));
+            }
+        }
         records.clear();
         vectors.clear();
         let arrived = std::mem::take(&mut self.unmarks).len();
