@@ -162,9 +162,9 @@ fn extraction_json_refuses_bad_text_item_by_item() -> TestResult {
     Ok(())
 }
 
-/// A large batch is validated on several threads: the error is still the
-/// first bad item's in batch order, whichever thread found it, and nothing
-/// is written.
+/// A large batch with several bad items: the error is the first bad
+/// item's in batch order, and nothing is written; without them, every item
+/// is written, in order.
 #[test]
 fn large_batches_report_the_first_bad_item_in_order() -> TestResult {
     let dir = tempfile::tempdir()?;

@@ -80,11 +80,10 @@ fn digest_after_reopen_equals_live() -> TestResult {
     Ok(())
 }
 
-/// A group large enough that the writer indexes its texts on a thread of
-/// its own, while it writes the log: every memory is found by lexical
-/// recall as soon as the batch returns, `check` finds the live indexes
-/// equal to a replay's, and the BM25 scores after reopening equal the live
-/// ones bit for bit, also after forgetting part of the batch.
+/// Large groups in two scripts: every memory is found by lexical recall as
+/// soon as its batch returns, `check` finds the live indexes equal to a
+/// replay's, and the BM25 scores after reopening equal the live ones bit
+/// for bit, also after forgetting part of a batch.
 #[test]
 fn large_groups_index_lexically_as_replay_does() -> TestResult {
     let dir = tempfile::tempdir()?;

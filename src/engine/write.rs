@@ -14,51 +14,6 @@ use crate::safety::{InjectionPolicy, PiiPolicy};
 use crate::types::{Kind, MemoryId, Namespace, ObservationId};
 use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory, RememberAction};
 
-/// Batch items from which a batch's items are validated (and their text
-/// put through the safety stage) on several threads: each item costs
-/// several µs (redaction and the injection check), a scoped thread about
-/// 30 µs to start (measured on the 2-core bench machine).
-const PARALLEL_CHECK_MIN: usize = 128;
-
-/// Most threads a batch's validation uses (the caller's own included).
-const PARALLEL_CHECK_THREADS: usize = 4;
-
-/// `f` of every item, in order: on the caller's thread for a batch under
-/// [`PARALLEL_CHECK_MIN`] items, else split into contiguous runs over up
-/// to [`PARALLEL_CHECK_THREADS`] scoped threads (as many as the machine
-/// has cores). A run whose thread cannot be started is done on the
-/// caller's thread.
-pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let threads = cores.min(PARALLEL_CHECK_THREADS).min(items.len() / (PARALLEL_CHECK_MIN / 2)).max(1);
-    if items.len() < PARALLEL_CHECK_MIN || threads == 1 {
-        return items.iter().map(&f).collect();
-    }
-    let per = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|s| {
-        let mut runs = items.chunks(per);
-        let first = runs.next().unwrap_or_default();
-        let workers: Vec<_> = runs
-            .map(|run| {
-                let worker = std::thread::Builder::new().spawn_scoped(s, move || run.iter().map(f).collect::<Vec<R>>());
-                (run, worker)
-            })
-            .collect();
-        let mut out: Vec<R> = first.iter().map(f).collect();
-        for (run, worker) in workers {
-            match worker {
-                Ok(w) => match w.join() {
-                    Ok(rs) => out.extend(rs),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
-                Err(_) => out.extend(run.iter().map(f)),
-            }
-        }
-        out
-    })
-}
-
 /// Longest session id or source reference, in bytes.
 pub(crate) const MAX_SESSION_BYTES: usize = 128;
 const MAX_SOURCE_BYTES: usize = 256;
@@ -236,10 +191,17 @@ impl Engine {
         batch: Vec<NewObservation>,
     ) -> Result<Vec<(ObservationId, BTreeMap<String, usize>)>> {
         self.check_batch(batch.len())?;
-        let prepared = par_map(&batch, |o| self.check_new_observation(o)).into_iter().collect::<Result<Vec<_>>>()?;
         let mut ops = Vec::with_capacity(batch.len());
         let mut redactions = Vec::with_capacity(batch.len());
-        for (o, p) in batch.into_iter().zip(prepared) {
+        for o in batch {
+            self.check_text("text", &o.text)?;
+            check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
+            if let Some(s) = &o.source {
+                check_short("source", s, MAX_SOURCE_BYTES, false)?;
+                self.refuse_personal_identifier("source", s, o.pii_policy)?;
+            }
+            self.refuse_personal_identifier("session", &o.session, o.pii_policy)?;
+            let p = self.prepare_text(&o.text, o.pii_policy, false)?;
             redactions.push(p.redactions);
             ops.push(Op::Observe(Observed {
                 session: o.session,
@@ -257,18 +219,6 @@ impl Engine {
                 other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
             })
             .collect()
-    }
-
-    /// Validates an observation's fields; returns its prepared text.
-    fn check_new_observation(&self, o: &NewObservation) -> Result<Prepared> {
-        self.check_text("text", &o.text)?;
-        check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
-        if let Some(s) = &o.source {
-            check_short("source", s, MAX_SOURCE_BYTES, false)?;
-            self.refuse_personal_identifier("source", s, o.pii_policy)?;
-        }
-        self.refuse_personal_identifier("session", &o.session, o.pii_policy)?;
-        self.prepare_text(&o.text, o.pii_policy, false)
     }
 
     fn check_batch(&self, n: usize) -> Result<()> {
@@ -417,7 +367,7 @@ impl Engine {
     /// As [`Engine::remember`].
     pub fn remember_batch(&self, ns: &Namespace, batch: Vec<NewMemory>) -> Result<Vec<Result<Remembered>>> {
         self.check_batch(batch.len())?;
-        let prepared = par_map(&batch, |m| self.check_memory(m)).into_iter().collect::<Result<Vec<_>>>()?;
+        let prepared = batch.iter().map(|m| self.check_memory(m)).collect::<Result<Vec<_>>>()?;
         let pairs: Vec<(&NewMemory, &Prepared)> =
             batch.iter().zip(&prepared).filter(|(m, _)| !self.deferred(m)).collect();
         let mut vectors = self.vectors_for(&pairs)?.into_iter();

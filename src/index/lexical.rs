@@ -61,34 +61,6 @@ const NO_DOC: u64 = u64::MAX;
 /// keep dead slots.
 const RENUMBER_FREE_SLOTS: usize = 1024;
 
-/// A text's terms as [`LexicalIndex`] indexes them: its tokens without
-/// stop words, then its word bigrams, sorted (equal terms adjacent), and
-/// its length in tokens. Building it is the tokenising half of
-/// [`LexicalIndex::insert`], which needs no index, so a writer can run it
-/// off the index's lock or on another thread.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Analyzed {
-    /// Number of tokens after stop-word removal (bigrams not counted).
-    len: u32,
-    /// Tokens and word bigrams, sorted.
-    tokens: Vec<String>,
-}
-
-impl Analyzed {
-    /// Analyses `text` (tokenising, stop words, word bigrams, sorting).
-    pub fn of(text: &str) -> Analyzed {
-        let mut tokens = tokenize(text);
-        tokens.retain(|t| !is_stop_word(t));
-        let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
-        let pairs = word_bigrams(&tokens);
-        tokens.extend(pairs);
-        // Sorted so that term ids are assigned in a deterministic order;
-        // equal tokens are then adjacent and counted as one term.
-        tokens.sort_unstable();
-        Analyzed { len, tokens }
-    }
-}
-
 /// BM25 lexical index over the tokens of [`tokenize`] minus
 /// [stop words](super::is_stop_word), plus word bigrams.
 ///
@@ -187,16 +159,15 @@ impl LexicalIndex {
     /// one dictionary lookup and one append per distinct term, word bigrams
     /// included, in any id order (plus, for a replacement, the removal).
     pub fn insert(&mut self, id: u64, text: &str) {
-        self.insert_analyzed(id, Analyzed::of(text));
-    }
-
-    /// Indexes a text analysed beforehand ([`Analyzed::of`], which needs
-    /// no index and may run on another thread) as document `id`, replacing
-    /// any previous text of `id`. The same as [`LexicalIndex::insert`] of
-    /// that text, minus the tokenising.
-    pub fn insert_analyzed(&mut self, id: u64, doc: Analyzed) {
         self.remove(id);
-        let Analyzed { len, tokens } = doc;
+        let mut tokens = tokenize(text);
+        tokens.retain(|t| !is_stop_word(t));
+        let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        let pairs = word_bigrams(&tokens);
+        tokens.extend(pairs);
+        // Sorted so that term ids are assigned in a deterministic order;
+        // equal tokens are then adjacent and counted as one term.
+        tokens.sort_unstable();
         // Slots are counted in `u32`: past 2³² − 1 documents in one index
         // (far beyond what a namespace holds in memory) two would share one.
         let slot = u32::try_from(self.slot_ids.len()).expect("fewer than 2^32 documents in one lexical index");

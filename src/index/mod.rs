@@ -21,7 +21,7 @@ mod view;
 use std::fmt;
 
 pub use hnsw::HnswParams;
-pub use lexical::{Analyzed, LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1};
+pub use lexical::{LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1};
 pub(crate) use tokenize::{is_cjk, mostly_cjk, nfkc_is_identity};
 pub use tokenize::{is_stop_word, tokenize};
 

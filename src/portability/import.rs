@@ -6,7 +6,7 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::write::{check_short, par_map, pending_memory, Prepared, MAX_SESSION_BYTES};
+use crate::engine::write::{check_short, pending_memory, Prepared, MAX_SESSION_BYTES};
 use crate::engine::{Engine, NewMemory};
 use crate::error::{Error, Result};
 use crate::event::Observed;
@@ -332,45 +332,37 @@ impl Engine {
     ) -> Result<(Vec<ObsPlan>, Vec<MemPlan>)> {
         let (mut obs_seen, mut by_source, mut mem_seen) = self.import_identities(ns);
         let mut obs_plans: Vec<ObsPlan> = Vec::new();
-        let mut observations: Vec<(u64, String, ImportObservation)> = Vec::new();
         let mut memories: Vec<(u64, String, ImportMemory)> = Vec::new();
+        // Observations first: memories may cite one that comes later in the file.
         for Located { line, at, record } in records {
             match record {
                 ImportRecord::Memory(m) => memories.push((line, at, m)),
-                ImportRecord::Observation(o) => observations.push((line, at, o)),
-            }
-        }
-        // Observations first: memories may cite one that comes later in the
-        // file. Each record is checked on its own (on several threads for a
-        // large import); identities are then taken in file order.
-        let checked = par_map(&observations, |(_, _, o)| self.check_observation(o.clone()));
-        for ((line, at, _), r) in observations.into_iter().zip(checked) {
-            match r {
-                Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
-                Ok(plan) => {
-                    let e = &plan.event;
-                    let id: ObsIdentity = (
-                        e.session.clone(),
-                        e.role,
-                        e.text.clone(),
-                        e.event_time.map(|t| t.timestamp_micros()),
-                        e.source.clone(),
-                    );
-                    if !obs_seen.insert(id) {
-                        sum.duplicates += 1;
-                        continue;
+                ImportRecord::Observation(o) => match self.check_observation(o) {
+                    Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
+                    Ok(plan) => {
+                        let e = &plan.event;
+                        let id: ObsIdentity = (
+                            e.session.clone(),
+                            e.role,
+                            e.text.clone(),
+                            e.event_time.map(|t| t.timestamp_micros()),
+                            e.source.clone(),
+                        );
+                        if !obs_seen.insert(id) {
+                            sum.duplicates += 1;
+                            continue;
+                        }
+                        if let Some(s) = &e.source {
+                            by_source.entry(s.clone()).or_default().push(SourceRef::Planned(obs_plans.len()));
+                        }
+                        obs_plans.push(plan);
                     }
-                    if let Some(s) = &e.source {
-                        by_source.entry(s.clone()).or_default().push(SourceRef::Planned(obs_plans.len()));
-                    }
-                    obs_plans.push(plan);
-                }
+                },
             }
         }
         let mut mem_plans = Vec::with_capacity(memories.len());
-        let checked = par_map(&memories, |(_, _, m)| self.check_import_memory(m.clone(), &by_source));
-        for ((line, at, _), r) in memories.into_iter().zip(checked) {
-            match r {
+        for (line, at, m) in memories {
+            match self.check_import_memory(m, &by_source) {
                 Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
                 Ok((memory, prepared, sources)) => {
                     let id: MemIdentity = (

@@ -22,7 +22,7 @@ use chrono::{DateTime, Utc};
 use smallvec::SmallVec;
 
 use crate::event::{Event, EventBody, Extracted, Observed};
-use crate::index::{Analyzed, HnswParams, LexicalIndex, VectorIndex};
+use crate::index::{HnswParams, LexicalIndex, VectorIndex};
 use crate::types::{MemoryId, Namespace, ObservationId, Seq, Status};
 
 /// The projections of one namespace.
@@ -298,36 +298,6 @@ pub(crate) struct State {
     /// While set, memories' texts go to a lexical indexing thread instead
     /// of their namespace's index ([`State::feed_lexical`]).
     lexical_feed: Option<lexical_feed::LexicalFeed>,
-    /// While set, changes to the lexical indexes wait here, in event order,
-    /// for the writer's commit ([`State::queue_lexical`]).
-    lexical_queue: Option<Vec<LexicalOp>>,
-}
-
-/// A change to one namespace's lexical index, held back by
-/// [`State::queue_lexical`] until the writer applies it.
-#[derive(Debug)]
-pub(crate) enum LexicalOp {
-    /// Index memory `id`'s text.
-    Insert { ns: Namespace, id: u64, text: String },
-    /// Remove these memories' documents.
-    Remove { ns: Namespace, ids: Vec<u64> },
-}
-
-/// A [`LexicalOp`] whose text is analysed ([`LexicalOp::analyze`]).
-#[derive(Debug)]
-pub(crate) enum AnalyzedOp {
-    Insert { ns: Namespace, id: u64, doc: Analyzed },
-    Remove { ns: Namespace, ids: Vec<u64> },
-}
-
-impl LexicalOp {
-    /// Tokenises an insert's text ([`Analyzed::of`]); needs no lock.
-    pub(crate) fn analyze(self) -> AnalyzedOp {
-        match self {
-            LexicalOp::Insert { ns, id, text } => AnalyzedOp::Insert { ns, id, doc: Analyzed::of(&text) },
-            LexicalOp::Remove { ns, ids } => AnalyzedOp::Remove { ns, ids },
-        }
-    }
 }
 
 impl State {
@@ -341,42 +311,6 @@ impl State {
             dim,
             params,
             lexical_feed: None,
-            lexical_queue: None,
-        }
-    }
-
-    /// From now on, [`State::apply`] leaves the lexical indexes alone and
-    /// queues each change to them, in event order, for
-    /// [`State::take_lexical_ops`]: the live writer analyses a whole group's
-    /// texts at once, off the state's lock and, for a large group, on a
-    /// thread of its own while the group is written to the log. It applies
-    /// them ([`State::apply_lexical`]) before the group becomes visible, so
-    /// no reader sees a visible memory missing from its lexical index.
-    pub(crate) fn queue_lexical(&mut self) {
-        self.lexical_queue.get_or_insert_with(Vec::new);
-    }
-
-    /// The queued lexical changes, oldest first (empty when not queueing).
-    pub(crate) fn take_lexical_ops(&mut self) -> Vec<LexicalOp> {
-        self.lexical_queue.as_mut().map(std::mem::take).unwrap_or_default()
-    }
-
-    /// Applies analysed lexical changes in order. A namespace that no
-    /// longer has a state is skipped (none is created for it).
-    pub(crate) fn apply_lexical(&mut self, ops: Vec<AnalyzedOp>) {
-        for op in ops {
-            match op {
-                AnalyzedOp::Insert { ns, id, doc } => {
-                    if let Some(st) = self.namespaces.get_mut(&ns) {
-                        st.lexical.insert_analyzed(id, doc);
-                    }
-                }
-                AnalyzedOp::Remove { ns, ids } => {
-                    if let Some(st) = self.namespaces.get_mut(&ns) {
-                        st.lexical.remove_many(&ids);
-                    }
-                }
-            }
         }
     }
 
@@ -509,19 +443,14 @@ impl State {
             }
             EventBody::Forgotten(f) => {
                 self.counts.forgotten += 1;
-                // One filtering pass per posting list, not one per memory
-                // (a namespace forgotten whole removes them all).
-                let mut ids: Vec<u64> = f.memories.iter().map(|m| m.0).collect();
-                if let Some(q) = self.lexical_queue.as_mut() {
-                    q.push(LexicalOp::Remove { ns: ev.ns.clone(), ids: std::mem::take(&mut ids) });
-                }
                 let st = self.ns_mut(&ev.ns);
                 for id in &f.memories {
                     st.remove_memory(*id);
                 }
-                if !ids.is_empty() {
-                    st.lexical.remove_many(&ids);
-                }
+                // One filtering pass per posting list, not one per memory
+                // (a namespace forgotten whole removes them all).
+                let ids: Vec<u64> = f.memories.iter().map(|m| m.0).collect();
+                st.lexical.remove_many(&ids);
                 for id in &f.observations {
                     st.observations.remove(id);
                     st.forgotten_observations.insert(*id);
@@ -611,16 +540,12 @@ impl State {
             archived_seq: None,
         };
         let dim = self.dim;
-        let fed = match (self.lexical_feed.as_mut(), self.lexical_queue.as_mut()) {
-            (Some(feed), _) => {
+        let fed = match self.lexical_feed.as_mut() {
+            Some(feed) => {
                 feed.push(&ev.ns, id.0, &x.content);
                 true
             }
-            (None, Some(q)) => {
-                q.push(LexicalOp::Insert { ns: ev.ns.clone(), id: id.0, text: x.content.clone() });
-                true
-            }
-            (None, None) => false,
+            None => false,
         };
         let st = self.ns_mut(&ev.ns);
         // A quarantined version keeps its key in the log (an audit shows what

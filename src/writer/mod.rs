@@ -27,7 +27,7 @@ use crate::engine::backfill::{dedup_byte, pending_key, Backlog, EmbeddedVector, 
 use crate::error::{Error, Result};
 use crate::event::{encode_record, Event, EventBody};
 use crate::log::{fnv1a64, LogStore};
-use crate::projection::{LexicalOp, State};
+use crate::projection::State;
 use crate::types::{MemoryId, Namespace, Seq};
 use plan::PlannedOutcome;
 
@@ -181,7 +181,6 @@ struct Writer {
     deferred: Vec<PendingVector>,
     /// Pending markers this group clears (vector arrived, or memory gone).
     unmarks: Vec<MemoryId>,
-    lexical: LexicalWorker,
 }
 
 enum Pending {
@@ -189,92 +188,13 @@ enum Pending {
     Sync(Sender<Result<()>>),
 }
 
-/// Lexical changes in one group from which the writer hands them to its
-/// lexical thread even when the group is not flushed. A flushed group is
-/// always handed over (the writer then waits on the disk anyway); an
-/// unflushed small one is indexed in place, since handing it over and
-/// waiting for the answer costs about as much as indexing a few texts
-/// (a round trip to a parked thread took 3–10 µs on the 2-core bench
-/// machine, indexing one memory's text about 9 µs in a profile of
-/// `cargo bench --bench ingest`).
-pub(crate) const PARALLEL_LEXICAL_MIN: usize = 64;
-
-/// The writer's lexical indexing thread (`mnemon-lexical`). The writer
-/// hands it a group's queued lexical changes, writes (and flushes) the
-/// group to the log meanwhile, and waits for it before the group becomes
-/// visible: on two cores the indexing and the log write overlap. One
-/// group at a time; the thread ends with the writer.
-struct LexicalWorker {
-    jobs: Option<Sender<Vec<LexicalOp>>>,
-    done: Receiver<()>,
-    handle: Option<JoinHandle<()>>,
-}
-
-impl LexicalWorker {
-    fn spawn(shared: Arc<Shared>) -> Result<LexicalWorker> {
-        let (jobs, rx) = crossbeam_channel::bounded::<Vec<LexicalOp>>(1);
-        let (done_tx, done) = crossbeam_channel::bounded(1);
-        let handle = std::thread::Builder::new()
-            .name("mnemon-lexical".into())
-            .spawn(move || {
-                for ops in rx {
-                    index_lexical(&shared, ops);
-                    if done_tx.send(()).is_err() {
-                        return;
-                    }
-                }
-            })
-            .map_err(Error::Io)?;
-        Ok(LexicalWorker { jobs: Some(jobs), done, handle: Some(handle) })
-    }
-
-    /// Hands `ops` over; gives them back if the thread is gone.
-    fn start(&self, ops: Vec<LexicalOp>) -> std::result::Result<(), Vec<LexicalOp>> {
-        match &self.jobs {
-            Some(jobs) => jobs.send(ops).map_err(|e| e.into_inner()),
-            None => Err(ops),
-        }
-    }
-
-    /// Waits until the ops handed over are indexed.
-    ///
-    /// # Errors
-    /// [`Error::Storage`] when the thread died (it panicked) before it
-    /// finished them: the lexical indexes then miss documents.
-    fn wait(&self) -> Result<()> {
-        self.done.recv().map_err(|_| Error::Storage("the lexical indexing thread stopped (it panicked)".into()))
-    }
-}
-
-impl Drop for LexicalWorker {
-    fn drop(&mut self) {
-        self.jobs = None;
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// Analyses queued lexical changes without any lock, then applies them to
-/// the namespaces' indexes under the state's lock.
-fn index_lexical(shared: &Shared, ops: Vec<LexicalOp>) {
-    if ops.is_empty() {
-        return;
-    }
-    let analyzed: Vec<_> = ops.into_iter().map(LexicalOp::analyze).collect();
-    shared.state.write().apply_lexical(analyzed);
-}
-
 /// Starts the writer thread.
 pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfig) -> Result<JoinHandle<()>> {
     let (next_seq, last_time_us) = {
-        let mut st = shared.state.write();
-        st.queue_lexical();
+        let st = shared.state.read();
         (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
     };
-    let lexical = LexicalWorker::spawn(shared.clone())?;
     let mut w = Writer {
-        lexical,
         shared,
         rx,
         cfg,
@@ -437,39 +357,55 @@ impl Writer {
         }
     }
 
-    /// Indexes the group's memories lexically, appends and (when asked)
-    /// flushes the group, then makes it visible. A flushed group, or one of
-    /// at least [`PARALLEL_LEXICAL_MIN`] lexical changes, is indexed by the
-    /// lexical thread while this one writes the log: the two share no data
-    /// until the group becomes visible, and on two cores they overlap.
+    /// Appends and (when asked) flushes the group, then makes it visible.
     fn commit(
         &mut self,
         records: &mut Vec<(Seq, Vec<u8>)>,
         vectors: &mut Vec<(MemoryId, u64, Vec<f32>)>,
         flush: bool,
     ) -> std::result::Result<(), Failed> {
-        let lexical = self.shared.state.write().take_lexical_ops();
         if let Some(msg) = self.shared.poison_message() {
             return Err(Failed::poisoned(msg));
         }
-        let handed = if !lexical.is_empty() && (flush || lexical.len() >= PARALLEL_LEXICAL_MIN) {
-            match self.lexical.start(lexical) {
-                Ok(()) => true,
-                Err(ops) => {
-                    index_lexical(&self.shared, ops);
-                    false
-                }
+        let store = self.shared.store();
+        let res = (|| -> Result<()> {
+            // The replicated log first: nothing is written here (or
+            // acknowledged) that the log of record does not hold.
+            let mut meta = Vec::new();
+            if let (Some(sink), false) = (&self.shared.sink, records.is_empty()) {
+                meta = sink.publish(&Group { records, vectors, model_id: &self.shared.model_id })?;
             }
-        } else {
-            index_lexical(&self.shared, lexical);
-            false
-        };
-        let mut res = self.write_group(records, vectors, flush);
-        if handed {
-            if let Err(e) = self.lexical.wait() {
-                res = res.and(Err(e));
+            // New markers before the events, cleared markers after them:
+            // a durable memory without a vector always keeps its marker
+            // (a marker without a memory, or with its decision already
+            // made, is harmless: opening drops the one and the decision is
+            // not made twice).
+            for p in &self.deferred {
+                store.meta_put(&pending_key(p.id), &[dedup_byte(p.dedup)])?;
             }
-        }
+            if !vectors.is_empty() {
+                let entries: Vec<(MemoryId, u64, &[f32])> =
+                    vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
+                store.put_vectors(&self.shared.model_id, &entries)?;
+            }
+            if !records.is_empty() {
+                store.append(records)?;
+            }
+            for (k, v) in &meta {
+                store.meta_put(k, v)?;
+            }
+            if !self.unmarks.is_empty() {
+                let keys: Vec<String> = self.unmarks.iter().map(|id| pending_key(*id)).collect();
+                store.meta_remove(&keys)?;
+            }
+            if flush {
+                store.flush()?;
+                self.dirty_since = None;
+            } else if !records.is_empty() && self.dirty_since.is_none() {
+                self.dirty_since = Some(Instant::now());
+            }
+            Ok(())
+        })();
         records.clear();
         vectors.clear();
         let arrived = std::mem::take(&mut self.unmarks).len();
@@ -500,53 +436,6 @@ impl Writer {
                 Err(Failed::of(&e))
             }
         }
-    }
-
-    /// Writes the group's records, vectors and markers to the log of record
-    /// (and the replicated log, when there is one); flushes when asked.
-    fn write_group(
-        &mut self,
-        records: &[(Seq, Vec<u8>)],
-        vectors: &[(MemoryId, u64, Vec<f32>)],
-        flush: bool,
-    ) -> Result<()> {
-        let store = self.shared.store();
-        // The replicated log first: nothing is written here (or
-        // acknowledged) that the log of record does not hold.
-        let mut meta = Vec::new();
-        if let (Some(sink), false) = (&self.shared.sink, records.is_empty()) {
-            meta = sink.publish(&Group { records, vectors, model_id: &self.shared.model_id })?;
-        }
-        // New markers before the events, cleared markers after them:
-        // a durable memory without a vector always keeps its marker
-        // (a marker without a memory, or with its decision already
-        // made, is harmless: opening drops the one and the decision is
-        // not made twice).
-        for p in &self.deferred {
-            store.meta_put(&pending_key(p.id), &[dedup_byte(p.dedup)])?;
-        }
-        if !vectors.is_empty() {
-            let entries: Vec<(MemoryId, u64, &[f32])> =
-                vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
-            store.put_vectors(&self.shared.model_id, &entries)?;
-        }
-        if !records.is_empty() {
-            store.append(records)?;
-        }
-        for (k, v) in &meta {
-            store.meta_put(k, v)?;
-        }
-        if !self.unmarks.is_empty() {
-            let keys: Vec<String> = self.unmarks.iter().map(|id| pending_key(*id)).collect();
-            store.meta_remove(&keys)?;
-        }
-        if flush {
-            store.flush()?;
-            self.dirty_since = None;
-        } else if !records.is_empty() && self.dirty_since.is_none() {
-            self.dirty_since = Some(Instant::now());
-        }
-        Ok(())
     }
 
     fn apply_op(
