@@ -327,6 +327,65 @@ fn writes_through_the_surface_match_the_library() {
     assert_eq!(v["consistent"], true);
 }
 
+/// Every `forget` selector that names a target answers one way, dry run or
+/// not: a target that never existed is `not_found` and writes nothing; one
+/// forgotten before is zero counts (also after compaction and reopen); a
+/// `matching` search that finds nothing is zero counts.
+#[test]
+fn forget_of_an_unknown_target_is_not_found_whatever_the_selector() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let e = Engine::open(&path).unwrap();
+    e.observe(&ns("u"), NewObservation::new("s1", Role::User, "I moved to Lisbon")).unwrap();
+    e.remember(&ns("u"), NewMemory::new("Lives in Lisbon").session("s1")).unwrap();
+    let before = e.last_seq();
+    let unknown = [
+        json!({"namespace": "u", "id": 999}),
+        json!({"namespace": "u", "observation": 999}),
+        json!({"namespace": "u", "session": "no-such-session"}),
+        json!({"namespace": "nobody", "session": "s1"}),
+        json!({"namespace": "nobody", "id": 1}),
+        json!({"namespace": "nobody", "all": true}),
+    ];
+    for target in &unknown {
+        for dry_run in [false, true] {
+            let mut req = target.clone();
+            req["op"] = json!("forget");
+            req["dry_run"] = json!(dry_run);
+            let x = err(call(&e, req.clone()));
+            assert_eq!(x.code, ErrorCode::NotFound, "{req}: {x:?}");
+        }
+    }
+    assert_eq!(e.last_seq(), before, "an unknown target writes nothing");
+    // A search that finds nothing is not an error.
+    let v = call(&e, json!({"op": "forget", "namespace": "nobody", "matching": "Lisbon"})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(0), Some(0)), "{v}");
+    assert_eq!(e.last_seq(), before);
+
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "session": "s1", "dry_run": true})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(1), Some(1)), "{v}");
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "session": "s1"})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(1), Some(1)), "{v}");
+    let again = |e: &Engine| {
+        let seq = e.last_seq();
+        for dry_run in [true, false] {
+            let req = json!({"op": "forget", "namespace": "u", "session": "s1", "dry_run": dry_run});
+            let v = call(e, req).unwrap();
+            assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(0), Some(0)), "{v}");
+            let v = call(e, json!({"op": "forget", "namespace": "u", "all": true, "dry_run": dry_run})).unwrap();
+            assert_eq!(v["memories"].as_u64(), Some(0), "{v}");
+        }
+        assert_eq!(e.last_seq(), seq, "forgetting again writes nothing");
+    };
+    again(&e);
+    e.compact().unwrap();
+    e.close().unwrap();
+    let e = Engine::open(&path).unwrap();
+    again(&e);
+    assert_eq!(err(call(&e, json!({"op": "forget", "namespace": "u", "session": "s2"}))).code, ErrorCode::NotFound);
+    e.close().unwrap();
+}
+
 /// A dry run of `forget --matching` shows each memory it would erase with
 /// its similarity to the query, best first, and writes nothing; other dry
 /// runs carry no similarities.

@@ -498,7 +498,12 @@ class Engine:
 
         Raises:
             InvalidInputError: no target or more than one, bad values.
-            NotFoundError: `id` or `observation` does not exist.
+            NotFoundError: `id` or `observation` does not exist, `session`
+                is one no memory or observation of the namespace carries
+                (and no earlier forget named), or `all` names a namespace
+                nothing was ever written to; nothing is written. A target
+                already forgotten, or a `matching` that finds nothing,
+                returns zero counts.
             ClosedError, PoisonedError.
         """
         args = _put(

@@ -469,7 +469,9 @@ fn forget(f: &mnemon::api::ForgetResponse) {
         count(o.observations, "observation", "observations")
     );
     if o.memories == 0 && o.observations == 0 {
-        eprintln!("note: nothing matched: check the namespace, session or id (with --matching, the floor)");
+        // An unknown id, session or namespace is an error before this; what
+        // is left is a target forgotten before or a search that found nothing.
+        eprintln!("note: nothing to forget: already forgotten (with --matching: nothing reached the floor)");
     }
     for (i, m) in f.preview.iter().enumerate() {
         match f.similarities.get(i) {
