@@ -911,6 +911,24 @@ fn forget_of_an_unknown_session_fails_like_an_unknown_id() {
     }
 }
 
+/// `timeline` on a namespace with no event says so; with one event it
+/// prints one bucket holding it, not a row of empty ones.
+#[test]
+fn timeline_of_one_event_prints_one_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    json(&data, &["observe", "--ns", "u1", "--session", "s1", "I moved to Lisbon."]);
+    let (ok, out, err) = mnemon(&data, &["timeline", "--ns", "u1"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("u1: 1 event from "), "{out}");
+    assert!(lines[1].contains("observed    1  extracted    0"), "{out}");
+    let (ok, out, err) = mnemon(&data, &["timeline", "--ns", "u2"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "u2: no events\n");
+}
+
 /// The text output reads as sentences: a count of one takes the singular,
 /// and `stats` says how many memories are quarantined (counted among the
 /// active ones, left out of recall).

@@ -1119,7 +1119,9 @@ class Engine:
         default 48) equal buckets of commit time, from `from_` to `to`
         (aware datetimes or RFC 3339 text; default the namespace's first and
         last event). Each bucket's `last_seq` is an `as_of` position that
-        shows the store at the bucket's end.
+        shows the store at the bucket's end. A span shorter than `buckets`
+        microseconds gets only the buckets that reach its end (one when
+        every event shares one instant); no events, no buckets.
 
         Raises:
             InvalidInputError: `buckets` out of range, `from_` after `to`.

@@ -209,27 +209,7 @@ fn human(cli: &Cli, resp: &Response) {
             }
             next_page(r.next_cursor.as_ref());
         }
-        Response::Timeline(t) => {
-            println!(
-                "{}: {} from {} to {}",
-                t.namespace.as_str(),
-                count(t.events, "event", "events"),
-                t.from.to_rfc3339(),
-                t.to.to_rfc3339()
-            );
-            for b in &t.buckets {
-                println!(
-                    "{}  observed {:>4}  extracted {:>4}  superseded {:>4}  accessed {:>4}  forgotten {:>4}  archived {:>4}",
-                    t.label(b.start),
-                    b.observed,
-                    b.extracted,
-                    b.superseded,
-                    b.accessed,
-                    b.forgotten,
-                    b.archived
-                );
-            }
-        }
+        Response::Timeline(t) => timeline(t),
         Response::Check(r) => println!(
             "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
             r.records,
@@ -455,6 +435,34 @@ fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], a
 fn redaction_note(redactions: &std::collections::BTreeMap<String, usize>) {
     if !redactions.is_empty() {
         eprintln!("note: redacted {redactions:?}");
+    }
+}
+
+/// Prints a timeline: a header, then one line per bucket; a namespace
+/// with no event in the range says so in one line.
+fn timeline(t: &mnemon::Timeline) {
+    if t.buckets.is_empty() {
+        println!("{}: no events", t.namespace.as_str());
+        return;
+    }
+    println!(
+        "{}: {} from {} to {}",
+        t.namespace.as_str(),
+        count(t.events, "event", "events"),
+        t.from.to_rfc3339(),
+        t.to.to_rfc3339()
+    );
+    for b in &t.buckets {
+        println!(
+            "{}  observed {:>4}  extracted {:>4}  superseded {:>4}  accessed {:>4}  forgotten {:>4}  archived {:>4}",
+            t.label(b.start),
+            b.observed,
+            b.extracted,
+            b.superseded,
+            b.accessed,
+            b.forgotten,
+            b.archived
+        );
     }
 }
 
