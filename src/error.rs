@@ -21,7 +21,10 @@ pub enum Error {
         /// Human-readable reason.
         reason: String,
     },
-    /// An id that does not exist in the given namespace (or was forgotten).
+    /// A target that does not exist: an id not in the given namespace (or
+    /// forgotten); for a forget, also a session the namespace never held
+    /// (see [`crate::ForgetRequest::Session`]) or a namespace nothing was
+    /// ever written to.
     #[error("not found: {what}")]
     NotFound {
         /// What was looked up, e.g. `"memory 42 in namespace u1"`.

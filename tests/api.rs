@@ -327,6 +327,103 @@ fn writes_through_the_surface_match_the_library() {
     assert_eq!(v["consistent"], true);
 }
 
+/// A timeline over a span shorter than its buckets has only the buckets
+/// that reach its last event: one on a store with one event, one for
+/// events at one instant, one per µs over a span of a few µs; an empty
+/// namespace has none.
+#[test]
+fn a_timeline_over_one_instant_has_one_bucket() {
+    let (_d, e) = engine();
+    let empty = call(&e, json!({"op": "timeline", "namespace": "u"})).unwrap();
+    assert_eq!((empty["events"].as_u64(), empty["buckets"].as_array().map(Vec::len)), (Some(0), Some(0)));
+
+    e.observe(&ns("u"), NewObservation::new("s1", Role::User, "I moved to Lisbon")).unwrap();
+    let one = call(&e, json!({"op": "timeline", "namespace": "u"})).unwrap();
+    let buckets = one["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 1, "{one}");
+    assert_eq!((buckets[0]["observed"].as_u64(), one["events"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(one["from"], one["to"]);
+
+    // A new version: its `extracted` and `superseded` events share one
+    // commit time.
+    e.remember(&ns("u"), NewMemory::new("Lives in Porto").key("user.city")).unwrap();
+    e.remember(&ns("u"), NewMemory::new("Lives in Lisbon").key("user.city")).unwrap();
+    let all: mnemon::Timeline =
+        serde_json::from_value(call(&e, json!({"op": "timeline", "namespace": "u"})).unwrap()).unwrap();
+    let at = all.to.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let instant = call(&e, json!({"op": "timeline", "namespace": "u", "from": at, "to": at})).unwrap();
+    let buckets = instant["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 1, "{instant}");
+    assert_eq!((buckets[0]["extracted"].as_u64(), buckets[0]["superseded"].as_u64()), (Some(1), Some(1)));
+
+    // Five microseconds before it: six buckets of 1 µs, the events in the
+    // last.
+    let before = (all.to - chrono::Duration::microseconds(5)).to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let short = call(&e, json!({"op": "timeline", "namespace": "u", "from": before, "to": at})).unwrap();
+    let buckets = short["buckets"].as_array().unwrap();
+    assert_eq!((buckets.len(), short["bucket_micros"].as_i64()), (6, Some(1)), "{short}");
+    assert_eq!(buckets[5]["extracted"].as_u64(), Some(1), "{short}");
+}
+
+/// Every `forget` selector that names a target answers one way, dry run or
+/// not: a target that never existed is `not_found` and writes nothing; one
+/// forgotten before is zero counts (also after compaction and reopen); a
+/// `matching` search that finds nothing is zero counts.
+#[test]
+fn forget_of_an_unknown_target_is_not_found_whatever_the_selector() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let e = Engine::open(&path).unwrap();
+    e.observe(&ns("u"), NewObservation::new("s1", Role::User, "I moved to Lisbon")).unwrap();
+    e.remember(&ns("u"), NewMemory::new("Lives in Lisbon").session("s1")).unwrap();
+    let before = e.last_seq();
+    let unknown = [
+        json!({"namespace": "u", "id": 999}),
+        json!({"namespace": "u", "observation": 999}),
+        json!({"namespace": "u", "session": "no-such-session"}),
+        json!({"namespace": "nobody", "session": "s1"}),
+        json!({"namespace": "nobody", "id": 1}),
+        json!({"namespace": "nobody", "all": true}),
+    ];
+    for target in &unknown {
+        for dry_run in [false, true] {
+            let mut req = target.clone();
+            req["op"] = json!("forget");
+            req["dry_run"] = json!(dry_run);
+            let x = err(call(&e, req.clone()));
+            assert_eq!(x.code, ErrorCode::NotFound, "{req}: {x:?}");
+        }
+    }
+    assert_eq!(e.last_seq(), before, "an unknown target writes nothing");
+    // A search that finds nothing is not an error.
+    let v = call(&e, json!({"op": "forget", "namespace": "nobody", "matching": "Lisbon"})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(0), Some(0)), "{v}");
+    assert_eq!(e.last_seq(), before);
+
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "session": "s1", "dry_run": true})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(1), Some(1)), "{v}");
+    let v = call(&e, json!({"op": "forget", "namespace": "u", "session": "s1"})).unwrap();
+    assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(1), Some(1)), "{v}");
+    let again = |e: &Engine| {
+        let seq = e.last_seq();
+        for dry_run in [true, false] {
+            let req = json!({"op": "forget", "namespace": "u", "session": "s1", "dry_run": dry_run});
+            let v = call(e, req).unwrap();
+            assert_eq!((v["memories"].as_u64(), v["observations"].as_u64()), (Some(0), Some(0)), "{v}");
+            let v = call(e, json!({"op": "forget", "namespace": "u", "all": true, "dry_run": dry_run})).unwrap();
+            assert_eq!(v["memories"].as_u64(), Some(0), "{v}");
+        }
+        assert_eq!(e.last_seq(), seq, "forgetting again writes nothing");
+    };
+    again(&e);
+    e.compact().unwrap();
+    e.close().unwrap();
+    let e = Engine::open(&path).unwrap();
+    again(&e);
+    assert_eq!(err(call(&e, json!({"op": "forget", "namespace": "u", "session": "s2"}))).code, ErrorCode::NotFound);
+    e.close().unwrap();
+}
+
 /// A dry run of `forget --matching` shows each memory it would erase with
 /// its similarity to the query, best first, and writes nothing; other dry
 /// runs carry no similarities.

@@ -859,6 +859,76 @@ fn consolidate_dry_run_lists_and_writes_nothing() {
     assert!(!missing.exists(), "no directory created");
 }
 
+/// An unknown target is an error whatever the selector: `forget --session`
+/// of a session the namespace never held exits as `--id` of an unknown id
+/// does, with a not-found error and nothing written, dry run or not;
+/// `--matching` that finds nothing is not an error.
+#[test]
+fn forget_of_an_unknown_session_fails_like_an_unknown_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let id = json(&data, &["remember", "--ns", "u1", "--session", "s1", "I live in Lisbon."])["id"].to_string();
+    let status = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+            .arg("--data")
+            .arg(&data)
+            .args(["--embedder", "hashing"])
+            .args(args)
+            .output()
+            .expect("run mnemon");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (unknown_id, err) = status(&["forget", "--ns", "u1", "--id", "999"]);
+    assert_ne!(unknown_id, Some(0), "{err}");
+    for args in [
+        &["forget", "--ns", "u1", "--session", "s9"][..],
+        &["forget", "--ns", "u1", "--session", "s9", "--dry-run"],
+        &["forget", "--ns", "nobody", "--session", "s1"],
+        &["forget", "--ns", "nobody", "--all"],
+        &["forget", "--ns", "u1", "--observation", "999"],
+    ] {
+        let (code, err) = status(args);
+        assert_eq!(code, unknown_id, "{args:?}: {err}");
+        assert!(err.contains("not found"), "{args:?}: {err}");
+    }
+    let (code, err) = status(&["--json", "forget", "--ns", "u1", "--session", "s9"]);
+    assert_eq!(code, unknown_id);
+    let e: serde_json::Value = serde_json::from_str(err.trim()).unwrap();
+    assert_eq!(e["error"]["code"], "not_found", "{err}");
+    let stats = json(&data, &["stats"]);
+    assert_eq!(stats["last_seq"], 1, "nothing written: {stats}");
+    let (ok, out, err) =
+        mnemon(&data, &["forget", "--ns", "u1", "--matching", "zebra crossings", "--min-similarity", "0.99"]);
+    assert!(ok, "{err}");
+    assert!(out.starts_with("forgot 0 memories"), "{out}");
+    let (ok, out, err) = mnemon(&data, &["forget", "--ns", "u1", "--session", "s1"]);
+    assert!(ok && out.starts_with("forgot 1 memory"), "{out}{err}");
+    // Forgetting it again is an empty outcome, like a forgotten id.
+    for args in [&["forget", "--ns", "u1", "--session", "s1"][..], &["forget", "--ns", "u1", "--id", &id]] {
+        let (ok, out, err) = mnemon(&data, args);
+        assert!(ok && out.starts_with("forgot 0 memories"), "{args:?}: {out}{err}");
+        assert!(err.contains("already forgotten"), "{err}");
+    }
+}
+
+/// `timeline` on a namespace with no event says so; with one event it
+/// prints one bucket holding it, not a row of empty ones.
+#[test]
+fn timeline_of_one_event_prints_one_bucket() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    json(&data, &["observe", "--ns", "u1", "--session", "s1", "I moved to Lisbon."]);
+    let (ok, out, err) = mnemon(&data, &["timeline", "--ns", "u1"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].starts_with("u1: 1 event from "), "{out}");
+    assert!(lines[1].contains("observed    1  extracted    0"), "{out}");
+    let (ok, out, err) = mnemon(&data, &["timeline", "--ns", "u2"]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "u2: no events\n");
+}
+
 /// The text output reads as sentences: a count of one takes the singular,
 /// and `stats` says how many memories are quarantined (counted among the
 /// active ones, left out of recall).

@@ -642,6 +642,7 @@ fn run_ops(ops: Vec<Op>, seed: u64) {
     let mut e = Some(Engine::open(dir.path()).unwrap());
     let mut alive: Vec<Item> = Vec::new();
     let mut gone: Vec<Item> = Vec::new();
+    let mut forgotten_sessions: Vec<(Namespace, String)> = Vec::new();
     let names = [ns("pa"), ns("pb")];
     for (i, op) in ops.into_iter().enumerate() {
         let eng = e.as_ref().unwrap();
@@ -676,8 +677,19 @@ fn run_ops(ops: Vec<Op>, seed: u64) {
             }
             Op::ForgetSession { ns, session } => {
                 let (n, s) = (names[usize::from(ns)].clone(), format!("s{session}"));
-                eng.forget(&n, ForgetRequest::Session(s.clone()), "prop").unwrap();
+                let r = eng.forget(&n, ForgetRequest::Session(s.clone()), "prop");
                 let (out, keep): (Vec<Item>, Vec<Item>) = alive.drain(..).partition(|a| a.ns == n && a.session == s);
+                // A session that holds nothing and was never forgotten as
+                // one is unknown.
+                let known = forgotten_sessions.contains(&(n.clone(), s.clone()));
+                if out.is_empty() && !known {
+                    assert!(matches!(r, Err(mnemon::Error::NotFound { .. })), "{r:?}");
+                } else {
+                    r.unwrap();
+                }
+                if !out.is_empty() {
+                    forgotten_sessions.push((n, s));
+                }
                 alive = keep;
                 gone.extend(out);
             }

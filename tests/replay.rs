@@ -367,6 +367,8 @@ struct Model {
     /// Forgotten ids, per namespace.
     forgotten_m: BTreeSet<(usize, MemoryId)>,
     forgotten_o: BTreeSet<(usize, ObservationId)>,
+    /// Sessions a forget of the session erased something of, per namespace.
+    forgotten_sessions: BTreeSet<(usize, String)>,
     /// Every id ever handed out, in order.
     memory_ids: Vec<MemoryId>,
     observation_ids: Vec<ObservationId>,
@@ -624,19 +626,37 @@ impl Model {
         self.forget(ns, BTreeSet::new(), BTreeSet::from([id]))
     }
 
+    /// A session no memory or observation carries is unknown unless an
+    /// earlier forget of it erased something.
     fn forget_session(&mut self, ns: usize, session: &str) -> Expect {
-        let mems = self
+        let mems: BTreeSet<MemoryId> = self
             .memories
             .iter()
             .filter(|(_, m)| m.ns == ns && m.session.as_deref() == Some(session))
             .map(|(id, _)| *id)
             .collect();
-        let obs =
+        let obs: BTreeSet<ObservationId> =
             self.observations.iter().filter(|(_, o)| o.ns == ns && o.session == session).map(|(id, _)| *id).collect();
+        if mems.is_empty() && obs.is_empty() {
+            let known = self.forgotten_sessions.contains(&(ns, session.to_string()));
+            return if known { Expect::Forgot(vec![], vec![]) } else { Expect::NotFound };
+        }
+        self.forgotten_sessions.insert((ns, session.to_string()));
         self.forget(ns, mems, obs)
     }
 
+    /// Whether anything was ever written to namespace `ns`.
+    fn holds(&self, ns: usize) -> bool {
+        self.memories.values().any(|m| m.ns == ns)
+            || self.observations.values().any(|o| o.ns == ns)
+            || self.forgotten_m.iter().any(|(n, _)| *n == ns)
+            || self.forgotten_o.iter().any(|(n, _)| *n == ns)
+    }
+
     fn forget_all(&mut self, ns: usize) -> Expect {
+        if !self.holds(ns) {
+            return Expect::NotFound;
+        }
         let mems = self.memories.iter().filter(|(_, m)| m.ns == ns).map(|(id, _)| *id).collect();
         let obs = self.observations.iter().filter(|(_, o)| o.ns == ns).map(|(id, _)| *id).collect();
         self.forget(ns, mems, obs)

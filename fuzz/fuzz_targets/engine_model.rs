@@ -171,6 +171,10 @@ struct Model {
     memories: [BTreeMap<MemoryId, MMem>; 2],
     observations: [BTreeMap<ObservationId, MObs>; 2],
     forgotten: [BTreeSet<MemoryId>; 2],
+    /// Sessions a forget of the session erased something of.
+    forgotten_sessions: [BTreeSet<String>; 2],
+    /// Whether anything was ever written to the namespace.
+    held: [bool; 2],
     /// Every memory id handed out, in order.
     ids: Vec<MemoryId>,
 }
@@ -185,6 +189,7 @@ impl Model {
 
     fn observe(&mut self, ns: usize, session: &str, text: String) -> Expect {
         self.last_seq += 1;
+        self.held[ns] = true;
         let id = ObservationId(self.last_seq);
         self.observations[ns].insert(id, MObs { session: session.to_string(), text });
         Expect::Observed(id)
@@ -192,6 +197,7 @@ impl Model {
 
     fn new_memory(&mut self, ns: usize, content: String, key: Option<String>, session: Option<String>) -> MemoryId {
         self.last_seq += 1;
+        self.held[ns] = true;
         let id = MemoryId(self.last_seq);
         let m = MMem { content, key, session, status: Status::Active, prev: None, next: None };
         self.memories[ns].insert(id, m);
@@ -293,17 +299,29 @@ impl Model {
         self.forget(ns, chain, BTreeSet::new())
     }
 
+    /// A session no memory or observation carries is unknown unless an
+    /// earlier forget of it erased something.
     fn forget_session(&mut self, ns: usize, session: &str) -> Expect {
-        let mems = self.memories[ns]
+        let mems: BTreeSet<MemoryId> = self.memories[ns]
             .iter()
             .filter(|(_, m)| m.session.as_deref() == Some(session))
             .map(|(id, _)| *id)
             .collect();
-        let obs = self.observations[ns].iter().filter(|(_, o)| o.session == session).map(|(id, _)| *id).collect();
+        let obs: BTreeSet<ObservationId> =
+            self.observations[ns].iter().filter(|(_, o)| o.session == session).map(|(id, _)| *id).collect();
+        if mems.is_empty() && obs.is_empty() {
+            let known = self.forgotten_sessions[ns].contains(session);
+            return if known { Expect::Forgot(vec![], vec![]) } else { Expect::NotFound };
+        }
+        self.forgotten_sessions[ns].insert(session.to_string());
         self.forget(ns, mems, obs)
     }
 
+    /// A namespace nothing was ever written to is unknown.
     fn forget_all(&mut self, ns: usize) -> Expect {
+        if !self.held[ns] {
+            return Expect::NotFound;
+        }
         let mems = self.memories[ns].keys().copied().collect();
         let obs = self.observations[ns].keys().copied().collect();
         self.forget(ns, mems, obs)

@@ -498,7 +498,12 @@ class Engine:
 
         Raises:
             InvalidInputError: no target or more than one, bad values.
-            NotFoundError: `id` or `observation` does not exist.
+            NotFoundError: `id` or `observation` does not exist, `session`
+                is one no memory or observation of the namespace carries
+                (and no earlier forget named), or `all` names a namespace
+                nothing was ever written to; nothing is written. A target
+                already forgotten, or a `matching` that finds nothing,
+                returns zero counts.
             ClosedError, PoisonedError.
         """
         args = _put(
@@ -1114,7 +1119,9 @@ class Engine:
         default 48) equal buckets of commit time, from `from_` to `to`
         (aware datetimes or RFC 3339 text; default the namespace's first and
         last event). Each bucket's `last_seq` is an `as_of` position that
-        shows the store at the bucket's end.
+        shows the store at the bucket's end. A span shorter than `buckets`
+        microseconds gets only the buckets that reach its end (one when
+        every event shares one instant); no events, no buckets.
 
         Raises:
             InvalidInputError: `buckets` out of range, `from_` after `to`.

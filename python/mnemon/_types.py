@@ -2169,7 +2169,11 @@ class Timeline(Record):
 
     @property
     def buckets(self) -> List[TimelineBucket]:
-        """The buckets, oldest first (empty when the namespace has no event in the range)."""
+        """
+        The buckets, oldest first: as many as asked, fewer over a span shorter than that
+        many µs (one for a single instant), none when the namespace has no event in the
+        range.
+        """
         v = self._data["buckets"]
         return [TimelineBucket(x0) for x0 in v]
 

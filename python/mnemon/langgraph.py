@@ -69,7 +69,7 @@ except ImportError as _missing:  # pragma: no cover - exercised only without lan
     raise ImportError("mnemon.langgraph needs LangGraph: pip install 'mnemon[langgraph]'") from _missing
 
 from ._engine import Engine
-from ._errors import InvalidInputError
+from ._errors import InvalidInputError, NotFoundError
 from ._types import Memory
 
 __all__ = ["MnemonStore"]
@@ -467,7 +467,12 @@ class MnemonStore(BaseStore):
         name = self.mnemon_namespace(ns)
         ident = self._ident(op.key)
         if op.value is None:
-            self._engine.forget(name, session=ident, reason="store delete")
+            # Deleting an item the store does not hold is a no-op, as in
+            # every BaseStore; for mnemon it is an unknown session.
+            try:
+                self._engine.forget(name, session=ident, reason="store delete")
+            except NotFoundError:
+                pass
             return
         if not isinstance(op.value, Mapping):
             raise InvalidInputError(f"value: expected a dict, got {type(op.value).__name__}", "value")

@@ -14,7 +14,9 @@ pub enum ErrorCode {
     /// operation or field, wrong type, empty or oversized text, bad
     /// namespace, …). Nothing was written.
     InvalidInput,
-    /// An id that does not exist in the namespace (or was forgotten).
+    /// A target that does not exist: an id not in the namespace (or
+    /// forgotten); for `forget`, also a session the namespace never held or
+    /// a namespace nothing was written to. Nothing was written.
     NotFound,
     /// The operation conflicts with the current state (e.g. superseding a
     /// superseded memory). Nothing was written.

@@ -81,7 +81,8 @@ impl Call for NamespacesRequest {
 pub struct TimelineRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Number of buckets, 1–500. Default 48.
+    /// Number of buckets, 1–500. Default 48. Fewer over a span shorter than
+    /// that many microseconds (one when every event shares one instant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<usize>,
     /// Start (RFC 3339). Default the namespace's first event.

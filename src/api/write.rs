@@ -219,6 +219,12 @@ const DEFAULT_MATCHING_LIMIT: usize = 1000;
 
 /// `forget`: erase memories or observations from every read path. Name
 /// exactly one target: `id`, `observation`, `session`, `all` or `matching`.
+/// A named target that does not exist is `not_found` and writes nothing,
+/// dry run or not: an unknown `id` or `observation`, a `session` that no
+/// memory or observation of the namespace carries and no earlier forget
+/// named, `all` on a namespace nothing was ever written to. A target
+/// already forgotten, and a `matching` search that finds nothing, answer
+/// zero counts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ForgetRequest {
     /// Namespace.
@@ -229,10 +235,12 @@ pub struct ForgetRequest {
     /// An observation id, and memories derived only from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<ObservationId>,
-    /// A session: all its memories and observations.
+    /// A session: all its memories and observations. One the namespace
+    /// never held is `not_found`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// The whole namespace.
+    /// The whole namespace. One nothing was ever written to is
+    /// `not_found`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
     /// Memories similar to this query.

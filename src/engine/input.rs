@@ -234,9 +234,12 @@ pub enum ForgetRequest {
     /// not erased (a version that does not restate its sources inherits
     /// them, so a chain grown from one observation goes with it).
     Observation(ObservationId),
-    /// Every observation and memory of a session.
+    /// Every observation and memory of a session. A session that no
+    /// memory or observation of the namespace carries, and that no earlier
+    /// forget named, is [`crate::Error::NotFound`].
     Session(String),
-    /// Everything in the namespace.
+    /// Everything in the namespace; [`crate::Error::NotFound`] for a
+    /// namespace nothing was ever written to.
     All,
     /// Every active memory whose text is `query` (case, spacing, invisible
     /// characters and NFKC aside), whatever its cosine, and every active

@@ -101,8 +101,9 @@ pub struct Timeline {
     pub to: DateTime<Utc>,
     /// Width of each bucket in microseconds.
     pub bucket_micros: i64,
-    /// The buckets, oldest first (empty when the namespace has no event in
-    /// the range).
+    /// The buckets, oldest first: as many as asked, fewer over a span
+    /// shorter than that many µs (one for a single instant), none when the
+    /// namespace has no event in the range.
     pub buckets: Vec<TimelineBucket>,
     /// Events of the namespace counted (all buckets).
     pub events: u64,
@@ -167,8 +168,12 @@ impl Engine {
 
     /// The events of `ns` committed in `from..=to` (default: from the
     /// namespace's first event to its last), counted by kind in `buckets`
-    /// equal-width time buckets. Reads every record of the log in the
-    /// range once (the log is not indexed by namespace): O(events).
+    /// equal-width time buckets, at least 1 µs wide. A span shorter than
+    /// `buckets` µs gets only the buckets that reach its end: one bucket
+    /// when the namespace holds one event, or all its events share one
+    /// instant; none when it has no event in the range (and no `from` and
+    /// `to` were given). Reads every record of the log in the range once
+    /// (the log is not indexed by namespace): O(events).
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for `buckets` outside
@@ -229,8 +234,7 @@ impl Engine {
             });
         };
         let n = i64::try_from(buckets).unwrap_or(1);
-        // Ceiling division, at least 1 µs, so that `hi` falls in the last bucket.
-        let width = ((hi - lo) / n + i64::from((hi - lo) % n != 0)).max(1);
+        let (width, n) = bucket_layout(hi.saturating_sub(lo), n);
         let time = |us: i64| Utc.timestamp_micros(us).single().unwrap_or(DateTime::<Utc>::MAX_UTC);
         let mut out: Vec<TimelineBucket> = (0..n)
             .map(|i| TimelineBucket {
@@ -254,5 +258,52 @@ impl Engine {
             events,
             seq: last,
         })
+    }
+}
+
+/// The width (µs) and number of a timeline's buckets over a span of
+/// `span` µs (`hi - lo`, never negative) asked to be cut into `asked`: the
+/// width is the span divided by `asked`, rounded up, at least 1 µs (so `hi`
+/// falls in the last bucket); there are only as many buckets as it takes to
+/// reach `hi`, so a span shorter than `asked` µs (one instant, events
+/// microseconds apart) gets fewer buckets, never empty ones after its last
+/// event: one bucket when every event shares one instant.
+fn bucket_layout(span: i64, asked: i64) -> (i64, i64) {
+    let span = span.max(0);
+    let asked = asked.max(1);
+    let width = (span / asked + i64::from(span % asked != 0)).max(1);
+    (width, (span / width + 1).min(asked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bucket_layout;
+
+    #[test]
+    fn buckets_reach_the_end_of_the_span_and_no_further() {
+        // One instant: one bucket of 1 µs.
+        assert_eq!(bucket_layout(0, 48), (1, 1));
+        assert_eq!(bucket_layout(0, 1), (1, 1));
+        // Microseconds apart: one bucket per µs up to the last event.
+        assert_eq!(bucket_layout(1, 48), (1, 2));
+        assert_eq!(bucket_layout(3, 48), (1, 4));
+        // Rounding the width up leaves fewer buckets than asked.
+        assert_eq!(bucket_layout(100, 48), (3, 34));
+        // Exact division: the end falls into the last asked bucket.
+        assert_eq!(bucket_layout(120, 60), (2, 60));
+        assert_eq!(bucket_layout(119, 60), (2, 60));
+        // A span of seconds gets every bucket asked.
+        assert_eq!(bucket_layout(1_000_000, 48), (20_834, 48));
+        assert_eq!(bucket_layout(i64::MAX, 500).1, 500);
+        for span in 0..2_000 {
+            for asked in [1, 2, 7, 48, 500] {
+                let (w, n) = bucket_layout(span, asked);
+                assert!(w >= 1 && (1..=asked).contains(&n), "{span} {asked}");
+                // The last event falls in the last bucket, and no bucket
+                // starts after it.
+                assert_eq!((span / w).min(n - 1), n - 1, "{span} {asked}: ({w}, {n})");
+                assert!(w * (n - 1) <= span, "{span} {asked}: ({w}, {n})");
+            }
+        }
     }
 }

@@ -450,15 +450,22 @@ impl Engine {
     /// targets are gone from every read path (recall, get, list, history,
     /// as-of views, exported events, indexes) and stay gone after reopen; the
     /// bytes leave the disk at the next [`Engine::compact`]. Forgetting
-    /// something already forgotten, or nothing matching, returns zero counts.
+    /// something already forgotten (an id, a session an earlier forget
+    /// named, a namespace emptied before), or a `Matching` search that finds
+    /// nothing, returns zero counts and writes nothing; a target that never
+    /// existed is an error, whatever the selector.
     /// Forgetting observations also forgets what was derived from them (see
     /// [`ForgetRequest::Observation`]). A forgotten version is cut out of its
     /// chain: its neighbours link to each other, never to it.
     ///
     /// # Errors
-    /// [`Error::NotFound`] for an unknown memory or observation id;
-    /// [`Error::InvalidInput`] for an oversized reason or a bad `Matching`
-    /// request; [`Error::Poisoned`] / [`Error::Closed`].
+    /// [`Error::NotFound`], with nothing written, for an unknown memory or
+    /// observation id, a session that no memory or observation of the
+    /// namespace carries and that no earlier forget named (the names of
+    /// sessions emptied by id or by `All` are not kept), and `All` on a
+    /// namespace nothing was ever written to; [`Error::InvalidInput`] for an
+    /// oversized reason or a bad `Session` or `Matching` request;
+    /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         check_short("reason", reason, MAX_REASON_BYTES, true)?;
         // The reason outlives compaction (the forgotten event keeps it), so

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use smallvec::SmallVec;
 
-use crate::event::{Event, EventBody, Extracted, Observed};
+use crate::event::{Event, EventBody, Extracted, ForgetTarget, Observed};
 use crate::index::{HnswParams, LexicalIndex, VectorIndex};
 use crate::types::{MemoryId, Namespace, ObservationId, Seq, Status};
 
@@ -54,6 +54,14 @@ pub(crate) struct NsState {
     norm_hasher: foldhash::fast::RandomState,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
+    /// Sessions a `Forgotten` event named as its target, so that forgetting
+    /// one again is an empty outcome, not an unknown session. The names of
+    /// sessions emptied otherwise (by id, by the whole namespace) are not
+    /// kept: compaction erases them from the log with the payloads. Not in
+    /// the digest, which stays comparable with exports of earlier versions;
+    /// it is a function of the `Forgotten` events, which export, backup and
+    /// compaction keep as they are.
+    pub(crate) forgotten_sessions: HashSet<String>,
     /// Memory versions whose payload compaction replaced by a tombstone,
     /// from the tombstone to the `Forgotten` event that erased them (replay
     /// only), so that surviving neighbours replay with the same links and
@@ -88,6 +96,7 @@ impl NsState {
             norm_hasher: foldhash::fast::RandomState::default(),
             forgotten_memories: HashSet::new(),
             forgotten_observations: HashSet::new(),
+            forgotten_sessions: HashSet::new(),
             erased: HashMap::new(),
             preds: HashMap::new(),
             vectors: VectorIndex::new(dim, params.clone()),
@@ -444,6 +453,9 @@ impl State {
             EventBody::Forgotten(f) => {
                 self.counts.forgotten += 1;
                 let st = self.ns_mut(&ev.ns);
+                if let ForgetTarget::Session(s) = &f.target {
+                    st.forgotten_sessions.insert(s.clone());
+                }
                 for id in &f.memories {
                     st.remove_memory(*id);
                 }

@@ -65,9 +65,17 @@
 //! - writes `&` as `&amp;`, so the escaping reads back one way: a stored
 //!   literal `&lt;/memories&gt;` shows as `&amp;lt;/memories&amp;gt;`, never
 //!   as what an escaped tag looks like;
-//! - in `META`, escapes `\`, `;`, `(` and `)` with a backslash (the `;` of
-//!   an entity too: `&lt\;`), so a kind, key, session or source reads back
-//!   as exactly one field.
+//! - in `META`, writes `;`, `(` and `)` as the character references
+//!   `&#59;`, `&#40;` and `&#41;`, so a kind, key, session or source reads
+//!   back as exactly one field.
+//!
+//! Entities are the one escape: no other character is escaped (a backslash
+//! is a plain character), and no escape's output is escaped again. Every
+//! `&` in the block opens one of `&amp;` `&lt;` `&gt;` `&#59;` `&#40;`
+//! `&#41;`, which its next `;` closes, so a reader splits `META` on the
+//! `; ` that close no entity, ends it at the first `)`, and decodes each
+//! field back to the text as neutralised: `key a<b;c` reads
+//! `key a&lt;b&#59;c`.
 //!
 //! The stored memory is not changed; only its rendering is.
 //!
@@ -603,7 +611,7 @@ impl Entry {
             }
         }
         // Never inside an entity: every `&` of the escaped content opens
-        // one (`&amp;` `&lt;` `&gt;`) that its `;` closes.
+        // one (`&amp;` `&lt;` `&gt;`) that its next `;` closes.
         if let Some(amp) = self.content[..end].rfind('&') {
             if !self.content[amp..end].contains(';') {
                 end = amp;
@@ -621,8 +629,7 @@ enum Escape {
     Lines,
     /// `&` and angle brackets as entities: `CONTENT`.
     Content,
-    /// `&` and angle brackets as entities, then `\ ; ( )` with a
-    /// backslash: `META` fields.
+    /// `&`, angle brackets, `;`, `(` and `)` as entities: `META` fields.
     Meta,
 }
 
@@ -657,22 +664,7 @@ fn push_field(out: &mut String, text: &str, escape: Escape) {
             out.push(c);
             continue;
         }
-        if escape == Escape::Content {
-            if !push_angle(out, c) {
-                out.push(c);
-            }
-            continue;
-        }
-        let mut shown = String::new();
-        if !push_angle(&mut shown, c) {
-            shown.push(c);
-        }
-        for s in shown.chars() {
-            if matches!(s, '\\' | ';' | '(' | ')') {
-                out.push('\\');
-            }
-            out.push(s);
-        }
+        push_escaped(out, c, escape);
     }
 }
 
@@ -683,37 +675,44 @@ fn keeps_meaning(c: char) -> bool {
     matches!(c, '\u{200C}' | '\u{200D}' | '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}')
 }
 
-/// If `c` is an ampersand or is or looks like an angle bracket, appends it
-/// with `&` written as `&amp;` and every angle bracket as `&lt;` / `&gt;`
-/// and returns true.
-fn push_angle(out: &mut String, c: char) -> bool {
+/// The entity `c` is written as in a field escaped by `escape` (not
+/// [`Escape::Lines`]), if it is one of the characters written so.
+fn entity(c: char, escape: Escape) -> Option<&'static str> {
+    let meta = escape == Escape::Meta;
     match c {
-        '&' => {
-            out.push_str("&amp;");
-            return true;
-        }
-        '<' | '\u{2329}' | '\u{27E8}' | '\u{276C}' | '\u{2770}' | '\u{3008}' | '\u{29FC}' | '\u{2991}' => {
-            out.push_str("&lt;");
-            return true;
-        }
-        '>' | '\u{232A}' | '\u{27E9}' | '\u{276D}' | '\u{2771}' | '\u{3009}' | '\u{29FD}' | '\u{2992}' => {
-            out.push_str("&gt;");
-            return true;
-        }
-        _ if c.is_ascii() || crate::embed::is_cjk(c) => return false,
-        _ => {}
+        '&' => Some("&amp;"),
+        '<' | '\u{2329}' | '\u{27E8}' | '\u{276C}' | '\u{2770}' | '\u{3008}' | '\u{29FC}' | '\u{2991}' => Some("&lt;"),
+        '>' | '\u{232A}' | '\u{27E9}' | '\u{276D}' | '\u{2771}' | '\u{3009}' | '\u{29FD}' | '\u{2992}' => Some("&gt;"),
+        ';' if meta => Some("&#59;"),
+        '(' if meta => Some("&#40;"),
+        ')' if meta => Some("&#41;"),
+        _ => None,
+    }
+}
+
+/// Appends `c` escaped for a field of kind `escape` (not [`Escape::Lines`]):
+/// as its [`entity`] if it has one; a character whose TR39 skeleton holds
+/// an angle bracket as that skeleton, each of its characters escaped the
+/// same way (`ᔌ` → `ᔋ&lt;`); anything else as it is.
+fn push_escaped(out: &mut String, c: char, escape: Escape) {
+    if let Some(e) = entity(c, escape) {
+        out.push_str(e);
+        return;
+    }
+    if c.is_ascii() || crate::embed::is_cjk(c) {
+        out.push(c);
+        return;
     }
     let mut buf = [0u8; 4];
     let sk: String = skeleton(c.encode_utf8(&mut buf)).collect();
     if !sk.contains(['<', '>']) {
-        return false;
+        out.push(c);
+        return;
     }
     for s in sk.chars() {
-        match s {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            other => out.push(other),
+        match entity(s, escape) {
+            Some(e) => out.push_str(e),
+            None => out.push(s),
         }
     }
-    true
 }

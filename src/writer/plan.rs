@@ -185,6 +185,12 @@ fn mem_not_found(ns: &Namespace, id: MemoryId) -> Error {
     Error::not_found(format!("memory {id} in namespace {ns}"))
 }
 
+/// A session that no memory or observation of `ns` carries and that no
+/// earlier forget named.
+fn session_not_found(ns: &Namespace, session: &str) -> Error {
+    Error::not_found(format!("session {session:?} in namespace {ns}"))
+}
+
 pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Result<Plan> {
     let st = state.ns(ns);
     match op {
@@ -491,11 +497,18 @@ fn plan_forget(
     ids: Vec<MemoryId>,
 ) -> Result<Plan> {
     let empty = || Plan { bodies: vec![], outcome: PlannedOutcome::Forgot(ForgetOutcome::default()) };
+    // A target the caller names (an id, a session, the namespace) must
+    // exist, or have been forgotten before; a search (`Matching`) that
+    // finds nothing is an empty outcome.
     let Some(st) = st else {
         return match target {
             ForgetTarget::Memory(id) => Err(mem_not_found(ns, id)),
             ForgetTarget::Observation(id) => Err(Error::not_found(format!("observation {id} in namespace {ns}"))),
-            _ => Ok(empty()),
+            ForgetTarget::Session(s) => Err(session_not_found(ns, &s)),
+            ForgetTarget::Namespace => {
+                Err(Error::not_found(format!("namespace {ns} (nothing was ever written to it)")))
+            }
+            ForgetTarget::Matching => Ok(empty()),
         };
     };
     let mut mems: BTreeSet<MemoryId> = BTreeSet::new();
@@ -522,6 +535,9 @@ fn plan_forget(
         ForgetTarget::Session(s) => {
             obs.extend(st.observations.values().filter(|o| &o.session == s).map(|o| o.id));
             mems.extend(st.memories.values().filter(|m| m.session.as_deref() == Some(s)).map(|m| m.id));
+            if obs.is_empty() && mems.is_empty() && !st.forgotten_sessions.contains(s) {
+                return Err(session_not_found(ns, s));
+            }
         }
         ForgetTarget::Namespace => {
             obs.extend(st.observations.keys().copied());

@@ -11,8 +11,9 @@ use unicode_security::skeleton;
 /// One entry as parsed back from a line.
 #[derive(Debug)]
 pub struct Parsed {
-    /// `META` fields, unescaped, without the `truncated` flag: the kind
-    /// first, then `key K`, `source R` or `session S`.
+    /// `META` fields, entities kept (see [`decode_entities`]), without the
+    /// `truncated` flag: the kind first, then `key K`, `source R` or
+    /// `session S`.
     pub meta: Vec<String>,
     /// `CONTENT`, without the ellipsis of a cut entry.
     pub content: String,
@@ -27,23 +28,41 @@ pub fn breaks_line(c: char) -> bool {
     (c.is_control() && c != '\n') || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}' | '\u{1C}'..='\u{1E}')
 }
 
-/// Splits a `META` part on unescaped `; `, undoing `\` escapes; `None` on a
-/// dangling escape or a separator that is not followed by a space.
+/// The entities the renderer writes, with the character each stands for:
+/// `&amp;` `&lt;` `&gt;` in every field, `&#59;` `&#40;` `&#41;` in `META`.
+pub const ENTITIES: [(&str, char); 6] =
+    [("&amp;", '&'), ("&lt;", '<'), ("&gt;", '>'), ("&#59;", ';'), ("&#40;", '('), ("&#41;", ')')];
+
+/// The length of the entity `s` starts with, if it starts with one of
+/// [`ENTITIES`].
+fn entity_len(s: &str) -> Option<usize> {
+    ENTITIES.iter().find(|(e, _)| s.starts_with(e)).map(|(e, _)| e.len())
+}
+
+/// Splits a `META` part on the `; ` that close no entity, keeping each
+/// field's entities (decode them with [`decode_entities`]); `None` on an
+/// `&` that opens none of [`ENTITIES`], a separator not followed by a
+/// space, or a parenthesis.
 pub fn split_meta(meta: &str) -> Option<Vec<String>> {
     let mut out = vec![String::new()];
-    let mut chars = meta.chars();
-    while let Some(c) = chars.next() {
+    let mut rest = meta;
+    while let Some(c) = rest.chars().next() {
         match c {
-            '\\' => out.last_mut()?.push(chars.next()?),
+            '&' => {
+                let n = entity_len(rest)?;
+                out.last_mut()?.push_str(&rest[..n]);
+                rest = &rest[n..];
+                continue;
+            }
             ';' => {
-                if chars.next()? != ' ' {
-                    return None;
-                }
+                rest = rest[1..].strip_prefix(' ')?;
                 out.push(String::new());
+                continue;
             }
             '(' | ')' => return None,
             c => out.last_mut()?.push(c),
         }
+        rest = &rest[c.len_utf8()..];
     }
     Some(out)
 }
@@ -57,21 +76,9 @@ pub fn parse_entry(line: &str) -> Result<Parsed, String> {
         return Err(format!("bad date in {line:?}"));
     }
     let rest = rest[10..].strip_prefix("] (").ok_or_else(|| format!("no meta in {line:?}"))?;
-    // The meta part ends at the first unescaped ')'.
-    let mut end = None;
-    let mut escaped = false;
-    for (i, c) in rest.char_indices() {
-        match (escaped, c) {
-            (true, _) => escaped = false,
-            (false, '\\') => escaped = true,
-            (false, ')') => {
-                end = Some(i);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let end = end.ok_or_else(|| format!("unclosed meta in {line:?}"))?;
+    // The meta part ends at the first ')': inside `META` every stored one
+    // is the entity `&#41;`.
+    let end = rest.find(')').ok_or_else(|| format!("unclosed meta in {line:?}"))?;
     let mut meta = split_meta(&rest[..end]).ok_or_else(|| format!("bad meta in {line:?}"))?;
     let truncated = meta.len() > 1 && meta.last().is_some_and(|m| m == TRUNCATED_FIELD);
     if truncated {
@@ -179,27 +186,19 @@ pub fn invisible(c: char) -> bool {
     skeleton(c.encode_utf8(&mut [0; 4])).next().is_none()
 }
 
-/// A rendered field with its entities decoded in one pass (`&amp;` `&lt;`
-/// `&gt;`), or `None` when an `&` starts none of them: the renderer writes
-/// every `&` of stored text as `&amp;`, so a bare one means a stored
-/// entity passed through unescaped.
+/// A rendered field with its entities ([`ENTITIES`]) decoded in one pass,
+/// or `None` when an `&` starts none of them: the renderer writes every `&`
+/// of stored text as `&amp;`, so a bare one means a stored entity passed
+/// through unescaped, or an escape's output escaped again.
 pub fn decode_entities(s: &str) -> Option<String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
         let tail = &rest[i..];
-        let (c, n) = if tail.starts_with("&amp;") {
-            ('&', 5)
-        } else if tail.starts_with("&lt;") {
-            ('<', 4)
-        } else if tail.starts_with("&gt;") {
-            ('>', 4)
-        } else {
-            return None;
-        };
-        out.push(c);
-        rest = &tail[n..];
+        let (e, c) = ENTITIES.iter().find(|(e, _)| tail.starts_with(e))?;
+        out.push(*c);
+        rest = &tail[e.len()..];
     }
     out.push_str(rest);
     Some(out)

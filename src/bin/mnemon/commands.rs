@@ -204,7 +204,8 @@ pub struct TimelineArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
-    /// Number of equal time buckets (1–500).
+    /// Number of equal time buckets (1–500); fewer when the events span
+    /// fewer microseconds (one when they share one instant).
     #[arg(long, default_value_t = api::DEFAULT_TIMELINE_BUCKETS)]
     buckets: usize,
     /// Start (RFC 3339); default the namespace's first event.

@@ -209,27 +209,7 @@ fn human(cli: &Cli, resp: &Response) {
             }
             next_page(r.next_cursor.as_ref());
         }
-        Response::Timeline(t) => {
-            println!(
-                "{}: {} from {} to {}",
-                t.namespace.as_str(),
-                count(t.events, "event", "events"),
-                t.from.to_rfc3339(),
-                t.to.to_rfc3339()
-            );
-            for b in &t.buckets {
-                println!(
-                    "{}  observed {:>4}  extracted {:>4}  superseded {:>4}  accessed {:>4}  forgotten {:>4}  archived {:>4}",
-                    t.label(b.start),
-                    b.observed,
-                    b.extracted,
-                    b.superseded,
-                    b.accessed,
-                    b.forgotten,
-                    b.archived
-                );
-            }
-        }
+        Response::Timeline(t) => timeline(t),
         Response::Check(r) => println!(
             "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
             r.records,
@@ -458,6 +438,34 @@ fn redaction_note(redactions: &std::collections::BTreeMap<String, usize>) {
     }
 }
 
+/// Prints a timeline: a header, then one line per bucket; a namespace
+/// with no event in the range says so in one line.
+fn timeline(t: &mnemon::Timeline) {
+    if t.buckets.is_empty() {
+        println!("{}: no events", t.namespace.as_str());
+        return;
+    }
+    println!(
+        "{}: {} from {} to {}",
+        t.namespace.as_str(),
+        count(t.events, "event", "events"),
+        t.from.to_rfc3339(),
+        t.to.to_rfc3339()
+    );
+    for b in &t.buckets {
+        println!(
+            "{}  observed {:>4}  extracted {:>4}  superseded {:>4}  accessed {:>4}  forgotten {:>4}  archived {:>4}",
+            t.label(b.start),
+            b.observed,
+            b.extracted,
+            b.superseded,
+            b.accessed,
+            b.forgotten,
+            b.archived
+        );
+    }
+}
+
 /// Prints a forget's counts, its dry-run preview and notes.
 fn forget(f: &mnemon::api::ForgetResponse) {
     let o = &f.outcome;
@@ -469,7 +477,9 @@ fn forget(f: &mnemon::api::ForgetResponse) {
         count(o.observations, "observation", "observations")
     );
     if o.memories == 0 && o.observations == 0 {
-        eprintln!("note: nothing matched: check the namespace, session or id (with --matching, the floor)");
+        // An unknown id, session or namespace is an error before this; what
+        // is left is a target forgotten before or a search that found nothing.
+        eprintln!("note: nothing to forget: already forgotten (with --matching: nothing reached the floor)");
     }
     for (i, m) in f.preview.iter().enumerate() {
         match f.similarities.get(i) {
