@@ -6,8 +6,8 @@ use crate::types::Seq;
 
 /// Everything that can go wrong in mnemon, with variants a caller can act on.
 ///
-/// Expected outcomes (a duplicate write, nothing matched a forget) are values in
-/// the result types, not errors. Source errors are kept as `source()` chains.
+/// Expected outcomes (a duplicate write, a forget search that matched nothing,
+/// a target forgotten before) are values in the result types, not errors. Source errors are kept as `source()` chains.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -22,9 +22,9 @@ pub enum Error {
         reason: String,
     },
     /// A target that does not exist: an id not in the given namespace (or
-    /// forgotten); for a forget, also a session the namespace never held
-    /// (see [`crate::ForgetRequest::Session`]) or a namespace nothing was
-    /// ever written to.
+    /// forgotten); for a forget, also a session that holds nothing and that
+    /// no earlier forget named (see [`crate::ForgetRequest::Session`]), or
+    /// a namespace nothing was ever written to.
     #[error("not found: {what}")]
     NotFound {
         /// What was looked up, e.g. `"memory 42 in namespace u1"`.

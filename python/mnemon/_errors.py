@@ -66,7 +66,9 @@ class InvalidInputError(MnemonError, ValueError):
 
 
 class NotFoundError(MnemonError, LookupError):
-    """An id that does not exist in the namespace (or was forgotten)."""
+    """A target that does not exist: an id not in the namespace (or
+    forgotten); for ``forget``, also a session that holds nothing and that
+    no earlier forget named, or a namespace nothing was written to."""
 
     code = "not_found"
 

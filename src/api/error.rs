@@ -15,8 +15,10 @@ pub enum ErrorCode {
     /// namespace, …). Nothing was written.
     InvalidInput,
     /// A target that does not exist: an id not in the namespace (or
-    /// forgotten); for `forget`, also a session the namespace never held or
-    /// a namespace nothing was written to. Nothing was written.
+    /// forgotten); for `forget`, also a session that holds nothing and that
+    /// no earlier forget named (one emptied by ids or by the whole
+    /// namespace counts), or a namespace nothing was written to. Nothing
+    /// was written.
     NotFound,
     /// The operation conflicts with the current state (e.g. superseding a
     /// superseded memory). Nothing was written.

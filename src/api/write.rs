@@ -235,8 +235,8 @@ pub struct ForgetRequest {
     /// An observation id, and memories derived only from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<ObservationId>,
-    /// A session: all its memories and observations. One the namespace
-    /// never held is `not_found`.
+    /// A session: all its memories and observations. One that holds
+    /// nothing and was never forgotten by name is `not_found`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
     /// The whole namespace. One nothing was ever written to is

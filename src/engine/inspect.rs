@@ -102,8 +102,10 @@ pub struct Timeline {
     /// Width of each bucket in microseconds.
     pub bucket_micros: i64,
     /// The buckets, oldest first: as many as asked, fewer over a span
-    /// shorter than that many µs (one for a single instant), none when the
-    /// namespace has no event in the range.
+    /// shorter than that many µs (one for a single instant), none past the
+    /// range's end (`to`, by default the last event); none when the
+    /// namespace has no event in the range, unless both `from` and `to`
+    /// are given (then the range's buckets, every count 0).
     pub buckets: Vec<TimelineBucket>,
     /// Events of the namespace counted (all buckets).
     pub events: u64,

@@ -452,8 +452,10 @@ impl Engine {
     /// bytes leave the disk at the next [`Engine::compact`]. Forgetting
     /// something already forgotten (an id, a session an earlier forget
     /// named, a namespace emptied before), or a `Matching` search that finds
-    /// nothing, returns zero counts and writes nothing; a target that never
-    /// existed is an error, whatever the selector.
+    /// nothing, returns zero counts and writes nothing; a named target with
+    /// nothing to forget that no earlier forget named (an unknown id, a
+    /// session nothing carries, a namespace never written to) is
+    /// [`Error::NotFound`].
     /// Forgetting observations also forgets what was derived from them (see
     /// [`ForgetRequest::Observation`]). A forgotten version is cut out of its
     /// chain: its neighbours link to each other, never to it.

@@ -54,14 +54,17 @@ pub(crate) struct NsState {
     norm_hasher: foldhash::fast::RandomState,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
-    /// Sessions a `Forgotten` event named as its target, so that forgetting
-    /// one again is an empty outcome, not an unknown session. The names of
+    /// Sessions a `Forgotten` event named as its target, by the FNV-1a 64
+    /// hash of the name (8 bytes each, however long the name; a collision
+    /// only turns one unknown session's `NotFound` into zero counts), so
+    /// that forgetting one again is an empty outcome, not an unknown
+    /// session. The names of
     /// sessions emptied otherwise (by id, by the whole namespace) are not
     /// kept: compaction erases them from the log with the payloads. Not in
     /// the digest, which stays comparable with exports of earlier versions;
     /// it is a function of the `Forgotten` events, which export, backup and
     /// compaction keep as they are.
-    pub(crate) forgotten_sessions: HashSet<String>,
+    pub(crate) forgotten_sessions: HashSet<u64>,
     /// Memory versions whose payload compaction replaced by a tombstone,
     /// from the tombstone to the `Forgotten` event that erased them (replay
     /// only), so that surviving neighbours replay with the same links and
@@ -454,7 +457,7 @@ impl State {
                 self.counts.forgotten += 1;
                 let st = self.ns_mut(&ev.ns);
                 if let ForgetTarget::Session(s) = &f.target {
-                    st.forgotten_sessions.insert(s.clone());
+                    st.forgotten_sessions.insert(crate::log::fnv1a64(s.as_bytes()));
                 }
                 for id in &f.memories {
                     st.remove_memory(*id);

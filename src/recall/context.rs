@@ -692,8 +692,11 @@ fn entity(c: char, escape: Escape) -> Option<&'static str> {
 
 /// Appends `c` escaped for a field of kind `escape` (not [`Escape::Lines`]):
 /// as its [`entity`] if it has one; a character whose TR39 skeleton holds
-/// an angle bracket as that skeleton, each of its characters escaped the
-/// same way (`ᔌ` → `ᔋ&lt;`); anything else as it is.
+/// a character this kind of field writes as an entity, as that skeleton,
+/// each of its characters escaped the same way (`ᔌ` → `ᔋ&lt;`; `＆` →
+/// `&amp;`; in `META`, `;` (U+037E, which NFC turns into `;`) → `&#59;`,
+/// `（` → `&#40;`), so no look-alike of a bracket, an ampersand or a `META`
+/// separator reaches the block; anything else as it is.
 fn push_escaped(out: &mut String, c: char, escape: Escape) {
     if let Some(e) = entity(c, escape) {
         out.push_str(e);
@@ -705,7 +708,7 @@ fn push_escaped(out: &mut String, c: char, escape: Escape) {
     }
     let mut buf = [0u8; 4];
     let sk: String = skeleton(c.encode_utf8(&mut buf)).collect();
-    if !sk.contains(['<', '>']) {
+    if !sk.chars().any(|s| entity(s, escape).is_some()) {
         out.push(c);
         return;
     }

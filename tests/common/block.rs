@@ -204,16 +204,27 @@ pub fn decode_entities(s: &str) -> Option<String> {
     Some(out)
 }
 
+/// True when `c` is not ASCII and its TR39 skeleton holds one of `targets`
+/// (`；` and `;` (U+037E) look like `;`, `＆` like `&`).
+pub fn looks_like(c: char, targets: &[char]) -> bool {
+    !c.is_ascii() && skeleton(c.encode_utf8(&mut [0; 4])).any(|s| targets.contains(&s))
+}
+
 /// Letters and digits that must survive rendering: alphanumeric, visible,
 /// not an angle-bracket look-alike. Give a rendered field decoded
 /// ([`decode_entities`]), a stored one as it is.
 pub fn signature(s: &str) -> String {
-    // The renderer writes a character that looks like an angle bracket as
-    // its TR39 skeleton with the brackets escaped (`ᔌ` → `ᔋ&lt;`): such a
+    // The renderer writes a character that looks like an angle bracket, an
+    // ampersand or a `META` separator as its TR39 skeleton with those
+    // escaped (`ᔌ` → `ᔋ&lt;`, `⒜` → `&#40;a&#41;` in `META`): such a
     // character counts as the letters of its skeleton.
     s.chars()
         .flat_map(|c| {
-            let parts: Vec<char> = if angle_like(c) { skeleton(c.encode_utf8(&mut [0; 4])).collect() } else { vec![c] };
+            let parts: Vec<char> = if angle_like(c) || looks_like(c, &['&', ';', '(', ')']) {
+                skeleton(c.encode_utf8(&mut [0; 4])).collect()
+            } else {
+                vec![c]
+            };
             parts.into_iter()
         })
         .filter(|&c| c.is_alphanumeric() && !angle_like(c) && !invisible(c))
