@@ -2171,8 +2171,9 @@ class Timeline(Record):
     def buckets(self) -> List[TimelineBucket]:
         """
         The buckets, oldest first: as many as asked, fewer over a span shorter than that
-        many µs (one for a single instant), none when the namespace has no event in the
-        range.
+        many µs (one for a single instant), none past the range's end (`to`, by default
+        the last event); none when the namespace has no event in the range, unless both
+        `from` and `to` are given (then the range's buckets, every count 0).
         """
         v = self._data["buckets"]
         return [TimelineBucket(x0) for x0 in v]

@@ -535,7 +535,8 @@ fn plan_forget(
         ForgetTarget::Session(s) => {
             obs.extend(st.observations.values().filter(|o| &o.session == s).map(|o| o.id));
             mems.extend(st.memories.values().filter(|m| m.session.as_deref() == Some(s)).map(|m| m.id));
-            if obs.is_empty() && mems.is_empty() && !st.forgotten_sessions.contains(&crate::log::fnv1a64(s.as_bytes())) {
+            if obs.is_empty() && mems.is_empty() && !st.forgotten_sessions.contains(&crate::log::fnv1a64(s.as_bytes()))
+            {
                 return Err(session_not_found(ns, s));
             }
         }

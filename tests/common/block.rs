@@ -158,9 +158,15 @@ pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
     Ok(s.profile.into_iter().chain(s.relevant).chain(s.recent).collect())
 }
 
-/// True when `c` is or looks like an angle bracket (its TR39 skeleton holds
-/// one, or it is a single angle bracket of another block).
+/// True when `c` is or looks like an angle bracket: it is a single angle
+/// bracket of another block, or its TR39 skeleton holds `<`, `>` or one of
+/// those (`ㄑ`'s skeleton is `❬`).
 pub fn angle_like(c: char) -> bool {
+    other_bracket(c) || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>' || other_bracket(s))
+}
+
+/// A single angle bracket of a block other than ASCII.
+fn other_bracket(c: char) -> bool {
     matches!(
         c,
         '\u{2329}'
@@ -177,7 +183,7 @@ pub fn angle_like(c: char) -> bool {
             | '\u{29FD}'
             | '\u{2991}'
             | '\u{2992}'
-    ) || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>')
+    )
 }
 
 /// True for a default-ignorable (invisible) character: TR39's skeleton
