@@ -362,7 +362,7 @@ fn forgetting_the_source_observation_forgets_the_whole_chain() -> TestResult {
     let v2 = engine.supersede(&u, v1.id, NewMemory::new("Boat is named Sea Biscuit II"))?;
     assert_eq!(engine.get(&u, v2.id)?.sources, vec![obs], "the new version keeps its sources");
     let seq = engine.stats().last_seq;
-    let preview = engine.forget_dry_run(&u, ForgetRequest::Observation(obs))?;
+    let preview = engine.forget_dry_run(&u, ForgetRequest::Observation(obs), "user request")?;
     assert_eq!(preview.memory_ids, vec![v1.id, v2.id]);
     assert_eq!(engine.stats().last_seq, seq, "a dry run writes nothing");
     let out = engine.forget(&u, ForgetRequest::Observation(obs), "user request")?;
@@ -541,5 +541,30 @@ fn valid_time_and_recorded_time_are_kept_apart() -> TestResult {
     let mid_april = engine.as_of(&u, AsOf::ValidTime(day(2026, 4, 15, 0, 0)))?.list(&ListOptions::default())?;
     assert!(mid_april.iter().any(|m| m.id == tea2.id) && !mid_april.iter().any(|m| m.id == tea.id));
     engine.close()?;
+    Ok(())
+}
+
+/// A dry run checks the reason as the real forget does (a line break is
+/// refused, nothing written) and reports what the real forget will: the
+/// same counts and the same quotes cut from the reason.
+#[test]
+fn a_forget_dry_run_checks_and_cuts_the_reason_as_the_forget_does() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u");
+    let engine = Engine::open(dir.path())?;
+    let m = engine.remember(&u, NewMemory::new("Another live memory about walruses on the ice"))?;
+    let seq = engine.stats().last_seq;
+    for bad in ["a\nb", "a\u{1B}[2Jb", "a\u{202E}b"] {
+        let r = engine.forget_dry_run(&u, ForgetRequest::Memory(m.id), bad);
+        assert!(matches!(r, Err(Error::InvalidInput { field: "reason", .. })), "{bad:?}: {r:?}");
+        let r = engine.forget(&u, ForgetRequest::Memory(m.id), bad);
+        assert!(matches!(r, Err(Error::InvalidInput { field: "reason", .. })), "{bad:?}: {r:?}");
+    }
+    let reason = "drop Another live memory about walruses on the ice please";
+    let preview = engine.forget_dry_run(&u, ForgetRequest::Memory(m.id), reason)?;
+    assert_eq!(preview.quotes_cut, 1);
+    assert_eq!(engine.stats().last_seq, seq, "a dry run writes nothing");
+    let out = engine.forget(&u, ForgetRequest::Memory(m.id), reason)?;
+    assert_eq!(out, preview);
     Ok(())
 }

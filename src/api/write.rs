@@ -351,10 +351,11 @@ impl Call for ForgetRequest {
             }
             _ => Default::default(),
         };
+        let reason = self.reason.as_deref().unwrap_or("user request");
         let mut outcome = if self.dry_run {
-            engine.forget_dry_run(&self.namespace, target)?
+            engine.forget_dry_run(&self.namespace, target, reason)?
         } else {
-            engine.forget(&self.namespace, target, self.reason.as_deref().unwrap_or("user request"))?
+            engine.forget(&self.namespace, target, reason)?
         };
         let mut packer = Packer::new(limits);
         let total = outcome.memory_ids.len() + outcome.observation_ids.len();

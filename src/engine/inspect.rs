@@ -224,11 +224,13 @@ impl Engine {
         let lo = from.map(|t| t.timestamp_micros()).or_else(|| seen.first().map(|e| e.0));
         let hi = to.map(|t| t.timestamp_micros()).or_else(|| seen.last().map(|e| e.0));
         let (Some(lo), Some(hi)) = (lo, hi) else {
-            let now = Utc::now();
+            // Nothing in the range: an empty range at the bound given (or
+            // now, to the microsecond, as every time in the log).
+            let now = Utc.timestamp_micros(Utc::now().timestamp_micros()).single().unwrap_or_else(Utc::now);
             return Ok(Timeline {
                 namespace: ns.clone(),
-                from: from.unwrap_or(now),
-                to: to.unwrap_or(now),
+                from: from.or(to).unwrap_or(now),
+                to: to.or(from).unwrap_or(now),
                 bucket_micros: 0,
                 buckets: Vec::new(),
                 events: 0,

@@ -469,12 +469,9 @@ impl Engine {
     /// oversized reason or a bad `Session` or `Matching` request;
     /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
-        check_short("reason", reason, MAX_REASON_BYTES, true)?;
-        // The reason outlives compaction (the forgotten event keeps it), so
-        // personal data in it is redacted like any other text.
-        let reason = &self.redact_label("reason", reason, Some(self.label_policy()), &mut BTreeMap::new())?;
+        let reason = self.forget_reason(reason)?;
         let (target, ids) = self.resolve_forget(ns, &req)?;
-        match self.run_one(ns, Op::Forget { target, reason: reason.to_string(), requester: None, ids })? {
+        match self.run_one(ns, Op::Forget { target, reason, requester: None, ids })? {
             OpOutcome::Forgot(f) => Ok(f),
             other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
         }
@@ -555,14 +552,25 @@ impl Engine {
         Ok(out)
     }
 
-    /// What a forget would erase, without writing anything.
+    /// What [`Engine::forget`] with the same arguments would do, without
+    /// writing anything: the same checks of the target and of `reason`
+    /// (input rules, length, personal data redacted), and the same outcome,
+    /// `quotes_cut` included.
     ///
     /// # Errors
     /// As [`Engine::forget`], without the write errors.
-    pub fn forget_dry_run(&self, ns: &Namespace, req: ForgetRequest) -> Result<ForgetOutcome> {
+    pub fn forget_dry_run(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
+        let reason = self.forget_reason(reason)?;
         let (target, ids) = self.resolve_forget(ns, &req)?;
         let state = self.shared().state.read();
-        crate::writer::forget_preview(&state, ns, target, ids)
+        crate::writer::forget_preview(&state, ns, target, reason, ids)
+    }
+
+    /// A forget's reason as it is stored: checked, personal data redacted
+    /// (it outlives compaction in the `forgotten` event).
+    fn forget_reason(&self, reason: &str) -> Result<String> {
+        check_short("reason", reason, MAX_REASON_BYTES, true)?;
+        self.redact_label("reason", reason, Some(self.label_policy()), &mut BTreeMap::new())
     }
 
     /// Sends an `Accessed` event for recall results without waiting. When the

@@ -115,10 +115,19 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
             if body.is_empty() {
                 out.push_str(run);
             } else {
-                let lead = run.len() - run.trim_start_matches(|c: char| c.is_ascii_whitespace()).len();
+                let mut lead = run.len() - run.trim_start_matches(|c: char| c.is_ascii_whitespace()).len();
+                let mut trail = run.len() - lead - body.len();
+                // The result is never longer than the label: a space that
+                // does not fit beside the mark goes (the trailing one first).
+                if lead + ERASED_MARK.len() + trail > run.len() {
+                    trail = run.len().saturating_sub(lead + ERASED_MARK.len()).min(trail);
+                }
+                if lead + ERASED_MARK.len() + trail > run.len() {
+                    lead = run.len().saturating_sub(ERASED_MARK.len() + trail).min(lead);
+                }
                 out.push_str(&run[..lead]);
                 out.push_str(ERASED_MARK);
-                out.push_str(&run[lead + body.len()..]);
+                out.push_str(&run[run.len() - trail..]);
                 marks += 1;
             }
         } else {
@@ -133,6 +142,18 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// A short forgotten text with spaces around it in the reason: the
+    /// mark never makes the reason longer (found by the property below).
+    #[test]
+    fn a_cut_run_never_grows_the_label() {
+        let (out, n) = cut_quotes(" a© 花", [" a© 花"]);
+        assert_eq!((out.as_str(), n), ("[erased]", 1));
+        let (out, n) = cut_quotes("x  abcdefgh  y", ["  abcdefgh  "]);
+        assert_eq!((out.as_str(), n), ("x  [erased]  y", 1));
+        let (out, n) = cut_quotes("x abcdefg y", [" abcdefg "]);
+        assert_eq!((out.as_str(), n), ("x [erased]y", 1));
+    }
 
     #[test]
     fn spaces_around_a_cut_run_are_kept() {

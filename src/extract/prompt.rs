@@ -52,6 +52,23 @@ fn clip(s: &str) -> String {
     out
 }
 
+/// A memory's kind as the prompt shows it: a built-in kind as its name, a
+/// kind of the caller's own [`quoted`], so that its text (`fact, permanent,
+/// importance 1.00) [memory 1] (fact`) cannot read as more metadata or as
+/// another memory.
+fn shown_kind(kind: &crate::Kind) -> String {
+    match kind {
+        crate::Kind::Other(k) => quoted(k),
+        built_in => built_in.to_string(),
+    }
+}
+
+/// `s` [`clip`]ped and written as a JSON string literal (quotes and
+/// backslashes escaped), so it reads as one value.
+fn quoted(s: &str) -> String {
+    serde_json::to_string(&clip(s)).unwrap_or_else(|_| "\"\"".to_string())
+}
+
 fn truncate_bytes(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
@@ -159,10 +176,10 @@ fn render(session: &str, obs: &[crate::Observation], related: &[crate::Hit], lan
             p,
             "[memory {}] ({}, {}, importance {:.2}{}) {}",
             m.id,
-            clip(&m.kind.to_string()),
+            shown_kind(&m.kind),
             m.tier,
             m.importance,
-            m.key.as_deref().map(|k| format!(", key {}", clip(k))).unwrap_or_default(),
+            m.key.as_deref().map(|k| format!(", key {}", quoted(k))).unwrap_or_default(),
             clip(&m.content)
         );
     }

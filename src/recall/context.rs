@@ -66,15 +66,21 @@
 //!   literal `&lt;/memories&gt;` shows as `&amp;lt;/memories&amp;gt;`, never
 //!   as what an escaped tag looks like;
 //! - in `META`, writes `;`, `(` and `)` as the character references
-//!   `&#59;`, `&#40;` and `&#41;`, so a kind, key, session or source reads
-//!   back as exactly one field.
+//!   `&#59;`, `&#40;` and `&#41;`, and a space right after an entity as
+//!   `&#32;`, so a kind, key, session or source reads back as exactly one
+//!   field and holds no `; ` or `) ` of its own (`s1; quarantined` reads
+//!   `s1&#59;&#32;quarantined`);
+//! - writes a character whose TR39 skeleton holds one of the characters
+//!   above (a look-alike: `＆`, `；` and U+037E, `ᐸ`) as that skeleton,
+//!   escaped, so no look-alike reaches the block; such a character reads
+//!   back as what it looks like, not as itself (`（` in `META` reads `(`).
 //!
 //! Entities are the one escape: no other character is escaped (a backslash
 //! is a plain character), and no escape's output is escaped again. Every
 //! `&` in the block opens one of `&amp;` `&lt;` `&gt;` `&#59;` `&#40;`
-//! `&#41;`, which its next `;` closes, so a reader splits `META` on the
-//! `; ` that close no entity, ends it at the first `)`, and decodes each
-//! field back to the text as neutralised: `key a<b;c` reads
+//! `&#41;` `&#32;`, which its next `;` closes, so a reader splits `META`
+//! on the `; ` (which close no entity), ends it at the first `)`, and
+//! decodes each field back to the text as neutralised: `key a<b;c` reads
 //! `key a&lt;b&#59;c`.
 //!
 //! The stored memory is not changed; only its rendering is.
@@ -657,7 +663,14 @@ fn push_field(out: &mut String, text: &str, escape: Escape) {
             continue;
         }
         if space {
-            out.push(' ');
+            // In `META`, an entity's `;` is never followed by a space: a
+            // reader (or a model) that splits on `; ` or ends the field at
+            // `) ` would see a separator there (`s1&#59; quarantined`).
+            if escape == Escape::Meta && out.ends_with(';') {
+                out.push_str("&#32;");
+            } else {
+                out.push(' ');
+            }
             space = false;
         }
         if escape == Escape::Lines {

@@ -628,9 +628,10 @@ pub(crate) fn forget_preview(
     state: &State,
     ns: &Namespace,
     target: ForgetTarget,
+    reason: String,
     ids: Vec<MemoryId>,
 ) -> Result<ForgetOutcome> {
-    match plan_forget(state.ns(ns), ns, target, String::new(), None, ids)?.outcome {
+    match plan_forget(state.ns(ns), ns, target, reason, None, ids)?.outcome {
         PlannedOutcome::Forgot(f) => Ok(f),
         _ => Ok(ForgetOutcome::default()),
     }

@@ -29,9 +29,9 @@ pub fn breaks_line(c: char) -> bool {
 }
 
 /// The entities the renderer writes, with the character each stands for:
-/// `&amp;` `&lt;` `&gt;` in every field, `&#59;` `&#40;` `&#41;` in `META`.
-pub const ENTITIES: [(&str, char); 6] =
-    [("&amp;", '&'), ("&lt;", '<'), ("&gt;", '>'), ("&#59;", ';'), ("&#40;", '('), ("&#41;", ')')];
+/// `&amp;` `&lt;` `&gt;` in every field, `&#59;` `&#40;` `&#41;` `&#32;` in `META`.
+pub const ENTITIES: [(&str, char); 7] =
+    [("&amp;", '&'), ("&lt;", '<'), ("&gt;", '>'), ("&#59;", ';'), ("&#40;", '('), ("&#41;", ')'), ("&#32;", ' ')];
 
 /// The length of the entity `s` starts with, if it starts with one of
 /// [`ENTITIES`].
