@@ -929,6 +929,32 @@ fn timeline_of_one_event_prints_one_bucket() {
     assert_eq!(out, "u2: no events\n");
 }
 
+/// A negative number in any spelling reaches the engine: as a floor it is
+/// taken, as an importance it is the engine's typed error, never the
+/// argument parser's, and nothing is written.
+#[test]
+fn negative_numbers_reach_the_engine_in_any_spelling() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    json(&data, &["remember", "--ns", "u1", "Likes green tea"]);
+    for floor in ["-0.5", "-.5", "-5e-1", "-1"] {
+        let (ok, out, err) = mnemon(&data, &["recall", "--ns", "u1", "--min-similarity", floor, "tea"]);
+        assert!(ok && out.contains("Likes green tea"), "{floor}: {out}{err}");
+        let (ok, out, err) =
+            mnemon(&data, &["forget", "--ns", "u1", "--matching", "tea", "--dry-run", "--min-similarity", floor]);
+        assert!(ok && out.contains("would forget 1 memory"), "{floor}: {out}{err}");
+        let (ok, _, err) = mnemon(&data, &["context", "--ns", "u1", "--profile-share", floor, "tea"]);
+        assert!(!ok && err.contains("profile_share"), "{floor}: {err}");
+    }
+    let seq = json(&data, &["stats"])["last_seq"].clone();
+    assert!(seq.is_u64(), "{seq}");
+    for importance in ["-0.1", "-.1", "-1e-9", "-inf"] {
+        let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "--importance", importance, "Likes coffee"]);
+        assert!(!ok && err.contains("importance") && err.contains("outside 0.0..=1.0"), "{importance}: {err}");
+    }
+    assert_eq!(json(&data, &["stats"])["last_seq"], seq, "refused writes wrote nothing");
+}
+
 /// The text output reads as sentences: a count of one takes the singular,
 /// and `stats` says how many memories are quarantined (counted among the
 /// active ones, left out of recall).

@@ -49,7 +49,7 @@ pub struct MemoryFieldArgs {
     #[arg(long)]
     tier: Option<String>,
     /// 0.0–1.0.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     importance: Option<f32>,
     /// Slot key entity.attribute: a later memory under the same key supersedes this one.
     #[arg(long)]
@@ -248,7 +248,7 @@ pub enum AsOfWhat {
 #[derive(Args, Debug)]
 pub struct RecallFlags {
     /// Cosine similarity floor (-1..1; the scale depends on the embedder).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     min_similarity: Option<f32>,
     /// Return no memory when none of the hits has a cosine of at least this
     /// (-1..1; -1 turns it off); a query naming something no memory mentions
@@ -385,11 +385,11 @@ pub struct ContextArgs {
     /// Most of the budget the profile part (current value of every slot
     /// key, every permanent memory) may use, 0–1; 0 leaves it out.
     /// Default 0.25.
-    #[arg(long, value_name = "SHARE", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SHARE", allow_hyphen_values = true)]
     profile_share: Option<f32>,
     /// Most of the budget the recent turns of --current-session may use,
     /// 0–1; 0 leaves them out. Default 0.25.
-    #[arg(long, value_name = "SHARE", allow_negative_numbers = true)]
+    #[arg(long, value_name = "SHARE", allow_hyphen_values = true)]
     recent_share: Option<f32>,
     #[command(flatten)]
     flags: RecallFlags,
@@ -426,7 +426,7 @@ pub struct ForgetArgs {
     /// With --matching: cosine similarity floor (default: the embedder's
     /// relevance floor, 0.5 for MiniLM and hashing, 0.92 for e5). Try
     /// --dry-run first.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_hyphen_values = true)]
     min_similarity: Option<f32>,
     /// With --matching: most memories to forget (default 1000).
     #[arg(long)]
