@@ -159,10 +159,14 @@ pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
 }
 
 /// True when `c` is or looks like an angle bracket: it is a single angle
-/// bracket of another block, or its TR39 skeleton holds `<`, `>` or one of
-/// those (`ㄑ`'s skeleton is `❬`).
+/// bracket of another block, or its TR39 skeleton holds `<` or `>`, or
+/// (for a character neither ASCII nor CJK, which the renderer keeps as
+/// they are) one of those brackets (`ㄑ`'s skeleton is `❬`; kana such as
+/// `く` stay letters).
 pub fn angle_like(c: char) -> bool {
-    other_bracket(c) || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>' || other_bracket(s))
+    let plain = c.is_ascii() || mnemon::embed::is_cjk(c);
+    other_bracket(c)
+        || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>' || (!plain && other_bracket(s)))
 }
 
 /// A single angle bracket of a block other than ASCII.
@@ -210,10 +214,11 @@ pub fn decode_entities(s: &str) -> Option<String> {
     Some(out)
 }
 
-/// True when `c` is not ASCII and its TR39 skeleton holds one of `targets`
-/// (`；` and `;` (U+037E) look like `;`, `＆` like `&`).
+/// True when `c` is neither ASCII nor CJK (which the renderer keeps as
+/// they are) and its TR39 skeleton holds one of `targets` (`；` and `;`
+/// (U+037E) look like `;`, `＆` like `&`).
 pub fn looks_like(c: char, targets: &[char]) -> bool {
-    !c.is_ascii() && skeleton(c.encode_utf8(&mut [0; 4])).any(|s| targets.contains(&s))
+    !c.is_ascii() && !mnemon::embed::is_cjk(c) && skeleton(c.encode_utf8(&mut [0; 4])).any(|s| targets.contains(&s))
 }
 
 /// Letters and digits that must survive rendering: alphanumeric, visible,
