@@ -453,7 +453,10 @@ fn reads_of_an_unknown_namespace_say_so() {
         vec!["recall", "--ns", "alcie", "tea"],
         vec!["context", "--ns", "alcie", "tea"],
         vec!["list", "--ns", "alcie"],
+        vec!["log", "--ns", "alcie"],
+        vec!["timeline", "--ns", "alcie"],
         vec!["--json", "recall", "--ns", "alcie", "tea"],
+        vec!["--json", "log", "--ns", "alcie"],
     ] {
         let (ok, _, err) = mnemon(&data, &args);
         assert!(ok, "{args:?}: {err}");
@@ -464,6 +467,46 @@ fn reads_of_an_unknown_namespace_say_so() {
     }
     let (ok, out, err) = mnemon(&data, &["list", "--ns", "bob"]);
     assert!(ok && out.is_empty() && !err.contains("namespace"), "{out} {err}");
+    // A log with events of a namespace that exists gets no note either.
+    let (ok, out, err) = mnemon(&data, &["log", "--ns", "bob"]);
+    assert!(ok && out.lines().count() == 1 && !err.contains("namespace"), "{out} {err}");
+}
+
+/// With `--json`, a command line the parser refuses (an unknown flag or
+/// subcommand, a missing or malformed value) prints the same error object
+/// as every other error, naming the argument, and exits 2; without it the
+/// parser's own text; help is help either way.
+#[test]
+fn argument_errors_under_json_are_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for (args, field, says) in [
+        (vec!["--json", "recall", "--ns", "u1", "--k", "abc", "tea"], "k", "invalid value 'abc'"),
+        (vec!["recall", "--json", "--ns", "u1", "--min-similarity", "2x", "tea"], "min_similarity", "'2x'"),
+        (vec!["--json", "recall", "--ns", "u1"], "query", "<QUERY>"),
+        (vec!["--json", "remember", "--ns", "u1", "--importance"], "importance", "a value is required"),
+        (vec!["--json", "remember", "--ns", "u1", "--bogus", "x", "tea"], "bogus", "unexpected argument"),
+        (vec!["--json", "frobnicate"], "command", "unrecognized subcommand 'frobnicate'"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).arg("--data").arg(&data).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let v: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{args:?}: {e}: {err}"));
+        assert_eq!(v["error"]["code"], "invalid_input", "{args:?}: {err}");
+        assert_eq!(v["error"]["field"], field, "{args:?}: {err}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(says), "{args:?}: {err}");
+    }
+    assert!(!data.exists(), "a refused command line wrote nothing");
+    // Without --json (or with it only after `--`, as text): clap's text.
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .args(["recall", "--ns", "u1", "--k", "abc", "tea"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: invalid value 'abc'"));
+    let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).args(["--json", "--help"]).output().unwrap();
+    assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage:"));
 }
 
 /// A keyed `remember` that states only new content keeps the old version's

@@ -697,7 +697,17 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
         Cmd::Serve(a) => return crate::serve::serve(cli, a),
         Cmd::Log(a) => {
             require_store(cli)?;
-            return with_surface(cli, |run| log(run, a)).map(|()| ExitCode::SUCCESS);
+            let note = with_surface(cli, |run| {
+                if log(run, a)? > 0 {
+                    return Ok(None);
+                }
+                // Best effort, as after an empty `recall`: the log itself was read.
+                Ok(unknown_namespace(run, &ns(&a.ns)?).unwrap_or(None))
+            })?;
+            if let Some(note) = note {
+                eprintln!("{note}");
+            }
+            return Ok(ExitCode::SUCCESS);
         }
         Cmd::Import(a) => return crate::transfer::import(cli, a),
         Cmd::Restore(a) => return crate::transfer::restore(cli, a),
@@ -733,12 +743,13 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     Ok(code)
 }
 
-/// The namespace a `recall`, `context` or `list` reads.
+/// The namespace a `recall`, `context`, `list` or `timeline` reads.
 fn read_namespace(req: &Request) -> Option<mnemon::Namespace> {
     match req {
         Request::Recall(r) => Some(r.namespace.clone()),
         Request::Context(r) => Some(r.namespace.clone()),
         Request::List(r) => Some(r.namespace.clone()),
+        Request::Timeline(r) => Some(r.namespace.clone()),
         _ => None,
     }
 }
@@ -749,6 +760,7 @@ fn found_nothing(resp: &Response) -> bool {
         Response::Recall(r) => r.hits.is_empty(),
         Response::Context(c) => c.included == 0 && c.profile == 0 && c.recent == 0,
         Response::List(l) => l.memories.is_empty(),
+        Response::Timeline(t) => t.events == 0,
         _ => false,
     }
 }
@@ -841,9 +853,11 @@ fn with_surface<T>(
     }
 }
 
-/// `log`: every page of the audit export, as JSON lines.
-fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Result<(), ApiError> {
+/// `log`: every page of the audit export, as JSON lines. Returns how many
+/// events it printed.
+fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Result<usize, ApiError> {
     let mut cursor = None;
+    let mut printed = 0;
     loop {
         let req = Request::Log(LogRequest {
             namespace: ns(&a.ns)?,
@@ -861,9 +875,10 @@ fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Resu
                 .map_err(|e| ApiError::new(api::ErrorCode::Internal, format!("cannot encode event: {e}")))?;
             println!("{line}");
         }
+        printed += page.events.len();
         match page.next_cursor {
             Some(c) => cursor = Some(c),
-            None => return Ok(()),
+            None => return Ok(printed),
         }
     }
 }

@@ -183,7 +183,10 @@ fn main() -> ExitCode {
             std::env::remove_var(k);
         }
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return argument_error(e),
+    };
     match commands::dispatch(&cli) {
         Ok(code) => code,
         Err(e) => {
@@ -195,6 +198,41 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refuses. With `--json` anywhere before a `--`, the
+/// error is the same JSON object every other error prints on stderr
+/// (`{"error":{"code":"invalid_input","field":…,"message":…}}`, `field` the
+/// long name of the argument without dashes, or `command` for an unknown
+/// subcommand), and the exit code is clap's (2), so a script that asked for
+/// JSON never has to parse clap's text. Help and version requests, and
+/// every error without `--json`, print as clap prints them.
+fn argument_error(e: clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let asked_json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    if !asked_json || matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) || !e.use_stderr() {
+        e.exit();
+    }
+    let field = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg_name(arg),
+        Some(ContextValue::Strings(args)) => args.first().map(|a| arg_name(a)).unwrap_or_else(|| "command".into()),
+        _ => "command".into(),
+    };
+    // clap's message is its first paragraph (a missing argument lists the
+    // arguments on the lines below); usage and hints follow a blank line.
+    let rendered = e.render().to_string();
+    let head: Vec<&str> = rendered.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+    let joined = head.join(" ");
+    let message = joined.strip_prefix("error: ").unwrap_or(&joined).to_string();
+    let err = mnemon::api::ApiError { code: mnemon::api::ErrorCode::InvalidInput, message, field: Some(field) };
+    eprintln!("{}", serde_json::json!({ "error": err }));
+    ExitCode::from(2)
+}
+
+/// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`.
+fn arg_name(arg: &str) -> String {
+    let head = arg.split([' ', '=']).next().unwrap_or(arg);
+    head.trim_start_matches('-').trim_matches(['<', '>', '.']).to_ascii_lowercase().replace('-', "_")
 }
 
 /// An error as the text output shows it: an invalid argument always names
