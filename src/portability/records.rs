@@ -155,10 +155,43 @@ pub fn parse_jsonl(text: &str) -> Parsed {
         }
         match serde_json::from_str::<ImportRecord>(line) {
             Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record }),
-            Err(e) => out.rejected.push(Rejection { line: line_no, at: String::new(), reason: within_line(line, &e) }),
+            Err(e) => {
+                let reason = field_reason(line).unwrap_or_else(|| within_line(line, &e));
+                out.rejected.push(Rejection { line: line_no, at: String::new(), reason })
+            }
         }
     }
     out
+}
+
+/// Why a well-formed record of a known `type` was refused, naming the field
+/// (`field `tier`: unknown variant …`, `field `sources[1]`: …`). serde reads
+/// a record tagged by `"type"` through a buffer that loses the error's
+/// position, so the record is read again as its own type with the path
+/// kept. A time that does not parse also says what is expected. `None`
+/// when the line is not a JSON object of a known type (then the parser's
+/// own message, with its column, says more).
+fn field_reason(line: &str) -> Option<String> {
+    let serde_json::Value::Object(mut fields) = serde_json::from_str(line).ok()? else {
+        return None;
+    };
+    let kind = fields.remove("type")?;
+    let value = serde_json::Value::Object(fields);
+    let err = match kind.as_str()? {
+        "observation" => serde_path_to_error::deserialize::<_, ImportObservation>(value).err()?,
+        "memory" => serde_path_to_error::deserialize::<_, ImportMemory>(value).err()?,
+        _ => return None,
+    };
+    let path = err.path().to_string();
+    let why = err.into_inner().to_string();
+    let time = path.rsplit('.').next().is_some_and(|f| f == "time");
+    let hint = if time { " (expected an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00)" } else { "" };
+    // An unknown field's message names it already.
+    Some(if path == "." || path.is_empty() || why.contains(&format!("`{path}`")) {
+        format!("{why}{hint}")
+    } else {
+        format!("field `{path}`: {why}{hint}")
+    })
 }
 
 /// A JSON error of one line, positioned by column only (the line number is
@@ -206,6 +239,35 @@ fn field_before(before: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A refused value of a known record type names its field, nested ones
+    /// by path, and a time says what it expects.
+    #[test]
+    fn a_bad_value_names_its_field() {
+        let text = concat!(
+            r#"{"type":"memory","content":"likes tea","tier":"forever"}"#,
+            "\n",
+            r#"{"type":"observation","session":"s1","role":"user","text":"hi","time":"yesterday"}"#,
+            "\n",
+            r#"{"type":"memory","content":"x","importance":"high"}"#,
+            "\n",
+            r#"{"type":"memory","content":"x","sources":["m1",7]}"#,
+            "\n",
+            r#"{"type":"memory","content":"x","colour":"red"}"#,
+            "\n",
+            r#"{"type":"memory","content":"x","tier":"forever""#,
+        );
+        let p = parse_jsonl(text);
+        assert!(p.records.is_empty());
+        let reasons: Vec<&str> = p.rejected.iter().map(|r| r.reason.as_str()).collect();
+        assert!(reasons[0].starts_with("field `tier`: unknown variant `forever`"), "{reasons:?}");
+        assert!(reasons[1].starts_with("field `time`: ") && reasons[1].contains("RFC 3339"), "{reasons:?}");
+        assert!(reasons[2].starts_with("field `importance`: invalid type"), "{reasons:?}");
+        assert!(reasons[3].starts_with("field `sources[1]`: invalid type: integer `7`"), "{reasons:?}");
+        assert!(reasons[4].starts_with("unknown field `colour`"), "{reasons:?}");
+        // Not JSON at all: the parser's message with its column.
+        assert!(reasons[5].contains("at column"), "{reasons:?}");
+    }
 
     #[test]
     fn reads_both_record_types_and_reports_bad_lines() {
@@ -256,8 +318,8 @@ mod tests {
             ]
         );
         // A type error inside a record has no position (serde reads a
-        // tagged record whole first); it still names the value.
-        assert!(reasons[3].starts_with("invalid type: string \"high\""), "{}", reasons[3]);
+        // tagged record whole first); it names the field and the value.
+        assert!(reasons[3].starts_with("field `importance`: invalid type: string \"high\""), "{}", reasons[3]);
         assert!(reasons[4].starts_with("field `importance`: `NaN`"), "{}", reasons[4]);
     }
 }
