@@ -113,10 +113,12 @@ pub fn scrub(text: &str) -> String {
 fn refusal(c: char, rules: TextField) -> Option<&'static str> {
     let body = rules == TextField::Body;
     if c.is_control() {
-        if body && matches!(c, '\t' | '\n' | '\r') {
-            return None;
-        }
-        return Some("control characters are not allowed");
+        return match c {
+            '\t' | '\n' | '\r' if body => None,
+            '\t' => Some("a tab is not allowed in a one-line field (tabs are allowed in text and content)"),
+            '\n' | '\r' => Some("line breaks are not allowed in a one-line field"),
+            _ => Some("control characters are not allowed"),
+        };
     }
     if is_bidi_control(c) {
         return Some("bidirectional embedding, override and isolate controls are not allowed");
@@ -269,6 +271,15 @@ mod tests {
             assert!(ok(&format!("x{c}y"), TextField::Body), "{c:?}");
             assert!(!ok(&format!("x{c}y"), TextField::Label), "{c:?}");
         }
+        // A one-line field says which of them it met.
+        let why = |t: &str| check_chars("kind", t, TextField::Label).unwrap_err().to_string();
+        assert!(
+            why("a\tb").contains("U+0009 at character 2: a tab is not allowed in a one-line field"),
+            "{}",
+            why("a\tb")
+        );
+        assert!(why("a\nb").contains("U+000A at character 2: line breaks are not allowed"), "{}", why("a\nb"));
+        assert!(why("a\u{7}b").contains("control characters are not allowed"), "{}", why("a\u{7}b"));
     }
 
     #[test]
