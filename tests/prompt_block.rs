@@ -249,7 +249,7 @@ proptest! {
         let pm: Vec<Memory> = profile.iter().enumerate().map(|(i, f)| memory(f, 1000 + i as u64)).collect();
         let hits: Vec<Hit> = relevant.iter().map(hit).collect();
         let obs: Vec<Observation> = turns.iter().enumerate().map(|(i, (r, t))| turn(*r, t, i as u64 + 1)).collect();
-        let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs };
+        let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs, ..BlockParts::default() };
         let block = render_block(parts, 1_000_000, PartShares { profile: 0.4, recent: 0.4 });
         let s = parse_sections(&block.text).map_err(TestCaseError::fail)?;
         prop_assert_eq!((s.profile.len(), s.relevant.len(), s.recent.len()), (pm.len(), hits.len(), obs.len()));
@@ -281,7 +281,7 @@ proptest! {
         let pm: Vec<Memory> = profile.iter().enumerate().map(|(i, f)| memory(f, 1000 + i as u64)).collect();
         let hits: Vec<Hit> = relevant.iter().map(hit).collect();
         let obs: Vec<Observation> = turns.iter().enumerate().map(|(i, (r, t))| turn(*r, t, i as u64 + 1)).collect();
-        let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs };
+        let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs, ..BlockParts::default() };
         let block = render_block(parts, budget, PartShares { profile: p_share, recent: r_share });
         prop_assert_eq!(block.profile + block.profile_skipped, pm.len());
         prop_assert_eq!(block.recent + block.recent_skipped, obs.len());
@@ -340,7 +340,7 @@ proptest! {
         let pm = vec![memory(&f, 7)];
         let hits = vec![hit(&f)];
         let obs = vec![turn(Role::User, &text, 1)];
-        let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs };
+        let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs, ..BlockParts::default() };
         let block = render_block(parts, 1_000_000, PartShares::default());
         let ours = [mnemon::BLOCK_OPEN, mnemon::BLOCK_PREAMBLE, mnemon::SECTION_PROFILE, mnemon::SECTION_RELEVANT,
             mnemon::SECTION_RECENT, mnemon::BLOCK_CLOSE];
@@ -687,7 +687,7 @@ fn a_memory_left_out_of_both_parts_is_counted_once() {
     let mut other = hit(&f("Works as a nurse"));
     other.memory.id = MemoryId(8);
     let relevant = vec![both, other];
-    let parts = || BlockParts { profile: &profile, relevant: &relevant, recent: &[] };
+    let parts = || BlockParts { profile: &profile, relevant: &relevant, recent: &[], ..BlockParts::default() };
     let tiny = render_block(parts(), 5, PartShares::default());
     assert_eq!((tiny.skipped, tiny.profile_skipped, tiny.skipped_in_both), (2, 1, 1), "{tiny:?}");
     // At every budget the long memory counts in both parts exactly when

@@ -131,3 +131,41 @@ fn a_query_without_a_time_is_scored_as_before() -> R {
     }
     Ok(())
 }
+
+/// The block's dates are days at the reference time's offset, the days its
+/// time expressions are read in: an episode at 22:30 UTC on 14 June is
+/// written 15 June for a question asked at +08:00, and 14 June in UTC
+/// (no reference time) or at -05:00; a turn's date follows the same
+/// offset.
+#[test]
+fn block_dates_are_days_at_the_reference_offset() -> R {
+    use chrono::FixedOffset;
+    use mnemon::{ContextOptions, NewObservation, Role};
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::builder(dir.path()).embedder(Arc::new(HashingEmbedder::new(384)?)).open()?;
+    let ns = Namespace::new("tz")?;
+    let late = Utc.with_ymd_and_hms(2026, 6, 14, 22, 30, 0).single().expect("valid");
+    engine.remember(&ns, NewMemory::new("Went to the night market with Mei in Taipei.").event_time(late))?;
+    engine.observe(
+        &ns,
+        NewObservation::new("s1", Role::User, "We ate stinky tofu at the night market.").event_time(late),
+    )?;
+    let block = |offset: Option<FixedOffset>| -> Result<String, mnemon::Error> {
+        let mut opts = ContextOptions::default();
+        opts.recall.reference_time =
+            offset.map(|o| Utc.with_ymd_and_hms(2026, 6, 16, 2, 0, 0).unwrap().with_timezone(&o));
+        opts.recall.current_session = Some("s1".into());
+        opts.recall.abstain = Some(mnemon::Abstain::NEVER);
+        Ok(engine.context(&ns, "night market in Taipei", &opts)?.text)
+    };
+    let east = block(FixedOffset::east_opt(8 * 3600))?;
+    assert_eq!(east.matches("- [2026-06-15] (").count(), 2, "{east}");
+    assert!(east.contains("- [2026-06-15] (user)"), "{east}");
+    assert!(!east.contains("2026-06-14"), "{east}");
+    for other in [block(None)?, block(FixedOffset::west_opt(5 * 3600))?] {
+        assert_eq!(other.matches("- [2026-06-14] (").count(), 2, "{other}");
+        assert!(other.contains("- [2026-06-14] (user)"), "{other}");
+        assert!(!other.contains("2026-06-15"), "{other}");
+    }
+    Ok(())
+}

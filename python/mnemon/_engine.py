@@ -848,7 +848,8 @@ class Engine:
         `abstain_below` defaults to the embedder's calibrated floors: when
         no hit reaches them, the recalled part is empty and `abstained` is
         True, while the profile and recent turns are still rendered (pass
-        -1.0 to always recall).
+        -1.0 to always recall). The block's dates are days at the offset of
+        `reference_time` when it is given, else UTC dates.
 
         Returns `ContextBlock`: `context` (the block), `memories` (recalled entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `profile` / `profile_skipped` (profile entries shown / left out), `recent` / `recent_skipped` (turns shown / left out), `in_profile` (hits not repeated because the profile shows them), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
 

@@ -81,8 +81,9 @@ pub struct RecallFilters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_access: Option<bool>,
     /// When the question is asked (RFC 3339; its offset decides where days
-    /// begin): "last month", "三天前" are read relative to it. Default: the
-    /// as_of time, else now (local time).
+    /// begin): "last month", "三天前" are read relative to it, and
+    /// `context` writes its block's dates as days at its offset (UTC when
+    /// it is not given). Default: the as_of time, else now (local time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_time: Option<DateTime<chrono::FixedOffset>>,
 }

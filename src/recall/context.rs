@@ -27,8 +27,9 @@
 //! first). Every other line is one entry and starts with `- `.
 //!
 //! A memory entry (profile and relevant parts) is `- [DATE] (META) CONTENT`,
-//! with `DATE` as the UTC date `YYYY-MM-DD` (the event time if known, else
-//! the write time), `META` the kind, then `key K` if the memory has a slot
+//! with `DATE` the date `YYYY-MM-DD` (the event time if known, else
+//! the write time) in UTC, or in the offset of the request's reference time
+//! when one is given ([`BlockParts::offset`]), `META` the kind, then `key K` if the memory has a slot
 //! key, then `source R` (the caller's source reference) or else `session
 //! S`, then `superseded DATE` (the version stopped holding that day) or
 //! `archived` for a version that is not current and `quarantined` for a
@@ -108,6 +109,7 @@
 //! relevant memory's opening words are worth more than empty budget, a few
 //! words of it are not.
 
+use chrono::{DateTime, FixedOffset, Offset, Utc};
 use unicode_security::skeleton;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -332,6 +334,12 @@ pub struct BlockParts<'a> {
     pub relevant: &'a [Hit],
     /// Turns of the current session, oldest first.
     pub recent: &'a [Observation],
+    /// The offset every `DATE` is written in (the day an instant falls on
+    /// there); `None`: UTC. [`crate::Engine::context`] passes the offset of
+    /// [`crate::RecallOptions::reference_time`] when one is given, so the
+    /// block's days are the days the query's "yesterday" or "上周" were
+    /// read in.
+    pub offset: Option<FixedOffset>,
 }
 
 /// Renders hits (highest score first, as recall returns them) into the
@@ -383,7 +391,8 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
     let mut used = frame;
 
     // Profile: in its order, skip what does not fit and go on.
-    let profile_entries: Vec<Entry> = parts.profile.iter().map(Entry::memory).collect();
+    let offset = parts.offset.unwrap_or_else(|| Utc.fix());
+    let profile_entries: Vec<Entry> = parts.profile.iter().map(|m| Entry::memory(m, offset)).collect();
     let mut profile = Part::new(SECTION_PROFILE);
     let mut profile_ids = Vec::new();
     for (e, m) in profile_entries.iter().zip(parts.profile) {
@@ -395,7 +404,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
     // Recent: newest first, up to the first turn that does not fit.
     let mut recent = Part::new(SECTION_RECENT);
     for o in parts.recent.iter().rev() {
-        let e = Entry::turn(o);
+        let e = Entry::turn(o, offset);
         if !recent.take(e.line(&e.content, false), recent_cap, &mut used, token_budget) {
             break;
         }
@@ -405,7 +414,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
     // Relevant: rank order, skip and go on, then perhaps one cut entry.
     let candidates: Vec<&Hit> = parts.relevant.iter().filter(|h| !profile_ids.contains(&h.memory.id)).collect();
     let in_profile = parts.relevant.len() - candidates.len();
-    let entries: Vec<Entry> = candidates.iter().map(|h| Entry::memory(&h.memory)).collect();
+    let entries: Vec<Entry> = candidates.iter().map(|h| Entry::memory(&h.memory, offset)).collect();
     let mut relevant = Part::new(SECTION_RELEVANT);
     let mut slots: Vec<Option<String>> = vec![None; entries.len()];
     for (slot, e) in slots.iter_mut().zip(&entries) {
@@ -522,6 +531,11 @@ impl Part {
     }
 }
 
+/// The date `YYYY-MM-DD` that `t` falls on at `offset`.
+fn day(t: DateTime<Utc>, offset: FixedOffset) -> String {
+    t.with_timezone(&offset).format("%Y-%m-%d").to_string()
+}
+
 /// One hit's fields, already neutralised.
 struct Entry {
     head: String,
@@ -530,8 +544,8 @@ struct Entry {
 
 impl Entry {
     /// A memory's entry (profile and relevant parts).
-    fn memory(m: &Memory) -> Entry {
-        let mut head = format!("- [{}] (", m.effective_time().format("%Y-%m-%d"));
+    fn memory(m: &Memory, offset: FixedOffset) -> Entry {
+        let mut head = format!("- [{}] (", day(m.effective_time(), offset));
         push_field(&mut head, &m.kind.to_string(), Escape::Meta);
         let mut meta = |label: &str, value: &str| {
             let mut v = String::new();
@@ -555,7 +569,7 @@ impl Entry {
         // `include_superseded` / `include_archived` / `include_quarantined`),
         // so an old value is never read as what holds now.
         match (m.status, m.valid_to) {
-            (Status::Superseded, Some(to)) => head.push_str(&format!("; superseded {}", to.format("%Y-%m-%d"))),
+            (Status::Superseded, Some(to)) => head.push_str(&format!("; superseded {}", day(to, offset))),
             (Status::Superseded, None) => head.push_str("; superseded"),
             (Status::Archived, _) => head.push_str("; archived"),
             _ => {}
@@ -569,9 +583,9 @@ impl Entry {
     }
 
     /// A turn's entry (recent part).
-    fn turn(o: &Observation) -> Entry {
+    fn turn(o: &Observation, offset: FixedOffset) -> Entry {
         let time = o.event_time.unwrap_or(o.recorded_at);
-        let mut head = format!("- [{}] (", time.format("%Y-%m-%d"));
+        let mut head = format!("- [{}] (", day(time, offset));
         push_field(&mut head, &o.role.to_string(), Escape::Meta);
         let mut content = String::new();
         push_field(&mut content, &o.text, Escape::Content);

@@ -150,7 +150,12 @@ impl Engine {
             hits.clear();
         }
         let block = render_block(
-            BlockParts { profile: &profile, relevant: &hits, recent: &recent },
+            BlockParts {
+                profile: &profile,
+                relevant: &hits,
+                recent: &recent,
+                offset: recall.reference_time.map(|t| *t.offset()),
+            },
             opts.budget_tokens,
             shares,
         );
