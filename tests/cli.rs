@@ -487,6 +487,7 @@ fn argument_errors_under_json_are_json() {
         (vec!["--json", "remember", "--ns", "u1", "--importance"], "importance", "a value is required"),
         (vec!["--json", "remember", "--ns", "u1", "--bogus", "x", "tea"], "bogus", "unexpected argument"),
         (vec!["--json", "frobnicate"], "command", "unrecognized subcommand 'frobnicate'"),
+        (vec!["--json", "model"], "command", "a subcommand is required"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).arg("--data").arg(&data).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

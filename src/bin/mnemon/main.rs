@@ -223,7 +223,14 @@ fn argument_error(e: clap::Error) -> ExitCode {
     let rendered = e.render().to_string();
     let head: Vec<&str> = rendered.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
     let joined = head.join(" ");
-    let message = joined.strip_prefix("error: ").unwrap_or(&joined).to_string();
+    let message = match e.kind() {
+        // clap renders the whole help here; its first paragraph is the
+        // command's description, not what went wrong.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "a subcommand is required; `--help` lists them".to_string()
+        }
+        _ => joined.strip_prefix("error: ").unwrap_or(&joined).to_string(),
+    };
     let err = mnemon::api::ApiError { code: mnemon::api::ErrorCode::InvalidInput, message, field: Some(field) };
     eprintln!("{}", serde_json::json!({ "error": err }));
     ExitCode::from(2)
