@@ -91,6 +91,23 @@ fn memory_entry_points_refuse_bad_text_and_write_nothing() -> TestResult {
     }
     let r = engine.end_session(&u, "s1\n", &[]);
     assert!(matches!(r, Err(Error::InvalidInput { field: "session", .. })), "{r:?}");
+    // The labels of a read: a requester is kept in the `accessed` event, so
+    // it is checked as a write's labels are; a session filter too.
+    for (field, opts) in [
+        ("requester", RecallOptions { requester: Some("a\u{1B}[31mb".into()), ..RecallOptions::default() }),
+        ("requester", RecallOptions { requester: Some("x\u{7}y".into()), ..RecallOptions::default() }),
+        ("requester", RecallOptions { requester: Some("agent\none".into()), ..RecallOptions::default() }),
+        ("requester", RecallOptions { requester: Some(String::new()), ..RecallOptions::default() }),
+        ("requester", RecallOptions { requester: Some("r".repeat(257)), ..RecallOptions::default() }),
+        ("session", RecallOptions { session: Some("s1\t".into()), ..RecallOptions::default() }),
+        ("current_session", RecallOptions { current_session: Some("s\u{2028}1".into()), ..RecallOptions::default() }),
+    ] {
+        let r = engine.recall(&u, "tea", &opts);
+        assert!(matches!(r, Err(Error::InvalidInput { field: f, .. }) if f == field), "{field}: {r:?}");
+        let r = engine.context(&u, "tea", &mnemon::ContextOptions { recall: opts, ..Default::default() });
+        assert!(matches!(r, Err(Error::InvalidInput { field: f, .. }) if f == field), "context {field}: {r:?}");
+    }
+    engine.sync()?;
     assert_eq!(engine.stats().last_seq, seq);
     assert_eq!(engine.digest(), digest);
     Ok(())

@@ -758,7 +758,9 @@ class Engine:
             similarity_norm: `"auto"` (the embedder's), `"raw"`, `"min_max"`.
             candidates: candidates per index before reranking, 1–10,000
                 (default max(5·top_k, 50)).
-            requester: who asks (stored with the access record).
+            requester: who asks (stored with the access record): a one-line
+                label of 1-256 bytes without control characters, else
+                InvalidInputError naming `requester`.
             record_access: record the recall (refreshes recency; default True).
             reference_time: when the question is asked (aware datetime or
                 RFC 3339; its offset decides where days begin): time

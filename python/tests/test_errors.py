@@ -140,6 +140,9 @@ def test_huge_string_is_refused_quickly_and_nothing_written(engine):
 BAD_READS = [
     (lambda e: e.recall("u1", None), "query"),
     (lambda e: e.recall("u1", "q", top_k=0), "top_k"),
+    (lambda e: e.recall("u1", "q", requester="a\x1b[31mb"), "requester"),
+    (lambda e: e.context("u1", "q", requester="agent\tone"), "requester"),
+    (lambda e: e.recall("u1", "q", session="s\n1"), "session"),
     (lambda e: e.recall("u1", "q", top_k=-3), "top_k"),
     (lambda e: e.recall("u1", "q", top_k=5.0), "top_k"),
     (lambda e: e.recall("u1", "q", top_k=True), "top_k"),

@@ -74,7 +74,8 @@ pub struct RecallFilters {
     /// Candidates per index before reranking. 1–10000; default max(5·top_k, 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<usize>,
-    /// Who asks. Stored with the access record.
+    /// Who asks: a one-line label of 1–256 bytes (no control characters),
+    /// stored with the access record, personal data redacted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester: Option<String>,
     /// Record the access. It refreshes recency; default true.

@@ -17,6 +17,8 @@ use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory, Rememb
 /// Longest session id or source reference, in bytes.
 pub(crate) const MAX_SESSION_BYTES: usize = 128;
 const MAX_SOURCE_BYTES: usize = 256;
+/// Longest requester label of a recall or a context, in bytes.
+pub(crate) const MAX_REQUESTER_BYTES: usize = 256;
 /// Longest forget reason, in bytes.
 pub(crate) const MAX_REASON_BYTES: usize = 1024;
 

@@ -80,7 +80,10 @@ pub struct RecallOptions {
     /// Record an `Accessed` event for the hits (off the caller's latency
     /// path). Default true.
     pub record_access: bool,
-    /// Who asked (stored in the `Accessed` event).
+    /// Who asked (stored in the `Accessed` event, personal data redacted):
+    /// a one-line label of 1–256 bytes without control characters;
+    /// anything else is refused as [`Error::InvalidInput`] naming
+    /// `requester`.
     pub requester: Option<String>,
     /// Candidates taken from each index before reranking; `0` means
     /// `max(5 × top_k, 50)`.
@@ -196,6 +199,19 @@ impl Engine {
         crate::safety::text::check_chars("query", query, crate::safety::text::TextField::Body)?;
         if opts.top_k == 0 || opts.top_k > 1000 {
             return Err(Error::invalid("top_k", "must be in 1..=1000"));
+        }
+        // One-line labels, checked as a write checks them: the requester
+        // is kept in the log's `accessed` events, and a session filter
+        // that no write could have stored would only ever match nothing.
+        let labels = [
+            ("session", opts.session.as_deref(), crate::engine::write::MAX_SESSION_BYTES),
+            ("current_session", opts.current_session.as_deref(), crate::engine::write::MAX_SESSION_BYTES),
+            ("requester", opts.requester.as_deref(), crate::engine::write::MAX_REQUESTER_BYTES),
+        ];
+        for (field, value, max) in labels {
+            if let Some(v) = value {
+                crate::engine::write::check_short(field, v, max, false)?;
+            }
         }
         let floors = [
             ("min_similarity", opts.min_similarity),
