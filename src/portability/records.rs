@@ -139,6 +139,9 @@ impl Parsed {
 /// input (fuzzed).
 pub fn parse_jsonl(text: &str) -> Parsed {
     let mut out = Parsed::default();
+    // A byte order mark (editors on Windows write one) is not part of the
+    // first record.
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     for (i, line) in text.split('\n').enumerate() {
         let line_no = i as u64 + 1;
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -156,7 +159,13 @@ pub fn parse_jsonl(text: &str) -> Parsed {
         match serde_json::from_str::<ImportRecord>(line) {
             Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record }),
             Err(e) => {
-                let reason = field_reason(line).unwrap_or_else(|| within_line(line, &e));
+                let reason = match serde_json::from_str::<serde_json::Value>(line) {
+                    Ok(v) if !v.is_object() => format!(
+                        "a record is a JSON object with \"type\": \"observation\" or \"memory\"; this line holds {}",
+                        json_kind(&v)
+                    ),
+                    _ => field_reason(line).unwrap_or_else(|| within_line(line, &e)),
+                };
                 out.rejected.push(Rejection { line: line_no, at: String::new(), reason })
             }
         }
@@ -168,7 +177,7 @@ pub fn parse_jsonl(text: &str) -> Parsed {
 /// (`field `tier`: unknown variant …`, `field `sources[1]`: …`). serde reads
 /// a record tagged by `"type"` through a buffer that loses the error's
 /// position, so the record is read again as its own type with the path
-/// kept. A time that does not parse also says what is expected. `None`
+/// kept. A time that does not parse is quoted with what is expected. `None`
 /// when the line is not a JSON object of a known type (then the parser's
 /// own message, with its column, says more).
 fn field_reason(line: &str) -> Option<String> {
@@ -176,6 +185,7 @@ fn field_reason(line: &str) -> Option<String> {
         return None;
     };
     let kind = fields.remove("type")?;
+    let fields_time = fields.get("time").cloned();
     let value = serde_json::Value::Object(fields);
     let err = match kind.as_str()? {
         "observation" => serde_path_to_error::deserialize::<_, ImportObservation>(value).err()?,
@@ -184,14 +194,30 @@ fn field_reason(line: &str) -> Option<String> {
     };
     let path = err.path().to_string();
     let why = err.into_inner().to_string();
-    let time = path.rsplit('.').next().is_some_and(|f| f == "time");
-    let hint = if time { " (expected an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00)" } else { "" };
+    if path == "time" {
+        let given = fields_time.map(|v| v.to_string()).unwrap_or_default();
+        return Some(format!(
+            "field `time`: {given} is not an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00 ({why})"
+        ));
+    }
     // An unknown field's message names it already.
     Some(if path == "." || path.is_empty() || why.contains(&format!("`{path}`")) {
-        format!("{why}{hint}")
+        why
     } else {
-        format!("field `{path}`: {why}{hint}")
+        format!("field `{path}`: {why}")
     })
+}
+
+/// What kind of JSON value `v` is, for a message.
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// A JSON error of one line, positioned by column only (the line number is
@@ -219,7 +245,10 @@ pub(crate) fn within_line(line: &str, e: &serde_json::Error) -> String {
         None if text.starts_with("number out of range") => "number out of range (numbers must be finite)".to_string(),
         None => text[..i].to_string(),
     };
-    match field_before(&line[..at]).filter(|f| !what.contains(&format!("`{f}`"))) {
+    // The last key before the column names the field a value error is in;
+    // an error at the record's end (a missing field, a cut line) is in none.
+    let at_end = what.starts_with("missing field") || what.starts_with("EOF while parsing");
+    match field_before(&line[..at]).filter(|f| !at_end && !what.contains(&format!("`{f}`"))) {
         Some(f) => format!("field `{f}`: {what} at column {col}"),
         None => format!("{what} at column {col}"),
     }
@@ -256,6 +285,10 @@ mod tests {
             r#"{"type":"memory","content":"x","colour":"red"}"#,
             "\n",
             r#"{"type":"memory","content":"x","tier":"forever""#,
+            "\n",
+            r#"{"content":"no type"}"#,
+            "\n",
+            "[1,2,3]",
         );
         let p = parse_jsonl(text);
         assert!(p.records.is_empty());
@@ -265,8 +298,15 @@ mod tests {
         assert!(reasons[2].starts_with("field `importance`: invalid type"), "{reasons:?}");
         assert!(reasons[3].starts_with("field `sources[1]`: invalid type: integer `7`"), "{reasons:?}");
         assert!(reasons[4].starts_with("unknown field `colour`"), "{reasons:?}");
-        // Not JSON at all: the parser's message with its column.
-        assert!(reasons[5].contains("at column"), "{reasons:?}");
+        // A cut line: the parser's message with its column, and no field
+        // guessed from the last key before the end.
+        assert!(reasons[5].starts_with("EOF while parsing") && reasons[5].contains("at column"), "{reasons:?}");
+        assert!(reasons[6].starts_with("missing field `type`"), "{reasons:?}");
+        assert!(reasons[7].contains("JSON object") && reasons[7].ends_with("holds an array"), "{reasons:?}");
+        assert!(reasons[1].contains("\"yesterday\" is not an RFC 3339 time"), "{reasons:?}");
+        // A byte order mark before the first record is not part of it.
+        let p = parse_jsonl("\u{FEFF}{\"type\":\"memory\",\"content\":\"Likes tea\"}\n");
+        assert!(p.rejected.is_empty() && p.records.len() == 1, "{:?}", p.rejected);
     }
 
     #[test]
