@@ -488,6 +488,9 @@ fn argument_errors_under_json_are_json() {
         (vec!["--json", "remember", "--ns", "u1", "--bogus", "x", "tea"], "bogus", "unexpected argument"),
         (vec!["--json", "frobnicate"], "command", "unrecognized subcommand 'frobnicate'"),
         (vec!["--json", "model"], "command", "a subcommand is required"),
+        (vec!["--json", "forget", "--ns", "u1"], "command", "required arguments were not provided"),
+        (vec!["--json", "recall", "--ns", "u1", "--k", "-3", "tea"], "k", "'-3'"),
+        (vec!["--json", "context", "--ns", "u1", "--budget", "-5", "tea"], "budget", "'-5'"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).arg("--data").arg(&data).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -137,7 +137,7 @@ pub struct HistoryArgs {
     ns: String,
     id: u64,
     /// Most versions per page (1–1000, default 100).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     limit: Option<usize>,
     /// Continue after a previous page (its next_cursor).
     #[arg(long)]
@@ -166,7 +166,7 @@ pub struct ListArgs {
     #[arg(long)]
     session: Option<String>,
     /// Most memories per page (1–1000, default 100).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     limit: Option<usize>,
     /// Continue after a previous page (its next_cursor).
     #[arg(long)]
@@ -178,9 +178,9 @@ pub struct LogArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 1)]
     from: u64,
-    #[arg(long, default_value_t = u64::MAX)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = u64::MAX)]
     to: u64,
     /// Only events of these kinds (comma-separated: observed, extracted,
     /// superseded, accessed, forgotten, tombstone, archived).
@@ -192,7 +192,7 @@ pub struct LogArgs {
 #[derive(Args, Debug)]
 pub struct NamespacesArgs {
     /// Page size (1–1000).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     limit: Option<usize>,
     /// Continue after a previous page (its next_cursor).
     #[arg(long)]
@@ -206,7 +206,7 @@ pub struct TimelineArgs {
     ns: String,
     /// Number of equal time buckets (1–500); fewer when the events span
     /// fewer microseconds (one when they share one instant).
-    #[arg(long, default_value_t = api::DEFAULT_TIMELINE_BUCKETS)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = api::DEFAULT_TIMELINE_BUCKETS)]
     buckets: usize,
     /// Start (RFC 3339); default the namespace's first event.
     #[arg(long)]
@@ -222,7 +222,7 @@ pub struct AsOfArgs {
     #[arg(long)]
     ns: String,
     /// Log position: what the store knew after this event.
-    #[arg(long, conflicts_with_all = ["time", "valid_time"])]
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["time", "valid_time"])]
     seq: Option<u64>,
     /// Recorded time (RFC 3339): what the store knew then.
     #[arg(long, conflicts_with = "valid_time")]
@@ -276,7 +276,7 @@ pub struct RecallFlags {
     #[arg(long)]
     to: Option<String>,
     /// Recall as the store was after this log position (what it knew then).
-    #[arg(long, conflicts_with_all = ["as_of_time", "valid_time"])]
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["as_of_time", "valid_time"])]
     as_of_seq: Option<u64>,
     /// Recall as the store was at this time (RFC 3339; what it knew then).
     #[arg(long, alias = "as-of", conflicts_with = "valid_time")]
@@ -301,7 +301,7 @@ pub struct RecallFlags {
     #[arg(long, default_value = "auto")]
     similarity_norm: String,
     /// Candidates per index before reranking (default max(5 × k, 50)).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     candidates: Option<usize>,
     /// Who asks (stored with the access record).
     #[arg(long, default_value = "cli")]
@@ -360,7 +360,7 @@ pub struct RecallArgs {
     #[arg(long)]
     ns: String,
     /// Number of memories (top-k; `top_k` in the JSON request).
-    #[arg(long, visible_alias = "top-k", default_value_t = 5)]
+    #[arg(long, allow_hyphen_values = true, visible_alias = "top-k", default_value_t = 5)]
     k: usize,
     /// Show how each score was made.
     #[arg(long)]
@@ -376,11 +376,11 @@ pub struct ContextArgs {
     #[arg(long)]
     ns: String,
     /// Token budget of the block.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 400)]
     budget: usize,
     /// Number of memories recalled for the block (top-k; `top_k` in the
     /// JSON request).
-    #[arg(long, visible_alias = "top-k", default_value_t = 10)]
+    #[arg(long, allow_hyphen_values = true, visible_alias = "top-k", default_value_t = 10)]
     k: usize,
     /// Most of the budget the profile part (current value of every slot
     /// key, every permanent memory) may use, 0–1; 0 leaves it out.
@@ -400,10 +400,10 @@ pub struct ContextArgs {
 #[group(required = true, multiple = false, id = "target")]
 pub struct ForgetTargetArgs {
     /// One memory (and its whole version chain).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     id: Option<u64>,
     /// One observation (and the memory versions and chains derived from it).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     observation: Option<u64>,
     /// Every memory and observation of a session.
     #[arg(long)]
@@ -429,7 +429,7 @@ pub struct ForgetArgs {
     #[arg(long, allow_hyphen_values = true)]
     min_similarity: Option<f32>,
     /// With --matching: most memories to forget (default 1000).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     limit: Option<usize>,
     /// List what would be forgotten, write nothing.
     #[arg(long)]

@@ -236,10 +236,19 @@ fn argument_error(e: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`.
+/// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`; a group of
+/// alternatives (`<--id <ID>|--session <SESSION>|…>`, one of which is
+/// required) → `command`.
 fn arg_name(arg: &str) -> String {
+    if arg.contains('|') {
+        return "command".into();
+    }
     let head = arg.split([' ', '=']).next().unwrap_or(arg);
-    head.trim_start_matches('-').trim_matches(['<', '>', '.']).to_ascii_lowercase().replace('-', "_")
+    head.trim_start_matches('<')
+        .trim_start_matches('-')
+        .trim_matches(['<', '>', '.'])
+        .to_ascii_lowercase()
+        .replace('-', "_")
 }
 
 /// An error as the text output shows it: an invalid argument always names
