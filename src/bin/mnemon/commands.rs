@@ -439,6 +439,14 @@ pub struct ForgetArgs {
     reason: String,
 }
 
+impl ForgetArgs {
+    /// Whether the target is a search (`--matching`), not a named id,
+    /// session or namespace.
+    pub fn is_search(&self) -> bool {
+        self.target.matching.is_some()
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct VerifyErasureArgs {
     /// A text to search for, at least 8 bytes (repeatable).

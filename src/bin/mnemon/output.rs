@@ -131,7 +131,7 @@ fn human(cli: &Cli, resp: &Response) {
                 eprintln!("{note}");
             }
         }
-        Response::Forget(f) => forget(f),
+        Response::Forget(f) => forget(f, matches!(&cli.command, Cmd::Forget(a) if a.is_search())),
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
         Response::ApplyExtraction(r) => {
             for i in &r.items {
@@ -466,8 +466,9 @@ fn timeline(t: &mnemon::Timeline) {
     }
 }
 
-/// Prints a forget's counts, its dry-run preview and notes.
-fn forget(f: &mnemon::api::ForgetResponse) {
+/// Prints a forget's counts, its dry-run preview and notes (`search`: the
+/// target was `--matching`).
+fn forget(f: &mnemon::api::ForgetResponse, search: bool) {
     let o = &f.outcome;
     let verb = if f.dry_run { "would forget" } else { "forgot" };
     println!(
@@ -479,7 +480,13 @@ fn forget(f: &mnemon::api::ForgetResponse) {
     if o.memories == 0 && o.observations == 0 {
         // An unknown id, session or namespace is an error before this; what
         // is left is a target forgotten before or a search that found nothing.
-        eprintln!("note: nothing to forget: already forgotten (with --matching: nothing reached the floor)");
+        if search {
+            eprintln!(
+                "note: nothing to forget: no memory reached the floor (try --dry-run with a lower --min-similarity)"
+            );
+        } else {
+            eprintln!("note: nothing to forget: already forgotten");
+        }
     }
     for (i, m) in f.preview.iter().enumerate() {
         match f.similarities.get(i) {
