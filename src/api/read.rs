@@ -74,17 +74,15 @@ pub struct RecallFilters {
     /// Candidates per index before reranking. 1–10000; default max(5·top_k, 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidates: Option<usize>,
-    /// Who asks: a one-line label of 1–256 bytes (no control characters),
-    /// stored with the access record, personal data redacted.
+    /// Who asks. Stored with the access record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester: Option<String>,
     /// Record the access. It refreshes recency; default true.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_access: Option<bool>,
     /// When the question is asked (RFC 3339; its offset decides where days
-    /// begin): "last month", "三天前" are read relative to it, and
-    /// `context` writes its block's dates as days at its offset (UTC when
-    /// it is not given). Default: the as_of time, else now (local time).
+    /// begin): "last month", "三天前" are read relative to it. Default: the
+    /// as_of time, else now (local time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_time: Option<DateTime<chrono::FixedOffset>>,
 }

@@ -91,7 +91,9 @@ pub struct RecallOptions {
     /// When the query is asked: time expressions in it ("last month", "two
     /// weeks ago", "in March", "上个月", "三天前"; see [`QueryTime`]) are
     /// resolved against it, and memories from the span they name score up
-    /// to [`Weights::time`] more. Its offset decides where days begin.
+    /// to [`Weights::time`] more. Its offset decides where days begin, and
+    /// [`crate::Engine::context`] writes the block's dates as days at that
+    /// offset (UTC without a reference time).
     /// `None`: the time of an [`AsOf::Time`] or [`AsOf::ValidTime`] view
     /// (UTC), else the clock in the machine's local time zone.
     pub reference_time: Option<DateTime<FixedOffset>>,
