@@ -1076,3 +1076,47 @@ fn empty_environment_variables_and_a_file_as_the_store() {
     assert!(err.contains("not-a-store") && err.contains("is a file, not a directory"), "{err}");
     assert_eq!(std::fs::read(&file).unwrap(), b"notes");
 }
+
+/// A command that would create the store and is refused leaves nothing: no
+/// directory (nor the parents it would have made), no empty store pinned to
+/// the embedder the refused call named; an empty directory stays empty. An
+/// import that writes nothing keeps no store either. The first command that
+/// succeeds creates the store.
+#[test]
+fn a_refused_write_creates_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("a").join("b").join("store");
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(&bad, "{\"type\":\"memory\",\"content\":\"x\",\"tier\":\"forever\"}\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    for args in [
+        &["remember", "--ns", "u1", "--importance", "2", "Likes tea"][..],
+        &["remember", "--ns", "u1", "--kind", "a\tb", "Likes tea"],
+        &["observe", "--ns", "u1", "--session", "s1", ""],
+        &["forget", "--ns", "u1", "--id", "5"],
+        &["forget", "--ns", "u1", "--all"],
+        &["import", "--ns", "u1", "--on-error", "abort", bad],
+        &["import", "--ns", "u1", bad],
+    ] {
+        let (ok, _, err) = mnemon(&data, args);
+        assert!(!ok, "{args:?}");
+        assert!(!dir.path().join("a").exists(), "{args:?} left a directory: {err}");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("bad.jsonl")]);
+    // An empty directory the user made stays as it was.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(!mnemon(&empty, &["remember", "--ns", "u1", "--importance", "2", "Likes tea"]).0);
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    // Success: the store is where --data says, and later commands use it.
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "Likes green tea"]);
+    assert!(ok, "{err}");
+    assert!(data.join("CURRENT").exists());
+    let (ok, out, err) = mnemon(&data, &["list", "--ns", "u1"]);
+    assert!(ok && out.contains("Likes green tea"), "{out}{err}");
+    let (ok, _, err) = mnemon(&empty, &["remember", "--ns", "u1", "Likes green tea"]);
+    assert!(ok && empty.join("CURRENT").exists(), "{err}");
+    let names: Vec<_> = std::fs::read_dir(data.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("store")], "no build directory left beside the store");
+}

@@ -534,7 +534,12 @@ fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, r
 /// or to take it over from a holder that went away).
 #[cfg(all(feature = "mcp", unix))]
 pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
-    let (data, embedder, models) = (cli.data.clone(), cli.embedder.clone(), models_dir(cli));
+    opener_at(cli, &cli.data)
+}
+
+/// [`opener`] for the store in `dir`.
+pub fn opener_at(cli: &Cli, dir: &std::path::Path) -> mnemon::mcp::Opener {
+    let (data, embedder, models) = (dir.to_path_buf(), cli.embedder.clone(), models_dir(cli));
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
     Box::new(move || open_store(&data, &embedder, &models, &regions))
 }
@@ -837,9 +842,18 @@ fn with_surface<T>(
     cli: &Cli,
     f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
+    crate::fresh::Fresh::run(&cli.data, |dir| surface_at(cli, dir, f))
+}
+
+/// [`with_surface`] on the store in `dir`.
+fn surface_at<T>(
+    cli: &Cli,
+    dir: &std::path::Path,
+    f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
     #[cfg(all(feature = "mcp", unix))]
     {
-        let backend = mnemon::mcp::Backend::open(&cli.data, api::Limits::default(), opener(cli))?;
+        let backend = mnemon::mcp::Backend::open(dir, api::Limits::default(), opener_at(cli, dir))?;
         let run = |req: Request| {
             let op = req.op();
             Response::from_op_value(op, backend.call(req)?)
@@ -852,7 +866,7 @@ fn with_surface<T>(
     }
     #[cfg(not(all(feature = "mcp", unix)))]
     {
-        let engine = open_engine(cli)?;
+        let engine = open_engine_at(cli, dir)?;
         let r = f(&|req| api::execute(&engine, req));
         let closed = engine.close();
         let v = r?;

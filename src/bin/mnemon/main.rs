@@ -22,6 +22,7 @@ macro_rules! print {
 mod commands;
 mod demo;
 mod eval;
+mod fresh;
 mod lifecycle;
 mod out;
 mod output;
