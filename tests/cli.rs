@@ -678,7 +678,7 @@ fn import_backup_export_and_restore_from_the_command_line() {
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((v["aborted"].as_bool(), v["rejections"][0]["line"].as_u64()), (Some(true), Some(3)), "{v}");
-    assert_eq!(json(&data, &["stats"])["last_seq"], 0);
+    assert!(!data.exists(), "an import that wrote nothing left no store");
     // skip: the good lines, once; a second run writes nothing.
     let (ok, _, _) = mnemon(&data, &["import", "--ns", "u1", "--quiet", f]);
     assert!(!ok, "refused lines give a non-zero status");

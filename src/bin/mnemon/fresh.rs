@@ -27,9 +27,13 @@ impl Fresh {
     /// `io` when the directory that is to hold `target` cannot be created.
     pub fn begin(target: &Path) -> Result<Option<Fresh>, ApiError> {
         match std::fs::read_dir(target) {
-            Ok(mut entries) if entries.next().is_none() => {}
+            Ok(entries) => {
+                if entries.into_iter().next().is_some() {
+                    return Ok(None);
+                }
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            _ => return Ok(None),
+            Err(_) => return Ok(None),
         }
         let Some(name) = target.file_name() else {
             return Ok(None);
