@@ -491,6 +491,8 @@ fn argument_errors_under_json_are_json() {
         (vec!["--json", "forget", "--ns", "u1"], "command", "required arguments were not provided"),
         (vec!["--json", "recall", "--ns", "u1", "--k", "-3", "tea"], "k", "'-3'"),
         (vec!["--json", "context", "--ns", "u1", "--budget", "-5", "tea"], "budget", "'-5'"),
+        (vec!["--json", "get", "--ns", "u1", "-5"], "id", "'-5'"),
+        (vec!["--json", "remember", "--ns", "u1", "--source", "-1", "tea"], "source", "'-1'"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).arg("--data").arg(&data).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -1119,4 +1121,46 @@ fn a_refused_write_creates_no_store() {
     assert!(ok && empty.join("CURRENT").exists(), "{err}");
     let names: Vec<_> = std::fs::read_dir(data.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, vec![std::ffi::OsString::from("store")], "no build directory left beside the store");
+}
+
+/// Commands that create the same new store at once take turns: every one
+/// of them is answered and every write lands in the one store, with no
+/// build directory left beside it; a new path written with `--data DIR/.`
+/// ends up at `DIR`.
+#[test]
+fn concurrent_first_writes_to_a_new_store_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let writers: Vec<_> = (0..4)
+        .map(|i| {
+            let data = data.clone();
+            std::thread::spawn(move || mnemon(&data, &["remember", "--ns", "u1", &format!("fact number {i} is here")]))
+        })
+        .collect();
+    for w in writers {
+        let (ok, out, err) = w.join().unwrap();
+        assert!(ok, "{out}{err}");
+    }
+    let (ok, out, err) = mnemon(&data, &["list", "--ns", "u1"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().filter(|l| l.contains("fact number")).count(), 4, "{out}");
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("store")]);
+    let dotted = dir.path().join("dot");
+    let (ok, _, err) = mnemon(&dotted.join("."), &["remember", "--ns", "u1", "Likes tea"]);
+    assert!(ok, "{err}");
+    assert!(dotted.join("CURRENT").exists());
+    // A dry run of an import, or a write command that writes nothing,
+    // keeps no new store either.
+    let file = dir.path().join("in.jsonl");
+    std::fs::write(&file, "{\"type\":\"memory\",\"content\":\"Likes tea\"}\n").unwrap();
+    let fresh = dir.path().join("fresh");
+    let (ok, out, err) = mnemon(&fresh, &["import", "--ns", "u1", "--dry-run", file.to_str().unwrap()]);
+    assert!(ok, "{out}{err}");
+    let (ok, out, err) = mnemon(&fresh, &["forget", "--ns", "u1", "--matching", "tea"]);
+    assert!(ok, "{out}{err}");
+    assert!(!fresh.exists(), "a command that wrote nothing made no store");
+    let (ok, _, err) = mnemon(&fresh, &["compact"]);
+    assert!(!ok && err.contains("no store"), "{err}");
+    assert!(!fresh.exists());
 }

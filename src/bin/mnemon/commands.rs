@@ -61,7 +61,7 @@ pub struct MemoryFieldArgs {
     #[arg(long = "entity")]
     entities: Vec<String>,
     /// Source observation ids (repeatable).
-    #[arg(long = "source")]
+    #[arg(long = "source", allow_hyphen_values = true)]
     sources: Vec<u64>,
     /// Your reference for where the fact came from outside the store (a
     /// message id, a URL), at most 256 bytes; kept with the memory.
@@ -117,6 +117,7 @@ pub struct SupersedeArgs {
     #[command(flatten)]
     fields: MemoryFieldArgs,
     /// The memory to replace.
+    #[arg(allow_hyphen_values = true)]
     id: u64,
     /// The new content.
     text: String,
@@ -127,6 +128,7 @@ pub struct GetArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
+    #[arg(allow_hyphen_values = true)]
     id: u64,
 }
 
@@ -135,6 +137,7 @@ pub struct HistoryArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
     #[arg(long)]
     ns: String,
+    #[arg(allow_hyphen_values = true)]
     id: u64,
     /// Most versions per page (1–1000, default 100).
     #[arg(long, allow_hyphen_values = true)]
@@ -538,6 +541,7 @@ pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
 }
 
 /// [`opener`] for the store in `dir`.
+#[cfg(all(feature = "mcp", unix))]
 pub fn opener_at(cli: &Cli, dir: &std::path::Path) -> mnemon::mcp::Opener {
     let (data, embedder, models) = (dir.to_path_buf(), cli.embedder.clone(), models_dir(cli));
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
@@ -736,7 +740,9 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     let Some(req) = request(&cli.command)? else {
         return Err(ApiError::invalid("command", "not a store command"));
     };
-    if req.read_only() {
+    // Compaction proves erasure: on a mistyped --data it would prove it of
+    // an empty store.
+    if req.read_only() || matches!(req, Request::Compact(_)) {
         require_store(cli)?;
     }
     let asked = read_namespace(&req);
@@ -842,7 +848,15 @@ fn with_surface<T>(
     cli: &Cli,
     f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
-    crate::fresh::Fresh::run(&cli.data, |dir| surface_at(cli, dir, f))
+    crate::fresh::Fresh::run(&cli.data, |dir, fresh| {
+        surface_at(cli, dir, |run| {
+            let v = f(run)?;
+            // A store this command created is kept only if it holds an event.
+            let wrote =
+                !fresh || matches!(run(Request::Stats(api::StatsRequest {}))?, Response::Stats(s) if s.last_seq > 0);
+            Ok((v, wrote))
+        })
+    })
 }
 
 /// [`with_surface`] on the store in `dir`.

@@ -480,7 +480,9 @@ fn forget(f: &mnemon::api::ForgetResponse, search: bool) {
     if o.memories == 0 && o.observations == 0 {
         // An unknown id, session or namespace is an error before this; what
         // is left is a target forgotten before or a search that found nothing.
-        if search {
+        if search && f.dry_run {
+            eprintln!("note: nothing to forget: no memory reached the floor (try a lower --min-similarity)");
+        } else if search {
             eprintln!(
                 "note: nothing to forget: no memory reached the floor (try --dry-run with a lower --min-similarity)"
             );

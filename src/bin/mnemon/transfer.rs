@@ -104,7 +104,7 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
             let closed = engine.close();
             let done = r.map_err(ApiError::from).and_then(|s| closed.map(|()| s).map_err(ApiError::from));
             match (done, fresh) {
-                (Ok(s), Some(f)) if s.observations_written + s.memories_written > 0 => {
+                (Ok(s), Some(f)) if !a.dry_run && s.observations_written + s.memories_written > 0 => {
                     f.commit()?;
                     s
                 }
