@@ -680,7 +680,7 @@ fn import_backup_export_and_restore_from_the_command_line() {
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((v["aborted"].as_bool(), v["rejections"][0]["line"].as_u64()), (Some(true), Some(3)), "{v}");
-    assert!(!data.exists(), "an import that wrote nothing left no store");
+    assert_eq!(json(&data, &["stats"])["last_seq"], 0);
     // skip: the good lines, once; a second run writes nothing.
     let (ok, _, _) = mnemon(&data, &["import", "--ns", "u1", "--quiet", f]);
     assert!(!ok, "refused lines give a non-zero status");
@@ -1079,11 +1079,12 @@ fn empty_environment_variables_and_a_file_as_the_store() {
     assert_eq!(std::fs::read(&file).unwrap(), b"notes");
 }
 
-/// A command that would create the store and is refused leaves nothing: no
-/// directory (nor the parents it would have made), no empty store pinned to
-/// the embedder the refused call named; an empty directory stays empty. An
-/// import that writes nothing keeps no store either. The first command that
-/// succeeds creates the store.
+/// A command that would create the store where nothing exists yet and is
+/// refused leaves nothing: no directory (nor the parents it would have
+/// made), no empty store pinned to the embedder the refused call named; an
+/// import of a file that cannot be read neither. The first command that
+/// succeeds creates the store; an existing directory or a symlink to one
+/// is written in place.
 #[test]
 fn a_refused_write_creates_no_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -1097,8 +1098,7 @@ fn a_refused_write_creates_no_store() {
         &["observe", "--ns", "u1", "--session", "s1", ""],
         &["forget", "--ns", "u1", "--id", "5"],
         &["forget", "--ns", "u1", "--all"],
-        &["import", "--ns", "u1", "--on-error", "abort", bad],
-        &["import", "--ns", "u1", bad],
+        &["import", "--ns", "u1", "/nonexistent/file.jsonl"],
     ] {
         let (ok, _, err) = mnemon(&data, args);
         assert!(!ok, "{args:?}");
@@ -1106,11 +1106,11 @@ fn a_refused_write_creates_no_store() {
     }
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, vec![std::ffi::OsString::from("bad.jsonl")]);
-    // An empty directory the user made stays as it was.
+    let _ = bad;
+    // A directory that exists is written in place (a mount point, a
+    // symlink, a mode the user set are kept), so it gets its store.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    assert!(!mnemon(&empty, &["remember", "--ns", "u1", "--importance", "2", "Likes tea"]).0);
-    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
     // Success: the store is where --data says, and later commands use it.
     let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "Likes green tea"]);
     assert!(ok, "{err}");
@@ -1119,6 +1119,12 @@ fn a_refused_write_creates_no_store() {
     assert!(ok && out.contains("Likes green tea"), "{out}{err}");
     let (ok, _, err) = mnemon(&empty, &["remember", "--ns", "u1", "Likes green tea"]);
     assert!(ok && empty.join("CURRENT").exists(), "{err}");
+    let link = dir.path().join("link");
+    let target = dir.path().join("elsewhere");
+    std::fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (ok, _, err) = mnemon(&link, &["remember", "--ns", "u1", "Likes green tea"]);
+    assert!(ok && target.join("CURRENT").exists() && link.is_symlink(), "{err}");
     let names: Vec<_> = std::fs::read_dir(data.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, vec![std::ffi::OsString::from("store")], "no build directory left beside the store");
 }
@@ -1150,13 +1156,8 @@ fn concurrent_first_writes_to_a_new_store_all_land() {
     let (ok, _, err) = mnemon(&dotted.join("."), &["remember", "--ns", "u1", "Likes tea"]);
     assert!(ok, "{err}");
     assert!(dotted.join("CURRENT").exists());
-    // A dry run of an import, or a write command that writes nothing,
-    // keeps no new store either.
-    let file = dir.path().join("in.jsonl");
-    std::fs::write(&file, "{\"type\":\"memory\",\"content\":\"Likes tea\"}\n").unwrap();
+    // A write command that writes nothing keeps no new store either.
     let fresh = dir.path().join("fresh");
-    let (ok, out, err) = mnemon(&fresh, &["import", "--ns", "u1", "--dry-run", file.to_str().unwrap()]);
-    assert!(ok, "{out}{err}");
     let (ok, out, err) = mnemon(&fresh, &["forget", "--ns", "u1", "--matching", "tea"]);
     assert!(ok, "{out}{err}");
     assert!(!fresh.exists(), "a command that wrote nothing made no store");

@@ -123,14 +123,16 @@ impl RecallFilters {
             Some(n) if (1..=MAX_CANDIDATES).contains(&n) => n,
             Some(n) => return Err(ApiError::invalid("candidates", format!("{n}: must be in 1..={MAX_CANDIDATES}"))),
         };
+        // An empty string from a client (models often send "" for an
+        // optional field) means the field is absent.
         Ok(RecallOptions {
             top_k: self.top_k.unwrap_or(default_top_k),
             min_similarity: self.min_similarity,
             abstain: self.abstain_below.map(|b| crate::Abstain::shifted(default_floors, b)),
             kinds,
             tiers: self.tiers.clone(),
-            session: self.session.clone(),
-            current_session: self.current_session.clone(),
+            session: self.session.clone().filter(|s| !s.is_empty()),
+            current_session: self.current_session.clone().filter(|s| !s.is_empty()),
             time_range,
             as_of: self.as_of,
             include_superseded: self.include_superseded,
@@ -139,7 +141,7 @@ impl RecallFilters {
             mode: self.mode.unwrap_or_default(),
             weights: Weights { similarity_norm: self.similarity_norm.unwrap_or_default(), ..Weights::default() },
             record_access: self.record_access.unwrap_or(true),
-            requester: self.requester.clone(),
+            requester: self.requester.clone().filter(|s| !s.is_empty()),
             candidates,
             reference_time: self.reference_time,
         })

@@ -195,7 +195,15 @@ fn field_reason(line: &str) -> Option<String> {
     let path = err.path().to_string();
     let why = err.into_inner().to_string();
     if path == "time" {
-        let given = fields_time.map(|v| v.to_string()).unwrap_or_default();
+        let mut given = fields_time.map(|v| v.to_string()).unwrap_or_default();
+        if given.len() > 64 {
+            let mut cut = 64;
+            while !given.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            given.truncate(cut);
+            given.push('…');
+        }
         return Some(format!(
             "field `time`: {given} is not an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00 ({why})"
         ));

@@ -338,7 +338,9 @@ pub struct BlockParts<'a> {
     /// there); `None`: UTC. [`crate::Engine::context`] passes the offset of
     /// [`crate::RecallOptions::reference_time`] when one is given, so the
     /// block's days are the days the query's "yesterday" or "上周" were
-    /// read in.
+    /// read in. Without one the dates are UTC (while time expressions are
+    /// read in the machine's local zone), so that a block does not depend
+    /// on where it is rendered.
     pub offset: Option<FixedOffset>,
 }
 

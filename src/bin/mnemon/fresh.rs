@@ -1,45 +1,71 @@
-//! A store that a command creates is built in a new directory beside the
-//! one `--data` names and moved into place (one `rename`) only when the
-//! command succeeds and wrote something. A refused write therefore leaves
-//! nothing behind: no directory, and no empty store that would pin the
-//! embedder the refused call happened to name for every later
-//! `--embedder auto`. Commands that create a store in the same directory
-//! take turns (a lock on that directory): a second one waits, then finds
-//! the store the first made and writes to it like any other.
+//! A store that a command creates where nothing exists yet is built in a
+//! new directory beside the path `--data` names and moved there (one
+//! `rename`, then a sync of the parent directory) only when the command
+//! succeeds and wrote something. A refused write therefore leaves nothing
+//! behind: no directory, and no empty store that would pin the embedder
+//! the refused call happened to name for every later `--embedder auto`.
+//!
+//! Only a path that does not exist at all is built this way. An existing
+//! directory (empty, a mount point, a symlink to one, one whose owner and
+//! mode the user set) is written in place as before, since a rename would
+//! replace it or fail across filesystems.
+//!
+//! CLI commands that create a store in the same directory take turns (a
+//! lock on that directory): a second one waits, then finds the store the
+//! first made and writes to it like any other. A server or library user
+//! that creates the same store in place at that moment makes the rename
+//! fail; the error then says where this command's writes are.
 
 use std::path::{Path, PathBuf};
 
 use mnemon::api::{ApiError, ErrorCode};
 
-/// A store being created for one command.
+/// A store being created for one command. Dropped without
+/// [`Fresh::commit`], it removes what it built (an error, a panic).
 pub struct Fresh {
-    /// Where the command builds the store.
+    /// Where the command builds the store (created empty by `begin`).
     tmp: PathBuf,
     /// Where it goes when the command succeeds.
     target: PathBuf,
     /// Ancestors of `target` this command created, outermost first.
     made: Vec<PathBuf>,
-    /// The directory holding `target`, locked until this value is dropped.
-    _turn: std::fs::File,
+    /// The directory holding `target`, locked (when the file system allows
+    /// it) until this value is dropped.
+    turn: std::fs::File,
+    /// Set once the store is in place.
+    committed: bool,
 }
 
-/// Whether `p` does not exist or is an empty directory.
-fn absent_or_empty(p: &Path) -> bool {
-    match std::fs::read_dir(p) {
-        Ok(entries) => entries.into_iter().next().is_none(),
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+/// Whether nothing at all is at `p` (not even a dangling symlink).
+fn absent(p: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// The directory's identity, to tell whether a locked handle still names
+/// the directory at its path.
+#[cfg(unix)]
+fn same_dir(f: &std::fs::File, p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::metadata(p)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
 }
 
+#[cfg(not(unix))]
+fn same_dir(_: &std::fs::File, _: &Path) -> bool {
+    true
+}
+
 impl Fresh {
-    /// `Some` when `target` does not exist yet or is an empty directory
-    /// (the command would create the store); `None` otherwise (a store, or
-    /// something the engine will judge when it opens it).
+    /// `Some` when nothing exists at `target` (the command would create the
+    /// store there); `None` otherwise.
     ///
     /// # Errors
-    /// `io` when the directory that is to hold `target` cannot be created.
+    /// `io` when the directory that is to hold `target`, or the build
+    /// directory, cannot be created.
     pub fn begin(target: &Path) -> Result<Option<Fresh>, ApiError> {
-        if !absent_or_empty(target) {
+        if !absent(target) {
             return Ok(None);
         }
         let Some(name) = target.file_name() else {
@@ -61,16 +87,28 @@ impl Fresh {
             }
         }
         made.reverse();
-        std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, &e))?;
-        let turn = std::fs::File::open(&parent).map_err(|e| io_error(&parent, &e))?;
-        turn.lock().map_err(|e| io_error(&parent, &e))?;
+        let turn = loop {
+            std::fs::create_dir_all(&parent).map_err(|e| io_error(&parent, &e))?;
+            let turn = std::fs::File::open(&parent).map_err(|e| io_error(&parent, &e))?;
+            // Best effort: a file system without directory locks (some
+            // network mounts) goes without turns.
+            let _ = turn.lock();
+            // A creator refused meanwhile may have removed the directory it
+            // made; a handle to the removed one orders nothing.
+            if same_dir(&turn, &parent) {
+                break turn;
+            }
+        };
         // Another command may have made the store while this one waited.
-        if !absent_or_empty(&target) {
+        if !absent(&target) {
             return Ok(None);
         }
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
         let tmp = parent.join(format!(".{}.mnemon-new-{}-{nanos:09}", name.to_string_lossy(), std::process::id()));
-        Ok(Some(Fresh { tmp, target, made, _turn: turn }))
+        let fresh = Fresh { tmp, target, made, turn, committed: false };
+        // Created here, exclusively: the engine then opens an empty directory.
+        std::fs::create_dir(&fresh.tmp).map_err(|e| io_error(&fresh.tmp, &e))?;
+        Ok(Some(fresh))
     }
 
     /// The directory to open the store in.
@@ -79,34 +117,34 @@ impl Fresh {
     }
 
     /// Moves the store into place, after the command succeeded and the
-    /// store was closed.
+    /// store was closed, and syncs the parent directory so the move
+    /// survives a power loss.
     ///
     /// # Errors
-    /// `io` when the move fails (another process created the target in the
-    /// meantime, say); the message names where the store is.
-    pub fn commit(self) -> Result<(), ApiError> {
-        std::fs::rename(&self.tmp, &self.target).map_err(|e| {
-            ApiError::new(
+    /// `io` when the move fails (a server created a store at the target in
+    /// the meantime, say); the message names where this command's writes
+    /// are. The build directory is then kept.
+    pub fn commit(mut self) -> Result<(), ApiError> {
+        if let Err(e) = std::fs::rename(&self.tmp, &self.target) {
+            self.committed = true; // keep the writes where they are
+            return Err(ApiError::new(
                 ErrorCode::Io,
                 format!(
-                    "the command succeeded, but its new store could not be moved from {} to {}: {e}; move it there by hand",
+                    "this command's writes are in {} and could not be moved to {}: {e}; read them with --data {} (export, then import into the store at {})",
+                    self.tmp.display(),
+                    self.target.display(),
                     self.tmp.display(),
                     self.target.display()
                 ),
-            )
-        })
-    }
-
-    /// Removes what the command created, after it failed.
-    pub fn discard(self) {
-        let _ = std::fs::remove_dir_all(&self.tmp);
-        for d in self.made.iter().rev() {
-            let _ = std::fs::remove_dir(d);
+            ));
         }
+        self.committed = true;
+        let _ = self.turn.sync_all();
+        Ok(())
     }
 
-    /// Runs `f` on the directory to use: `target` itself when it holds a
-    /// store already (`f` gets `false`), else a fresh one (`f` gets
+    /// Runs `f` on the directory to use: `target` itself when something is
+    /// there already (`f` gets `false`), else a fresh one (`f` gets
     /// `true`) that is kept only if `f` succeeds and says it wrote (the
     /// second value it returns).
     ///
@@ -116,23 +154,27 @@ impl Fresh {
         let Some(fresh) = Fresh::begin(target)? else {
             return f(target, false).map(|(v, _)| v);
         };
-        match f(fresh.dir(), true) {
-            Ok((v, true)) => {
-                fresh.commit()?;
-                Ok(v)
-            }
-            Ok((v, false)) => {
-                fresh.discard();
-                Ok(v)
-            }
-            Err(e) => {
-                fresh.discard();
-                Err(e)
-            }
+        // Dropping `fresh` on a refusal or a store left unwritten removes it.
+        let (v, wrote) = f(fresh.dir(), true)?;
+        if wrote {
+            fresh.commit()?;
+        }
+        Ok(v)
+    }
+}
+
+impl Drop for Fresh {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.tmp);
+        for d in self.made.iter().rev() {
+            let _ = std::fs::remove_dir(d);
         }
     }
 }
 
 fn io_error(p: &Path, e: &std::io::Error) -> ApiError {
-    ApiError::new(ErrorCode::Io, format!("cannot create or lock {}: {e}", p.display()))
+    ApiError::new(ErrorCode::Io, format!("cannot create {}: {e}", p.display()))
 }

@@ -241,7 +241,9 @@ fn argument_error(e: clap::Error) -> ExitCode {
 /// alternatives (`<--id <ID>|--session <SESSION>|…>`, one of which is
 /// required) → `command`.
 fn arg_name(arg: &str) -> String {
-    if arg.contains('|') {
+    // A group of alternatives, or a stray word (text given where no
+    // argument takes it): no one field is at fault.
+    if arg.contains('|') || !arg.starts_with(['-', '<']) {
         return "command".into();
     }
     let head = arg.split([' ', '=']).next().unwrap_or(arg);

@@ -81,12 +81,13 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
     if a.batch == 0 {
         return Err(ApiError::invalid("batch", "must be at least 1"));
     }
-    // A store this import creates is kept only if the import wrote to it.
-    let fresh = crate::fresh::Fresh::begin(&cli.data)?;
-    let dir = fresh.as_ref().map_or(cli.data.as_path(), |f| f.dir());
-    let summary = match crate::commands::open_engine_at(cli, dir) {
+    // The file first: one that cannot be read creates no store. An import
+    // writes into the store in place (not through a build directory), so
+    // that an interrupted first import keeps what it wrote and a re-run
+    // skips it as duplicates.
+    let text = api::read_import_file(&a.file)?;
+    let summary = match crate::commands::open_engine_at(cli, &cli.data) {
         Ok(engine) => {
-            let text = api::read_import_file(&a.file)?;
             let parsed = format.parse(&text);
             drop(text);
             let bar = (!cli.json && !a.quiet).then(progress_bar);
@@ -102,26 +103,12 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
                 b.finish_and_clear();
             }
             let closed = engine.close();
-            let done = r.map_err(ApiError::from).and_then(|s| closed.map(|()| s).map_err(ApiError::from));
-            match (done, fresh) {
-                (Ok(s), Some(f)) if !a.dry_run && s.observations_written + s.memories_written > 0 => {
-                    f.commit()?;
-                    s
-                }
-                (Ok(s), Some(f)) => {
-                    f.discard();
-                    s
-                }
-                (Ok(s), None) => s,
-                (Err(e), f) => {
-                    if let Some(f) = f {
-                        f.discard();
-                    }
-                    return Err(e);
-                }
-            }
+            let s = r?;
+            closed?;
+            s
         }
         Err(mnemon::Error::Locked { .. }) => {
+            drop(text);
             let req = Request::Import(ImportRequest {
                 namespace,
                 text: None,
@@ -136,12 +123,7 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
                 _ => return Err(ApiError::new(api::ErrorCode::Internal, "import answered with another response")),
             }
         }
-        Err(e) => {
-            if let Some(f) = fresh {
-                f.discard();
-            }
-            return Err(e.into());
-        }
+        Err(e) => return Err(e.into()),
     };
     if cli.json {
         output::json(&summary);
