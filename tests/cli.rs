@@ -492,6 +492,8 @@ fn argument_errors_under_json_are_json() {
         (vec!["--json", "recall", "--ns", "u1", "--k", "-3", "tea"], "k", "'-3'"),
         (vec!["--json", "context", "--ns", "u1", "--budget", "-5", "tea"], "budget", "'-5'"),
         (vec!["--json", "get", "--ns", "u1", "-5"], "id", "'-5'"),
+        (vec!["--json", "end-session", "--ns", "u1", "--promote", "-2", "s1"], "promote", "'-2'"),
+        (vec!["--json", "import", "--ns", "u1", "--batch", "-1", "x.jsonl"], "batch", "'-1'"),
         (vec!["--json", "remember", "--ns", "u1", "--source", "-1", "tea"], "source", "'-1'"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).arg("--data").arg(&data).args(&args).output().unwrap();

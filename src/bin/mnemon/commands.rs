@@ -242,9 +242,15 @@ pub enum AsOfWhat {
     /// List the memories active then.
     List,
     /// Show one memory as it was.
-    Get { id: u64 },
+    Get {
+        #[arg(allow_hyphen_values = true)]
+        id: u64,
+    },
     /// Show a version chain as it was.
-    History { id: u64 },
+    History {
+        #[arg(allow_hyphen_values = true)]
+        id: u64,
+    },
 }
 
 /// Every option of a recall, shared by `recall` and `context`.

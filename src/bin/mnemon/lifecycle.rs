@@ -41,7 +41,7 @@ pub struct EndSessionArgs {
     /// The session to end.
     session: String,
     /// A short-term memory to keep as long-term (repeatable).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     promote: Vec<u64>,
 }
 

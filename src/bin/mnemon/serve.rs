@@ -23,7 +23,7 @@ pub struct PolicyArgs {
     #[arg(long)]
     allow_ns: Option<String>,
     /// Most estimated tokens in one response (lists are paged below it).
-    #[arg(long, default_value_t = DEFAULT_MAX_RESPONSE_TOKENS)]
+    #[arg(long, default_value_t = DEFAULT_MAX_RESPONSE_TOKENS, allow_hyphen_values = true)]
     max_response_tokens: usize,
 }
 
@@ -59,7 +59,7 @@ pub struct ServeArgs {
     #[arg(long, env = "MNEMON_TOKEN", hide_env_values = true)]
     token: Option<String>,
     /// Largest request body in bytes.
-    #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES, allow_hyphen_values = true)]
     max_body_bytes: usize,
     #[command(flatten)]
     policy: PolicyArgs,
@@ -84,10 +84,10 @@ pub struct ClusterArgs {
     #[arg(long, default_value = "mnemon", requires = "cluster")]
     cluster_prefix: String,
     /// Writer lease TTL in seconds (an owner that dies is replaced after about this long).
-    #[arg(long, default_value_t = 10, requires = "cluster")]
+    #[arg(long, default_value_t = 10, requires = "cluster", allow_hyphen_values = true)]
     lease_ttl_secs: u64,
     /// JetStream replicas of every stream and bucket (at most the NATS cluster's size).
-    #[arg(long, default_value_t = 3, requires = "cluster")]
+    #[arg(long, default_value_t = 3, requires = "cluster", allow_hyphen_values = true)]
     replicas: usize,
 }
 

@@ -37,7 +37,7 @@ pub struct ImportArgs {
     #[arg(long)]
     dry_run: bool,
     /// Records per group commit.
-    #[arg(long, default_value_t = mnemon::portability::DEFAULT_IMPORT_BATCH)]
+    #[arg(long, default_value_t = mnemon::portability::DEFAULT_IMPORT_BATCH, allow_hyphen_values = true)]
     batch: usize,
     /// No progress bar.
     #[arg(long, short)]
