@@ -115,12 +115,25 @@ fn run(s: &Served<'_>, req: &Value) -> mnemon::Result<Value> {
 fn daemon(spec: &str) {
     let v: Value = serde_json::from_str(spec).unwrap();
     let urls: Vec<String> = v["urls"].as_array().unwrap().iter().map(|u| u.as_str().unwrap().to_string()).collect();
-    let node = ClusterNode::builder(v["data"].as_str().unwrap(), v["id"].as_str().unwrap(), &urls)
-        .prefix(v["prefix"].as_str().unwrap())
-        .lease_ttl(TTL)
-        .timeout(TIMEOUT)
-        .start()
-        .unwrap();
+    // As a supervisor would: a start while the NATS cluster is still
+    // electing leaders after a node was killed is refused as unavailable
+    // and tried again.
+    let mut tries = 0;
+    let node = loop {
+        let started = ClusterNode::builder(v["data"].as_str().unwrap(), v["id"].as_str().unwrap(), &urls)
+            .prefix(v["prefix"].as_str().unwrap())
+            .lease_ttl(TTL)
+            .timeout(TIMEOUT)
+            .start();
+        match started {
+            Err(mnemon::Error::Unavailable(why)) if tries < 10 => {
+                tries += 1;
+                eprintln!("  daemon start, try {tries}: {why}");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            other => break other.unwrap(),
+        }
+    };
     node.serve(handler());
     println!("ready");
     let mut line = String::new();
