@@ -159,12 +159,17 @@ pub fn parse_jsonl(text: &str) -> Parsed {
         match serde_json::from_str::<ImportRecord>(line) {
             Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record }),
             Err(e) => {
+                // The line is read once more, as a plain JSON value, to say
+                // why (only for a refused line).
                 let reason = match serde_json::from_str::<serde_json::Value>(line) {
-                    Ok(v) if !v.is_object() => format!(
+                    Ok(serde_json::Value::Object(fields)) => {
+                        field_reason(fields).unwrap_or_else(|| within_line(line, &e))
+                    }
+                    Ok(v) => format!(
                         "a record is a JSON object with \"type\": \"observation\" or \"memory\"; this line holds {}",
                         json_kind(&v)
                     ),
-                    _ => field_reason(line).unwrap_or_else(|| within_line(line, &e)),
+                    Err(_) => within_line(line, &e),
                 };
                 out.rejected.push(Rejection { line: line_no, at: String::new(), reason })
             }
@@ -178,12 +183,10 @@ pub fn parse_jsonl(text: &str) -> Parsed {
 /// a record tagged by `"type"` through a buffer that loses the error's
 /// position, so the record is read again as its own type with the path
 /// kept. A time that does not parse is quoted with what is expected. `None`
-/// when the line is not a JSON object of a known type (then the parser's
-/// own message, with its column, says more).
-fn field_reason(line: &str) -> Option<String> {
-    let serde_json::Value::Object(mut fields) = serde_json::from_str(line).ok()? else {
-        return None;
-    };
+/// when the object has no known `type` (then the parser's
+/// own message, with its column, says more). `fields`: the refused line,
+/// already read as a JSON object.
+fn field_reason(mut fields: serde_json::Map<String, serde_json::Value>) -> Option<String> {
     let kind = fields.remove("type")?;
     let fields_time = fields.get("time").cloned();
     let value = serde_json::Value::Object(fields);
