@@ -14,10 +14,13 @@
 //! owning [`VectorIndex`](super::VectorIndex) rebuilds the graph when too many
 //! slots are dead.
 //!
-//! `hnsw_rs` builds the graph; searches run on a [`View`], a flat copy of its
-//! links and codes that the background worker refreshes between insertion
-//! batches (see `view`). Slots past the view are the *tail*, which the
-//! owner scores exactly.
+//! `hnsw_rs` builds the bulk of a graph (in parallel); the background worker
+//! copies it into a [`View`], flat arrays of links and codes (see `view`),
+//! and drops the `hnsw_rs` graph, which held about 3 KB per point against
+//! the view's ~0.5 KB. Points added later are inserted into the view by the
+//! same algorithm ([`View::insert`]). Searches run on the worker's latest
+//! published view; slots past it are the *tail*, which the owner scores
+//! exactly.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,7 +32,7 @@ use super::exact::{sample_positions, IdMap};
 use super::quant::dot_i8;
 #[cfg(test)]
 use super::quant::quantize;
-use super::view::View;
+use super::view::{level_of, View};
 
 /// HNSW construction and search parameters, named as in Malkov & Yashunin,
 /// "Efficient and robust approximate nearest neighbor search using
@@ -66,11 +69,14 @@ pub struct HnswParams {
     /// count falls below `exact_threshold · 4/5` (hysteresis, so that
     /// inserts and removals around the threshold do not rebuild repeatedly).
     pub exact_threshold: usize,
-    /// Seed reserved for the graph's level sampling. **Currently has no
-    /// effect**: `hnsw_rs` 0.3.5 seeds its level generator with the fixed
-    /// constant 397 and offers no way to change it. Construction is
-    /// nevertheless deterministic when [`parallel_build`](Self::parallel_build)
-    /// is off (insertion is then sequential, in call order). Default 0.
+    /// Seed of the levels of points inserted after a graph's bulk build
+    /// (each slot's level is a hash of the seed and the slot, see
+    /// `view::level_of`). The bulk build's levels do not depend on it:
+    /// `hnsw_rs` 0.3.5 seeds its level generator with the fixed constant
+    /// 397 and offers no way to change it. Construction is deterministic
+    /// when [`parallel_build`](Self::parallel_build) is off (the bulk is
+    /// then inserted sequentially, in call order; later points always
+    /// are). Default 0.
     pub seed: u64,
     /// Fraction of graph nodes that may be tombstones before the graph is
     /// rebuilt from the live vectors. Default 0.15: tombstones still cost
@@ -88,12 +94,13 @@ pub struct HnswParams {
     /// recall@10 ≥ 0.998 against an exact `f32` scan of the vectors as given
     /// (1.000 against a scan of the stored rows before they were `f16`).
     pub rescore_factor: usize,
-    /// Whether the background thread that fills the graph inserts a batch
-    /// (the whole build, or every vector queued since its last batch) in
-    /// parallel on `rayon`'s global pool, one task per core. Default true:
+    /// Whether the background thread inserts the bulk of a build (the live
+    /// vectors when the graph is made) in parallel on `rayon`'s global
+    /// pool, one task per core; vectors inserted after it go in one at a
+    /// time either way. Default true:
     /// building 10k and 30k 384-d vectors took 0.55× and 0.53× the wall
     /// time of sequential insertion on 2 cores (`benches/index.rs`, same
-    /// run). Off, points are inserted
+    /// run). Off, the bulk is inserted
     /// one at a time in call order, so the same calls build the same graph
     /// (parallel insertion may link a few points differently from run to
     /// run; search results are rescored exactly either way).
@@ -195,9 +202,8 @@ const VIEW_LAG_DIV: usize = 64;
 /// What the background worker and the readers share: the `hnsw_rs` graph,
 /// its current searchable copy, and how far the worker has got.
 struct Shared {
-    hnsw: Hnsw<'static, i8, CodeDistance>,
-    /// Slots `0..inserted` are in `hnsw` (the worker inserts whole batches
-    /// of consecutive slots).
+    /// Slots `0..inserted` are in the worker's graph (it inserts whole
+    /// batches of consecutive slots).
     inserted: AtomicUsize,
     /// The copy searches run on, of slots `0..indexed`.
     view: parking_lot::RwLock<Option<Arc<View>>>,
@@ -212,6 +218,11 @@ struct Shared {
     /// Set when the worker stopped for good (cancelled, or a panic inside
     /// `hnsw_rs`); a graph whose worker failed is never used for search.
     stopped: AtomicBool,
+    /// Heap bytes the worker holds beyond the published view: the
+    /// `hnsw_rs` graph while it builds the bulk (estimated, see
+    /// [`hnsw_rs_bytes`]), then its own copy of the view while that copy
+    /// holds inserts not yet published (0 once they are).
+    private_bytes: AtomicUsize,
     /// Tests hold the worker back with this, to search a known tail.
     #[cfg(test)]
     paused: AtomicBool,
@@ -229,14 +240,15 @@ struct Job {
 ///
 /// The owner (the writer, through [`VectorIndex`](super::VectorIndex))
 /// assigns slots and keeps the slot tables; each new point goes onto the
-/// queue of a worker thread, which inserts it into the `hnsw_rs` graph
-/// (`&self` insertion, safe alongside searches). The first batch is the
-/// whole bulk of a build; later points are taken from the queue up to
-/// [`WORKER_BATCH`] at a time, so a burst of writes is inserted in
-/// parallel too. Searches run on the worker's latest copy of the graph
-/// (see `view`); slots not in it (queued, or inserted since the copy) are
-/// the *tail* ([`Graph::indexed`]..[`Graph::points`]), which the owner
-/// searches exactly. The worker exits when the graph is dropped.
+/// queue of a worker thread. The first job is the whole bulk of a build,
+/// which the worker inserts into an `hnsw_rs` graph (in parallel with
+/// [`HnswParams::parallel_build`]) and copies into its view; later points
+/// are taken from the queue up to [`WORKER_BATCH`] at a time and inserted
+/// into the view one by one (see `run_worker`). Searches run on the
+/// worker's latest published view; slots not in it (queued, or inserted
+/// since it was published) are the *tail*
+/// ([`Graph::indexed`]..[`Graph::points`]), which the owner searches
+/// exactly. The worker exits when the graph is dropped.
 pub(crate) struct Graph {
     shared: Arc<Shared>,
     jobs: Sender<Job>,
@@ -250,8 +262,6 @@ pub(crate) struct Graph {
     /// Live slot of each id.
     id_slot: IdMap<usize>,
     tombstones: usize,
-    dim: usize,
-    m: usize,
 }
 
 impl Graph {
@@ -274,22 +284,21 @@ impl Graph {
         let m = params.m.clamp(2, 128);
         let ef_c = params.ef_construction.max(m);
         let shared = Arc::new(Shared {
-            hnsw: Hnsw::new(m, expected.max(1), MAX_LAYER, ef_c, CodeDistance),
             inserted: AtomicUsize::new(0),
             view: parking_lot::RwLock::new(None),
             indexed: AtomicUsize::new(0),
             want: AtomicUsize::new(0),
             cancelled: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
+            private_bytes: AtomicUsize::new(0),
             #[cfg(test)]
             paused: AtomicBool::new(false),
         });
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
         let worker = Arc::clone(&shared);
-        let parallel = params.parallel_build;
+        let build = Build { parallel: params.parallel_build, dim, m, ef_construction: ef_c, seed: params.seed };
         std::thread::Builder::new().name("mnemon-hnsw".into()).spawn(move || {
-            let outcome =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, parallel, dim, m)));
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, &build)));
             if outcome.is_err() {
                 worker.cancelled.store(true, Ordering::Release);
             }
@@ -304,8 +313,6 @@ impl Graph {
             slot_live: Vec::with_capacity(expected),
             id_slot: IdMap::default(),
             tombstones: 0,
-            dim,
-            m,
         };
         let mut encoded = Vec::with_capacity(bulk);
         for (id, p) in points {
@@ -433,35 +440,38 @@ impl Graph {
         }
     }
 
-    /// Heap bytes held, estimated from `hnsw_rs` 0.3.5's layout: per point its
-    /// codes and scale, an `Arc<Point>` with its lock and 16 neighbour-list
-    /// headers (one per possible layer), `2·M` layer-0 links and `M` links on
-    /// the ~1/M of points that reach layer 1 (each link an 8-byte pointer to
-    /// an `Arc` of a 16-byte record, a 48-byte malloc chunk, plus spare list
-    /// capacity), allocator headers, and a slot in a per-layer table; plus
-    /// this wrapper's slot maps. Calibrated against resident-memory growth
-    /// while building 10k × 384 in `benches/index.rs` (within a few %).
-    /// Points still queued are counted as inserted. Plus the searched
-    /// view (see `view`): the copy's codes, scales and links, as allocated.
+    /// Heap bytes held: the published view (see `view`: codes, scales and
+    /// links, as allocated), what the worker holds beside it (the `hnsw_rs`
+    /// graph while it builds the bulk, estimated by [`hnsw_rs_bytes`]; its
+    /// own copy of the view while that holds unpublished inserts), and this
+    /// wrapper's slot maps. Points queued and not yet inserted are not
+    /// counted.
     pub fn memory_bytes(&self) -> usize {
         let view = self.shared.view.read().as_ref().map_or(0, |v| v.memory_bytes());
-        view + self.graph_bytes()
-    }
-
-    fn graph_bytes(&self) -> usize {
-        const LINK: usize = 64;
-        let per_point = self.dim + SCALE_BYTES // codes and scale
-            + 160                         // Point, Arc/RwLock, Vec headers, malloc headers
-            + MAX_LAYER * 24              // neighbour Vec headers, one per layer
-            + 2 * self.m * LINK           // layer-0 links
-            + 8; // entry in points_by_layer
-        let upper_layers = self.points() / self.m.max(2) * self.m * LINK;
-        self.points() * per_point
-            + upper_layers
+        view + self.shared.private_bytes.load(Ordering::Acquire)
             + self.slot_ids.capacity() * 8
             + self.slot_live.capacity()
             + self.id_slot.capacity() * (16 + 1) * 8 / 7
     }
+}
+
+/// Heap bytes of an `hnsw_rs` 0.3.5 graph of `points` points of `dim`
+/// codes, estimated from its layout: per point its codes and scale, an
+/// `Arc<Point>` with its lock and 16 neighbour-list headers (one per
+/// possible layer), `2·M` layer-0 links and `M` links on the ~1/M of points
+/// that reach layer 1 (each link an 8-byte pointer to an `Arc` of a 16-byte
+/// record, a 48-byte malloc chunk, plus spare list capacity), allocator
+/// headers, and a slot in a per-layer table. Calibrated against
+/// resident-memory growth while building 10k × 384 in `benches/index.rs`
+/// (within a few %).
+fn hnsw_rs_bytes(points: usize, dim: usize, m: usize) -> usize {
+    const LINK: usize = 64;
+    let per_point = dim + SCALE_BYTES // codes and scale
+        + 160                         // Point, Arc/RwLock, Vec headers, malloc headers
+        + MAX_LAYER * 24              // neighbour Vec headers, one per layer
+        + 2 * m * LINK                // layer-0 links
+        + 8; // entry in points_by_layer
+    points * per_point + points / m.max(2) * m * LINK
 }
 
 #[cfg(test)]
@@ -479,12 +489,35 @@ impl Drop for Graph {
     }
 }
 
+/// What the worker builds with: the graph's parameters.
+struct Build {
+    parallel: bool,
+    dim: usize,
+    m: usize,
+    ef_construction: usize,
+    seed: u64,
+}
+
+/// Points the worker inserts into its view between two checks for
+/// cancellation (about 30 ms at 100k 384-d points).
+const CANCEL_EVERY: usize = 64;
+
 /// The worker: takes every job queued so far (up to [`WORKER_BATCH`]
-/// points beyond the first job), inserts them, copies a new view when the
-/// graph is far enough ahead of the current one (see [`VIEW_LAG_MIN`]), or
-/// the bulk build is done, or every slot a [`Graph::wait`] needs is
-/// inserted, and repeats until the queue closes or the graph is dropped.
-fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m: usize) {
+/// points beyond the first job), inserts them, publishes its view when it
+/// is far enough ahead of the published one (see [`VIEW_LAG_MIN`]), or the
+/// bulk build is done, or every slot a [`Graph::wait`] needs is inserted,
+/// and repeats until the queue closes or the graph is dropped.
+///
+/// The first job (the bulk of a build, when it holds points) is inserted
+/// into an `hnsw_rs` graph, in parallel with [`HnswParams::parallel_build`],
+/// which is then copied into the worker's view and dropped; every later
+/// point is inserted into the view itself ([`View::insert`], one at a time
+/// in slot order, at the level [`level_of`] gives its slot). The published
+/// view is shared with readers, so the worker inserts into its own copy
+/// (made when it first inserts after a publication) and publishes that.
+fn run_worker(shared: &Shared, rx: &Receiver<Job>, b: &Build) {
+    let mut cur = Arc::new(View::empty(b.dim, b.m));
+    let mut first_job = true;
     while let Ok(first) = rx.recv() {
         #[cfg(test)]
         while shared.paused.load(Ordering::Acquire) && !shared.cancelled.load(Ordering::Acquire) {
@@ -492,7 +525,10 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m
         }
         let start = first.first;
         let mut points = first.points;
-        while points.len() < WORKER_BATCH {
+        // The bulk is built alone, so that which points `hnsw_rs` inserts
+        // does not depend on how fast later ones were queued.
+        let bulk = std::mem::take(&mut first_job) && start == 0 && !points.is_empty();
+        while !bulk && points.len() < WORKER_BATCH {
             match rx.try_recv() {
                 Ok(more) => {
                     debug_assert_eq!(more.first, start + points.len(), "jobs come in slot order");
@@ -501,45 +537,88 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, parallel: bool, dim: usize, m
                 Err(_) => break,
             }
         }
-        for (c, chunk) in points.chunks(WORKER_BATCH).enumerate() {
-            if shared.cancelled.load(Ordering::Acquire) {
-                return;
+        if bulk {
+            match build_bulk(shared, b, &points) {
+                Some(view) => cur = Arc::new(view),
+                None => return,
             }
-            let base = start + c * WORKER_BATCH;
-            let items: Vec<(&[i8], usize)> = chunk.iter().enumerate().map(|(i, p)| (p.as_slice(), base + i)).collect();
-            if parallel && items.len() > 1 {
-                shared.hnsw.parallel_insert_slice(&items);
-            } else {
-                for item in items {
-                    shared.hnsw.insert_slice(item);
-                }
-            }
-            shared.inserted.store(base + chunk.len(), Ordering::Release);
-        }
-        if shared.cancelled.load(Ordering::Acquire) {
+        } else if !insert_each(shared, b, &mut cur, start, &points) {
             return;
         }
         let inserted = shared.inserted.load(Ordering::Acquire);
         let viewed = shared.indexed.load(Ordering::Acquire);
-        let lag = (viewed / VIEW_LAG_DIV).clamp(VIEW_LAG_MIN, VIEW_LAG_MAX);
+        let lag = view_lag(viewed);
         // Jobs arrive in slot order, so `inserted` reaches what a wait
         // asked for once the jobs queued before it are done.
         let want = shared.want.load(Ordering::Acquire);
         let asked = want > viewed && inserted >= want;
         let first_view = viewed == 0 && shared.view.read().is_none();
         if inserted > viewed && (first_view || inserted - viewed >= lag || asked) {
-            refresh_view(shared, dim, m, inserted);
+            *shared.view.write() = Some(Arc::clone(&cur));
+            shared.indexed.store(inserted, Ordering::Release);
+            shared.private_bytes.store(0, Ordering::Release);
+        } else if Arc::strong_count(&cur) == 1 {
+            shared.private_bytes.store(cur.memory_bytes(), Ordering::Release);
         }
     }
 }
 
-/// Copies slots `0..inserted` of the graph into a new view and publishes
-/// it. Runs on the worker, between insertion batches, so the graph holds
-/// still.
-fn refresh_view(shared: &Shared, dim: usize, m: usize, inserted: usize) {
-    let view = View::copy(&shared.hnsw, dim, m, inserted);
-    *shared.view.write() = Some(Arc::new(view));
-    shared.indexed.store(inserted, Ordering::Release);
+/// Slots the worker's view may run ahead of the published one of `viewed`
+/// slots before it is published (see [`VIEW_LAG_MIN`]).
+fn view_lag(viewed: usize) -> usize {
+    (viewed / VIEW_LAG_DIV).clamp(VIEW_LAG_MIN, VIEW_LAG_MAX)
+}
+
+/// Builds the bulk (slots `0..points.len()`) with `hnsw_rs` and returns
+/// its copy as a view, or `None` when the graph was dropped meanwhile.
+fn build_bulk(shared: &Shared, b: &Build, points: &[Vec<i8>]) -> Option<View> {
+    let hnsw: Hnsw<'static, i8, CodeDistance> =
+        Hnsw::new(b.m, points.len(), MAX_LAYER, b.ef_construction, CodeDistance);
+    shared.private_bytes.store(hnsw_rs_bytes(points.len(), b.dim, b.m), Ordering::Release);
+    for (c, chunk) in points.chunks(WORKER_BATCH).enumerate() {
+        if shared.cancelled.load(Ordering::Acquire) {
+            return None;
+        }
+        let base = c * WORKER_BATCH;
+        let items: Vec<(&[i8], usize)> = chunk.iter().enumerate().map(|(i, p)| (p.as_slice(), base + i)).collect();
+        if b.parallel && items.len() > 1 {
+            hnsw.parallel_insert_slice(&items);
+        } else {
+            for item in items {
+                hnsw.insert_slice(item);
+            }
+        }
+        shared.inserted.store(base + chunk.len(), Ordering::Release);
+    }
+    let view = View::copy(&hnsw, b.dim, b.m, points.len());
+    drop(hnsw);
+    shared.private_bytes.store(view.memory_bytes(), Ordering::Release);
+    Some(view)
+}
+
+/// Inserts `points` (slots from `start`) into the worker's view, copying
+/// it first when readers share it. Returns false when it stopped because
+/// the graph was dropped.
+fn insert_each(shared: &Shared, b: &Build, cur: &mut Arc<View>, start: usize, points: &[Vec<i8>]) -> bool {
+    if points.is_empty() {
+        return !shared.cancelled.load(Ordering::Acquire);
+    }
+    if Arc::get_mut(cur).is_none() {
+        let room = points.len() + view_lag(cur.slots());
+        *cur = Arc::new(cur.clone_with_room(room));
+    }
+    let view = Arc::get_mut(cur).expect("the worker's own copy");
+    debug_assert_eq!(view.slots(), start, "the view holds every slot before the job");
+    for (i, p) in points.iter().enumerate() {
+        if i % CANCEL_EVERY == 0 && shared.cancelled.load(Ordering::Acquire) {
+            return false;
+        }
+        let (codes, scale) = decode(p);
+        let slot = start + i;
+        view.insert(codes, scale, level_of(b.seed, slot, b.m, MAX_LAYER as u8 - 1), b.ef_construction);
+        shared.inserted.store(slot + 1, Ordering::Release);
+    }
+    !shared.cancelled.load(Ordering::Acquire)
 }
 
 /// The graph point of a vector already quantised: its codes followed by the

@@ -88,21 +88,22 @@ fn clamp_cosine(dot: f32) -> f32 {
 /// candidates by their integer estimate and rescores them with the rows
 /// (or, with `rescore_factor` 0, a scan of every row).
 ///
-/// When the live count reaches the threshold, an HNSW graph (`hnsw_rs`) is
-/// built **off the calling thread**: the index hands the codes of the live
-/// vectors (ascending id order) to a background thread of the graph and
-/// returns at once; searches keep scanning until the build is done, then
-/// use the graph. Later inserts are queued to the same thread, which takes
-/// whatever has queued up as one batch (inserted in parallel with
-/// [`HnswParams::parallel_build`]). Searches run on a flat copy of the
-/// graph's links and codes that the thread makes after the build and again
-/// whenever the graph is 1/64 of the copy (256 to 2,048 vectors) ahead; a
-/// search also scans the vectors not yet in that copy (the graph's *tail*)
-/// exactly and merges them, so a vector is found from the moment `insert`
-/// returns. The caller's cost per insert is the store update plus an
-/// encode and a channel send, whatever the graph's size;
+/// When the live count reaches the threshold, an HNSW graph is built **off
+/// the calling thread**: the index hands the codes of the live vectors
+/// (ascending id order) to a background thread of the graph and returns at
+/// once; the thread builds them with `hnsw_rs` (in parallel with
+/// [`HnswParams::parallel_build`]), copies the graph into flat arrays of
+/// links and codes, and drops the `hnsw_rs` graph; searches keep scanning
+/// until that copy is published, then use it. Later inserts are queued to
+/// the same thread, which inserts them into its copy one at a time (the
+/// same algorithm) and publishes the copy whenever it is 1/64 of the
+/// published one (256 to 2,048 vectors) ahead; a search also scans the
+/// vectors not yet in the published copy (the graph's *tail*) exactly and
+/// merges them, so a vector is found from the moment `insert` returns. The
+/// caller's cost per insert is the store update plus an encode and a
+/// channel send, whatever the graph's size;
 /// [`wait_for_graph`](Self::wait_for_graph) blocks until the queue is empty
-/// and the copy holds every vector.
+/// and the published copy holds every vector.
 ///
 /// The graph cannot delete, so removals leave tombstones that are skipped at
 /// search time; when tombstones exceed

@@ -241,7 +241,7 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
         let before = graph_searches();
         let mut hits = 0;
         let mut total = 0;
-        for _ in 0..30 {
+        for _ in 0..100 {
             let q = &vs[rng.gen_range(0..vs.len())];
             let got = ix.search(q, 10, &all);
             assert_eq!(got.len(), 10);
@@ -260,7 +260,7 @@ fn hnsw_filter_removal_and_tombstone_rebuild() {
             assert_eq!(graph_searches(), g, "a rare filter should scan");
         }
         // Unfiltered and odd-filtered searches went through the graph.
-        assert!(graph_searches() >= before + 60, "graph path not taken: {}", graph_searches() - before);
+        assert!(graph_searches() >= before + 200, "graph path not taken: {}", graph_searches() - before);
         let recall = hits as f64 / total as f64;
         println!("recall@10 = {recall:.3}");
         recall

@@ -1,20 +1,26 @@
-//! A read-only, flat copy of an `hnsw_rs` graph's links and codes, which
-//! the graph's searches run on.
+//! The flat graph that HNSW searches run on, and that grows by insertion
+//! after its bulk build.
 //!
 //! `hnsw_rs` 0.3.5 keeps every point behind an `Arc` with a lock, every link
 //! as an `Arc` to its own heap record, and searches with a SipHash set of
 //! visited points and a heap allocation per candidate; at 100k 384-d points
 //! that bookkeeping, not the distances, was most of a search (628 µs p50 at
-//! `ef` 64, while its ~2,000 `i8` distances take under 100 µs). A [`View`]
-//! holds the same graph as flat arrays: codes and scales by slot, layer-0
-//! links in fixed strides, the few upper-layer links beside them, and a
-//! search that marks visited slots in a reusable per-thread array and
-//! computes a node's unvisited neighbours' distances in one batch.
+//! `ef` 64, while its ~2,000 `i8` distances take under 100 µs), and it held
+//! about 3 KB per point (a neighbour-list header for each of its 16 layers,
+//! a 48-byte heap record per link). A [`View`] holds the same graph as flat
+//! arrays, about `dim + 4·(2·M) + 13` bytes per point (525 at 384-d,
+//! `M` 16): codes and scales by slot, layer-0 links in fixed strides, the
+//! few upper-layer links beside them, and a search that marks visited slots
+//! in a reusable per-thread array and computes a node's unvisited
+//! neighbours' distances in one batch.
 //!
-//! The background worker of [`Graph`](super::hnsw::Graph) makes a new view
-//! from the `hnsw_rs` graph between insertion batches (the graph does not
-//! change while it copies it), and readers take the current view by
-//! reference count, so a search never waits for an insertion.
+//! The background worker of [`Graph`](super::hnsw::Graph) builds a graph's
+//! bulk with `hnsw_rs` (in parallel), copies it into a view
+//! ([`View::copy`]) and drops the `hnsw_rs` graph; points that arrive later
+//! are inserted into its own view ([`View::insert`], the same algorithm).
+//! Readers take the published view by reference count, so a search never
+//! waits for an insertion: the worker inserts into a private copy and
+//! publishes it between batches.
 //!
 //! The search is the paper's (Malkov & Yashunin, TPAMI 2018, arXiv:1603.09320,
 //! Algorithms 2 and 5): greedy descent with a candidate list of one from the
@@ -33,7 +39,9 @@ use super::quant::{dot_i8_gather, quantize};
 /// No link (pads a node's link list to its stride).
 const NONE: u32 = u32::MAX;
 
-/// A search-only copy of the graph over slots `0..slots`.
+/// A flat graph over slots `0..slots`: a copy of an `hnsw_rs` graph, or
+/// one grown by [`View::insert`].
+#[derive(Clone)]
 pub(crate) struct View {
     /// Slots covered: `0..slots`, every one a graph node.
     slots: usize,
@@ -225,26 +233,25 @@ impl View {
         );
     }
 
-    /// Up to `ef` slots nearest to `query` by estimated distance, nearest
-    /// first (ties: smaller slot first). Empty for an empty view or `ef == 0`.
-    pub fn search(&self, query: &[f32], ef: usize) -> Vec<usize> {
-        if self.slots == 0 || ef == 0 {
-            return Vec::new();
-        }
-        let mut q = vec![0i8; self.dim];
-        let qs = quantize(&query[..self.dim.min(query.len())], &mut q[..self.dim.min(query.len())]);
-        let mut dots = Vec::with_capacity(self.stride0.max(self.stride_up));
-        let mut dist = Vec::with_capacity(self.stride0.max(self.stride_up));
-        let mut batch: Vec<u32> = Vec::with_capacity(self.stride0.max(self.stride_up));
-        // Upper layers: greedy descent.
-        let mut ep = self.entry;
-        self.distances(&q, qs, &[ep], &mut dots, &mut dist);
-        let mut d_ep = dist[0];
-        for layer in (1..=self.top).rev() {
+    /// Estimated distance (as ordered bits) from the query to one slot.
+    fn distance_to(&self, q: &[i8], qs: f32, slot: u32, dots: &mut Vec<i32>, dist: &mut Vec<u32>) -> u32 {
+        self.distances(q, qs, &[slot], dots, dist);
+        dist[0]
+    }
+
+    /// Greedy descent (a candidate list of one) from `start` through the
+    /// layers `from` down to `to` (both included; none when `from < to`):
+    /// on each layer, move to the nearest neighbour while it is nearer.
+    fn descend(&self, q: &[i8], qs: f32, start: Entry, from: u8, to: u8) -> Entry {
+        let (mut d_ep, mut ep) = start;
+        let mut dots = Vec::with_capacity(self.stride_up);
+        let mut dist = Vec::with_capacity(self.stride_up);
+        let mut batch: Vec<u32> = Vec::with_capacity(self.stride_up);
+        for layer in (to.max(1)..=from).rev() {
             loop {
                 batch.clear();
                 batch.extend(self.links(ep, layer).iter().copied().filter(|&s| s != NONE));
-                self.distances(&q, qs, &batch, &mut dots, &mut dist);
+                self.distances(q, qs, &batch, &mut dots, &mut dist);
                 let mut moved = false;
                 for (&s, &d) in batch.iter().zip(&dist) {
                     if (d, s) < (d_ep, ep) {
@@ -256,26 +263,37 @@ impl View {
                 }
             }
         }
-        // Layer 0: beam search of width ef.
+        (d_ep, ep)
+    }
+
+    /// Beam search of width `ef` on `layer` from `start` (the paper's
+    /// SEARCH-LAYER): up to `ef` `(distance bits, slot)` pairs, nearest
+    /// first (ties: smaller slot first). Every slot reached must have a list
+    /// on `layer` (true of any slot linked there).
+    fn beam(&self, q: &[i8], qs: f32, start: Entry, ef: usize, layer: u8) -> Vec<Entry> {
+        let stride = if layer == 0 { self.stride0 } else { self.stride_up };
+        let mut dots = Vec::with_capacity(stride);
+        let mut dist = Vec::with_capacity(stride);
+        let mut batch: Vec<u32> = Vec::with_capacity(stride);
         VISITED.with(|v| {
             let mut visited = v.borrow_mut();
             visited.begin(self.slots);
-            visited.first_visit(ep);
+            visited.first_visit(start.1);
             let mut candidates: BinaryHeap<Reverse<Entry>> = BinaryHeap::with_capacity(ef * 2);
             let mut best: BinaryHeap<Entry> = BinaryHeap::with_capacity(ef + 1);
-            candidates.push(Reverse((d_ep, ep)));
-            best.push((d_ep, ep));
+            candidates.push(Reverse(start));
+            best.push(start);
             while let Some(Reverse((d, c))) = candidates.pop() {
                 if best.len() >= ef && best.peek().is_some_and(|&(worst, _)| d > worst) {
                     break;
                 }
                 batch.clear();
-                for &s in self.links(c, 0) {
+                for &s in self.links(c, layer) {
                     if s != NONE && visited.first_visit(s) {
                         batch.push(s);
                     }
                 }
-                self.distances(&q, qs, &batch, &mut dots, &mut dist);
+                self.distances(q, qs, &batch, &mut dots, &mut dist);
                 for (&s, &d) in batch.iter().zip(&dist) {
                     if best.len() < ef || best.peek().is_some_and(|&worst| (d, s) < worst) {
                         candidates.push(Reverse((d, s)));
@@ -286,8 +304,228 @@ impl View {
                     }
                 }
             }
-            best.into_sorted_vec().into_iter().map(|(_, s)| s as usize).collect()
+            best.into_sorted_vec()
         })
+    }
+
+    /// Up to `ef` slots nearest to `query` by estimated distance, nearest
+    /// first (ties: smaller slot first). Empty for an empty view or `ef == 0`.
+    pub fn search(&self, query: &[f32], ef: usize) -> Vec<usize> {
+        if self.slots == 0 || ef == 0 {
+            return Vec::new();
+        }
+        let mut q = vec![0i8; self.dim];
+        let qs = quantize(&query[..self.dim.min(query.len())], &mut q[..self.dim.min(query.len())]);
+        let (mut dots, mut dist) = (Vec::new(), Vec::new());
+        let d_ep = self.distance_to(&q, qs, self.entry, &mut dots, &mut dist);
+        let start = self.descend(&q, qs, (d_ep, self.entry), self.top, 1);
+        self.beam(&q, qs, start, ef, 0).into_iter().map(|(_, s)| s as usize).collect()
+    }
+
+    /// An empty view of `dim`-component points for a graph of parameter
+    /// `m` (`2·m` links on layer 0, `m` above), to be filled by
+    /// [`insert`](Self::insert).
+    pub fn empty(dim: usize, m: usize) -> View {
+        View {
+            slots: 0,
+            dim,
+            codes: Vec::new(),
+            scales: Vec::new(),
+            links0: Vec::new(),
+            stride0: 2 * m,
+            upper_at: Vec::new(),
+            depth: Vec::new(),
+            upper: Vec::new(),
+            stride_up: m,
+            entry: 0,
+            top: 0,
+        }
+    }
+
+    /// Points (slots) held.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// A copy with room for `extra` more slots (and their upper-layer lists
+    /// at the expected share, `1/m` of points) before any table grows.
+    pub fn clone_with_room(&self, extra: usize) -> View {
+        fn with_room<T: Clone>(v: &[T], extra: usize) -> Vec<T> {
+            let mut out = Vec::with_capacity(v.len() + extra);
+            out.extend_from_slice(v);
+            out
+        }
+        View {
+            slots: self.slots,
+            dim: self.dim,
+            codes: with_room(&self.codes, extra * self.dim),
+            scales: with_room(&self.scales, extra),
+            links0: with_room(&self.links0, extra * self.stride0),
+            stride0: self.stride0,
+            upper_at: with_room(&self.upper_at, extra),
+            depth: with_room(&self.depth, extra),
+            upper: with_room(&self.upper, extra * 2),
+            stride_up: self.stride_up,
+            entry: self.entry,
+            top: self.top,
+        }
+    }
+
+    fn links_mut(&mut self, slot: u32, layer: u8) -> &mut [u32] {
+        if layer == 0 {
+            let at = slot as usize * self.stride0;
+            return &mut self.links0[at..at + self.stride0];
+        }
+        let base = self.upper_at[slot as usize];
+        if base == NONE || layer > self.depth[slot as usize] {
+            return &mut [];
+        }
+        let at = base as usize + (usize::from(layer) - 1) * self.stride_up;
+        self.upper.get_mut(at..at + self.stride_up).unwrap_or(&mut [])
+    }
+
+    /// Inserts a point (its `i8` codes, `dim` of them, and scale, as
+    /// `quant::quantize` makes them) as the next slot, on layers
+    /// `0..=level`, and returns the slot.
+    ///
+    /// The paper's INSERT (Algorithm 1) with the rules `hnsw_rs` 0.3.5
+    /// follows, so that a graph it built and extended here is one graph: a
+    /// greedy descent from the entry point to layer `level + 1`; on each
+    /// layer from `min(level, top)` down to 0, a beam search of width
+    /// `ef_construction` whose results are narrowed to at most `2·m`
+    /// links on layer 0 and `m` above by the paper's heuristic
+    /// (Algorithm 4, without extending or keeping pruned candidates: a
+    /// candidate is kept when it is nearer to the new point than to every
+    /// link kept before it; all candidates are kept when they fit); then
+    /// each new link is made both ways, a full list dropping its farthest
+    /// link (which may be the new point). A point above the top layer
+    /// becomes the entry point. Distances are the `i8` estimates of
+    /// [`CodeDistance`]. Deterministic: the same inserts in the same order
+    /// build the same links.
+    pub fn insert(&mut self, codes: &[i8], scale: f32, level: u8, ef_construction: usize) -> u32 {
+        let s = self.slots as u32;
+        let dim = self.dim;
+        let n = codes.len().min(dim);
+        self.codes.extend_from_slice(&codes[..n]);
+        self.codes.resize((self.slots + 1) * dim, 0);
+        self.scales.push(scale);
+        self.links0.resize(self.links0.len() + self.stride0, NONE);
+        self.depth.push(level);
+        if level >= 1 {
+            self.upper_at.push(self.upper.len() as u32);
+            self.upper.resize(self.upper.len() + usize::from(level) * self.stride_up, NONE);
+        } else {
+            self.upper_at.push(NONE);
+        }
+        self.slots += 1;
+        if s == 0 {
+            (self.entry, self.top) = (0, level);
+            return s;
+        }
+        let q: Vec<i8> = self.codes[s as usize * dim..(s as usize + 1) * dim].to_vec();
+        let (mut dots, mut dist) = (Vec::new(), Vec::new());
+        let d_ep = self.distance_to(&q, scale, self.entry, &mut dots, &mut dist);
+        let mut start = self.descend(&q, scale, (d_ep, self.entry), self.top, level.saturating_add(1));
+        for layer in (0..=level.min(self.top)).rev() {
+            let found = self.beam(&q, scale, start, ef_construction.max(1), layer);
+            let cap = if layer == 0 { self.stride0 } else { self.stride_up };
+            let chosen = self.select(&found, cap);
+            for (o, &(_, e)) in self.links_mut(s, layer).iter_mut().zip(&chosen) {
+                *o = e;
+            }
+            for &(d, e) in &chosen {
+                self.link_back(e, s, d, layer);
+            }
+            if let Some(&nearest) = found.first() {
+                start = nearest;
+            }
+        }
+        if level > self.top {
+            (self.entry, self.top) = (s, level);
+        }
+        s
+    }
+
+    /// Estimated distances (as ordered bits) from stored slot `from` to each
+    /// of `to`.
+    fn distances_from(&self, from: u32, to: &[u32], dots: &mut Vec<i32>, out: &mut Vec<u32>) {
+        let at = from as usize * self.dim;
+        self.distances(&self.codes[at..at + self.dim], self.scales[from as usize], to, dots, out);
+    }
+
+    /// The heuristic of [`insert`](Self::insert): from `found` (nearest
+    /// first), the candidates nearer to the new point than to every
+    /// candidate kept before them, at most `cap`; all of `found` when it
+    /// holds at most `cap`.
+    fn select(&self, found: &[Entry], cap: usize) -> Vec<Entry> {
+        if found.len() <= cap {
+            return found.to_vec();
+        }
+        let mut kept: Vec<Entry> = Vec::with_capacity(cap);
+        let mut kept_slots: Vec<u32> = Vec::with_capacity(cap);
+        let (mut dots, mut dist) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+        for &(d, c) in found {
+            if kept.len() >= cap {
+                break;
+            }
+            self.distances_from(c, &kept_slots, &mut dots, &mut dist);
+            if dist.iter().all(|&to_kept| to_kept > d) {
+                kept.push((d, c));
+                kept_slots.push(c);
+            }
+        }
+        kept
+    }
+
+    /// Adds `s` (at distance bits `d` from `e`) to `e`'s list on `layer`:
+    /// into a free place, or, when the list is full, in place of its
+    /// farthest link if that is farther than `s` (ties: the larger slot is
+    /// the farther).
+    fn link_back(&mut self, e: u32, s: u32, d: u32, layer: u8) {
+        let list = self.links(e, layer);
+        if list.contains(&s) {
+            return;
+        }
+        if let Some(free) = list.iter().position(|&x| x == NONE) {
+            self.links_mut(e, layer)[free] = s;
+            return;
+        }
+        if list.is_empty() {
+            return;
+        }
+        let members = list.to_vec();
+        let (mut dots, mut dist) = (Vec::with_capacity(members.len()), Vec::with_capacity(members.len()));
+        self.distances_from(e, &members, &mut dots, &mut dist);
+        let (at, far) = dist
+            .iter()
+            .zip(&members)
+            .map(|(&dm, &m)| (dm, m))
+            .enumerate()
+            .max_by_key(|&(_, entry)| entry)
+            .expect("a full list is not empty");
+        if (d, s) < far {
+            self.links_mut(e, layer)[at] = s;
+        }
+    }
+}
+
+/// The level (top layer) of the point in slot `slot` of a graph with
+/// parameter `m` grown from `seed`: `⌊−ln(u) / ln(m)⌋` with `u` uniform in
+/// `(0, 1]` (the paper's level distribution with `m_L = 1/ln(M)`, as
+/// `hnsw_rs` draws it), capped at `max_level`. `u` comes from the SplitMix64
+/// finaliser of `seed` and `slot`, so a slot's level depends on nothing
+/// else: the same inserts build the same graph.
+pub(crate) fn level_of(seed: u64, slot: usize, m: usize, max_level: u8) -> u8 {
+    let mut z = seed ^ (slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let u = ((z >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    let level = (-u.ln() / (m.max(2) as f64).ln()).floor();
+    if level >= f64::from(max_level) {
+        max_level
+    } else {
+        level as u8
     }
 }
 
@@ -315,7 +553,10 @@ pub(super) mod tests {
 
     /// A graph built one point at a time (deterministic), `M = m`.
     fn graph(vs: &[Vec<f32>], m: usize) -> Hnsw<'static, i8, CodeDistance> {
-        let h = Hnsw::new(m, vs.len().max(1), 16, 64, CodeDistance);
+        graph_m(vs, m, 64)
+    }
+    pub(super) fn graph_m(vs: &[Vec<f32>], m: usize, efc: usize) -> Hnsw<'static, i8, CodeDistance> {
+        let h = Hnsw::new(m, vs.len().max(1), 16, efc, CodeDistance);
         for (i, v) in vs.iter().enumerate() {
             let mut codes = vec![0i8; v.len()];
             let scale = quantize(v, &mut codes);
@@ -408,6 +649,115 @@ pub(super) mod tests {
         let vs = lcg_vectors(0x5eed, 50, dim);
         let part = View::copy(&graph(&vs, 4), dim, 4, 30);
         assert!(part.search(&vs[40], 50).iter().all(|&s| s < 30));
+    }
+
+    /// Inserts `vs` into `view` one at a time, slots from `view.slots()`,
+    /// at the levels `level_of` gives them (seed 7).
+    fn grow(view: &mut View, vs: &[Vec<f32>], m: usize, ef_c: usize) {
+        for v in vs {
+            let mut codes = vec![0i8; v.len()];
+            let scale = quantize(v, &mut codes);
+            let slot = view.slots();
+            view.insert(&codes, scale, level_of(7, slot, m, 15), ef_c);
+        }
+    }
+
+    /// Every list is within its stride, front-packed, free of duplicates
+    /// and self-links, and links only to slots that have a list on that
+    /// layer; the entry point is on the top layer.
+    fn check_structure(view: &View) {
+        assert_eq!(view.depth[view.entry as usize], view.top);
+        for slot in 0..view.slots as u32 {
+            for layer in 0..=view.depth[slot as usize] {
+                let list = view.links(slot, layer);
+                let used: Vec<u32> = list.iter().copied().take_while(|&s| s != NONE).collect();
+                assert!(list[used.len()..].iter().all(|&s| s == NONE), "slot {slot} layer {layer}: packed");
+                let mut sorted = used.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                assert_eq!(sorted.len(), used.len(), "slot {slot} layer {layer}: no duplicates");
+                for &t in &used {
+                    assert_ne!(t, slot, "self-link");
+                    assert!((t as usize) < view.slots);
+                    assert!(view.depth[t as usize] >= layer, "{slot} -> {t} on layer {layer}");
+                }
+            }
+        }
+    }
+
+    /// Recall@10 of `view.search` (ef 64) against an exact `f32` scan of
+    /// `vs`, over `queries` of them.
+    fn recall(view: &View, vs: &[Vec<f32>], queries: &[Vec<f32>]) -> f64 {
+        recall_ef(view, vs, queries, 64)
+    }
+    pub(super) fn recall_ef(view: &View, vs: &[Vec<f32>], queries: &[Vec<f32>], ef: usize) -> f64 {
+        let mut hit = 0;
+        for q in queries {
+            let mut exact: Vec<(f32, usize)> =
+                vs.iter().enumerate().map(|(i, v)| (-v.iter().zip(q).map(|(a, b)| a * b).sum::<f32>(), i)).collect();
+            exact.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let want: Vec<usize> = exact.iter().take(10).map(|&(_, i)| i).collect();
+            let got = view.search(q, ef);
+            hit += want.iter().filter(|w| got.iter().take(10).any(|g| g == *w)).count();
+        }
+        hit as f64 / (10 * queries.len()) as f64
+    }
+
+    /// A graph grown point by point from empty finds each point by its own
+    /// vector (as a graph `hnsw_rs` builds from the same points does, at
+    /// the same `M`), keeps its structure, and is deterministic.
+    #[test]
+    fn a_grown_graph_finds_every_point() {
+        let dim = 16;
+        let vs = lcg_vectors(0x5eed, 1000, dim);
+        let mut view = View::empty(dim, 8);
+        grow(&mut view, &vs, 8, 64);
+        assert_eq!(view.slots(), 1000);
+        assert!(view.top >= 2, "several levels: top {}", view.top);
+        check_structure(&view);
+        for (i, v) in vs.iter().enumerate() {
+            assert_eq!(view.search(v, 16)[0], i, "point {i}");
+        }
+        let mut again = View::empty(dim, 8);
+        grow(&mut again, &vs, 8, 64);
+        assert_eq!(again.links0, view.links0);
+        assert_eq!(again.upper, view.upper);
+        assert_eq!((again.entry, again.top), (view.entry, view.top));
+    }
+
+    /// A graph built by `hnsw_rs` and then grown here to twice its size
+    /// searches about as well as one `hnsw_rs` built whole, and a copy made
+    /// with room equals its source.
+    #[test]
+    fn growing_a_copied_graph_keeps_recall() {
+        let dim = 24;
+        let vs = lcg_vectors(0xabc, 3000, dim);
+        let queries = lcg_vectors(0xdef, 100, dim);
+        let whole = View::copy(&graph(&vs, 8), dim, 8, vs.len());
+        let mut grown = View::copy(&graph(&vs[..1500], 8), dim, 8, 1500).clone_with_room(1500);
+        let (links0, codes) = (grown.links0.clone(), grown.codes.clone());
+        assert!(grown.links0.capacity() >= links0.len() + 1500 * grown.stride0);
+        grow(&mut grown, &vs[1500..], 8, 64);
+        assert_eq!(&grown.codes[..codes.len()], codes.as_slice());
+        assert_ne!(&grown.links0[..links0.len()], links0.as_slice(), "old points link to new ones");
+        check_structure(&grown);
+        let (r_whole, r_grown) = (recall(&whole, &vs, &queries), recall(&grown, &vs, &queries));
+        println!("recall@10: hnsw_rs whole {r_whole:.3}, grown {r_grown:.3}");
+        assert!(r_grown >= 0.9 && r_grown >= r_whole - 0.03, "whole {r_whole}, grown {r_grown}");
+    }
+
+    /// Levels follow the paper's distribution: about `1/m` of slots reach
+    /// layer 1, `1/m²` layer 2; none passes the cap.
+    #[test]
+    fn levels_are_geometric() {
+        let n = 200_000;
+        let levels: Vec<u8> = (0..n).map(|s| level_of(3, s, 16, 15)).collect();
+        let share = |l: u8| levels.iter().filter(|&&x| x >= l).count() as f64 / n as f64;
+        assert!((share(1) - 1.0 / 16.0).abs() < 0.005, "{}", share(1));
+        assert!((share(2) - 1.0 / 256.0).abs() < 0.001, "{}", share(2));
+        assert!(levels.iter().all(|&l| l <= 15));
+        assert_eq!(level_of(3, 12, 16, 15), level_of(3, 12, 16, 15));
+        assert_eq!((0..64).map(|s| level_of(0, s, 2, 0)).max(), Some(0), "capped");
     }
 
     #[test]
