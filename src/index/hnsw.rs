@@ -221,7 +221,8 @@ struct Shared {
     /// Heap bytes the worker holds beyond the published view: the
     /// `hnsw_rs` graph while it builds the bulk (estimated, see
     /// [`hnsw_rs_bytes`]), then its own copy of the view while that copy
-    /// holds inserts not yet published (0 once they are).
+    /// holds inserts not yet published (its links and the code chunks it
+    /// does not share; 0 once published).
     private_bytes: AtomicUsize,
     /// Tests hold the worker back with this, to search a known tail.
     #[cfg(test)]
@@ -558,7 +559,7 @@ fn run_worker(shared: &Shared, rx: &Receiver<Job>, b: &Build) {
             shared.indexed.store(inserted, Ordering::Release);
             shared.private_bytes.store(0, Ordering::Release);
         } else if Arc::strong_count(&cur) == 1 {
-            shared.private_bytes.store(cur.memory_bytes(), Ordering::Release);
+            shared.private_bytes.store(cur.own_memory_bytes(), Ordering::Release);
         }
     }
 }

@@ -107,28 +107,30 @@ pub(crate) fn dot_i8_rows(query: &[i8], codes: &[i8], out: &mut [i32]) {
     ARCH.dispatch(Op(query, codes, out));
 }
 
-/// Integer dot products of `query` (`dim` codes) with the rows `rows` of
-/// `codes` (row-major, `dim` codes each): `out[i]` gets row `rows[i]`'s, for
-/// as many as both `rows` and `out` hold. One run-time dispatch per call, so
-/// a graph search passes a node's unvisited neighbours together.
+/// Integer dot products of `query` with the rows `rows` names, each row's
+/// codes given by `row`: `out[i]` gets row `rows[i]`'s, for as many as both
+/// `rows` and `out` hold (a row shorter than `query` counts its own length).
+/// One run-time dispatch per call, so a graph search passes a node's
+/// unvisited neighbours together.
 ///
 /// # Panics
-/// When a row lies past the end of `codes`.
-pub(crate) fn dot_i8_gather(query: &[i8], codes: &[i8], rows: &[u32], out: &mut [i32]) {
-    struct Op<'a>(&'a [i8], &'a [i8], &'a [u32], &'a mut [i32]);
-    impl pulp::WithSimd for Op<'_> {
+/// When `row` does.
+pub(crate) fn dot_i8_gather_with<'r, F>(query: &[i8], rows: &[u32], row: F, out: &mut [i32])
+where
+    F: Fn(u32) -> &'r [i8],
+{
+    struct Op<'a, F>(&'a [i8], &'a [u32], F, &'a mut [i32]);
+    impl<'r, F: Fn(u32) -> &'r [i8]> pulp::WithSimd for Op<'_, F> {
         type Output = ();
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _simd: S) {
-            let Op(q, codes, rows, out) = self;
-            let dim = q.len();
+            let Op(q, rows, row, out) = self;
             for (o, &r) in out.iter_mut().zip(rows) {
-                let at = r as usize * dim;
-                *o = dot_i8_kernel(q, &codes[at..at + dim]);
+                *o = dot_i8_kernel(q, row(r));
             }
         }
     }
-    ARCH.dispatch(Op(query, codes, rows, out));
+    ARCH.dispatch(Op(query, rows, row, out));
 }
 
 #[cfg(test)]
@@ -179,7 +181,7 @@ mod tests {
             if n > 0 {
                 assert_eq!(out[..2], [naive, dot_i8(&a, &a)]);
                 let mut gathered = [0i32; 3];
-                dot_i8_gather(&a, &rows, &[1, 0, 1], &mut gathered);
+                dot_i8_gather_with(&a, &[1, 0, 1], |r| &rows[r as usize * a.len()..][..a.len()], &mut gathered);
                 assert_eq!(gathered, [dot_i8(&a, &a), naive, dot_i8(&a, &a)]);
             }
         }
