@@ -59,11 +59,11 @@ pub struct HnswParams {
     /// clustered, k 10, default `m`, `ef_construction`, `ef_search` and
     /// `rescore_factor`; thread CPU time): the quantised scan's p50 was
     /// 318 µs at 10k and 1036 µs at 30k, the graph's 443 µs and 652 µs.
-    /// Searches on the graph's flat copy are faster (239 µs at 100k), so
-    /// the two would now cross near 10k, but a graph costs memory (≈ 2.9×
-    /// the store's bytes per vector) and its build (≈ 0.7 ms of background
-    /// wall time per vector on 2 cores at `ef_construction` 200: 100k in
-    /// 68 s), which the few tens of
+    /// Searches on the graph's flat copy are faster (176 µs at 100k), so
+    /// the two would now cross near 10k, but a graph costs memory (≈ 0.5 KB
+    /// per vector, 0.45× the store's bytes) and its build (≈ 0.2 ms of
+    /// background time per vector at `ef_construction` 200: 100k grown in
+    /// 21.7 s), which the few tens of
     /// microseconds it would save between 10k and 15k do not repay.
     /// Once built, the graph is dropped again only when the live
     /// count falls below `exact_threshold · 4/5` (hysteresis, so that
@@ -179,17 +179,19 @@ impl Distance<i8> for CodeDistance {
     }
 }
 
-/// Points the background worker takes from its queue at most at once (one
-/// parallel insertion); between two such batches it checks for
-/// cancellation. `hnsw_rs` advises about 1,000 points per thread for its
-/// parallel insertion to pay.
+/// Points the background worker takes from its queue at most at once
+/// before it considers publishing its view; also the chunk of a bulk it
+/// hands to one parallel insertion of `hnsw_rs` (checking for cancellation
+/// between chunks), as `hnsw_rs` advises about 1,000 points per thread for
+/// its parallel insertion to pay.
 const WORKER_BATCH: usize = 4096;
 
-/// Slots the `hnsw_rs` graph may run ahead of the searched [`View`] before
-/// the worker copies a new one: `view / VIEW_LAG_DIV`, kept within
-/// `VIEW_LAG_MIN..=VIEW_LAG_MAX`. A copy reads every point's links once
-/// (O(n) on the worker), and a search scores the slots past the view
-/// exactly (one `f16` row each, about 0.08 µs at 384-d), so the lag trades
+/// Slots the worker's view may run ahead of the published [`View`] before
+/// the worker publishes it: `view / VIEW_LAG_DIV`, kept within
+/// `VIEW_LAG_MIN..=VIEW_LAG_MAX`. After each publication the worker's
+/// next insert copies the view's links (O(n), see
+/// [`View::clone_with_room`]), and a search scores the slots past the
+/// published view exactly (one `f16` row each, about 0.08 µs at 384-d), so the lag trades
 /// one against the other: at 100k points a copy every ~1.6k inserts; from
 /// 131k on, every 2,048, so that the inserted-but-not-copied part of the
 /// tail is under 2,048 rows (≈ 0.16 ms of scoring) after each batch, at any
@@ -199,11 +201,11 @@ const VIEW_LAG_MIN: usize = 256;
 const VIEW_LAG_MAX: usize = 2048;
 const VIEW_LAG_DIV: usize = 64;
 
-/// What the background worker and the readers share: the `hnsw_rs` graph,
-/// its current searchable copy, and how far the worker has got.
+/// What the background worker and the readers share: the published view,
+/// and how far the worker has got.
 struct Shared {
-    /// Slots `0..inserted` are in the worker's graph (it inserts whole
-    /// batches of consecutive slots).
+    /// Slots `0..inserted` are in the worker's graph (it inserts
+    /// consecutive slots: a bulk chunk by chunk, later points one by one).
     inserted: AtomicUsize,
     /// The copy searches run on, of slots `0..indexed`.
     view: parking_lot::RwLock<Option<Arc<View>>>,
@@ -216,7 +218,8 @@ struct Shared {
     /// next batch.
     cancelled: AtomicBool,
     /// Set when the worker stopped for good (cancelled, or a panic inside
-    /// `hnsw_rs`); a graph whose worker failed is never used for search.
+    /// `hnsw_rs` or [`View::insert`]); a graph whose worker failed is never
+    /// used for search.
     stopped: AtomicBool,
     /// Heap bytes the worker holds beyond the published view: the
     /// `hnsw_rs` graph while it builds the bulk (estimated, see
@@ -267,12 +270,12 @@ pub(crate) struct Graph {
 
 impl Graph {
     /// A graph over `points` (memory id and [`point`] encoding, inserted as
-    /// slots `0..len` in the given order), sized for about `expected`
-    /// points (`hnsw_rs` only uses the hint to pre-allocate its per-layer
-    /// tables; they grow past it). Returns at once: a worker thread inserts
-    /// the points, in parallel on `rayon`'s pool when
-    /// [`HnswParams::parallel_build`] is set, else one at a time in slot
-    /// order (then the graph depends only on the sequence of calls).
+    /// slots `0..len` in the given order), its slot tables sized for about
+    /// `expected` points (they grow past it). Returns at once: a worker
+    /// thread builds the points with `hnsw_rs`, in parallel on `rayon`'s
+    /// pool when [`HnswParams::parallel_build`] is set, else one at a time
+    /// in slot order (then the graph depends only on the sequence of
+    /// calls).
     ///
     /// # Errors
     /// The I/O error of the operating system when it refuses a thread.
@@ -375,7 +378,8 @@ impl Graph {
         !self.shared.stopped.load(Ordering::Acquire) && self.shared.indexed.load(Ordering::Acquire) >= self.bulk
     }
 
-    /// Whether the worker has stopped for good (a panic inside `hnsw_rs`).
+    /// Whether the worker has stopped for good (a panic inside `hnsw_rs` or
+    /// [`View::insert`]).
     pub fn failed(&self) -> bool {
         self.shared.stopped.load(Ordering::Acquire)
     }
@@ -609,6 +613,8 @@ fn insert_each(shared: &Shared, b: &Build, cur: &mut Arc<View>, start: usize, po
         *cur = Arc::new(cur.clone_with_room(room));
     }
     let view = Arc::get_mut(cur).expect("the worker's own copy");
+    view.reserve(points.len());
+    shared.private_bytes.store(view.own_memory_bytes(), Ordering::Release);
     debug_assert_eq!(view.slots(), start, "the view holds every slot before the job");
     for (i, p) in points.iter().enumerate() {
         if i % CANCEL_EVERY == 0 && shared.cancelled.load(Ordering::Acquire) {

@@ -425,7 +425,7 @@ impl VectorIndex {
         ids.sort_unstable();
         let points: Vec<(u64, Vec<i8>)> =
             ids.into_iter().filter_map(|id| self.store.codes(id).map(|(c, s)| (id, hnsw::point(c, s)))).collect();
-        // Room for 50 % growth before the layer tables reallocate.
+        // Room for 50 % growth before the graph's slot tables reallocate.
         let expected = points.len() + points.len() / 2;
         self.graph = Graph::build(self.dim, &self.params, points, expected).ok();
     }

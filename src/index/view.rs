@@ -455,6 +455,16 @@ impl View {
         }
     }
 
+    /// Makes room for `extra` more slots (their codes' chunks excepted,
+    /// which are allocated whole), allocating no more than that, so that a
+    /// burst of inserts does not double the tables' capacity.
+    pub fn reserve(&mut self, extra: usize) {
+        self.scales.reserve_exact(extra);
+        self.links0.reserve_exact(extra * self.stride0);
+        self.upper_at.reserve_exact(extra);
+        self.depth.reserve_exact(extra);
+    }
+
     fn links_mut(&mut self, slot: u32, layer: u8) -> &mut [u32] {
         if layer == 0 {
             let at = slot as usize * self.stride0;
