@@ -14,7 +14,15 @@
 //! lock on that directory): a second one waits, then finds the store the
 //! first made and writes to it like any other. A server or library user
 //! that creates the same store in place at that moment makes the rename
-//! fail; the error then says where this command's writes are.
+//! fail; the build directory is then renamed `.NAME.mnemon-unmoved-…` and
+//! the error says where this command's writes are.
+//!
+//! A command killed before its move (`kill -9`, a power loss) leaves its
+//! build directory, `.NAME.mnemon-new-…`, which holds writes it never
+//! acknowledged. The next command that creates the store removes every
+//! such directory while it holds the turn (a live creator holds the turn
+//! until it is done, so none of them is in use), so that text nobody was
+//! told is stored does not linger beside the store.
 
 use std::path::{Path, PathBuf};
 
@@ -92,19 +100,23 @@ impl Fresh {
             let turn = std::fs::File::open(&parent).map_err(|e| io_error(&parent, &e))?;
             // Best effort: a file system without directory locks (some
             // network mounts) goes without turns.
-            let _ = turn.lock();
+            let locked = turn.lock().is_ok();
             // A creator refused meanwhile may have removed the directory it
             // made; a handle to the removed one orders nothing.
             if same_dir(&turn, &parent) {
-                break turn;
+                break (turn, locked);
             }
         };
+        let (turn, locked) = turn;
         // Another command may have made the store while this one waited.
         if !absent(&target) {
             return Ok(None);
         }
+        if locked {
+            remove_abandoned(&parent, &name.to_string_lossy());
+        }
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let tmp = parent.join(format!(".{}.mnemon-new-{}-{nanos:09}", name.to_string_lossy(), std::process::id()));
+        let tmp = parent.join(format!("{}{}-{nanos:09}", building_prefix(&name.to_string_lossy()), std::process::id()));
         let fresh = Fresh { tmp, target, made, turn, committed: false };
         // Created here, exclusively: the engine then opens an empty directory.
         std::fs::create_dir(&fresh.tmp).map_err(|e| io_error(&fresh.tmp, &e))?;
@@ -123,10 +135,20 @@ impl Fresh {
     /// # Errors
     /// `io` when the move fails (a server created a store at the target in
     /// the meantime, say); the message names where this command's writes
-    /// are. The build directory is then kept.
+    /// are. The build directory is then kept, renamed out of the pattern
+    /// that later creators remove (kept under its own name if that rename
+    /// fails too).
     pub fn commit(mut self) -> Result<(), ApiError> {
         if let Err(e) = std::fs::rename(&self.tmp, &self.target) {
             self.committed = true; // keep the writes where they are
+            if let Some(name) =
+                self.tmp.file_name().map(|n| n.to_string_lossy().replacen(".mnemon-new-", ".mnemon-unmoved-", 1))
+            {
+                let kept = self.tmp.with_file_name(name);
+                if std::fs::rename(&self.tmp, &kept).is_ok() {
+                    self.tmp = kept;
+                }
+            }
             return Err(ApiError::new(
                 ErrorCode::Io,
                 format!(
@@ -171,6 +193,27 @@ impl Drop for Fresh {
         let _ = std::fs::remove_dir_all(&self.tmp);
         for d in self.made.iter().rev() {
             let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// The start of the name of a build directory of the store `name`.
+fn building_prefix(name: &str) -> String {
+    format!(".{name}.mnemon-new-")
+}
+
+/// Removes the build directories of the store `name` in `parent` that
+/// killed commands left (see the module docs). Called with the turn held.
+/// Best effort: what cannot be read or removed stays.
+fn remove_abandoned(parent: &Path, name: &str) {
+    let prefix = building_prefix(name);
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
