@@ -503,18 +503,53 @@ pub fn open_engine(cli: &Cli) -> Result<Engine> {
 }
 
 pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
-    open_store(dir, &cli.embedder, &models_dir(cli), &cli.phone_region_codes().map(str::to_owned).collect::<Vec<_>>())
+    open_engine_for(cli, dir, Graphs::Build)
+}
+
+/// [`open_engine_at`], saying whether the process builds HNSW graphs.
+fn open_engine_for(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> Result<Engine> {
+    let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    open_store(dir, &cli.embedder, &models_dir(cli), &regions, graphs)
+}
+
+/// Whether a process that opens a store builds HNSW graphs for its large
+/// namespaces.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Graphs {
+    /// The engine's default: a namespace of 15k vectors or more gets a
+    /// graph, built in the background. For processes that live long
+    /// enough to use it: `serve`, `mcp`, `import` (whose near-duplicate
+    /// checks search the namespace it fills), `demo`, `restore`.
+    Build,
+    /// Every namespace is searched by the quantised scan. For a command
+    /// that answers one call and exits: a graph of a large namespace takes
+    /// seconds to build on both cores, so it would never serve a search,
+    /// and building it slowed the call (a `recall` on a 100k-memory store
+    /// took 1.09–1.20 s and 430 MB without this, 0.84–0.91 s and 372 MB
+    /// with it; a scan of 100k vectors takes about 1.6 ms).
+    Scan,
 }
 
 /// Opens the store at `dir` with embedder choice `embedder` (models under
-/// `models`) and default phone regions `regions`, reporting progress and model changes on standard error.
-fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, regions: &[String]) -> Result<Engine> {
+/// `models`) and default phone regions `regions`, building HNSW graphs as
+/// `graphs` says, reporting progress and model changes on standard error.
+fn open_store(
+    dir: &std::path::Path,
+    embedder: &str,
+    models: &std::path::Path,
+    regions: &[String],
+    graphs: Graphs,
+) -> Result<Engine> {
     // `auto` keeps the model an existing store was built with, and refuses
     // when that model is not installed (see `load_embedder_for`).
     let choice: EmbedderChoice = embedder.parse()?;
     let recorded = Engine::recorded_model(dir)?;
     let e = embed::load_embedder_for(choice, models, recorded.as_deref())?;
-    let engine = Engine::builder(dir)
+    let mut builder = Engine::builder(dir);
+    if graphs == Graphs::Scan {
+        builder = builder.hnsw(mnemon::index::HnswParams { exact_threshold: usize::MAX, ..Default::default() });
+    }
+    let engine = builder
         .embedder(e)
         .phone_regions(regions.iter().map(String::as_str))
         .on_progress(Arc::new(|p: &mnemon::Progress| {
@@ -543,15 +578,15 @@ fn open_store(dir: &std::path::Path, embedder: &str, models: &std::path::Path, r
 /// or to take it over from a holder that went away).
 #[cfg(all(feature = "mcp", unix))]
 pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
-    opener_at(cli, &cli.data)
+    opener_at(cli, &cli.data, Graphs::Build)
 }
 
-/// [`opener`] for the store in `dir`.
+/// [`opener`] for the store in `dir`, building graphs as `graphs` says.
 #[cfg(all(feature = "mcp", unix))]
-pub fn opener_at(cli: &Cli, dir: &std::path::Path) -> mnemon::mcp::Opener {
+pub fn opener_at(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> mnemon::mcp::Opener {
     let (data, embedder, models) = (dir.to_path_buf(), cli.embedder.clone(), models_dir(cli));
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
-    Box::new(move || open_store(&data, &embedder, &models, &regions))
+    Box::new(move || open_store(&data, &embedder, &models, &regions, graphs))
 }
 
 fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
@@ -873,7 +908,8 @@ fn surface_at<T>(
 ) -> Result<T, ApiError> {
     #[cfg(all(feature = "mcp", unix))]
     {
-        let backend = mnemon::mcp::Backend::open(dir, api::Limits::default(), opener_at(cli, dir))?;
+        // One call, then exit: no graph (see `Graphs::Scan`).
+        let backend = mnemon::mcp::Backend::open(dir, api::Limits::default(), opener_at(cli, dir, Graphs::Scan))?;
         let run = |req: Request| {
             let op = req.op();
             Response::from_op_value(op, backend.call(req)?)
@@ -886,7 +922,7 @@ fn surface_at<T>(
     }
     #[cfg(not(all(feature = "mcp", unix)))]
     {
-        let engine = open_engine_at(cli, dir)?;
+        let engine = open_engine_for(cli, dir, Graphs::Scan)?;
         let r = f(&|req| api::execute(&engine, req));
         let closed = engine.close();
         let v = r?;
