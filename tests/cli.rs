@@ -1181,23 +1181,55 @@ fn hidden_names(dir: &Path) -> Vec<String> {
 
 /// A command killed while it built a new store leaves a hidden build
 /// directory holding writes it never acknowledged; the next command that
-/// creates the store removes it (and only build directories of that
-/// store: a store's directory kept after a failed move, or another
-/// store's, stay). Then the same under real `kill -9`, at several moments
-/// of a first write.
+/// creates the store removes it: one this host made, at once when its
+/// process is gone (real `kill -9` at several moments of a first write);
+/// one from elsewhere (another host, or a name without a host) once it has
+/// been left unchanged for a day. A directory that may be in use
+/// elsewhere, one kept after a failed move, and other stores' build
+/// directories stay.
 #[test]
 fn a_killed_first_write_leaves_no_build_directory() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
-    let abandoned = dir.path().join(".store.mnemon-new-4242-000000001");
-    std::fs::create_dir(&abandoned).unwrap();
-    std::fs::write(abandoned.join("conf"), "My passport number is X1234567").unwrap();
-    for kept in [".store.mnemon-unmoved-4242-000000002", ".other.mnemon-new-4242-000000003"] {
-        std::fs::create_dir(dir.path().join(kept)).unwrap();
+    let old = dir.path().join(".store.mnemon-new-4242-000000001");
+    std::fs::create_dir(&old).unwrap();
+    std::fs::write(old.join("conf"), "My passport number is X1234567").unwrap();
+    let kept_old = dir.path().join(".store.mnemon-new-0000beef-4242-000000005");
+    std::fs::create_dir(&kept_old).unwrap();
+    std::fs::write(kept_old.join("NOT-MOVED"), "kept").unwrap();
+    for d in [&old, &kept_old] {
+        let ok = Command::new("touch").args(["-d", "2 days ago"]).arg(d).status().unwrap().success();
+        assert!(ok);
+    }
+    // This host's tag, as the CLI computes it (FNV-1a 32 of the host name).
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let tag = host.trim().bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let dead = format!(".store.mnemon-new-{tag:08x}-{gone_pid}-000000006");
+    let alive = format!(".store.mnemon-new-{tag:08x}-{}-000000007", std::process::id());
+    std::fs::create_dir(dir.path().join(&dead)).unwrap();
+    std::fs::write(dir.path().join(&dead).join("conf"), "My passport number is X1234567").unwrap();
+    std::fs::create_dir(dir.path().join(&alive)).unwrap();
+    for other in [
+        ".store.mnemon-unmoved-4242-000000002",
+        ".other.mnemon-new-4242-000000003",
+        ".store.mnemon-new-0000beef-4242-000000004",
+    ] {
+        std::fs::create_dir(dir.path().join(other)).unwrap();
     }
     let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "Likes green tea"]);
     assert!(ok, "{err}");
-    assert_eq!(hidden_names(dir.path()), [".other.mnemon-new-4242-000000003", ".store.mnemon-unmoved-4242-000000002"]);
+    let mut want = vec![
+        ".other.mnemon-new-4242-000000003".to_string(),
+        ".store.mnemon-new-0000beef-4242-000000004".to_string(),
+        ".store.mnemon-new-0000beef-4242-000000005".to_string(),
+        alive,
+        ".store.mnemon-unmoved-4242-000000002".to_string(),
+    ];
+    want.sort();
+    assert_eq!(hidden_names(dir.path()), want);
     let (ok, out, err) = mnemon(&data, &["list", "--ns", "u1"]);
     assert!(ok && out.contains("Likes green tea"), "{out}{err}");
 

@@ -507,7 +507,7 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
 }
 
 /// [`open_engine_at`], saying whether the process builds HNSW graphs.
-fn open_engine_for(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> Result<Engine> {
+pub fn open_engine_for(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> Result<Engine> {
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
     open_store(dir, &cli.embedder, &models_dir(cli), &regions, graphs)
 }
@@ -519,10 +519,11 @@ pub enum Graphs {
     /// The engine's default: a namespace of 15k vectors or more gets a
     /// graph, built in the background. For processes that live long
     /// enough to use it: `serve`, `mcp`, `import` (whose near-duplicate
-    /// checks search the namespace it fills), `demo`, `restore`.
+    /// checks search the namespace it fills), `demo`.
     Build,
     /// Every namespace is searched by the quantised scan. For a command
-    /// that answers one call and exits: a graph of a large namespace takes
+    /// that answers one call (or pages through one listing) and exits, and
+    /// for `restore`, which opens the store only to compare digests: a graph of a large namespace takes
     /// seconds to build on both cores, so it would never serve a search,
     /// and building it slowed the call (a `recall` on a 100k-memory store
     /// took 1.09–1.20 s and 430 MB without this, 0.84–0.91 s and 372 MB
@@ -882,6 +883,13 @@ pub fn run_one(cli: &Cli, req: Request) -> Result<Response, ApiError> {
     with_surface(cli, |run| run(req))
 }
 
+/// [`run_one`] for a call that searches a namespace many times (an
+/// import's near-duplicate checks): a process that opens the store for it
+/// builds HNSW graphs (see [`Graphs`]).
+pub fn run_one_building(cli: &Cli, req: Request) -> Result<Response, ApiError> {
+    surface_at(cli, &cli.data, Graphs::Build, |run| run(req))
+}
+
 /// Runs requests on the store: opened here, or, when a server already
 /// holds it, on that server through the store's socket. Closes the store
 /// after `f` (reporting a failed final flush even when `f` succeeded).
@@ -890,7 +898,7 @@ fn with_surface<T>(
     f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
     crate::fresh::Fresh::run(&cli.data, |dir, fresh| {
-        surface_at(cli, dir, |run| {
+        surface_at(cli, dir, Graphs::Scan, |run| {
             let v = f(run)?;
             // A store this command created is kept only if it holds an event.
             let wrote =
@@ -900,16 +908,17 @@ fn with_surface<T>(
     })
 }
 
-/// [`with_surface`] on the store in `dir`.
+/// [`with_surface`] on the store in `dir`; a store opened here builds HNSW
+/// graphs as `graphs` says (a one-shot call: [`Graphs::Scan`]).
 fn surface_at<T>(
     cli: &Cli,
     dir: &std::path::Path,
+    graphs: Graphs,
     f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
     #[cfg(all(feature = "mcp", unix))]
     {
-        // One call, then exit: no graph (see `Graphs::Scan`).
-        let backend = mnemon::mcp::Backend::open(dir, api::Limits::default(), opener_at(cli, dir, Graphs::Scan))?;
+        let backend = mnemon::mcp::Backend::open(dir, api::Limits::default(), opener_at(cli, dir, graphs))?;
         let run = |req: Request| {
             let op = req.op();
             Response::from_op_value(op, backend.call(req)?)
@@ -922,7 +931,7 @@ fn surface_at<T>(
     }
     #[cfg(not(all(feature = "mcp", unix)))]
     {
-        let engine = open_engine_for(cli, dir, Graphs::Scan)?;
+        let engine = open_engine_for(cli, dir, graphs)?;
         let r = f(&|req| api::execute(&engine, req));
         let closed = engine.close();
         let v = r?;

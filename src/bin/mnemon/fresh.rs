@@ -18,11 +18,16 @@
 //! the error says where this command's writes are.
 //!
 //! A command killed before its move (`kill -9`, a power loss) leaves its
-//! build directory, `.NAME.mnemon-new-…`, which holds writes it never
-//! acknowledged. The next command that creates the store removes every
-//! such directory while it holds the turn (a live creator holds the turn
-//! until it is done, so none of them is in use), so that text nobody was
-//! told is stored does not linger beside the store.
+//! build directory, `.NAME.mnemon-new-HOST-PID-NANOS`, which holds writes
+//! it never acknowledged. The next command that creates the store removes
+//! it while it holds the turn, so that text nobody was told is stored does
+//! not linger beside the store: at once when the directory was made on this
+//! host (`HOST`, a hash of the host name) by a process that is gone (Linux:
+//! no `/proc/PID`), else once nothing in it has changed for a day. A turn
+//! alone does not prove a directory unused (locks on some network and
+//! shared file systems do not reach other machines), hence the process and
+//! age checks. A directory holding a `NOT-MOVED` file (a failed move, see
+//! [`Fresh::commit`]) is never removed.
 
 use std::path::{Path, PathBuf};
 
@@ -116,7 +121,12 @@ impl Fresh {
             remove_abandoned(&parent, &name.to_string_lossy());
         }
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        let tmp = parent.join(format!("{}{}-{nanos:09}", building_prefix(&name.to_string_lossy()), std::process::id()));
+        let tmp = parent.join(format!(
+            "{}{:08x}-{}-{nanos:09}",
+            building_prefix(&name.to_string_lossy()),
+            host_tag(),
+            std::process::id()
+        ));
         let fresh = Fresh { tmp, target, made, turn, committed: false };
         // Created here, exclusively: the engine then opens an empty directory.
         std::fs::create_dir(&fresh.tmp).map_err(|e| io_error(&fresh.tmp, &e))?;
@@ -141,10 +151,14 @@ impl Fresh {
     pub fn commit(mut self) -> Result<(), ApiError> {
         if let Err(e) = std::fs::rename(&self.tmp, &self.target) {
             self.committed = true; // keep the writes where they are
-            if let Some(name) =
-                self.tmp.file_name().map(|n| n.to_string_lossy().replacen(".mnemon-new-", ".mnemon-unmoved-", 1))
-            {
-                let kept = self.tmp.with_file_name(name);
+            let _ = std::fs::write(
+                self.tmp.join(NOT_MOVED),
+                "this store could not be moved into place; see the error of the command that wrote it\n",
+            );
+            let target_name = self.target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let own = self.tmp.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            if let Some(rest) = own.strip_prefix(&building_prefix(&target_name)) {
+                let kept = self.tmp.with_file_name(format!(".{target_name}.mnemon-unmoved-{rest}"));
                 if std::fs::rename(&self.tmp, &kept).is_ok() {
                     self.tmp = kept;
                 }
@@ -202,17 +216,72 @@ fn building_prefix(name: &str) -> String {
     format!(".{name}.mnemon-new-")
 }
 
+/// The file that marks a build directory kept after a failed move.
+const NOT_MOVED: &str = "NOT-MOVED";
+
+/// How long a build directory from another host (or from a version that
+/// did not name its host) must have been left unchanged before a creator
+/// removes it: far longer than any one command runs.
+const FOREIGN_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// FNV-1a (32-bit) of this machine's host name (Linux: the kernel's; else
+/// `/etc/hostname`; empty when neither can be read).
+fn host_tag() -> u32 {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .unwrap_or_default();
+    name.trim().bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// Whether process `pid` of this host may still be running: false only
+/// when Linux's `/proc` says it is gone (elsewhere, always true).
+fn may_run(pid: u32) -> bool {
+    if cfg!(target_os = "linux") && Path::new("/proc/self").exists() {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
+/// The host tag and process id in a build directory's name after its
+/// prefix (`HOST-PID-NANOS`: 8 hex digits, digits, 9 digits); `None` for
+/// any other shape (a version that wrote `PID-NANOS` included).
+fn parse_building(rest: &str) -> Option<(u32, u32)> {
+    let mut parts = rest.split('-');
+    let (host, pid, nanos) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if parts.next().is_some() || host.len() != 8 || !digits(pid) || nanos.len() != 9 || !digits(nanos) {
+        return None;
+    }
+    Some((u32::from_str_radix(host, 16).ok()?, pid.parse().ok()?))
+}
+
 /// Removes the build directories of the store `name` in `parent` that
-/// killed commands left (see the module docs). Called with the turn held.
-/// Best effort: what cannot be read or removed stays.
+/// killed commands left (see the module docs for which). Called with the
+/// turn held. Best effort: what cannot be read or removed stays.
 fn remove_abandoned(parent: &Path, name: &str) {
     let prefix = building_prefix(name);
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
+    let here = host_tag();
     for entry in entries.flatten() {
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && entry.file_name().to_string_lossy().starts_with(&prefix) {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        // Not a symlink (the type is not followed), not a kept directory.
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) || entry.path().join(NOT_MOVED).exists() {
+            continue;
+        }
+        let abandoned = match parse_building(rest) {
+            Some((host, pid)) if host == here => !may_run(pid),
+            _ => {
+                let modified = entry.metadata().and_then(|m| m.modified()).ok();
+                modified.and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= FOREIGN_AGE)
+            }
+        };
+        if abandoned {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

@@ -118,7 +118,7 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
                 dry_run: a.dry_run,
                 batch: Some(a.batch),
             });
-            match crate::commands::run_one(cli, req)? {
+            match crate::commands::run_one_building(cli, req)? {
                 Response::Import(s) => s,
                 _ => return Err(ApiError::new(api::ErrorCode::Internal, "import answered with another response")),
             }
@@ -185,7 +185,7 @@ pub fn request(cmd: &crate::Cmd) -> Result<Option<Request>, ApiError> {
 /// it with the recorded model (or `--embedder`), compares digests.
 pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
     let mut report = mnemon::restore(&a.from, &a.into)?;
-    let engine = crate::commands::open_engine_at(cli, &a.into)?;
+    let engine = crate::commands::open_engine_for(cli, &a.into, crate::commands::Graphs::Scan)?;
     let ok = report.verify(&engine);
     engine.close()?;
     if cli.json {
