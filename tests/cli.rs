@@ -1201,9 +1201,10 @@ fn a_killed_first_write_leaves_no_build_directory() {
         let ok = Command::new("touch").args(["-d", "2 days ago"]).arg(d).status().unwrap().success();
         assert!(ok);
     }
-    // This host's tag, as the CLI computes it (FNV-1a 32 of the host name).
+    // This host's tag, as the CLI computes it (low 32 bits of FNV-1a 64 of
+    // the host name).
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let tag = host.trim().bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    let tag = mnemon::fnv1a64(host.trim().as_bytes()) as u32;
     let mut gone = Command::new("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();

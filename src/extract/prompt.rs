@@ -69,17 +69,6 @@ fn quoted(s: &str) -> String {
     serde_json::to_string(&clip(s)).unwrap_or_else(|_| "\"\"".to_string())
 }
 
-fn truncate_bytes(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 impl Engine {
     /// A ready-to-send prompt asking an LLM to extract memories from session
     /// `session` of `ns`: the session's observations (the latest 200, with
@@ -115,7 +104,7 @@ impl Engine {
         }
         let obs = &obs[obs.len().saturating_sub(MAX_PROMPT_OBSERVATIONS)..];
         let text: String = obs.iter().map(|o| o.text.as_str()).collect::<Vec<_>>().join("\n");
-        let query = truncate_bytes(&text, self.config().max_content_bytes.min(8192));
+        let query = crate::safety::text::truncate_bytes(&text, self.config().max_content_bytes.min(8192));
         let opts = RecallOptions { top_k: RELATED_MEMORIES, record_access: false, ..RecallOptions::default() };
         let related = if query.trim().is_empty() { Vec::new() } else { self.recall(ns, query, &opts)? };
         let fits = |n_obs: usize, n_rel: usize| {

@@ -189,6 +189,16 @@ impl Visited {
 /// order as the distance does for non-negative floats.
 type Entry = (u32, u32);
 
+/// Buffers one search or insertion reuses across its layers and nodes: the
+/// slots to score (`batch`), their integer dot products and their
+/// distances.
+#[derive(Default)]
+struct Scratch {
+    batch: Vec<u32>,
+    dots: Vec<i32>,
+    dist: Vec<u32>,
+}
+
 impl View {
     /// Copies the graph's points `0..slots` (data ids, as the owning graph
     /// inserts them) and their links, in one pass over the graph. `m` is the
@@ -318,26 +328,23 @@ impl View {
     }
 
     /// Estimated distance (as ordered bits) from the query to one slot.
-    fn distance_to(&self, q: &[i8], qs: f32, slot: u32, dots: &mut Vec<i32>, dist: &mut Vec<u32>) -> u32 {
-        self.distances(q, qs, &[slot], dots, dist);
-        dist[0]
+    fn distance_to(&self, q: &[i8], qs: f32, slot: u32, sc: &mut Scratch) -> u32 {
+        self.distances(q, qs, &[slot], &mut sc.dots, &mut sc.dist);
+        sc.dist[0]
     }
 
     /// Greedy descent (a candidate list of one) from `start` through the
     /// layers `from` down to `to` (both included; none when `from < to`):
     /// on each layer, move to the nearest neighbour while it is nearer.
-    fn descend(&self, q: &[i8], qs: f32, start: Entry, from: u8, to: u8) -> Entry {
+    fn descend(&self, q: &[i8], qs: f32, start: Entry, from: u8, to: u8, sc: &mut Scratch) -> Entry {
         let (mut d_ep, mut ep) = start;
-        let mut dots = Vec::with_capacity(self.stride_up);
-        let mut dist = Vec::with_capacity(self.stride_up);
-        let mut batch: Vec<u32> = Vec::with_capacity(self.stride_up);
         for layer in (to.max(1)..=from).rev() {
             loop {
-                batch.clear();
-                batch.extend(self.links(ep, layer).iter().copied().filter(|&s| s != NONE));
-                self.distances(q, qs, &batch, &mut dots, &mut dist);
+                sc.batch.clear();
+                sc.batch.extend(self.links(ep, layer).iter().copied().filter(|&s| s != NONE));
+                self.distances(q, qs, &sc.batch, &mut sc.dots, &mut sc.dist);
                 let mut moved = false;
-                for (&s, &d) in batch.iter().zip(&dist) {
+                for (&s, &d) in sc.batch.iter().zip(&sc.dist) {
                     if (d, s) < (d_ep, ep) {
                         (d_ep, ep, moved) = (d, s, true);
                     }
@@ -354,11 +361,7 @@ impl View {
     /// SEARCH-LAYER): up to `ef` `(distance bits, slot)` pairs, nearest
     /// first (ties: smaller slot first). Every slot reached must have a list
     /// on `layer` (true of any slot linked there).
-    fn beam(&self, q: &[i8], qs: f32, start: Entry, ef: usize, layer: u8) -> Vec<Entry> {
-        let stride = if layer == 0 { self.stride0 } else { self.stride_up };
-        let mut dots = Vec::with_capacity(stride);
-        let mut dist = Vec::with_capacity(stride);
-        let mut batch: Vec<u32> = Vec::with_capacity(stride);
+    fn beam(&self, q: &[i8], qs: f32, start: Entry, ef: usize, layer: u8, sc: &mut Scratch) -> Vec<Entry> {
         VISITED.with(|v| {
             let mut visited = v.borrow_mut();
             visited.begin(self.slots);
@@ -371,14 +374,14 @@ impl View {
                 if best.len() >= ef && best.peek().is_some_and(|&(worst, _)| d > worst) {
                     break;
                 }
-                batch.clear();
+                sc.batch.clear();
                 for &s in self.links(c, layer) {
                     if s != NONE && visited.first_visit(s) {
-                        batch.push(s);
+                        sc.batch.push(s);
                     }
                 }
-                self.distances(q, qs, &batch, &mut dots, &mut dist);
-                for (&s, &d) in batch.iter().zip(&dist) {
+                self.distances(q, qs, &sc.batch, &mut sc.dots, &mut sc.dist);
+                for (&s, &d) in sc.batch.iter().zip(&sc.dist) {
                     if best.len() < ef || best.peek().is_some_and(|&worst| (d, s) < worst) {
                         candidates.push(Reverse((d, s)));
                         best.push((d, s));
@@ -400,10 +403,10 @@ impl View {
         }
         let mut q = vec![0i8; self.dim];
         let qs = quantize(&query[..self.dim.min(query.len())], &mut q[..self.dim.min(query.len())]);
-        let (mut dots, mut dist) = (Vec::new(), Vec::new());
-        let d_ep = self.distance_to(&q, qs, self.entry, &mut dots, &mut dist);
-        let start = self.descend(&q, qs, (d_ep, self.entry), self.top, 1);
-        self.beam(&q, qs, start, ef, 0).into_iter().map(|(_, s)| s as usize).collect()
+        let mut sc = Scratch::default();
+        let d_ep = self.distance_to(&q, qs, self.entry, &mut sc);
+        let start = self.descend(&q, qs, (d_ep, self.entry), self.top, 1, &mut sc);
+        self.beam(&q, qs, start, ef, 0, &mut sc).into_iter().map(|(_, s)| s as usize).collect()
     }
 
     /// An empty view of `dim`-component points for a graph of parameter
@@ -516,18 +519,18 @@ impl View {
             return s;
         }
         let q: Vec<i8> = self.codes.row(s as usize).to_vec();
-        let (mut dots, mut dist) = (Vec::new(), Vec::new());
-        let d_ep = self.distance_to(&q, scale, self.entry, &mut dots, &mut dist);
-        let mut start = self.descend(&q, scale, (d_ep, self.entry), self.top, level.saturating_add(1));
+        let mut sc = Scratch::default();
+        let d_ep = self.distance_to(&q, scale, self.entry, &mut sc);
+        let mut start = self.descend(&q, scale, (d_ep, self.entry), self.top, level.saturating_add(1), &mut sc);
         for layer in (0..=level.min(self.top)).rev() {
-            let found = self.beam(&q, scale, start, ef_construction.max(1), layer);
+            let found = self.beam(&q, scale, start, ef_construction.max(1), layer, &mut sc);
             let cap = if layer == 0 { self.stride0 } else { self.stride_up };
-            let chosen = self.select(&found, cap);
+            let chosen = self.select(&found, cap, &mut sc);
             for (o, &(_, e)) in self.links_mut(s, layer).iter_mut().zip(&chosen) {
                 *o = e;
             }
             for &(d, e) in &chosen {
-                self.link_back(e, s, d, layer);
+                self.link_back(e, s, d, layer, &mut sc);
             }
             if let Some(&nearest) = found.first() {
                 start = nearest;
@@ -549,21 +552,20 @@ impl View {
     /// first), the candidates nearer to the new point than to every
     /// candidate kept before them, at most `cap`; all of `found` when it
     /// holds at most `cap`.
-    fn select(&self, found: &[Entry], cap: usize) -> Vec<Entry> {
+    fn select(&self, found: &[Entry], cap: usize, sc: &mut Scratch) -> Vec<Entry> {
         if found.len() <= cap {
             return found.to_vec();
         }
         let mut kept: Vec<Entry> = Vec::with_capacity(cap);
-        let mut kept_slots: Vec<u32> = Vec::with_capacity(cap);
-        let (mut dots, mut dist) = (Vec::with_capacity(cap), Vec::with_capacity(cap));
+        sc.batch.clear(); // the slots kept
         for &(d, c) in found {
             if kept.len() >= cap {
                 break;
             }
-            self.distances_from(c, &kept_slots, &mut dots, &mut dist);
-            if dist.iter().all(|&to_kept| to_kept > d) {
+            self.distances_from(c, &sc.batch, &mut sc.dots, &mut sc.dist);
+            if sc.dist.iter().all(|&to_kept| to_kept > d) {
                 kept.push((d, c));
-                kept_slots.push(c);
+                sc.batch.push(c);
             }
         }
         kept
@@ -573,7 +575,7 @@ impl View {
     /// into a free place, or, when the list is full, in place of its
     /// farthest link if that is farther than `s` (ties: the larger slot is
     /// the farther).
-    fn link_back(&mut self, e: u32, s: u32, d: u32, layer: u8) {
+    fn link_back(&mut self, e: u32, s: u32, d: u32, layer: u8, sc: &mut Scratch) {
         let list = self.links(e, layer);
         if list.contains(&s) {
             return;
@@ -585,12 +587,13 @@ impl View {
         if list.is_empty() {
             return;
         }
-        let members = list.to_vec();
-        let (mut dots, mut dist) = (Vec::with_capacity(members.len()), Vec::with_capacity(members.len()));
-        self.distances_from(e, &members, &mut dots, &mut dist);
-        let (at, far) = dist
+        sc.batch.clear();
+        sc.batch.extend_from_slice(list);
+        self.distances_from(e, &sc.batch, &mut sc.dots, &mut sc.dist);
+        let (at, far) = sc
+            .dist
             .iter()
-            .zip(&members)
+            .zip(&sc.batch)
             .map(|(&dm, &m)| (dm, m))
             .enumerate()
             .max_by_key(|&(_, entry)| entry)

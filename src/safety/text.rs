@@ -228,6 +228,19 @@ pub fn is_line_break_or_space(c: char) -> bool {
     c.is_control() || c.is_whitespace() || matches!(c, '\u{2028}' | '\u{2029}')
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends on a
+/// character boundary (all of `s` when it fits).
+pub(crate) fn truncate_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

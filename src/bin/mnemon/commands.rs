@@ -497,11 +497,6 @@ pub fn load_embedder(cli: &Cli) -> Result<Arc<dyn embed::Embedder>> {
     embed::load_embedder(choice, &models_dir(cli))
 }
 
-#[cfg(not(all(feature = "mcp", unix)))]
-pub fn open_engine(cli: &Cli) -> Result<Engine> {
-    open_engine_at(cli, &cli.data)
-}
-
 pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
     open_engine_for(cli, dir, Graphs::Build)
 }

@@ -224,13 +224,14 @@ const NOT_MOVED: &str = "NOT-MOVED";
 /// removes it: far longer than any one command runs.
 const FOREIGN_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// FNV-1a (32-bit) of this machine's host name (Linux: the kernel's; else
-/// `/etc/hostname`; empty when neither can be read).
+/// The low 32 bits of [`mnemon::fnv1a64`] of this machine's host name
+/// (Linux: the kernel's; else `/etc/hostname`; empty when neither can be
+/// read).
 fn host_tag() -> u32 {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .unwrap_or_default();
-    name.trim().bytes().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+    mnemon::fnv1a64(name.trim().as_bytes()) as u32
 }
 
 /// Whether process `pid` of this host may still be running: false only
