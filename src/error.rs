@@ -117,6 +117,13 @@ impl From<sled::Error> for Error {
     fn from(e: sled::Error) -> Self {
         match e {
             sled::Error::Io(io) => Error::Io(io),
+            // sled's own words ("Read corrupted data at file offset None
+            // backtrace ()") say neither what was damaged nor what to do;
+            // opening adds the way back (`portability::recovery_hint`).
+            sled::Error::Corruption { at, .. } => Error::Storage(match at {
+                Some(at) => format!("the store's files hold damaged data (sled found a bad record at {at:?})"),
+                None => "the store's files hold damaged data (sled found a bad record)".to_string(),
+            }),
             other => Error::Storage(other.to_string()),
         }
     }

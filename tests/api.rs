@@ -532,11 +532,7 @@ fn context_abstains_when_nothing_stored_is_relevant() {
                "abstain_below": 0.99}),
     )
     .unwrap();
-    assert_eq!(
-        (r["abstained"].as_bool(), r["abstention"]["floor"].as_f64()),
-        (Some(true), Some(0.99f32 as f64)),
-        "{r}"
-    );
+    assert_eq!((r["abstained"].as_bool(), r["abstention"]["floor"].as_f64()), (Some(true), Some(0.99)), "{r}");
     assert_eq!(r["unknown_names"], json!(["Jean"]), "{r}");
     // Related: not abstained, and the response says so.
     let r = call(
@@ -683,4 +679,23 @@ fn context_renders_three_parts_and_refuses_bad_shares() {
     )
     .unwrap();
     assert_eq!((old.profile, old.recent, old.in_profile, old.abstained), (0, 0, 0, false));
+}
+
+/// Every door writes an `f32` field as its shortest decimal (`0.99`), as
+/// the CLI's `--json` and Python do; the wire value never carries the
+/// digits of its widening to `f64` (`0.9900000095367432`).
+#[test]
+fn floats_keep_their_shortest_form_on_the_wire() {
+    let (_d, e) = engine();
+    e.remember(&ns("u"), NewMemory::new("Jean supports Olympique de Marseille").importance(0.7)).unwrap();
+    let ctx = call(&e, json!({"op": "context", "namespace": "u", "query": "football club", "abstain_below": 0.99}))
+        .unwrap()
+        .to_string();
+    assert!(ctx.contains("0.99") && !ctx.contains("0.9900000"), "{ctx}");
+    let listed = call(&e, json!({"op": "list", "namespace": "u"})).unwrap().to_string();
+    assert!(listed.contains("\"importance\":0.7") && !listed.contains("0.699999"), "{listed}");
+    let hits = call(&e, json!({"op": "recall", "namespace": "u", "query": "Which club does Jean support?"})).unwrap();
+    let sim = &hits["hits"][0]["score"];
+    let f = sim.as_f64().unwrap() as f32;
+    assert_eq!(sim.to_string(), serde_json::to_string(&f).unwrap(), "{hits}");
 }

@@ -131,6 +131,63 @@ fn c01_same_memory_twice_after_its_twin_goes() -> TestResult {
     Ok(())
 }
 
+/// The same words under two slot keys are two memories, and a key named on
+/// a text already held without one is kept: a later value of either key
+/// never takes the other's fact with it (English and Chinese, the library
+/// and a reopened store).
+#[test]
+fn c01_the_same_text_under_another_key_is_not_a_duplicate() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    for (city, moved, drink, changed) in [
+        ("Lives in Berlin", "Lives in Paris", "Prefers tea over coffee", "Prefers coffee over tea"),
+        ("住在北京", "住在上海", "喜欢喝茶，不喜欢咖啡", "喜欢喝咖啡，不喜欢茶"),
+    ] {
+        let user = engine.remember(&u1, NewMemory::new(city).key(format!("user.city.{}", city.len())))?;
+        let partner = engine.remember(&u1, NewMemory::new(city).key(format!("partner.city.{}", city.len())))?;
+        assert_eq!(partner.action, RememberAction::Created, "{city}: another key's value is not a duplicate");
+        assert_ne!(partner.id, user.id);
+        let again = engine.remember(&u1, NewMemory::new(city).key(format!("partner.city.{}", city.len())))?;
+        assert_eq!((again.id, again.action), (partner.id, RememberAction::Duplicate), "the same key and text");
+        let unkeyed = engine.remember(&u1, NewMemory::new(city))?;
+        assert_eq!(unkeyed.action, RememberAction::Duplicate, "a text without a key loses nothing");
+        engine.remember(&u1, NewMemory::new(moved).key(format!("user.city.{}", city.len())))?;
+        let partner_now = engine.get(&u1, partner.id)?;
+        assert_eq!((partner_now.content.as_str(), partner_now.status), (city, Status::Active));
+        assert_eq!(partner_now.key.as_deref(), Some(format!("partner.city.{}", city.len()).as_str()));
+
+        // A key named on a text held without one: a new version taking it.
+        let loose = engine.remember(&u1, NewMemory::new(drink).kind(Kind::Preference).importance(0.8))?;
+        let keyed = engine.remember(&u1, NewMemory::new(drink).key(format!("user.drink.{}", drink.len())))?;
+        assert!(
+            matches!(keyed.action, RememberAction::NearDuplicate { old, .. } if old == loose.id),
+            "{drink}: {:?}",
+            keyed.action
+        );
+        let m = engine.get(&u1, keyed.id)?;
+        assert_eq!(m.key.as_deref(), Some(format!("user.drink.{}", drink.len()).as_str()));
+        assert_eq!((m.kind, m.importance), (Kind::Preference, 0.8), "the new version inherits the rest");
+        assert_eq!(engine.get(&u1, loose.id)?.status, Status::Superseded);
+        let later = engine.remember(&u1, NewMemory::new(changed).key(format!("user.drink.{}", drink.len())))?;
+        assert!(matches!(later.action, RememberAction::Superseded { old } if old == keyed.id));
+        let texts: Vec<String> = active(&engine, &u1).into_iter().map(|(_, t)| t).collect();
+        assert!(texts.contains(&changed.to_string()) && !texts.contains(&drink.to_string()), "{texts:?}");
+    }
+    let live = active(&engine, &u1);
+    engine.close()?;
+    let engine = Engine::open(dir.path())?;
+    assert_eq!(active(&engine, &u1), live, "replay decides the same");
+    // ExactOnly stores a key named on an unkeyed text as its own memory.
+    let loose = engine.remember(&u1, NewMemory::new("Works at Acme").dedup(DedupMode::ExactOnly))?;
+    let keyed =
+        engine.remember(&u1, NewMemory::new("Works at Acme").key("user.employer").dedup(DedupMode::ExactOnly))?;
+    assert_eq!(keyed.action, RememberAction::Created);
+    assert_ne!(keyed.id, loose.id);
+    engine.close()?;
+    Ok(())
+}
+
 #[test]
 fn c02_preference_that_changes() -> TestResult {
     let dir = tempfile::tempdir()?;

@@ -54,6 +54,47 @@ fn c09_personal_data_in_chinese_and_english() -> R {
 /// joiner, zero-width joiner, soft hyphen, BOM) and full-width writings are
 /// redacted with the value they sit in: no part of a value reaches a file,
 /// and the counts name the right kinds.
+/// An erasure request quotes what the user said, personal data included;
+/// the memory was stored with it redacted. The request still finds it (as
+/// `matching` would the stored text), and finds nothing else.
+#[test]
+fn forgetting_the_text_as_said_finds_the_redacted_memory() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    let engine = Engine::open(dir.path())?;
+    let said = [
+        "Call me at 13812345678 after six",
+        ZH,
+        EN,
+        "Landlord mobile 07700 900456",
+        "我的邮箱是 wang.fang@example.cn，周末再联系",
+    ];
+    let mut ids = Vec::new();
+    for t in said {
+        let r = engine.remember(&u, NewMemory::new(t))?;
+        assert!(!r.redactions.is_empty(), "{t} was redacted");
+        ids.push(r.id);
+    }
+    let other = engine.remember(&u, NewMemory::new("Call me at the office after six"))?;
+    for (t, id) in said.iter().zip(&ids) {
+        // A floor no other memory reaches: only the text itself counts.
+        let req = mnemon::ForgetRequest::Matching { query: t.to_string(), min_similarity: 1.0, limit: 10 };
+        let dry = engine.forget_dry_run(&u, req.clone(), "user asked")?;
+        assert_eq!(dry.memory_ids, vec![*id], "{t}");
+        let done = engine.forget(&u, req, "user asked")?;
+        assert_eq!(done.memory_ids, vec![*id], "{t}");
+        assert!(engine.get(&u, *id).is_err(), "{t} is gone");
+    }
+    assert!(engine.get(&u, other.id).is_ok(), "the other memory stays");
+    // Memories written with redaction off are still found by their text as given.
+    let raw = engine.remember(&u, NewMemory::new("Spare key code 4711 0815").pii_policy(PiiPolicy::Off))?;
+    let req =
+        mnemon::ForgetRequest::Matching { query: "spare key code 4711 0815".into(), min_similarity: 1.0, limit: 10 };
+    assert_eq!(engine.forget(&u, req, "rotated")?.memory_ids, vec![raw.id]);
+    engine.close()?;
+    Ok(())
+}
+
 #[test]
 fn invisible_characters_inside_personal_data_never_reach_a_file() -> R {
     let dir = tempfile::tempdir()?;

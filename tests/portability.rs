@@ -328,6 +328,12 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
         let mut bytes = original.clone();
         bytes[offset] ^= 0x5a;
         std::fs::write(&db, &bytes)?;
+        // The CLI reads the store's model before it opens the engine: that
+        // read names the way back too.
+        if let Err(err) = Engine::recorded_model(&live) {
+            let msg = err.to_string();
+            assert!(msg.contains("mnemon restore --from") && !msg.contains("backtrace"), "flip at {offset}: {msg}");
+        }
         match Engine::open(&live) {
             Ok(e) => assert!(e.check()?.consistent, "opened after a flip at {offset} but inconsistent"),
             Err(err) => {
@@ -337,11 +343,25 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
                     msg.contains("mnemon restore --from") && msg.contains("Backup and restore"),
                     "flip at {offset}: {msg}"
                 );
+                assert!(!msg.contains("backtrace"), "sled's raw words are not shown: {msg}");
             }
         }
     }
     std::fs::write(&db, &original)?;
     assert!(failures > 0, "no flipped byte made the store fail to open");
+
+    // A damaged high-water mark is said, not taken as "no check".
+    let mark = live.join("LAST_SEQ");
+    let kept = std::fs::read(&mark)?;
+    for bad in ["abc\n", "", "12x\n", "-5\n"] {
+        std::fs::write(&mark, bad)?;
+        let msg = Engine::open(&live).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.contains("LAST_SEQ") && msg.contains("mnemon restore --from"), "{bad:?}: {msg}");
+    }
+    std::fs::write(&mark, kept)?;
+    let e = Engine::open(&live)?;
+    assert_eq!(e.list(&ns("u1"), &Default::default()).len(), 200);
+    e.close()?;
     Ok(())
 }
 

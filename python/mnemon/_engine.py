@@ -483,7 +483,9 @@ class Engine:
             session: every memory and observation of the session.
             all: the whole namespace.
             matching: every memory whose text is this text (case, spacing
-                and invisible characters aside), whatever its cosine, and
+                and invisible characters aside; as given or with its
+                personal data redacted as a write stores it), whatever its
+                cosine, and
                 the memories whose cosine similarity to it is at least
                 `min_similarity` (default: the embedder's conservative
                 floor, 0.5 for MiniLM and hashing, 0.92 for e5), at most

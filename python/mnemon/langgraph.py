@@ -382,13 +382,32 @@ class MnemonStore(BaseStore):
             while True:
                 page = self._engine.list(self.catalog_namespace, limit=PAGE, cursor=cursor, include_quarantined=True)
                 for m in page.memories:
-                    ns = tuple(json.loads(_unletters(m.content).decode("utf-8")))
-                    found[self.mnemon_namespace(ns)] = ns
+                    entry = self._catalog_entry(m)
+                    if entry is not None:
+                        found[entry[0]] = entry[1]
                 cursor = page.next_cursor
                 if cursor is None:
                     break
             self._catalog = found
             return found
+
+    def _catalog_entry(self, m: Any) -> Optional[Tuple[str, Tuple[str, ...]]]:
+        """(mnemon namespace, tuple) of the catalogue memory `m`, or None for
+        a memory this store did not write there (the catalogue namespace is
+        an ordinary one that any door can write to): its key must be the
+        hash of the namespace its content decodes to."""
+        try:
+            if len(m.content) % 2 or not all("a" <= c <= "p" for c in m.content):
+                return None
+            ns = json.loads(_unletters(m.content).decode("utf-8"))
+            if not isinstance(ns, list) or not all(isinstance(label, str) for label in ns):
+                return None
+            name = self.mnemon_namespace(tuple(ns))
+        except (ValueError, InvalidNamespaceError):
+            return None
+        if m.key != "ns." + hashlib.sha256(name.encode("utf-8")).hexdigest():
+            return None
+        return name, tuple(ns)
 
     def _register(self, namespace: Tuple[str, ...], name: str) -> None:
         catalog = self._load_catalog()
@@ -481,16 +500,24 @@ class MnemonStore(BaseStore):
         if size > most:
             raise InvalidInputError(f"value: {size} bytes as JSON, at most {most} allowed", "value")
         self._register(ns, name)
-        self._engine.remember(
-            name,
-            content,
-            key=ident,
-            session=ident,
-            source_ref=_key_ref(op.key),
-            tier=self._tier,  # type: ignore[arg-type]
-            kind=self._kind,
-            dedup="off",
-        )
+        try:
+            self._engine.remember(
+                name,
+                content,
+                key=ident,
+                session=ident,
+                source_ref=_key_ref(op.key),
+                tier=self._tier,  # type: ignore[arg-type]
+                kind=self._kind,
+                dedup="off",
+            )
+        except InvalidInputError as e:
+            # The item key is stored as the memory's key, session and source
+            # reference: a refusal of any of them is a refusal of the key.
+            if e.field not in ("key", "session", "source_ref"):
+                raise
+            why = e.message.split(": ", 1)[1] if e.message.startswith(f"{e.field}: ") else e.message
+            raise InvalidInputError(f"key: {why}", "key") from e
 
     def _namespaces_under(self, prefix: Tuple[str, ...]) -> List[Tuple[str, Tuple[str, ...]]]:
         """(mnemon namespace, tuple) of every catalogued tuple under `prefix`."""

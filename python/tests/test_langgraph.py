@@ -222,6 +222,21 @@ def test_namespace_mapping_is_injective_and_valid(store):
     assert escape_label("a@b") == "a@40b" and escape_label("a@40b") == "a@4040b"
 
 
+def test_stray_memories_in_the_catalogue_are_passed_over(engine):
+    """The catalogue namespace is an ordinary one: another door may write
+    to it. What this store did not write there is not a namespace."""
+    store = MnemonStore(engine)
+    store.put(("users", "ana"), "city", {"v": "Lisbon"})
+    cat = store.catalog_namespace
+    engine.remember(cat, "not a catalog entry")
+    engine.remember(cat, "abcd")  # decodes, but to no JSON
+    engine.remember(cat, "hhgnhchn", key="ns.x")  # letters of '["a"]'-like bytes, wrong key
+    engine.remember(cat, "这不是目录")
+    again = MnemonStore(engine)
+    assert again.list_namespaces() == [("users", "ana")]
+    assert again.get(("users", "ana"), "city").value == {"v": "Lisbon"}
+
+
 def test_prefixes_keep_stores_apart(engine):
     a, b = MnemonStore(engine, prefix="appA"), MnemonStore(engine, prefix="appB")
     a.put(("n",), "k", {"v": "a"})
@@ -286,6 +301,18 @@ def test_values_are_redacted_and_stay_json(store):
     assert v["n"] == [1, 2.5, None, True]
     assert "13812345678" not in json.dumps(v) and "jane.roe@example.com" not in json.dumps(v)
     assert isinstance(v["phone"], str) and v["phone"].startswith("[")
+
+
+def test_a_key_holding_personal_data_is_refused_as_the_key(store, engine):
+    ns = ("users", "gina")
+    before = engine.stats().last_seq
+    for key in ["13812345678", "user@example.com", "call +1 415 555 0100"]:
+        with pytest.raises(mnemon.InvalidInputError) as e:
+            store.put(ns, key, {"v": 1})
+        assert e.value.field == "key", (key, e.value)
+        assert str(e.value).startswith("key: ") and key not in str(e.value), e.value
+    # The catalogue entry aside, nothing was written for the refused items.
+    assert [m.key for m in engine.list(store.mnemon_namespace(ns)).memories] == []
 
 
 def test_bad_input_raises_and_writes_nothing(store, engine):

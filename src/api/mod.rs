@@ -38,7 +38,7 @@
 pub mod budget;
 mod error;
 mod inspect;
-mod parse;
+pub(crate) mod parse;
 mod policy;
 mod read;
 mod transfer;
@@ -348,17 +348,27 @@ impl Request {
         Request::from_value(v)
     }
 
-    /// The request as its wire JSON (with `"op"`).
+    /// The request as its wire JSON (with `"op"`), numbers as
+    /// [`Response::to_value`] writes them.
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        wire_value(self)
     }
 }
 
 impl Response {
-    /// The response as its wire JSON.
+    /// The response as its wire JSON: the same text the CLI's `--json` and
+    /// the Python package give. An `f32` field keeps its shortest decimal
+    /// form (`0.99`, not the `0.9900000095367432` of its widening to
+    /// `f64`), since the value is written as JSON text and read back.
     pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+        wire_value(self)
     }
+}
+
+/// `v` as JSON text read back as a value: `serde_json::to_value` widens an
+/// `f32` to `f64` (0.99 becomes 0.9900000095367432), its text form does not.
+fn wire_value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_string(v).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or(Value::Null)
 }
 
 /// Runs `req` on `engine` within the default [`Limits`].

@@ -27,7 +27,7 @@ pub(crate) fn decode<T: DeserializeOwned>(args: Value, required: &BTreeSet<Strin
                 one.insert(k.clone(), v.clone());
                 if let Err((p, m)) = try_decode::<T>(&Value::Object(one)) {
                     let field = p.unwrap_or_else(|| k.clone());
-                    return Err(ApiError::invalid(field.clone(), format!("{field}: {m}")));
+                    return Err(ApiError::invalid(field.clone(), field_message(&field, &m)));
                 }
             }
         }
@@ -39,16 +39,63 @@ pub(crate) fn decode<T: DeserializeOwned>(args: Value, required: &BTreeSet<Strin
         (None, Some(p)) => p,
         (None, None) => "arguments".to_string(),
     };
-    Err(ApiError::invalid(field.clone(), format!("{field}: {msg}")))
+    Err(ApiError::invalid(field.clone(), field_message(&field, &msg)))
+}
+
+/// `"{field}: {msg}"`, without saying either twice: a value type's own
+/// check (a namespace, a key) already writes `invalid input: namespace: …`.
+fn field_message(field: &str, msg: &str) -> String {
+    let msg = msg.strip_prefix("invalid input: ").unwrap_or(msg);
+    let last = field.rsplit(['.', '[']).next().unwrap_or(field);
+    if msg.starts_with(&format!("{field}: ")) {
+        msg.to_string()
+    } else if let Some(rest) = msg.strip_prefix(&format!("{last}: ")) {
+        format!("{field}: {rest}")
+    } else {
+        format!("{field}: {msg}")
+    }
 }
 
 /// Decodes, returning the path of the failure (`None` at the root) and the message.
 fn try_decode<T: DeserializeOwned>(args: &Value) -> Result<T, (Option<String>, String)> {
     serde_path_to_error::deserialize::<_, T>(args).map_err(|e| {
         let path = e.path().to_string();
-        let msg = e.into_inner().to_string();
+        let msg = plain_json_words(&e.into_inner().to_string());
         ((path != ".").then_some(path), msg)
     })
+}
+
+/// A decoding message in the words of JSON rather than of Rust: serde
+/// names what it expected by the Rust type (`expected f32`, `expected
+/// usize`, `expected a sequence`, `expected struct ImportMemory`) and a
+/// JSON `null` as `unit value`. These become `a number`, `a whole number
+/// (0 or more)`, `a whole number`, `an array`, `an object` and `null`;
+/// everything else is kept as it is. Used by every door's request decoding
+/// and by the import parser, so all of them word a refusal the same way.
+pub(crate) fn plain_json_words(msg: &str) -> String {
+    let Some(at) = msg.find("expected ") else {
+        return msg.replace("unit value", "null");
+    };
+    let head = msg[..at].replace("unit value", "null");
+    let rest = &msg[at + "expected ".len()..];
+    // The expected part runs to the end, or to the ` at line …` position.
+    let end = rest.find(" at line ").unwrap_or(rest.len());
+    let (what, tail) = rest.split_at(end);
+    let plain = match what {
+        "f32" | "f64" => "a number".to_string(),
+        "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "a whole number (0 or more)".to_string(),
+        "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "a whole number".to_string(),
+        "a sequence" => "an array".to_string(),
+        "a map" => "an object".to_string(),
+        w if w
+            .strip_prefix("struct ")
+            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_alphanumeric() || c == '_')) =>
+        {
+            "an object".to_string()
+        }
+        w => w.to_string(),
+    };
+    format!("{head}expected {plain}{tail}")
 }
 
 /// The fields a request schema requires.
@@ -78,5 +125,75 @@ fn collect(schema: &Value, out: &mut BTreeSet<String>) {
                 collect(s, out);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_json_words;
+
+    #[test]
+    fn rust_type_names_become_json_words() {
+        let cases = [
+            ("invalid type: string \"ten\", expected f32", "invalid type: string \"ten\", expected a number"),
+            (
+                "invalid value: integer `-1`, expected usize",
+                "invalid value: integer `-1`, expected a whole number (0 or more)",
+            ),
+            (
+                "invalid type: floating point `1.5`, expected i64 at line 1 column 9",
+                "invalid type: floating point `1.5`, expected a whole number at line 1 column 9",
+            ),
+            ("invalid type: unit value, expected a string", "invalid type: null, expected a string"),
+            ("invalid type: string \"x\", expected a sequence", "invalid type: string \"x\", expected an array"),
+            (
+                "invalid type: integer `3`, expected struct ImportMemory",
+                "invalid type: integer `3`, expected an object",
+            ),
+            ("invalid type: integer `3`, expected a map", "invalid type: integer `3`, expected an object"),
+            // Anything else is left alone.
+            (
+                "unknown variant `forever`, expected one of `short_term`, `long_term`",
+                "unknown variant `forever`, expected one of `short_term`, `long_term`",
+            ),
+            ("missing field `text`", "missing field `text`"),
+            ("invalid type: string \"a\", expected u32s", "invalid type: string \"a\", expected u32s"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(plain_json_words(given), want, "{given}");
+        }
+    }
+
+    #[test]
+    fn a_field_is_named_once() {
+        use super::field_message;
+        assert_eq!(
+            field_message("namespace", "invalid input: namespace: must be 1-128 characters"),
+            "namespace: must be 1-128 characters"
+        );
+        assert_eq!(
+            field_message("sources[1]", "invalid type: null, expected a string"),
+            "sources[1]: invalid type: null, expected a string"
+        );
+        assert_eq!(field_message("filter.key", "invalid input: key: empty"), "filter.key: empty");
+        assert_eq!(field_message("top_k", "must be at least 1"), "top_k: must be at least 1");
+    }
+
+    #[test]
+    fn a_request_names_json_types() {
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Req {
+            top_k: usize,
+            weight: f32,
+            tags: Vec<String>,
+        }
+        let args = serde_json::json!({"top_k": "ten", "weight": 0.5, "tags": []});
+        let (path, msg) = super::try_decode::<Req>(&args).unwrap_err();
+        assert_eq!(path.as_deref(), Some("top_k"));
+        assert_eq!(msg, "invalid type: string \"ten\", expected a whole number (0 or more)");
+        let args = serde_json::json!({"top_k": 3, "weight": null, "tags": []});
+        let (_, msg) = super::try_decode::<Req>(&args).unwrap_err();
+        assert_eq!(msg, "invalid type: null, expected a number");
     }
 }

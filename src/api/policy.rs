@@ -93,9 +93,11 @@ impl NamespacePolicy {
                 refuse("this server is restricted to some namespaces; store-wide operations are refused".into())
             }
             (NamespacePolicy::Only(only), Some(ns)) if only == ns => Ok(()),
-            (NamespacePolicy::Only(only), Some(ns)) => {
-                refuse(format!("namespace {ns:?} is not served here; this server serves {only:?} only"))
-            }
+            (NamespacePolicy::Only(only), Some(ns)) => refuse(format!(
+                "namespace {:?} is not served here; this server serves {:?} only",
+                ns.as_str(),
+                only.as_str()
+            )),
             (NamespacePolicy::Allow(rules), Some(ns)) => {
                 let ok = rules.iter().any(|r| match r {
                     NamespaceRule::Exact(e) => e == ns,
@@ -104,7 +106,7 @@ impl NamespacePolicy {
                 if ok {
                     Ok(())
                 } else {
-                    refuse(format!("namespace {ns:?} is not in this server's allow-list"))
+                    refuse(format!("namespace {:?} is not in this server's allow-list", ns.as_str()))
                 }
             }
         }

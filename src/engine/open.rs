@@ -65,12 +65,15 @@ impl Engine {
         if !path.join("CURRENT").exists() {
             return Ok(None);
         }
-        let dir = DataDir::open(path)?;
-        let store = SledStore::open(&dir.current_path(), 8 * 1024 * 1024)?;
-        let model = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
-        drop(store);
-        drop(dir);
-        Ok(model)
+        let read = || -> Result<Option<String>> {
+            let dir = DataDir::open(path)?;
+            let store = SledStore::open(&dir.current_path(), 8 * 1024 * 1024)?;
+            let model = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+            drop(store);
+            drop(dir);
+            Ok(model)
+        };
+        read().map_err(|e| crate::portability::with_recovery_hint(e, path))
     }
 
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {

@@ -499,7 +499,10 @@ impl Engine {
     /// similarity to `query` (-1..=1), at most `limit` of them: first every
     /// active memory whose text is the query's (after
     /// normalisation: case, spacing, invisible characters and NFKC aside),
-    /// whatever its cosine — a question-to-memory embedding such as e5's
+    /// the query taken both as given and with its personal data redacted
+    /// as a write would store it (so the text the user said finds the
+    /// memory stored with `[PHONE]` in its place; the cosine is the
+    /// redacted query's), whatever its cosine — a question-to-memory embedding such as e5's
     /// scores a text against itself at only about 0.91–0.96 — then, best
     /// first, the other active memories whose similarity is at least
     /// `min_similarity`.
@@ -522,7 +525,12 @@ impl Engine {
         if limit == 0 || limit > 10_000 {
             return Err(Error::invalid("limit", "must be in 1..=10000"));
         }
-        let qv = crate::embed::embed_query(self.inner.embedder.as_ref(), query)?;
+        // Stored text had its personal data redacted before it was written
+        // and embedded, so the query is matched as that text would be
+        // stored too ("Call me at 13812345678" finds "Call me at [PHONE]"),
+        // and as given (a memory written with redaction off).
+        let redacted = self.redact_label("query", query, Some(self.label_policy()), &mut BTreeMap::new())?;
+        let qv = crate::embed::embed_query(self.inner.embedder.as_ref(), &redacted)?;
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
             return Ok(vec![]);
@@ -535,13 +543,15 @@ impl Engine {
         };
         // The text itself, case aside (a user asking to forget "i live in
         // berlin" means "I live in Berlin").
-        let folded = crate::projection::normalize_content(query).to_lowercase();
-        let mut out: Vec<(MemoryId, f32)> = st
-            .same_text_any_case(&folded)
-            .filter(|id| ok(id.0))
-            .take(limit)
-            .map(|id| (id, st.vectors.similarity(id.0, &qv).unwrap_or(0.0)))
-            .collect();
+        let mut out: Vec<(MemoryId, f32)> = Vec::new();
+        for text in [redacted.as_str(), query] {
+            let folded = crate::projection::normalize_content(text).to_lowercase();
+            for id in st.same_text_any_case(&folded).filter(|id| ok(id.0)) {
+                if out.len() < limit && !out.iter().any(|(e, _)| *e == id) {
+                    out.push((id, st.vectors.similarity(id.0, &qv).unwrap_or(0.0)));
+                }
+            }
+        }
         let exact = out.len();
         for (id, s) in st.vectors.search(&qv, limit, &ok) {
             if out.len() >= limit || s < min_similarity {

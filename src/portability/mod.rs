@@ -66,14 +66,14 @@ fn prepare_target(field: &'static str, dir: &Path) -> Result<bool> {
             }
             Ok(false)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir_all(dir)?;
-            Ok(true)
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match fs::create_dir_all(dir) {
+            Ok(()) => Ok(true),
+            Err(e) => Err(Error::Io(std::io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))),
+        },
         Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
             Err(Error::invalid(field, format!("{} is a file; name a new directory", dir.display())))
         }
-        Err(e) => Err(Error::Io(e)),
+        Err(e) => Err(Error::Io(std::io::Error::new(e.kind(), format!("reading {}: {e}", dir.display())))),
     }
 }
 
@@ -141,7 +141,8 @@ pub(crate) fn record_high_water(root: &Path, seq: crate::types::Seq) -> Result<(
 /// a shorter (often empty) log instead of failing.
 ///
 /// # Errors
-/// [`Error::Corrupted`] naming the first missing `Seq`.
+/// [`Error::Corrupted`] naming the first missing `Seq`; [`Error::Storage`]
+/// when the file holds something other than a sequence number.
 pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Result<()> {
     let Ok(text) = fs::read_to_string(root.join(HIGH_WATER)) else {
         return Ok(());
@@ -153,7 +154,22 @@ pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Resu
                 "the log held events up to seq {n} when the store was last closed, but only {replayed} could be read"
             ),
         }),
-        _ => Ok(()),
+        Ok(_) => Ok(()),
+        // The file is written whole and renamed into place, so anything
+        // else in it is damage: the check cannot be made, and is not
+        // silently skipped.
+        Err(_) => {
+            let mut shown = text.trim().to_string();
+            if shown.len() > 40 {
+                shown = format!("{}…", crate::safety::text::truncate_bytes(&shown, 40));
+            }
+            Err(Error::Storage(format!(
+                "{} holds {shown:?}, not the sequence number a clean close writes, so whether the log lost \
+                 records cannot be checked (if `mnemon check` of a copy without that file finds the log whole, \
+                 deleting the file lets the store open)",
+                root.join(HIGH_WATER).display()
+            )))
+        }
     }
 }
 

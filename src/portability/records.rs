@@ -169,6 +169,14 @@ pub fn parse_jsonl(text: &str) -> Parsed {
                         "a record is a JSON object with \"type\": \"observation\" or \"memory\"; this line holds {}",
                         json_kind(&v)
                     ),
+                    // Not JSON at all ("not json", a CSV row): say so
+                    // first; a cut or damaged object keeps the parser's
+                    // message and column.
+                    Err(_) if !line.trim_start().starts_with('{') => format!(
+                        "not a JSON object (a record is a JSON object with \"type\": \"observation\" or \
+                         \"memory\"): {}",
+                        within_line(line, &e)
+                    ),
                     Err(_) => within_line(line, &e),
                 };
                 out.rejected.push(Rejection { line: line_no, at: String::new(), reason })
@@ -196,7 +204,7 @@ fn field_reason(mut fields: serde_json::Map<String, serde_json::Value>) -> Optio
         _ => return None,
     };
     let path = err.path().to_string();
-    let why = err.into_inner().to_string();
+    let why = crate::api::parse::plain_json_words(&err.into_inner().to_string());
     if path == "time" {
         let mut given = fields_time.map(|v| v.to_string()).unwrap_or_default();
         if given.len() > 64 {
@@ -231,7 +239,7 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 /// `"name":` precedes the column, and saying why when the value is one
 /// JSON has no number for (`NaN`, `Infinity`) or overflows an f64.
 pub(crate) fn within_line(line: &str, e: &serde_json::Error) -> String {
-    let text = e.to_string();
+    let text = crate::api::parse::plain_json_words(&e.to_string());
     let Some(i) = text.rfind(" at line ").filter(|_| e.column() > 0) else {
         return text;
     };
@@ -336,6 +344,7 @@ mod tests {
         let lines: Vec<u64> = p.rejected.iter().map(|r| r.line).collect();
         assert_eq!(lines, vec![4, 5, 6]);
         assert!(p.rejected[0].reason.contains("colour"), "{}", p.rejected[0].reason);
+        assert!(p.rejected[1].reason.starts_with("not a JSON object"), "{}", p.rejected[1].reason);
         assert_eq!(p.read(), 5);
     }
 

@@ -24,7 +24,11 @@ pub(crate) use super::inherit::{inherit, PendingMemory};
 pub enum DedupMode {
     /// Identical content (after NFKC, whitespace and invisible-character
     /// normalisation; case counts) returns the active memory and writes
-    /// nothing; a restatement — cosine ≥ the
+    /// nothing — but a memory under another slot key is never a duplicate
+    /// (the same words may be the value of two keys), and when the write
+    /// names a slot key that the identical memory lacks it is written as a
+    /// new version of that memory taking the key (reason `near_duplicate`),
+    /// so no key is ever dropped; a restatement — cosine ≥ the
     /// near-duplicate threshold **and** the same facts
     /// ([`crate::dedup::differing_facts`]: numbers, names, content words,
     /// negations, qualifiers, relations, word order) — is
@@ -32,8 +36,10 @@ pub enum DedupMode {
     /// `near_duplicate`); anything else is a new memory.
     #[default]
     Supersede,
-    /// Only identical content is a duplicate; a restatement is stored as a
-    /// memory of its own (recall still shows one of the pair).
+    /// Only identical content is a duplicate (under the slot-key rule of
+    /// `Supersede`, except that a write naming a key the identical memory
+    /// lacks is stored as a memory of its own); a restatement is stored as
+    /// a memory of its own (recall still shows one of the pair).
     ExactOnly,
     /// No duplicate detection at all (exact or near): always a new memory.
     Off,
@@ -378,12 +384,36 @@ fn plan_remember(
     if dedup != DedupMode::Off {
         // Only a memory quarantined alike is the same memory: clean text is
         // never folded into a quarantined version, nor the other way round.
-        let alike = |id: &MemoryId| st.memories.get(id).is_some_and(|m| m.quarantine.is_some() == quarantined);
+        // A text held under another slot key is another memory (the same
+        // words can be the value of two keys: "Lives in Berlin" for
+        // `user.city` and for `partner.city`), as the near-duplicate rule
+        // has it too.
+        let alike = |id: &MemoryId| {
+            st.memories.get(id).is_some_and(|m| {
+                m.quarantine.is_some() == quarantined
+                    && !matches!((mem.key.as_ref(), m.key.as_ref()), (Some(a), Some(b)) if a != b)
+            })
+        };
         if let Some(existing) = st.same_text(&norm).rev().find(alike) {
-            return Ok(Plan {
-                bodies: vec![],
-                outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
-            });
+            let holder = st.memories.get(&existing).filter(|m| m.key.is_none() && mem.key.is_some());
+            if let Some(base) = holder.filter(|_| dedup == DedupMode::Supersede) {
+                // The same text, now under a slot key: a new version that
+                // takes the key, never a duplicate that drops it.
+                let similarity = vector.as_deref().and_then(|v| st.vectors.similarity(existing.0, v)).unwrap_or(1.0);
+                let mem = inherit(base, mem);
+                let mut plan = supersede_plan(existing, mem, vector, SupersedeReason::NearDuplicate, next_seq);
+                plan.outcome = PlannedOutcome::NewMemory {
+                    body_idx: 0,
+                    action: RememberAction::NearDuplicate { old: existing, similarity },
+                };
+                return Ok(plan);
+            }
+            if holder.is_none() {
+                return Ok(Plan {
+                    bodies: vec![],
+                    outcome: PlannedOutcome::Existing { id: existing, action: RememberAction::Duplicate },
+                });
+            }
         }
     }
     let nonzero = vector.as_ref().filter(|v| v.iter().any(|x| *x != 0.0));
