@@ -162,3 +162,29 @@ fn concurrent_cli_writers_all_get_their_answers() {
     let (ok, out, err) = mnemon(&data, &["check"]);
     assert!(ok, "{out}{err}");
 }
+
+/// A store held by a program using the library serves no socket: a CLI
+/// command is told so, naming the process, rather than waiting for a socket
+/// that never comes; once the program closes the store the command works.
+/// A server (`mnemon mcp`) is still reached through its socket.
+#[test]
+fn a_library_holder_is_reported_as_such() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("store");
+    let engine = mnemon::Engine::builder(&data)
+        .embedder(std::sync::Arc::new(mnemon::embed::HashingEmbedder::new(384).unwrap()))
+        .open()
+        .unwrap();
+    let lock = std::fs::read_to_string(data.join("LOCK")).unwrap();
+    assert!(lock.contains(&format!("pid {}", std::process::id())) && lock.contains("socket no"), "{lock}");
+    let (ok, _, err) = mnemon(&data, &["--json", "remember", "--ns", "u1", "written while the library holds it"]);
+    assert!(!ok);
+    let v: Value = serde_json::from_str(err.trim()).unwrap_or_else(|_| panic!("{err}"));
+    assert_eq!(v["error"]["code"], "locked", "{err}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("process {}", std::process::id())) && msg.contains("serves no socket"), "{msg}");
+    assert_eq!(engine.stats().events.extracted, 0, "nothing was written");
+    engine.close().unwrap();
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "written once the library let go"]);
+    assert!(ok, "{err}");
+}

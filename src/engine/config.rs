@@ -54,6 +54,8 @@ pub struct Config {
     pub(crate) phone_regions: Option<Vec<String>>,
     pub(crate) injection: InjectionDetector,
     pub(crate) sink: Option<Arc<dyn crate::writer::GroupSink>>,
+    /// Whether this process serves the store's socket to other processes.
+    pub(crate) serves_socket: bool,
 }
 
 impl std::fmt::Debug for Config {
@@ -111,6 +113,7 @@ impl EngineBuilder {
                 phone_regions: None,
                 injection: InjectionDetector::new(),
                 sink: None,
+                serves_socket: false,
             },
         }
     }
@@ -189,6 +192,19 @@ impl EngineBuilder {
     /// Default 512; 1 ..= 100,000.
     pub fn max_group(mut self, n: usize) -> Self {
         self.cfg.max_group = n;
+        self
+    }
+
+    /// Whether this process will answer other processes on the store's
+    /// socket, as `mnemon serve`, `mnemon mcp` and the CLI's own holder do
+    /// ([`crate::mcp::Backend::open`]). It is noted in the store's `LOCK`
+    /// file with the process id: a CLI process that finds the store locked
+    /// waits up to 30 s for the socket of a holder that serves one (it may
+    /// still be replaying the log), and is told at once, naming the
+    /// process, when the holder serves none (the default: a program using
+    /// the library, Python's `Engine` included).
+    pub fn serves_socket(mut self, yes: bool) -> Self {
+        self.cfg.serves_socket = yes;
         self
     }
 

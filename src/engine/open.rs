@@ -78,6 +78,7 @@ impl Engine {
 
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
         let dir = DataDir::open(&cfg.path)?;
+        dir.note_holder(cfg.serves_socket);
         let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
         match store.meta_get(META_FORMAT)? {
             Some(v) if v.as_slice() != [FORMAT_VERSION] => {

@@ -2,7 +2,8 @@
 //! generation, and one sled database per generation.
 //!
 //! ```text
-//! DATA/LOCK         held (flock) for as long as an engine has the store open
+//! DATA/LOCK         held (flock) for as long as an engine has the store open;
+//!                   its text names the holder ([`DataDir::note_holder`])
 //! DATA/CURRENT      "gen-000001\n": the live generation; replaced by rename
 //! DATA/gen-000001/  the sled database of that generation
 //! DATA/COMPACTING   present (fsynced) while a compaction is under way
@@ -30,6 +31,38 @@ pub(crate) struct DataDir {
 const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
 const COMPACTING: &str = "COMPACTING";
+
+/// The holder of a store as its `LOCK` file names it
+/// ([`DataDir::note_holder`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LockHolder {
+    /// The holder's process id.
+    pub(crate) pid: u32,
+    /// Whether it answers other processes on the store's socket.
+    pub(crate) serves_socket: bool,
+}
+
+/// Who holds the store at `root`, by its `LOCK` file; `None` when the file
+/// names nobody (never noted, written by an older version, or unreadable).
+/// The note may be stale for the moment between a new holder's lock and
+/// its note, or after its holder exited (then the lock is free).
+pub(crate) fn lock_holder(root: &Path) -> Option<LockHolder> {
+    let text = fs::read_to_string(root.join(LOCK)).ok()?;
+    let mut pid = None;
+    let mut socket = None;
+    for line in text.lines() {
+        if let Some(p) = line.strip_prefix("pid ") {
+            pid = p.trim().parse().ok();
+        } else if let Some(s) = line.strip_prefix("socket ") {
+            socket = match s.trim() {
+                "yes" => Some(true),
+                "no" => Some(false),
+                _ => None,
+            };
+        }
+    }
+    Some(LockHolder { pid: pid?, serves_socket: socket? })
+}
 
 pub(crate) fn gen_name(n: u64) -> String {
     format!("gen-{n:06}")
@@ -79,6 +112,22 @@ impl DataDir {
         let dir = DataDir { root: root.to_path_buf(), _lock: lock, current };
         dir.remove_stale_generations()?;
         Ok(dir)
+    }
+
+    /// Writes who holds the store into its `LOCK` file: `pid N` and
+    /// `socket yes|no`, whether this process answers other processes on the
+    /// store's socket. A process that finds the store locked reads it
+    /// ([`lock_holder`]) to tell a holder it can reach, or one coming up,
+    /// from one it never can. Best effort: the lock itself is what excludes.
+    pub(crate) fn note_holder(&self, serves_socket: bool) {
+        use std::io::{Seek, SeekFrom};
+        let note = format!(
+            "mnemon store lock\npid {}\nsocket {}\n",
+            std::process::id(),
+            if serves_socket { "yes" } else { "no" }
+        );
+        let mut f = &self._lock;
+        let _ = f.set_len(0).and_then(|()| f.seek(SeekFrom::Start(0))).and_then(|_| f.write_all(note.as_bytes()));
     }
 
     /// The root of the data directory.

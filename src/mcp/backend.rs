@@ -56,6 +56,8 @@ enum Mode {
 pub struct Backend {
     limits: Limits,
     socket: Option<PathBuf>,
+    /// The store's directory, when this backend may reach a holder.
+    data_dir: Option<PathBuf>,
     open: Opener,
     mode: RwLock<Arc<Mode>>,
 }
@@ -71,6 +73,7 @@ impl Backend {
         Backend {
             limits,
             socket: None,
+            data_dir: None,
             open,
             mode: RwLock::new(Arc::new(Mode::Holder { engine, socket: Mutex::new(None) })),
         }
@@ -84,7 +87,13 @@ impl Backend {
     /// The opener's errors other than [`Error::Locked`], as [`ApiError`].
     pub fn open(data_dir: &std::path::Path, limits: Limits, open: Opener) -> Result<Backend, ApiError> {
         let socket = socket_path(data_dir);
-        let b = Backend { limits, socket: Some(socket.clone()), open, mode: RwLock::new(Arc::new(Mode::Closed)) };
+        let b = Backend {
+            limits,
+            socket: Some(socket.clone()),
+            data_dir: Some(data_dir.to_path_buf()),
+            open,
+            mode: RwLock::new(Arc::new(Mode::Closed)),
+        };
         let mode = match (b.open)() {
             Ok(engine) => b.holder(engine),
             Err(Error::Locked { .. }) => Mode::Proxy(SocketClient::new(socket)),
@@ -101,7 +110,7 @@ impl Backend {
     pub fn cluster(node: crate::cluster::ClusterNode, limits: Limits) -> Backend {
         node.serve(crate::cluster::surface_handler(limits));
         let open: Opener = Box::new(|| Err(Error::Closed));
-        Backend { limits, socket: None, open, mode: RwLock::new(Arc::new(Mode::Cluster(node))) }
+        Backend { limits, socket: None, data_dir: None, open, mode: RwLock::new(Arc::new(Mode::Cluster(node))) }
     }
 
     /// True while this process holds the store (false for a proxy). A
@@ -192,6 +201,22 @@ impl Backend {
                 Ok(())
             }
             Err(Error::Locked { .. }) => {
+                // A holder that serves no socket (a program using the
+                // library) is never reached: say so now, not after the
+                // wait for one that is still coming up.
+                if let Some(h) = self.data_dir.as_deref().and_then(crate::log::lock_holder) {
+                    if !h.serves_socket && process_alive(h.pid) {
+                        return Err(ApiError::new(
+                            ErrorCode::Locked,
+                            format!(
+                                "store is locked: process {} holds it and serves no socket for other processes \
+                                 (a program using the mnemon library, or a CLI import); close it, or let it \
+                                 finish, then try again",
+                                h.pid
+                            ),
+                        ));
+                    }
+                }
                 // Someone else holds it (a new holder not serving yet, or
                 // the old one still exiting): wait a little and retry.
                 drop(mode);
@@ -222,6 +247,16 @@ impl Backend {
             node.shutdown()?;
         }
         Ok(())
+    }
+}
+
+/// Whether process `pid` runs (Linux: `/proc/PID` exists; elsewhere
+/// assumed). A note left by a holder that exited names a dead process.
+fn process_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        std::path::Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
     }
 }
 

@@ -504,7 +504,7 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
 /// [`open_engine_at`], saying whether the process builds HNSW graphs.
 pub fn open_engine_for(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> Result<Engine> {
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
-    open_store(dir, &cli.embedder, &models_dir(cli), &regions, graphs)
+    open_store(dir, &cli.embedder, &models_dir(cli), &regions, graphs, false)
 }
 
 /// Whether a process that opens a store builds HNSW graphs for its large
@@ -529,19 +529,22 @@ pub enum Graphs {
 /// Opens the store at `dir` with embedder choice `embedder` (models under
 /// `models`) and default phone regions `regions`, building HNSW graphs as
 /// `graphs` says, reporting progress and model changes on standard error.
+/// `serves_socket`: whether this process will serve the store's socket
+/// (noted in its lock file, see `EngineBuilder::serves_socket`).
 fn open_store(
     dir: &std::path::Path,
     embedder: &str,
     models: &std::path::Path,
     regions: &[String],
     graphs: Graphs,
+    serves_socket: bool,
 ) -> Result<Engine> {
     // `auto` keeps the model an existing store was built with, and refuses
     // when that model is not installed (see `load_embedder_for`).
     let choice: EmbedderChoice = embedder.parse()?;
     let recorded = Engine::recorded_model(dir)?;
     let e = embed::load_embedder_for(choice, models, recorded.as_deref())?;
-    let mut builder = Engine::builder(dir);
+    let mut builder = Engine::builder(dir).serves_socket(serves_socket);
     if graphs == Graphs::Scan {
         builder = builder.hnsw(mnemon::index::HnswParams { exact_threshold: usize::MAX, ..Default::default() });
     }
@@ -582,7 +585,8 @@ pub fn opener(cli: &Cli) -> mnemon::mcp::Opener {
 pub fn opener_at(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> mnemon::mcp::Opener {
     let (data, embedder, models) = (dir.to_path_buf(), cli.embedder.clone(), models_dir(cli));
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
-    Box::new(move || open_store(&data, &embedder, &models, &regions, graphs))
+    // The opener serves `mnemon::mcp::Backend::open`, whose holder serves the socket.
+    Box::new(move || open_store(&data, &embedder, &models, &regions, graphs, true))
 }
 
 fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
