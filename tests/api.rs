@@ -392,8 +392,20 @@ fn forget_of_an_unknown_target_is_not_found_whatever_the_selector() {
             req["dry_run"] = json!(dry_run);
             let x = err(call(&e, req.clone()));
             assert_eq!(x.code, ErrorCode::NotFound, "{req}: {x:?}");
+            // The error names the argument that named what is missing.
+            assert!(x.field.as_ref().is_some_and(|f| f != "op" && req.get(f).is_some()), "{req}: {x:?}");
         }
     }
+    // A write's unknown source is the `sources` field's fault, at every door.
+    for req in [
+        json!({"op": "remember", "namespace": "u", "content": "Lives in Porto", "sources": [999]}),
+        json!({"op": "supersede", "namespace": "u", "id": 2, "content": "Lives in Porto", "sources": [999]}),
+    ] {
+        let x = err(call(&e, req.clone()));
+        assert_eq!((x.code, x.field.as_deref()), (ErrorCode::NotFound, Some("sources")), "{req}: {x:?}");
+    }
+    let x = err(call(&e, json!({"op": "get", "namespace": "u", "id": 999})));
+    assert_eq!(x.field.as_deref(), Some("id"), "{x:?}");
     assert_eq!(e.last_seq(), before, "an unknown target writes nothing");
     // A search that finds nothing is not an error.
     let v = call(&e, json!({"op": "forget", "namespace": "nobody", "matching": "Lisbon"})).unwrap();

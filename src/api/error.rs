@@ -131,12 +131,42 @@ impl ApiError {
     }
 }
 
+/// The request field a `not_found` error is about, by what was not found:
+/// a memory is named by `id`, an observation by `observation` (a write
+/// names its sources by `sources`, see [`ApiError::sources`]), a session by
+/// `session`, a namespace by `namespace`.
+fn not_found_field(what: &str) -> Option<String> {
+    let field = if what.starts_with("memory ") {
+        "id"
+    } else if what.starts_with("observation ") {
+        "observation"
+    } else if what.starts_with("session ") || what.starts_with("observations of session ") {
+        "session"
+    } else if what.starts_with("namespace ") {
+        "namespace"
+    } else {
+        return None;
+    };
+    Some(field.to_string())
+}
+
+impl ApiError {
+    /// For a write that names observations as its sources: a missing
+    /// observation is the `sources` field's fault.
+    pub(crate) fn sources(mut self) -> ApiError {
+        if self.code == ErrorCode::NotFound && self.field.as_deref() == Some("observation") {
+            self.field = Some("sources".into());
+        }
+        self
+    }
+}
+
 impl From<Error> for ApiError {
     fn from(e: Error) -> ApiError {
         let message = e.to_string();
         let (code, field) = match &e {
             Error::InvalidInput { field, .. } => (ErrorCode::InvalidInput, Some((*field).to_string())),
-            Error::NotFound { .. } => (ErrorCode::NotFound, None),
+            Error::NotFound { what } => (ErrorCode::NotFound, not_found_field(what)),
             Error::Conflict(_) => (ErrorCode::Conflict, None),
             Error::Corrupted { .. } => (ErrorCode::Corrupted, None),
             Error::Locked { .. } => (ErrorCode::Locked, None),

@@ -128,7 +128,7 @@ impl Call for RememberRequest {
         if let Some(e) = self.embed {
             m = m.embed(e);
         }
-        Ok(engine.remember(&self.namespace, m)?)
+        engine.remember(&self.namespace, m).map_err(|e| ApiError::from(e).sources())
     }
 }
 
@@ -157,7 +157,7 @@ impl Call for SupersedeRequest {
 
     fn call(self, engine: &Engine, _: &Limits) -> Result<Remembered, ApiError> {
         let m = self.fields.into_new_memory(self.content)?;
-        Ok(engine.supersede(&self.namespace, self.id, m)?)
+        engine.supersede(&self.namespace, self.id, m).map_err(|e| ApiError::from(e).sources())
     }
 }
 
