@@ -272,6 +272,23 @@ fn export_and_restore_keep_the_digest_and_the_erasure() -> TestResult {
         restored.recall(&ns("u1"), "city", &RecallOptions::default())?[0].memory.content,
         e.recall(&ns("u1"), "city", &RecallOptions::default())?[0].memory.content
     );
+    assert_eq!(restored.check()?.restore_mismatch, None, "a matching restore is not marked");
+    restored.close()?;
+
+    // An export edited after it was written: every line still checks, the
+    // digest does not. The store is kept, marked, and `check` says so.
+    let live_text = e.list(&ns("u1"), &Default::default())[0].content.clone();
+    assert!(text.contains(&live_text), "{live_text}");
+    let edited = text.replacen(&live_text, &format!("{live_text} (edited)"), 1);
+    std::fs::write(dir.path().join("edited.jsonl"), edited)?;
+    let mut report = mnemon::restore(&dir.path().join("edited.jsonl"), &dir.path().join("restored-edited"))?;
+    let restored = Engine::open(dir.path().join("restored-edited"))?;
+    assert!(!report.verify(&restored), "{report:?}");
+    let mark = std::fs::read_to_string(dir.path().join("restored-edited").join(mnemon::portability::RESTORE_MISMATCH))?;
+    assert!(mark.contains(&report.expected_digest) && mark.contains(report.digest.as_deref().unwrap_or("?")), "{mark}");
+    let check = restored.check()?;
+    assert!(check.consistent, "the store itself is whole");
+    assert!(check.restore_mismatch.as_deref().is_some_and(|m| m.contains("changed or damaged")), "{check:?}");
     Ok(())
 }
 

@@ -195,7 +195,7 @@ class CheckReport(Record):
     """What `Engine::check` found."""
 
     __slots__ = ()
-    _FIELDS = ('consistent', 'digest', 'last_seq', 'memories', 'namespaces', 'observations', 'record_bytes', 'records', 'replay_digest', 'vectors_cached', 'vectors_embedded')
+    _FIELDS = ('consistent', 'digest', 'last_seq', 'memories', 'namespaces', 'observations', 'record_bytes', 'records', 'replay_digest', 'restore_mismatch', 'vectors_cached', 'vectors_embedded')
 
     @property
     def consistent(self) -> bool:
@@ -244,6 +244,15 @@ class CheckReport(Record):
     def replay_digest(self) -> str:
         """Digest of projections rebuilt from the log alone."""
         return self._data["replay_digest"]  # type: ignore[no-any-return]
+
+    @property
+    def restore_mismatch(self) -> Optional[str]:
+        """
+        When the store was restored from an export whose digest differed from the
+        restored store's: what the `RESTORE-MISMATCH` file in the data directory says
+        (both digests). `None` otherwise.
+        """
+        return self._data.get("restore_mismatch")
 
     @property
     def vectors_cached(self) -> int:

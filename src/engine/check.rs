@@ -36,6 +36,11 @@ pub struct CheckReport {
     /// True when the two digests agree and every namespace's lexical index
     /// holds the same documents live and replayed.
     pub consistent: bool,
+    /// When the store was restored from an export whose digest differed
+    /// from the restored store's: what the `RESTORE-MISMATCH` file in the
+    /// data directory says (both digests). `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_mismatch: Option<String>,
 }
 
 impl Engine {
@@ -104,6 +109,8 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     // they are is compared here (an index that kept a forgotten memory and
     // lost a live one has the right count).
     report.consistent = report.digest == report.replay_digest && same_lexical_documents(&live, &fresh);
+    report.restore_mismatch =
+        std::fs::read_to_string(cfg.path.join(crate::portability::RESTORE_MISMATCH)).ok().map(|t| t.trim().to_string());
     Ok(report)
 }
 

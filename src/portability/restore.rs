@@ -45,15 +45,34 @@ pub struct RestoreReport {
 
 impl RestoreReport {
     /// Compares the digest of `engine` (opened on the restored store) with
-    /// the export's and records both.
+    /// the export's and records both. When they differ (the file was
+    /// changed or damaged after it was exported, yet every line still
+    /// checks), the store is kept, since it holds what the file holds, but
+    /// marked: a [`RESTORE_MISMATCH`] file in its data directory names both
+    /// digests, and [`Engine::check`] reports it
+    /// ([`crate::CheckReport::restore_mismatch`]) until someone who trusts
+    /// the file deletes it.
     pub fn verify(&mut self, engine: &Engine) -> bool {
         let d = engine.digest();
         let ok = d == self.expected_digest;
+        if !ok {
+            let note = format!(
+                "restored from an export whose digest was {}, but the restored store's is {}: the file was \
+                 changed or damaged after export. Use another backup or export, or delete this file if you trust \
+                 the file as it is.\n",
+                self.expected_digest, d
+            );
+            let _ = std::fs::write(self.dir.join(RESTORE_MISMATCH), note);
+        }
         self.digest = Some(d);
         self.digest_matches = Some(ok);
         ok
     }
 }
+
+/// The file a restore whose digest differed from its export's leaves in
+/// the restored data directory ([`RestoreReport::verify`]).
+pub const RESTORE_MISMATCH: &str = "RESTORE-MISMATCH";
 
 fn bad(line: u64, reason: impl std::fmt::Display) -> Error {
     Error::invalid("from", format!("line {line}: {reason}"))

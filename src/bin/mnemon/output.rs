@@ -156,8 +156,16 @@ fn human(cli: &Cli, resp: &Response) {
         Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
         Response::Stats(s) => {
             let e = &s.events;
-            println!("log:        {} (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
-                count(s.last_seq, "event", "events"), e.observed, e.extracted, e.superseded, e.accessed, e.forgotten, e.tombstones);
+            println!(
+                "log:        {} (observed {}, extracted {}, superseded {}, accessed {}, forgotten {}, tombstones {})",
+                count(s.last_seq, "event", "events"),
+                e.observed,
+                e.extracted,
+                e.superseded,
+                e.accessed,
+                e.forgotten,
+                e.tombstones
+            );
             println!(
                 "memories:   {} active, {} superseded, {} archived ({} quarantined among them, left out of recall), {}, {}",
                 s.active_memories,
@@ -210,20 +218,25 @@ fn human(cli: &Cli, resp: &Response) {
             next_page(r.next_cursor.as_ref());
         }
         Response::Timeline(t) => timeline(t),
-        Response::Check(r) => println!(
-            "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
-            r.records,
-            r.record_bytes,
-            r.last_seq,
-            r.namespaces,
-            r.memories,
-            r.observations,
-            r.vectors_cached,
-            r.vectors_embedded,
-            r.digest,
-            r.replay_digest,
-            if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
-        ),
+        Response::Check(r) => {
+            println!(
+                "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
+                r.records,
+                r.record_bytes,
+                r.last_seq,
+                r.namespaces,
+                r.memories,
+                r.observations,
+                r.vectors_cached,
+                r.vectors_embedded,
+                r.digest,
+                r.replay_digest,
+                if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
+            );
+            if let Some(m) = &r.restore_mismatch {
+                println!("WARNING: {}", shown(m));
+            }
+        }
         Response::Backup(_) | Response::Export(_) => copy_summary(resp),
         _ => json(resp),
     }

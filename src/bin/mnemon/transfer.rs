@@ -204,5 +204,14 @@ pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
             if ok { "matches the export" } else { "DIFFERS from the export" }
         );
     }
+    if !ok {
+        eprintln!(
+            "warning: the file was changed or damaged after it was exported; the store at {} holds what it holds \
+             and is marked ({}; `mnemon check` reports it): use another backup or export, or delete that file if \
+             you trust this one",
+            report.dir.display(),
+            mnemon::portability::RESTORE_MISMATCH
+        );
+    }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(DIGEST_MISMATCH) })
 }
