@@ -370,7 +370,7 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
     // A damaged high-water mark is said, not taken as "no check".
     let mark = live.join("LAST_SEQ");
     let kept = std::fs::read(&mark)?;
-    for bad in ["abc\n", "", "12x\n", "-5\n"] {
+    for bad in ["abc\n", "12x\n", "-5\n", "20 events\n"] {
         std::fs::write(&mark, bad)?;
         let msg = Engine::open(&live).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.contains("LAST_SEQ") && msg.contains("mnemon restore --from"), "{bad:?}: {msg}");
@@ -379,6 +379,68 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
     let e = Engine::open(&live)?;
     assert_eq!(e.list(&ns("u1"), &Default::default()).len(), 200);
     e.close()?;
+    Ok(())
+}
+
+/// The child of `a_killed_then_damaged_store_never_opens_short`: writes 20
+/// memories and exits without closing the store (no clean close records
+/// the log's extent). Inert unless the parent sets the variable.
+#[test]
+fn killed_writer_child() {
+    let Ok(dir) = std::env::var("MNEMON_TEST_KILLED_WRITER") else {
+        return;
+    };
+    let e = Engine::open(&dir).expect("open");
+    for i in 0..20 {
+        e.remember(&ns("u1"), NewMemory::new(format!("acknowledged memory {i} before the crash"))).expect("remember");
+    }
+    std::process::exit(0);
+}
+
+/// A process killed after its writes were acknowledged, then one damaged
+/// byte: the store never opens with fewer events than were acknowledged
+/// (the writer keeps the high-water mark after each flush), whatever the
+/// byte, so no later write can reuse a lost position.
+#[test]
+fn a_killed_then_damaged_store_never_opens_short() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let live = dir.path().join("live");
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args(["--exact", "killed_writer_child", "--nocapture", "--test-threads", "1"])
+        .env("MNEMON_TEST_KILLED_WRITER", &live)
+        .output()?;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mark = std::fs::read_to_string(live.join("LAST_SEQ"))?;
+    assert_eq!(mark.trim().parse::<u64>()?, 20, "the mark follows the flushes: {mark:?}");
+    let db = live.join("gen-000001").join("db");
+    let original = std::fs::read(&db)?;
+    let mut failures = 0;
+    for offset in [0usize, 5, 10, 16, 30, 50, 64, 200, 1000, 4000] {
+        let mut bytes = original.clone();
+        bytes[offset] ^= 0x5a;
+        std::fs::write(&db, &bytes)?;
+        match Engine::open(&live) {
+            Ok(e) => {
+                assert_eq!(e.last_seq(), 20, "opened short after a flip at {offset}");
+                assert!(e.check()?.consistent, "flip at {offset}");
+                e.close()?;
+            }
+            Err(err) => {
+                failures += 1;
+                assert!(err.to_string().contains("mnemon restore --from"), "flip at {offset}: {err}");
+            }
+        }
+        std::fs::write(&db, &original)?;
+        std::fs::write(live.join("LAST_SEQ"), &mark)?;
+    }
+    assert!(failures > 0, "no flipped byte made the store fail to open");
+    // A mark cut by a crash (empty or zero-filled) is no mark.
+    for cut in ["", "\0\0\0\0"] {
+        std::fs::write(live.join("LAST_SEQ"), cut)?;
+        let e = Engine::open(&live)?;
+        assert_eq!(e.last_seq(), 20);
+        e.close()?;
+    }
     Ok(())
 }
 

@@ -158,6 +158,7 @@ impl Engine {
                 backfill: backfill_tx,
                 backlog: backlog.clone(),
                 dedup_threshold,
+                data_dir: cfg.path.clone(),
             },
         )?;
         backfill::spawn(embedder.clone(), backfill_rx, tx.clone(), backlog.clone())?;

@@ -39,7 +39,7 @@ pub use restore::{restore, RestoreReport, RESTORE_MISMATCH};
 
 use std::collections::HashSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::projection::State;
@@ -135,8 +135,51 @@ pub(crate) fn record_high_water(root: &Path, seq: crate::types::Seq) -> Result<(
     crate::log::sync_dir(root)
 }
 
+/// The high-water mark the writer keeps while the store is open: after
+/// every flush that made new events durable, their last `Seq` is written
+/// over the start of `LAST_SEQ` (fixed width, one write, no fsync: a mark
+/// lost or left behind by a crash is only lower than the log, which the
+/// check allows; the events it names were already synced). So a store
+/// whose process was killed, then damaged, is caught too, not only one
+/// closed cleanly.
+pub(crate) struct HighWaterMark {
+    path: PathBuf,
+    file: Option<fs::File>,
+}
+
+impl HighWaterMark {
+    /// The mark of the store at `root` (the file is opened at the first
+    /// [`HighWaterMark::record`]).
+    pub(crate) fn new(root: &Path) -> HighWaterMark {
+        HighWaterMark { path: root.join(HIGH_WATER), file: None }
+    }
+
+    /// Records that the log is durable up to `seq`. Best effort: a failure
+    /// leaves an older mark, which only weakens the check.
+    pub(crate) fn record(&mut self, seq: crate::types::Seq) {
+        if self.file.is_none() {
+            self.file = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&self.path).ok();
+        }
+        if let Some(f) = &self.file {
+            let line = format!("{seq:020}\n");
+            #[cfg(unix)]
+            let written = std::os::unix::fs::FileExt::write_all_at(f, line.as_bytes(), 0);
+            #[cfg(not(unix))]
+            let written = {
+                use std::io::{Seek, SeekFrom, Write};
+                let mut f = f;
+                f.seek(SeekFrom::Start(0)).and_then(|_| f.write_all(line.as_bytes()))
+            };
+            if written.is_err() {
+                self.file = None;
+            }
+        }
+    }
+}
+
 /// Checks that the log just replayed reaches the extent recorded at the
-/// last clean close. The log only grows (compaction keeps every `Seq`), so
+/// last clean close, or by the last flush before a crash
+/// ([`HighWaterMark`]). The log only grows (compaction keeps every `Seq`), so
 /// reading less means sled lost records — a damaged file that sled reads as
 /// a shorter (often empty) log instead of failing.
 ///
@@ -147,6 +190,11 @@ pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Resu
     let Ok(text) = fs::read_to_string(root.join(HIGH_WATER)) else {
         return Ok(());
     };
+    // A write of the mark cut by a crash or power loss leaves the file
+    // empty or zero-filled (never other bytes): no mark, so no check.
+    if text.bytes().all(|b| b == 0) {
+        return Ok(());
+    }
     match text.trim().parse::<u64>() {
         Ok(n) if replayed < n => Err(Error::Corrupted {
             seq: replayed + 1,

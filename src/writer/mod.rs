@@ -167,6 +167,9 @@ pub(crate) struct WriterConfig {
     pub(crate) backlog: Arc<Backlog>,
     /// Near-duplicate threshold for decisions made when a vector arrives.
     pub(crate) dedup_threshold: f32,
+    /// The store's data directory, whose `LAST_SEQ` the writer keeps
+    /// current after each flush ([`crate::portability::HighWaterMark`]).
+    pub(crate) data_dir: std::path::PathBuf,
 }
 
 struct Writer {
@@ -181,6 +184,8 @@ struct Writer {
     deferred: Vec<PendingVector>,
     /// Pending markers this group clears (vector arrived, or memory gone).
     unmarks: Vec<MemoryId>,
+    /// How far the log is durable, for a later open to check against.
+    high_water: crate::portability::HighWaterMark,
 }
 
 enum Pending {
@@ -190,6 +195,7 @@ enum Pending {
 
 /// Starts the writer thread.
 pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfig) -> Result<JoinHandle<()>> {
+    let cfg_dir = cfg.data_dir.clone();
     let (next_seq, last_time_us) = {
         let st = shared.state.read();
         (st.last_seq + 1, st.times.last().copied().unwrap_or(i64::MIN))
@@ -203,6 +209,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfi
         dirty_since: None,
         deferred: Vec::new(),
         unmarks: Vec::new(),
+        high_water: crate::portability::HighWaterMark::new(&cfg_dir),
     };
     std::thread::Builder::new().name("mnemon-writer".into()).spawn(move || w.run()).map_err(Error::Io)
 }
@@ -248,8 +255,12 @@ impl Writer {
 
     fn flush_interval(&mut self) {
         if self.dirty_since.take().is_some() {
-            if let Err(e) = self.shared.store().flush() {
-                self.poison(&e);
+            match self.shared.store().flush() {
+                Ok(_) => {
+                    let durable = self.shared.state.read().last_seq;
+                    self.high_water.record(durable);
+                }
+                Err(e) => self.poison(&e),
             }
         }
     }
@@ -406,15 +417,20 @@ impl Writer {
             }
             Ok(())
         })();
+        let wrote = !records.is_empty();
         records.clear();
         vectors.clear();
         let arrived = std::mem::take(&mut self.unmarks).len();
         let deferred = std::mem::take(&mut self.deferred);
         match res {
             Ok(()) => {
-                {
+                let durable = {
                     let mut st = self.shared.state.write();
                     st.visible = st.last_seq;
+                    st.last_seq
+                };
+                if flush && wrote {
+                    self.high_water.record(durable);
                 }
                 let backlog = &self.cfg.backlog.pending;
                 backlog.fetch_add(deferred.len(), std::sync::atomic::Ordering::AcqRel);
