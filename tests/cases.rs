@@ -335,6 +335,36 @@ fn c03_forgotten_but_still_found() -> TestResult {
     Ok(())
 }
 
+/// Forgetting by the text itself reaches every version that still holds
+/// it, not only the active one: the older value of a slot key (English and
+/// Chinese) goes with its chain, and nothing else.
+#[test]
+fn c03_forgetting_a_text_reaches_its_older_versions() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let u1 = ns("u1");
+    let engine = Engine::open(dir.path())?;
+    for (old, new) in [("Lives in Berlin", "Lives in Paris"), ("我住在北京", "我住在上海")] {
+        let first = engine.remember(&u1, NewMemory::new(old).key(format!("user.city.{}", old.len())))?;
+        let second = engine.remember(&u1, NewMemory::new(new).key(format!("user.city.{}", old.len())))?;
+        let other = engine.remember(&u1, NewMemory::new(format!("Keeps this one {}", old.len())))?;
+        let req = ForgetRequest::Matching { query: old.to_lowercase(), min_similarity: 1.0, limit: 10 };
+        let dry = engine.forget_dry_run(&u1, req.clone(), "user asked")?;
+        assert!(dry.memory_ids.contains(&first.id) && dry.memory_ids.contains(&second.id), "{old}: {dry:?}");
+        let done = engine.forget(&u1, req, "user asked")?;
+        assert!(!done.memory_ids.contains(&other.id), "{old}: {done:?}");
+        assert!(engine.list(&u1, &all_versions()).iter().all(|m| m.content != old && m.content != new), "{old}");
+        assert!(engine.get(&u1, other.id).is_ok());
+    }
+    // A short-term memory archived at the end of its session.
+    let brief = engine.remember(&u1, NewMemory::new("Parked on level 3, row F").tier(Tier::ShortTerm).session("s9"))?;
+    engine.end_session(&u1, "s9", &[])?;
+    assert_eq!(engine.get(&u1, brief.id)?.status, Status::Archived);
+    let req = ForgetRequest::Matching { query: "parked on level 3, row f".into(), min_similarity: 1.0, limit: 10 };
+    assert_eq!(engine.forget(&u1, req, "user asked")?.memory_ids, vec![brief.id]);
+    engine.close()?;
+    Ok(())
+}
+
 #[test]
 fn c04_forgetting_one_user_wipes_another() -> TestResult {
     let dir = tempfile::tempdir()?;

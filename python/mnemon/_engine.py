@@ -482,7 +482,9 @@ class Engine:
             observation: an observation, and memories derived only from it.
             session: every memory and observation of the session.
             all: the whole namespace.
-            matching: every memory whose text is this text (case, spacing
+            matching: every memory whose text is this text (older
+                versions and archived memories too, each with its version
+                chain; case, spacing
                 and invisible characters aside; as given or with its
                 personal data redacted as a write stores it), whatever its
                 cosine, and

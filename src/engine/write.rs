@@ -497,7 +497,8 @@ impl Engine {
 
     /// The memories a `Matching` forget would erase, with their cosine
     /// similarity to `query` (-1..=1), at most `limit` of them: first every
-    /// active memory whose text is the query's (after
+    /// memory still stored (active, superseded or archived) whose text is
+    /// the query's (after
     /// normalisation: case, spacing, invisible characters and NFKC aside),
     /// the query taken both as given and with its personal data redacted
     /// as a write would store it (so the text the user said finds the
@@ -543,15 +544,30 @@ impl Engine {
         };
         // The text itself, case aside (a user asking to forget "i live in
         // berlin" means "I live in Berlin").
+        // The text itself is erased wherever it is still stored: an older
+        // version (superseded) or an archived memory too, not only the
+        // active ones the similarity search below looks among.
+        // The active ones are indexed by their text; the others are few
+        // and a forget is rare, so they are read one by one.
+        let folded: Vec<String> =
+            [redacted.as_str(), query].iter().map(|t| crate::projection::normalize_content(t).to_lowercase()).collect();
         let mut out: Vec<(MemoryId, f32)> = Vec::new();
-        for text in [redacted.as_str(), query] {
-            let folded = crate::projection::normalize_content(text).to_lowercase();
-            for id in st.same_text_any_case(&folded).filter(|id| ok(id.0)) {
-                if out.len() < limit && !out.iter().any(|(e, _)| *e == id) {
-                    out.push((id, st.vectors.similarity(id.0, &qv).unwrap_or(0.0)));
-                }
+        let mut push = |id: MemoryId| {
+            if out.len() < limit && !out.iter().any(|(e, _)| *e == id) {
+                out.push((id, st.vectors.similarity(id.0, &qv).unwrap_or(0.0)));
             }
+        };
+        for f in &folded {
+            st.same_text_any_case(f).filter(|id| ok(id.0)).for_each(&mut push);
         }
+        let older = st.memories.values().filter(|m| {
+            let status = m.status_at(at);
+            m.visible_at(at)
+                && status != crate::types::Status::Active
+                && status != crate::types::Status::Forgotten
+                && folded.contains(&crate::projection::normalize_content(&m.content).to_lowercase())
+        });
+        older.map(|m| m.id).collect::<Vec<_>>().into_iter().for_each(&mut push);
         let exact = out.len();
         for (id, s) in st.vectors.search(&qv, limit, &ok) {
             if out.len() >= limit || s < min_similarity {
