@@ -345,3 +345,43 @@ fn updates_inherit_what_they_do_not_state() -> TestResult {
     assert_eq!(e.history(&u, fourth)?.len(), 4);
     Ok(())
 }
+
+/// A misnamed section would drop its items without a word: refused, and
+/// nothing written. A stray scalar (a model's note) is passed over. A bad
+/// item is named in JSON's words, not Rust's.
+#[test]
+fn a_misnamed_section_is_refused_and_items_speak_json() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path())?;
+    let u = ns("u1");
+    let before = engine.last_seq();
+    for doc in [
+        r#"{"memories":[{"content":"Lives in Lisbon"}]}"#,
+        r#"{"new":[{"content":"Lives in Lisbon"}]}"#,
+        r#"{"new_memories":[],"update":{"memory_id":1}}"#,
+    ] {
+        let err = engine.apply_extraction(&u, doc).expect_err(doc);
+        assert!(err.to_string().contains("unknown section"), "{doc}: {err}");
+    }
+    assert_eq!(engine.last_seq(), before, "nothing written");
+    let obs = engine.observe(&u, NewObservation::new("s1", Role::User, "I live in Lisbon now"))?;
+    let report = engine.apply_extraction(
+        &u,
+        &format!(
+            r#"{{"notes":"one fact","new_memories":[{{"content":"Lives in Lisbon","source_ids":[{o}]}},{{"content":"y","importance":"high","source_ids":[{o}]}},{{"content":"z","source_ids":["a"]}}]}}"#,
+            o = obs.0
+        ),
+    )?;
+    assert_eq!((report.applied(), report.rejected()), (1, 2));
+    let reasons: Vec<String> = report
+        .items
+        .iter()
+        .filter_map(|i| match &i.status {
+            ItemStatus::Rejected { reason } => Some(reason.clone()),
+            ItemStatus::Applied { .. } => None,
+        })
+        .collect();
+    assert!(reasons[0].contains("expected a number") && !reasons[0].contains("f32"), "{reasons:?}");
+    assert!(reasons[1].contains("expected a whole number") && !reasons[1].contains("u64"), "{reasons:?}");
+    Ok(())
+}

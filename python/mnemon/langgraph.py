@@ -516,7 +516,11 @@ class MnemonStore(BaseStore):
             # reference: a refusal of any of them is a refusal of the key.
             if e.field not in ("key", "session", "source_ref"):
                 raise
-            why = e.message.split(": ", 1)[1] if e.message.startswith(f"{e.field}: ") else e.message
+            why = e.message
+            if why.startswith("invalid input: "):
+                why = why[len("invalid input: ") :]
+            if why.startswith(f"{e.field}: "):
+                why = why[len(e.field) + 2 :]
             raise InvalidInputError(f"key: {why}", "key") from e
 
     def _namespaces_under(self, prefix: Tuple[str, ...]) -> List[Tuple[str, Tuple[str, ...]]]:

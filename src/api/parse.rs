@@ -70,9 +70,23 @@ fn try_decode<T: DeserializeOwned>(args: &Value) -> Result<T, (Option<String>, S
 /// usize`, `expected a sequence`, `expected struct ImportMemory`) and a
 /// JSON `null` as `unit value`. These become `a number`, `a whole number
 /// (0 or more)`, `a whole number`, `an array`, `an object` and `null`;
-/// everything else is kept as it is. Used by every door's request decoding
-/// and by the import parser, so all of them word a refusal the same way.
+/// everything else is kept as it is, except chrono's bare words for a time
+/// it cannot read ("input contains invalid characters"), which gain the
+/// form expected. Used by every door's request decoding, the import parser
+/// and `apply_extraction`, so all of them word a refusal the same way.
 pub(crate) fn plain_json_words(msg: &str) -> String {
+    // chrono's words for a time it cannot read say nothing of the form.
+    const TIME_ERRORS: [&str; 6] = [
+        "input contains invalid characters",
+        "premature end of input",
+        "trailing input",
+        "input is out of range",
+        "no possible date and time matching input",
+        "input is not enough for unique date and time",
+    ];
+    if TIME_ERRORS.contains(&msg) {
+        return format!("{msg}: expected an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00");
+    }
     let Some(at) = msg.find("expected ") else {
         return msg.replace("unit value", "null");
     };
@@ -157,6 +171,10 @@ mod tests {
                 "unknown variant `forever`, expected one of `short_term`, `long_term`",
             ),
             ("missing field `text`", "missing field `text`"),
+            (
+                "input contains invalid characters",
+                "input contains invalid characters: expected an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00",
+            ),
             ("invalid type: string \"a\", expected u32s", "invalid type: string \"a\", expected u32s"),
         ];
         for (given, want) in cases {

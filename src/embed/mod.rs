@@ -401,7 +401,14 @@ pub fn validate_vector(v: &[f32], dim: usize) -> Result<()> {
         return Err(Error::invalid("vector", format!("expected {dim} components, got {}", v.len())));
     }
     if let Some((i, x)) = v.iter().enumerate().find(|(_, x)| !x.is_finite()) {
-        return Err(Error::invalid("vector", format!("component {i} is {x} (must be finite)")));
+        let what = if x.is_nan() {
+            "NaN".to_string()
+        } else {
+            // JSON has no infinity: an infinite component was a number
+            // beyond the range of an f32 as sent.
+            format!("{x} (a number beyond a 32-bit float's range, ±3.4e38, reads as that)")
+        };
+        return Err(Error::invalid("vector", format!("component {i} is {what} (must be finite)")));
     }
     Ok(())
 }

@@ -237,7 +237,12 @@ impl Engine {
         self.check_text("content", &m.content)?;
         if let Some(i) = m.importance {
             if !(0.0..=1.0).contains(&i) {
-                return Err(Error::invalid("importance", format!("{i} is outside 0.0..=1.0")));
+                let shown = if i.is_infinite() {
+                    "a number beyond a 32-bit float's range (±3.4e38)".to_string()
+                } else {
+                    i.to_string()
+                };
+                return Err(Error::invalid("importance", format!("{shown} is outside 0.0..=1.0")));
             }
         }
         if let Some(es) = &m.entities {

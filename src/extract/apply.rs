@@ -177,10 +177,13 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for malformed JSON, a document larger than
-    /// [`MAX_EXTRACTION_BYTES`], a non-object top level or an array longer
+    /// [`MAX_EXTRACTION_BYTES`], a non-object top level, a top-level key
+    /// other than the three sections that holds an array or an object (a
+    /// misnamed section), or an array longer
     /// than [`MAX_EXTRACTION_ITEMS`] (nothing is written);
     /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn apply_extraction(&self, ns: &Namespace, json: &str) -> Result<ExtractionReport> {
+        const SECTIONS: [&str; 3] = ["new_memories", "update_existing", "forget"];
         if json.len() > MAX_EXTRACTION_BYTES {
             return Err(Error::invalid(
                 "extraction",
@@ -195,6 +198,17 @@ impl Engine {
         let new_items = array(&doc, "new_memories")?;
         let updates = array(&doc, "update_existing")?;
         let forgets = array(&doc, "forget")?;
+        // A misnamed section ("memories", "new") would be read as no items
+        // and its items lost without a word: refused. Other stray keys (a
+        // model's "notes" or "reasoning" text) are passed over.
+        if let Some((k, _)) =
+            doc.iter().find(|(k, v)| !SECTIONS.contains(&k.as_str()) && (v.is_array() || v.is_object()))
+        {
+            return Err(Error::invalid(
+                "extraction",
+                format!("unknown section {k:?}: the answer's sections are new_memories, update_existing and forget"),
+            ));
+        }
 
         let mut report = ExtractionReport::default();
         let reject = |report: &mut ExtractionReport, section, index, reason: String| {
@@ -215,7 +229,12 @@ impl Engine {
             let item: NewItem = match serde_json::from_value(v.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    reject(&mut report, Section::NewMemories, i, format!("malformed item: {e}"));
+                    reject(
+                        &mut report,
+                        Section::NewMemories,
+                        i,
+                        format!("malformed item: {}", crate::api::parse::plain_json_words(&e.to_string())),
+                    );
                     continue;
                 }
             };
@@ -239,7 +258,12 @@ impl Engine {
             let item: UpdateItem = match serde_json::from_value(v.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    reject(&mut report, Section::UpdateExisting, i, format!("malformed item: {e}"));
+                    reject(
+                        &mut report,
+                        Section::UpdateExisting,
+                        i,
+                        format!("malformed item: {}", crate::api::parse::plain_json_words(&e.to_string())),
+                    );
                     continue;
                 }
             };
@@ -308,7 +332,12 @@ impl Engine {
             let item: ForgetItem = match serde_json::from_value(v.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    reject(&mut report, Section::Forget, i, format!("malformed item: {e}"));
+                    reject(
+                        &mut report,
+                        Section::Forget,
+                        i,
+                        format!("malformed item: {}", crate::api::parse::plain_json_words(&e.to_string())),
+                    );
                     continue;
                 }
             };

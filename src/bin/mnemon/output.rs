@@ -135,11 +135,32 @@ fn human(cli: &Cli, resp: &Response) {
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
         Response::ApplyExtraction(r) => {
             for i in &r.items {
-                println!("{:?}[{}]: {:?}", i.section, i.index, i.status);
+                let section = match i.section {
+                    mnemon::Section::NewMemories => "new_memories",
+                    mnemon::Section::UpdateExisting => "update_existing",
+                    mnemon::Section::Forget => "forget",
+                };
+                match &i.status {
+                    mnemon::ItemStatus::Applied { id, action } => {
+                        println!("{section}[{}]: {action} #{}", i.index, id.0)
+                    }
+                    mnemon::ItemStatus::Rejected { reason } => {
+                        println!("{section}[{}]: rejected: {}", i.index, shown(reason))
+                    }
+                }
             }
             println!("applied {}, rejected {}", r.applied(), r.rejected());
         }
-        Response::EndSession(r) => json(r),
+        Response::EndSession(r) => {
+            let archived: Vec<String> = r.archived.iter().map(|id| format!("#{}", id.0)).collect();
+            println!("archived {}: {}", r.archived.len(), archived.join(" "));
+            for (old, new) in &r.promoted {
+                println!("promoted #{} to long-term as #{}", old.0, new.0);
+            }
+            for (id, why) in &r.rejected {
+                println!("not promoted #{}: {}", id.0, shown(why));
+            }
+        }
         Response::Consolidate(r) => {
             for c in r {
                 let ids: Vec<String> = c.members.iter().map(|m| format!("#{}", m.0)).collect();
