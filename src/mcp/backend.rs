@@ -113,6 +113,18 @@ impl Backend {
         Backend { limits, socket: None, data_dir: None, open, mode: RwLock::new(Arc::new(Mode::Cluster(node))) }
     }
 
+    /// The process holding the store when this backend reaches it through
+    /// its socket, as the store's `LOCK` file names it: (process id,
+    /// whether it serves the socket). `None` when this process holds the
+    /// store, or the file names nobody (an older version's holder).
+    pub fn store_holder(&self) -> Option<(u32, bool)> {
+        if self.holds_store() {
+            return None;
+        }
+        let h = crate::log::lock_holder(self.data_dir.as_deref()?)?;
+        Some((h.pid, h.serves_socket))
+    }
+
     /// True while this process holds the store (false for a proxy). A
     /// cluster daemon holds the namespaces it owns: true.
     pub fn holds_store(&self) -> bool {

@@ -116,8 +116,13 @@ fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), Api
     let policy = p.policy()?;
     let limits = p.limits()?;
     let backend = Arc::new(Backend::open(&cli.data, limits, opener(cli))?);
-    if !backend.holds_store() {
-        eprintln!("mnemon: the store is held by another process; serving through its socket");
+    match backend.store_holder() {
+        _ if backend.holds_store() => {}
+        Some((pid, false)) => eprintln!(
+            "mnemon: the store is held by process {pid}, which serves no socket: calls are refused as locked \
+             until it closes the store, then this server takes the store over"
+        ),
+        _ => eprintln!("mnemon: the store is held by another process; serving through its socket"),
     }
     Ok((backend.clone(), MemoryServer::new(backend, policy)))
 }
