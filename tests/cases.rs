@@ -337,22 +337,27 @@ fn c03_forgotten_but_still_found() -> TestResult {
 
 /// Forgetting by the text itself reaches every version that still holds
 /// it, not only the active one: the older value of a slot key (English and
-/// Chinese) goes with its chain, and nothing else.
+/// Chinese) goes, while the value that replaced it, which the user did not
+/// name, stays current; an archived memory goes too; nothing else does.
 #[test]
 fn c03_forgetting_a_text_reaches_its_older_versions() -> TestResult {
     let dir = tempfile::tempdir()?;
     let u1 = ns("u1");
     let engine = Engine::open(dir.path())?;
-    for (old, new) in [("Lives in Berlin", "Lives in Paris"), ("我住在北京", "我住在上海")] {
-        let first = engine.remember(&u1, NewMemory::new(old).key(format!("user.city.{}", old.len())))?;
-        let second = engine.remember(&u1, NewMemory::new(new).key(format!("user.city.{}", old.len())))?;
-        let other = engine.remember(&u1, NewMemory::new(format!("Keeps this one {}", old.len())))?;
+    for (lang, old, new) in [("en", "Lives in Berlin", "Lives in Paris"), ("zh", "我住在北京", "我住在上海")]
+    {
+        let first = engine.remember(&u1, NewMemory::new(old).key(format!("user.city.{lang}")))?;
+        let second = engine.remember(&u1, NewMemory::new(new).key(format!("user.city.{lang}")))?;
+        let other = engine.remember(&u1, NewMemory::new(format!("Keeps this one: {lang}")))?;
         let req = ForgetRequest::Matching { query: old.to_lowercase(), min_similarity: 1.0, limit: 10 };
         let dry = engine.forget_dry_run(&u1, req.clone(), "user asked")?;
-        assert!(dry.memory_ids.contains(&first.id) && dry.memory_ids.contains(&second.id), "{old}: {dry:?}");
+        assert_eq!(dry.memory_ids, vec![first.id], "{old}: {dry:?}");
         let done = engine.forget(&u1, req, "user asked")?;
-        assert!(!done.memory_ids.contains(&other.id), "{old}: {done:?}");
-        assert!(engine.list(&u1, &all_versions()).iter().all(|m| m.content != old && m.content != new), "{old}");
+        assert_eq!(done.memory_ids, vec![first.id], "{old}: {done:?}");
+        assert!(engine.list(&u1, &all_versions()).iter().all(|m| m.content != old), "{old}");
+        let current = engine.get(&u1, second.id)?;
+        assert_eq!((current.content.as_str(), current.status), (new, Status::Active));
+        assert_eq!(engine.history(&u1, second.id)?.len(), 1, "{old} is gone from the chain");
         assert!(engine.get(&u1, other.id).is_ok());
     }
     // A short-term memory archived at the end of its session.

@@ -347,7 +347,7 @@ fn updates_inherit_what_they_do_not_state() -> TestResult {
 }
 
 /// A misnamed section would drop its items without a word: refused, and
-/// nothing written. A stray scalar (a model's note) is passed over. A bad
+/// nothing written. Stray notes, empty lists and objects are passed over. A bad
 /// item is named in JSON's words, not Rust's.
 #[test]
 fn a_misnamed_section_is_refused_and_items_speak_json() -> TestResult {
@@ -358,7 +358,7 @@ fn a_misnamed_section_is_refused_and_items_speak_json() -> TestResult {
     for doc in [
         r#"{"memories":[{"content":"Lives in Lisbon"}]}"#,
         r#"{"new":[{"content":"Lives in Lisbon"}]}"#,
-        r#"{"new_memories":[],"update":{"memory_id":1}}"#,
+        r#"{"new_memories":[],"update":[{"memory_id":1,"content":"x"}]}"#,
     ] {
         let err = engine.apply_extraction(&u, doc).expect_err(doc);
         assert!(err.to_string().contains("unknown section"), "{doc}: {err}");
@@ -368,7 +368,7 @@ fn a_misnamed_section_is_refused_and_items_speak_json() -> TestResult {
     let report = engine.apply_extraction(
         &u,
         &format!(
-            r#"{{"notes":"one fact","new_memories":[{{"content":"Lives in Lisbon","source_ids":[{o}]}},{{"content":"y","importance":"high","source_ids":[{o}]}},{{"content":"z","source_ids":["a"]}}]}}"#,
+            r#"{{"notes":"one fact","entities":[],"metadata":{{"model":"m"}},"new_memories":[{{"content":"Lives in Lisbon","source_ids":[{o}]}},{{"content":"y","importance":"high","source_ids":[{o}]}},{{"content":"z","source_ids":["a"]}}]}}"#,
             o = obs.0
         ),
     )?;

@@ -185,6 +185,8 @@ fn a_library_holder_is_reported_as_such() {
     assert!(msg.contains(&format!("process {}", std::process::id())) && msg.contains("serves no socket"), "{msg}");
     assert_eq!(engine.stats().events.extracted, 0, "nothing was written");
     engine.close().unwrap();
+    // No note outlives its holder.
+    assert_eq!(std::fs::read_to_string(data.join("LOCK")).unwrap(), "", "the note is blanked at close");
     let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "written once the library let go"]);
     assert!(ok, "{err}");
 }

@@ -50,10 +50,6 @@ fn c09_personal_data_in_chinese_and_english() -> R {
     Ok(())
 }
 
-/// Invisible characters inside personal data (zero-width space, word
-/// joiner, zero-width joiner, soft hyphen, BOM) and full-width writings are
-/// redacted with the value they sit in: no part of a value reaches a file,
-/// and the counts name the right kinds.
 /// An erasure request quotes what the user said, personal data included;
 /// the memory was stored with it redacted. The request still finds it (as
 /// `matching` would the stored text), and finds nothing else.
@@ -95,6 +91,10 @@ fn forgetting_the_text_as_said_finds_the_redacted_memory() -> R {
     Ok(())
 }
 
+/// Invisible characters inside personal data (zero-width space, word
+/// joiner, zero-width joiner, soft hyphen, BOM) and full-width writings are
+/// redacted with the value they sit in: no part of a value reaches a file,
+/// and the counts name the right kinds.
 #[test]
 fn invisible_characters_inside_personal_data_never_reach_a_file() -> R {
     let dir = tempfile::tempdir()?;

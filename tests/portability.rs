@@ -338,6 +338,7 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
     let db = live.join("gen-000001").join("db");
     let original = std::fs::read(&db)?;
     let mut failures = 0;
+    let mut model_read_failures = 0;
     for offset in [16usize, 64, 200, 1000, 4000] {
         if offset >= original.len() {
             continue;
@@ -348,6 +349,7 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
         // The CLI reads the store's model before it opens the engine: that
         // read names the way back too.
         if let Err(err) = Engine::recorded_model(&live) {
+            model_read_failures += 1;
             let msg = err.to_string();
             assert!(msg.contains("mnemon restore --from") && !msg.contains("backtrace"), "flip at {offset}: {msg}");
         }
@@ -366,6 +368,7 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
     }
     std::fs::write(&db, &original)?;
     assert!(failures > 0, "no flipped byte made the store fail to open");
+    assert!(model_read_failures > 0, "no flipped byte made reading the model fail");
 
     // A damaged high-water mark is said, not taken as "no check".
     let mark = live.join("LAST_SEQ");

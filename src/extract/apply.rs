@@ -178,7 +178,7 @@ impl Engine {
     /// # Errors
     /// [`Error::InvalidInput`] for malformed JSON, a document larger than
     /// [`MAX_EXTRACTION_BYTES`], a non-object top level, a top-level key
-    /// other than the three sections that holds an array or an object (a
+    /// other than the three sections that holds a non-empty array (a
     /// misnamed section), or an array longer
     /// than [`MAX_EXTRACTION_ITEMS`] (nothing is written);
     /// [`Error::Poisoned`] / [`Error::Closed`].
@@ -200,9 +200,9 @@ impl Engine {
         let forgets = array(&doc, "forget")?;
         // A misnamed section ("memories", "new") would be read as no items
         // and its items lost without a word: refused. Other stray keys (a
-        // model's "notes" or "reasoning" text) are passed over.
+        // model's "notes" or "reasoning", an empty list) are passed over.
         if let Some((k, _)) =
-            doc.iter().find(|(k, v)| !SECTIONS.contains(&k.as_str()) && (v.is_array() || v.is_object()))
+            doc.iter().find(|(k, v)| !SECTIONS.contains(&k.as_str()) && v.as_array().is_some_and(|a| !a.is_empty()))
         {
             return Err(Error::invalid(
                 "extraction",

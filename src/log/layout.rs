@@ -32,13 +32,33 @@ const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
 const COMPACTING: &str = "COMPACTING";
 
+/// Writes the holder note into the open `LOCK` file: this process's id and
+/// `socket` as given (`yes`, `no` or `pending`). Best effort.
+fn write_note(lock: &File, socket: &str) {
+    use std::io::{Seek, SeekFrom};
+    let note = format!("mnemon store lock\npid {}\nsocket {socket}\n", std::process::id());
+    let mut f = lock;
+    let _ = f.set_len(0).and_then(|()| f.seek(SeekFrom::Start(0))).and_then(|_| f.write_all(note.as_bytes()));
+}
+
+impl Drop for DataDir {
+    /// Blanks the holder note before the lock is released, so no note
+    /// outlives its holder (one left by a crash names a process that is
+    /// gone, or one that reopened and wrote its own).
+    fn drop(&mut self) {
+        let _ = self._lock.set_len(0);
+    }
+}
+
 /// The holder of a store as its `LOCK` file names it
 /// ([`DataDir::note_holder`]).
+#[cfg(feature = "mcp")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LockHolder {
     /// The holder's process id.
     pub(crate) pid: u32,
-    /// Whether it answers other processes on the store's socket.
+    /// Whether it answers other processes on the store's socket (`false`
+    /// only for an explicit `socket no`; `pending` counts as may).
     pub(crate) serves_socket: bool,
 }
 
@@ -46,6 +66,7 @@ pub(crate) struct LockHolder {
 /// names nobody (never noted, written by an older version, or unreadable).
 /// The note may be stale for the moment between a new holder's lock and
 /// its note, or after its holder exited (then the lock is free).
+#[cfg(feature = "mcp")]
 pub(crate) fn lock_holder(root: &Path) -> Option<LockHolder> {
     let text = fs::read_to_string(root.join(LOCK)).ok()?;
     let mut pid = None;
@@ -55,7 +76,7 @@ pub(crate) fn lock_holder(root: &Path) -> Option<LockHolder> {
             pid = p.trim().parse().ok();
         } else if let Some(s) = line.strip_prefix("socket ") {
             socket = match s.trim() {
-                "yes" => Some(true),
+                "yes" | "pending" => Some(true),
                 "no" => Some(false),
                 _ => None,
             };
@@ -96,6 +117,9 @@ impl DataDir {
             Err(fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: lock_path }),
             Err(fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
         }
+        // Whatever an earlier holder noted is not about this one; until the
+        // engine says whether it serves the socket, it may.
+        write_note(&lock, "pending");
         let current = match fs::read_to_string(root.join(CURRENT)) {
             Ok(s) => parse_gen(s.trim()).ok_or_else(|| Error::Corrupted {
                 seq: 0,
@@ -120,14 +144,7 @@ impl DataDir {
     /// ([`lock_holder`]) to tell a holder it can reach, or one coming up,
     /// from one it never can. Best effort: the lock itself is what excludes.
     pub(crate) fn note_holder(&self, serves_socket: bool) {
-        use std::io::{Seek, SeekFrom};
-        let note = format!(
-            "mnemon store lock\npid {}\nsocket {}\n",
-            std::process::id(),
-            if serves_socket { "yes" } else { "no" }
-        );
-        let mut f = &self._lock;
-        let _ = f.set_len(0).and_then(|()| f.seek(SeekFrom::Start(0))).and_then(|_| f.write_all(note.as_bytes()));
+        write_note(&self._lock, if serves_socket { "yes" } else { "no" });
     }
 
     /// The root of the data directory.

@@ -5,7 +5,9 @@
 mod layout;
 mod sled_store;
 
-pub(crate) use layout::{lock_holder, sync_dir, DataDir};
+#[cfg(feature = "mcp")]
+pub(crate) use layout::lock_holder;
+pub(crate) use layout::{sync_dir, DataDir};
 pub use sled_store::SledStore;
 
 use crate::error::Result;

@@ -129,7 +129,9 @@ pub(crate) fn record_high_water(root: &Path, seq: crate::types::Seq) -> Result<(
     use std::io::Write;
     let tmp = root.join("LAST_SEQ.tmp");
     let mut f = fs::File::create(&tmp)?;
-    writeln!(f, "{seq}")?;
+    // The width the writer's mark uses ([`HighWaterMark`]), so its first
+    // write covers this one whole.
+    writeln!(f, "{seq:020}")?;
     f.sync_all()?;
     fs::rename(&tmp, root.join(HIGH_WATER))?;
     crate::log::sync_dir(root)
@@ -187,25 +189,28 @@ impl HighWaterMark {
 /// [`Error::Corrupted`] naming the first missing `Seq`; [`Error::Storage`]
 /// when the file holds something other than a sequence number.
 pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Result<()> {
-    let Ok(text) = fs::read_to_string(root.join(HIGH_WATER)) else {
+    let Ok(bytes) = fs::read(root.join(HIGH_WATER)) else {
         return Ok(());
     };
     // A write of the mark cut by a crash or power loss leaves the file
-    // empty or zero-filled (never other bytes): no mark, so no check.
-    if text.bytes().all(|b| b == 0) {
+    // empty, or zero bytes where the new text was to go: NULs are no
+    // mark, and a file of nothing else is none.
+    let text: String = String::from_utf8_lossy(&bytes).chars().filter(|c| *c != '\0').collect();
+    if text.trim().is_empty() {
         return Ok(());
     }
     match text.trim().parse::<u64>() {
         Ok(n) if replayed < n => Err(Error::Corrupted {
             seq: replayed + 1,
             reason: format!(
-                "the log held events up to seq {n} when the store was last closed, but only {replayed} could be read"
+                "the log held events up to seq {n} at its last recorded flush or close, but only {replayed} could be \
+                 read"
             ),
         }),
         Ok(_) => Ok(()),
-        // The file is written whole and renamed into place, so anything
-        // else in it is damage: the check cannot be made, and is not
-        // silently skipped.
+        // The file holds only a number we wrote (renamed into place, or
+        // written over in one short write), so anything else in it is
+        // damage: the check cannot be made, and is not silently skipped.
         Err(_) => {
             let mut shown = text.trim().to_string();
             if shown.len() > 40 {

@@ -256,10 +256,14 @@ impl Writer {
     fn flush_interval(&mut self) {
         if self.dirty_since.take().is_some() {
             match self.shared.store().flush() {
-                Ok(_) => {
-                    let durable = self.shared.state.read().last_seq;
+                // Only what was committed (`visible`) is durable now: after
+                // a failed commit `last_seq` counts events that never
+                // reached the log, and a poisoned engine records nothing.
+                Ok(_) if self.shared.poison_message().is_none() => {
+                    let durable = self.shared.state.read().visible;
                     self.high_water.record(durable);
                 }
+                Ok(_) => {}
                 Err(e) => self.poison(&e),
             }
         }

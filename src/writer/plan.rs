@@ -396,7 +396,7 @@ fn plan_remember(
         };
         if let Some(existing) = st.same_text(&norm).rev().find(alike) {
             let holder = st.memories.get(&existing).filter(|m| m.key.is_none() && mem.key.is_some());
-            if let Some(base) = holder.filter(|_| dedup == DedupMode::Supersede) {
+            if let Some(base) = holder.filter(|_| dedup == DedupMode::Supersede && !quarantined) {
                 // The same text, now under a slot key: a new version that
                 // takes the key, never a duplicate that drops it.
                 let similarity = vector.as_deref().and_then(|v| st.vectors.similarity(existing.0, v)).unwrap_or(1.0);
@@ -576,8 +576,15 @@ fn plan_forget(
         }
         ForgetTarget::Matching => {
             for id in &ids {
-                if st.memories.contains_key(id) {
-                    mems.extend(st.chain(*id));
+                match st.memories.get(id) {
+                    // The current value: its whole chain, as by id.
+                    Some(m) if m.status == Status::Active => mems.extend(st.chain(*id)),
+                    // An older or archived version matched by its text: that
+                    // version alone; the value that replaced it stays.
+                    Some(_) => {
+                        mems.insert(*id);
+                    }
+                    None => {}
                 }
             }
         }
