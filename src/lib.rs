@@ -107,7 +107,7 @@ pub use extract::{
     MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
 };
 pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
-pub use log::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
+pub use log::{fnv1a64, process_may_run, CachedVector, LogStore, SledStore, VectorEntry, VectorIter};
 pub use portability::{
     restore, BackupReport, ExportReport, ImportFormat, ImportOptions, ImportSummary, OnError, RestoreReport,
 };

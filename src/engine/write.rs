@@ -548,12 +548,10 @@ impl Engine {
                 .is_some_and(|m| m.visible_at(at) && m.status_at(at) == crate::types::Status::Active)
         };
         // The text itself, case aside (a user asking to forget "i live in
-        // berlin" means "I live in Berlin").
-        // The text itself is erased wherever it is still stored: an older
-        // version (superseded) or an archived memory too, not only the
-        // active ones the similarity search below looks among.
-        // The active ones are indexed by their text; the others are few
-        // and a forget is rare, so they are read one by one.
+        // berlin" means "I live in Berlin"), wherever it is still stored:
+        // the active versions are indexed by their text; older and
+        // archived ones are few and a forget is rare, so they are read one
+        // by one.
         let folded: Vec<String> =
             [redacted.as_str(), query].iter().map(|t| crate::projection::normalize_content(t).to_lowercase()).collect();
         let mut out: Vec<(MemoryId, f32)> = Vec::new();
@@ -572,7 +570,7 @@ impl Engine {
                 && status != crate::types::Status::Forgotten
                 && folded.contains(&crate::projection::normalize_content(&m.content).to_lowercase())
         });
-        older.map(|m| m.id).collect::<Vec<_>>().into_iter().for_each(&mut push);
+        older.for_each(|m| push(m.id));
         let exact = out.len();
         for (id, s) in st.vectors.search(&qv, limit, &ok) {
             if out.len() >= limit || s < min_similarity {

@@ -160,6 +160,19 @@ pub fn vector_f16_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect()
 }
 
+/// Whether process `pid` of this machine may still be running: `false`
+/// only when Linux's `/proc` is mounted and has no `/proc/PID`; `true`
+/// elsewhere (no cheap, portable check). Used to tell a note or a build
+/// directory left by a process that is gone from one still in use; a
+/// reused pid reads as running, which only errs on the side of keeping.
+pub fn process_may_run(pid: u32) -> bool {
+    if cfg!(target_os = "linux") && std::path::Path::new("/proc/self").exists() {
+        std::path::Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
 /// FNV-1a 64-bit hash (Fowler–Noll–Vo; offset basis and prime from the
 /// published parameters). Used to key caches by model id and to detect stale
 /// cached vectors; not a security hash.

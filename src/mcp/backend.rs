@@ -217,7 +217,7 @@ impl Backend {
                 // library) is never reached: say so now, not after the
                 // wait for one that is still coming up.
                 if let Some(h) = self.data_dir.as_deref().and_then(crate::log::lock_holder) {
-                    if !h.serves_socket && process_alive(h.pid) {
+                    if !h.serves_socket && crate::log::process_may_run(h.pid) {
                         return Err(ApiError::new(
                             ErrorCode::Locked,
                             format!(
@@ -259,16 +259,6 @@ impl Backend {
             node.shutdown()?;
         }
         Ok(())
-    }
-}
-
-/// Whether process `pid` runs (Linux: `/proc/PID` exists; elsewhere
-/// assumed). A note left by a holder that exited names a dead process.
-fn process_alive(pid: u32) -> bool {
-    if cfg!(target_os = "linux") {
-        std::path::Path::new("/proc").join(pid.to_string()).exists()
-    } else {
-        true
     }
 }
 

@@ -129,12 +129,17 @@ pub(crate) fn record_high_water(root: &Path, seq: crate::types::Seq) -> Result<(
     use std::io::Write;
     let tmp = root.join("LAST_SEQ.tmp");
     let mut f = fs::File::create(&tmp)?;
-    // The width the writer's mark uses ([`HighWaterMark`]), so its first
-    // write covers this one whole.
-    writeln!(f, "{seq:020}")?;
+    f.write_all(mark_line(seq).as_bytes())?;
     f.sync_all()?;
     fs::rename(&tmp, root.join(HIGH_WATER))?;
     crate::log::sync_dir(root)
+}
+
+/// The text of `LAST_SEQ` for `seq`: 20 digits and a line break, one width
+/// for the clean close and the writer's mark, so a write of the one always
+/// covers the other whole.
+fn mark_line(seq: crate::types::Seq) -> String {
+    format!("{seq:020}\n")
 }
 
 /// The high-water mark the writer keeps while the store is open: after
@@ -163,7 +168,7 @@ impl HighWaterMark {
             self.file = fs::OpenOptions::new().write(true).create(true).truncate(false).open(&self.path).ok();
         }
         if let Some(f) = &self.file {
-            let line = format!("{seq:020}\n");
+            let line = mark_line(seq);
             #[cfg(unix)]
             let written = std::os::unix::fs::FileExt::write_all_at(f, line.as_bytes(), 0);
             #[cfg(not(unix))]

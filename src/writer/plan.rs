@@ -316,6 +316,23 @@ fn supersede_plan(
     }
 }
 
+/// `mem` written as a new version of `old` (held in `base`), which it
+/// restates: it inherits what it does not restate, its slot key included
+/// (reason `near_duplicate`, action `NearDuplicate` with `similarity`).
+fn restatement_plan(
+    old: MemoryId,
+    base: &Memory,
+    mem: PendingMemory,
+    vector: Option<Vec<f32>>,
+    similarity: f32,
+    next_seq: u64,
+) -> Plan {
+    let mem = inherit(base, mem);
+    let mut plan = supersede_plan(old, mem, vector, SupersedeReason::NearDuplicate, next_seq);
+    plan.outcome = PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::NearDuplicate { old, similarity } };
+    plan
+}
+
 /// Refuses to let a version quarantined as an injected instruction replace
 /// `cur`, a version that is not: `cur` would leave recall and the profile
 /// for text nobody may see. A quarantined version may replace a quarantined
@@ -400,13 +417,7 @@ fn plan_remember(
                 // The same text, now under a slot key: a new version that
                 // takes the key, never a duplicate that drops it.
                 let similarity = vector.as_deref().and_then(|v| st.vectors.similarity(existing.0, v)).unwrap_or(1.0);
-                let mem = inherit(base, mem);
-                let mut plan = supersede_plan(existing, mem, vector, SupersedeReason::NearDuplicate, next_seq);
-                plan.outcome = PlannedOutcome::NewMemory {
-                    body_idx: 0,
-                    action: RememberAction::NearDuplicate { old: existing, similarity },
-                };
-                return Ok(plan);
+                return Ok(restatement_plan(existing, base, mem, vector, similarity, next_seq));
             }
             if holder.is_none() {
                 return Ok(Plan {
@@ -419,12 +430,7 @@ fn plan_remember(
     let nonzero = vector.as_ref().filter(|v| v.iter().any(|x| *x != 0.0));
     if let Some(v) = nonzero.filter(|_| dedup == DedupMode::Supersede && !quarantined) {
         if let Some((old, base, similarity)) = restated(st, &mem.content, mem.key.as_deref(), v, threshold, None) {
-            // The new version inherits what it does not restate, its slot key included.
-            let mem = inherit(base, mem);
-            let mut plan = supersede_plan(old, mem, vector, SupersedeReason::NearDuplicate, next_seq);
-            plan.outcome =
-                PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::NearDuplicate { old, similarity } };
-            return Ok(plan);
+            return Ok(restatement_plan(old, base, mem, vector, similarity, next_seq));
         }
     }
     Ok(Plan {

@@ -234,16 +234,6 @@ fn host_tag() -> u32 {
     mnemon::fnv1a64(name.trim().as_bytes()) as u32
 }
 
-/// Whether process `pid` of this host may still be running: false only
-/// when Linux's `/proc` says it is gone (elsewhere, always true).
-fn may_run(pid: u32) -> bool {
-    if cfg!(target_os = "linux") && Path::new("/proc/self").exists() {
-        Path::new("/proc").join(pid.to_string()).exists()
-    } else {
-        true
-    }
-}
-
 /// The host tag and process id in a build directory's name after its
 /// prefix (`HOST-PID-NANOS`: 8 hex digits, digits, 9 digits); `None` for
 /// any other shape (a version that wrote `PID-NANOS` included).
@@ -276,7 +266,7 @@ fn remove_abandoned(parent: &Path, name: &str) {
             continue;
         }
         let abandoned = match parse_building(rest) {
-            Some((host, pid)) if host == here => !may_run(pid),
+            Some((host, pid)) if host == here => !mnemon::process_may_run(pid),
             _ => {
                 let modified = entry.metadata().and_then(|m| m.modified()).ok();
                 modified.and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= FOREIGN_AGE)

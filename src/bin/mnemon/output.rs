@@ -133,34 +133,8 @@ fn human(cli: &Cli, resp: &Response) {
         }
         Response::Forget(f) => forget(f, matches!(&cli.command, Cmd::Forget(a) if a.is_search())),
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
-        Response::ApplyExtraction(r) => {
-            for i in &r.items {
-                let section = match i.section {
-                    mnemon::Section::NewMemories => "new_memories",
-                    mnemon::Section::UpdateExisting => "update_existing",
-                    mnemon::Section::Forget => "forget",
-                };
-                match &i.status {
-                    mnemon::ItemStatus::Applied { id, action } => {
-                        println!("{section}[{}]: {action} #{}", i.index, id.0)
-                    }
-                    mnemon::ItemStatus::Rejected { reason } => {
-                        println!("{section}[{}]: rejected: {}", i.index, shown(reason))
-                    }
-                }
-            }
-            println!("applied {}, rejected {}", r.applied(), r.rejected());
-        }
-        Response::EndSession(r) => {
-            let archived: Vec<String> = r.archived.iter().map(|id| format!("#{}", id.0)).collect();
-            println!("archived {}: {}", r.archived.len(), archived.join(" "));
-            for (old, new) in &r.promoted {
-                println!("promoted #{} to long-term as #{}", old.0, new.0);
-            }
-            for (id, why) in &r.rejected {
-                println!("not promoted #{}: {}", id.0, shown(why));
-            }
-        }
+        Response::ApplyExtraction(r) => extraction_report(r),
+        Response::EndSession(r) => session_end(r),
         Response::Consolidate(r) => {
             for c in r {
                 let ids: Vec<String> = c.members.iter().map(|m| format!("#{}", m.0)).collect();
@@ -239,25 +213,7 @@ fn human(cli: &Cli, resp: &Response) {
             next_page(r.next_cursor.as_ref());
         }
         Response::Timeline(t) => timeline(t),
-        Response::Check(r) => {
-            println!(
-                "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
-                r.records,
-                r.record_bytes,
-                r.last_seq,
-                r.namespaces,
-                r.memories,
-                r.observations,
-                r.vectors_cached,
-                r.vectors_embedded,
-                r.digest,
-                r.replay_digest,
-                if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
-            );
-            if let Some(m) = &r.restore_mismatch {
-                println!("WARNING: {}", shown(m));
-            }
-        }
+        Response::Check(r) => check_report(r),
         Response::Backup(_) | Response::Export(_) => copy_summary(resp),
         _ => json(resp),
     }
@@ -365,6 +321,55 @@ pub fn hit_line(h: &Hit, explain: bool) -> String {
 pub(crate) fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
     let noun = if n == N::from(1) { one } else { many };
     format!("{n} {noun}")
+}
+
+/// `apply-extraction` in text mode: one line per item, then the counts.
+fn extraction_report(r: &mnemon::ExtractionReport) {
+    for i in &r.items {
+        let section = match i.section {
+            mnemon::Section::NewMemories => "new_memories",
+            mnemon::Section::UpdateExisting => "update_existing",
+            mnemon::Section::Forget => "forget",
+        };
+        match &i.status {
+            mnemon::ItemStatus::Applied { id, action } => println!("{section}[{}]: {action} #{}", i.index, id.0),
+            mnemon::ItemStatus::Rejected { reason } => println!("{section}[{}]: rejected: {}", i.index, shown(reason)),
+        }
+    }
+    println!("applied {}, rejected {}", r.applied(), r.rejected());
+}
+
+/// `end-session` in text mode: what was archived, promoted, refused.
+fn session_end(r: &mnemon::SessionEnd) {
+    let archived: Vec<String> = r.archived.iter().map(|id| format!("#{}", id.0)).collect();
+    println!("archived {}: {}", r.archived.len(), archived.join(" "));
+    for (old, new) in &r.promoted {
+        println!("promoted #{} to long-term as #{}", old.0, new.0);
+    }
+    for (id, why) in &r.rejected {
+        println!("not promoted #{}: {}", id.0, shown(why));
+    }
+}
+
+/// `check` in text mode, with the warning of a restore whose digest differed.
+fn check_report(r: &mnemon::CheckReport) {
+    println!(
+        "records {} ({} bytes), last seq {}, gap-free\nnamespaces {}, memories {}, observations {}\nvectors cached {}, computed {}\ndigest        {}\nreplay digest {}\n{}",
+        r.records,
+        r.record_bytes,
+        r.last_seq,
+        r.namespaces,
+        r.memories,
+        r.observations,
+        r.vectors_cached,
+        r.vectors_embedded,
+        r.digest,
+        r.replay_digest,
+        if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
+    );
+    if let Some(m) = &r.restore_mismatch {
+        println!("WARNING: {}", shown(m));
+    }
 }
 
 /// The summary lines of `backup` and `export` (text mode).
