@@ -14,6 +14,14 @@
 //!   (mnemon's vector cache holds it in `f16`, 768 bytes and a 9-byte
 //!   header).
 //!
+//! A third baseline bounds what any engine on the pinned log store can do:
+//! `sled alone, same bytes` reads back the keys and values mnemon wrote in
+//! the same run (its `events` tree and its vector cache) and writes them
+//! into a fresh sled database the way mnemon's writer does (each group's
+//! events as one `sled::Batch`, its vectors key by key, one flush per
+//! group of 1,000 events), with no validation, planning or indexing. Two
+//! rows: the events alone, and the events with the vector cache.
+//!
 //! mnemon does more per memory than either (slot-key and duplicate maps,
 //! a BM25 index with CJK bigrams and stemming, the vector index, the
 //! projections readers use), and its figure includes the caller-side
@@ -116,6 +124,50 @@ fn mnemon_run(dir: &Path, inp: &Input, mix: Mix) -> Result<f64, mnemon::Error> {
     Ok(rate)
 }
 
+/// The generation directory that `DATA/CURRENT` names (the sled database).
+fn sled_path(data: &Path) -> std::io::Result<std::path::PathBuf> {
+    Ok(data.join(std::fs::read_to_string(data.join("CURRENT"))?.trim()))
+}
+
+/// Events per second through bare sled, writing the keys and values of the
+/// closed store at `data` into a fresh database under `scratch`: groups of
+/// [`BATCH`] events in sequence order, each group's events as one batch and
+/// the cached vectors of the memories it holds (vector keys start with the
+/// memory id, the event's big-endian sequence number) key by key, then a
+/// flush. Returns (events only, events and vectors).
+fn sled_same_bytes(data: &Path, scratch: &Path) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    type Pairs = Vec<(sled::IVec, sled::IVec)>;
+    let (events, vectors): (Pairs, Pairs) = {
+        let db = sled::Config::new().path(sled_path(data)?).open()?;
+        let read = |name: &str| -> sled::Result<Pairs> { db.open_tree(name)?.iter().collect() };
+        (read("events")?, read("vectors")?)
+    };
+    let mut rates = [0.0; 2];
+    for (with_vectors, rate) in [false, true].into_iter().zip(rates.iter_mut()) {
+        let db = sled::Config::new().path(scratch.join(format!("bare-{with_vectors}"))).flush_every_ms(None).open()?;
+        let (ev_tree, vec_tree) = (db.open_tree("events")?, db.open_tree("vectors")?);
+        let mut vec_at = 0;
+        let start = Instant::now();
+        for group in events.chunks(BATCH) {
+            let mut batch = sled::Batch::default();
+            for (k, v) in group {
+                batch.insert(k.clone(), v.clone());
+            }
+            ev_tree.apply_batch(batch)?;
+            if with_vectors {
+                let last = group.last().map(|(k, _)| k.clone()).unwrap_or_default();
+                while let Some((k, v)) = vectors.get(vec_at).filter(|(k, _)| k[..8] <= last[..]) {
+                    vec_tree.insert(k.clone(), v.clone())?;
+                    vec_at += 1;
+                }
+            }
+            db.flush()?;
+        }
+        *rate = events.len() as f64 / start.elapsed().as_secs_f64();
+    }
+    Ok((rates[0], rates[1]))
+}
+
 /// Events (rows) per second through SQLite.
 fn sqlite_run(dir: &Path, inp: &Input, mix: Mix, with_vectors: bool) -> rusqlite::Result<f64> {
     let mut db = rusqlite::Connection::open(dir.join("bench.sqlite"))?;
@@ -155,7 +207,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("batched ingest: {n} events per configuration, {BATCH} per call / transaction, 384-d vectors given");
     println!("load average at start: {}", load.trim());
     let inp = input(n);
-    println!("{:<44} {:>12} {:>14} {:>14}", "configuration", "events/s", "× sqlite fts5", "× sqlite +vec");
+    println!(
+        "{:<56} {:>12} {:>14} {:>14} {:>14}",
+        "configuration", "events/s", "× sqlite fts5", "× sqlite +vec", "× sled bytes"
+    );
     let only = std::env::var("MNEMON_BENCH_MIX").unwrap_or_default();
     let mixes = [("observations", Mix::Observations), ("memories", Mix::Memories), ("half and half", Mix::Both)];
     let mixes: Vec<_> = mixes
@@ -173,21 +228,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let base = sqlite_run(&subdir(tmp.path(), "sqlite")?, &inp, mix, false)?;
             let base_vec = sqlite_run(&subdir(tmp.path(), "sqlite-vec")?, &inp, mix, true)?;
             let ours = mnemon_run(&tmp.path().join("m"), &inp, mix)?;
-            println!("{:<44} {:>12.0} {:>14} {:>14}", format!("sqlite wal + fts5, {label}"), base, "1.00", "");
-            println!(
-                "{:<44} {:>12.0} {:>14} {:>14}",
-                format!("sqlite wal + fts5 + vectors, {label}"),
-                base_vec,
-                "",
-                "1.00"
+            let (bare, bare_vec) = sled_same_bytes(&tmp.path().join("m"), tmp.path())?;
+            let row = |name: &str, rate: f64, cols: [String; 3]| {
+                println!(
+                    "{:<56} {:>12.0} {:>14} {:>14} {:>14}",
+                    format!("{name}, {label}"),
+                    rate,
+                    cols[0],
+                    cols[1],
+                    cols[2]
+                );
+            };
+            let ratio = |r: f64| format!("{r:.2}");
+            row("sqlite wal + fts5", base, [ratio(1.0), String::new(), String::new()]);
+            row("sqlite wal + fts5 + vectors", base_vec, [String::new(), ratio(1.0), String::new()]);
+            row("sled alone, same bytes, events", bare, [ratio(bare / base), ratio(bare / base_vec), String::new()]);
+            row(
+                "sled alone, same bytes, events + vectors",
+                bare_vec,
+                [ratio(bare_vec / base), ratio(bare_vec / base_vec), ratio(1.0)],
             );
-            println!(
-                "{:<44} {:>12.0} {:>14.2} {:>14.2}",
-                format!("mnemon, {label}"),
-                ours,
-                ours / base,
-                ours / base_vec
-            );
+            row("mnemon", ours, [ratio(ours / base), ratio(ours / base_vec), ratio(ours / bare_vec)]);
         }
     }
     Ok(())
