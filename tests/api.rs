@@ -119,6 +119,12 @@ fn bad_requests_name_the_field_and_write_nothing() {
         assert_eq!(e.field.as_deref(), Some(field), "{req}: {e:?}");
         assert!(!e.message.is_empty());
     }
+    // A whole number past u64::MAX reaches serde as a float; it is named
+    // as out of range, not as a fraction.
+    let huge: Value = serde_json::from_str(r#"{"op": "get", "namespace": "u", "id": 99999999999999999999}"#).unwrap();
+    let h = err(call(&e, huge));
+    assert_eq!(h.field.as_deref(), Some("id"), "{h:?}");
+    assert!(h.message.contains("is out of range, expected a whole number"), "{h:?}");
     assert_eq!(e.stats().last_seq, 0, "a rejected request wrote something");
     assert_eq!(err(call(&e, json!({"op": "get", "namespace": "u", "id": 7}))).code, ErrorCode::NotFound);
     // The error object's JSON shape.

@@ -481,8 +481,22 @@ fn argument_errors_under_json_are_json() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     for (args, field, says) in [
-        (vec!["--json", "recall", "--ns", "u1", "--k", "abc", "tea"], "k", "invalid value 'abc'"),
-        (vec!["recall", "--json", "--ns", "u1", "--min-similarity", "2x", "tea"], "min_similarity", "'2x'"),
+        (
+            vec!["--json", "recall", "--ns", "u1", "--k", "abc", "tea"],
+            "k",
+            "invalid value 'abc' for '--k <K>': expected a whole number (0 or more)",
+        ),
+        (
+            vec!["recall", "--json", "--ns", "u1", "--min-similarity", "2x", "tea"],
+            "min_similarity",
+            "'2x' for '--min-similarity <MIN_SIMILARITY>': expected a number",
+        ),
+        (
+            vec!["--json", "recall", "--ns", "u1", "--k", "99999999999999999999999", "tea"],
+            "k",
+            "out of range, expected a whole number",
+        ),
+        (vec!["--json", "timeline", "--ns", "u1", "--buckets", "2.5"], "buckets", "expected a whole number"),
         (vec!["--json", "recall", "--ns", "u1"], "query", "<QUERY>"),
         (vec!["--json", "remember", "--ns", "u1", "--importance"], "importance", "a value is required"),
         (vec!["--json", "remember", "--ns", "u1", "--bogus", "x", "tea"], "bogus", "unexpected argument"),
@@ -512,7 +526,9 @@ fn argument_errors_under_json_are_json() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: invalid value 'abc'"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: invalid value 'abc' for '--k <K>': expected a whole number (0 or more)"), "{err}");
+    assert!(!err.contains("invalid digit"), "{err}");
     let out = Command::new(env!("CARGO_BIN_EXE_mnemon")).args(["--json", "--help"]).output().unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Usage:"));
 }

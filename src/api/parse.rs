@@ -109,7 +109,24 @@ pub(crate) fn plain_json_words(msg: &str) -> String {
         }
         w => w.to_string(),
     };
+    if plain.starts_with("a whole number") {
+        if let Some(n) = too_large_integer(&head) {
+            return format!("invalid value: `{n}` is out of range, expected {plain}{tail}");
+        }
+    }
     format!("{head}expected {plain}{tail}")
+}
+
+/// The number of serde's `invalid type: floating point `X`, ` when `X` is a
+/// whole number beyond every integer type's range. JSON has one number
+/// type and serde_json reads an integer literal past `u64::MAX` (or below
+/// `i64::MIN`) as a float, so such a message means the client sent a whole
+/// number that is too large, not a fraction.
+fn too_large_integer(head: &str) -> Option<&str> {
+    let n = head.strip_prefix("invalid type: floating point `")?.strip_suffix("`, ")?;
+    let x: f64 = n.parse().ok()?;
+    // 2^63: below it serde_json keeps a literal integer as an integer.
+    (x.is_finite() && x.fract() == 0.0 && x.abs() >= 9.223_372_036_854_776e18).then_some(n)
 }
 
 /// The fields a request schema requires.
@@ -176,6 +193,20 @@ mod tests {
                 "input contains invalid characters: expected an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00",
             ),
             ("invalid type: string \"a\", expected u32s", "invalid type: string \"a\", expected u32s"),
+            // serde_json reads an integer past u64::MAX as a float.
+            (
+                "invalid type: floating point `1e20`, expected usize at line 1 column 30",
+                "invalid value: `1e20` is out of range, expected a whole number (0 or more) at line 1 column 30",
+            ),
+            (
+                "invalid type: floating point `-1e19`, expected i64",
+                "invalid value: `-1e19` is out of range, expected a whole number",
+            ),
+            // A fraction, or a float written as one, is still a float.
+            (
+                "invalid type: floating point `100.0`, expected u64",
+                "invalid type: floating point `100.0`, expected a whole number (0 or more)",
+            ),
         ];
         for (given, want) in cases {
             assert_eq!(plain_json_words(given), want, "{given}");

@@ -211,6 +211,11 @@ fn main() -> ExitCode {
 fn argument_error(e: clap::Error) -> ExitCode {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let asked_json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    let plain = number_error(&e);
+    if let (Some(msg), false) = (&plain, asked_json) {
+        eprintln!("error: {msg}\n\nFor more information, try '--help'.");
+        return ExitCode::from(2);
+    }
     if !asked_json || matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) || !e.use_stderr() {
         e.exit();
     }
@@ -230,11 +235,45 @@ fn argument_error(e: clap::Error) -> ExitCode {
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             "a subcommand is required; `--help` lists them".to_string()
         }
-        _ => joined.strip_prefix("error: ").unwrap_or(&joined).to_string(),
+        _ => plain.unwrap_or_else(|| joined.strip_prefix("error: ").unwrap_or(&joined).to_string()),
     };
     let err = mnemon::api::ApiError { code: mnemon::api::ErrorCode::InvalidInput, message, field: Some(field) };
     eprintln!("{}", serde_json::json!({ "error": err }));
     ExitCode::from(2)
+}
+
+/// A numeric argument's value that does not parse, in plain words:
+/// `invalid value 'abc' for '--k <K>': expected a whole number (0 or
+/// more)` instead of Rust's "invalid digit found in string", and "out of
+/// range" instead of "number too large to fit in target type". Every
+/// integer argument of this CLI is unsigned, so a negative one is named as
+/// such. `None` for any other error, which clap words itself.
+fn number_error(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use std::num::{IntErrorKind, ParseFloatError, ParseIntError};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let source = std::error::Error::source(e)?;
+    let why = if let Some(int) = source.downcast_ref::<ParseIntError>() {
+        match int.kind() {
+            IntErrorKind::Empty => "empty, expected a whole number (0 or more)",
+            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
+                "out of range, expected a whole number (0 or more)"
+            }
+            _ => "expected a whole number (0 or more)",
+        }
+    } else if source.downcast_ref::<ParseFloatError>().is_some() {
+        "expected a number"
+    } else {
+        return None;
+    };
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (arg, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
+    Some(format!("invalid value '{value}' for '{arg}': {why}"))
 }
 
 /// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`; a group of
