@@ -289,6 +289,11 @@ fn export_and_restore_keep_the_digest_and_the_erasure() -> TestResult {
     let check = restored.check()?;
     assert!(check.consistent, "the store itself is whole");
     assert!(check.restore_mismatch.as_deref().is_some_and(|m| m.contains("changed or damaged")), "{check:?}");
+    // Its backups carry the mark.
+    restored.backup(dir.path().join("backup-of-edited"))?;
+    restored.close()?;
+    let copy = Engine::open(dir.path().join("backup-of-edited"))?;
+    assert_eq!(copy.check()?.restore_mismatch, check.restore_mismatch, "a backup keeps the mark");
     Ok(())
 }
 

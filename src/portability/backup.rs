@@ -53,7 +53,8 @@ impl Engine {
     /// observations are copied as tombstones, as compaction writes them, so
     /// a backup never holds erased content; its digest equals the live
     /// store's at that position. Cached vectors of surviving memories are
-    /// copied, so opening the backup does not re-embed.
+    /// copied, so opening the backup does not re-embed. A
+    /// [`crate::portability::RESTORE_MISMATCH`] mark is copied with them.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when `dir` exists and is not an empty
@@ -86,11 +87,14 @@ impl Engine {
         }
         let created = prepare_target("dir", &target)?;
         let cache_bytes = self.config().cache_bytes;
+        // A store restored from a file whose digest differed keeps that
+        // mark in its copies, so `check` on a backup warns as on the store.
+        let mismatch = std::fs::read(root.join(crate::portability::RESTORE_MISMATCH)).ok();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let dest = target.clone();
         self.send(Command::Exclusive {
             f: Box::new(move |ctx| {
-                let _ = tx.send(write_backup(ctx.shared, &dest, cache_bytes));
+                let _ = tx.send(write_backup(ctx.shared, &dest, cache_bytes, mismatch.as_deref()));
             }),
         })?;
         let result = match rx.recv() {
@@ -117,7 +121,7 @@ fn absolute(p: &Path) -> std::io::Result<PathBuf> {
 
 /// Runs on the writer thread (inside `Command::Exclusive`): nothing writes
 /// meanwhile, so `visible` is the last durable event and the copy a prefix.
-fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64) -> Result<BackupReport> {
+fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64, mismatch: Option<&[u8]>) -> Result<BackupReport> {
     let started = Instant::now();
     let (last_seq, digest, forgotten_m, forgotten_o) = {
         let state = shared.state.read();
@@ -196,6 +200,9 @@ fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64) -> Result<Backup
     drop(store);
     drop(layout);
     crate::portability::record_high_water(dest, last_seq)?;
+    if let Some(note) = mismatch {
+        std::fs::write(dest.join(crate::portability::RESTORE_MISMATCH), note)?;
+    }
     sync_tree(dest)?;
     Ok(BackupReport {
         dir: dest.to_path_buf(),
