@@ -660,6 +660,33 @@ fn c10_with(embedder: Arc<dyn Embedder>) -> TestResult {
     let f = engine.forget(&u, ForgetRequest::Memory(second.id), "user request")?;
     assert_eq!(f.memories, 2);
 
+    // A permanent fact said again in a short-term session stays permanent
+    // (and keeps its importance): the session's end does not archive it,
+    // and recall still finds it. The same for Chinese, where the
+    // restatement differs by its full stop.
+    for (i, (fact, restated, query)) in [
+        (C10_CHANGED_FACTS[0].1, again, "when does the standup meeting start"),
+        ("爱丽丝的生日是五月三日", "爱丽丝的生日是五月三日。", "爱丽丝的生日是哪天"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let p = ns(&format!("lasting{i}"));
+        let kept = engine.remember(&p, NewMemory::new(fact).tier(Tier::Permanent).importance(0.9))?;
+        let said = engine.remember(&p, NewMemory::new(restated).session("s2").tier(Tier::ShortTerm).importance(0.2))?;
+        assert!(
+            matches!(said.action, RememberAction::NearDuplicate { old, .. } if old == kept.id),
+            "{model}: {restated:?}: {:?}",
+            said.action
+        );
+        let now = engine.get(&p, said.id)?;
+        assert_eq!((now.tier, now.importance), (Tier::Permanent, 0.9), "{model}: {restated:?}");
+        engine.end_session(&p, "s2", &[])?;
+        assert_eq!(engine.get(&p, said.id)?.status, Status::Active, "{model}: {restated:?} outlives the session");
+        let hits = engine.recall(&p, query, &opts)?;
+        assert!(hits.iter().any(|h| h.memory.id == said.id), "{model}: {query:?}");
+    }
+
     // Replay equals live.
     let digest = engine.digest();
     engine.close()?;

@@ -329,6 +329,47 @@ fn restore_refuses_what_is_not_a_whole_export() -> TestResult {
     Ok(())
 }
 
+/// A `CURRENT` changed to name a generation that is not there is refused
+/// at every open, and nothing under the store is removed: the generation
+/// that holds the store stays, and naming it again opens it whole. A
+/// second generation left without a compaction marker is left alone too.
+#[test]
+fn a_current_naming_no_generation_removes_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let live = dir.path().join("live");
+    {
+        let e = Engine::open(&live)?;
+        for i in 0..50 {
+            e.remember(&ns("u1"), NewMemory::new(format!("memory number {i} with some text")))?;
+        }
+        e.close()?;
+    }
+    let db = live.join("gen-000001").join("db");
+    let size = std::fs::metadata(&db)?.len();
+    for name in ["gen-000002", "gen-000000", "gen-999999"] {
+        std::fs::write(live.join("CURRENT"), format!("{name}\n"))?;
+        for err in [Engine::recorded_model(&live).err(), Engine::open(&live).err()] {
+            let msg = err.map(|e| e.to_string()).unwrap_or_default();
+            assert!(
+                msg.contains(name) && msg.contains("does not exist") && msg.contains("gen-000001"),
+                "{name}: {msg}"
+            );
+        }
+        assert_eq!(std::fs::metadata(&db)?.len(), size, "{name}: the store's file is untouched");
+        assert!(!live.join(name).exists(), "{name}: no empty generation was made");
+    }
+    std::fs::write(live.join("CURRENT"), "gen-000001\n")?;
+    // A copy of the generation beside it, as a user might leave one.
+    std::fs::create_dir(live.join("gen-000007"))?;
+    std::fs::copy(&db, live.join("gen-000007").join("db"))?;
+    let e = Engine::open(&live)?;
+    assert_eq!(list_all(&e, &ns("u1")).len(), 50);
+    assert!(e.check()?.consistent);
+    e.close()?;
+    assert!(live.join("gen-000007").join("db").exists(), "a generation no compaction left is kept");
+    Ok(())
+}
+
 #[test]
 fn a_damaged_store_says_how_to_recover() -> TestResult {
     let dir = tempfile::tempdir()?;

@@ -473,6 +473,21 @@ impl Model {
         self.insert(m)
     }
 
+    /// A version restating `base` (the same text gaining a slot key): as
+    /// [`Model::new_version`], but never a shorter tier or a lower
+    /// importance than `base`'s.
+    fn restatement(&mut self, base: &MMem, content: &str, f: Fields) -> MemoryId {
+        let rank = |t: Tier| [Tier::ShortTerm, Tier::LongTerm, Tier::Permanent].iter().position(|x| *x == t);
+        let id = self.new_version(base, content, f);
+        if let Some(m) = self.memories.get_mut(&id) {
+            if rank(base.tier) > rank(m.tier) {
+                m.tier = base.tier;
+            }
+            m.importance = m.importance.max(base.importance);
+        }
+        id
+    }
+
     /// A new version `new` of `old`: one more event after the `Extracted`.
     fn link(&mut self, old: MemoryId, new: MemoryId) {
         self.last_seq += 1;
@@ -522,7 +537,7 @@ impl Model {
             .map(|(id, m)| (*id, m.clone()));
         if let Some((id, base)) = dup {
             if base.key.is_none() && f.key.is_some() {
-                let new = self.new_version(&base, text, f);
+                let new = self.restatement(&base, text, f);
                 self.link(id, new);
                 return Expect::Remembered(new, RememberAction::NearDuplicate { old: id, similarity: 1.0 });
             }

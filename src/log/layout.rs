@@ -133,6 +133,28 @@ impl DataDir {
             }
             Err(e) => return Err(Error::Io(e)),
         };
+        // A `CURRENT` naming no directory was changed or damaged: every
+        // write of it names a generation already complete on disk. Opening
+        // it would start an empty generation and delete the real one.
+        if !root.join(gen_name(current)).is_dir() {
+            let mut present: Vec<String> = fs::read_dir(root)?
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| parse_gen(n).is_some())
+                .collect();
+            present.sort();
+            let found = if present.is_empty() { "none".to_string() } else { present.join(", ") };
+            return Err(Error::Corrupted {
+                seq: 0,
+                reason: format!(
+                    "{} names {}, which does not exist (generations here: {found}); the file was changed or \
+                     damaged, and nothing was opened or removed: write the name of the generation that holds \
+                     the store into it, or restore from a backup or export",
+                    root.join(CURRENT).display(),
+                    gen_name(current)
+                ),
+            });
+        }
         let dir = DataDir { root: root.to_path_buf(), _lock: lock, current };
         dir.remove_stale_generations()?;
         Ok(dir)
@@ -225,12 +247,17 @@ impl DataDir {
     /// # Errors
     /// [`Error::Io`] on file-system errors.
     pub(crate) fn remove_stale_generations(&self) -> Result<()> {
+        // Only a compaction leaves a second generation, and it holds
+        // `COMPACTING` for as long as one may exist; a generation found
+        // without it was put there by hand (a copy, a damaged `CURRENT`) and
+        // is left alone.
+        let compacting = self.compaction_marked();
         for entry in fs::read_dir(&self.root)? {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if let Some(n) = parse_gen(&name) {
-                if n != self.current {
+                if n != self.current && compacting {
                     fs::remove_dir_all(entry.path())?;
                 }
             } else if name.starts_with("CURRENT.tmp") {

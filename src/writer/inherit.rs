@@ -101,6 +101,31 @@ pub(crate) fn inherit(base: &Memory, new: PendingMemory) -> Extracted {
     }
 }
 
+/// How long a tier keeps a memory: short-term (archived with its session)
+/// below long-term (decays) below permanent.
+pub(crate) fn lasting(t: Tier) -> u8 {
+    match t {
+        Tier::ShortTerm => 0,
+        Tier::LongTerm => 1,
+        Tier::Permanent => 2,
+    }
+}
+
+/// The payload of a restatement of `base` (a near-duplicate new version, or
+/// the same text gaining a slot key): [`inherit`], except that it never
+/// keeps the memory for less time or ranks it lower than `base` did. It
+/// takes the more lasting tier and the higher importance of the two. A
+/// restatement is the same fact said again; saying it again in a
+/// short-term session must not let the session's end archive it.
+pub(crate) fn restate(base: &Memory, new: PendingMemory) -> Extracted {
+    let mut mem = inherit(base, new);
+    if lasting(base.tier) > lasting(mem.tier) {
+        mem.tier = base.tier;
+    }
+    mem.importance = mem.importance.max(base.importance);
+    mem
+}
+
 /// Whether `entity` still occurs in `content`, compared after NFKC,
 /// lower-casing and whitespace folding. An entity holding CJK characters
 /// (Han, kana, Hangul), which are written without spaces between words,

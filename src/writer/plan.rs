@@ -13,7 +13,7 @@ use crate::event::{
 use crate::projection::{normalize_content, Memory, NsState, State};
 use crate::types::{MemoryId, Namespace, ObservationId, Status};
 
-pub(crate) use super::inherit::{inherit, PendingMemory};
+pub(crate) use super::inherit::{inherit, lasting, restate, PendingMemory};
 
 /// How `remember` treats a memory that repeats an active one.
 ///
@@ -317,8 +317,9 @@ fn supersede_plan(
 }
 
 /// `mem` written as a new version of `old` (held in `base`), which it
-/// restates: it inherits what it does not restate, its slot key included
-/// (reason `near_duplicate`, action `NearDuplicate` with `similarity`).
+/// restates: it inherits what it does not restate, its slot key included,
+/// and never a shorter tier or a lower importance ([`restate`]) (reason
+/// `near_duplicate`, action `NearDuplicate` with `similarity`).
 fn restatement_plan(
     old: MemoryId,
     base: &Memory,
@@ -327,7 +328,7 @@ fn restatement_plan(
     similarity: f32,
     next_seq: u64,
 ) -> Plan {
-    let mem = inherit(base, mem);
+    let mem = restate(base, mem);
     let mut plan = supersede_plan(old, mem, vector, SupersedeReason::NearDuplicate, next_seq);
     plan.outcome = PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::NearDuplicate { old, similarity } };
     plan
@@ -466,9 +467,15 @@ fn plan_backfill(st: Option<&NsState>, id: MemoryId, dedup: DedupMode, threshold
     let Some(v) = st.vectors.get(id.0).filter(|v| v.iter().any(|x| *x != 0.0)) else {
         return none();
     };
-    let Some((old, _, _)) = restated(st, &m.content, m.key.as_deref(), &v, threshold, Some(id)) else {
+    let Some((old, base, _)) = restated(st, &m.content, m.key.as_deref(), &v, threshold, Some(id)) else {
         return none();
     };
+    // The new memory was written with its own fields: it replaces no
+    // memory meant to last longer (a permanent fact said again in a
+    // short-term session would be archived with the session).
+    if lasting(base.tier) > lasting(m.tier) {
+        return none();
+    }
     Plan {
         bodies: vec![(
             EventBody::Superseded(Superseded { old, new: id, reason: SupersedeReason::NearDuplicate }),
