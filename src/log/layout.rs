@@ -10,9 +10,11 @@
 //! ```
 //! Compaction writes `COMPACTING`, then `gen-N+1`, fsyncs it, renames a new
 //! `CURRENT` into place, deletes the old generation and removes
-//! `COMPACTING`. On open, any generation that `CURRENT` does not name is a
-//! leftover of an interrupted compaction and is deleted; a remaining
-//! `COMPACTING` tells the engine to run the compaction again.
+//! `COMPACTING`. On open, while `COMPACTING` remains, any generation that
+//! `CURRENT` does not name is a leftover of the interrupted compaction and
+//! is deleted, and the engine runs the compaction again; without it, other
+//! generations are kept. A `CURRENT` naming no existing generation is
+//! refused before anything is created or removed.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -101,7 +103,7 @@ impl DataDir {
     /// [`Error::Locked`] when another process or engine holds the store;
     /// [`Error::InvalidInput`] (field `path`) when `root` is a file;
     /// [`Error::Io`] on file-system errors; [`Error::Corrupted`] (seq 0) when
-    /// `CURRENT` is unreadable.
+    /// `CURRENT` is unreadable or names a generation that does not exist.
     pub(crate) fn open(root: &Path) -> Result<DataDir> {
         if root.exists() && !root.is_dir() {
             return Err(Error::invalid(
@@ -242,7 +244,8 @@ impl DataDir {
         sync_dir(&self.root)
     }
 
-    /// Deletes every `gen-*` directory except the live one, and temp files.
+    /// Deletes every `gen-*` directory except the live one while a
+    /// compaction is marked (and only then), and temp files.
     ///
     /// # Errors
     /// [`Error::Io`] on file-system errors.
