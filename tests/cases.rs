@@ -267,6 +267,46 @@ fn c02_preference_that_changes() -> TestResult {
     Ok(())
 }
 
+/// A value with an older event time than the current one never displaces
+/// it: written under the key (from the library, from `import`, or as an
+/// explicit `supersede`) it is refused as a conflict and nothing is
+/// written; the newer value stays current and valid from its own time.
+#[test]
+fn c02_an_older_value_never_displaces_a_newer_one() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path())?;
+    let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&chrono::Utc));
+    for (n, newer, older) in [("en", "Lives in Paris", "Lives in Berlin"), ("zh", "我住在上海", "我住在北京")]
+    {
+        let u = ns(n);
+        let cur = engine.remember(&u, NewMemory::new(newer).key("user.city").event_time(t("2026-03-01T00:00:00Z")?))?;
+        let before = engine.last_seq();
+        let err = engine
+            .remember(&u, NewMemory::new(older).key("user.city").event_time(t("2025-01-01T00:00:00Z")?))
+            .expect_err("an older value under the key is refused");
+        assert!(matches!(err, Error::Conflict(_)) && err.to_string().contains("2025-01-01"), "{err}");
+        let err = engine
+            .supersede(&u, cur.id, NewMemory::new(older).event_time(t("2025-01-01T00:00:00Z")?))
+            .expect_err("an explicit older version is refused too");
+        assert!(matches!(err, Error::Conflict(_)), "{err}");
+        assert_eq!(engine.last_seq(), before, "nothing written");
+        let m = engine.get(&u, cur.id)?;
+        assert_eq!((m.status, m.content.as_str(), m.valid_to), (Status::Active, newer, None));
+        // The same through import: the line is rejected with the reason.
+        let jsonl = format!(
+            "{{\"type\":\"memory\",\"content\":\"{older}\",\"key\":\"user.city\",\"time\":\"2025-01-01T00:00:00Z\"}}\n"
+        );
+        let sum = engine.import(&u, mnemon::portability::parse_jsonl(&jsonl), &Default::default())?;
+        assert_eq!((sum.memories_written, sum.rejected), (0, 1), "{sum:?}");
+        assert_eq!(engine.get(&u, cur.id)?.status, Status::Active);
+        // A later value, or one without a time, replaces it as before.
+        let later =
+            engine.remember(&u, NewMemory::new(older).key("user.city").event_time(t("2026-06-01T00:00:00Z")?))?;
+        assert!(matches!(later.action, RememberAction::Superseded { old } if old == cur.id), "{later:?}");
+    }
+    Ok(())
+}
+
 #[test]
 fn c03_forgotten_but_still_found() -> TestResult {
     let dir = tempfile::tempdir()?;

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use chrono::{DateTime, Utc};
+
 use crate::dedup::{is_restatement, FactSignature};
 use crate::erase::quote::cut_quotes;
 use crate::error::{Error, Result};
@@ -216,6 +218,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                     st.chain(old).last().copied().unwrap_or(old)
                 )));
             }
+            refuse_backdated(mem.event_time, cur)?;
             let mem = inherit(cur, mem);
             check_sources(st, ns, &mem.sources)?;
             // At most one active memory holds a slot key (a quarantined
@@ -334,6 +337,27 @@ fn restatement_plan(
     plan
 }
 
+/// Refuses a new version of `cur` whose stated event time lies before
+/// `cur`'s valid start: a version is valid from its event time until its
+/// successor's, so an older value written as the successor would become
+/// the current one and leave the newer value valid for no time at all
+/// (a backfilled history written out of order). `Conflict`, naming both
+/// times; nothing is written. A write without an event time is valid from
+/// when it is written and is never refused here.
+fn refuse_backdated(event_time: Option<DateTime<Utc>>, cur: &Memory) -> Result<()> {
+    match event_time {
+        Some(t) if t < cur.valid_from => Err(Error::Conflict(format!(
+            "memory {} is valid from {}, after this version's event time {}: a new version replaces it from \
+             its own time on, so this older value would displace the newer one; write it as a memory of its \
+             own (without the key), or with a later event time",
+            cur.id,
+            cur.valid_from.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Refuses to let a version quarantined as an injected instruction replace
 /// `cur`, a version that is not: `cur` would leave recall and the profile
 /// for text nobody may see. A quarantined version may replace a quarantined
@@ -395,6 +419,7 @@ fn plan_remember(
                     outcome: PlannedOutcome::Existing { id: old, action: RememberAction::Duplicate },
                 });
             }
+            refuse_backdated(mem.event_time, holder)?;
             let mem = inherit(holder, mem);
             return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
         }
