@@ -312,6 +312,29 @@ fn a_reason_quoting_the_forgotten_text_keeps_no_copy() -> R {
     assert_eq!(files_containing(dir.path(), "对花生过敏".as_bytes()), Vec::<PathBuf>::new());
     assert!(e.verify_erasure_text(&[&content, zh])?.verified);
 
+    // A copy in other case, full-width, or with zero-width spaces between
+    // its characters is a copy too.
+    let ways: [fn(&str) -> String; 3] = [
+        |t| t.to_lowercase(),
+        |t| {
+            t.chars()
+                .map(|c| if c.is_ascii_graphic() { char::from_u32(c as u32 + 0xFEE0).unwrap_or(c) } else { c })
+                .collect()
+        },
+        |t| t.chars().flat_map(|c| [c, '\u{200B}']).collect(),
+    ];
+    for (i, way) in ways.iter().enumerate() {
+        let text = format!("Diagnosis code {canary} noted at visit {i}");
+        let m = e.remember(&u, mem(&text))?;
+        let out = e.forget(&u, ForgetRequest::Memory(m.id), &format!("remove {}", way(&text)))?;
+        assert_eq!(out.quotes_cut, 1, "way {i}");
+        let last = e.events(&u, 1, u64::MAX)?.pop().unwrap();
+        assert!(matches!(last.body, mnemon::EventBody::Forgotten(ref f) if f.reason.starts_with("remove [erased]")));
+    }
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    assert_eq!(files_containing(dir.path(), canary.to_lowercase().as_bytes()), Vec::<PathBuf>::new());
+
     // A reason that names no forgotten text is kept as given.
     let out = e.forget(&u, ForgetRequest::Memory(keep.id), "GDPR art. 17 request from the user")?;
     assert_eq!(out.quotes_cut, 0);

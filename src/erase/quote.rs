@@ -12,7 +12,10 @@
 //!
 //! What counts as a copy, in bytes of UTF-8: the whole text when it is at
 //! least [`MIN_TEXT_BYTES`] long (the erasure scanner's own floor), and any
-//! run of at least [`MIN_QUOTE_BYTES`] bytes of it. That is stricter than
+//! run of at least [`MIN_QUOTE_BYTES`] bytes of it, compared as written and
+//! again after folding both sides (NFKC, lower case, invisible characters
+//! dropped), so a copy in other case, in full-width forms or with
+//! zero-width characters between its letters is cut too. That is stricter than
 //! the scanner, which finds copies of 47 bytes or more of a long text
 //! (32-byte windows every 16 bytes), so a reason this leaves alone is never
 //! a scan match. Shorter fragments, paraphrase and translation are not
@@ -31,18 +34,11 @@ pub(crate) const MIN_QUOTE_BYTES: usize = 16;
 /// What replaces a cut span.
 pub(crate) const ERASED_MARK: &str = "[erased]";
 
-/// `label` with every verbatim copy of any of `texts` replaced by
-/// [`ERASED_MARK`] (adjacent or overlapping copies become one mark), and
-/// the number of marks. Cost: one hash lookup per byte of each text longer
-/// than [`MIN_QUOTE_BYTES`] when the label is at least that long, and one
-/// substring search per shorter text; nothing for labels under
-/// [`MIN_TEXT_BYTES`] (the default reason "user request" is 12 bytes, so
-/// only the short-text search runs for it).
-pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> (String, usize) {
+/// Which bytes of `label` lie in a verbatim copy of one of `texts` (the
+/// whole text when at least [`MIN_TEXT_BYTES`] long, or a run of at least
+/// [`MIN_QUOTE_BYTES`] bytes of a longer one).
+fn copies<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> Vec<bool> {
     let l = label.as_bytes();
-    if l.len() < MIN_TEXT_BYTES {
-        return (label.to_string(), 0);
-    }
     let mut covered = vec![false; l.len()];
     // foldhash: one lookup per byte of every forgotten text, so SipHash
     // would dominate a forget of a whole namespace.
@@ -73,6 +69,73 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
                 }
             }
         }
+    }
+    covered
+}
+
+/// `text` folded for matching copies written another way (each character
+/// NFKC-normalised and lower-cased, invisible characters dropped), and for
+/// each byte of the result the byte range of `text` it came from. An
+/// invisible character belongs to the range of the next visible one, so a
+/// folded run maps back to one unbroken run of `text`.
+fn fold_mapped(text: &str) -> (String, Vec<(usize, usize)>) {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::with_capacity(text.len());
+    let mut origin = Vec::with_capacity(text.len());
+    let mut from = 0;
+    for (s, c) in text.char_indices() {
+        let end = s + c.len_utf8();
+        if crate::safety::text::is_invisible(c) {
+            continue;
+        }
+        for n in std::iter::once(c).nfkc() {
+            out.extend(n.to_lowercase());
+        }
+        origin.resize(out.len(), (from, end));
+        from = end;
+    }
+    (out, origin)
+}
+
+/// `label` with every verbatim copy of any of `texts` replaced by
+/// [`ERASED_MARK`] (adjacent or overlapping copies become one mark), and
+/// the number of marks. Cost: one hash lookup per byte of each text longer
+/// than [`MIN_QUOTE_BYTES`] when the label is at least that long, and one
+/// substring search per shorter text; nothing for labels under
+/// [`MIN_TEXT_BYTES`] (the default reason "user request" is 12 bytes, so
+/// only the short-text search runs for it).
+pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> (String, usize) {
+    let l = label.as_bytes();
+    if l.len() < MIN_TEXT_BYTES {
+        return (label.to_string(), 0);
+    }
+    let texts: Vec<&str> = texts.into_iter().collect();
+    let mut covered = copies(label, texts.iter().copied());
+    // A copy written another way: in other case, in full-width or other
+    // compatibility forms, or with invisible characters between its
+    // letters. Both sides are folded (NFKC, lower case, invisible
+    // characters dropped) and a folded copy cuts the characters it came
+    // from, the invisible ones among them included.
+    let (folded, origin) = fold_mapped(label);
+    let folded_texts: Vec<String> = texts.iter().map(|t| fold_mapped(t).0).collect();
+    let mut folded_hits = vec![false; l.len()];
+    for (i, hit) in copies(&folded, folded_texts.iter().map(String::as_str)).into_iter().enumerate() {
+        if hit {
+            let (s, e) = origin[i];
+            folded_hits[s..e].iter_mut().for_each(|c| *c = true);
+        }
+    }
+    // A run shorter than the mark in the label itself (a character whose
+    // compatibility form is long) is not a copy: the mark would lengthen
+    // the label, and fewer than MIN_TEXT_BYTES of it are no copy by the
+    // rule above.
+    let mut i = 0;
+    while i < l.len() {
+        let e = (i..l.len()).find(|&j| folded_hits[j] != folded_hits[i]).unwrap_or(l.len());
+        if folded_hits[i] && e - i >= MIN_TEXT_BYTES.max(ERASED_MARK.len()) {
+            covered[i..e].iter_mut().for_each(|c| *c = true);
+        }
+        i = e;
     }
     if !covered.contains(&true) {
         return (label.to_string(), 0);
@@ -276,6 +339,25 @@ mod tests {
 
         // The property above is not vacuous: a label that quotes a whole
         // text of 16 bytes or more always gets a cut.
+        // A copy in other case, in full-width forms or with invisible
+        // characters between its letters is cut like a verbatim one.
+        #[test]
+        fn a_copy_written_another_way_is_cut(text in "[a-zA-Z0-9 ]{16,40}", pre in "[a-z ]{0,8}", how in 0..4u8) {
+            let copy: String = match how {
+                0 => text.to_uppercase(),
+                1 => text.to_lowercase(),
+                2 => text.chars().map(|c| if c.is_ascii_graphic() { char::from_u32(c as u32 - 0x21 + 0xFF01).unwrap_or(c) } else { c }).collect(),
+                _ => text.chars().flat_map(|c| [c, '\u{200B}']).collect(),
+            };
+            let label = format!("{pre}{copy} end");
+            let (out, n) = cut_quotes(&label, [text.as_str()]);
+            prop_assert!(n >= 1, "{label:?} -> {out:?}");
+            prop_assert!(out.len() <= label.len());
+            let folded = fold_mapped(&out).0;
+            let want = fold_mapped(&text).0;
+            prop_assert!(!folded.contains(want.trim()), "{out:?}");
+        }
+
         #[test]
         fn a_whole_quote_is_always_cut(texts in proptest::collection::vec("[a-z ©é花生过敏。]{16,40}", 1..3), pre in "[a-z ]{0,8}") {
             let label = format!("{pre}{}", texts[0]);
