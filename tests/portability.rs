@@ -297,6 +297,35 @@ fn export_and_restore_keep_the_digest_and_the_erasure() -> TestResult {
     Ok(())
 }
 
+/// A restore whose result cannot be opened (the export's model is not
+/// installed where it runs) removes the store it wrote, into a new
+/// directory or an empty one, so no unverified store is left to be taken
+/// for sound; opened, it verifies as `restore` + `verify` do.
+#[test]
+fn a_restore_that_cannot_be_verified_leaves_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let e = Engine::open(dir.path().join("live"))?;
+    e.remember(&ns("u1"), NewMemory::new("Lives in Berlin"))?;
+    let export = dir.path().join("store.jsonl");
+    e.export(&export)?;
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty)?;
+    for into in [dir.path().join("new"), empty.clone()] {
+        let r = mnemon::portability::restore_verified(&export, &into, |_| {
+            Err::<Engine, _>(mnemon::Error::Embedder("model not installed".into()))
+        });
+        assert!(matches!(r, Err(mnemon::Error::Embedder(_))), "{r:?}");
+        let left: Vec<_> =
+            std::fs::read_dir(&into).map(|d| d.flatten().map(|x| x.path()).collect()).unwrap_or_default();
+        assert!(left.is_empty(), "{into:?} holds {left:?}");
+    }
+    assert!(empty.is_dir(), "a directory the caller made stays");
+    let report = mnemon::portability::restore_verified(&export, &dir.path().join("ok"), |p| Engine::open(p))?;
+    assert_eq!(report.digest_matches, Some(true));
+    assert_eq!(report.digest.as_deref(), Some(e.digest().as_str()));
+    Ok(())
+}
+
 #[test]
 fn restore_refuses_what_is_not_a_whole_export() -> TestResult {
     let dir = tempfile::tempdir()?;

@@ -163,10 +163,12 @@ impl Call for RestoreRequest {
     }
 
     fn call(self, engine: &Engine, _: &Limits) -> Result<RestoreReport, ApiError> {
-        let mut report = crate::portability::restore(&self.from, &self.into)?;
-        let restored = Engine::builder(&self.into).embedder(engine.embedder().clone()).open()?;
-        report.verify(&restored);
-        restored.close()?;
-        Ok(report)
+        crate::portability::restore_verified(&self.from, &self.into, |into| {
+            Engine::builder(into).embedder(engine.embedder().clone()).open().map_err(|e| {
+                let mut e = ApiError::from(e);
+                e.message = format!("{}; {}", e.message, crate::portability::UNVERIFIED_RESTORE);
+                e
+            })
+        })
     }
 }

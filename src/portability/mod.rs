@@ -35,7 +35,7 @@ pub use import::{
 pub use records::{
     parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, MAX_LINE_BYTES,
 };
-pub use restore::{restore, RestoreReport, RESTORE_MISMATCH};
+pub use restore::{restore, restore_verified, RestoreReport, RESTORE_MISMATCH, UNVERIFIED_RESTORE};
 
 use std::collections::HashSet;
 use std::fs;

@@ -105,6 +105,40 @@ pub fn restore(from: &Path, into: &Path) -> Result<RestoreReport> {
     r
 }
 
+/// [`restore`], then opens the restored store with `open` (which brings the
+/// embedder the store records) and compares digests
+/// ([`RestoreReport::verify`]). A store that cannot be opened (its model is
+/// not installed here, say) is removed again, as a failed restore is, since
+/// nothing would tell a later user that it was never verified; the error
+/// is `open`'s, with [`UNVERIFIED_RESTORE`] to add to its message.
+///
+/// # Errors
+/// Those of [`restore`]; then whatever `open` returns.
+pub fn restore_verified<E: From<Error>>(
+    from: &Path,
+    into: &Path,
+    open: impl FnOnce(&Path) -> std::result::Result<Engine, E>,
+) -> std::result::Result<RestoreReport, E> {
+    let created = !into.exists();
+    let mut report = restore(from, into)?;
+    let engine = match open(into) {
+        Ok(engine) => engine,
+        Err(e) => {
+            remove_target(into, created);
+            return Err(e);
+        }
+    };
+    report.verify(&engine);
+    engine.close()?;
+    Ok(report)
+}
+
+/// What a restore that could not open its result adds to the error: the
+/// store was removed, and how to go on.
+pub const UNVERIFIED_RESTORE: &str = "the restored store could not be opened to compare its digest with the \
+     export's, so it was removed; install the model the export names (`mnemon model install`), or fix what \
+     the error names, and restore again";
+
 fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport> {
     let mut text = String::new();
     if reader.read_line(&mut text)? == 0 {

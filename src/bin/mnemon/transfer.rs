@@ -184,10 +184,14 @@ pub fn request(cmd: &crate::Cmd) -> Result<Option<Request>, ApiError> {
 /// `restore`: builds the new store here (no store needs to be open), opens
 /// it with the recorded model (or `--embedder`), compares digests.
 pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
-    let mut report = mnemon::restore(&a.from, &a.into)?;
-    let engine = crate::commands::open_engine_for(cli, &a.into, crate::commands::Graphs::Scan)?;
-    let ok = report.verify(&engine);
-    engine.close()?;
+    let report = mnemon::portability::restore_verified(&a.from, &a.into, |into| {
+        crate::commands::open_engine_for(cli, into, crate::commands::Graphs::Scan).map_err(|e| {
+            let mut e = ApiError::from(e);
+            e.message = format!("{}; {}", e.message, mnemon::portability::UNVERIFIED_RESTORE);
+            e
+        })
+    })?;
+    let ok = report.digest_matches == Some(true);
     if cli.json {
         output::json(&report);
     } else {
