@@ -161,8 +161,8 @@ fn glued_dotted_and_uncased_writings_never_reach_a_file() -> R {
     Ok(())
 }
 
-/// Personal data in the fields around the text: identifiers (session,
-/// slot key, kind, source reference, observation source) that hold it are
+/// Personal data in the fields around the text: identifiers (namespace,
+/// session, slot key, kind, source reference, observation source) that hold it are
 /// refused and nothing is written; entities, forget reasons and requesters
 /// are redacted; after a compaction no value is left in any file.
 #[test]
@@ -189,6 +189,14 @@ fn personal_data_in_identifiers_is_refused_and_in_labels_redacted() -> R {
         assert_eq!(field(engine.observe(&u, obs).unwrap_err()), "session");
         let obs = NewObservation::new("s1", Role::User, "hello").source("mail jane.roe@example.com");
         assert_eq!(field(engine.observe(&u, obs).unwrap_err()), "source");
+        // A namespace is an identifier too.
+        for name in ["jane.roe@example.com", "user:13812345678"] {
+            let n = Namespace::new(name)?;
+            assert_eq!(field(engine.remember(&n, m()).unwrap_err()), "namespace", "{name}");
+            let obs = NewObservation::new("s1", Role::User, "hello");
+            assert_eq!(field(engine.observe(&n, obs).unwrap_err()), "namespace", "{name}");
+            assert!(engine.namespaces().is_empty(), "{name}");
+        }
         assert_eq!(engine.last_seq(), before, "a refused write wrote something");
 
         let r = engine.remember(&u, m().entities(["Jane 13700002222", "bob@example.org"]))?;
@@ -201,7 +209,7 @@ fn personal_data_in_identifiers_is_refused_and_in_labels_redacted() -> R {
         engine.compact()?;
         engine.close()?;
     }
-    for f in ["13812345678", "sam.lee", "13700002222", "bob@example", "13500004444"] {
+    for f in ["13812345678", "sam.lee", "13700002222", "bob@example", "13500004444", "jane.roe"] {
         let found = files_containing(dir.path(), f.as_bytes());
         assert!(found.is_empty(), "{f:?} found in {found:?}");
     }

@@ -100,8 +100,8 @@ impl Engine {
         }
     }
 
-    /// Refuses an identifier (session, slot key, kind, source reference,
-    /// observation source) that holds personal data, unless `policy` is [`PiiPolicy::Off`]: an
+    /// Refuses an identifier (namespace, session, slot key, kind, source
+    /// reference, observation source) that holds personal data, unless `policy` is [`PiiPolicy::Off`]: an
     /// identifier is stored as given, since a redacted one would no longer
     /// name what the caller meant, so personal data in it could never be
     /// kept off the disk.
@@ -135,6 +135,14 @@ impl Engine {
     pub(crate) fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
         if let Some(msg) = self.shared().poison_message() {
             return Err(Error::Poisoned(msg));
+        }
+        // A namespace is an identifier too, written into every event of it
+        // and kept by tombstones, so one holding personal data is refused
+        // before it is first written to. A namespace already in the store
+        // takes writes as before, and forgetting is never refused.
+        let writes = ops.iter().any(|op| !matches!(op, Op::Forget { .. } | Op::Access { .. } | Op::Archive { .. }));
+        if writes && self.shared().state.read().ns(ns).is_none() {
+            self.refuse_personal_identifier("namespace", ns.as_str(), None)?;
         }
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.send(Command::Write { ns: ns.clone(), ops, reply: tx })?;
