@@ -28,12 +28,53 @@ fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 async fn start(data: &Path) -> (Client, u32) {
+    start_with(data, &[]).await
+}
+
+/// A server started with `extra` global flags before `mcp`.
+async fn start_with(data: &Path, extra: &[&str]) -> (Client, u32) {
     let t = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|c| {
-        c.arg("--data").arg(data).args(["--embedder", "hashing", "mcp"]);
+        c.arg("--data").arg(data).args(["--embedder", "hashing"]).args(extra).arg("mcp");
     }))
     .unwrap();
     let pid = t.id().unwrap();
     (().serve(t).await.unwrap(), pid)
+}
+
+/// A CLI call passed to the holder's socket runs with the holder's settings:
+/// one that chose other phone regions or another embedder is refused and
+/// writes nothing; one that chose none is told whose regions apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forwarded_call_never_drops_the_settings_it_chose() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (a, _) = start_with(&data, &["--phone-regions", ""]).await;
+    call(&a, "remember", json!({"namespace": "u1", "content": "a holds the store"})).await.unwrap();
+    for args in [
+        vec!["--json", "--phone-regions", "CN", "remember", "--ns", "u1", "我的新手机号是13912345678"],
+        vec!["--json", "--phone-regions=GB", "remember", "--ns", "u1", "Landlord mobile 07700 900456"],
+    ] {
+        let (ok, _, err) = mnemon(&data, &args);
+        assert!(!ok, "{args:?}");
+        let v: Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
+        assert_eq!(v["error"]["field"], "phone_regions", "{err}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("process"), "{err}");
+    }
+    let out = Command::new(BIN)
+        .arg("--data")
+        .arg(&data)
+        .args(["--json", "--embedder", "e5-small", "recall", "--ns", "u1", "store"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("\"field\":\"embedder\""), "{err}");
+    // With the defaults, the holder's regions apply, and the caller is told.
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "Likes herons"]);
+    assert!(ok && err.contains("whose phone regions apply to this call: none"), "{err}");
+    let v = call(&a, "list", json!({"namespace": "u1"})).await.unwrap();
+    let texts: Vec<&str> = v["memories"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["a holds the store", "Likes herons"], "refused calls wrote nothing");
+    a.cancel().await.unwrap();
 }
 
 async fn call(c: &Client, tool: &str, a: Value) -> Result<Value, Value> {

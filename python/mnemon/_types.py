@@ -2016,7 +2016,7 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'poisoned', 'quarantined_memories', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
@@ -2106,6 +2106,16 @@ class Stats(Record):
         `Engine::compact` erases them.
         """
         return self._data["pending_erasure"]  # type: ignore[no-any-return]
+
+    @property
+    def phone_regions(self) -> List[str]:
+        """
+        The regions whose national phone-number formats this engine's redaction reads
+        (ISO 3166-1 alpha-2 codes, as configured; empty: only numbers written with `+`
+        or `00`). A client reaching the store through its holder's socket compares them
+        with its own, since writes are redacted by the holder's settings.
+        """
+        return self._data.get("phone_regions", [])
 
     @property
     def poisoned(self) -> Optional[str]:

@@ -98,6 +98,13 @@ pub struct Stats {
     pub dim: usize,
     /// Data directory generation.
     pub generation: u64,
+    /// The regions whose national phone-number formats this engine's
+    /// redaction reads (ISO 3166-1 alpha-2 codes, as configured; empty:
+    /// only numbers written with `+` or `00`). A client reaching the store
+    /// through its holder's socket compares them with its own, since writes
+    /// are redacted by the holder's settings.
+    #[serde(default)]
+    pub phone_regions: Vec<String>,
     /// Set when a failed flush poisoned the engine.
     pub poisoned: Option<String>,
 }
@@ -462,6 +469,7 @@ impl Engine {
             model_id: self.embedder().model_id().to_string(),
             dim: self.embedder().dim(),
             generation: self.inner.dir.lock().current_generation(),
+            phone_regions: self.inner.cfg.redactor.phone_regions().codes(),
             poisoned: self.shared().poison_message(),
         };
         for st in state.namespaces.values() {

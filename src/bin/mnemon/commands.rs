@@ -918,6 +918,10 @@ fn surface_at<T>(
     #[cfg(all(feature = "mcp", unix))]
     {
         let backend = mnemon::mcp::Backend::open(dir, api::Limits::default(), opener_at(cli, dir, graphs))?;
+        if let Err(e) = forwarded_settings(cli, &backend) {
+            let _ = backend.close();
+            return Err(e);
+        }
         let run = |req: Request| {
             let op = req.op();
             Response::from_op_value(op, backend.call(req)?)
@@ -937,6 +941,85 @@ fn surface_at<T>(
         closed?;
         Ok(v)
     }
+}
+
+/// Whether `flag` (`--phone-regions`) was given on the command line (before
+/// any `--`), or its variable `env` is set: a setting the caller chose,
+/// not a default.
+fn chosen(flag: &str, env: &str) -> bool {
+    let eq = format!("{flag}=");
+    std::env::var_os(env).is_some()
+        || std::env::args().skip(1).take_while(|a| a != "--").any(|a| a == flag || a.starts_with(&eq))
+}
+
+/// Whether the store's model `model_id` is the one `choice` names.
+fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
+    let id = model_id.to_ascii_lowercase();
+    match choice {
+        EmbedderChoice::Auto => true,
+        EmbedderChoice::Hashing => id.starts_with("hashing"),
+        EmbedderChoice::MiniLm => id.contains("minilm"),
+        EmbedderChoice::E5 => id.contains("e5-small"),
+    }
+}
+
+/// A call that reaches the store through the socket of the process holding
+/// it runs with that process's embedder and phone regions, not this
+/// command's. When the caller chose other ones (`--embedder`,
+/// `--phone-regions` or their variables), the call is refused rather than
+/// run under settings it did not ask for; when this command only has the
+/// defaults, a note on standard error names the holder's regions.
+///
+/// # Errors
+/// `invalid_input` (field `embedder` or `phone_regions`), naming the
+/// holder and both settings; the holder's own errors for its `stats`.
+#[cfg(all(feature = "mcp", unix))]
+pub fn forwarded_settings(cli: &Cli, backend: &mnemon::mcp::Backend) -> Result<(), ApiError> {
+    if backend.holds_store() {
+        return Ok(());
+    }
+    let holder = match backend.store_holder() {
+        Some((pid, _)) => format!("process {pid}"),
+        None => "another process".to_string(),
+    };
+    let Response::Stats(s) = Response::from_op_value("stats", backend.call(Request::Stats(api::StatsRequest {}))?)?
+    else {
+        return Ok(());
+    };
+    let choice: EmbedderChoice = cli.embedder.parse()?;
+    if chosen("--embedder", "MNEMON_EMBEDDER") && !model_is(choice, &s.model_id) {
+        return Err(ApiError::invalid(
+            "embedder",
+            format!(
+                "the store is held by {holder}, which serves it with {}; --embedder {} cannot apply to a call \
+                 passed to it (moving a store to another model re-embeds it where it is opened): stop that \
+                 process first, or leave --embedder out",
+                s.model_id, cli.embedder
+            ),
+        ));
+    }
+    let mine = mnemon::safety::PhoneRegions::new(cli.phone_region_codes())?.codes();
+    if mine != s.phone_regions {
+        let list = |c: &[String]| if c.is_empty() { "none (+ and 00 numbers only)".to_string() } else { c.join(",") };
+        if chosen("--phone-regions", "MNEMON_PHONE_REGIONS") {
+            return Err(ApiError::invalid(
+                "phone_regions",
+                format!(
+                    "the store is held by {holder}, which redacts with phone regions {}; this call asks for {}, \
+                     which a call passed to it cannot apply: stop that process, or start it with \
+                     --phone-regions {}",
+                    list(&s.phone_regions),
+                    list(&mine),
+                    mine.join(",")
+                ),
+            ));
+        }
+        eprintln!(
+            "note: the store is held by {holder}, whose phone regions apply to this call: {}",
+            list(&s.phone_regions)
+        );
+    }
+    Ok(())
 }
 
 /// `log`: every page of the audit export, as JSON lines. Returns how many

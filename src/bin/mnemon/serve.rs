@@ -116,6 +116,10 @@ fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), Api
     let policy = p.policy()?;
     let limits = p.limits()?;
     let backend = Arc::new(Backend::open(&cli.data, limits, opener(cli))?);
+    if let Err(e) = crate::commands::forwarded_settings(cli, &backend) {
+        let _ = backend.close();
+        return Err(e);
+    }
     match backend.store_holder() {
         _ if backend.holds_store() => {}
         Some((pid, false)) => eprintln!(
