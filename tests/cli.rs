@@ -1271,3 +1271,20 @@ fn a_killed_first_write_leaves_no_build_directory() {
         assert!(ok && out.contains(&format!("Lives in city {i}")), "{out}{err}");
     }
 }
+
+/// `maintain` prints text without `--json` (a line per namespace), and the
+/// surface's JSON with it.
+#[test]
+fn maintain_prints_text_unless_asked_for_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "Prefers green tea"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = mnemon(&data, &["maintain"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "u1: nothing to do");
+    let (ok, out, err) = mnemon(&data, &["--json", "maintain"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[0]["namespace"], "u1", "{out}");
+}

@@ -147,7 +147,7 @@ fn human(cli: &Cli, resp: &Response) {
                 println!("no restatements to merge");
             }
         }
-        Response::Maintain(r) => json(r),
+        Response::Maintain(r) => maintenance_report(r),
         Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
         Response::Stats(s) => {
             let e = &s.events;
@@ -348,6 +348,34 @@ fn session_end(r: &mnemon::SessionEnd) {
     }
     for (id, why) in &r.rejected {
         println!("not promoted #{}: {}", id.0, shown(why));
+    }
+}
+
+/// `maintain` in text mode: per namespace, what was archived and why, and
+/// what merged; one line for a namespace where nothing changed.
+fn maintenance_report(all: &[mnemon::api::NamespaceMaintenance]) {
+    let ids = |v: &[mnemon::MemoryId]| v.iter().map(|id| format!("#{}", id.0)).collect::<Vec<_>>().join(" ");
+    for m in all {
+        let (ns, r) = (&m.namespace, &m.report);
+        for (what, v) in [
+            ("archived, decayed", &r.decayed),
+            ("archived, session idle", &r.expired),
+            ("archived, over capacity", &r.capacity),
+        ] {
+            if !v.is_empty() {
+                println!("{ns}: {what} ({}): {}", v.len(), ids(v));
+            }
+        }
+        for c in &r.consolidated {
+            let merged = c.merged.map(|id| format!("#{}", id.0)).unwrap_or_else(|| "?".into());
+            println!("{ns}: merged {} -> {merged}  {}", ids(&c.members), shown(&c.text));
+        }
+        if r.is_empty() {
+            println!("{ns}: nothing to do");
+        }
+    }
+    if all.is_empty() {
+        println!("no namespaces");
     }
 }
 
