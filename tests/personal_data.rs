@@ -91,6 +91,36 @@ fn forgetting_the_text_as_said_finds_the_redacted_memory() -> R {
     Ok(())
 }
 
+/// Forgetting by the text also takes the conversation turn that says it
+/// (and what was derived from it), so the words leave the prompt block and,
+/// after compaction, the disk; other turns stay.
+#[test]
+fn forgetting_the_text_takes_the_turn_that_says_it() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = Namespace::new("u1")?;
+    let said = "My bank PIN is 4821 and my e-mail is bob.k@example.org";
+    {
+        let engine = Engine::open(dir.path())?;
+        let turn = engine.observe(&u, NewObservation::new("s1", Role::User, said))?;
+        let keep = engine.observe(&u, NewObservation::new("s1", Role::User, "I also like herons"))?;
+        let m = engine.remember(&u, NewMemory::new(said).session("s1").sources(vec![turn]))?;
+        let req = mnemon::ForgetRequest::Matching { query: said.to_uppercase(), min_similarity: 1.0, limit: 10 };
+        let dry = engine.forget_dry_run(&u, req.clone(), "user asked")?;
+        assert_eq!((dry.memory_ids.clone(), dry.observation_ids.clone()), (vec![m.id], vec![turn]), "{dry:?}");
+        let done = engine.forget(&u, req, "user asked")?;
+        assert_eq!((done.memory_ids, done.observation_ids), (vec![m.id], vec![turn]));
+        let recall = RecallOptions { current_session: Some("s1".into()), ..RecallOptions::default() };
+        let opts = mnemon::ContextOptions { recall, ..Default::default() };
+        let block = engine.context(&u, "bank PIN", &opts)?.text;
+        assert!(!block.contains("4821") && block.contains("herons"), "{block}");
+        assert!(engine.observations(&u, None).iter().any(|o| o.id == keep), "the other turn stays");
+        assert!(engine.compact()?.verified);
+        engine.close()?;
+    }
+    assert!(files_containing(dir.path(), b"4821").is_empty());
+    Ok(())
+}
+
 /// Invisible characters inside personal data (zero-width space, word
 /// joiner, zero-width joiner, soft hyphen, BOM) and full-width writings are
 /// redacted with the value they sit in: no part of a value reaches a file,

@@ -241,10 +241,13 @@ pub enum ForgetRequest {
     /// Everything in the namespace; [`crate::Error::NotFound`] for a
     /// namespace nothing was ever written to.
     All,
-    /// Every active memory whose text is `query` (case, spacing, invisible
+    /// Every memory version whose text is `query` (case, spacing, invisible
     /// characters and NFKC aside), whatever its cosine, and every active
     /// memory that recall returns for `query` with similarity at least
-    /// `min_similarity` (at most `limit` in all; see [`Engine::matching`](crate::Engine::matching)).
+    /// `min_similarity` (at most `limit` in all; see [`Engine::matching`](crate::Engine::matching));
+    /// and every observation whose text is `query`, with what was derived
+    /// from it as for [`ForgetRequest::Observation`] (see
+    /// [`Engine::matching_observations`](crate::Engine::matching_observations)).
     Matching {
         /// The query text (not stored in the log).
         query: String,

@@ -485,27 +485,59 @@ impl Engine {
     /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         let reason = self.forget_reason(reason)?;
-        let (target, ids) = self.resolve_forget(ns, &req)?;
-        match self.run_one(ns, Op::Forget { target, reason, requester: None, ids })? {
+        let (target, ids, observations) = self.resolve_forget(ns, &req)?;
+        match self.run_one(ns, Op::Forget { target, reason, requester: None, ids, observations })? {
             OpOutcome::Forgot(f) => Ok(f),
             other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
         }
     }
 
-    fn resolve_forget(&self, ns: &Namespace, req: &ForgetRequest) -> Result<(ForgetTarget, Vec<MemoryId>)> {
+    /// The target of a forget, and for `Matching` the memories and the
+    /// observations it reaches.
+    fn resolve_forget(
+        &self,
+        ns: &Namespace,
+        req: &ForgetRequest,
+    ) -> Result<(ForgetTarget, Vec<MemoryId>, Vec<ObservationId>)> {
         Ok(match req {
-            ForgetRequest::Memory(id) => (ForgetTarget::Memory(*id), vec![]),
-            ForgetRequest::Observation(id) => (ForgetTarget::Observation(*id), vec![]),
+            ForgetRequest::Memory(id) => (ForgetTarget::Memory(*id), vec![], vec![]),
+            ForgetRequest::Observation(id) => (ForgetTarget::Observation(*id), vec![], vec![]),
             ForgetRequest::Session(s) => {
                 check_short("session", s, MAX_SESSION_BYTES, false)?;
-                (ForgetTarget::Session(s.clone()), vec![])
+                (ForgetTarget::Session(s.clone()), vec![], vec![])
             }
-            ForgetRequest::All => (ForgetTarget::Namespace, vec![]),
+            ForgetRequest::All => (ForgetTarget::Namespace, vec![], vec![]),
             ForgetRequest::Matching { query, min_similarity, limit } => {
                 let ids = self.matching(ns, query, *min_similarity, *limit)?.into_iter().map(|(id, _)| id).collect();
-                (ForgetTarget::Matching, ids)
+                (ForgetTarget::Matching, ids, self.matching_observations(ns, query)?)
             }
         })
+    }
+
+    /// The observations of `ns` whose text is `query`, as [`Engine::matching`]
+    /// compares a memory's (case, spacing, invisible characters and NFKC
+    /// aside; the query as given and with its personal data redacted as a
+    /// write would store it), ids ascending. A `Matching` forget erases
+    /// them with the memories, and what was derived from them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad query.
+    pub fn matching_observations(&self, ns: &Namespace, query: &str) -> Result<Vec<ObservationId>> {
+        self.check_text("query", query)?;
+        let redacted = self.redact_label("query", query, Some(self.label_policy()), &mut BTreeMap::new())?;
+        let folded: Vec<String> =
+            [redacted.as_str(), query].iter().map(|t| crate::projection::normalize_content(t).to_lowercase()).collect();
+        let state = self.shared().state.read();
+        let Some(st) = state.ns(ns) else {
+            return Ok(vec![]);
+        };
+        let at = state.visible;
+        Ok(st
+            .observations
+            .values()
+            .filter(|o| o.id.0 <= at && folded.contains(&crate::projection::normalize_content(&o.text).to_lowercase()))
+            .map(|o| o.id)
+            .collect())
     }
 
     /// The memories a `Matching` forget would erase, with their cosine
@@ -600,9 +632,9 @@ impl Engine {
     /// As [`Engine::forget`], without the write errors.
     pub fn forget_dry_run(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         let reason = self.forget_reason(reason)?;
-        let (target, ids) = self.resolve_forget(ns, &req)?;
+        let (target, ids, observations) = self.resolve_forget(ns, &req)?;
         let state = self.shared().state.read();
-        crate::writer::forget_preview(&state, ns, target, reason, ids)
+        crate::writer::forget_preview(&state, ns, target, reason, ids, observations)
     }
 
     /// A forget's reason as it is stored: checked, personal data redacted

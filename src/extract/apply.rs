@@ -377,6 +377,7 @@ impl Engine {
                     reason,
                     requester: Some("extraction".into()),
                     ids: vec![],
+                    observations: vec![],
                 },
             });
         }

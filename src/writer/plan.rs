@@ -75,6 +75,8 @@ pub(crate) enum Op {
         reason: String,
         requester: Option<String>,
         ids: Vec<MemoryId>,
+        /// For `Matching`: the observations whose text is the query's.
+        observations: Vec<ObservationId>,
     },
     Access {
         ids: Vec<MemoryId>,
@@ -243,7 +245,9 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
             refuse_quarantined(mem.quarantine.as_deref(), cur)?;
             Ok(supersede_plan(old, mem, Some(vector), reason, next_seq))
         }
-        Op::Forget { target, reason, requester, ids } => plan_forget(st, ns, target, reason, requester, ids),
+        Op::Forget { target, reason, requester, ids, observations } => {
+            plan_forget(st, ns, target, reason, requester, ids, observations)
+        }
         Op::Archive { ids, reason } => {
             let active =
                 |id: &MemoryId| st.and_then(|s| s.memories.get(id)).is_some_and(|m| m.status == Status::Active);
@@ -563,6 +567,7 @@ fn plan_forget(
     reason: String,
     requester: Option<String>,
     ids: Vec<MemoryId>,
+    matched_observations: Vec<ObservationId>,
 ) -> Result<Plan> {
     let empty = || Plan { bodies: vec![], outcome: PlannedOutcome::Forgot(ForgetOutcome::default()) };
     // A target the caller names (an id, a session, the namespace) must
@@ -625,6 +630,9 @@ fn plan_forget(
                     None => {}
                 }
             }
+            // A turn that says the text, as the memory does: the user who
+            // asks to forget the words means the conversation too.
+            obs.extend(matched_observations.iter().filter(|id| st.observations.contains_key(id)));
         }
     }
     let derived = if obs.is_empty() { 0 } else { derived_from(st, &obs, &mut mems) };
@@ -705,8 +713,9 @@ pub(crate) fn forget_preview(
     target: ForgetTarget,
     reason: String,
     ids: Vec<MemoryId>,
+    observations: Vec<ObservationId>,
 ) -> Result<ForgetOutcome> {
-    match plan_forget(state.ns(ns), ns, target, reason, None, ids)?.outcome {
+    match plan_forget(state.ns(ns), ns, target, reason, None, ids, observations)?.outcome {
         PlannedOutcome::Forgot(f) => Ok(f),
         _ => Ok(ForgetOutcome::default()),
     }
