@@ -530,16 +530,32 @@ fn valid_time_and_recorded_time_are_kept_apart() -> TestResult {
     let engine = Engine::open(dir.path())?;
     check(&engine)?;
 
-    // A successor that states an earlier start ends its predecessor at the
-    // predecessor's own start: the newer belief wins, no interval runs backwards.
+    // A successor that states an earlier start than its predecessor's
+    // stated one would become the current value and leave the newer one
+    // valid for no time: it is refused, and nothing is written.
     let tea =
         engine.remember(&u, NewMemory::new("Drinks green tea").key("user.tea").event_time(day(2026, 4, 1, 0, 0)))?;
-    let tea2 =
-        engine.remember(&u, NewMemory::new("Drinks black tea").key("user.tea").event_time(day(2026, 3, 1, 0, 0)))?;
-    let t1 = engine.get(&u, tea.id)?;
-    assert_eq!(t1.valid_to, Some(t1.valid_from));
+    let before = engine.last_seq();
+    let older =
+        engine.remember(&u, NewMemory::new("Drinks black tea").key("user.tea").event_time(day(2026, 3, 1, 0, 0)));
+    assert!(matches!(older, Err(Error::Conflict(_))), "{older:?}");
+    assert_eq!(engine.last_seq(), before);
     let mid_april = engine.as_of(&u, AsOf::ValidTime(day(2026, 4, 15, 0, 0)))?.list(&ListOptions::default())?;
-    assert!(mid_april.iter().any(|m| m.id == tea2.id) && !mid_april.iter().any(|m| m.id == tea.id));
+    assert!(mid_april.iter().any(|m| m.id == tea.id));
+    // A predecessor written without a time is valid from its write; a
+    // successor that states an earlier time (a message's own time, a
+    // clock behind) still replaces it, ending it at its own start: no
+    // interval runs backwards.
+    let now_tea = engine.remember(&u, NewMemory::new("Drinks oolong").key("user.drink"))?;
+    let earlier = now_tea.id;
+    let t0 = engine.get(&u, earlier)?.valid_from;
+    let next = engine.remember(
+        &u,
+        NewMemory::new("Drinks jasmine tea").key("user.drink").event_time(t0 - chrono::Duration::days(1)),
+    )?;
+    let t1 = engine.get(&u, earlier)?;
+    assert_eq!(t1.valid_to, Some(t1.valid_from));
+    assert_eq!(engine.get(&u, next.id)?.status, mnemon::Status::Active);
     engine.close()?;
     Ok(())
 }

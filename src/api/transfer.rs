@@ -164,11 +164,8 @@ impl Call for RestoreRequest {
 
     fn call(self, engine: &Engine, _: &Limits) -> Result<RestoreReport, ApiError> {
         crate::portability::restore_verified(&self.from, &self.into, |into| {
-            Engine::builder(into).embedder(engine.embedder().clone()).open().map_err(|e| {
-                let mut e = ApiError::from(e);
-                e.message = format!("{}; {}", e.message, crate::portability::UNVERIFIED_RESTORE);
-                e
-            })
+            Engine::builder(into).embedder(engine.embedder().clone()).open()
         })
+        .map_err(ApiError::from)
     }
 }

@@ -133,6 +133,18 @@ impl Engine {
     }
 
     pub(crate) fn run(&self, ns: &Namespace, ops: Vec<Op>) -> Result<Vec<Result<OpOutcome>>> {
+        self.run_with(ns, ops, None)
+    }
+
+    /// [`Engine::run`] for a batch whose items all set the personal-data
+    /// policy `policy` (which then decides whether a new namespace's name
+    /// is checked, as it does for the items' other identifiers).
+    pub(crate) fn run_with(
+        &self,
+        ns: &Namespace,
+        ops: Vec<Op>,
+        policy: Option<PiiPolicy>,
+    ) -> Result<Vec<Result<OpOutcome>>> {
         if let Some(msg) = self.shared().poison_message() {
             return Err(Error::Poisoned(msg));
         }
@@ -142,7 +154,7 @@ impl Engine {
         // takes writes as before, and forgetting is never refused.
         let writes = ops.iter().any(|op| !matches!(op, Op::Forget { .. } | Op::Access { .. } | Op::Archive { .. }));
         if writes && self.shared().state.read().ns(ns).is_none() {
-            self.refuse_personal_identifier("namespace", ns.as_str(), None)?;
+            self.refuse_personal_identifier("namespace", ns.as_str(), policy)?;
         }
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.send(Command::Write { ns: ns.clone(), ops, reply: tx })?;
@@ -201,6 +213,7 @@ impl Engine {
         batch: Vec<NewObservation>,
     ) -> Result<Vec<(ObservationId, BTreeMap<String, usize>)>> {
         self.check_batch(batch.len())?;
+        let policy = common_policy(batch.iter().map(|o| o.pii_policy));
         let mut ops = Vec::with_capacity(batch.len());
         let mut redactions = Vec::with_capacity(batch.len());
         for o in batch {
@@ -221,7 +234,7 @@ impl Engine {
                 source: o.source,
             }));
         }
-        self.run(ns, ops)?
+        self.run_with(ns, ops, policy)?
             .into_iter()
             .zip(redactions)
             .map(|(r, counts)| match r? {
@@ -387,6 +400,7 @@ impl Engine {
             batch.iter().zip(&prepared).filter(|(m, _)| !self.deferred(m)).collect();
         let mut vectors = self.vectors_for(&pairs)?.into_iter();
         let threshold = self.inner.dedup_threshold;
+        let policy = common_policy(batch.iter().map(|m| m.pii_policy));
         let mut meta = Vec::with_capacity(batch.len());
         let mut ops = Vec::with_capacity(batch.len());
         for (m, p) in batch.into_iter().zip(prepared) {
@@ -399,7 +413,7 @@ impl Engine {
             ops.push(Op::Remember { mem: pending_memory(&m, &p), vector: v, dedup: m.dedup, threshold });
         }
         Ok(self
-            .run(ns, ops)?
+            .run_with(ns, ops, policy)?
             .into_iter()
             .zip(meta)
             .map(|(r, (redactions, quarantined, deferred))| match r? {
@@ -703,4 +717,12 @@ fn check_key(k: &str, max: usize) -> Result<()> {
         return Err(Error::invalid("key", format!("{k:?} is not of the form entity.attribute")));
     }
     Ok(())
+}
+
+/// The personal-data policy every item of a batch sets, if they all set the
+/// same one (`None`: the engine's, for the checks that are the batch's
+/// rather than an item's).
+fn common_policy(mut policies: impl Iterator<Item = Option<PiiPolicy>>) -> Option<PiiPolicy> {
+    let first = policies.next().flatten()?;
+    policies.all(|p| p == Some(first)).then_some(first)
 }

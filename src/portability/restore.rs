@@ -109,23 +109,31 @@ pub fn restore(from: &Path, into: &Path) -> Result<RestoreReport> {
 /// embedder the store records) and compares digests
 /// ([`RestoreReport::verify`]). A store that cannot be opened (its model is
 /// not installed here, say) is removed again, as a failed restore is, since
-/// nothing would tell a later user that it was never verified; the error
-/// is `open`'s, with [`UNVERIFIED_RESTORE`] to add to its message.
+/// nothing would tell a later user that it was never verified, and the
+/// error's message (embedder, format or damaged-record errors) ends with
+/// [`UNVERIFIED_RESTORE`]. A store found locked
+/// (another process opened it meanwhile) is left to that process.
 ///
 /// # Errors
 /// Those of [`restore`]; then whatever `open` returns.
-pub fn restore_verified<E: From<Error>>(
-    from: &Path,
-    into: &Path,
-    open: impl FnOnce(&Path) -> std::result::Result<Engine, E>,
-) -> std::result::Result<RestoreReport, E> {
+pub fn restore_verified(from: &Path, into: &Path, open: impl FnOnce(&Path) -> Result<Engine>) -> Result<RestoreReport> {
     let created = !into.exists();
     let mut report = restore(from, into)?;
     let engine = match open(into) {
         Ok(engine) => engine,
         Err(e) => {
+            if matches!(e, Error::Locked { .. }) {
+                return Err(e);
+            }
             remove_target(into, created);
-            return Err(e);
+            return Err(match e {
+                Error::Embedder(m) => Error::Embedder(format!("{m}; {UNVERIFIED_RESTORE}")),
+                Error::IncompatibleFormat(m) => Error::IncompatibleFormat(format!("{m}; {UNVERIFIED_RESTORE}")),
+                Error::Corrupted { seq, reason } => {
+                    Error::Corrupted { seq, reason: format!("{reason}; {UNVERIFIED_RESTORE}") }
+                }
+                other => other,
+            });
         }
     };
     report.verify(&engine);

@@ -342,15 +342,17 @@ fn restatement_plan(
 }
 
 /// Refuses a new version of `cur` whose stated event time lies before
-/// `cur`'s valid start: a version is valid from its event time until its
+/// `cur`'s stated one: a version is valid from its event time until its
 /// successor's, so an older value written as the successor would become
 /// the current one and leave the newer value valid for no time at all
 /// (a backfilled history written out of order). `Conflict`, naming both
-/// times; nothing is written. A write without an event time is valid from
-/// when it is written and is never refused here.
+/// times; nothing is written. Only two stated times are compared: a write
+/// without an event time is valid from when it is written and is never
+/// refused here, and a `cur` written without one (valid from its write) is
+/// replaced as before, ending at its own start.
 fn refuse_backdated(event_time: Option<DateTime<Utc>>, cur: &Memory) -> Result<()> {
     match event_time {
-        Some(t) if t < cur.valid_from => Err(Error::Conflict(format!(
+        Some(t) if cur.event_time.is_some() && t < cur.valid_from => Err(Error::Conflict(format!(
             "memory {} is valid from {}, after this version's event time {}: a new version replaces it from \
              its own time on, so this older value would displace the newer one; write it as a memory of its \
              own (without the key), or with a later event time",

@@ -946,13 +946,18 @@ fn surface_at<T>(
 /// Whether `flag` (`--phone-regions`) was given on the command line (before
 /// any `--`), or its variable `env` is set: a setting the caller chose,
 /// not a default.
+#[cfg(all(feature = "mcp", unix))]
 fn chosen(flag: &str, env: &str) -> bool {
     let eq = format!("{flag}=");
     std::env::var_os(env).is_some()
-        || std::env::args().skip(1).take_while(|a| a != "--").any(|a| a == flag || a.starts_with(&eq))
+        || std::env::args_os()
+            .skip(1)
+            .take_while(|a| a != "--")
+            .any(|a| a.to_str().is_some_and(|a| a == flag || a.starts_with(&eq)))
 }
 
 /// Whether the store's model `model_id` is the one `choice` names.
+#[cfg(all(feature = "mcp", unix))]
 fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
     let id = model_id.to_ascii_lowercase();
     match choice {
@@ -975,15 +980,23 @@ fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
 /// holder and both settings; the holder's own errors for its `stats`.
 #[cfg(all(feature = "mcp", unix))]
 pub fn forwarded_settings(cli: &Cli, backend: &mnemon::mcp::Backend) -> Result<(), ApiError> {
-    if backend.holds_store() {
-        return Ok(());
-    }
+    // Only a holder that answers on the socket runs the calls; one that
+    // serves none refuses them as `locked`, and this process, taking the
+    // store over later, opens it with its own settings.
     let holder = match backend.store_holder() {
-        Some((pid, _)) => format!("process {pid}"),
+        _ if backend.holds_store() => return Ok(()),
+        Some((_, false)) => return Ok(()),
+        Some((pid, true)) => format!("process {pid}"),
         None => "another process".to_string(),
     };
-    let Response::Stats(s) = Response::from_op_value("stats", backend.call(Request::Stats(api::StatsRequest {}))?)?
-    else {
+    let stats = match backend.call(Request::Stats(api::StatsRequest {})) {
+        Ok(v) => Response::from_op_value("stats", v)?,
+        // Not reached after all (it went away, or serves no socket): the
+        // call itself says so, or runs here on a store taken over.
+        Err(e) if matches!(e.code, api::ErrorCode::Locked | api::ErrorCode::Unavailable) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let Response::Stats(s) = stats else {
         return Ok(());
     };
     let choice: EmbedderChoice = cli.embedder.parse()?;
@@ -998,8 +1011,11 @@ pub fn forwarded_settings(cli: &Cli, backend: &mnemon::mcp::Backend) -> Result<(
             ),
         ));
     }
-    let mine = mnemon::safety::PhoneRegions::new(cli.phone_region_codes())?.codes();
-    if mine != s.phone_regions {
+    let mut mine = mnemon::safety::PhoneRegions::new(cli.phone_region_codes())?.codes();
+    let mut theirs = s.phone_regions.clone();
+    mine.sort();
+    theirs.sort();
+    if mine != theirs {
         let list = |c: &[String]| if c.is_empty() { "none (+ and 00 numbers only)".to_string() } else { c.join(",") };
         if chosen("--phone-regions", "MNEMON_PHONE_REGIONS") {
             return Err(ApiError::invalid(

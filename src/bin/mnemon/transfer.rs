@@ -185,11 +185,7 @@ pub fn request(cmd: &crate::Cmd) -> Result<Option<Request>, ApiError> {
 /// it with the recorded model (or `--embedder`), compares digests.
 pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
     let report = mnemon::portability::restore_verified(&a.from, &a.into, |into| {
-        crate::commands::open_engine_for(cli, into, crate::commands::Graphs::Scan).map_err(|e| {
-            let mut e = ApiError::from(e);
-            e.message = format!("{}; {}", e.message, mnemon::portability::UNVERIFIED_RESTORE);
-            e
-        })
+        crate::commands::open_engine_for(cli, into, crate::commands::Graphs::Scan)
     })?;
     let ok = report.digest_matches == Some(true);
     if cli.json {
