@@ -125,8 +125,10 @@ pub(crate) fn plain_json_words(msg: &str) -> String {
 fn too_large_integer(head: &str) -> Option<&str> {
     let n = head.strip_prefix("invalid type: floating point `")?.strip_suffix("`, ")?;
     let x: f64 = n.parse().ok()?;
-    // 2^63: below it serde_json keeps a literal integer as an integer.
-    (x.is_finite() && x.fract() == 0.0 && x.abs() >= 9.223_372_036_854_776e18).then_some(n)
+    // serde_json keeps an integer literal in 0..2^64 as a u64 and one in
+    // -2^63..0 as an i64; only one outside both reaches a type as a float.
+    (x.is_finite() && x.fract() == 0.0 && (x >= 1.844_674_407_370_955_2e19 || x < -9.223_372_036_854_776e18))
+        .then_some(n)
 }
 
 /// The fields a request schema requires.
@@ -201,6 +203,11 @@ mod tests {
             (
                 "invalid type: floating point `-1e19`, expected i64",
                 "invalid value: `-1e19` is out of range, expected a whole number",
+            ),
+            // Within u64's range, a float literal is a float the client wrote.
+            (
+                "invalid type: floating point `1e19`, expected u64",
+                "invalid type: floating point `1e19`, expected a whole number (0 or more)",
             ),
             // A fraction, or a float written as one, is still a float.
             (

@@ -73,6 +73,18 @@ fn copies<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> Vec<bool
     covered
 }
 
+/// `text` folded as [`fold_mapped`] folds it, without the byte map.
+fn fold(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars().filter(|&c| !crate::safety::text::is_invisible(c)) {
+        for n in std::iter::once(c).nfkc() {
+            out.extend(n.to_lowercase());
+        }
+    }
+    out
+}
+
 /// `text` folded for matching copies written another way (each character
 /// NFKC-normalised and lower-cased, invisible characters dropped), and for
 /// each byte of the result the byte range of `text` it came from. An
@@ -99,11 +111,12 @@ fn fold_mapped(text: &str) -> (String, Vec<(usize, usize)>) {
 
 /// `label` with every verbatim copy of any of `texts` replaced by
 /// [`ERASED_MARK`] (adjacent or overlapping copies become one mark), and
-/// the number of marks. Cost: one hash lookup per byte of each text longer
-/// than [`MIN_QUOTE_BYTES`] when the label is at least that long, and one
-/// substring search per shorter text; nothing for labels under
-/// [`MIN_TEXT_BYTES`] (the default reason "user request" is 12 bytes, so
-/// only the short-text search runs for it).
+/// the number of marks; a copy in other case, compatibility forms or with
+/// invisible characters inside counts too. Cost, twice (as written, then
+/// folded): one hash lookup per byte of each text longer than
+/// [`MIN_QUOTE_BYTES`] when the label is at least that long, and one
+/// substring search per shorter text; plus one NFKC fold of every text.
+/// Nothing for labels under [`MIN_TEXT_BYTES`].
 pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> (String, usize) {
     let l = label.as_bytes();
     if l.len() < MIN_TEXT_BYTES {
@@ -117,7 +130,7 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
     // characters dropped) and a folded copy cuts the characters it came
     // from, the invisible ones among them included.
     let (folded, origin) = fold_mapped(label);
-    let folded_texts: Vec<String> = texts.iter().map(|t| fold_mapped(t).0).collect();
+    let folded_texts: Vec<String> = texts.iter().map(|t| fold(t)).collect();
     let mut folded_hits = vec![false; l.len()];
     for (i, hit) in copies(&folded, folded_texts.iter().map(String::as_str)).into_iter().enumerate() {
         if hit {
