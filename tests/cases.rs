@@ -725,6 +725,14 @@ fn c10_with(embedder: Arc<dyn Embedder>) -> TestResult {
         assert_eq!(engine.get(&p, said.id)?.status, Status::Active, "{model}: {restated:?} outlives the session");
         let hits = engine.recall(&p, query, &opts)?;
         assert!(hits.iter().any(|h| h.memory.id == said.id), "{model}: {query:?}");
+        // The same under a slot key: the restated value keeps its tier.
+        let k = ns(&format!("lasting-keyed{i}"));
+        engine.remember(&k, NewMemory::new(fact).key("user.fact").tier(Tier::Permanent))?;
+        let said =
+            engine.remember(&k, NewMemory::new(restated).key("user.fact").session("s2").tier(Tier::ShortTerm))?;
+        assert_eq!(engine.get(&k, said.id)?.tier, Tier::Permanent, "{model}: keyed {restated:?}");
+        engine.end_session(&k, "s2", &[])?;
+        assert_eq!(engine.get(&k, said.id)?.status, Status::Active, "{model}: keyed {restated:?}");
     }
 
     // Replay equals live.

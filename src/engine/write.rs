@@ -172,7 +172,8 @@ impl Engine {
     /// characters the [input rules](crate::safety::text) refuse, or a
     /// session or source that holds personal data (identifiers are stored
     /// as given, so they are refused rather than redacted, unless the
-    /// personal-data policy is off); [`Error::Rejected`] when the
+    /// personal-data policy is off), as is the name of a namespace not yet
+    /// in the store (field `namespace`); [`Error::Rejected`] when the
     /// personal-data policy is `reject` and the text holds personal data;
     /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn observe(&self, ns: &Namespace, obs: NewObservation) -> Result<ObservationId> {
@@ -366,7 +367,10 @@ impl Engine {
     /// supersedes another, as by [`Engine::supersede`]: a keyed update
     /// stating only new content keeps the old version's kind, tier,
     /// importance, session, sources and those entities that still occur in
-    /// the new content.
+    /// the new content. A restatement (a near-duplicate, or the same text
+    /// gaining a slot key or said again under it) never keeps the fact for
+    /// less time or ranks it lower: it takes the more lasting tier and the
+    /// higher importance of the two versions.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for empty or oversized content, content with
@@ -378,8 +382,13 @@ impl Engine {
     /// NaN/inf, or a session, key, kind or source reference that holds
     /// personal data (identifiers are stored as given, so they are refused
     /// rather than redacted, unless the personal-data policy is off;
-    /// entities are free text and redacted like the content);
+    /// entities are free text and redacted like the content), or, for a
+    /// namespace not yet in the store, a namespace name that holds personal
+    /// data (field `namespace`);
     /// [`Error::NotFound`] for a source observation not in this namespace;
+    /// [`Error::Conflict`] for a keyed write whose event time lies before
+    /// the stated event time of the value it would replace (nothing is
+    /// written);
     /// [`Error::Rejected`] under `reject` policies; [`Error::Poisoned`] /
     /// [`Error::Closed`].
     pub fn remember(&self, ns: &Namespace, m: NewMemory) -> Result<Remembered> {
@@ -444,9 +453,10 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::NotFound`] if `old` is not in the namespace (or was
-    /// forgotten); [`Error::Conflict`] if `old` is already superseded, or if
-    /// `new` sets a slot key that another active memory holds; the input
-    /// errors of [`Engine::remember`].
+    /// forgotten); [`Error::Conflict`] if `old` is already superseded, if
+    /// `new` sets a slot key that another active memory holds, or if `new`
+    /// states an event time before `old`'s stated one; the input errors of
+    /// [`Engine::remember`].
     pub fn supersede(&self, ns: &Namespace, old: MemoryId, new: NewMemory) -> Result<Remembered> {
         self.supersede_with(ns, old, new, SupersedeReason::Explicit)
     }

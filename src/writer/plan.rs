@@ -96,7 +96,9 @@ pub(crate) enum Op {
     },
     /// The vector of a memory written without one has arrived (already
     /// indexed by the writer): supersede the older active memory it
-    /// restates, if any, as the synchronous write would have.
+    /// restates, if any, as the synchronous write would have, unless that
+    /// memory's tier is more lasting (the new memory keeps the fields it
+    /// was written with, so both stay active).
     Backfill {
         id: MemoryId,
         dedup: DedupMode,
@@ -426,7 +428,13 @@ fn plan_remember(
                 });
             }
             refuse_backdated(mem.event_time, holder)?;
-            let mem = inherit(holder, mem);
+            // The same fact said again under its key (a near-duplicate of
+            // the value it replaces) is a restatement: it keeps the more
+            // lasting tier and the higher importance.
+            let restates = vector.as_deref().and_then(|v| st.vectors.similarity(old.0, v)).is_some_and(|sim| {
+                is_restatement(sim, threshold, &FactSignature::of(&mem.content), &FactSignature::of(&holder.content))
+            });
+            let mem = if restates { restate(holder, mem) } else { inherit(holder, mem) };
             return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
         }
     }
