@@ -394,8 +394,21 @@ fn a_current_naming_no_generation_removes_nothing() -> TestResult {
     let e = Engine::open(&live)?;
     assert_eq!(list_all(&e, &ns("u1")).len(), 50);
     assert!(e.check()?.consistent);
+    // A compaction writes above every generation present, never into the copy.
+    let receipt = e.compact()?;
+    assert_eq!(receipt.generation, 8, "{receipt}");
     e.close()?;
     assert!(live.join("gen-000007").join("db").exists(), "a generation no compaction left is kept");
+    assert_eq!(std::fs::metadata(live.join("gen-000007").join("db"))?.len(), size);
+    // An interrupted compaction's marker names its own leftovers: only those go.
+    std::fs::create_dir(live.join("gen-000009"))?;
+    std::fs::write(live.join("gen-000009").join("partial"), "left by a crash")?;
+    std::fs::write(live.join("COMPACTING"), "gen-000008 -> gen-000009\n")?;
+    let e = Engine::open(&live)?;
+    assert_eq!(list_all(&e, &ns("u1")).len(), 50);
+    e.close()?;
+    assert!(!live.join("gen-000009").join("partial").exists(), "the marked leftover is removed");
+    assert!(live.join("gen-000007").join("db").exists(), "the copy is still kept");
     Ok(())
 }
 

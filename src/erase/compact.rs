@@ -91,7 +91,9 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
         let d = dir.lock();
         (d.root().to_path_buf(), d.current_generation())
     };
-    let new_gen = old_gen + 1;
+    // Above every generation present: a copy a user left beside the live
+    // one is never written into or removed.
+    let new_gen = dir.lock().next_generation()?;
     let (old_path, new_path) = {
         let d = dir.lock();
         (d.generation_path(old_gen), d.generation_path(new_gen))

@@ -13,9 +13,10 @@
 //! What counts as a copy, in bytes of UTF-8: the whole text when it is at
 //! least [`MIN_TEXT_BYTES`] long (the erasure scanner's own floor), and any
 //! run of at least [`MIN_QUOTE_BYTES`] bytes of it, compared as written and
-//! again after folding both sides (NFKC, lower case, invisible characters
-//! dropped), so a copy in other case, in full-width forms or with
-//! zero-width characters between its letters is cut too. That is stricter than
+//! again after folding both sides (NFKC, lower case, only letters and
+//! digits kept), so a copy in other case, in full-width forms, with other
+//! spacing or punctuation, or with zero-width characters or spaces between
+//! its letters is cut too. That is stricter than
 //! the scanner, which finds copies of 47 bytes or more of a long text
 //! (32-byte windows every 16 bytes), so a reason this leaves alone is never
 //! a scan match. Shorter fragments, paraphrase and translation are not
@@ -75,36 +76,38 @@ fn copies<'a>(label: &str, texts: impl IntoIterator<Item = &'a str>) -> Vec<bool
 
 /// `text` folded as [`fold_mapped`] folds it, without the byte map.
 fn fold(text: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
     let mut out = String::with_capacity(text.len());
-    for c in text.chars().filter(|&c| !crate::safety::text::is_invisible(c)) {
-        for n in std::iter::once(c).nfkc() {
-            out.extend(n.to_lowercase());
-        }
+    for c in text.chars() {
+        fold_char(c, &mut out);
     }
     out
 }
 
-/// `text` folded for matching copies written another way (each character
-/// NFKC-normalised and lower-cased, invisible characters dropped), and for
-/// each byte of the result the byte range of `text` it came from. An
-/// invisible character belongs to the range of the next visible one, so a
-/// folded run maps back to one unbroken run of `text`.
-fn fold_mapped(text: &str) -> (String, Vec<(usize, usize)>) {
+/// Appends `c` folded: NFKC, lower case, and only letters and digits kept
+/// (spaces, punctuation, apostrophes of any shape and invisible characters
+/// go), so a copy with other spacing or punctuation, or with its
+/// characters spread apart, folds to the same text.
+fn fold_char(c: char, out: &mut String) {
     use unicode_normalization::UnicodeNormalization;
+    if crate::safety::text::is_invisible(c) {
+        return;
+    }
+    for n in std::iter::once(c).nfkc() {
+        out.extend(n.to_lowercase().filter(|l| l.is_alphanumeric()));
+    }
+}
+
+/// `text` folded for matching copies written another way ([`fold_char`]),
+/// and for each byte of the result the byte range of the character of
+/// `text` it came from. Characters that fold to nothing (spaces,
+/// punctuation, invisible ones) have no byte; [`cut_quotes`] covers those
+/// that lie inside a folded run.
+fn fold_mapped(text: &str) -> (String, Vec<(usize, usize)>) {
     let mut out = String::with_capacity(text.len());
     let mut origin = Vec::with_capacity(text.len());
-    let mut from = 0;
     for (s, c) in text.char_indices() {
-        let end = s + c.len_utf8();
-        if crate::safety::text::is_invisible(c) {
-            continue;
-        }
-        for n in std::iter::once(c).nfkc() {
-            out.extend(n.to_lowercase());
-        }
-        origin.resize(out.len(), (from, end));
-        from = end;
+        fold_char(c, &mut out);
+        origin.resize(out.len(), (s, s + c.len_utf8()));
     }
     (out, origin)
 }
@@ -132,10 +135,14 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
     let (folded, origin) = fold_mapped(label);
     let folded_texts: Vec<String> = texts.iter().map(|t| fold(t)).collect();
     let mut folded_hits = vec![false; l.len()];
-    for (i, hit) in copies(&folded, folded_texts.iter().map(String::as_str)).into_iter().enumerate() {
+    let hits = copies(&folded, folded_texts.iter().map(String::as_str));
+    for (i, &hit) in hits.iter().enumerate() {
         if hit {
+            // The characters this folded byte came from, and inside a run
+            // what the fold dropped between it and the byte before.
             let (s, e) = origin[i];
-            folded_hits[s..e].iter_mut().for_each(|c| *c = true);
+            let from = if i > 0 && hits[i - 1] { origin[i - 1].1.min(s) } else { s };
+            folded_hits[from..e].iter_mut().for_each(|c| *c = true);
         }
     }
     // A run shorter than the mark in the label itself (a character whose
@@ -229,6 +236,24 @@ mod tests {
         assert_eq!((out.as_str(), n), ("x  [erased]  y", 1));
         let (out, n) = cut_quotes("x abcdefg y", [" abcdefg "]);
         assert_eq!((out.as_str(), n), ("x [erased]y", 1));
+    }
+
+    /// Other spacing, an apostrophe of another shape or none, and spaces
+    /// between Chinese characters do not hide a copy.
+    #[test]
+    fn a_copy_with_other_spacing_or_punctuation_is_cut() {
+        let text = "Quentin's nickname is Blueberry Muffin";
+        for reason in [
+            "quentin's nickname is blueberry   muffin",
+            "Quentin\u{2019}s nickname is Blueberry Muffin",
+            "Quentins nickname is Blueberry Muffin",
+        ] {
+            let (out, n) = cut_quotes(reason, [text]);
+            assert_eq!((out.as_str(), n), ("[erased]", 1), "{reason:?}");
+        }
+        let zh = "李雷的住址是北京市朝阳区光华路8号";
+        let (out, n) = cut_quotes("删除 李 雷 的 住 址 是 北 京 市 朝 阳 区 光 华 路 8 号", [zh]);
+        assert_eq!((out.as_str(), n), ("删除 [erased]", 1));
     }
 
     #[test]

@@ -211,6 +211,23 @@ impl DataDir {
         Ok(parse_gen(fs::read_to_string(self.root.join(CURRENT))?.trim()))
     }
 
+    /// The number for a new generation: one above every `gen-*` directory
+    /// present (the live one, and any copy a user left beside it, which a
+    /// compaction must never write into), so no existing directory is
+    /// reused.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the directory cannot be read.
+    pub(crate) fn next_generation(&self) -> Result<u64> {
+        let mut top = self.current;
+        for entry in fs::read_dir(&self.root)? {
+            if let Some(n) = parse_gen(&entry?.file_name().to_string_lossy()) {
+                top = top.max(n);
+            }
+        }
+        Ok(top + 1)
+    }
+
     /// True when `COMPACTING` exists: a compaction started and did not finish.
     pub(crate) fn compaction_marked(&self) -> bool {
         self.root.join(COMPACTING).exists()
@@ -244,8 +261,9 @@ impl DataDir {
         sync_dir(&self.root)
     }
 
-    /// Deletes every `gen-*` directory except the live one while a
-    /// compaction is marked (and only then), and temp files.
+    /// Deletes the generations a compaction marker names, except the live
+    /// one (every other one when the marker does not read), and temp files;
+    /// without a marker, no generation.
     ///
     /// # Errors
     /// [`Error::Io`] on file-system errors.
@@ -254,13 +272,23 @@ impl DataDir {
         // `COMPACTING` for as long as one may exist; a generation found
         // without it was put there by hand (a copy, a damaged `CURRENT`) and
         // is left alone.
-        let compacting = self.compaction_marked();
+        // The marker names the two generations of its compaction
+        // ("gen-N -> gen-M"); only those are its leftovers. A marker that
+        // does not read so (cut short) leaves every other one stale.
+        let marker = fs::read_to_string(self.root.join(COMPACTING)).ok();
+        let named: Option<Vec<u64>> =
+            marker.as_deref().and_then(|m| m.trim().split(" -> ").map(parse_gen).collect::<Option<Vec<u64>>>());
         for entry in fs::read_dir(&self.root)? {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if let Some(n) = parse_gen(&name) {
-                if n != self.current && compacting {
+                let leftover = match (&marker, &named) {
+                    (None, _) => false,
+                    (Some(_), Some(gens)) => gens.contains(&n),
+                    (Some(_), None) => true,
+                };
+                if n != self.current && leftover {
                     fs::remove_dir_all(entry.path())?;
                 }
             } else if name.starts_with("CURRENT.tmp") {

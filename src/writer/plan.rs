@@ -431,9 +431,15 @@ fn plan_remember(
             // The same fact said again under its key (a near-duplicate of
             // the value it replaces) is a restatement: it keeps the more
             // lasting tier and the higher importance.
-            let restates = vector.as_deref().and_then(|v| st.vectors.similarity(old.0, v)).is_some_and(|sim| {
-                is_restatement(sim, threshold, &FactSignature::of(&mem.content), &FactSignature::of(&holder.content))
-            });
+            let restates = dedup == DedupMode::Supersede
+                && vector.as_deref().and_then(|v| st.vectors.similarity(old.0, v)).is_some_and(|sim| {
+                    is_restatement(
+                        sim,
+                        threshold,
+                        &FactSignature::of(&mem.content),
+                        &FactSignature::of(&holder.content),
+                    )
+                });
             let mem = if restates { restate(holder, mem) } else { inherit(holder, mem) };
             return Ok(supersede_plan(old, mem, vector, SupersedeReason::SameKey, next_seq));
         }
