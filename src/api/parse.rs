@@ -127,7 +127,7 @@ fn too_large_integer(head: &str) -> Option<&str> {
     let x: f64 = n.parse().ok()?;
     // serde_json keeps an integer literal in 0..2^64 as a u64 and one in
     // -2^63..0 as an i64; only one outside both reaches a type as a float.
-    (x.is_finite() && x.fract() == 0.0 && (x >= 1.844_674_407_370_955_2e19 || x < -9.223_372_036_854_776e18))
+    (x.is_finite() && x.fract() == 0.0 && !(-9.223_372_036_854_776e18..1.844_674_407_370_955_2e19).contains(&x))
         .then_some(n)
 }
 
