@@ -6,7 +6,7 @@
 //! [`crate::erase`] for the recovery rule):
 //!
 //! 1. write and fsync `COMPACTING`;
-//! 2. copy every event record of `gen-N` into `gen-N+1`: surviving records
+//! 2. copy every event record of `gen-N` into `gen-M` (M = N+1, or one above any higher `gen-*` directory present): surviving records
 //!    byte for byte, forgotten `Observed`/`Extracted` payloads as a
 //!    `Tombstone` under the same `Seq`, time and namespace; copy the cached
 //!    vectors of surviving memories and all metadata (crash point `copy`);

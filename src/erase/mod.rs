@@ -4,7 +4,7 @@
 //! [`crate::Engine::forget`] removes content from every read path at once,
 //! but the bytes stay in the log's files: sled does not overwrite deleted or
 //! replaced values in place. [`crate::Engine::compact`] rewrites the live
-//! generation into a fresh directory (`gen-N+1`) in which every forgotten
+//! generation into a fresh directory (`gen-M` (M = N+1, or one above any higher `gen-*` directory present)) in which every forgotten
 //! `Observed`/`Extracted` payload is a content-free [`crate::Tombstone`]
 //! under the same `Seq` and namespace (history stays gap-free), drops the
 //! cached vectors of forgotten memories, switches to it atomically and
@@ -40,9 +40,9 @@
 //! after the old generation is deleted. A crash at any step leaves one of:
 //!
 //! * `CURRENT` still names `gen-N` (crash while copying or syncing): open
-//!   deletes the partial `gen-N+1` and opens `gen-N`, which is complete;
-//! * `CURRENT` names `gen-N+1` (crash after the switch or while deleting):
-//!   open deletes what is left of `gen-N` and opens `gen-N+1`, which was
+//!   deletes the partial `gen-M` and opens `gen-N`, which is complete;
+//! * `CURRENT` names `gen-M` (crash after the switch or while deleting):
+//!   open deletes what is left of `gen-N` and opens `gen-M`, which was
 //!   complete and fsynced before the switch.
 //!
 //! Either way no acknowledged event is lost (writes queue during compaction

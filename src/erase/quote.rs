@@ -114,8 +114,9 @@ fn fold_mapped(text: &str) -> (String, Vec<(usize, usize)>) {
 
 /// `label` with every verbatim copy of any of `texts` replaced by
 /// [`ERASED_MARK`] (adjacent or overlapping copies become one mark), and
-/// the number of marks; a copy in other case, compatibility forms or with
-/// invisible characters inside counts too. Cost, twice (as written, then
+/// the number of marks; a copy in other case, compatibility forms, other
+/// spacing or punctuation, or with invisible characters inside counts
+/// too. Cost, twice (as written, then
 /// folded): one hash lookup per byte of each text longer than
 /// [`MIN_QUOTE_BYTES`] when the label is at least that long, and one
 /// substring search per shorter text; plus one NFKC fold of every text.
@@ -128,10 +129,10 @@ pub(crate) fn cut_quotes<'a>(label: &str, texts: impl IntoIterator<Item = &'a st
     let texts: Vec<&str> = texts.into_iter().collect();
     let mut covered = copies(label, texts.iter().copied());
     // A copy written another way: in other case, in full-width or other
-    // compatibility forms, or with invisible characters between its
-    // letters. Both sides are folded (NFKC, lower case, invisible
-    // characters dropped) and a folded copy cuts the characters it came
-    // from, the invisible ones among them included.
+    // compatibility forms, with other spacing or punctuation, or with
+    // invisible characters between its letters. Both sides are folded
+    // ([`fold_char`]: letters and digits only) and a folded copy cuts the
+    // characters it came from, what the fold dropped between them included.
     let (folded, origin) = fold_mapped(label);
     let folded_texts: Vec<String> = texts.iter().map(|t| fold(t)).collect();
     let mut folded_hits = vec![false; l.len()];

@@ -8,13 +8,14 @@
 //! DATA/gen-000001/  the sled database of that generation
 //! DATA/COMPACTING   present (fsynced) while a compaction is under way
 //! ```
-//! Compaction writes `COMPACTING`, then `gen-N+1`, fsyncs it, renames a new
+//! Compaction writes `COMPACTING`, then `gen-M` (M = N+1, or one above any higher `gen-*` directory present), fsyncs it, renames a new
 //! `CURRENT` into place, deletes the old generation and removes
-//! `COMPACTING`. On open, while `COMPACTING` remains, any generation that
-//! `CURRENT` does not name is a leftover of the interrupted compaction and
-//! is deleted, and the engine runs the compaction again; without it, other
-//! generations are kept. A `CURRENT` naming no existing generation is
-//! refused before anything is created or removed.
+//! `COMPACTING`. On open, while `COMPACTING` remains, the generations it
+//! names that `CURRENT` does not are leftovers of the interrupted
+//! compaction and are deleted, and the engine runs the compaction again;
+//! any other generation (a copy a user left) is kept, and a compaction
+//! writes one above every generation present. A `CURRENT` naming no
+//! existing generation is refused before anything is created or removed.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -225,7 +226,10 @@ impl DataDir {
                 top = top.max(n);
             }
         }
-        Ok(top + 1)
+        top.checked_add(1).ok_or_else(|| Error::Corrupted {
+            seq: 0,
+            reason: format!("{} holds a generation numbered {top}: no number is left above it", self.root.display()),
+        })
     }
 
     /// True when `COMPACTING` exists: a compaction started and did not finish.
@@ -262,8 +266,8 @@ impl DataDir {
     }
 
     /// Deletes the generations a compaction marker names, except the live
-    /// one (every other one when the marker does not read), and temp files;
-    /// without a marker, no generation.
+    /// one, and temp files; without a marker, or with one that does not
+    /// read, no generation.
     ///
     /// # Errors
     /// [`Error::Io`] on file-system errors.
@@ -273,21 +277,22 @@ impl DataDir {
         // without it was put there by hand (a copy, a damaged `CURRENT`) and
         // is left alone.
         // The marker names the two generations of its compaction
-        // ("gen-N -> gen-M"); only those are its leftovers. A marker that
-        // does not read so (cut short) leaves every other one stale.
+        // ("gen-N -> gen-M\n", written and synced before gen-M exists);
+        // only those are its leftovers.
         let marker = fs::read_to_string(self.root.join(COMPACTING)).ok();
-        let named: Option<Vec<u64>> =
-            marker.as_deref().and_then(|m| m.trim().split(" -> ").map(parse_gen).collect::<Option<Vec<u64>>>());
+        let named: Option<Vec<u64>> = marker.as_deref().and_then(|m| {
+            let gens: Vec<u64> = m.strip_suffix('\n')?.split(" -> ").map(parse_gen).collect::<Option<_>>()?;
+            (gens.len() == 2 && m == format!("{} -> {}\n", gen_name(gens[0]), gen_name(gens[1]))).then_some(gens)
+        });
         for entry in fs::read_dir(&self.root)? {
             let entry = entry?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if let Some(n) = parse_gen(&name) {
-                let leftover = match (&marker, &named) {
-                    (None, _) => false,
-                    (Some(_), Some(gens)) => gens.contains(&n),
-                    (Some(_), None) => true,
-                };
+                // Only a directory spelled as this store spells it, named by
+                // a marker that reads; a marker that does not read was cut
+                // before its new generation was made, so nothing is stale.
+                let leftover = *name == gen_name(n) && named.as_ref().is_some_and(|gens| gens.contains(&n));
                 if n != self.current && leftover {
                     fs::remove_dir_all(entry.path())?;
                 }

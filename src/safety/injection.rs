@@ -166,7 +166,7 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "act_without_restrictions",
         weight: 0.8,
-        regex: r"\b(?:(?:act|behave|respond|answer|reply|pretend|roleplay|role-play|operate)\s+(?:as|like)|pretend\s+(?:that\s+)?(?:you\s+are|you're|to\s+be))\b.{0,80}?\b(?:without|with\s+no|(?:that|who|which)\s+(?:has|have)\s+no|free\s+(?:of|from))\s+(?:any\s+)?(?:restrictions?|limits|limitations|filters?|filtering|rules|censorship|guidelines|boundaries|morals|ethics|safety)\b",
+        regex: r"\b(?:(?:act|behave|respond|answer|reply|pretend|roleplay|role-play|operate)\s+(?:as|like)|pretend\s+(?:that\s+)?(?:you\s+are|you're|to\s+be))\b.{0,80}?\b(?:without|with\s+no|(?:ai|assistant|model|chatbot|bot|llm)\s+(?:that|who|which)\s+(?:has|have)\s+no|free\s+(?:of|from))\s+(?:any\s+)?(?:restrictions?|limits|limitations|filters?|filtering|rules|censorship|guidelines|boundaries|morals|ethics|safety)\b",
     },
     Pattern {
         name: "no_longer_bound",
@@ -177,17 +177,17 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "forget_what_you_were_told",
         weight: 0.8,
-        regex: r"\b(?:forget|ignore|disregard|erase)\s+(?:everything|all(?:\s+of)?(?:\s+(?:that|the\s+things))?|whatever|anything|what)\s+(?:that\s+)?you\s+(?:were|have\s+been|'ve\s+been|had\s+been)\s+(?:told|given|instructed|taught|programmed)\b(?:\s+(?:before|previously|earlier|so\s+far|until\s+now|up\s+to\s+now|by\s+(?:your|the)\s+\w+))?\s*(?:$|[.!;,:]|and\b|then\b|now\b)",
+        regex: r"\b(?:forget|ignore|disregard|erase)\s+(?:everything|all(?:\s+of)?(?:\s+(?:that|the\s+things))?|whatever|anything|what)\s+(?:that\s+)?you(?:\s+were|\s+have\s+been|'ve\s+been|\s+had\s+been)\s+(?:told|given|instructed|taught|programmed)\b(?:\s+(?:before|previously|earlier|so\s+far|until\s+now|up\s+to\s+now|by\s+(?:your|the)\s+(?:developers?|creators?|makers?|system|programmers?|openai|anthropic)))?\s*(?:$|[.!;,:]|and\b|then\b|now\b)",
     },
     Pattern {
         name: "your_rules_no_longer_apply",
         weight: 0.8,
-        regex: r"\b(?:you\s+(?:no\s+longer|don't|dont|do\s+not)\s+(?:have\s+to|need\s+to|must)\s+(?:obey|follow|observe|adhere\s+to|comply\s+with|abide\s+by)\s+your|your\s+(?:previous|prior|earlier|original|initial|old|current|system|safety)?\s*(?:rules|instructions|guidelines|restrictions|directives|policies|programming|constraints)\s+(?:no\s+longer|don't|dont|do\s+not)\s+apply)\b",
+        regex: r"\b(?:you\s+(?:no\s+longer|don't|dont|do\s+not)\s+(?:have\s+to|need\s+to|must)\s+(?:obey|follow|observe|adhere\s+to|comply\s+with|abide\s+by)\s+your\s+(?:\w+\s+)?(?:instructions|programming|guidelines|directives|system\s+prompt|rules)|your\s+(?:previous|prior|earlier|original|initial|old|system|safety)\s+(?:rules|instructions|guidelines|directives|programming)\s+(?:no\s+longer|don't|dont|do\s+not)\s+apply)\b",
     },
     Pattern {
         name: "you_are_an_unrestricted_ai",
         weight: 0.8,
-        regex: r"\b(?:you\s+are|you're|youre)\s+(?:now\s+)?(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken|unbound|unchained)\s+(?:ai|assistant|model|chatbot|bot|llm|language\s+model|version)\b",
+        regex: r"\b(?:you\s+are|you're|youre)\s+(?:now\s+)?(?:an?\s+)?(?:unrestricted|unfiltered|uncensored|jailbroken|unbound|unchained)\s+(?:ai|assistant|model|chatbot|bot|llm|language\s+model)\b",
     },
     Pattern {
         name: "stop_following_your_rules",
@@ -308,12 +308,12 @@ const PATTERNS: &[Pattern] = &[
     Pattern {
         name: "zh_forget_the_settings_ba",
         weight: 0.8,
-        regex: r"把(?:你的?)?(?:之前|以上|上面|上述|前面|先前|原来|原有|原先|所有|全部|一切)的?(?:所有|全部|一切)?的?(?:设定|指令|指示|规则|提示词|约束|限制|命令)(?:全部|都|统统|通通|全都)?(?:忘掉|忘记|忽略|无视|清除|抛弃|丢掉|删掉)",
+        regex: r"把(?:你的?)?(?:之前|以上|上面|上述|前面|先前|原来|原有|原先|所有|全部|一切)的?(?:所有|全部|一切)?的?(?:设定|指令|指示|规则|提示词|约束)(?:全部|都|统统|通通|全都)?(?:忘掉|忘记|忽略|无视|抛弃)",
     },
     Pattern {
         name: "zh_you_are_dan",
         weight: 0.7,
-        regex: r"你(?:现在|从现在起|从现在开始|已经)?(?:就)?(?:是|成为|变成|扮演)(?:了)?(?-i:DAN)",
+        regex: r"你(?:现在|从现在起|从现在开始|已经)?(?:就)?(?:是|成为|变成|扮演)(?:了)?(?-i:DAN)(?:$|[^A-Za-z])",
     },
     Pattern {
         name: "zh_do_not_obey",
@@ -751,6 +751,15 @@ mod tests {
             "You no longer have to follow the diet your doctor gave you",
             "把之前的设置全部删掉，重新配置路由器",
             "我朋友叫Dan，他是DAN乐队的鼓手",
+            "You don't have to follow your diet on holidays",
+            "you don't need to obey your parents on everything now",
+            "Your restrictions no longer apply after the injury healed",
+            "My kids behave like animals who have no boundaries",
+            "Ignore what you were told by the recruiter, the job is remote",
+            "you're an unfiltered version of your dad",
+            "把上面的命令都删掉，重新运行",
+            "把所有限制都删掉",
+            "你是DANCE团的成员吗",
             "",
         ] {
             assert!(!flagged(text), "{text:?} scored {:?}", det().score(text));
