@@ -538,6 +538,19 @@ impl Engine {
         })
     }
 
+    /// A forget query as stored text would hold it, and the forms its text
+    /// is compared in: stored text had its personal data redacted before it
+    /// was written and embedded, so the query is matched as that text would
+    /// be stored ("Call me at 13812345678" finds "Call me at [PHONE]") and
+    /// as given (a memory written with redaction off), each normalised and
+    /// lower-cased. Returns (redacted query, [redacted form, given form]).
+    fn query_forms(&self, query: &str) -> Result<(String, Vec<String>)> {
+        let redacted = self.redact_label("query", query, Some(self.label_policy()), &mut BTreeMap::new())?;
+        let folded =
+            [redacted.as_str(), query].iter().map(|t| crate::projection::normalize_content(t).to_lowercase()).collect();
+        Ok((redacted, folded))
+    }
+
     /// The observations of `ns` whose text is `query`, as [`Engine::matching`]
     /// compares a memory's (case, spacing, invisible characters and NFKC
     /// aside; the query as given and with its personal data redacted as a
@@ -548,9 +561,7 @@ impl Engine {
     /// [`Error::InvalidInput`] for a bad query.
     pub fn matching_observations(&self, ns: &Namespace, query: &str) -> Result<Vec<ObservationId>> {
         self.check_text("query", query)?;
-        let redacted = self.redact_label("query", query, Some(self.label_policy()), &mut BTreeMap::new())?;
-        let folded: Vec<String> =
-            [redacted.as_str(), query].iter().map(|t| crate::projection::normalize_content(t).to_lowercase()).collect();
+        let (_, folded) = self.query_forms(query)?;
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
             return Ok(vec![]);
@@ -595,11 +606,7 @@ impl Engine {
         if limit == 0 || limit > 10_000 {
             return Err(Error::invalid("limit", "must be in 1..=10000"));
         }
-        // Stored text had its personal data redacted before it was written
-        // and embedded, so the query is matched as that text would be
-        // stored too ("Call me at 13812345678" finds "Call me at [PHONE]"),
-        // and as given (a memory written with redaction off).
-        let redacted = self.redact_label("query", query, Some(self.label_policy()), &mut BTreeMap::new())?;
+        let (redacted, folded) = self.query_forms(query)?;
         let qv = crate::embed::embed_query(self.inner.embedder.as_ref(), &redacted)?;
         let state = self.shared().state.read();
         let Some(st) = state.ns(ns) else {
@@ -616,8 +623,6 @@ impl Engine {
         // the active versions are indexed by their text; older and
         // archived ones are few and a forget is rare, so they are read one
         // by one.
-        let folded: Vec<String> =
-            [redacted.as_str(), query].iter().map(|t| crate::projection::normalize_content(t).to_lowercase()).collect();
         let mut out: Vec<(MemoryId, f32)> = Vec::new();
         let mut push = |id: MemoryId| {
             if out.len() < limit && !out.iter().any(|(e, _)| *e == id) {

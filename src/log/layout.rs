@@ -92,6 +92,18 @@ pub(crate) fn gen_name(n: u64) -> String {
     format!("gen-{n:06}")
 }
 
+/// The `gen-*` directories under `root`: (number, name as found).
+fn generations(root: &Path) -> Result<Vec<(u64, String)>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(root)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(n) = parse_gen(&name) {
+            out.push((n, name));
+        }
+    }
+    Ok(out)
+}
+
 fn parse_gen(name: &str) -> Option<u64> {
     name.strip_prefix("gen-")?.parse().ok()
 }
@@ -140,11 +152,7 @@ impl DataDir {
         // write of it names a generation already complete on disk. Opening
         // it would start an empty generation and delete the real one.
         if !root.join(gen_name(current)).is_dir() {
-            let mut present: Vec<String> = fs::read_dir(root)?
-                .filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| parse_gen(n).is_some())
-                .collect();
+            let mut present: Vec<String> = generations(root)?.into_iter().map(|(_, name)| name).collect();
             present.sort();
             let found = if present.is_empty() { "none".to_string() } else { present.join(", ") };
             return Err(Error::Corrupted {
@@ -220,12 +228,7 @@ impl DataDir {
     /// # Errors
     /// [`Error::Io`] when the directory cannot be read.
     pub(crate) fn next_generation(&self) -> Result<u64> {
-        let mut top = self.current;
-        for entry in fs::read_dir(&self.root)? {
-            if let Some(n) = parse_gen(&entry?.file_name().to_string_lossy()) {
-                top = top.max(n);
-            }
-        }
+        let top = generations(&self.root)?.into_iter().map(|(n, _)| n).fold(self.current, u64::max);
         top.checked_add(1).ok_or_else(|| Error::Corrupted {
             seq: 0,
             reason: format!("{} holds a generation numbered {top}: no number is left above it", self.root.display()),

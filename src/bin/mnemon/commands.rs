@@ -948,12 +948,7 @@ fn surface_at<T>(
 /// not a default.
 #[cfg(all(feature = "mcp", unix))]
 fn chosen(flag: &str, env: &str) -> bool {
-    let eq = format!("{flag}=");
-    std::env::var_os(env).is_some()
-        || std::env::args_os()
-            .skip(1)
-            .take_while(|a| a != "--")
-            .any(|a| a.to_str().is_some_and(|a| a == flag || a.starts_with(&eq)))
+    std::env::var_os(env).is_some() || crate::flag_given(flag)
 }
 
 /// Whether the store's model `model_id` is the one `choice` names.

@@ -210,7 +210,7 @@ fn main() -> ExitCode {
 /// every error without `--json`, print as clap prints them.
 fn argument_error(e: clap::Error) -> ExitCode {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    let asked_json = std::env::args_os().skip(1).take_while(|a| a != "--").any(|a| a == "--json");
+    let asked_json = flag_given("--json");
     let plain = number_error(&e);
     if let (Some(msg), false) = (&plain, asked_json) {
         eprintln!("error: {msg}\n\nFor more information, try '--help'.");
@@ -274,6 +274,17 @@ fn number_error(e: &clap::Error) -> Option<String> {
     };
     let (arg, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
     Some(format!("invalid value '{value}' for '{arg}': {why}"))
+}
+
+/// Whether `flag` (`--json`, `--phone-regions`) is on the command line
+/// before any `--`, alone or as `flag=value`. Arguments that are not UTF-8
+/// are passed over, never a panic.
+pub fn flag_given(flag: &str) -> bool {
+    let eq = format!("{flag}=");
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a.to_str().is_some_and(|a| a == flag || a.starts_with(&eq)))
 }
 
 /// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`; a group of
