@@ -91,7 +91,7 @@ pub mod safety;
 pub use engine::{
     AsOf, CheckReport, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary,
     NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
-    DEFAULT_MAX_CONTENT_BYTES, MAX_TIMELINE_BUCKETS,
+    DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES, MAX_TIMELINE_BUCKETS,
 };
 pub use erase::{
     verify_erasure, CompactionFigures, CompactionReceipt, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,

@@ -231,3 +231,37 @@ fn a_library_holder_is_reported_as_such() {
     let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "written once the library let go"]);
     assert!(ok, "{err}");
 }
+
+/// A server started on a data directory that does not exist yet while a CLI
+/// command is creating the store there: the two take turns, so the
+/// command's write lands in the one store the server then serves, and no
+/// build directory is left beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_and_a_cli_command_creating_one_store_keep_every_write() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..6 {
+        let data = dir.path().join(format!("store-{round}"));
+        let text = format!("round {round}: the CLI wrote this about herons");
+        let cli = Command::new(BIN)
+            .arg("--data")
+            .arg(&data)
+            .args(["--embedder", "hashing", "--json", "remember", "--ns", "shared", &text])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (server, _) = start(&data).await;
+        let out = tokio::task::spawn_blocking(move || cli.wait_with_output().unwrap()).await.unwrap();
+        assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));
+        let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"].as_u64().unwrap();
+        let v = call(&server, "get", json!({"namespace": "shared", "id": id})).await.unwrap();
+        assert_eq!(v["content"], text.as_str(), "round {round}");
+        server.cancel().await.unwrap();
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("mnemon-"))
+            .collect();
+        assert!(left.is_empty(), "round {round}: build directories left: {left:?}");
+    }
+}

@@ -99,6 +99,9 @@ impl Engine {
         if let Some(msg) = self.shared().poison_message() {
             return Err(Error::Poisoned(msg));
         }
+        if let Some(e) = self.shared().read_only_error() {
+            return Err(e);
+        }
         let (tx, rx) = crossbeam_channel::bounded(1);
         let dir = self.inner.dir.clone();
         let cache_bytes = self.inner.cfg.cache_bytes;

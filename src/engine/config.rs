@@ -39,6 +39,7 @@ pub struct Config {
     pub(crate) queue_capacity: usize,
     pub(crate) max_group: usize,
     pub(crate) cache_bytes: u64,
+    pub(crate) reserve_bytes: u64,
     pub(crate) hnsw: HnswParams,
     pub(crate) dedup_threshold: Option<f32>,
     pub(crate) half_life: Duration,
@@ -76,6 +77,14 @@ impl std::fmt::Debug for Config {
 /// Default maximum content size: 32 KiB.
 pub const DEFAULT_MAX_CONTENT_BYTES: usize = 32 * 1024;
 
+/// Default disk reserve of a store ([`EngineBuilder::reserve_bytes`]):
+/// 8 MiB. What an open writes on sled 0.34 is one page-table snapshot
+/// (a few bytes per page: under 1 MiB for a million events, measured on
+/// this project's stores) plus the zeroed end of the last log segment (at
+/// most one segment, 512 KiB, sled's default `segment_size`); 8 MiB leaves
+/// room for both several times over.
+pub const DEFAULT_RESERVE_BYTES: u64 = 8 * 1024 * 1024;
+
 /// Builder for [`crate::Engine`]. Every setter documents its unit, default
 /// and limits; [`EngineBuilder::open`] validates them.
 #[derive(Clone, Debug)]
@@ -98,6 +107,7 @@ impl EngineBuilder {
                 queue_capacity: 1024,
                 max_group: 512,
                 cache_bytes: 64 * 1024 * 1024,
+                reserve_bytes: DEFAULT_RESERVE_BYTES,
                 hnsw: HnswParams::default(),
                 dedup_threshold: None,
                 embed_mode: crate::engine::EmbedMode::Sync,
@@ -211,6 +221,21 @@ impl EngineBuilder {
     /// sled page-cache budget, in bytes. Default 64 MiB; at least 1 MiB.
     pub fn cache_bytes(mut self, n: u64) -> Self {
         self.cfg.cache_bytes = n;
+        self
+    }
+
+    /// Disk space, in bytes, the store keeps in reserve (`DATA/RESERVE`, a
+    /// file of allocated zeros) so that it can still be opened when its
+    /// disk is full: opening writes a little (sled's page-table snapshot
+    /// and the end of its last segment), so on a full disk the engine
+    /// gives the reserve back, opens, and takes no writes (every write is
+    /// refused with [`Error::Io`], `StorageFull`; reads, check, export and
+    /// backup work); [`crate::Stats::read_only`] says so. The next open on
+    /// a disk with room makes the reserve again. Default
+    /// [`DEFAULT_RESERVE_BYTES`] (8 MiB); 0 keeps none (a full disk then
+    /// fails the open).
+    pub fn reserve_bytes(mut self, n: u64) -> Self {
+        self.cfg.reserve_bytes = n;
         self
     }
 

@@ -12,7 +12,7 @@ pub(crate) mod write;
 
 pub use backfill::EmbedMode;
 pub use check::CheckReport;
-pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES};
+pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES};
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 pub use inspect::{NamespaceSummary, Timeline, TimelineBucket, MAX_TIMELINE_BUCKETS};
 pub use open::OpenReport;

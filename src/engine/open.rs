@@ -65,19 +65,43 @@ impl Engine {
         if !path.join("CURRENT").exists() {
             return Ok(None);
         }
-        let read = || -> Result<Option<String>> {
+        let read = |on_reserve: bool| -> Result<Option<String>> {
             let dir = DataDir::open(path)?;
+            if on_reserve {
+                dir.release_reserve()?;
+            }
             let store = SledStore::open(&dir.current_path(), 8 * 1024 * 1024)?;
             let model = store.meta_get(META_MODEL)?.map(|b| String::from_utf8_lossy(&b).into_owned());
             drop(store);
             drop(dir);
             Ok(model)
         };
-        read().map_err(|e| crate::portability::with_recovery_hint(e, path))
+        on_full_disk(path, read).map_err(|e| crate::portability::with_recovery_hint(e, path))
     }
 
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
+        on_full_disk(&cfg.path, |on_reserve| Engine::open_on(cfg.clone(), on_reserve))
+    }
+
+    /// Opens the store; `on_reserve`: first gives the disk reserve back and
+    /// opens read-only (see [`crate::EngineBuilder::reserve_bytes`]).
+    fn open_on(cfg: Config, on_reserve: bool) -> Result<Engine> {
         let dir = DataDir::open(&cfg.path)?;
+        if on_reserve {
+            dir.release_reserve()?;
+        }
+        // A reserve given back earlier is made again first; while the disk
+        // has no room for it, the store stays read-only.
+        let read_only = (on_reserve
+            || (cfg.reserve_bytes > 0 && dir.reserve_released() && dir.keep_reserve(cfg.reserve_bytes) == 0))
+            .then(|| {
+                format!(
+                    "the disk holding {} is full: the store was opened on the space it kept in reserve and takes \
+                     no writes; free at least {} bytes on the disk, then reopen it",
+                    cfg.path.display(),
+                    cfg.reserve_bytes
+                )
+            });
         dir.note_holder(cfg.serves_socket);
         let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
         match store.meta_get(META_FORMAT)? {
@@ -124,6 +148,7 @@ impl Engine {
         }
         store.flush()?;
         state.visible = state.last_seq;
+        let reserve_bytes = if read_only.is_some() { 0 } else { dir.keep_reserve(cfg.reserve_bytes) };
 
         let dedup_threshold = cfg.dedup_threshold.unwrap_or_else(|| embedder.near_duplicate_threshold());
         let shared = Arc::new(Shared {
@@ -132,6 +157,8 @@ impl Engine {
             poisoned: Mutex::new(None),
             model_id,
             sink: cfg.sink.clone(),
+            read_only,
+            reserve_bytes,
         });
         let dir = Arc::new(Mutex::new(dir));
         // A compaction that did not finish is finished before anything else.
@@ -176,6 +203,21 @@ impl Engine {
             }),
         })
     }
+}
+
+/// Runs `open(false)`; when it fails for want of disk space and the store
+/// at `root` holds a reserve, runs `open(true)`, which gives the reserve
+/// back before it opens (opening writes a little: sled's snapshot).
+fn on_full_disk<T>(root: &std::path::Path, open: impl Fn(bool) -> Result<T>) -> Result<T> {
+    match open(false) {
+        Err(e) if is_disk_full(&e) && crate::log::has_reserve(root) => open(true),
+        other => other,
+    }
+}
+
+/// Whether `e` says the disk (or the user's quota on it) has no room left.
+pub(crate) fn is_disk_full(e: &Error) -> bool {
+    matches!(e, Error::Io(io) if matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded))
 }
 
 /// Replays every record of `store` into `state` (vectors not indexed yet).

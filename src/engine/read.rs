@@ -107,6 +107,33 @@ pub struct Stats {
     pub phone_regions: Vec<String>,
     /// Set when a failed flush poisoned the engine.
     pub poisoned: Option<String>,
+    /// Set when this engine takes no writes: it was opened on the disk
+    /// reserve of a full disk (see [`crate::EngineBuilder::reserve_bytes`]);
+    /// says what to do.
+    #[serde(default)]
+    pub read_only: Option<String>,
+    /// Bytes of disk the store keeps in reserve (`DATA/RESERVE`) for
+    /// opening on a full disk; 0 when it keeps none.
+    #[serde(default)]
+    pub reserve_bytes: u64,
+    /// The log's page-cache budget in bytes (sled's `cache_capacity`,
+    /// [`crate::EngineBuilder::cache_bytes`]): with `index_bytes`, what the
+    /// engine holds in memory besides its fact table.
+    #[serde(default)]
+    pub log_cache_bytes: u64,
+    /// Resident memory of the process holding the store, in bytes (Linux
+    /// `/proc/self/status`, `VmRSS`; `None` elsewhere).
+    #[serde(default)]
+    pub rss_bytes: Option<u64>,
+}
+
+/// Resident memory of this process in bytes, from the `VmRSS` line of
+/// `/proc/self/status` (in KiB); `None` where it cannot be read.
+fn rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
 
 /// Where a read looks: a log position, and for valid-time views the time
@@ -471,6 +498,10 @@ impl Engine {
             generation: self.inner.dir.lock().current_generation(),
             phone_regions: self.inner.cfg.redactor.phone_regions().codes(),
             poisoned: self.shared().poison_message(),
+            read_only: self.shared().read_only.clone(),
+            reserve_bytes: self.shared().reserve_bytes,
+            log_cache_bytes: self.inner.cfg.cache_bytes,
+            rss_bytes: rss_bytes(),
         };
         for st in state.namespaces.values() {
             for m in st.memories.values() {

@@ -148,6 +148,9 @@ impl Engine {
         if let Some(msg) = self.shared().poison_message() {
             return Err(Error::Poisoned(msg));
         }
+        if let Some(e) = self.shared().read_only_error() {
+            return Err(e);
+        }
         // A namespace is an identifier too, written into every event of it
         // and kept by tombstones, so one holding personal data is refused
         // before it is first written to. A namespace already in the store

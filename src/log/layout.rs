@@ -7,7 +7,17 @@
 //! DATA/CURRENT      "gen-000001\n": the live generation; replaced by rename
 //! DATA/gen-000001/  the sled database of that generation
 //! DATA/COMPACTING   present (fsynced) while a compaction is under way
+//! DATA/RESERVE      disk space held back for opening on a full disk
 //! ```
+//! `RESERVE` is a file of allocated zeros ([`DataDir::keep_reserve`]).
+//! Opening the store writes (sled writes a snapshot of its page table and
+//! zeroes the end of its last segment), so on a disk that has filled up
+//! since, an open fails; the engine then cuts the reserve to nothing,
+//! opens on the space it gave back and takes no writes
+//! ([`DataDir::release_reserve`]), so the store can still be read,
+//! checked, exported and backed up elsewhere. An empty `RESERVE` says the
+//! reserve was given back: every open tries to make it again first, and
+//! stays read-only while it cannot.
 //! Compaction writes `COMPACTING`, then `gen-M` (M = N+1, or one above any higher `gen-*` directory present), fsyncs it, renames a new
 //! `CURRENT` into place, deletes the old generation and removes
 //! `COMPACTING`. On open, while `COMPACTING` remains, the generations it
@@ -34,6 +44,7 @@ pub(crate) struct DataDir {
 const CURRENT: &str = "CURRENT";
 const LOCK: &str = "LOCK";
 const COMPACTING: &str = "COMPACTING";
+const RESERVE: &str = "RESERVE";
 
 /// Writes the holder note into the open `LOCK` file: this process's id and
 /// `socket` as given (`yes`, `no` or `pending`). Best effort.
@@ -124,6 +135,11 @@ impl DataDir {
                 format!("{} is a file, not a directory: a store is a directory", root.display()),
             ));
         }
+        // A store made where nothing exists is made under a turn on the
+        // directory that holds it, the turn the CLI takes while it builds a
+        // new store beside the path and moves it there: whoever comes
+        // second finds the store the first made and opens it.
+        let turn = if absent(root) { Some(creation_turn(root)?) } else { None };
         fs::create_dir_all(root)?;
         let lock_path = root.join(LOCK);
         let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path)?;
@@ -132,6 +148,7 @@ impl DataDir {
             Err(fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: lock_path }),
             Err(fs::TryLockError::Error(e)) => return Err(Error::Io(e)),
         }
+        drop(turn);
         // Whatever an earlier holder noted is not about this one; until the
         // engine says whether it serves the socket, it may.
         write_note(&lock, "pending");
@@ -235,6 +252,48 @@ impl DataDir {
         })
     }
 
+    /// Makes sure `RESERVE` holds `bytes` of allocated disk space (a file
+    /// of zeros, made beside it and renamed into place, so it is either
+    /// whole or as it was). Best effort: on a disk without that much room
+    /// the reserve stays as it was. Returns the bytes the reserve now
+    /// holds.
+    pub(crate) fn keep_reserve(&self, bytes: u64) -> u64 {
+        let path = self.root.join(RESERVE);
+        let held = fs::metadata(&path).map_or(0, |m| m.len());
+        if bytes == 0 || held >= bytes {
+            return held;
+        }
+        let tmp = self.root.join("RESERVE.tmp");
+        match allocate(&tmp, bytes).and_then(|()| fs::rename(&tmp, &path)) {
+            Ok(()) => bytes,
+            Err(_) => {
+                let _ = fs::remove_file(&tmp);
+                held
+            }
+        }
+    }
+
+    /// Whether the reserve was given back to a full disk and not made
+    /// again: `RESERVE` exists and is empty. A store in that state opens
+    /// read-only until the reserve can be made again.
+    pub(crate) fn reserve_released(&self) -> bool {
+        fs::metadata(self.root.join(RESERVE)).is_ok_and(|m| m.len() == 0)
+    }
+
+    /// Gives the reserve's space back to the file system: `RESERVE` is cut
+    /// to nothing and kept, so later opens know the store is read-only
+    /// until the reserve is made again ([`DataDir::reserve_released`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file cannot be cut.
+    pub(crate) fn release_reserve(&self) -> Result<()> {
+        match OpenOptions::new().write(true).open(self.root.join(RESERVE)) {
+            Ok(f) => Ok(f.set_len(0)?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(Error::Io(e)),
+        }
+    }
+
     /// True when `COMPACTING` exists: a compaction started and did not finish.
     pub(crate) fn compaction_marked(&self) -> bool {
         self.root.join(COMPACTING).exists()
@@ -305,6 +364,76 @@ impl DataDir {
         }
         sync_dir(&self.root)
     }
+}
+
+/// Whether the store at `root` holds disk space in reserve (a `RESERVE`
+/// that is not empty).
+pub(crate) fn has_reserve(root: &Path) -> bool {
+    fs::metadata(root.join(RESERVE)).is_ok_and(|m| m.is_file() && m.len() > 0)
+}
+
+/// Writes `path` as `bytes` of allocated space: `fallocate` where the
+/// file system has it (blocks reserved, nothing written), else zeros
+/// written out, which take the blocks just the same.
+fn allocate(path: &Path, bytes: u64) -> std::io::Result<()> {
+    let mut f = File::create(path)?;
+    #[cfg(target_os = "linux")]
+    if rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, bytes).is_ok() {
+        return f.sync_all();
+    }
+    let chunk = vec![0u8; 64 * 1024];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64);
+        // `n` is at most the chunk's length, a usize.
+        f.write_all(&chunk[..usize::try_from(n).unwrap_or(chunk.len())])?;
+        left -= n;
+    }
+    f.sync_all()
+}
+
+/// Whether nothing at all is at `p` (not even a dangling symlink).
+fn absent(p: &Path) -> bool {
+    matches!(fs::symlink_metadata(p), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Takes the turn to create a store at `root`: an exclusive lock on the
+/// directory that holds it (created first if missing), waited for while
+/// another creator holds it. Dropping the handle gives the turn back. A
+/// file system without directory locks goes without turns.
+///
+/// # Errors
+/// [`Error::Io`] when the parent directory cannot be created or opened.
+fn creation_turn(root: &Path) -> Result<File> {
+    let parent = match root.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    loop {
+        fs::create_dir_all(&parent)?;
+        let turn = File::open(&parent)?;
+        let locked = turn.lock().is_ok();
+        // A creator that gave up may have removed the directory it made
+        // meanwhile; a lock on a removed directory orders nothing.
+        if !locked || same_file(&turn, &parent) {
+            return Ok(turn);
+        }
+    }
+}
+
+/// Whether the open handle `f` still names the file at `p`.
+#[cfg(unix)]
+fn same_file(f: &File, p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), fs::metadata(p)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &File, _: &Path) -> bool {
+    true
 }
 
 fn write_current(root: &Path, n: u64) -> Result<()> {

@@ -77,8 +77,37 @@ impl SledStore {
 /// some damaged files instead of returning an error) into
 /// [`Error::Storage`], so a damaged store is reported, not a crash.
 fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Result<sled::Db>> {
+    remove_unfinished_snapshots(path)?;
     std::panic::catch_unwind(|| sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open())
         .map_err(|p| Error::Storage(format!("sled panicked opening {}: {}", path.display(), panic_text(&p))))
+}
+
+/// Removes the snapshot files sled began and never finished
+/// (`snap.<LSN>.generating`). sled 0.34 writes a snapshot under that name
+/// and renames it only once it is whole and synced, but on open it reads
+/// the file whose name sorts last, the unfinished one included: a snapshot
+/// cut by a full disk or a kill would then fail every later open as
+/// damaged data, though the log itself is intact. A snapshot only saves
+/// replay time; sled rebuilds it from the log. The caller holds the data
+/// directory's lock, so no other process is writing one.
+///
+/// # Errors
+/// [`Error::Io`] when the directory cannot be read or a file removed.
+fn remove_unfinished_snapshots(path: &Path) -> Result<()> {
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::Io(e)),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -21,13 +21,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::inspector::Inspector;
 use super::server::MemoryServer;
+use super::sessions::Sessions;
 use super::{shutdown_signal, HttpOptions, DRAIN_TIMEOUT};
 use crate::api::{ApiError, ErrorCode};
 
@@ -37,7 +37,7 @@ type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 pub const MCP_PATH: &str = "/mcp";
 
 struct HttpState {
-    service: StreamableHttpService<MemoryServer, LocalSessionManager>,
+    service: StreamableHttpService<MemoryServer, Sessions>,
     server: MemoryServer,
     inspector: Arc<Inspector>,
     /// SHA-256 of the expected `Authorization` header value, if any.
@@ -293,7 +293,11 @@ pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), A
     let inspector = Arc::new(Inspector::new(server.shared.backend.clone(), server.shared.policy.clone())?);
     let factory = server.clone();
     let service =
-        StreamableHttpService::new(move || Ok(factory.clone()), Arc::new(LocalSessionManager::default()), config);
+        StreamableHttpService::new(
+        move || Ok(factory.clone()),
+        Arc::new(Sessions::new(opts.max_sessions, opts.session_idle)),
+        config,
+    );
     let state = Arc::new(HttpState {
         service,
         server: server.clone(),

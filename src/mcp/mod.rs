@@ -24,6 +24,7 @@ mod http;
 mod inspector;
 mod schema;
 mod server;
+mod sessions;
 pub mod socket;
 mod tools;
 
@@ -31,6 +32,7 @@ pub use backend::{Backend, Opener};
 pub use http::MCP_PATH;
 pub use schema::compact as compact_schema;
 pub use server::MemoryServer;
+pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECS, RESUME_WINDOW};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -58,6 +60,15 @@ pub struct HttpOptions {
     /// Largest request body in bytes (larger: HTTP 413). Default
     /// [`DEFAULT_MAX_BODY_BYTES`].
     pub max_body_bytes: usize,
+    /// Most MCP sessions open at once (at least 1): a client that
+    /// initialises beyond it closes the session idle longest. Default
+    /// [`DEFAULT_MAX_SESSIONS`]. With the idle limit and [`RESUME_WINDOW`],
+    /// this bounds what the sessions hold in memory.
+    pub max_sessions: usize,
+    /// Idle time after which a session is closed (the client then gets 404
+    /// and initialises again, as the MCP transport specifies). Default
+    /// [`DEFAULT_SESSION_IDLE_SECS`] s.
+    pub session_idle: Duration,
 }
 
 impl MemoryServer {

@@ -76,6 +76,12 @@ pub(crate) struct Shared {
     /// Where each group goes before the local log (a cluster's replicated
     /// log); `None` for a standalone store.
     pub(crate) sink: Option<Arc<dyn GroupSink>>,
+    /// Why this engine takes no writes (it opened on the disk reserve of a
+    /// full disk); `None` for a writable one.
+    pub(crate) read_only: Option<String>,
+    /// Bytes of disk the store keeps in reserve (`DATA/RESERVE`) as of
+    /// open.
+    pub(crate) reserve_bytes: u64,
 }
 
 /// One group as the writer commits it: encoded records in `Seq` order and
@@ -144,6 +150,11 @@ impl Failed {
 impl Shared {
     pub(crate) fn poison_message(&self) -> Option<String> {
         self.poisoned.lock().clone()
+    }
+
+    /// The error every write gets from a read-only engine, if this is one.
+    pub(crate) fn read_only_error(&self) -> Option<Error> {
+        self.read_only.as_ref().map(|why| Error::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, why.clone())))
     }
 
     pub(crate) fn store(&self) -> Arc<dyn LogStore> {
@@ -298,13 +309,17 @@ impl Writer {
                         let _ = reply.send(Err(Error::Poisoned(msg)));
                         continue;
                     }
+                    if let Some(e) = self.shared.read_only_error() {
+                        let _ = reply.send(Err(e));
+                        continue;
+                    }
                     let results =
                         ops.into_iter().map(|op| self.apply_op(&ns, op, &mut records, &mut vectors)).collect();
                     must_flush |= self.cfg.durability == Durability::PerGroup;
                     pending.push(Pending::Write(reply, results));
                 }
                 Command::Access { ns, ids, requester } => {
-                    if poisoned.is_none() {
+                    if poisoned.is_none() && self.shared.read_only.is_none() {
                         let _ = self.apply_op(&ns, Op::Access { ids, requester }, &mut records, &mut vectors);
                     }
                 }
@@ -315,6 +330,10 @@ impl Writer {
                 Command::Vectors { items, reply } => {
                     if let Some(msg) = poisoned {
                         let _ = reply.send(Err(Error::Poisoned(msg)));
+                        continue;
+                    }
+                    if let Some(e) = self.shared.read_only_error() {
+                        let _ = reply.send(Err(e));
                         continue;
                     }
                     for item in items {

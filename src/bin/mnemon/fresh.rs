@@ -13,9 +13,12 @@
 //! CLI commands that create a store in the same directory take turns (a
 //! lock on that directory): a second one waits, then finds the store the
 //! first made and writes to it like any other. A server or library user
-//! that creates the same store in place at that moment makes the rename
-//! fail; the build directory is then renamed `.NAME.mnemon-unmoved-…` and
-//! the error says where this command's writes are.
+//! that creates the store in place (`Engine::open` on a path where nothing
+//! exists) takes the same turn, so it waits for this command's move and
+//! then opens the store it made. Only a creator on a file system without
+//! directory locks can still make the rename fail; the build directory is
+//! then renamed `.NAME.mnemon-unmoved-…` and the error says where this
+//! command's writes are.
 //!
 //! A command killed before its move (`kill -9`, a power loss) leaves its
 //! build directory, `.NAME.mnemon-new-HOST-PID-NANOS`, which holds writes

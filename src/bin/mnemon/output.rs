@@ -182,8 +182,17 @@ fn human(cli: &Cli, resp: &Response) {
                 s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),
                 s.generation
             );
+            println!(
+                "memory:     {} resident; log cache up to {} bytes; disk reserve {} bytes",
+                s.rss_bytes.map(|b| format!("{b} bytes")).unwrap_or_else(|| "?".into()),
+                s.log_cache_bytes,
+                s.reserve_bytes
+            );
             if let Some(p) = &s.poisoned {
                 println!("POISONED:   {p}");
+            }
+            if let Some(r) = &s.read_only {
+                println!("READ-ONLY:  {r}");
             }
             println!("(all figures: --json)");
         }

@@ -61,6 +61,14 @@ pub struct ServeArgs {
     /// Largest request body in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES, allow_hyphen_values = true)]
     max_body_bytes: usize,
+    /// Most MCP sessions open at once; a new client beyond it closes the
+    /// session idle longest.
+    #[arg(long, default_value_t = mnemon::mcp::DEFAULT_MAX_SESSIONS)]
+    max_sessions: usize,
+    /// Seconds after which an idle MCP session is closed (its client then
+    /// initialises a new one).
+    #[arg(long, default_value_t = mnemon::mcp::DEFAULT_SESSION_IDLE_SECS)]
+    session_idle_secs: u64,
     #[command(flatten)]
     policy: PolicyArgs,
     #[cfg(feature = "cluster")]
@@ -143,7 +151,19 @@ pub fn mcp(cli: &Cli, a: &McpArgs) -> Result<ExitCode, ApiError> {
 
 /// `mnemon serve`: MCP over HTTP at /mcp until SIGINT/SIGTERM.
 pub fn serve(cli: &Cli, a: &ServeArgs) -> Result<ExitCode, ApiError> {
-    let opts = HttpOptions { listen: a.listen, token: a.token.clone(), max_body_bytes: a.max_body_bytes };
+    if a.max_sessions == 0 {
+        return Err(ApiError::invalid("max_sessions", "must be at least 1"));
+    }
+    if a.session_idle_secs == 0 {
+        return Err(ApiError::invalid("session_idle_secs", "must be at least 1 second"));
+    }
+    let opts = HttpOptions {
+        listen: a.listen,
+        token: a.token.clone(),
+        max_body_bytes: a.max_body_bytes,
+        max_sessions: a.max_sessions,
+        session_idle: std::time::Duration::from_secs(a.session_idle_secs),
+    };
     #[cfg(feature = "cluster")]
     let (backend, server) = if a.cluster.cluster.is_empty() {
         server(cli, &a.policy)?
