@@ -78,11 +78,12 @@ impl std::fmt::Debug for Config {
 pub const DEFAULT_MAX_CONTENT_BYTES: usize = 32 * 1024;
 
 /// Default disk reserve of a store ([`EngineBuilder::reserve_bytes`]):
-/// 8 MiB. What an open writes on sled 0.34 is one page-table snapshot
-/// (a few bytes per page: under 1 MiB for a million events, measured on
-/// this project's stores) plus the zeroed end of the last log segment (at
-/// most one segment, 512 KiB, sled's default `segment_size`); 8 MiB leaves
-/// room for both several times over.
+/// 8 MiB. What an open writes on sled 0.34 is one page-table snapshot,
+/// about 0.3 % of the log file (measured: 184,291 bytes for a 59 MB store
+/// of 68,554 events, so about 3 MB at a million events), plus the zeroed
+/// end of the last log segment (at most one segment, 512 KiB, sled's
+/// default `segment_size`). Stores much larger than a million events
+/// should keep a larger reserve.
 pub const DEFAULT_RESERVE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Builder for [`crate::Engine`]. Every setter documents its unit, default
