@@ -18,6 +18,11 @@ use mnemon::{Engine, Error, Namespace, NewMemory, RecallOptions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
 
+/// One test at a time: a child process started by one (`mount`, the CLI)
+/// holds copies of the other's open files until it execs, the store's
+/// `LOCK` among them, so a reopen at that moment would find it locked.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A tmpfs of `mib` MiB mounted at a fresh directory, unmounted on drop.
 struct SmallDisk {
     dir: tempfile::TempDir,
@@ -70,10 +75,10 @@ fn ns() -> Namespace {
     Namespace::new("u1").unwrap()
 }
 
-fn write_some(path: &Path, n: usize) -> Vec<u64> {
+fn write_some(path: &Path, tag: &str, n: usize) -> Vec<u64> {
     let e = engine(path).unwrap();
     let ids = (0..n)
-        .map(|i| e.remember(&ns(), NewMemory::new(format!("Fact {i}: the heron nests by the river"))).unwrap().id.0)
+        .map(|i| e.remember(&ns(), NewMemory::new(format!("Fact {tag}{i}: the heron nests by the river"))).unwrap().id.0)
         .collect();
     e.close().unwrap();
     ids
@@ -90,13 +95,14 @@ fn is_disk_full(e: &Error) -> bool {
 
 #[test]
 fn a_full_disk_opens_read_only_and_writes_again_once_there_is_room() {
+    let _serial = SERIAL.lock();
     let Some(disk) = SmallDisk::mount(32) else { return };
     let data = disk.path().join("store");
-    let ids = write_some(&data, 40);
+    let ids = write_some(&data, "a", 40);
     assert_eq!(fs::metadata(data.join("RESERVE")).unwrap().len(), mnemon::DEFAULT_RESERVE_BYTES);
     // The process that filled the disk wrote after the last snapshot, so
     // the next open has to write one.
-    write_some(&data, 1);
+    write_some(&data, "b", 1);
     let ballast = disk.fill();
 
     // Every read through the CLI works.
@@ -116,7 +122,7 @@ fn a_full_disk_opens_read_only_and_writes_again_once_there_is_room() {
     assert_eq!(stats.active_memories, 41);
     let hits = e.recall(&ns(), "heron river", &RecallOptions::default()).unwrap();
     assert!(!hits.is_empty());
-    assert!(e.get(&ns(), mnemon::MemoryId(ids[3])).unwrap().content.contains("Fact 3"));
+    assert!(e.get(&ns(), mnemon::MemoryId(ids[3])).unwrap().content.contains("Fact a3"));
     assert!(e.check().unwrap().consistent);
     let before = e.stats().last_seq;
     let err = e.remember(&ns(), NewMemory::new("written on a full disk")).unwrap_err();
@@ -144,6 +150,7 @@ fn a_full_disk_opens_read_only_and_writes_again_once_there_is_room() {
 /// is not taken for damage.
 #[test]
 fn a_full_disk_without_a_reserve_fails_the_open_and_damages_nothing() {
+    let _serial = SERIAL.lock();
     let Some(disk) = SmallDisk::mount(16) else { return };
     let data = disk.path().join("store");
     let open = || Engine::builder(&data).embedder(Arc::new(HashingEmbedder::new(384).unwrap())).reserve_bytes(0).open();
@@ -172,7 +179,8 @@ fn a_full_disk_without_a_reserve_fails_the_open_and_damages_nothing() {
 fn an_unfinished_snapshot_does_not_make_the_store_unopenable() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
-    write_some(&data, 25);
+    let _serial = SERIAL.lock();
+    write_some(&data, "a", 25);
     let generation = data.join("gen-000001");
     for (name, bytes) in [
         ("snap.7FFFFFFFFFFFFFFF.generating", &b""[..]),
