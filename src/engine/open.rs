@@ -77,6 +77,9 @@ impl Engine {
     }
 
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
+        // An unfinished copy is refused before anything in it is created or
+        // changed, so no open (or check) makes it look whole.
+        let copy = crate::portability::refuse_unfinished(&cfg.path)?;
         let dir = DataDir::open(&cfg.path)?;
         dir.note_holder(cfg.serves_socket);
         let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
@@ -101,6 +104,9 @@ impl Engine {
         state.feed_lexical()?;
         replay_into(store.as_ref(), &mut state, &mut report)?;
         crate::portability::check_high_water(dir.root(), state.last_seq)?;
+        if let Some(record) = &copy {
+            crate::portability::check_extent(dir.root(), record, state.last_seq)?;
+        }
         let markers = pending_markers(store.as_ref())?;
         let backfill_queue =
             load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true, &markers)?;
