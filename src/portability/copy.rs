@@ -202,7 +202,9 @@ pub(crate) fn refuse_unfinished(root: &Path) -> Result<Option<CopyRecord>> {
         CopyState::Complete(r) => return Ok(Some(r)),
         CopyState::NotACopy if !is_staging_name(root) => return Ok(None),
         CopyState::NotACopy => (None, None, format!("it is the staging directory of a copy and has no {COPY} file")),
-        CopyState::Unfinished { kind, expected } => (kind, expected, "its copy did not finish".to_string()),
+        CopyState::Unfinished { kind, expected } => {
+            (kind, expected, format!("its {COPY} file still marks it unfinished"))
+        }
         CopyState::Damaged(why) => (None, None, why),
     };
     let what = kind.map_or("backup or restore", CopyKind::name);
