@@ -47,7 +47,7 @@ fn fill(dir: &Path) -> u64 {
     let mut first = None;
     while e.stats().last_seq < EVENTS - 1 {
         let n = &ns[(i % 2) as usize];
-        if i % 10 == 0 {
+        if i.is_multiple_of(10) {
             let id = e.remember(n, NewMemory::new(format!("memory {i} about topic {}", i % 97)).dedup(DedupMode::Off));
             first.get_or_insert(id.unwrap().id);
         } else {
