@@ -43,6 +43,22 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
+    /// The data directory was written by `backup` or `restore` and is not a
+    /// whole copy: the copy was interrupted (its `COPY` file is the
+    /// unfinished marker, or it is a staging directory), its completion
+    /// record is damaged, or its log holds fewer records than the record
+    /// names. Nothing was opened or changed; make the copy again.
+    #[error("incomplete copy at {path}: {reason}")]
+    IncompleteCopy {
+        /// The data directory.
+        path: PathBuf,
+        /// Records the copy was to hold, when recorded.
+        expected: Option<Seq>,
+        /// Records its log holds, when it could be read.
+        present: Option<Seq>,
+        /// What is missing, and what to do.
+        reason: String,
+    },
     /// The data directory is held by another process (or another open engine
     /// in this process). Close that one first.
     #[error("store is locked: {path} is in use by another process or engine")]

@@ -43,7 +43,8 @@ pub enum ErrorCode {
     /// A write failed to reach the disk earlier; the store refuses writes
     /// until reopened.
     Poisoned,
-    /// A stored record failed its checksum or could not be decoded.
+    /// A stored record failed its checksum or could not be decoded, or the
+    /// store is a backup or restore that did not finish.
     Corrupted,
     /// The store was written by an incompatible format or model.
     IncompatibleFormat,
@@ -168,7 +169,8 @@ impl From<Error> for ApiError {
             Error::InvalidInput { field, .. } => (ErrorCode::InvalidInput, Some((*field).to_string())),
             Error::NotFound { what } => (ErrorCode::NotFound, not_found_field(what)),
             Error::Conflict(_) => (ErrorCode::Conflict, None),
-            Error::Corrupted { .. } => (ErrorCode::Corrupted, None),
+            // A copy that is not whole is, to a caller, a store it cannot use.
+            Error::Corrupted { .. } | Error::IncompleteCopy { .. } => (ErrorCode::Corrupted, None),
             Error::Locked { .. } => (ErrorCode::Locked, None),
             Error::Poisoned(_) => (ErrorCode::Poisoned, None),
             Error::Closed => (ErrorCode::Closed, None),

@@ -41,6 +41,11 @@ pub struct CheckReport {
     /// data directory says (both digests). `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_mismatch: Option<String>,
+    /// When the store was written by `backup` or `restore`: what its
+    /// completion record (`COPY`) names and what was compared with it, as
+    /// a sentence. `None` for a store that no copy wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy: Option<String>,
 }
 
 impl Engine {
@@ -63,9 +68,16 @@ impl Engine {
     /// # Ok(()) }
     /// ```
     ///
+    /// A store written by `backup` or `restore` carries a completion record
+    /// (`COPY`): the log must hold at least the records it names, and while
+    /// the copy's generation is live, those records must have its digest
+    /// ([`CheckReport::copy`]).
+    ///
     /// # Errors
     /// [`Error::Corrupted`] naming the first record that fails its checksum,
-    /// does not decode, or breaks the `Seq` sequence; [`Error::Poisoned`],
+    /// does not decode, or breaks the `Seq` sequence;
+    /// [`Error::IncompleteCopy`] when the log holds fewer records than the
+    /// completion record names, or others; [`Error::Poisoned`],
     /// [`Error::Closed`]; storage errors.
     pub fn check(&self) -> Result<CheckReport> {
         let (tx, rx) = crossbeam_channel::bounded(1);
@@ -86,9 +98,16 @@ impl Engine {
 fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate::Config) -> Result<CheckReport> {
     let store = shared.store();
     let mut report = CheckReport::default();
+    // A copy's completion record vouches for the records it wrote: their
+    // digest is taken during the same scan.
+    let copy = crate::portability::completion_record(&cfg.path);
+    let mut log_digest = crate::portability::LogDigest::default();
     for r in store.scan(1, u64::MAX) {
-        let (_, bytes) = r?;
+        let (seq, bytes) = r?;
         report.record_bytes += bytes.len() as u64;
+        if copy.as_ref().is_some_and(|c| seq <= c.last_seq) {
+            log_digest.add(seq, &bytes);
+        }
     }
     let mut fresh = State::new(embedder.dim(), cfg.hnsw.clone());
     let mut open = OpenReport::default();
@@ -102,6 +121,11 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     report.observations = fresh.namespaces.values().map(|n| n.observations.len()).sum();
     report.vectors_cached = open.vectors_cached;
     report.vectors_embedded = open.vectors_embedded;
+    if let Some(c) = &copy {
+        crate::portability::check_extent(&cfg.path, c, fresh.last_seq)?;
+        let generation = crate::portability::live_generation(&cfg.path);
+        report.copy = Some(crate::portability::check_digest(&cfg.path, c, generation, log_digest.finish())?);
+    }
     report.replay_digest = fresh.digest();
     let live = shared.state.read();
     report.digest = live.digest();

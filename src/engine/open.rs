@@ -86,6 +86,9 @@ impl Engine {
     /// Opens the store; `on_reserve`: first gives the disk reserve back and
     /// opens read-only (see [`crate::EngineBuilder::reserve_bytes`]).
     fn open_on(cfg: Config, on_reserve: bool) -> Result<Engine> {
+        // An unfinished copy is refused before anything in it is created or
+        // changed, so no open (or check) makes it look whole.
+        let copy = crate::portability::refuse_unfinished(&cfg.path)?;
         let dir = DataDir::open(&cfg.path)?;
         if on_reserve {
             dir.release_reserve()?;
@@ -125,6 +128,9 @@ impl Engine {
         state.feed_lexical()?;
         replay_into(store.as_ref(), &mut state, &mut report)?;
         crate::portability::check_high_water(dir.root(), state.last_seq)?;
+        if let Some(record) = &copy {
+            crate::portability::check_extent(dir.root(), record, state.last_seq)?;
+        }
         let markers = pending_markers(store.as_ref())?;
         let backfill_queue =
             load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true, &markers)?;

@@ -7,7 +7,7 @@ mod sled_store;
 
 #[cfg(feature = "mcp")]
 pub(crate) use layout::lock_holder;
-pub(crate) use layout::{has_reserve, sync_dir, DataDir};
+pub(crate) use layout::{gen_name, has_reserve, sync_dir, DataDir};
 pub use sled_store::SledStore;
 
 use crate::error::Result;

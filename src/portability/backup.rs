@@ -10,7 +10,8 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, Tombstone};
 use crate::log::{DataDir, LogStore, SledStore};
-use crate::portability::{forgotten_ids, prepare_target, sync_tree, tree_bytes};
+use crate::portability::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
+use crate::portability::{forgotten_ids, tree_bytes};
 use crate::types::Seq;
 use crate::writer::{Command, Shared};
 
@@ -56,12 +57,20 @@ impl Engine {
     /// copied, so opening the backup does not re-embed. A
     /// [`crate::portability::RESTORE_MISMATCH`] mark is copied with them.
     ///
+    /// The copy is whole or absent: it is written into `.NAME.mnemon-partial`
+    /// beside `dir`, sealed with a completion record (`COPY`: records, last
+    /// `Seq`, SHA-256 of the log) and only then renamed onto `dir`. A
+    /// backup killed midway leaves only that staging directory, which never
+    /// opens as a store and which the next backup into `dir` removes.
+    ///
     /// # Errors
     /// [`Error::InvalidInput`] when `dir` exists and is not an empty
-    /// directory, or lies inside the store's own data directory;
-    /// [`Error::Poisoned`] / [`Error::Closed`]; [`Error::Io`] /
-    /// [`Error::Storage`] when the disk refuses (the partial backup is
-    /// removed); [`Error::Corrupted`] for a record that does not decode.
+    /// directory, or lies inside the store's own data directory, or its
+    /// staging path holds something no copy wrote; [`Error::Locked`] when
+    /// another backup into `dir` is running; [`Error::Poisoned`] /
+    /// [`Error::Closed`]; [`Error::Io`] / [`Error::Storage`] when the disk
+    /// refuses (the staging directory is removed, `dir` is left as it was);
+    /// [`Error::Corrupted`] for a record that does not decode.
     ///
     /// ```
     /// # fn main() -> mnemon::Result<()> {
@@ -85,7 +94,7 @@ impl Engine {
                 return Err(Error::invalid("dir", format!("{} lies inside the store {}", t.display(), r.display())));
             }
         }
-        let created = prepare_target("dir", &target)?;
+        check_target("dir", &target)?;
         let cache_bytes = self.config().cache_bytes;
         // A store restored from a file whose digest differed keeps that
         // mark in its copies, so `check` on a backup warns as on the store.
@@ -97,14 +106,10 @@ impl Engine {
                 let _ = tx.send(write_backup(ctx.shared, &dest, cache_bytes, mismatch.as_deref()));
             }),
         })?;
-        let result = match rx.recv() {
+        match rx.recv() {
             Ok(r) => r,
             Err(_) => Err(self.shared().poison_message().map_or(Error::Closed, Error::Poisoned)),
-        };
-        if result.is_err() {
-            crate::portability::remove_target(&target, created);
         }
-        result
     }
 }
 
@@ -121,18 +126,58 @@ fn absolute(p: &Path) -> std::io::Result<PathBuf> {
 
 /// Runs on the writer thread (inside `Command::Exclusive`): nothing writes
 /// meanwhile, so `visible` is the last durable event and the copy a prefix.
-fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64, mismatch: Option<&[u8]>) -> Result<BackupReport> {
+/// The copy is written into a staging directory beside `target` and renamed
+/// onto it only when whole ([`Staging`]); a failure removes the staging
+/// directory and leaves `target` as it was.
+fn write_backup(shared: &Shared, target: &Path, cache_bytes: u64, mismatch: Option<&[u8]>) -> Result<BackupReport> {
     let started = Instant::now();
     let (last_seq, digest, forgotten_m, forgotten_o) = {
         let state = shared.state.read();
         let (m, o) = forgotten_ids(&state);
         (state.visible, state.digest(), m, o)
     };
+    let staging = Staging::begin("dir", target, CopyKind::Backup, last_seq)?;
+    let copied = copy_into(shared, &staging, last_seq, &forgotten_m, &forgotten_o, cache_bytes, mismatch);
+    let (tombstones, vectors) = match copied {
+        Ok(counts) => counts,
+        Err(e) => {
+            staging.abandon();
+            return Err(e);
+        }
+    };
+    staging.commit("dir")?;
+    Ok(BackupReport {
+        dir: target.to_path_buf(),
+        last_seq,
+        tombstones,
+        vectors,
+        bytes: tree_bytes(target),
+        digest,
+        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// Writes the log up to `last_seq`, the vectors and `meta` into the staging
+/// directory and seals it with its completion record. Returns the
+/// tombstones and vectors written.
+fn copy_into(
+    shared: &Shared,
+    staging: &Staging,
+    last_seq: Seq,
+    forgotten_m: &std::collections::HashSet<u64>,
+    forgotten_o: &std::collections::HashSet<u64>,
+    cache_bytes: u64,
+    mismatch: Option<&[u8]>,
+) -> Result<(u64, u64)> {
+    let dest = staging.dir();
     let source = shared.store();
+    // Held until the copy is sealed, so a second copy into the same target
+    // sees this one running and leaves it alone.
     let layout = DataDir::open(dest)?;
     let store = SledStore::open(&layout.current_path(), cache_bytes)?;
     let mut tombstones = 0u64;
     let mut expected = 1u64;
+    let mut log_digest = LogDigest::default();
     let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(COPY_BATCH);
     for r in source.scan(1, last_seq) {
         let (seq, bytes) = r?;
@@ -164,6 +209,7 @@ fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64, mismatch: Option
         } else {
             bytes
         };
+        log_digest.add(seq, &record);
         batch.push((seq, record));
         if batch.len() >= COPY_BATCH {
             store.append(&batch)?;
@@ -198,19 +244,20 @@ fn write_backup(shared: &Shared, dest: &Path, cache_bytes: u64, mismatch: Option
     }
     store.flush()?;
     drop(store);
-    drop(layout);
     crate::portability::record_high_water(dest, last_seq)?;
     if let Some(note) = mismatch {
         std::fs::write(dest.join(crate::portability::RESTORE_MISMATCH), note)?;
     }
-    sync_tree(dest)?;
-    Ok(BackupReport {
-        dir: dest.to_path_buf(),
+    // Everything the record vouches for is durable before it is written.
+    crate::portability::sync_tree(dest)?;
+    let record = CopyRecord {
+        kind: CopyKind::Backup,
+        records: last_seq,
         last_seq,
-        tombstones,
-        vectors,
-        bytes: tree_bytes(dest),
-        digest,
-        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    })
+        generation: layout.current_generation(),
+        log_sha256: log_digest.finish(),
+    };
+    staging.seal(&record)?;
+    drop(layout);
+    Ok((tombstones, vectors))
 }

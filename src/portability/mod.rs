@@ -20,6 +20,7 @@
 
 mod backup;
 mod chat;
+mod copy;
 mod export;
 mod import;
 mod records;
@@ -27,6 +28,7 @@ mod restore;
 
 pub use backup::BackupReport;
 pub use chat::{parse_locomo, parse_longmemeval};
+pub(crate) use copy::{check_digest, check_extent, completion_record, live_generation, refuse_unfinished, LogDigest};
 pub use export::{ExportHeader, ExportLine, ExportReport, ExportVector, EXPORT_VERSION};
 pub use import::{
     ImportFormat, ImportOptions, ImportProgress, ImportProgressFn, ImportSummary, OnError, DEFAULT_IMPORT_BATCH,
@@ -53,41 +55,6 @@ fn forgotten_ids(state: &State) -> (HashSet<u64>, HashSet<u64>) {
         o.extend(st.forgotten_observations.iter().map(|i| i.0));
     }
     (m, o)
-}
-
-/// Checks that `dir` is absent or an empty directory, creating it when
-/// absent. Returns whether it was created (so a failure removes it, and
-/// only then the directory itself).
-fn prepare_target(field: &'static str, dir: &Path) -> Result<bool> {
-    match fs::read_dir(dir) {
-        Ok(mut entries) => {
-            if entries.next().is_some() {
-                return Err(Error::invalid(field, format!("{} is not empty; name a new directory", dir.display())));
-            }
-            Ok(false)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match fs::create_dir_all(dir) {
-            Ok(()) => Ok(true),
-            Err(e) => Err(Error::Io(std::io::Error::new(e.kind(), format!("creating {}: {e}", dir.display())))),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-            Err(Error::invalid(field, format!("{} is a file; name a new directory", dir.display())))
-        }
-        Err(e) => Err(Error::Io(std::io::Error::new(e.kind(), format!("reading {}: {e}", dir.display())))),
-    }
-}
-
-/// Removes what a failed backup or restore left in `dir` (the directory
-/// too when this run created it).
-fn remove_target(dir: &Path, created: bool) {
-    if created {
-        let _ = fs::remove_dir_all(dir);
-    } else if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            let _ = if p.is_dir() { fs::remove_dir_all(&p) } else { fs::remove_file(&p) };
-        }
-    }
 }
 
 /// Fsyncs every file under `dir`, then every directory (children first),

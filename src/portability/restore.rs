@@ -12,8 +12,8 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, FORMAT_VERSION};
 use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
+use crate::portability::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
 use crate::portability::export::{ExportHeader, ExportLine, EXPORT_VERSION};
-use crate::portability::{prepare_target, remove_target, sync_tree};
 use crate::types::Seq;
 
 /// Records per append batch while restoring.
@@ -86,46 +86,48 @@ fn bad(line: u64, reason: impl std::fmt::Display) -> Error {
 ///
 /// Every line is checked before it is written (the header's version; each
 /// event's encoding, gap-free `Seq` from 1 and non-decreasing time; each
-/// vector's memory, dimension and finiteness); on any error the partial
-/// store is removed and nothing is left behind.
+/// vector's memory, dimension and finiteness). The store is written into
+/// `.NAME.mnemon-partial` beside `into`, sealed with a completion record
+/// (`COPY`) and only then renamed onto `into`, so `into` is whole or
+/// absent: on any error, or a kill, nothing is left at `into`, and the
+/// next restore into it removes the staging directory.
 ///
 /// # Errors
 /// [`Error::InvalidInput`] (field `from`, naming the line) for a file that
 /// is not a store export — including the per-namespace audit export of
 /// `mnemon log`, which cannot rebuild a store — or a bad line; field
-/// `into` when the target is not empty; [`Error::IncompatibleFormat`] for
-/// an export of a newer version; [`Error::Io`] / [`Error::Storage`].
+/// `into` when the target is not empty or its staging path holds
+/// something no copy wrote; [`Error::Locked`] when another restore into
+/// `into` is running; [`Error::IncompatibleFormat`] for an export of a
+/// newer version; [`Error::Io`] / [`Error::Storage`].
 pub fn restore(from: &Path, into: &Path) -> Result<RestoreReport> {
-    let file = File::open(from).map_err(|e| Error::io_at(from, e))?;
-    let created = prepare_target("into", into)?;
-    let r = write_restore(BufReader::new(file), into);
-    if r.is_err() {
-        remove_target(into, created);
-    }
-    r
+    let (mut report, staging) = restore_staged(from, into)?;
+    staging.commit("into")?;
+    report.dir = into.to_path_buf();
+    Ok(report)
 }
 
 /// [`restore`], then opens the restored store with `open` (which brings the
 /// embedder the store records) and compares digests
-/// ([`RestoreReport::verify`]). A store that cannot be opened (its model is
-/// not installed here, say) is removed again, as a failed restore is, since
-/// nothing would tell a later user that it was never verified, and the
-/// error's message (embedder, format or damaged-record errors) ends with
-/// [`UNVERIFIED_RESTORE`]. A store found locked
-/// (another process opened it meanwhile) is left to that process.
+/// ([`RestoreReport::verify`]), all before the store is renamed onto
+/// `into`. A store that cannot be opened (its model is not installed here,
+/// say) is removed, as a failed restore is, since nothing would tell a
+/// later user that it was never verified, and the error's message
+/// (embedder, format or damaged-record errors) ends with
+/// [`UNVERIFIED_RESTORE`]. A store found locked (another process opened
+/// the staging directory meanwhile) is left to that process.
 ///
 /// # Errors
 /// Those of [`restore`]; then whatever `open` returns.
 pub fn restore_verified(from: &Path, into: &Path, open: impl FnOnce(&Path) -> Result<Engine>) -> Result<RestoreReport> {
-    let created = !into.exists();
-    let mut report = restore(from, into)?;
-    let engine = match open(into) {
+    let (mut report, staging) = restore_staged(from, into)?;
+    let engine = match open(staging.dir()) {
         Ok(engine) => engine,
         Err(e) => {
             if matches!(e, Error::Locked { .. }) {
                 return Err(e);
             }
-            remove_target(into, created);
+            staging.abandon();
             return Err(match e {
                 Error::Embedder(m) => Error::Embedder(format!("{m}; {UNVERIFIED_RESTORE}")),
                 Error::IncompatibleFormat(m) => Error::IncompatibleFormat(format!("{m}; {UNVERIFIED_RESTORE}")),
@@ -137,8 +139,31 @@ pub fn restore_verified(from: &Path, into: &Path, open: impl FnOnce(&Path) -> Re
         }
     };
     report.verify(&engine);
-    engine.close()?;
+    if let Err(e) = engine.close() {
+        staging.abandon();
+        return Err(e);
+    }
+    staging.commit("into")?;
+    report.dir = into.to_path_buf();
     Ok(report)
+}
+
+/// Checks the target and the export's header, then writes and seals the
+/// store in its staging directory (removed again on any error). The
+/// report's `dir` is the staging directory.
+fn restore_staged(from: &Path, into: &Path) -> Result<(RestoreReport, Staging)> {
+    let file = File::open(from).map_err(|e| Error::io_at(from, e))?;
+    check_target("into", into)?;
+    let mut reader = BufReader::new(file);
+    let header = read_header(&mut reader)?;
+    let staging = Staging::begin("into", into, CopyKind::Restore, header.last_seq)?;
+    match write_restore(reader, header, &staging) {
+        Ok(report) => Ok((report, staging)),
+        Err(e) => {
+            staging.abandon();
+            Err(e)
+        }
+    }
 }
 
 /// What a restore that could not open its result adds to the error: the
@@ -147,7 +172,8 @@ pub const UNVERIFIED_RESTORE: &str = "the restored store could not be opened to 
      export's, so it was removed; install the model the export names (`mnemon model install`), or fix what \
      the error names, and restore again";
 
-fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport> {
+/// Reads and checks line 1 of a store export.
+fn read_header(reader: &mut impl BufRead) -> Result<ExportHeader> {
     let mut text = String::new();
     if reader.read_line(&mut text)? == 0 {
         return Err(bad(1, "empty file: not a store export"));
@@ -161,6 +187,14 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
             header.mnemon_export
         )));
     }
+    Ok(header)
+}
+
+/// Writes the store the export holds into the staging directory and seals
+/// it with its completion record.
+fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Staging) -> Result<RestoreReport> {
+    let into = staging.dir();
+    let mut text = String::new();
     let layout = DataDir::open(into)?;
     let store = SledStore::open(&layout.current_path(), RESTORE_CACHE_BYTES)?;
     store.meta_put("format_version", &[FORMAT_VERSION])?;
@@ -180,6 +214,7 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
     let mut contents: HashMap<u64, u64> = HashMap::new();
     let mut last_time = i64::MIN;
     let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(RESTORE_BATCH);
+    let mut log_digest = LogDigest::default();
     let mut line_no = 1u64;
     loop {
         text.clear();
@@ -216,6 +251,7 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
                 let record = encode_record(&ev)?;
                 // The decoder's own checks (ranges, sizes) apply to what we write.
                 decode_record(ev.seq, &record).map_err(|e| bad(line_no, e))?;
+                log_digest.add(ev.seq, &record);
                 batch.push((ev.seq, record));
                 report.last_seq = ev.seq;
                 if batch.len() >= RESTORE_BATCH {
@@ -255,8 +291,16 @@ fn write_restore(mut reader: impl BufRead, into: &Path) -> Result<RestoreReport>
     }
     store.flush()?;
     drop(store);
-    drop(layout);
     crate::portability::record_high_water(into, report.last_seq)?;
-    sync_tree(into)?;
+    // Everything the record vouches for is durable before it is written.
+    crate::portability::sync_tree(into)?;
+    staging.seal(&CopyRecord {
+        kind: CopyKind::Restore,
+        records: report.last_seq,
+        last_seq: report.last_seq,
+        generation: layout.current_generation(),
+        log_sha256: log_digest.finish(),
+    })?;
+    drop(layout);
     Ok(report)
 }

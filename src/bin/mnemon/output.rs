@@ -404,6 +404,9 @@ fn check_report(r: &mnemon::CheckReport) {
         r.replay_digest,
         if r.consistent { "ok: projections equal a fresh replay" } else { "MISMATCH: projections differ from a fresh replay" }
     );
+    if let Some(c) = &r.copy {
+        println!("copy: {c}");
+    }
     if let Some(m) = &r.restore_mismatch {
         println!("WARNING: {}", shown(m));
     }
