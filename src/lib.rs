@@ -64,6 +64,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cancel;
 mod engine;
 mod erase;
 mod error;
@@ -97,6 +98,7 @@ pub use erase::{
     verify_erasure, CompactionFigures, CompactionReceipt, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,
     ScanReport, ScanSummary, ScannedFile,
 };
+pub use cancel::CancelToken;
 pub use error::{Error, Result};
 pub use event::{
     decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget,

@@ -174,6 +174,7 @@ impl Engine {
                 open_report: report,
                 backlog,
             }),
+            cancel: None,
         })
     }
 }
