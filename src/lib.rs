@@ -89,6 +89,7 @@ pub mod portability;
 pub mod recall;
 pub mod safety;
 
+pub use cancel::CancelToken;
 pub use engine::{
     AsOf, CheckReport, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary,
     NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
@@ -98,7 +99,6 @@ pub use erase::{
     verify_erasure, CompactionFigures, CompactionReceipt, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,
     ScanReport, ScanSummary, ScannedFile,
 };
-pub use cancel::CancelToken;
 pub use error::{Error, Result};
 pub use event::{
     decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget,

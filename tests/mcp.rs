@@ -426,7 +426,8 @@ fn http_bearer_scheme_origin_and_session_end() {
         ("null", 403),
         ("http://127.0.0.1.evil.example", 403),
     ] {
-        let (status, answer) = post_with(a, &format!("Authorization: Bearer s3cret\r\nOrigin: {origin}\r\n"), INITIALIZE);
+        let (status, answer) =
+            post_with(a, &format!("Authorization: Bearer s3cret\r\nOrigin: {origin}\r\n"), INITIALIZE);
         assert_eq!(status, expected, "{origin}: {answer}");
     }
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"namespace":"u","content":"from another site"}}}"#;
@@ -477,9 +478,13 @@ fn http_closes_slow_and_idle_connections() {
     trickle.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
     let mut no_body = connect();
     no_body
-        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        .write_all(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{",
+        )
         .unwrap();
-    for (name, s) in [("idle", &mut idle), ("slow header", &mut slow), ("trickle", &mut trickle), ("no body", &mut no_body)] {
+    for (name, s) in
+        [("idle", &mut idle), ("slow header", &mut slow), ("trickle", &mut trickle), ("no body", &mut no_body)]
+    {
         // Generous: the server allows one second.
         assert!(closed_within(s, Duration::from_secs(30)), "{name} connection still open");
     }
@@ -721,7 +726,11 @@ fn a_cancelled_call_gets_no_answer_and_commits_only_if_it_was_planned() {
     for round in 0..rounds {
         let ns = format!("c{round}");
         for i in 0..3 {
-            let r = s.call(100 + round * 10 + i, "remember", json!({"namespace": ns, "content": format!("fact {i} of {ns}")}));
+            let r = s.call(
+                100 + round * 10 + i,
+                "remember",
+                json!({"namespace": ns, "content": format!("fact {i} of {ns}")}),
+            );
             assert_eq!(r["result"]["isError"], false, "{r}");
         }
         // The call and its cancellation in one write, then a ping.

@@ -72,7 +72,9 @@ impl Acceptor {
                     stream
                 }
                 // The client gave up before we took it: nothing to wait for.
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::Interrupted) => {
+                Err(e)
+                    if matches!(e.kind(), std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::Interrupted) =>
+                {
                     continue
                 }
                 Err(e) => {

@@ -108,7 +108,8 @@ mod tests {
         for v in ["http://localhost:3000", "http://127.0.0.1", "http://[::1]:8080", "https://APP.example.com:443"] {
             assert!(ok(v), "{v}");
         }
-        for v in ["http://evil.example", "null", "https://app.example.com:8443", "file://", "http://127.0.0.1.evil.io"] {
+        for v in ["http://evil.example", "null", "https://app.example.com:8443", "file://", "http://127.0.0.1.evil.io"]
+        {
             assert!(!ok(v), "{v}");
         }
     }

@@ -185,7 +185,11 @@ async fn end_session(req: Request<Incoming>, state: &HttpState) -> Response<Body
         return rpc_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, "DELETE needs the Mcp-Session-Id header");
     };
     if !state.sessions.has_session(&id.clone().into()).await.unwrap_or(false) {
-        return rpc_error(StatusCode::NOT_FOUND, INVALID_REQUEST, &format!("no session {id:?}: never opened, or ended"));
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            INVALID_REQUEST,
+            &format!("no session {id:?}: never opened, or ended"),
+        );
     }
     let r = state.service.handle(req).await;
     if !r.status().is_success() {

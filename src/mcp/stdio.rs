@@ -18,6 +18,7 @@
 
 use std::io;
 
+use rmcp::model::{CallToolRequestParams, ClientRequest, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::RoleServer;
@@ -29,6 +30,33 @@ use tokio::sync::{mpsc, oneshot};
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
+
+/// The requests the SDK reads into their own types (`ClientRequest`); a
+/// line naming one of them that the SDK reads as a custom request has
+/// params that do not fit.
+const KNOWN_REQUESTS: &[&str] = &[
+    "ping",
+    "initialize",
+    "server/discover",
+    "completion/complete",
+    "logging/setLevel",
+    "prompts/get",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/directory/read",
+    "subscriptions/listen",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tools/call",
+    "tools/list",
+    "tasks/get",
+    "tasks/update",
+    "tasks/cancel",
+    "skills/list",
+    "skills/get",
+];
 
 /// What the writer task writes: one line, and where to report the write.
 type Outgoing = (Vec<u8>, Option<oneshot::Sender<io::Result<()>>>);
@@ -220,6 +248,28 @@ fn check_object(m: &Map<String, Value>, v: &Value) -> Checked {
         }
     }
     match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(v.clone()) {
+        // The SDK reads a known request whose params do not fit as a
+        // custom one, and would answer "method not found".
+        Ok(JsonRpcMessage::Request(r))
+            if matches!(r.request, ClientRequest::CustomRequest(_)) && KNOWN_REQUESTS.contains(&method) =>
+        {
+            let detail = match method {
+                "tools/call" => {
+                    serde_json::from_value::<CallToolRequestParams>(m.get("params").cloned().unwrap_or_default())
+                        .err()
+                        .map(|e| format!(": {e}"))
+                }
+                _ => None,
+            };
+            answer(
+                reply_id,
+                INVALID_PARAMS,
+                format!(
+                    "invalid params for {method}{}",
+                    detail.unwrap_or_else(|| ": they do not fit the method".into())
+                ),
+            )
+        }
         Ok(msg) => Checked::Message(Box::new(msg)),
         Err(e) => match id {
             Some(id) => answer(id, INVALID_PARAMS, format!("invalid params for {method}: {e}")),
@@ -274,7 +324,9 @@ impl<R: AsyncRead + Unpin + Send> Transport<RoleServer> for LineTransport<R> {
                     eprintln!("mnemon: stdin: {why}; answered {code}");
                     self.answer(&error);
                 }
-                Checked::Drop(why) => eprintln!("mnemon: stdin: {why}; ignored (a notification or response gets no answer)"),
+                Checked::Drop(why) => {
+                    eprintln!("mnemon: stdin: {why}; ignored (a notification or response gets no answer)")
+                }
                 Checked::Skip => {}
             }
         }
@@ -305,7 +357,10 @@ mod tests {
     fn malformed_lines_get_the_named_errors() {
         assert_eq!(code(b"not json"), (PARSE_ERROR, Value::Null));
         assert_eq!(code(b"\"\\ud83c\""), (PARSE_ERROR, Value::Null));
-        assert_eq!(code(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\\udc00\"}"), (PARSE_ERROR, Value::Null));
+        assert_eq!(
+            code(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\\udc00\"}"),
+            (PARSE_ERROR, Value::Null)
+        );
         assert_eq!(code(b"\xff\xfe{}"), (PARSE_ERROR, Value::Null));
         assert_eq!(code(b"[]"), (INVALID_REQUEST, Value::Null));
         assert_eq!(code(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]"), (INVALID_REQUEST, Value::Null));
@@ -315,9 +370,18 @@ mod tests {
         assert_eq!(code(b"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}"), (INVALID_REQUEST, Value::Null));
         assert_eq!(code(b"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}"), (INVALID_REQUEST, Value::Null));
         assert_eq!(code(b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":7}"), (INVALID_REQUEST, json!("a")));
-        assert_eq!(code(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":\"oops\"}"), (INVALID_PARAMS, json!(4)));
-        assert_eq!(code(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":7}}"), (INVALID_PARAMS, json!(5)));
-        assert!(matches!(check(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":7}"), Checked::Drop(_)));
+        assert_eq!(
+            code(b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":\"oops\"}"),
+            (INVALID_PARAMS, json!(4))
+        );
+        assert_eq!(
+            code(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":7}}"),
+            (INVALID_PARAMS, json!(5))
+        );
+        assert!(matches!(
+            check(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":7}"),
+            Checked::Drop(_)
+        ));
         assert!(matches!(check(b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\"}"), Checked::Message(_)));
         assert!(matches!(check(b"  "), Checked::Skip));
     }

@@ -3,6 +3,7 @@ SDK: every tool, bearer tokens (missing or wrong: 401, nothing written),
 body size limit, malformed requests, 8 concurrent clients, and shutdown."""
 
 import json
+import logging
 import random
 import signal
 
@@ -64,11 +65,36 @@ def test_missing_or_wrong_token_is_401_and_writes_nothing(http_server, data):
         assert r.status_code == 401, (token, r.status_code, r.text)
         assert r.json()["error"]["message"].startswith("unauthorized")
         assert "Bearer" in r.headers["www-authenticate"]
-    for header in [http_server.token, f"Basic {http_server.token}", f"bearer {http_server.token}"]:
+    for header in [http_server.token, f"Basic {http_server.token}", f"bearer {http_server.token.upper()}"]:
         r = httpx2.post(http_server.url, content=body, headers={**HEADERS, "Authorization": header})
         assert r.status_code == 401, header
     # Nothing reached the store (the CLI reads through the server's socket).
     assert cli_json(data, "stats")["last_seq"] == 0
+
+
+def test_bearer_scheme_in_any_case_and_foreign_origins_refused(http_server, data):
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    for scheme in ["Bearer", "bearer", "BEARER"]:
+        r = httpx2.post(http_server.url, content=json.dumps(init), headers={**HEADERS, "Authorization": f"{scheme} {http_server.token}"})
+        assert r.status_code == 200, (scheme, r.status_code, r.text)
+    for origin, status in [("http://localhost:3000", 200), ("https://evil.example", 403), ("null", 403)]:
+        r = post(http_server, json.dumps(init), http_server.token, {"Origin": origin})
+        assert r.status_code == status, (origin, r.status_code, r.text)
+    r = post(http_server, json.dumps(CALL), http_server.token, {"Origin": "https://evil.example"})
+    assert r.status_code == 403
+    assert cli_json(data, "stats")["last_seq"] == 0
+
+
+@pytest.mark.anyio
+async def test_closing_a_session_is_clean(http_server, caplog):
+    """The SDK ends its session with DELETE at close and logs any answer but 200/204."""
+    caplog.set_level(logging.DEBUG)
+    async with http_server.client() as c:
+        await ok(c, "remember", {"namespace": "u", "content": "said before closing"})
+    failed = [r.getMessage() for r in caplog.records if "termination" in r.getMessage().lower()]
+    assert failed == [], failed
+    r = httpx2.delete(http_server.url, headers={"Authorization": f"Bearer {http_server.token}", "Mcp-Session-Id": "never-opened"})
+    assert r.status_code == 404, r.text
 
 
 @pytest.mark.anyio
