@@ -3,7 +3,11 @@
 //! Rust SDK's client) against the baseline of one CLI process per call
 //! (`mnemon remember …`: start, open the store, call, close), both with the
 //! hashing embedder so that embedding is excluded; plus the size of the
-//! tool definitions in tokens. Ratios come from the same run.
+//! tool definitions in tokens. Then the same calls over streamable HTTP
+//! (`mnemon serve` on the same store, one client connection) against
+//! stdio's figures of this run: a response that waits for the client's
+//! delayed ACK (Nagle's algorithm on the server's socket) shows here as
+//! about 40 ms per call. Ratios come from the same run.
 //!
 //! `cargo bench --bench mcp` (`MNEMON_BENCH_CALLS` sets the MCP calls per
 //! operation, default 500; the CLI baseline makes a tenth as many).
@@ -12,8 +16,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use std::io::BufRead;
+
 use rmcp::model::CallToolRequestParams;
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
@@ -62,6 +69,58 @@ fn cli(data: &Path, args: &[&str]) -> Duration {
     d
 }
 
+/// Sequential `remember` then `recall` calls (`calls` of each) after a
+/// warm-up: their latencies.
+async fn drive(client: &RunningService<RoleClient, ()>, calls: usize, from: usize) -> (Figures, Figures) {
+    let call = |tool: &'static str, args: Value| {
+        let Value::Object(args) = args else { panic!() };
+        let peer = client.peer().clone();
+        async move {
+            let t = Instant::now();
+            let r = peer.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await.unwrap();
+            let d = t.elapsed();
+            assert_ne!(r.is_error, Some(true), "{:?}", r.content);
+            d
+        }
+    };
+    // Warm-up: the first calls pay for page faults and lazy setup.
+    for i in 0..20 {
+        call("remember", json!({"namespace": "bench", "content": format!("warm-up {i}")})).await;
+        call("recall", json!({"namespace": "bench", "query": query(i)})).await;
+    }
+    let mut remember = Vec::with_capacity(calls);
+    for i in from..from + calls {
+        remember.push(call("remember", json!({"namespace": "bench", "content": text(i)})).await);
+    }
+    let mut recall = Vec::with_capacity(calls);
+    for i in 0..calls {
+        recall.push(call("recall", json!({"namespace": "bench", "query": query(i), "top_k": 5})).await);
+    }
+    (figures(remember), figures(recall))
+}
+
+/// `mnemon serve` on `data` at a free loopback port: the child and its URL.
+fn serve(data: &Path) -> (std::process::Child, String) {
+    let mut child = Command::new(BIN)
+        .arg("--data")
+        .arg(data)
+        .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().expect("server exited before listening").unwrap();
+        if let Some(rest) = line.strip_prefix("mnemon: serving MCP on ") {
+            break rest.to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -81,33 +140,21 @@ fn main() {
         let client = ().serve(transport).await.unwrap();
         let tools = client.list_all_tools().await.unwrap();
         let tokens = mnemon::estimate_tokens(&serde_json::to_string(&json!({ "tools": tools })).unwrap());
-        let call = |tool: &'static str, args: Value| {
-            let Value::Object(args) = args else { panic!() };
-            let peer = client.peer().clone();
-            async move {
-                let t = Instant::now();
-                let r = peer.call_tool(CallToolRequestParams::new(tool).with_arguments(args)).await.unwrap();
-                let d = t.elapsed();
-                assert_ne!(r.is_error, Some(true), "{:?}", r.content);
-                d
-            }
-        };
-        // Warm-up: the first calls pay for page faults and lazy setup.
-        for i in 0..20 {
-            call("remember", json!({"namespace": "bench", "content": format!("warm-up {i}")})).await;
-            call("recall", json!({"namespace": "bench", "query": query(i)})).await;
-        }
-        let mut remember = Vec::with_capacity(calls);
-        for i in 0..calls {
-            remember.push(call("remember", json!({"namespace": "bench", "content": text(i)})).await);
-        }
-        let mut recall = Vec::with_capacity(calls);
-        for i in 0..calls {
-            recall.push(call("recall", json!({"namespace": "bench", "query": query(i), "top_k": 5})).await);
-        }
+        let (remember, recall) = drive(&client, calls, 0).await;
         client.cancel().await.unwrap();
-        (figures(remember), figures(recall), tokens, tools.len())
+        (remember, recall, tokens, tools.len())
     });
+    // The same store over HTTP (the stdio server has exited): the store
+    // holds one more round of memories, which recall barely notices.
+    let (mut server, url) = serve(&mcp_data);
+    let (http_remember, http_recall) = rt.block_on(async {
+        let client = ().serve(StreamableHttpClientTransport::from_uri(url)).await.unwrap();
+        let out = drive(&client, calls, calls).await;
+        client.cancel().await.unwrap();
+        out
+    });
+    let _ = Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+    let _ = server.wait();
 
     let mut cli_remember = Vec::with_capacity(cli_calls);
     for i in 0..cli_calls {
@@ -130,6 +177,18 @@ fn main() {
             ms(c.p50),
             ms(c.p99),
             c.p50.as_secs_f64() / m.p50.as_secs_f64()
+        );
+    }
+    println!();
+    println!("| operation | MCP HTTP p50 | MCP HTTP p99 | MCP stdio p50 (same run) | HTTP / stdio p50 |");
+    println!("| --- | --- | --- | --- | --- |");
+    for (name, h, m) in [("remember", &http_remember, &remember), ("recall", &http_recall, &recall)] {
+        println!(
+            "| {name} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}× |",
+            ms(h.p50),
+            ms(h.p99),
+            ms(m.p50),
+            h.p50.as_secs_f64() / m.p50.as_secs_f64()
         );
     }
     println!(

@@ -73,6 +73,10 @@ pub enum Error {
     /// The engine was closed; no further calls are accepted.
     #[error("engine is closed")]
     Closed,
+    /// The write was withdrawn through its [`crate::CancelToken`] before the
+    /// writer planned it: nothing was written.
+    #[error("cancelled before it was written: nothing was written")]
+    Cancelled,
     /// The store was written by an incompatible format or model; the message
     /// names what was found and what was expected.
     #[error("incompatible format: {0}")]

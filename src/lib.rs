@@ -64,6 +64,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cancel;
 mod engine;
 mod erase;
 mod error;
@@ -88,6 +89,7 @@ pub mod portability;
 pub mod recall;
 pub mod safety;
 
+pub use cancel::CancelToken;
 pub use engine::{
     AsOf, CheckReport, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary,
     NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,

@@ -40,6 +40,9 @@ pub enum ErrorCode {
     Unavailable,
     /// The engine is shutting down or closed; the call was refused.
     Closed,
+    /// The caller cancelled the call before its write was planned: nothing
+    /// was written.
+    Cancelled,
     /// A write failed to reach the disk earlier; the store refuses writes
     /// until reopened.
     Poisoned,
@@ -74,6 +77,7 @@ impl ErrorCode {
             ErrorCode::Locked => "locked",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Closed => "closed",
+            ErrorCode::Cancelled => "cancelled",
             ErrorCode::Poisoned => "poisoned",
             ErrorCode::Corrupted => "corrupted",
             ErrorCode::IncompatibleFormat => "incompatible_format",
@@ -174,6 +178,7 @@ impl From<Error> for ApiError {
             Error::Locked { .. } => (ErrorCode::Locked, None),
             Error::Poisoned(_) => (ErrorCode::Poisoned, None),
             Error::Closed => (ErrorCode::Closed, None),
+            Error::Cancelled => (ErrorCode::Cancelled, None),
             Error::IncompatibleFormat(_) => (ErrorCode::IncompatibleFormat, None),
             Error::Embedder(_) => (ErrorCode::Embedder, None),
             Error::Rejected(_) => (ErrorCode::Rejected, None),

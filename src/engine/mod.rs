@@ -40,6 +40,8 @@ use crate::writer::{Command, Shared};
 #[derive(Clone)]
 pub struct Engine {
     inner: Arc<Inner>,
+    /// Carried into every write this handle sends ([`Engine::with_cancel`]).
+    cancel: Option<crate::CancelToken>,
 }
 
 struct Inner {
@@ -137,6 +139,21 @@ impl Engine {
             let _ = h.join();
         }
         r
+    }
+
+    /// A handle on the same store whose writes carry `token`: a write the
+    /// writer has not planned when the token is cancelled is skipped and
+    /// returns [`Error::Cancelled`], writing nothing; one already planned
+    /// commits and returns its outcome (see [`crate::CancelToken`]). Each
+    /// write is withdrawn whole or not at all; `remember`, `observe`, a
+    /// batch, `forget` and an extraction are one write each, while an
+    /// import or maintenance sends several and may stop between them.
+    pub fn with_cancel(&self, token: crate::CancelToken) -> Engine {
+        Engine { inner: self.inner.clone(), cancel: Some(token) }
+    }
+
+    pub(crate) fn cancel_token(&self) -> Option<&crate::CancelToken> {
+        self.cancel.as_ref()
     }
 
     pub(crate) fn send(&self, cmd: Command) -> Result<()> {

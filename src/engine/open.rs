@@ -207,6 +207,7 @@ impl Engine {
                 open_report: report,
                 backlog,
             }),
+            cancel: None,
         })
     }
 }

@@ -159,8 +159,12 @@ impl Engine {
         if writes && self.shared().state.read().ns(ns).is_none() {
             self.refuse_personal_identifier("namespace", ns.as_str(), policy)?;
         }
+        let cancel = self.cancel_token().cloned();
+        if cancel.as_ref().is_some_and(crate::CancelToken::is_cancelled) {
+            return Err(Error::Cancelled);
+        }
         let (tx, rx) = crossbeam_channel::bounded(1);
-        self.send(Command::Write { ns: ns.clone(), ops, reply: tx })?;
+        self.send(Command::Write { ns: ns.clone(), ops, reply: tx, cancel })?;
         rx.recv().map_err(|_| Error::Closed)?
     }
 

@@ -162,11 +162,32 @@ impl Backend {
     /// store is held by a process that does not answer on its socket;
     /// [`ErrorCode::Closed`] after [`Backend::close`].
     pub fn call(&self, req: Request) -> Result<Value, ApiError> {
+        self.call_with(req, None)
+    }
+
+    /// [`Backend::call`] with a cancellation flag: on the engine this
+    /// process holds, the call's write is withdrawn if `cancel` rises
+    /// before the writer plans it ([`Engine::with_cancel`]); through a
+    /// holder's socket or in a cluster, only before the call is sent (the
+    /// flag does not travel).
+    ///
+    /// # Errors
+    /// As [`Backend::call`]; [`ErrorCode::Cancelled`] when the call was
+    /// withdrawn (nothing written).
+    pub fn call_with(&self, req: Request, cancel: Option<crate::CancelToken>) -> Result<Value, ApiError> {
         let deadline = Instant::now() + REACH_TIMEOUT;
         loop {
+            if cancel.as_ref().is_some_and(crate::CancelToken::is_cancelled) {
+                return Err(Error::Cancelled.into());
+            }
             let mode = self.mode.read().clone();
             let client = match &*mode {
-                Mode::Holder { engine, .. } => return run_local(engine, req, &self.limits),
+                Mode::Holder { engine, .. } => {
+                    return match &cancel {
+                        Some(c) => run_local(&engine.with_cancel(c.clone()), req, &self.limits),
+                        None => run_local(engine, req, &self.limits),
+                    }
+                }
                 Mode::Closed => return Err(ApiError::new(ErrorCode::Closed, "the server is shut down")),
                 #[cfg(feature = "cluster")]
                 Mode::Cluster(node) => return cluster_call(node, &req),

@@ -11,9 +11,13 @@
 //! cookie cannot be replayed as the bearer token of `/mcp`. On a loopback
 //! address without a token, the inspector answers only requests whose
 //! `Host` is a loopback name (no DNS rebinding from other web pages).
+//!
+//! `/mcp` refuses (403) a request whose `Origin` is neither a loopback
+//! origin nor one of [`HttpOptions::allowed_origins`]; `DELETE /mcp` of an
+//! unknown session is 404, of a known one ends it (204). Connections:
+//! see [`super::conn`].
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -21,10 +25,13 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use super::conn::Acceptor;
+use super::headers::{bearer_token, origin_allowed, Origin};
 use super::inspector::Inspector;
 use super::server::MemoryServer;
 use super::sessions::Sessions;
@@ -38,15 +45,18 @@ pub const MCP_PATH: &str = "/mcp";
 
 struct HttpState {
     service: StreamableHttpService<MemoryServer, Sessions>,
+    sessions: Arc<Sessions>,
     server: MemoryServer,
     inspector: Arc<Inspector>,
-    /// SHA-256 of the expected `Authorization` header value, if any.
+    /// SHA-256 of the bearer token, if any.
     token_digest: Option<[u8; 32]>,
     /// The inspector's cookie value for the token, if any.
     cookie_value: Option<String>,
     /// The server listens on a loopback address.
     loopback: bool,
     max_body_bytes: usize,
+    body_timeout: std::time::Duration,
+    allowed_origins: Vec<Origin>,
 }
 
 /// Name of the inspector's session cookie.
@@ -76,8 +86,16 @@ fn is_jsonrpc_message(v: &serde_json::Value) -> bool {
 /// message, so that every malformed request gets a JSON-RPC error
 /// (the SDK answers some with plain text); the message then goes to the
 /// SDK unchanged.
-async fn checked_body(body: Incoming, max: usize) -> Result<Bytes, Response<Body>> {
-    let bytes = match http_body_util::Limited::new(body, max).collect().await {
+async fn checked_body(body: Incoming, max: usize, timeout: std::time::Duration) -> Result<Bytes, Response<Body>> {
+    let collected = tokio::time::timeout(timeout, http_body_util::Limited::new(body, max).collect()).await;
+    let Ok(collected) = collected else {
+        return Err(rpc_error(
+            StatusCode::REQUEST_TIMEOUT,
+            INVALID_REQUEST,
+            &format!("the request body did not arrive within {} s", timeout.as_secs_f64()),
+        ));
+    };
+    let bytes = match collected {
         Ok(c) => c.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return Err(rpc_error(
@@ -124,22 +142,63 @@ async fn handle(req: Request<Incoming>, state: Arc<HttpState>) -> Response<Body>
     if req.uri().path() != MCP_PATH {
         return inspect(req, &state).await;
     }
+    if !origin_allowed(req.headers().get_all(hyper::header::ORIGIN).iter(), &state.allowed_origins) {
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            -32001,
+            "forbidden: this Origin may not call the server (loopback origins and those given with --allow-origin only)",
+        );
+    }
     if let Some(expected) = &state.token_digest {
-        // Compared as digests, so the time taken does not depend on how
-        // much of the token matched.
-        let given = req.headers().get(hyper::header::AUTHORIZATION).map(|v| digest(v.as_bytes()));
-        if given.as_ref() != Some(expected) {
+        if !bearer_matches(&req, expected) {
             return rpc_error(StatusCode::UNAUTHORIZED, -32001, "unauthorized: send Authorization: Bearer <token>");
         }
     }
+    if req.method() == hyper::Method::DELETE {
+        return end_session(req, &state).await;
+    }
     if req.method() == hyper::Method::POST {
         let (parts, body) = req.into_parts();
-        return match checked_body(body, state.max_body_bytes).await {
+        return match checked_body(body, state.max_body_bytes, state.body_timeout).await {
             Ok(bytes) => state.service.handle(Request::from_parts(parts, Full::new(bytes))).await,
             Err(refusal) => refusal,
         };
     }
     state.service.handle(req).await
+}
+
+/// True when the request's `Authorization` header is `Bearer` (any case)
+/// with the token whose digest is `expected`. Compared as digests, so the
+/// time taken does not depend on how much of the token matched.
+fn bearer_matches(req: &Request<Incoming>, expected: &[u8; 32]) -> bool {
+    req.headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(bearer_token)
+        .is_some_and(|t| digest(t.as_bytes()) == *expected)
+}
+
+/// `DELETE /mcp`: ends the session named by `Mcp-Session-Id` (204), or
+/// answers 404 when no such session is open (never opened, or ended).
+async fn end_session(req: Request<Incoming>, state: &HttpState) -> Response<Body> {
+    let id = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(|s| s.to_owned());
+    let Some(id) = id else {
+        return rpc_error(StatusCode::BAD_REQUEST, INVALID_REQUEST, "DELETE needs the Mcp-Session-Id header");
+    };
+    if !state.sessions.has_session(&id.clone().into()).await.unwrap_or(false) {
+        return rpc_error(
+            StatusCode::NOT_FOUND,
+            INVALID_REQUEST,
+            &format!("no session {id:?}: never opened, or ended"),
+        );
+    }
+    let r = state.service.handle(req).await;
+    if !r.status().is_success() {
+        return r;
+    }
+    // The SDK answers 202; clients expect 200 or 204 for a session ended.
+    let mut done = Response::new(Full::new(Bytes::new()).boxed());
+    *done.status_mut() = StatusCode::NO_CONTENT;
+    done
 }
 
 /// An HTML response with the inspector's security headers: no script,
@@ -232,7 +291,7 @@ async fn inspect(req: Request<Incoming>, state: &Arc<HttpState>) -> Response<Bod
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect();
         if let Some((_, token)) = pairs.iter().find(|(k, _)| k == "token") {
-            if digest(format!("Bearer {token}").as_bytes()) != *expected {
+            if digest(token.as_bytes()) != *expected {
                 return unauthorized("wrong token", head_only);
             }
             // Into a cookie, out of the address bar.
@@ -254,8 +313,7 @@ async fn inspect(req: Request<Incoming>, state: &Arc<HttpState>) -> Response<Bod
             }
             return r;
         }
-        let by_header =
-            req.headers().get(hyper::header::AUTHORIZATION).map(|v| digest(v.as_bytes())) == Some(*expected);
+        let by_header = bearer_matches(&req, expected);
         let by_cookie = cookie(&req, COOKIE).map(|c| digest(c.as_bytes())) == Some(digest(cookie_expected.as_bytes()));
         if !by_header && !by_cookie {
             return unauthorized(
@@ -281,6 +339,7 @@ async fn inspect(req: Request<Incoming>, state: &Arc<HttpState>) -> Response<Bod
 pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), ApiError> {
     let io = |e: std::io::Error| ApiError::new(ErrorCode::Io, format!("listen on {}: {e}", opts.listen));
     let listener = tokio::net::TcpListener::bind(opts.listen).await.map_err(io)?;
+    let mut acceptor = Acceptor::new(listener, opts.max_connections);
     let ct = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(ct.child_token())
@@ -292,52 +351,51 @@ pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), A
     }
     let inspector = Arc::new(Inspector::new(server.shared.backend.clone(), server.shared.policy.clone())?);
     let factory = server.clone();
-    let service =
-        StreamableHttpService::new(
-        move || Ok(factory.clone()),
-        Arc::new(Sessions::new(opts.max_sessions, opts.session_idle)),
-        config,
-    );
+    let sessions = Arc::new(Sessions::new(opts.max_sessions, opts.session_idle));
+    let service = StreamableHttpService::new(move || Ok(factory.clone()), sessions.clone(), config);
     let state = Arc::new(HttpState {
         service,
+        sessions,
         server: server.clone(),
         inspector,
-        token_digest: opts.token.as_deref().map(|t| digest(format!("Bearer {t}").as_bytes())),
+        token_digest: opts.token.as_deref().map(|t| digest(t.as_bytes())),
         cookie_value: opts.token.as_deref().map(cookie_value),
         loopback: opts.listen.ip().is_loopback(),
         max_body_bytes: opts.max_body_bytes,
+        body_timeout: opts.body_timeout,
+        allowed_origins: opts.allowed_origins.iter().filter_map(|o| Origin::parse(o)).collect(),
     });
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(opts.header_timeout);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut stop = std::pin::pin!(shutdown_signal());
-    let addr = local_addr(&listener, opts.listen);
+    let addr = acceptor.local_addr().unwrap_or(opts.listen);
     eprintln!("mnemon: serving MCP on http://{addr}{MCP_PATH}");
     eprintln!("mnemon: inspector on http://{addr}/");
     loop {
         tokio::select! {
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
+            admitted = acceptor.next() => {
                 let state = state.clone();
                 let svc = hyper::service::service_fn(move |req| {
                     let state = state.clone();
                     async move { Ok::<_, Infallible>(handle(req, state).await) }
                 });
-                let conn = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                let conn = builder.serve_connection(TokioIo::new(admitted.stream), svc);
                 let conn = graceful.watch(conn);
+                let slot = admitted.slot;
                 tokio::spawn(async move {
                     let _ = conn.await;
+                    // The slot under the cap is free once the socket is closed.
+                    drop(slot);
                 });
             }
             () = &mut stop => break,
         }
     }
-    drop(listener);
+    drop(acceptor);
     // Answer what was accepted, refuse the rest, then close the streams.
     server.shared.gate.close(DRAIN_TIMEOUT).await;
     ct.cancel();
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
     Ok(())
-}
-
-fn local_addr(l: &tokio::net::TcpListener, fallback: SocketAddr) -> SocketAddr {
-    l.local_addr().unwrap_or(fallback)
 }

@@ -12,6 +12,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::backend::Backend;
 use super::tools;
@@ -93,7 +94,17 @@ fn error_result(e: &ApiError) -> CallToolResult {
 
 impl MemoryServer {
     /// Runs tool `name` with `arguments`; every failure is an error result.
-    async fn run(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>) -> CallToolResult {
+    /// `ct` is the request's cancellation (`notifications/cancelled`, or
+    /// the transport ending): the write is withdrawn if it has not been
+    /// planned yet; one that committed anyway is reported on standard
+    /// error, since the client gets no answer for a cancelled request.
+    async fn run(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        id: &rmcp::model::RequestId,
+        ct: &CancellationToken,
+    ) -> CallToolResult {
         let Some(tool) = tools::find(name) else {
             return error_result(&ApiError::invalid("name", format!("unknown tool {name:?}")));
         };
@@ -111,8 +122,29 @@ impl MemoryServer {
             return error_result(&ApiError::new(ErrorCode::Closed, "the server is shutting down; call refused"));
         };
         let backend = self.shared.backend.clone();
-        let out = tokio::task::spawn_blocking(move || backend.call(req)).await;
+        let cancel = crate::CancelToken::new();
+        let watch = {
+            let (cancel, ct) = (cancel.clone(), ct.clone());
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                cancel.cancel();
+            })
+        };
+        let writes = !req.read_only();
+        let out = tokio::task::spawn_blocking(move || backend.call_with(req, Some(cancel))).await;
+        watch.abort();
         drop(pass);
+        if ct.is_cancelled() && writes {
+            match &out {
+                Ok(Ok(v)) => eprintln!(
+                    "mnemon: request {id} ({name}) was cancelled after its write was planned; it committed and stands: {v}"
+                ),
+                Ok(Err(e)) if e.code == ErrorCode::Cancelled => {
+                    eprintln!("mnemon: request {id} ({name}) cancelled: withdrawn, nothing written")
+                }
+                _ => {}
+            }
+        }
         match out {
             Ok(Ok(v)) => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
             Ok(Err(e)) => error_result(&e),
@@ -139,7 +171,7 @@ impl ServerHandler for MemoryServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if tools::find(&request.name).is_none() {
             let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.op).collect();
@@ -148,6 +180,6 @@ impl ServerHandler for MemoryServer {
                 None,
             ));
         }
-        Ok(self.run(&request.name, request.arguments).await.into())
+        Ok(self.run(&request.name, request.arguments, &context.id, &context.ct).await.into())
     }
 }

@@ -49,8 +49,10 @@ pub(crate) type WriteReply = Sender<Result<Vec<Result<OpOutcome>>>>;
 
 /// Work for the writer thread. A closed set: nothing else mutates the store.
 pub(crate) enum Command {
-    /// Validate and append operations for one namespace.
-    Write { ns: Namespace, ops: Vec<Op>, reply: WriteReply },
+    /// Validate and append operations for one namespace, unless `cancel`
+    /// is raised when the writer takes it into a group (then: nothing
+    /// planned or written, the reply is [`Error::Cancelled`]).
+    Write { ns: Namespace, ops: Vec<Op>, reply: WriteReply, cancel: Option<crate::CancelToken> },
     /// Record that recall returned these memories; no reply, and not flushed
     /// on its own (it rides with the next flush).
     Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String> },
@@ -304,13 +306,20 @@ impl Writer {
         for cmd in group {
             let poisoned = self.shared.poison_message();
             match cmd {
-                Command::Write { ns, ops, reply } => {
+                Command::Write { ns, ops, reply, cancel } => {
                     if let Some(msg) = poisoned {
                         let _ = reply.send(Err(Error::Poisoned(msg)));
                         continue;
                     }
                     if let Some(e) = self.shared.read_only_error() {
                         let _ = reply.send(Err(e));
+                        continue;
+                    }
+                    // The last moment a write can be withdrawn: once
+                    // planned, its events are in the projections and the
+                    // group commits them.
+                    if cancel.as_ref().is_some_and(crate::CancelToken::is_cancelled) {
+                        let _ = reply.send(Err(Error::Cancelled));
                         continue;
                     }
                     let results =

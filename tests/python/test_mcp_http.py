@@ -64,11 +64,39 @@ def test_missing_or_wrong_token_is_401_and_writes_nothing(http_server, data):
         assert r.status_code == 401, (token, r.status_code, r.text)
         assert r.json()["error"]["message"].startswith("unauthorized")
         assert "Bearer" in r.headers["www-authenticate"]
-    for header in [http_server.token, f"Basic {http_server.token}", f"bearer {http_server.token}"]:
+    for header in [http_server.token, f"Basic {http_server.token}", f"bearer {http_server.token.upper()}"]:
         r = httpx2.post(http_server.url, content=body, headers={**HEADERS, "Authorization": header})
         assert r.status_code == 401, header
     # Nothing reached the store (the CLI reads through the server's socket).
     assert cli_json(data, "stats")["last_seq"] == 0
+
+
+def test_bearer_scheme_in_any_case_and_foreign_origins_refused(http_server, data):
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    for scheme in ["Bearer", "bearer", "BEARER"]:
+        r = httpx2.post(http_server.url, content=json.dumps(init), headers={**HEADERS, "Authorization": f"{scheme} {http_server.token}"})
+        assert r.status_code == 200, (scheme, r.status_code, r.text)
+    for origin, status in [("http://localhost:3000", 200), ("https://evil.example", 403), ("null", 403)]:
+        r = post(http_server, json.dumps(init), http_server.token, {"Origin": origin})
+        assert r.status_code == status, (origin, r.status_code, r.text)
+    r = post(http_server, json.dumps(CALL), http_server.token, {"Origin": "https://evil.example"})
+    assert r.status_code == 403
+    assert cli_json(data, "stats")["last_seq"] == 0
+
+
+def test_ending_a_session_answers_as_the_sdk_expects(http_server):
+    """DELETE ends a session: the SDK's `terminate_session` logs "Session
+    termination failed" for anything but 200 or 204 (and 405: not
+    supported); a session that is not open is 404."""
+    auth = {"Authorization": f"Bearer {http_server.token}"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    r = post(http_server, json.dumps(init), http_server.token)
+    session = r.headers["mcp-session-id"]
+    r = httpx2.delete(http_server.url, headers={**auth, "Mcp-Session-Id": session})
+    assert r.status_code in (200, 204), r.status_code
+    for gone in [session, "never-opened"]:
+        r = httpx2.delete(http_server.url, headers={**auth, "Mcp-Session-Id": gone})
+        assert r.status_code == 404, (gone, r.status_code, r.text)
 
 
 @pytest.mark.anyio

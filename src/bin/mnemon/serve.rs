@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use clap::Args;
 use mnemon::api::{ApiError, Limits, NamespacePolicy, DEFAULT_MAX_RESPONSE_TOKENS};
-use mnemon::mcp::{self, Backend, HttpOptions, MemoryServer, DEFAULT_MAX_BODY_BYTES};
+use mnemon::mcp::{
+    self, Backend, HttpOptions, MemoryServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+};
 use mnemon::Namespace;
 
 use crate::commands::opener;
@@ -69,6 +72,21 @@ pub struct ServeArgs {
     /// initialises a new one).
     #[arg(long, default_value_t = mnemon::mcp::DEFAULT_SESSION_IDLE_SECS)]
     session_idle_secs: u64,
+    /// Seconds a client has to send a request's headers, from the
+    /// connection's opening or the end of its previous request (so also the
+    /// longest a kept-alive connection may sit idle); then it is closed.
+    #[arg(long, default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), allow_hyphen_values = true)]
+    header_timeout_secs: u64,
+    /// Seconds a client has to send a request's body once its headers are in (then: 408).
+    #[arg(long, default_value_t = DEFAULT_BODY_TIMEOUT.as_secs(), allow_hyphen_values = true)]
+    body_timeout_secs: u64,
+    /// Most connections open at once; more are answered 503 (Retry-After) and closed.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, allow_hyphen_values = true)]
+    max_connections: usize,
+    /// Browser origins allowed to call /mcp besides loopback ones
+    /// (comma-separated `scheme://host[:port]`); others get 403.
+    #[arg(long, value_delimiter = ',')]
+    allow_origin: Vec<String>,
     #[command(flatten)]
     policy: PolicyArgs,
     #[cfg(feature = "cluster")]
@@ -151,18 +169,16 @@ pub fn mcp(cli: &Cli, a: &McpArgs) -> Result<ExitCode, ApiError> {
 
 /// `mnemon serve`: MCP over HTTP at /mcp until SIGINT/SIGTERM.
 pub fn serve(cli: &Cli, a: &ServeArgs) -> Result<ExitCode, ApiError> {
-    if a.max_sessions == 0 {
-        return Err(ApiError::invalid("max_sessions", "must be at least 1"));
-    }
-    if a.session_idle_secs == 0 {
-        return Err(ApiError::invalid("session_idle_secs", "must be at least 1 second"));
-    }
     let opts = HttpOptions {
         listen: a.listen,
         token: a.token.clone(),
         max_body_bytes: a.max_body_bytes,
         max_sessions: a.max_sessions,
         session_idle: std::time::Duration::from_secs(a.session_idle_secs),
+        header_timeout: std::time::Duration::from_secs(a.header_timeout_secs),
+        body_timeout: std::time::Duration::from_secs(a.body_timeout_secs),
+        max_connections: a.max_connections,
+        allowed_origins: a.allow_origin.clone(),
     };
     #[cfg(feature = "cluster")]
     let (backend, server) = if a.cluster.cluster.is_empty() {
