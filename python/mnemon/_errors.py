@@ -15,6 +15,7 @@ __all__ = [
     "LockedError",
     "UnavailableError",
     "ClosedError",
+    "CancelledError",
     "PoisonedError",
     "CorruptedError",
     "IncompatibleFormatError",
@@ -22,6 +23,7 @@ __all__ = [
     "IoError",
     "StorageError",
     "InternalError",
+    "FencedError",
 ]
 
 
@@ -120,6 +122,13 @@ class ClosedError(MnemonError):
     code = "closed"
 
 
+class CancelledError(MnemonError):
+    """The call was cancelled before its write was planned: nothing was
+    written. (A write cancelled later commits and is answered as usual.)"""
+
+    code = "cancelled"
+
+
 class PoisonedError(MnemonError):
     """A write failed to reach the disk earlier; the engine refuses writes
     until the store is reopened."""
@@ -171,6 +180,13 @@ class InternalError(MnemonError):
     code = "internal"
 
 
+class FencedError(MnemonError):
+    """In a cluster: the daemon lost the namespace's writer lease or log
+    position (another daemon writes it); the write was not applied."""
+
+    code = "fenced"
+
+
 _BY_CODE: Dict[str, Type[MnemonError]] = {
     cls.code: cls
     for cls in (
@@ -183,6 +199,7 @@ _BY_CODE: Dict[str, Type[MnemonError]] = {
         LockedError,
         UnavailableError,
         ClosedError,
+        CancelledError,
         PoisonedError,
         CorruptedError,
         IncompatibleFormatError,
@@ -190,6 +207,7 @@ _BY_CODE: Dict[str, Type[MnemonError]] = {
         IoError,
         StorageError,
         InternalError,
+        FencedError,
     )
 }
 
