@@ -769,24 +769,52 @@ fn a_cancelled_call_gets_no_answer_and_commits_only_if_it_was_planned() {
     println!("cancelled forgets withdrawn: {withdrawn} of {rounds}");
 }
 
-/// `mnemon serve --max-sessions 2`: a third client closes the session idle
-/// longest, whose next call is refused (the client must initialise again);
-/// the two newest keep working.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_beyond_the_cap_closes_the_one_idle_longest() {
+/// One HTTP/1.1 POST to /mcp as a client of protocol 2025-06-18 (which
+/// keeps a session): the status and the `Mcp-Session-Id` it answered with.
+fn session_post(addr: &str, session: Option<&str>, body: &str) -> (u16, Option<String>) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let session = session.map(|id| format!("Mcp-Session-Id: {id}\r\n")).unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-06-18\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let id = text
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.to_ascii_lowercase().starts_with("mcp-session-id:").then(|| l[15..].trim().to_string()));
+    (status, id)
+}
+
+/// `mnemon serve --max-sessions 2`: a third session closes the one idle
+/// longest, whose next call is refused with 404 (its client initialises
+/// again); the two newest keep working. A cap of 0 is refused at start.
+#[test]
+fn a_session_beyond_the_cap_closes_the_one_idle_longest() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("store"), &["--max-sessions", "2"]);
-    let a = http_client(&server.url(), None).await.unwrap();
-    let b = http_client(&server.url(), None).await.unwrap();
-    ok(&a, "remember", json!({"namespace": "u", "content": "a wrote first"})).await;
-    ok(&b, "remember", json!({"namespace": "u", "content": "b wrote second"})).await;
-    let c = http_client(&server.url(), None).await.unwrap();
-    let r = a.call_tool(CallToolRequestParams::new("list".to_string()).with_arguments(args(json!({"namespace": "u"})))).await;
-    assert!(r.is_err(), "the session idle longest was closed: {r:?}");
-    for client in [&b, &c] {
-        let v = ok(client, "list", json!({"namespace": "u"})).await;
-        assert_eq!(v["memories"].as_array().unwrap().len(), 2);
-    }
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let open = || {
+        let (status, id) = session_post(&server.addr, None, init);
+        assert_eq!(status, 200);
+        let id = id.expect("a session id");
+        assert_eq!(session_post(&server.addr, Some(&id), initialized).0, 202);
+        id
+    };
+    let a = open();
+    let b = open();
+    assert_eq!(session_post(&server.addr, Some(&a), list).0, 200);
+    assert_eq!(session_post(&server.addr, Some(&b), list).0, 200);
+    let c = open();
+    assert_eq!(session_post(&server.addr, Some(&a), list).0, 404, "the session idle longest was closed");
+    assert_eq!(session_post(&server.addr, Some(&b), list).0, 200);
+    assert_eq!(session_post(&server.addr, Some(&c), list).0, 200);
     let (ok_, _, err) = mnemon(&dir.path().join("other"), &["serve", "--max-sessions", "0"]);
     assert!(!ok_ && err.contains("max_sessions"), "{err}");
     assert!(server.terminate().success());
