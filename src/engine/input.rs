@@ -90,9 +90,10 @@ impl NewMemory {
     /// bytes, no whitespace, at least one `.` between non-empty parts, all
     /// of it checked and stored in NFKC ([`crate::canonical_id`]), so
     /// `user.café` written precomposed or decomposed, or `ｕｓｅｒ.café`,
-    /// is one key.
+    /// is one key. (Kept as given until the write, so that an error can
+    /// name both forms.)
     pub fn key(mut self, k: impl Into<String>) -> Self {
-        self.key = Some(canonical_owned(k.into()));
+        self.key = Some(k.into());
         self
     }
 

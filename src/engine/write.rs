@@ -262,6 +262,7 @@ impl Engine {
     /// Identifiers (key, session, kind, source reference) are checked in the
     /// NFKC form [`pending_memory`] stores.
     pub(crate) fn check_memory(&self, m: &NewMemory) -> Result<Prepared> {
+        let given = m;
         let canonical = canonical_fields(m);
         let m = canonical.as_ref().unwrap_or(m);
         self.check_text("content", &m.content)?;
@@ -287,7 +288,8 @@ impl Engine {
         if let Some(Kind::Other(k)) = &m.kind {
             crate::types::check_kind(k)?;
         }
-        if let Some(k) = &m.key {
+        // The key as given: its check names the given and the stored form.
+        if let Some(k) = &given.key {
             check_key(k, self.inner.cfg.max_key_bytes)?;
         }
         if let Some(s) = &m.session {
