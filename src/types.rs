@@ -1,7 +1,9 @@
 //! Small value types shared by every module: log positions, ids, namespaces
 //! and the enums that classify memories.
 
+use std::borrow::Cow;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -34,10 +36,45 @@ impl fmt::Display for ObservationId {
     }
 }
 
+/// The form in which identifiers are stored and compared: Unicode NFKC
+/// (compatibility composition), case kept.
+///
+/// Namespaces, slot keys, sessions, caller-defined kinds, observation
+/// sources, source references and requesters are identifiers: two that
+/// differ only in how Unicode encodes them — `café` precomposed (NFC) or as
+/// `e` + combining acute (NFD), a full-width `ｕｓｅｒ`, the ligature `ﬁ`,
+/// Hangul jamo or the syllable they spell, full-width punctuation `：` —
+/// name the same thing. Case is not folded (`User.Name` and `user.name`
+/// are two keys). Writes store this form; events written before it was
+/// applied keep their bytes and are compared in it (docs/FORMAT.md,
+/// "Identifiers").
+///
+/// Borrowed, with no allocation, when `s` is already in NFKC (all ASCII
+/// text is).
+pub fn canonical_id(s: &str) -> Cow<'_, str> {
+    use unicode_normalization::UnicodeNormalization;
+    if crate::index::nfkc_is_identity(s) {
+        return Cow::Borrowed(s);
+    }
+    let nfkc: String = s.nfkc().collect();
+    if nfkc == s {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(nfkc)
+    }
+}
+
+/// Whether two identifiers name the same thing: equal in their
+/// [`canonical_id`] form.
+pub fn same_id(a: &str, b: &str) -> bool {
+    a == b || canonical_id(a) == canonical_id(b)
+}
+
 /// Maximum length of a namespace, in characters (all ASCII, so also bytes).
 pub const MAX_NAMESPACE_LEN: usize = 128;
 
-/// A validated namespace: 1–128 characters of `[A-Za-z0-9_.:@-]`.
+/// A validated namespace: 1–128 characters of `[A-Za-z0-9_.:@-]`, after
+/// NFKC ([`canonical_id`]), so that `ｕ１` is the namespace `u1`.
 ///
 /// Every read and write takes one; nothing reads across namespaces. The
 /// name is reference-counted: a clone shares the text (every record of the
@@ -46,13 +83,18 @@ pub const MAX_NAMESPACE_LEN: usize = 128;
 pub struct Namespace(Arc<str>);
 
 impl Namespace {
-    /// Validates and wraps a namespace.
+    /// Validates and wraps a namespace, in its NFKC form
+    /// ([`canonical_id`]): full-width `ｕ１` is `u1`.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] when the name is empty, longer than
+    /// [`Error::InvalidInput`] when the name (in NFKC) is empty, longer than
     /// [`MAX_NAMESPACE_LEN`], or holds a character outside `[A-Za-z0-9_.:@-]`.
     pub fn new(name: impl Into<String>) -> Result<Self> {
-        let name = name.into();
+        let given = name.into();
+        let name = match canonical_id(&given) {
+            Cow::Borrowed(_) => given,
+            Cow::Owned(nfkc) => nfkc,
+        };
         if name.is_empty() {
             return Err(Error::invalid("namespace", "must not be empty"));
         }
@@ -165,7 +207,12 @@ impl fmt::Display for Role {
 /// What sort of memory this is. `Other` carries a caller-defined kind
 /// (1–64 characters, one line, no control characters; checked when parsed
 /// and when written).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// Kinds compare in their [`canonical_id`] form: `Other("ｆａｃｔ")` (as an
+/// event written before kinds were normalised may hold it) equals `Fact`,
+/// and two caller-defined kinds that differ only in Unicode encoding are
+/// equal.
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A stated like or dislike.
@@ -184,20 +231,70 @@ pub enum Kind {
     Other(String),
 }
 
-impl FromStr for Kind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s {
+impl Kind {
+    /// A built-in kind by its name, else a caller-defined one; no checks.
+    fn named(s: &str) -> Kind {
+        match s {
             "preference" => Kind::Preference,
             "fact" => Kind::Fact,
             "decision" => Kind::Decision,
             "task_state" => Kind::TaskState,
             "episode" => Kind::Episode,
             "procedure" => Kind::Procedure,
-            other => {
-                check_kind(other)?;
-                Kind::Other(other.to_string())
+            other => Kind::Other(other.to_string()),
+        }
+    }
+
+    /// This kind in its canonical form: a caller-defined kind in NFKC
+    /// ([`canonical_id`]), or the built-in kind its NFKC form names.
+    pub fn canonical(&self) -> Cow<'_, Kind> {
+        match self {
+            Kind::Other(s) => match canonical_id(s) {
+                Cow::Borrowed(_) if !is_builtin_name(s) => Cow::Borrowed(self),
+                form => Cow::Owned(Kind::named(&form)),
+            },
+            _ => Cow::Borrowed(self),
+        }
+    }
+}
+
+/// Whether `s` is the name of a built-in kind.
+fn is_builtin_name(s: &str) -> bool {
+    matches!(s, "preference" | "fact" | "decision" | "task_state" | "episode" | "procedure")
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Kind) -> bool {
+        match (self.canonical().as_ref(), other.canonical().as_ref()) {
+            (Kind::Other(a), Kind::Other(b)) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+}
+
+impl Eq for Kind {}
+
+impl Hash for Kind {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        let k = self.canonical();
+        std::mem::discriminant(k.as_ref()).hash(h);
+        if let Kind::Other(s) = k.as_ref() {
+            s.hash(h);
+        }
+    }
+}
+
+impl FromStr for Kind {
+    type Err = Error;
+    /// A kind by name, in NFKC: `ｆａｃｔ` is `fact`.
+    fn from_str(s: &str) -> Result<Self> {
+        let form = canonical_id(s);
+        Ok(match Kind::named(&form) {
+            Kind::Other(other) => {
+                check_kind(&other)?;
+                Kind::Other(other)
             }
+            builtin => builtin,
         })
     }
 }

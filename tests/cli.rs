@@ -1288,3 +1288,52 @@ fn maintain_prints_text_unless_asked_for_json() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v[0]["namespace"], "u1", "{out}");
 }
+
+/// Keys and sessions compare in one form (NFKC) from the command line too:
+/// `user.café` precomposed, decomposed or with a full-width `ｕｓｅｒ` is one
+/// slot, and `forget --session Charlène` reaches the turns written under
+/// either form of the name.
+#[test]
+fn keys_and_sessions_in_any_unicode_form_are_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let run = |args: &[&str]| {
+        let (ok, out, err) = mnemon(&data, args);
+        assert!(ok, "{args:?}: {err}");
+        out
+    };
+    let first = run(&["remember", "--ns", "u", "--key", "user.caf\u{e9}", "Drinks espresso"]);
+    let r = json(&data, &["remember", "--ns", "u", "--key", "user.cafe\u{301}", "Drinks flat white"]);
+    assert_eq!((&r["action"], r["old"].to_string()), (&serde_json::json!("superseded"), first.trim().to_string()));
+    let r = json(
+        &data,
+        &["remember", "--ns", "u", "--key", "\u{ff55}\u{ff53}\u{ff45}\u{ff52}.caf\u{e9}", "Drinks cortado"],
+    );
+    assert_eq!(r["action"], "superseded", "{r}");
+    let r = json(&data, &["remember", "--ns", "u", "--key", "user.\u{fb01}le", "Keeps notes in a file"]);
+    assert_eq!(r["action"], "created", "{r}");
+    let r = json(&data, &["remember", "--ns", "u", "--key", "user.file", "Keeps notes in a notebook"]);
+    assert_eq!(r["action"], "superseded", "{r}");
+    let list = json(&data, &["list", "--ns", "u"]);
+    let keys: Vec<&str> = list["memories"].as_array().unwrap().iter().filter_map(|m| m["key"].as_str()).collect();
+    assert_eq!(keys, ["user.caf\u{e9}", "user.file"], "{list}");
+    let ctx = run(&["context", "--ns", "u", "coffee"]);
+    assert!(ctx.contains("Drinks cortado") && !ctx.contains("Drinks flat white"), "{ctx}");
+
+    run(&["observe", "--ns", "u", "--session", "Charl\u{e8}ne", "My name is Charlène"]);
+    run(&["observe", "--ns", "u", "--session", "Charle\u{300}ne", "And my locker code is 2291"]);
+    run(&["observe", "--ns", "u", "--session", "\u{4f1a}\u{8bdd}\u{ff1a}1", "第一次对话"]);
+    let out = json(&data, &["forget", "--ns", "u", "--session", "Charl\u{e8}ne"]);
+    assert_eq!(out["observations"], 2, "{out}");
+    let out = json(&data, &["forget", "--ns", "u", "--session", "\u{4f1a}\u{8bdd}:1"]);
+    assert_eq!(out["observations"], 1, "{out}");
+    let log = run(&["log", "--ns", "u"]);
+    assert!(!log.contains("2291") && !log.contains("第一次对话"), "{log}");
+    // A namespace in full-width letters is the namespace in ASCII.
+    let list = json(&data, &["list", "--ns", "\u{ff55}"]);
+    assert_eq!(list["memories"].as_array().map(Vec::len), Some(2), "{list}");
+    // A key whose NFKC form is no key is refused and writes nothing.
+    let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u", "--key", "x.\u{33c2}", "At dawn"]);
+    assert!(!ok && err.contains("x.a.m."), "{err}");
+    assert_eq!(json(&data, &["list", "--ns", "u"])["memories"].as_array().map(Vec::len), Some(2));
+}

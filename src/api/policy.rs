@@ -49,11 +49,17 @@ impl NamespacePolicy {
         for entry in spec.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             match entry.strip_suffix('*') {
                 Some(prefix) => {
-                    if !prefix.is_empty() {
-                        // A prefix must itself be namespace characters.
-                        Namespace::new(prefix).map_err(|e| ApiError::invalid("allow_ns", e.to_string()))?;
-                    }
-                    rules.push(NamespaceRule::Prefix(prefix.to_string()));
+                    // A prefix must itself be namespace characters, and is
+                    // kept in the form namespaces are (NFKC).
+                    let prefix = if prefix.is_empty() {
+                        String::new()
+                    } else {
+                        Namespace::new(prefix)
+                            .map_err(|e| ApiError::invalid("allow_ns", e.to_string()))?
+                            .as_str()
+                            .to_string()
+                    };
+                    rules.push(NamespaceRule::Prefix(prefix));
                 }
                 None => rules.push(NamespaceRule::Exact(
                     Namespace::new(entry).map_err(|e| ApiError::invalid("allow_ns", e.to_string()))?,

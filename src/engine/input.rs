@@ -55,9 +55,10 @@ impl NewMemory {
         NewMemory { content: content.into(), ..NewMemory::default() }
     }
 
-    /// What sort of memory. Default `fact`.
+    /// What sort of memory. Default `fact`. A caller-defined kind is kept in
+    /// NFKC ([`crate::canonical_id`]).
     pub fn kind(mut self, k: Kind) -> Self {
-        self.kind = Some(k);
+        self.kind = Some(k.canonical().into_owned());
         self
     }
 
@@ -86,7 +87,11 @@ impl NewMemory {
 
     /// Slot key `entity.attribute` (e.g. `user.favourite_player`): a later
     /// memory under the same key supersedes this one. 3 ..= `max_key_bytes`
-    /// bytes, no whitespace, at least one `.` between non-empty parts.
+    /// bytes, no whitespace, at least one `.` between non-empty parts, all
+    /// of it checked and stored in NFKC ([`crate::canonical_id`]), so
+    /// `user.café` written precomposed or decomposed, or `ｕｓｅｒ.café`,
+    /// is one key. (Kept as given until the write, so that an error can
+    /// name both forms.)
     pub fn key(mut self, k: impl Into<String>) -> Self {
         self.key = Some(k.into());
         self
@@ -100,9 +105,10 @@ impl NewMemory {
         self
     }
 
-    /// Session the memory was formed in (1 ..= 128 bytes).
+    /// Session the memory was formed in (1 ..= 128 bytes, in NFKC:
+    /// [`crate::canonical_id`]).
     pub fn session(mut self, s: impl Into<String>) -> Self {
-        self.session = Some(s.into());
+        self.session = Some(canonical_owned(s.into()));
         self
     }
 
@@ -116,9 +122,9 @@ impl NewMemory {
     }
 
     /// Caller's reference for the source (a message id, a dialog id; at most
-    /// 256 bytes).
+    /// 256 bytes; stored in NFKC).
     pub fn source_ref(mut self, r: impl Into<String>) -> Self {
-        self.source_ref = Some(r.into());
+        self.source_ref = Some(canonical_owned(r.into()));
         self
     }
 
@@ -169,12 +175,13 @@ pub struct NewObservation {
 }
 
 impl NewObservation {
-    /// An observation in `session` (1 ..= 128 bytes, one line) by `role` with
-    /// `text` (1 ..= `max_content_bytes` bytes, under the same
+    /// An observation in `session` (1 ..= 128 bytes, one line, stored in
+    /// NFKC: [`crate::canonical_id`]) by `role` with `text` (1 ..=
+    /// `max_content_bytes` bytes, under the same
     /// [input rules](crate::safety::text) as memory content).
     pub fn new(session: impl Into<String>, role: Role, text: impl Into<String>) -> NewObservation {
         NewObservation {
-            session: session.into(),
+            session: canonical_owned(session.into()),
             role,
             text: text.into(),
             event_time: None,
@@ -189,9 +196,10 @@ impl NewObservation {
         self
     }
 
-    /// Caller's reference (message id, dialog id; at most 256 bytes).
+    /// Caller's reference (message id, dialog id; at most 256 bytes; stored
+    /// in NFKC).
     pub fn source(mut self, s: impl Into<String>) -> Self {
-        self.source = Some(s.into());
+        self.source = Some(canonical_owned(s.into()));
         self
     }
 
@@ -199,6 +207,15 @@ impl NewObservation {
     pub fn pii_policy(mut self, p: PiiPolicy) -> Self {
         self.pii_policy = Some(p);
         self
+    }
+}
+
+/// `s` in its identifier form ([`crate::canonical_id`]), reusing its
+/// buffer when it is already in that form.
+pub(crate) fn canonical_owned(s: String) -> String {
+    match crate::types::canonical_id(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(form) => form,
     }
 }
 

@@ -8,7 +8,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, Event, EventBody, Tombstone};
 use crate::projection::{EventCounts, Memory, Observation};
-use crate::types::{Kind, MemoryId, Namespace, ObservationId, Seq, Status, Tier};
+use crate::types::{same_id, Kind, MemoryId, Namespace, ObservationId, Seq, Status, Tier};
 
 /// A point in history for [`Engine::as_of`], on one of the two time lines
 /// of a [`Memory`]: what the store knew then (recorded time: `Seq` or
@@ -324,7 +324,7 @@ impl Engine {
             .filter(|m| opts.include_quarantined || m.quarantine.is_none())
             .filter(|m| opts.kind.as_ref().is_none_or(|k| &m.kind == k))
             .filter(|m| opts.tier.is_none_or(|t| m.tier == t))
-            .filter(|m| opts.session.as_ref().is_none_or(|s| m.session.as_ref() == Some(s)))
+            .filter(|m| opts.session.as_deref().is_none_or(|s| m.session.as_deref().is_some_and(|ms| same_id(ms, s))))
             .filter(|m| also(m))
             .take(opts.limit.unwrap_or(usize::MAX))
             .map(|m| m.view_at(p.seq))
@@ -341,7 +341,8 @@ impl Engine {
         st.observations.get(&id).filter(|o| o.id.0 <= at).map(|o| (**o).clone())
     }
 
-    /// Observations of `ns`, oldest first, optionally of one session.
+    /// Observations of `ns`, oldest first, optionally of one session
+    /// (compared in its identifier form, [`crate::canonical_id`]).
     pub fn observations(&self, ns: &Namespace, session: Option<&str>) -> Vec<Observation> {
         let state = self.shared().state.read();
         let at = state.visible;
@@ -350,7 +351,7 @@ impl Engine {
         };
         st.observations
             .values()
-            .filter(|o| o.id.0 <= at && session.is_none_or(|s| o.session == s))
+            .filter(|o| o.id.0 <= at && session.is_none_or(|s| same_id(&o.session, s)))
             .map(|o| (**o).clone())
             .collect()
     }

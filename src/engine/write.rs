@@ -1,17 +1,18 @@
 //! The write API: validation and embedding on the caller's thread, then one
 //! command to the writer.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::embed::EmbedKind;
-use crate::engine::input::{ForgetRequest, NewMemory, NewObservation, Remembered};
+use crate::engine::input::{canonical_owned, ForgetRequest, NewMemory, NewObservation, Remembered};
 use crate::engine::EmbedMode;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{ForgetTarget, Observed, SupersedeReason};
 use crate::safety::text::{check_chars, TextField};
 use crate::safety::{InjectionPolicy, PiiPolicy};
-use crate::types::{Kind, MemoryId, Namespace, ObservationId};
+use crate::types::{canonical_id, Kind, MemoryId, Namespace, ObservationId};
 use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory, RememberAction};
 
 /// Longest session id or source reference, in bytes.
@@ -224,7 +225,10 @@ impl Engine {
         let policy = common_policy(batch.iter().map(|o| o.pii_policy));
         let mut ops = Vec::with_capacity(batch.len());
         let mut redactions = Vec::with_capacity(batch.len());
-        for o in batch {
+        for mut o in batch {
+            // Identifiers are checked and stored in their one form (NFKC).
+            o.session = canonical_owned(o.session);
+            o.source = o.source.map(canonical_owned);
             self.check_text("text", &o.text)?;
             check_short("session", &o.session, MAX_SESSION_BYTES, false)?;
             if let Some(s) = &o.source {
@@ -262,7 +266,12 @@ impl Engine {
 
     /// Validates a memory's fields; returns the event payload (without
     /// defaults applied for `None` fields) and the prepared text.
+    /// Identifiers (key, session, kind, source reference) are checked in the
+    /// NFKC form [`pending_memory`] stores.
     pub(crate) fn check_memory(&self, m: &NewMemory) -> Result<Prepared> {
+        let given = m;
+        let canonical = canonical_fields(m);
+        let m = canonical.as_ref().unwrap_or(m);
         self.check_text("content", &m.content)?;
         if let Some(i) = m.importance {
             if !(0.0..=1.0).contains(&i) {
@@ -286,7 +295,8 @@ impl Engine {
         if let Some(Kind::Other(k)) = &m.kind {
             crate::types::check_kind(k)?;
         }
-        if let Some(k) = &m.key {
+        // The key as given: its check names the given and the stored form.
+        if let Some(k) = &given.key {
             check_key(k, self.inner.cfg.max_key_bytes)?;
         }
         if let Some(s) = &m.session {
@@ -534,8 +544,12 @@ impl Engine {
             ForgetRequest::Memory(id) => (ForgetTarget::Memory(*id), vec![], vec![]),
             ForgetRequest::Observation(id) => (ForgetTarget::Observation(*id), vec![], vec![]),
             ForgetRequest::Session(s) => {
-                check_short("session", s, MAX_SESSION_BYTES, false)?;
-                (ForgetTarget::Session(s.clone()), vec![], vec![])
+                // Stored in the form sessions are compared in, so that a
+                // later forget of the same session in another encoding is
+                // recognised as one already done.
+                let s = canonical_owned(s.clone());
+                check_short("session", &s, MAX_SESSION_BYTES, false)?;
+                (ForgetTarget::Session(s), vec![], vec![])
             }
             ForgetRequest::All => (ForgetTarget::Namespace, vec![], vec![]),
             ForgetRequest::Matching { query, min_similarity, limit } => {
@@ -687,16 +701,37 @@ impl Engine {
             return;
         }
         let requester = requester
-            .and_then(|r| self.redact_label("requester", &r, Some(self.label_policy()), &mut BTreeMap::new()).ok());
+            .and_then(|r| self.redact_label("requester", &r, Some(self.label_policy()), &mut BTreeMap::new()).ok())
+            .map(canonical_owned);
         let _ = self.inner.tx.try_send(Command::Access { ns: ns.clone(), ids, requester });
     }
+}
+
+/// `m` with its identifiers (key, session, kind, source reference) in
+/// their one form ([`canonical_id`]), or `None` when they are in it
+/// already (the builder's setters store that form).
+fn canonical_fields(m: &NewMemory) -> Option<NewMemory> {
+    let changed = |s: &Option<String>| s.as_deref().is_some_and(|s| matches!(canonical_id(s), Cow::Owned(_)));
+    let kind_changed = m.kind.as_ref().is_some_and(|k| matches!(k.canonical(), Cow::Owned(_)));
+    if !(changed(&m.key) || changed(&m.session) || changed(&m.source_ref) || kind_changed) {
+        return None;
+    }
+    let mut c = m.clone();
+    c.key = c.key.map(canonical_owned);
+    c.session = c.session.map(canonical_owned);
+    c.source_ref = c.source_ref.map(canonical_owned);
+    c.kind = c.kind.map(|k| k.canonical().into_owned());
+    Some(c)
 }
 
 /// The memory as the caller stated it, for the writer to complete
 /// (defaults for a first version, inheritance for a new version).
 /// The event payload of `m` with the fields the safety stage changed
-/// (content, entities, quarantine) taken from `p`.
+/// (content, entities, quarantine) taken from `p`, and its identifiers in
+/// their one form ([`canonical_id`]).
 pub(crate) fn pending_memory(m: &NewMemory, p: &Prepared) -> PendingMemory {
+    let canonical = canonical_fields(m);
+    let m = canonical.as_ref().unwrap_or(m);
     PendingMemory {
         content: p.text.clone(),
         kind: m.kind.clone(),
@@ -728,15 +763,20 @@ pub(crate) fn check_short(field: &'static str, s: &str, max: usize, allow_empty:
     check_chars(field, s, TextField::Label)
 }
 
-/// A slot key: `entity.attribute`, no whitespace, non-empty parts.
+/// A slot key: `entity.attribute`, no whitespace, non-empty parts, judged
+/// in its NFKC form (the form stored), which the error names when it
+/// differs from what was given (`x.㏂` is `x.a.m.`, whose last part is
+/// empty).
 fn check_key(k: &str, max: usize) -> Result<()> {
-    if k.len() < 3 || k.len() > max {
-        return Err(Error::invalid("key", format!("{} bytes; must be 3..={max}", k.len())));
+    let form = canonical_id(k);
+    let nfkc = if form == k { String::new() } else { format!(" (in NFKC {form:?})") };
+    if form.len() < 3 || form.len() > max {
+        return Err(Error::invalid("key", format!("{} bytes{nfkc}; must be 3..={max}", form.len())));
     }
-    check_chars("key", k, TextField::Identifier)?;
-    let parts: Vec<&str> = k.split('.').collect();
+    check_chars("key", &form, TextField::Identifier)?;
+    let parts: Vec<&str> = form.split('.').collect();
     if parts.len() < 2 || parts.iter().any(|p| p.is_empty()) {
-        return Err(Error::invalid("key", format!("{k:?} is not of the form entity.attribute")));
+        return Err(Error::invalid("key", format!("{k:?}{nfkc} is not of the form entity.attribute")));
     }
     Ok(())
 }

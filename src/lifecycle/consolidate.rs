@@ -119,8 +119,9 @@ impl Engine {
                 if taken.contains(&other.id) || other.kind != seed.kind {
                     continue;
                 }
-                let keys_conflict =
-                    cluster.iter().any(|c| matches!((&c.key, &other.key), (Some(a), Some(b)) if a != b));
+                let keys_conflict = cluster
+                    .iter()
+                    .any(|c| matches!((&c.key, &other.key), (Some(a), Some(b)) if !crate::types::same_id(a, b)));
                 if keys_conflict {
                     continue;
                 }

@@ -17,7 +17,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{ArchiveReason, SupersedeReason};
 use crate::projection::Memory;
-use crate::types::{MemoryId, Namespace, Status, Tier};
+use crate::types::{canonical_id, same_id, MemoryId, Namespace, Status, Tier};
 use crate::writer::{Op, OpOutcome, PendingMemory};
 
 /// What [`Engine::end_session`] did.
@@ -89,7 +89,7 @@ impl Engine {
         let short: Vec<Memory> = self
             .active(ns)
             .into_iter()
-            .filter(|m| m.tier == Tier::ShortTerm && m.session.as_deref() == Some(session))
+            .filter(|m| m.tier == Tier::ShortTerm && m.session.as_deref().is_some_and(|s| same_id(s, session)))
             .collect();
         let mut out = SessionEnd::default();
         let wanted: BTreeSet<MemoryId> = promote.iter().copied().collect();
@@ -189,15 +189,16 @@ impl Engine {
         let active = self.active(ns);
 
         // Session expiry: last activity of each session holding short-term memories.
+        // Sessions by their identifier form (NFKC).
         let mut last_activity: BTreeMap<String, DateTime<Utc>> = BTreeMap::new();
         for m in &active {
             if let Some(s) = &m.session {
-                let t = last_activity.entry(s.clone()).or_insert(m.last_access);
+                let t = last_activity.entry(canonical_id(s).into_owned()).or_insert(m.last_access);
                 *t = (*t).max(m.last_access).max(m.recorded_from);
             }
         }
         for o in self.observations(ns, None) {
-            if let Some(t) = last_activity.get_mut(&o.session) {
+            if let Some(t) = last_activity.get_mut(canonical_id(&o.session).as_ref()) {
                 *t = (*t).max(o.recorded_at);
             }
         }
@@ -207,7 +208,12 @@ impl Engine {
             .filter(|m| m.tier == Tier::ShortTerm)
             .filter(|m| {
                 // A short-term memory without a session idles on its own.
-                let last = m.session.as_ref().and_then(|s| last_activity.get(s)).copied().unwrap_or(m.last_access);
+                let last = m
+                    .session
+                    .as_ref()
+                    .and_then(|s| last_activity.get(canonical_id(s).as_ref()))
+                    .copied()
+                    .unwrap_or(m.last_access);
                 now.signed_duration_since(last) > timeout
             })
             .map(|m| m.id)

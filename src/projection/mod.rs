@@ -23,7 +23,7 @@ use smallvec::SmallVec;
 
 use crate::event::{Event, EventBody, Extracted, ForgetTarget, Observed};
 use crate::index::{HnswParams, LexicalIndex, VectorIndex};
-use crate::types::{MemoryId, Namespace, ObservationId, Seq, Status};
+use crate::types::{canonical_id, MemoryId, Namespace, ObservationId, Seq, Status};
 
 /// The projections of one namespace.
 pub(crate) struct NsState {
@@ -36,10 +36,18 @@ pub(crate) struct NsState {
     pub(crate) memories: BTreeMap<MemoryId, Box<Memory>>,
     /// Every observation by id, boxed for the same reason.
     pub(crate) observations: BTreeMap<ObservationId, Box<Observation>>,
-    /// Latest active version per slot key, quarantined versions never
-    /// (includes writes not yet durable; used by the writer for validation
-    /// only).
-    pub(crate) by_key: HashMap<String, MemoryId>,
+    /// Latest active version per slot key in its identifier form
+    /// ([`canonical_id`]), quarantined versions never (includes writes not
+    /// yet durable; used by the writer for validation only). Look up with
+    /// [`NsState::key_holder`].
+    by_key: HashMap<String, MemoryId>,
+    /// Versions that no event replaced but that a later version under the
+    /// same slot key, in the identifier form, displaces: only a log written
+    /// before keys were stored in that form holds such pairs (`user.café`
+    /// precomposed and decomposed, both active). Each maps to the version
+    /// that displaces it, the earliest surviving one; see
+    /// [`NsState::shadow`].
+    shadowed: HashMap<MemoryId, MemoryId>,
     /// Every active version per normalised content (for the writer's
     /// duplicate check and forget's text match), keyed by a case-blind hash
     /// of the content (`norm_key`) so the text is not held twice; read
@@ -95,6 +103,7 @@ impl NsState {
             memories: BTreeMap::new(),
             observations: BTreeMap::new(),
             by_key: HashMap::new(),
+            shadowed: HashMap::new(),
             by_norm: HashMap::new(),
             norm_hasher: foldhash::fast::RandomState::default(),
             forgotten_memories: HashSet::new(),
@@ -146,21 +155,36 @@ impl NsState {
     /// lexical index to the caller, which removes a whole event's
     /// memories at once ([`LexicalIndex::remove_many`]).
     fn remove_memory(&mut self, id: MemoryId) {
+        // A displaced version's `next` is no link of its chain: its
+        // predecessors end where it ended, as when its successor's key is
+        // unknown (replaying a compacted log, where one of them is erased).
+        let displaced = self.shadowed.remove(&id).is_some();
         let links = if let Some(m) = self.memories.remove(&id) {
             if let Some(k) = &m.key {
-                if self.by_key.get(k) == Some(&id) {
-                    self.by_key.remove(k);
-                }
+                self.release_key(k, id);
             }
             self.unindex_norm(&normalize_content(&m.content), id);
             self.vectors.remove(id.0);
             self.pending_vectors.remove(&id);
             self.cjk.remove(&id.0);
-            Some((m.prev, m.next))
+            Some((m.prev, if displaced { None } else { m.next }))
         } else {
             self.erased.remove(&id).map(|e| (e.prev, e.next))
         };
         self.forgotten_memories.insert(id);
+        // The versions it displaced are displaced by the next surviving
+        // version under their key, or current again: as if it had never
+        // been written.
+        if !self.shadowed.is_empty() {
+            let mut orphans: Vec<MemoryId> =
+                self.shadowed.iter().filter(|(_, by)| **by == id).map(|(a, _)| *a).collect();
+            orphans.sort_unstable();
+            for a in orphans {
+                self.shadowed.remove(&a);
+                self.unshadow(a);
+                self.displace_if_later(a);
+            }
+        }
         let Some((prev, next)) = links else {
             return;
         };
@@ -192,6 +216,86 @@ impl NsState {
             np.extend(preds);
             np.sort_unstable();
             np.dedup();
+        }
+    }
+
+    /// The active version that holds slot key `key` (compared in its
+    /// identifier form, [`canonical_id`]), if any.
+    pub(crate) fn key_holder(&self, key: &str) -> Option<MemoryId> {
+        self.by_key.get(canonical_id(key).as_ref()).copied()
+    }
+
+    /// Frees slot key `key` if version `id` holds it.
+    fn release_key(&mut self, key: &str, id: MemoryId) {
+        let form = canonical_id(key);
+        if self.by_key.get(form.as_ref()) == Some(&id) {
+            self.by_key.remove(form.as_ref());
+        }
+    }
+
+    /// Marks active version `old` as displaced by `by`, a later version
+    /// whose slot key has the same identifier form: it reads as superseded
+    /// by `by` from `by`'s creation on (status, `next`, `superseded_seq`,
+    /// recorded and valid end) and leaves the duplicate map. `by` is not
+    /// linked back: no event joined the two chains, and a link that an
+    /// erasure of either could not reproduce on replay would make replay
+    /// differ from live.
+    fn shadow(&mut self, old: MemoryId, by: MemoryId) {
+        let Some((seq, recorded, valid)) =
+            self.memories.get(&by).map(|m| (m.created_seq, m.recorded_from, m.valid_from))
+        else {
+            return;
+        };
+        let Some(m) = self.memories.get_mut(&old) else {
+            return;
+        };
+        if m.status != Status::Active {
+            return;
+        }
+        m.status = Status::Superseded;
+        m.next = Some(by);
+        m.superseded_seq = Some(seq);
+        m.recorded_to = Some(recorded);
+        m.valid_to = Some(valid.max(m.valid_from));
+        let norm = normalize_content(&m.content);
+        self.unindex_norm(&norm, old);
+        self.shadowed.insert(old, by);
+    }
+
+    /// Undoes [`NsState::shadow`] on `id` (already out of `shadowed`): the
+    /// version is active again and back in the duplicate map. The slot key
+    /// is left to the caller.
+    fn unshadow(&mut self, id: MemoryId) {
+        let Some(m) = self.memories.get_mut(&id) else {
+            return;
+        };
+        m.status = Status::Active;
+        m.next = None;
+        m.superseded_seq = None;
+        m.recorded_to = None;
+        m.valid_to = None;
+        let norm = normalize_content(&m.content);
+        self.index_norm(&norm, id);
+    }
+
+    /// Displaces active version `id` by the earliest surviving,
+    /// unquarantined later version whose slot key has the same identifier
+    /// form; with none, `id` holds its key again.
+    fn displace_if_later(&mut self, id: MemoryId) {
+        let Some(form) = self.memories.get(&id).and_then(|m| m.key.as_deref()).map(|k| canonical_id(k).into_owned())
+        else {
+            return;
+        };
+        let later = self
+            .memories
+            .range(MemoryId(id.0 + 1)..)
+            .find(|(_, m)| m.quarantine.is_none() && m.key.as_deref().is_some_and(|k| canonical_id(k) == form.as_str()))
+            .map(|(l, _)| *l);
+        match later {
+            Some(by) => self.shadow(id, by),
+            None => {
+                self.by_key.insert(form, id);
+            }
         }
     }
 
@@ -410,6 +514,9 @@ impl State {
             EventBody::Superseded(s) => {
                 self.counts.superseded += 1;
                 let st = self.ns_mut(&ev.ns);
+                // An event that replaces a displaced version replaces it as
+                // written (it was current when the event was written).
+                st.shadowed.remove(&s.old);
                 let new_start = st.memories.get(&s.new).map(|m| m.valid_from);
                 let first_seen = if let Some(old) = st.memories.get_mut(&s.old) {
                     old.status = Status::Superseded;
@@ -423,9 +530,7 @@ impl State {
                         (old.first_seen, old.key.clone(), normalize_content(&old.content));
                     st.unindex_norm(&old_norm, s.old);
                     if let Some(k) = old_key {
-                        if st.by_key.get(&k) == Some(&s.old) {
-                            st.by_key.remove(&k);
-                        }
+                        st.release_key(&k, s.old);
                     }
                     first_seen
                 } else if let Some(e) = st.erased.get_mut(&s.old) {
@@ -457,7 +562,7 @@ impl State {
                 self.counts.forgotten += 1;
                 let st = self.ns_mut(&ev.ns);
                 if let ForgetTarget::Session(s) = &f.target {
-                    st.forgotten_sessions.insert(crate::log::fnv1a64(s.as_bytes()));
+                    st.forgotten_sessions.insert(crate::log::fnv1a64(canonical_id(s).as_bytes()));
                 }
                 for id in &f.memories {
                     st.remove_memory(*id);
@@ -482,6 +587,11 @@ impl State {
                 self.counts.archived += 1;
                 let st = self.ns_mut(&ev.ns);
                 for id in &a.ids {
+                    // A displaced version was current when the event was
+                    // written: it is archived as such.
+                    if st.shadowed.remove(id).is_some() {
+                        st.unshadow(*id);
+                    }
                     let Some(m) = st.memories.get_mut(id) else {
                         continue;
                     };
@@ -493,9 +603,7 @@ impl State {
                     let (key, norm) = (m.key.clone(), normalize_content(&m.content));
                     st.unindex_norm(&norm, *id);
                     if let Some(k) = key {
-                        if st.by_key.get(&k) == Some(id) {
-                            st.by_key.remove(&k);
-                        }
+                        st.release_key(&k, *id);
                     }
                 }
             }
@@ -563,12 +671,6 @@ impl State {
             None => false,
         };
         let st = self.ns_mut(&ev.ns);
-        // A quarantined version keeps its key in the log (an audit shows what
-        // it tried to set) but never holds the slot: the slot's value stays
-        // the last version anyone may see.
-        if let Some(k) = x.key.as_ref().filter(|_| x.quarantine.is_none()) {
-            st.by_key.insert(k.clone(), id);
-        }
         st.index_norm(&normalize_content(&x.content), id);
         if !fed {
             st.lexical.insert(id.0, &x.content);
@@ -582,6 +684,19 @@ impl State {
             }
         }
         st.memories.insert(id, Box::new(rec));
+        // A quarantined version keeps its key in the log (an audit shows what
+        // it tried to set) but never holds the slot: the slot's value stays
+        // the last version anyone may see. Keys are compared in their
+        // identifier form; a holder that no event replaces (a log written
+        // before that form was stored) is displaced by this version, which
+        // a live write always follows with a `Superseded` event of its own.
+        if let Some(k) = x.key.as_ref().filter(|_| x.quarantine.is_none()) {
+            let form = canonical_id(k).into_owned();
+            if let Some(holder) = st.by_key.get(&form).copied().filter(|h| *h != id) {
+                st.shadow(holder, id);
+            }
+            st.by_key.insert(form, id);
+        }
     }
 
     /// Adds a memory's vector to its namespace's index (replay path, after

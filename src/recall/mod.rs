@@ -475,13 +475,14 @@ fn admissible(m: &Memory, p: ReadPoint, opts: &RecallOptions) -> bool {
     if !opts.tiers.is_empty() && !opts.tiers.contains(&m.tier) {
         return false;
     }
+    // Sessions compare in their identifier form (NFKC).
     if let Some(s) = &opts.session {
-        if m.session.as_ref() != Some(s) {
+        if !m.session.as_deref().is_some_and(|ms| crate::types::same_id(ms, s)) {
             return false;
         }
     }
     if let (Tier::ShortTerm, Some(cur)) = (m.tier, &opts.current_session) {
-        if m.session.as_ref() != Some(cur) {
+        if !m.session.as_deref().is_some_and(|ms| crate::types::same_id(ms, cur)) {
             return false;
         }
     }

@@ -63,7 +63,9 @@ impl Engine {
         let point = self.read_point(ns, as_of)?;
         let visible = |m: &Memory| {
             (m.tier == Tier::Permanent || m.key.is_some())
-                && (m.tier != Tier::ShortTerm || current_session.is_none_or(|s| m.session.as_deref() == Some(s)))
+                && (m.tier != Tier::ShortTerm
+                    || current_session
+                        .is_none_or(|s| m.session.as_deref().is_some_and(|ms| crate::types::same_id(ms, s))))
         };
         let (mut permanent, mut keyed): (Vec<Memory>, Vec<Memory>) = self
             .list_where(ns, &ListOptions::default(), point, visible)
@@ -71,15 +73,16 @@ impl Engine {
             .partition(|m| m.tier == Tier::Permanent);
         permanent.sort_by_key(|m| m.id);
         keyed.sort_by(|a, b| b.valid_from.cmp(&a.valid_from).then(b.id.cmp(&a.id)));
-        // One entry per key: the newest version, should a key ever hold
-        // two current ones.
+        // One entry per key (in its identifier form): the newest version,
+        // should a key ever hold two current ones.
+        let form = |k: &str| crate::types::canonical_id(k).into_owned();
         let mut seen = std::collections::HashSet::new();
         for m in &permanent {
             if let Some(k) = &m.key {
-                seen.insert(k.clone());
+                seen.insert(form(k));
             }
         }
-        keyed.retain(|m| m.key.as_ref().is_some_and(|k| seen.insert(k.clone())));
+        keyed.retain(|m| m.key.as_deref().is_some_and(|k| seen.insert(form(k))));
         permanent.extend(keyed);
         Ok(permanent)
     }

@@ -262,10 +262,12 @@ pub(crate) fn blend_sessions(hits: &mut [crate::recall::Hit], w: f32) {
     if w <= 0.0 {
         return;
     }
-    let mut best: std::collections::HashMap<&str, [f32; SESSION_TOP]> = std::collections::HashMap::new();
+    // Sessions by their identifier form (NFKC).
+    let form = |s: &str| crate::types::canonical_id(s).into_owned();
+    let mut best: std::collections::HashMap<String, [f32; SESSION_TOP]> = std::collections::HashMap::new();
     for h in hits.iter() {
         if let Some(s) = h.memory.session.as_deref() {
-            let top = best.entry(s).or_insert([f32::NEG_INFINITY; SESSION_TOP]);
+            let top = best.entry(form(s)).or_insert([f32::NEG_INFINITY; SESSION_TOP]);
             if let Some(i) = top.iter().position(|&t| h.score > t) {
                 top.copy_within(i..SESSION_TOP - 1, i + 1);
                 top[i] = h.score;
@@ -274,7 +276,7 @@ pub(crate) fn blend_sessions(hits: &mut [crate::recall::Hit], w: f32) {
     }
     let session: Vec<f32> = hits
         .iter()
-        .map(|h| match h.memory.session.as_deref().and_then(|s| best.get(s)) {
+        .map(|h| match h.memory.session.as_deref().and_then(|s| best.get(&form(s))) {
             Some(top) => top.iter().map(|&t| if t.is_finite() { t } else { 0.0 }).sum::<f32>() / SESSION_TOP as f32,
             None => h.score,
         })

@@ -13,7 +13,7 @@ use crate::event::{
     Superseded,
 };
 use crate::projection::{normalize_content, Memory, NsState, State};
-use crate::types::{MemoryId, Namespace, ObservationId, Status};
+use crate::types::{canonical_id, same_id, MemoryId, Namespace, ObservationId, Status};
 
 pub(crate) use super::inherit::{inherit, lasting, restate, PendingMemory};
 
@@ -229,7 +229,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
             // version holds none, so it is not checked).
             let holds = mem.quarantine.is_none();
             if let Some(holder) =
-                mem.key.as_ref().filter(|_| holds).and_then(|k| st.by_key.get(k)).filter(|&&h| h != old)
+                mem.key.as_deref().filter(|_| holds).and_then(|k| st.key_holder(k)).filter(|&h| h != old)
             {
                 return Err(Error::Conflict(format!(
                     "key {:?} is held by memory {holder}; supersede that memory instead",
@@ -278,7 +278,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                 return Err(Error::invalid("members", "a consolidation merges at least two memories"));
             }
             check_sources(st, ns, &mem.sources)?;
-            if let Some(holder) = mem.key.as_ref().and_then(|k| st.by_key.get(k)).filter(|h| !members.contains(h)) {
+            if let Some(holder) = mem.key.as_deref().and_then(|k| st.key_holder(k)).filter(|h| !members.contains(h)) {
                 return Err(Error::Conflict(format!("key held by memory {holder}, not a member")));
             }
             let new = MemoryId(next_seq);
@@ -420,7 +420,7 @@ fn plan_remember(
     // A slot key names the current value: its holder is either the same
     // content (a duplicate) or replaced, whatever else holds this text.
     if let Some(key) = mem.key.as_ref().filter(|_| !quarantined) {
-        if let Some((old, holder)) = st.by_key.get(key).and_then(|&id| st.memories.get(&id).map(|m| (id, m))) {
+        if let Some((old, holder)) = st.key_holder(key).and_then(|id| st.memories.get(&id).map(|m| (id, m))) {
             if dedup != DedupMode::Off && normalize_content(&holder.content) == norm {
                 return Ok(Plan {
                     bodies: vec![],
@@ -454,7 +454,7 @@ fn plan_remember(
         let alike = |id: &MemoryId| {
             st.memories.get(id).is_some_and(|m| {
                 m.quarantine.is_some() == quarantined
-                    && !matches!((mem.key.as_ref(), m.key.as_ref()), (Some(a), Some(b)) if a != b)
+                    && !matches!((mem.key.as_ref(), m.key.as_ref()), (Some(a), Some(b)) if !same_id(a, b))
             })
         };
         if let Some(existing) = st.same_text(&norm).rev().find(alike) {
@@ -553,7 +553,8 @@ fn restated<'a>(
         st.memories.get(&MemoryId(id)).is_some_and(|m| {
             m.status == Status::Active
                 && m.quarantine.is_none()
-                && before.is_none_or(|b| m.id < b && m.key.as_ref().is_none_or(|k| key == Some(k.as_str())))
+                && before
+                    .is_none_or(|b| m.id < b && m.key.as_ref().is_none_or(|k| key.is_some_and(|key| same_id(key, k))))
         })
     };
     let hits = st.vectors.search(vector, RESTATEMENT_CANDIDATES, &active);
@@ -565,7 +566,7 @@ fn restated<'a>(
         let Some(m) = st.memories.get(&MemoryId(id)) else {
             continue;
         };
-        if matches!((key, &m.key), (Some(a), Some(b)) if a != b) {
+        if matches!((key, &m.key), (Some(a), Some(b)) if !same_id(a, b)) {
             continue;
         }
         let sig = sig.get_or_insert_with(|| FactSignature::of(content));
@@ -622,9 +623,15 @@ fn plan_forget(
             obs.insert(*id);
         }
         ForgetTarget::Session(s) => {
-            obs.extend(st.observations.values().filter(|o| &o.session == s).map(|o| o.id));
-            mems.extend(st.memories.values().filter(|m| m.session.as_deref() == Some(s)).map(|m| m.id));
-            if obs.is_empty() && mems.is_empty() && !st.forgotten_sessions.contains(&crate::log::fnv1a64(s.as_bytes()))
+            // Sessions are compared in their identifier form: turns stored
+            // under `Charlène` precomposed or decomposed are one session's.
+            let form = canonical_id(s);
+            let same = |t: &str| t == form.as_ref() || canonical_id(t) == form;
+            obs.extend(st.observations.values().filter(|o| same(&o.session)).map(|o| o.id));
+            mems.extend(st.memories.values().filter(|m| m.session.as_deref().is_some_and(same)).map(|m| m.id));
+            if obs.is_empty()
+                && mems.is_empty()
+                && !st.forgotten_sessions.contains(&crate::log::fnv1a64(form.as_bytes()))
             {
                 return Err(session_not_found(ns, s));
             }
