@@ -224,7 +224,9 @@ mod daemon {
         std::fs::read_to_string(format!("/proc/{pid}/status"))
             .ok()
             .and_then(|s| {
-                s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
             })
             .map_or(0.0, |kib| kib / 1024.0)
     }
@@ -316,9 +318,8 @@ mod daemon {
         let rss_start = rss_mib(pid);
         let mut peak = rss_start;
         rt.block_on(async {
-            let tasks: Vec<_> = (0..CLIENTS)
-                .map(|i| tokio::spawn(client(url.clone(), i as u64 + 1, until, calls.clone())))
-                .collect();
+            let tasks: Vec<_> =
+                (0..CLIENTS).map(|i| tokio::spawn(client(url.clone(), i as u64 + 1, until, calls.clone()))).collect();
             while Instant::now() < until {
                 tokio::time::sleep(sample.min(until.saturating_duration_since(Instant::now()))).await;
                 let rss = rss_mib(pid);

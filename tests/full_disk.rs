@@ -78,7 +78,9 @@ fn ns() -> Namespace {
 fn write_some(path: &Path, tag: &str, n: usize) -> Vec<u64> {
     let e = engine(path).unwrap();
     let ids = (0..n)
-        .map(|i| e.remember(&ns(), NewMemory::new(format!("Fact {tag}{i}: the heron nests by the river"))).unwrap().id.0)
+        .map(|i| {
+            e.remember(&ns(), NewMemory::new(format!("Fact {tag}{i}: the heron nests by the river"))).unwrap().id.0
+        })
         .collect();
     e.close().unwrap();
     ids
@@ -86,7 +88,11 @@ fn write_some(path: &Path, tag: &str, n: usize) -> Vec<u64> {
 
 fn cli(data: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(BIN).arg("--data").arg(data).args(["--embedder", "hashing"]).args(args).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn is_disk_full(e: &Error) -> bool {

@@ -11,10 +11,12 @@ from ._engine import AsOf as AsOf
 from ._engine import Engine as Engine
 from ._engine import TimeRange as TimeRange
 from ._engine import View as View
+from ._errors import CancelledError as CancelledError
 from ._errors import ClosedError as ClosedError
 from ._errors import ConflictError as ConflictError
 from ._errors import CorruptedError as CorruptedError
 from ._errors import EmbedderError as EmbedderError
+from ._errors import FencedError as FencedError
 from ._errors import IncompatibleFormatError as IncompatibleFormatError
 from ._errors import InternalError as InternalError
 from ._errors import InvalidInputError as InvalidInputError
@@ -52,6 +54,8 @@ __all__ = [
     "LockedError",
     "UnavailableError",
     "ClosedError",
+    "CancelledError",
+    "FencedError",
     "PoisonedError",
     "CorruptedError",
     "IncompatibleFormatError",

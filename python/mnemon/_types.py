@@ -195,7 +195,7 @@ class CheckReport(Record):
     """What `Engine::check` found."""
 
     __slots__ = ()
-    _FIELDS = ('consistent', 'digest', 'last_seq', 'memories', 'namespaces', 'observations', 'record_bytes', 'records', 'replay_digest', 'restore_mismatch', 'vectors_cached', 'vectors_embedded')
+    _FIELDS = ('consistent', 'copy', 'digest', 'last_seq', 'memories', 'namespaces', 'observations', 'record_bytes', 'records', 'replay_digest', 'restore_mismatch', 'vectors_cached', 'vectors_embedded')
 
     @property
     def consistent(self) -> bool:
@@ -204,6 +204,15 @@ class CheckReport(Record):
         same documents live and replayed.
         """
         return self._data["consistent"]  # type: ignore[no-any-return]
+
+    @property
+    def copy(self) -> Optional[str]:
+        """
+        When the store was written by `backup` or `restore`: what its completion record
+        (`COPY`) names and what was compared with it, as a sentence. `None` for a store
+        that no copy wrote.
+        """
+        return self._data.get("copy")
 
     @property
     def digest(self) -> str:
@@ -2016,7 +2025,7 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'reserve_bytes', 'rss_bytes', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
@@ -2085,6 +2094,15 @@ class Stats(Record):
         return self._data["last_seq"]  # type: ignore[no-any-return]
 
     @property
+    def log_cache_bytes(self) -> Optional[int]:
+        """
+        The log's page-cache budget in bytes (sled's `cache_capacity`,
+        `crate::EngineBuilder::cache_bytes`): with `index_bytes`, what the engine holds
+        in memory besides its fact table.
+        """
+        return self._data.get("log_cache_bytes")
+
+    @property
     def model_id(self) -> str:
         """Active embedder's model id."""
         return self._data["model_id"]  # type: ignore[no-any-return]
@@ -2130,6 +2148,30 @@ class Stats(Record):
         out; `ListOptions::include_quarantined` lists them.
         """
         return self._data.get("quarantined_memories")
+
+    @property
+    def read_only(self) -> Optional[str]:
+        """
+        Set when this engine takes no writes: it was opened on the disk reserve of a
+        full disk (see `crate::EngineBuilder::reserve_bytes`); says what to do.
+        """
+        return self._data.get("read_only")
+
+    @property
+    def reserve_bytes(self) -> Optional[int]:
+        """
+        Bytes of disk the store keeps in reserve (`DATA/RESERVE`) for opening on a full
+        disk; 0 when it keeps none.
+        """
+        return self._data.get("reserve_bytes")
+
+    @property
+    def rss_bytes(self) -> Optional[int]:
+        """
+        Resident memory of the process holding the store, in bytes (Linux
+        `/proc/self/status`, `VmRSS`; `None` elsewhere).
+        """
+        return self._data.get("rss_bytes")
 
     @property
     def superseded_memories(self) -> int:
