@@ -342,11 +342,11 @@ impl Engine {
                     Ok(plan) => {
                         let e = &plan.event;
                         let id: ObsIdentity = (
-                            e.session.clone(),
+                            crate::canonical_id(&e.session).into_owned(),
                             e.role,
                             e.text.clone(),
                             e.event_time.map(|t| t.timestamp_micros()),
-                            e.source.clone(),
+                            id_form(&e.source),
                         );
                         if !obs_seen.insert(id) {
                             sum.duplicates += 1;
@@ -367,8 +367,8 @@ impl Engine {
                 Ok((memory, prepared, sources)) => {
                     let id: MemIdentity = (
                         normalize_content(&prepared.text),
-                        memory.key.clone(),
-                        memory.session.clone(),
+                        id_form(&memory.key),
+                        id_form(&memory.session),
                         memory.event_time.map(|t| t.timestamp_micros()),
                     );
                     if !mem_seen.insert(id) {
@@ -395,11 +395,11 @@ impl Engine {
         if let Some(st) = state.ns(ns) {
             for o in st.observations.values() {
                 obs.insert((
-                    o.session.clone(),
+                    crate::canonical_id(&o.session).into_owned(),
                     o.role,
                     o.text.clone(),
                     o.event_time.map(|t| t.timestamp_micros()),
-                    o.source.clone(),
+                    id_form(&o.source),
                 ));
                 if let Some(s) = &o.source {
                     by_source.entry(s.clone()).or_default().push(SourceRef::Stored(o.id));
@@ -408,8 +408,8 @@ impl Engine {
             for m in st.memories.values() {
                 mems.insert((
                     normalize_content(&m.content),
-                    m.key.clone(),
-                    m.session.clone(),
+                    id_form(&m.key),
+                    id_form(&m.session),
                     m.event_time.map(|t| t.timestamp_micros()),
                 ));
             }
@@ -476,4 +476,11 @@ fn add_counts(total: &mut BTreeMap<String, usize>, add: &BTreeMap<String, usize>
     for (k, v) in add {
         *total.entry(k.clone()).or_default() += v;
     }
+}
+
+/// An identifier as import identities compare it: in its canonical form
+/// ([`crate::canonical_id`]), so a record whose session, source or key is
+/// written in another Unicode form is the same record.
+fn id_form(s: &Option<String>) -> Option<String> {
+    s.as_deref().map(|s| crate::canonical_id(s).into_owned())
 }
