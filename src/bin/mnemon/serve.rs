@@ -66,11 +66,11 @@ pub struct ServeArgs {
     max_body_bytes: usize,
     /// Most MCP sessions open at once; a new client beyond it closes the
     /// session idle longest.
-    #[arg(long, default_value_t = mnemon::mcp::DEFAULT_MAX_SESSIONS)]
+    #[arg(long, default_value_t = mnemon::mcp::DEFAULT_MAX_SESSIONS, allow_hyphen_values = true)]
     max_sessions: usize,
     /// Seconds after which an idle MCP session is closed (its client then
     /// initialises a new one).
-    #[arg(long, default_value_t = mnemon::mcp::DEFAULT_SESSION_IDLE_SECS)]
+    #[arg(long, default_value_t = mnemon::mcp::DEFAULT_SESSION_IDLE_SECS, allow_hyphen_values = true)]
     session_idle_secs: u64,
     /// Seconds a client has to send a request's headers, from the
     /// connection's opening or the end of its previous request (so also the
