@@ -310,8 +310,8 @@ mod daemon {
         let (child, url) = start(&data);
         let pid = child.id();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let start = Instant::now();
-        let until = start + Duration::from_secs(secs);
+        let began = Instant::now();
+        let until = began + Duration::from_secs(secs);
         let calls = Arc::new(AtomicU64::new(0));
         println!("daemon soak: {secs} s of mixed MCP HTTP load, {CLIENTS} clients");
         println!("{:>8} {:>10} {:>10} {:>12}", "seconds", "calls", "RSS MiB", "store MiB");
@@ -327,7 +327,7 @@ mod daemon {
                 let store = tree_mib(&data);
                 println!(
                     "{:>8} {:>10} {:>10.1} {:>12.1}",
-                    start.elapsed().as_secs(),
+                    began.elapsed().as_secs(),
                     calls.load(Ordering::Relaxed),
                     rss,
                     store
