@@ -637,3 +637,24 @@ mod props {
         }
     }
 }
+
+/// Import identities compare identifiers in their canonical form: the same
+/// observation and memory with their session, source and key written in
+/// another Unicode form (decomposed, full-width) are duplicates, not new
+/// records.
+#[test]
+fn a_second_import_in_another_unicode_form_writes_nothing() -> TestResult {
+    let d = tempfile::tempdir()?;
+    let e = Engine::open(d.path())?;
+    let u = ns("u1");
+    let nfc = "{\"type\":\"observation\",\"session\":\"Charl\u{e8}ne\",\"role\":\"user\",\"text\":\"My locker code is 2291\",\"source\":\"chat:\u{e9}1\"}\n\
+               {\"type\":\"memory\",\"content\":\"Drinks caf\u{e9} au lait\",\"key\":\"user.caf\u{e9}\",\"session\":\"Charl\u{e8}ne\"}\n";
+    let other = "{\"type\":\"observation\",\"session\":\"Charle\u{300}ne\",\"role\":\"user\",\"text\":\"My locker code is 2291\",\"source\":\"chat\u{ff1a}e\u{301}\u{ff11}\"}\n\
+                 {\"type\":\"memory\",\"content\":\"Drinks caf\u{e9} au lait\",\"key\":\"\u{ff55}ser.cafe\u{301}\",\"session\":\"Charle\u{300}ne\"}\n";
+    let first = e.import(&u, parse_jsonl(nfc), &ImportOptions::default())?;
+    assert_eq!((first.observations_written, first.memories_written), (1, 1), "{first:?}");
+    let again = e.import(&u, parse_jsonl(other), &ImportOptions::default())?;
+    assert_eq!((again.observations_written, again.memories_written, again.duplicates), (0, 0, 2), "{again:?}");
+    assert_eq!(e.observations(&u, None).len(), 1);
+    Ok(())
+}
