@@ -24,6 +24,9 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
+#[path = "../tests/common/serve.rs"]
+mod serve;
+
 const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
 const WORDS: &[&str] =
     &["heron", "kite", "lantern", "orchard", "violin", "glacier", "saffron", "harbour", "meadow", "tram"];
@@ -111,12 +114,7 @@ fn serve(data: &Path) -> (std::process::Child, String) {
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().expect("server exited before listening").unwrap();
-        if let Some(rest) = line.strip_prefix("mnemon: serving MCP on ") {
-            break rest.to_string();
-        }
-    };
+    let url = serve::announced(&mut lines, "mnemon: serving MCP on ");
     std::thread::spawn(move || for _ in lines {});
     (child, url)
 }

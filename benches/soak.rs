@@ -31,6 +31,8 @@ const READERS: usize = 2;
 
 #[path = "common/rss.rs"]
 mod rss;
+#[path = "../tests/common/serve.rs"]
+mod serve;
 use rss::rss_kib;
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -205,12 +207,7 @@ mod daemon {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines.next().expect("server exited before listening").unwrap();
-            if let Some(rest) = line.strip_prefix("mnemon: serving MCP on ") {
-                break rest.trim().to_string();
-            }
-        };
+        let url = super::serve::announced(&mut lines, "mnemon: serving MCP on ").trim().to_string();
         std::thread::spawn(move || for _ in lines {});
         (child, url)
     }

@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "common/serve.rs"]
+mod serve;
+
 const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
 const NS: &str = "user:lin-wei";
 const MARKUP: &str = "Lin's note: <script>alert('x')</script> and </div></td></table> <b>bold</b> & more";
@@ -54,12 +57,7 @@ impl Server {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("server exited before listening").unwrap();
-            if let Some(rest) = line.strip_prefix("mnemon: inspector on http://") {
-                break rest.trim_end_matches('/').to_string();
-            }
-        };
+        let addr = serve::announced(&mut lines, "mnemon: inspector on http://").trim_end_matches('/').to_string();
         std::thread::spawn(move || for _ in lines {});
         // Bound to every address: reach it on loopback.
         let addr = addr.replace("0.0.0.0", "127.0.0.1");

@@ -16,6 +16,9 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
+#[path = "common/serve.rs"]
+mod serve;
+
 const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
 /// Target for the whole tool list (issue of clients' context budgets).
 const MAX_TOOL_TOKENS: usize = 2_000;
@@ -267,12 +270,7 @@ impl Server {
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let addr = loop {
-            let line = lines.next().expect("server exited before listening").unwrap();
-            if let Some(rest) = line.strip_prefix("mnemon: serving MCP on http://") {
-                break rest.trim_end_matches("/mcp").to_string();
-            }
-        };
+        let addr = serve::announced(&mut lines, "mnemon: serving MCP on http://").trim_end_matches("/mcp").to_string();
         std::thread::spawn(move || for _ in lines {});
         Server { child, addr }
     }
@@ -545,12 +543,7 @@ fn http_out_of_file_descriptors_backs_off_and_recovers() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("server exited before listening").unwrap();
-        if let Some(rest) = line.strip_prefix("mnemon: serving MCP on http://") {
-            break rest.trim_end_matches("/mcp").to_string();
-        }
-    };
+    let addr = serve::announced(&mut lines, "mnemon: serving MCP on http://").trim_end_matches("/mcp").to_string();
     let errors = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
     let idle: Vec<_> = (0..80).map(|_| std::net::TcpStream::connect(&addr).unwrap()).collect();
     std::thread::sleep(Duration::from_millis(500));
