@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mnemon::eval::{encode_vector_record, parse_vector_records};
+use mnemon_eval::{encode_vector_record, parse_vector_records};
 
 fuzz_target!(|data: &[u8]| {
     let (records, len) = parse_vector_records(data);

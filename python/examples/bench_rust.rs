@@ -10,7 +10,7 @@
 //! one engine (hashing embedder), `FLUSH_MS` 0 for a flush per group of
 //! writes (the default durability) or the flush interval in milliseconds,
 //! `PREFILL` memories written before timing. `PATH`: `surface` builds each
-//! request from JSON text and runs it through `mnemon::api` (exactly what a
+//! request from JSON text and runs it through `mnemon_api` (exactly what a
 //! Python call does, without Python); `engine` calls `Engine::remember` /
 //! `Engine::recall` directly. `WARMUP` calls per thread of the same kind run
 //! untimed first. Prints one JSON object with `calls_per_s` (wall clock)
@@ -22,9 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cpu_time::ProcessTime;
-use mnemon::api::{self, Request};
 use mnemon::embed::HashingEmbedder;
 use mnemon::{DedupMode, Durability, Engine, Namespace, NewMemory, RecallOptions};
+use mnemon_api::{self as api, Request};
 
 /// The text of memory `i` (the same function as `memory_text` in bench.py).
 fn memory_text(i: usize) -> String {

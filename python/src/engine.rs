@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mnemon::api::{self, ApiError, ErrorCode, Limits, Request};
 use mnemon::embed::{self, EmbedderChoice};
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::Durability;
+use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

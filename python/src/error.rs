@@ -1,6 +1,6 @@
 //! Surface errors as a Python exception.
 
-use mnemon::api::{ApiError, ErrorCode};
+use mnemon_api::{ApiError, ErrorCode};
 use pyo3::exceptions::PyException;
 use pyo3::PyErr;
 

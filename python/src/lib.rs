@@ -1,11 +1,11 @@
 //! `mnemon._native`: the compiled half of the `mnemon` Python package.
 //!
 //! Python reaches the engine through one door, the command surface
-//! ([`mnemon::api`]) that the CLI and the MCP server also call: the
+//! ([`mnemon_api`]) that the CLI and the MCP server also call: the
 //! `mnemon` package turns each method call into an operation name and its
 //! arguments as JSON text, [`Engine::call`] decodes them into an
-//! [`mnemon::api::Request`] (every field checked, the field at fault named),
-//! runs it with [`mnemon::api::execute_with`] and returns the response as
+//! [`mnemon_api::Request`] (every field checked, the field at fault named),
+//! runs it with [`mnemon_api::execute_with`] and returns the response as
 //! JSON text — the same JSON as `mnemon … --json` and the MCP tools.
 //!
 //! The GIL is released for everything after the arguments are read:
@@ -15,7 +15,7 @@
 //! the engine's group commit.
 //!
 //! Errors are raised as `mnemon._native.SurfaceError(code, message, field)`
-//! with the surface's stable [`mnemon::api::ErrorCode`] name as `code`; the
+//! with the surface's stable [`mnemon_api::ErrorCode`] name as `code`; the
 //! Python package maps each code to its own exception class.
 
 #![forbid(unsafe_code)]
@@ -41,13 +41,13 @@ mod _native {
     /// Raises `SurfaceError` (code `internal`) if a schema cannot be encoded.
     #[pyfunction]
     fn schemas() -> PyResult<String> {
-        serde_json::to_string(&mnemon::api::schemas()).map_err(crate::error::internal)
+        serde_json::to_string(&mnemon_api::schemas()).map_err(crate::error::internal)
     }
 
     /// Names of every operation of the command surface, in its order.
     #[pyfunction]
     fn ops() -> Vec<&'static str> {
-        mnemon::api::OPS.to_vec()
+        mnemon_api::OPS.to_vec()
     }
 
     /// Checks a namespace name: 1–128 characters of `[A-Za-z0-9_.:@-]`.
@@ -67,7 +67,7 @@ mod _native {
 
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
-        m.add("DEFAULT_MAX_RESPONSE_TOKENS", mnemon::api::DEFAULT_MAX_RESPONSE_TOKENS)?;
+        m.add("DEFAULT_MAX_RESPONSE_TOKENS", mnemon_api::DEFAULT_MAX_RESPONSE_TOKENS)?;
         m.add("DEFAULT_MAX_CONTENT_BYTES", mnemon::DEFAULT_MAX_CONTENT_BYTES)?;
         Ok(())
     }

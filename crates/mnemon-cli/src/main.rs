@@ -1,0 +1,318 @@
+//! The `mnemon` command-line tool: every operation of the command surface
+//! (`mnemon_api`), plus the demo, the benchmark evaluation and the model
+//! installer.
+
+// Standard output goes through `out::write`, so a closed pipe ends the
+// output instead of panicking; these shadow the prelude's macros in every
+// module below.
+macro_rules! println {
+    () => {
+        $crate::out::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!($($arg)*), true)
+    };
+}
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::out::write(format_args!($($arg)*), false)
+    };
+}
+
+mod commands;
+mod demo;
+mod eval;
+mod fresh;
+mod lifecycle;
+mod out;
+mod output;
+#[cfg(unix)]
+mod serve;
+mod transfer;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// `--data` when neither the flag nor `MNEMON_DATA` is given.
+pub const DEFAULT_DATA: &str = "./mnemon-data";
+
+/// mnemon: long-term memory for LLM agents.
+#[derive(Parser, Debug)]
+#[command(name = "mnemon", version, about)]
+pub struct Cli {
+    /// Data directory of the store.
+    #[arg(long, global = true, env = "MNEMON_DATA", default_value = DEFAULT_DATA)]
+    pub data: PathBuf,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Embedder: auto (e5-small if installed, else MiniLM, else hashing; an
+    /// existing store keeps its model), hashing, minilm, e5-small.
+    #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
+    pub embedder: String,
+    /// Directory of installed models (default: $MNEMON_MODELS, else
+    /// $XDG_DATA_HOME/mnemon/models, else ~/.local/share/mnemon/models).
+    #[arg(long, global = true)]
+    pub models: Option<PathBuf>,
+    /// Regions whose national phone-number formats redaction reads, as
+    /// comma-separated ISO 3166-1 alpha-2 codes; an empty value reads only
+    /// numbers written with + or 00.
+    #[arg(
+        long,
+        global = true,
+        env = "MNEMON_PHONE_REGIONS",
+        value_delimiter = ',',
+        default_values = mnemon::safety::DEFAULT_PHONE_REGIONS
+    )]
+    pub phone_regions: Vec<String>,
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+impl Cli {
+    /// The `--phone-regions` codes, blanks dropped (validated when the
+    /// engine opens).
+    pub fn phone_region_codes(&self) -> impl Iterator<Item = &str> {
+        self.phone_regions.iter().map(|c| c.trim()).filter(|c| !c.is_empty())
+    }
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Run a scripted multi-session agent conversation (English and Chinese)
+    /// against a fresh store and show what mnemon remembers, recalls and forgets.
+    Demo(demo::DemoArgs),
+    /// Measure recall quality on a public benchmark (locomo, longmemeval,
+    /// madial) or the built-in cross-lingual set (crosslingual).
+    Eval(eval::EvalArgs),
+    /// Record an observation (a conversation turn or tool result).
+    Observe(commands::ObserveArgs),
+    /// Remember a memory; prints its id.
+    Remember(commands::RememberArgs),
+    /// Write a new version of a memory.
+    Supersede(commands::SupersedeArgs),
+    /// Show one memory.
+    Get(commands::GetArgs),
+    /// Show the version chain of a memory, oldest first.
+    History(commands::HistoryArgs),
+    /// List memories of a namespace.
+    List(commands::ListArgs),
+    /// Print a namespace's events as JSON lines (audit export).
+    Log(commands::LogArgs),
+    /// Read the store as it was at a past position or time.
+    AsOf(commands::AsOfArgs),
+    /// Recall memories for a query.
+    Recall(commands::RecallArgs),
+    /// Render a prompt block under a token budget: profile, recalled
+    /// memories, recent turns of the current session.
+    Context(commands::ContextArgs),
+    /// Forget memories or observations.
+    Forget(commands::ForgetArgs),
+    /// Erase forgotten content from disk: rewrite the store without it, then
+    /// scan every file for it and print the receipt (exit status 3 if any
+    /// trace was found).
+    Compact,
+    /// Search every file of the store for texts (exit status 3 if found).
+    VerifyErasure(commands::VerifyErasureArgs),
+    /// Store-wide statistics.
+    Stats,
+    /// List the namespaces with their figures (memories by status,
+    /// observations, forgotten counts).
+    Namespaces(commands::NamespacesArgs),
+    /// Count a namespace's events by kind in equal time buckets.
+    Timeline(commands::TimelineArgs),
+    /// List the stored receipts of the store's compactions, newest first
+    /// (counts and digests only).
+    Receipts(commands::NamespacesArgs),
+    /// Print a prompt asking an LLM to extract memories from a session.
+    ExtractPrompt(lifecycle::ExtractPromptArgs),
+    /// Apply an LLM's extraction JSON (new, updated and forgotten memories).
+    ApplyExtraction(lifecycle::ApplyExtractionArgs),
+    /// End a session: archive its short-term memories, promote the marked ones.
+    EndSession(lifecycle::EndSessionArgs),
+    /// Merge clusters of near-duplicate memories (`--dry-run`: list them).
+    Consolidate(lifecycle::ConsolidateArgs),
+    /// Run decay, session expiry, capacity and consolidation now.
+    Maintain(lifecycle::MaintainArgs),
+    /// Bulk-load observations and memories from JSON lines, or the chat
+    /// histories of LoCoMo or LongMemEval (exit status 2 if records were
+    /// refused).
+    Import(transfer::ImportArgs),
+    /// Copy the store, consistently, while it may be in use, into a new
+    /// directory (open it with --data DIR).
+    Backup(transfer::BackupArgs),
+    /// Write every event and vector of the store as JSON lines, for restore.
+    Export(transfer::ExportArgs),
+    /// Rebuild a store from an export into a new directory and compare its
+    /// digest with the export's (exit status 4 if they differ).
+    Restore(transfer::RestoreArgs),
+    /// Verify the store: every record's checksum and decoding, a gap-free
+    /// log, and projections equal to a fresh replay (exit status 4 if not).
+    Check,
+    /// Serve the memory tools over MCP on standard input and output (for
+    /// MCP clients that start the server themselves).
+    #[cfg(unix)]
+    Mcp(serve::McpArgs),
+    /// Serve the memory tools over MCP streamable HTTP at /mcp, and a
+    /// read-only HTML inspector of the store at /.
+    #[cfg(unix)]
+    Serve(serve::ServeArgs),
+    /// Print the JSON Schema of each operation of the command surface
+    /// (the requests and responses behind `--json`, the MCP tools and the
+    /// language bindings).
+    Schema(commands::SchemaArgs),
+    /// Install or inspect embedding models.
+    Model {
+        #[command(subcommand)]
+        cmd: commands::ModelCmd,
+    },
+}
+
+fn main() -> ExitCode {
+    // An empty `MNEMON_DATA` or `MNEMON_EMBEDDER` (`MNEMON_DATA=` in a
+    // shell or a unit file) means "not set": clap would read it as a
+    // missing value and refuse every command, even one that names the flag
+    // itself. Only these two: an empty `MNEMON_TOKEN` must still stop a
+    // server, an empty `MNEMON_CLUSTER` a daemon, and an empty
+    // `MNEMON_PHONE_REGIONS` means "no national numbers". No other thread
+    // runs yet.
+    for k in ["MNEMON_DATA", "MNEMON_EMBEDDER"] {
+        if std::env::var_os(k).is_some_and(|v| v.is_empty()) {
+            std::env::remove_var(k);
+        }
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return argument_error(e),
+    };
+    match commands::dispatch(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if cli.json {
+                eprintln!("{}", serde_json::json!({ "error": e }));
+            } else {
+                eprintln!("error: {}", text_of(&e));
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A command line clap refuses. With `--json` anywhere before a `--`, the
+/// error is the same JSON object every other error prints on stderr
+/// (`{"error":{"code":"invalid_input","field":…,"message":…}}`, `field` the
+/// long name of the argument without dashes, or `command` for an unknown
+/// subcommand), and the exit code is clap's (2), so a script that asked for
+/// JSON never has to parse clap's text. Help and version requests, and
+/// every error without `--json`, print as clap prints them.
+fn argument_error(e: clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let asked_json = flag_given("--json");
+    let plain = number_error(&e);
+    if let (Some(msg), false) = (&plain, asked_json) {
+        eprintln!("error: {msg}\n\nFor more information, try '--help'.");
+        return ExitCode::from(2);
+    }
+    if !asked_json || matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) || !e.use_stderr() {
+        e.exit();
+    }
+    let field = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg_name(arg),
+        Some(ContextValue::Strings(args)) => args.first().map(|a| arg_name(a)).unwrap_or_else(|| "command".into()),
+        _ => "command".into(),
+    };
+    // clap's message is its first paragraph (a missing argument lists the
+    // arguments on the lines below); usage and hints follow a blank line.
+    let rendered = e.render().to_string();
+    let head: Vec<&str> = rendered.lines().map(str::trim).take_while(|l| !l.is_empty()).collect();
+    let joined = head.join(" ");
+    let message = match e.kind() {
+        // clap renders the whole help here; its first paragraph is the
+        // command's description, not what went wrong.
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            "a subcommand is required; `--help` lists them".to_string()
+        }
+        _ => plain.unwrap_or_else(|| joined.strip_prefix("error: ").unwrap_or(&joined).to_string()),
+    };
+    let err = mnemon_api::ApiError { code: mnemon_api::ErrorCode::InvalidInput, message, field: Some(field) };
+    eprintln!("{}", serde_json::json!({ "error": err }));
+    ExitCode::from(2)
+}
+
+/// A numeric argument's value that does not parse, in plain words:
+/// `invalid value 'abc' for '--k <K>': expected a whole number (0 or
+/// more)` instead of Rust's "invalid digit found in string", and "out of
+/// range" instead of "number too large to fit in target type". Every
+/// integer argument of this CLI is unsigned, so a negative one is named as
+/// such. `None` for any other error, which clap words itself.
+fn number_error(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use std::num::{IntErrorKind, ParseFloatError, ParseIntError};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let source = std::error::Error::source(e)?;
+    let why = if let Some(int) = source.downcast_ref::<ParseIntError>() {
+        match int.kind() {
+            IntErrorKind::Empty => "empty, expected a whole number (0 or more)",
+            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
+                "out of range, expected a whole number (0 or more)"
+            }
+            _ => "expected a whole number (0 or more)",
+        }
+    } else if source.downcast_ref::<ParseFloatError>().is_some() {
+        "expected a number"
+    } else {
+        return None;
+    };
+    let text = |k| match e.get(k) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let (arg, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
+    Some(format!("invalid value '{value}' for '{arg}': {why}"))
+}
+
+/// Whether `flag` (`--json`, `--phone-regions`) is on the command line
+/// before any `--`, alone or as `flag=value`. Arguments that are not UTF-8
+/// are passed over, never a panic.
+pub fn flag_given(flag: &str) -> bool {
+    let eq = format!("{flag}=");
+    std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a.to_str().is_some_and(|a| a == flag || a.starts_with(&eq)))
+}
+
+/// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`; a group of
+/// alternatives (`<--id <ID>|--session <SESSION>|…>`, one of which is
+/// required) → `command`.
+fn arg_name(arg: &str) -> String {
+    // A group of alternatives, or a stray word (text given where no
+    // argument takes it): no one field is at fault.
+    if arg.contains('|') || !arg.starts_with(['-', '<']) {
+        return "command".into();
+    }
+    let head = arg.split([' ', '=']).next().unwrap_or(arg);
+    head.trim_start_matches('<')
+        .trim_start_matches('-')
+        .trim_matches(['<', '>', '.'])
+        .to_ascii_lowercase()
+        .replace('-', "_")
+}
+
+/// An error as the text output shows it: an invalid argument always names
+/// its field (`invalid input: budget_tokens: 0: must be in 1..=12400`), as
+/// the JSON output does in `field`.
+fn text_of(e: &mnemon_api::ApiError) -> String {
+    match (&e.field, e.code) {
+        (Some(f), mnemon_api::ErrorCode::InvalidInput) if !e.message.starts_with("invalid input") => {
+            let m = e.message.strip_prefix(f.as_str()).and_then(|m| m.strip_prefix(": ")).unwrap_or(&e.message);
+            format!("invalid input: {f}: {m}")
+        }
+        _ => e.message.clone(),
+    }
+}

@@ -1,0 +1,197 @@
+//! `mnemon mcp` and `mnemon serve`: the MCP server over stdio or HTTP.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use mnemon::Namespace;
+use mnemon_api::{ApiError, Limits, NamespacePolicy, DEFAULT_MAX_RESPONSE_TOKENS};
+use mnemon_server::{
+    self as mcp, Backend, HttpOptions, MemoryServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+};
+
+use crate::commands::opener;
+use crate::Cli;
+
+/// Which namespaces a server serves, and how large its responses may be.
+#[derive(Args, Debug)]
+pub struct PolicyArgs {
+    /// Serve this namespace only: calls may omit it, naming another is an error.
+    #[arg(long, conflicts_with = "allow_ns")]
+    ns: Option<String>,
+    /// Serve only these namespaces (comma-separated; `prefix*` allows every
+    /// namespace with that prefix). Default: any namespace a call names.
+    #[arg(long)]
+    allow_ns: Option<String>,
+    /// Most estimated tokens in one response (lists are paged below it).
+    #[arg(long, default_value_t = DEFAULT_MAX_RESPONSE_TOKENS, allow_hyphen_values = true)]
+    max_response_tokens: usize,
+}
+
+impl PolicyArgs {
+    fn policy(&self) -> Result<NamespacePolicy, ApiError> {
+        Ok(match (&self.ns, &self.allow_ns) {
+            (Some(ns), _) => NamespacePolicy::Only(Namespace::new(ns.as_str())?),
+            (None, Some(list)) => NamespacePolicy::allow_list(list)?,
+            (None, None) => NamespacePolicy::Any,
+        })
+    }
+
+    fn limits(&self) -> Result<Limits, ApiError> {
+        if self.max_response_tokens < 1000 {
+            return Err(ApiError::invalid("max_response_tokens", "must be at least 1000"));
+        }
+        Ok(Limits { max_response_tokens: self.max_response_tokens })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but loopback requires a token.
+    #[arg(long, default_value = "127.0.0.1:7437")]
+    listen: SocketAddr,
+    /// Bearer token every request must carry (`Authorization: Bearer TOKEN`).
+    #[arg(long, env = "MNEMON_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Largest request body in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES, allow_hyphen_values = true)]
+    max_body_bytes: usize,
+    /// Most MCP sessions open at once; a new client beyond it closes the
+    /// session idle longest.
+    #[arg(long, default_value_t = mnemon_server::DEFAULT_MAX_SESSIONS, allow_hyphen_values = true)]
+    max_sessions: usize,
+    /// Seconds after which an idle MCP session is closed (its client then
+    /// initialises a new one).
+    #[arg(long, default_value_t = mnemon_server::DEFAULT_SESSION_IDLE_SECS, allow_hyphen_values = true)]
+    session_idle_secs: u64,
+    /// Seconds a client has to send a request's headers, from the
+    /// connection's opening or the end of its previous request (so also the
+    /// longest a kept-alive connection may sit idle); then it is closed.
+    #[arg(long, default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), allow_hyphen_values = true)]
+    header_timeout_secs: u64,
+    /// Seconds a client has to send a request's body once its headers are in (then: 408).
+    #[arg(long, default_value_t = DEFAULT_BODY_TIMEOUT.as_secs(), allow_hyphen_values = true)]
+    body_timeout_secs: u64,
+    /// Most connections open at once; more are answered 503 (Retry-After) and closed.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, allow_hyphen_values = true)]
+    max_connections: usize,
+    /// Browser origins allowed to call /mcp besides loopback ones
+    /// (comma-separated `scheme://host[:port]`); others get 403.
+    #[arg(long, value_delimiter = ',')]
+    allow_origin: Vec<String>,
+    #[command(flatten)]
+    policy: PolicyArgs,
+    #[cfg(feature = "cluster")]
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// Cluster mode: namespace-sharded daemons over NATS JetStream.
+#[cfg(feature = "cluster")]
+#[derive(Args, Debug)]
+pub struct ClusterArgs {
+    /// Join a cluster through these NATS servers (comma-separated
+    /// `nats://host:port`, JetStream enabled). Each namespace the daemon
+    /// serves gets its own store under DATA/ns/.
+    #[arg(long, value_delimiter = ',', env = "MNEMON_CLUSTER")]
+    cluster: Vec<String>,
+    /// This daemon's id, unique in the cluster (1-64 of [A-Za-z0-9_-]).
+    #[arg(long, env = "MNEMON_DAEMON_ID", requires = "cluster")]
+    daemon_id: Option<String>,
+    /// Prefix of the cluster's NATS streams, buckets and subjects (1-32 of [a-z0-9]).
+    #[arg(long, default_value = "mnemon", requires = "cluster")]
+    cluster_prefix: String,
+    /// Writer lease TTL in seconds (an owner that dies is replaced after about this long).
+    #[arg(long, default_value_t = 10, requires = "cluster", allow_hyphen_values = true)]
+    lease_ttl_secs: u64,
+    /// JetStream replicas of every stream and bucket (at most the NATS cluster's size).
+    #[arg(long, default_value_t = 3, requires = "cluster", allow_hyphen_values = true)]
+    replicas: usize,
+}
+
+#[cfg(feature = "cluster")]
+fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend, ApiError> {
+    let id = c.daemon_id.clone().ok_or_else(|| ApiError::invalid("daemon_id", "--cluster needs --daemon-id"))?;
+    let embedder = crate::commands::load_embedder(cli)?;
+    let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    let opener: mnemon_cluster::Opener = Arc::new(move |dir: &std::path::Path| {
+        mnemon::Engine::builder(dir)
+            .embedder(embedder.clone())
+            .phone_regions(regions.iter().map(String::as_str))
+            .cache_bytes(16 << 20)
+    });
+    let node = mnemon_cluster::ClusterNode::builder(&cli.data, id, &c.cluster)
+        .prefix(c.cluster_prefix.as_str())
+        .lease_ttl(std::time::Duration::from_secs(c.lease_ttl_secs))
+        .replicas(c.replicas)
+        .engine(opener)
+        .start()?;
+    eprintln!("mnemon: daemon {} joined the cluster at {}", node.daemon_id(), c.cluster.join(","));
+    Ok(Backend::cluster(node, limits))
+}
+
+fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), ApiError> {
+    let policy = p.policy()?;
+    let limits = p.limits()?;
+    let backend = Arc::new(Backend::open(&cli.data, limits, opener(cli))?);
+    if let Err(e) = crate::commands::forwarded_settings(cli, &backend) {
+        let _ = backend.close();
+        return Err(e);
+    }
+    match backend.store_holder() {
+        _ if backend.holds_store() => {}
+        Some((pid, false)) => eprintln!(
+            "mnemon: the store is held by process {pid}, which serves no socket: calls are refused as locked \
+             until it closes the store, then this server takes the store over"
+        ),
+        _ => eprintln!("mnemon: the store is held by another process; serving through its socket"),
+    }
+    Ok((backend.clone(), MemoryServer::new(backend, policy)))
+}
+
+/// `mnemon mcp`: MCP on stdio until stdin closes or a signal arrives.
+pub fn mcp(cli: &Cli, a: &McpArgs) -> Result<ExitCode, ApiError> {
+    let (backend, server) = server(cli, &a.policy)?;
+    let served = mcp::run_stdio(server);
+    let closed = backend.close();
+    served?;
+    closed?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `mnemon serve`: MCP over HTTP at /mcp until SIGINT/SIGTERM.
+pub fn serve(cli: &Cli, a: &ServeArgs) -> Result<ExitCode, ApiError> {
+    let opts = HttpOptions {
+        listen: a.listen,
+        token: a.token.clone(),
+        max_body_bytes: a.max_body_bytes,
+        max_sessions: a.max_sessions,
+        session_idle: std::time::Duration::from_secs(a.session_idle_secs),
+        header_timeout: std::time::Duration::from_secs(a.header_timeout_secs),
+        body_timeout: std::time::Duration::from_secs(a.body_timeout_secs),
+        max_connections: a.max_connections,
+        allowed_origins: a.allow_origin.clone(),
+    };
+    #[cfg(feature = "cluster")]
+    let (backend, server) = if a.cluster.cluster.is_empty() {
+        server(cli, &a.policy)?
+    } else {
+        let backend = Arc::new(cluster_backend(cli, &a.cluster, a.policy.limits()?)?);
+        (backend.clone(), MemoryServer::new(backend, a.policy.policy()?))
+    };
+    #[cfg(not(feature = "cluster"))]
+    let (backend, server) = server(cli, &a.policy)?;
+    let served = mcp::run_http(server, opts);
+    let closed = backend.close();
+    served?;
+    closed?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,204 @@
+//! Catch-up: bring a namespace's local copy (an engine data directory) to
+//! the log of record before an engine opens it. Whole groups of the stream
+//! after the copy's position are appended byte for byte, with their
+//! vectors; the parts of a group that a takeover marker cut short are void
+//! (that group was never acknowledged). A copy that follows an older
+//! generation of the stream (one compacted since) is deleted and rebuilt,
+//! so erased content never survives in it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::conn::Conn;
+use crate::replica::{Position, META_NAMESPACE, META_POSITION};
+use crate::stream::NsLog;
+use crate::wire::{self, GroupPart, LogMessage};
+use mnemon::replication::DataDir;
+use mnemon::{decode_record, EventBody};
+use mnemon::{Error, Result};
+use mnemon::{LogStore, SledStore};
+use mnemon::{MemoryId, Namespace, Seq};
+
+/// Records per local append while catching up.
+const BATCH: usize = 4096;
+/// sled page cache while catching up (bytes).
+const CACHE_BYTES: u64 = 16 << 20;
+
+/// What a catch-up did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CatchUp {
+    /// Stream messages read.
+    pub messages: u64,
+    /// Event records appended to the local copy.
+    pub records: u64,
+    /// True when the local copy followed an older generation (or another
+    /// namespace) and was deleted and rebuilt from the stream.
+    pub rebuilt: bool,
+    /// The local copy's last `Seq` afterwards.
+    pub last_seq: Seq,
+    /// Milliseconds the catch-up took.
+    pub millis: u64,
+}
+
+/// Brings the copy at `dir` up to message `up_to` of `log`.
+///
+/// # Errors
+/// [`Error::Corrupted`] when the copy disagrees with the log (a record
+/// differs, or the copy holds events the log does not);
+/// [`Error::Unavailable`] when the stream cannot be read; local I/O errors;
+/// [`Error::Locked`] when an engine has the copy open.
+pub(crate) fn catch_up(conn: &Conn, log: &NsLog, dir: &Path, ns: &Namespace, up_to: u64) -> Result<CatchUp> {
+    let started = Instant::now();
+    let mut report = CatchUp::default();
+    let (data_dir, store) = open_copy(dir, ns, log, &mut report)?;
+    let local_last = store.last_seq()?.unwrap_or(0);
+    let from = match store.meta_get(META_POSITION)?.and_then(|b| Position::decode(&b)) {
+        Some(p) if p.stream == log.name && p.event_seq == local_last && p.stream_seq <= up_to => p.stream_seq + 1,
+        _ => 1,
+    };
+    let mut apply = Apply { store: &store, local_last, next: local_last + 1, batch: Vec::new(), seen_last: 0 };
+    let mut pending: Vec<GroupPart> = Vec::new();
+    conn.block_on(log.read(from, up_to, conn.timeout * 4, |seq, payload| {
+        report.messages += 1;
+        match wire::decode(seq, payload)? {
+            LogMessage::Takeover { .. } => pending.clear(),
+            LogMessage::Group(p) => {
+                if p.part == 0 {
+                    pending.clear();
+                } else if pending.last().is_none_or(|q| q.group_first != p.group_first || q.part + 1 != p.part) {
+                    // A later part without its predecessors: the group
+                    // started before `from` or was cut short; void.
+                    pending.clear();
+                    return Ok(());
+                }
+                let complete = p.part + 1 == p.parts;
+                pending.push(p);
+                if complete {
+                    for part in pending.drain(..) {
+                        apply.part(part)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }))?;
+    apply.flush()?;
+    let copy_last = apply.next - 1;
+    if from == 1 && local_last > apply.seen_last {
+        return Err(Error::Corrupted {
+            seq: apply.seen_last + 1,
+            reason: format!(
+                "the local copy of {ns} holds events up to {local_last}; the log {} only to {}",
+                log.name, apply.seen_last
+            ),
+        });
+    }
+    report.records = copy_last - local_last;
+    report.last_seq = copy_last;
+    let pos = Position { stream: log.name.clone(), stream_seq: up_to, event_seq: copy_last };
+    store.meta_put(META_POSITION, &pos.encode())?;
+    store.flush()?;
+    drop(store);
+    drop(data_dir);
+    report.millis = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(report)
+}
+
+/// Opens the copy, deleting it first when it belongs to another namespace
+/// or an older generation of the stream.
+fn open_copy(dir: &Path, ns: &Namespace, log: &NsLog, report: &mut CatchUp) -> Result<(DataDir, SledStore)> {
+    let data_dir = DataDir::open(dir)?;
+    let store = SledStore::open(&data_dir.current_path(), CACHE_BYTES)?;
+    let owner = store.meta_get(META_NAMESPACE)?;
+    let stream = store.meta_get(META_POSITION)?.and_then(|b| Position::decode(&b)).map(|p| p.stream);
+    let empty = store.is_empty();
+    let current = owner.as_deref() == Some(ns.as_str().as_bytes()) && stream.as_deref() == Some(log.name.as_str());
+    if current || (empty && owner.is_none()) {
+        if owner.is_none() {
+            store.meta_put(META_NAMESPACE, ns.as_str().as_bytes())?;
+        }
+        return Ok((data_dir, store));
+    }
+    drop(store);
+    drop(data_dir);
+    std::fs::remove_dir_all(dir)?;
+    report.rebuilt = true;
+    let data_dir = DataDir::open(dir)?;
+    let store = SledStore::open(&data_dir.current_path(), CACHE_BYTES)?;
+    store.meta_put(META_NAMESPACE, ns.as_str().as_bytes())?;
+    Ok((data_dir, store))
+}
+
+struct Apply<'a> {
+    store: &'a SledStore,
+    local_last: Seq,
+    next: Seq,
+    batch: Vec<(Seq, Vec<u8>)>,
+    /// Highest `Seq` the stream showed.
+    seen_last: Seq,
+}
+
+impl Apply<'_> {
+    fn part(&mut self, p: GroupPart) -> Result<()> {
+        let mut new_vectors: Vec<(MemoryId, u64, Vec<f32>)> = Vec::new();
+        for (i, bytes) in p.records.into_iter().enumerate() {
+            let seq = p.first + u64::try_from(i).map_err(|_| Error::invalid("group", "too long"))?;
+            self.seen_last = self.seen_last.max(seq);
+            if seq <= self.local_last {
+                self.compare(seq, &bytes)?;
+            } else if seq == self.next {
+                decode_record(seq, &bytes)?;
+                self.batch.push((seq, bytes));
+                self.next += 1;
+            } else {
+                return Err(Error::Corrupted {
+                    seq: self.next,
+                    reason: format!("the log jumps from seq {} to {seq}", self.next - 1),
+                });
+            }
+        }
+        for v in p.vectors {
+            if v.id > self.local_last && v.id < self.next {
+                new_vectors.push((MemoryId(v.id), v.content_hash, v.vector));
+            }
+        }
+        if !new_vectors.is_empty() {
+            let entries: Vec<(MemoryId, u64, &[f32])> =
+                new_vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
+            self.store.put_vectors(&p.model, &entries)?;
+        }
+        if self.batch.len() >= BATCH {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// A record the copy already has must be the log's, or its tombstone
+    /// (the copy was compacted before the log was rewritten).
+    fn compare(&self, seq: Seq, bytes: &[u8]) -> Result<()> {
+        let local = self.store.scan(seq, seq).next().transpose()?.map(|(_, b)| b);
+        let Some(local) = local else {
+            return Err(Error::Corrupted { seq, reason: "the local copy lacks a record below its last".into() });
+        };
+        if local == bytes {
+            return Ok(());
+        }
+        let (mine, theirs) = (decode_record(seq, &local)?, decode_record(seq, bytes)?);
+        let erased = matches!(mine.body, EventBody::Tombstone(_))
+            && matches!(theirs.body, EventBody::Observed(_) | EventBody::Extracted(_))
+            && mine.time == theirs.time
+            && mine.ns == theirs.ns;
+        if erased {
+            return Ok(());
+        }
+        Err(Error::Corrupted { seq, reason: "the local copy differs from the log of record".into() })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.batch.is_empty() {
+            self.store.append(&self.batch)?;
+            self.batch.clear();
+        }
+        Ok(())
+    }
+}

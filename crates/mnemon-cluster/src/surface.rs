@@ -1,0 +1,66 @@
+//! The command surface ([`mnemon_api`]) on a cluster: the [`Handler`] that
+//! `mnemon serve --cluster` installs. A call's body is one surface request
+//! (`{"op": …, …}`, JSON) and runs on the namespace's engine at its owner;
+//! `compact` there is the cluster compaction ([`ClusterNode::compact`]),
+//! whose receipt covers the stream and every daemon. The reply is JSON:
+//! `{"ok": RESPONSE}` or `{"error": ApiError}`.
+//!
+//! [`ClusterNode::compact`]: crate::ClusterNode::compact
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::node::{Handler, Served};
+use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
+
+/// The handler running surface requests within `limits` (response size).
+pub fn surface_handler(limits: Limits) -> Handler {
+    Arc::new(move |s: &Served<'_>, body: &[u8]| {
+        let out = match run(s, body, &limits) {
+            Ok(v) => json!({ "ok": v }),
+            Err(e) => json!({ "error": e }),
+        };
+        serde_json::to_vec(&out).unwrap_or_default()
+    })
+}
+
+fn run(s: &Served<'_>, body: &[u8], limits: &Limits) -> Result<Value, ApiError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| ApiError::invalid("request", format!("not JSON: {e}")))?;
+    let req = Request::from_value(v)?;
+    if let Some(ns) = req.namespace() {
+        if ns != s.namespace() {
+            return Err(ApiError::invalid(
+                "namespace",
+                format!("the call is routed to namespace {} but names {ns}", s.namespace()),
+            ));
+        }
+    }
+    match req {
+        Request::Compact(_) => serde_json::to_value(s.compact()?)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("encoding a receipt: {e}"))),
+        req => api::execute_with(s.engine(), req, limits).map(|r| r.to_value()),
+    }
+}
+
+/// The body of a call running `req` through [`surface_handler`].
+pub fn surface_body(req: &Request) -> Vec<u8> {
+    serde_json::to_vec(&req.to_value()).unwrap_or_default()
+}
+
+/// Decodes a reply of [`surface_handler`]: the response JSON or the error.
+///
+/// # Errors
+/// The surface's error; [`ErrorCode::Internal`] for bytes that are not a
+/// reply.
+pub fn surface_reply(bytes: &[u8]) -> Result<Value, ApiError> {
+    let bad = |why: String| ApiError::new(ErrorCode::Internal, format!("unreadable reply from the owner: {why}"));
+    let mut v: Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+    if let Some(ok) = v.get_mut("ok") {
+        return Ok(ok.take());
+    }
+    match v.get_mut("error") {
+        Some(e) => Err(serde_json::from_value(e.take()).map_err(|e| bad(e.to_string()))?),
+        None => Err(bad("neither ok nor error".into())),
+    }
+}

@@ -1,0 +1,565 @@
+//! The inspector's pages: each reads through the command surface and
+//! renders a template.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::{plot, Inspector, Page};
+use mnemon::recall::RecallMode;
+use mnemon::Memory;
+use mnemon::{AsOf, NamespaceSummary};
+use mnemon::{Event, EventBody, ForgetTarget};
+use mnemon::{MemoryId, Namespace, Seq, Status, Tier};
+use mnemon_api::{
+    ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, RecallFilters, RecallRequest,
+    ReceiptsRequest, Request, Response, StatsRequest, TimelineRequest,
+};
+
+/// Memories on one page of a namespace listing, by default.
+const DEFAULT_PAGE: usize = 50;
+/// Most memories one listing page looks at while filtering by status or
+/// text (the rest is a "continue" link), so a page answers promptly.
+const MAX_SCANNED: usize = 20_000;
+/// Hits of the recall playground, by default (the surface's default top-k).
+const DEFAULT_TOP_K: usize = 10;
+/// Erasure requests on one page of the erasure view.
+const ERASURES_PAGE: usize = 100;
+/// Compaction receipts on one page of the erasure view.
+const RECEIPTS_PAGE: usize = 20;
+
+/// The query string, decoded: the first value of each name; empty values
+/// count as absent.
+pub(super) struct Query(BTreeMap<String, String>);
+
+impl Query {
+    pub(super) fn parse(q: Option<&str>) -> Query {
+        let mut m = BTreeMap::new();
+        for (k, v) in form_urlencoded::parse(q.unwrap_or("").as_bytes()) {
+            let v = v.trim();
+            if !v.is_empty() {
+                m.entry(k.into_owned()).or_insert_with(|| v.to_string());
+            }
+        }
+        Query(m)
+    }
+
+    fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+
+    fn number(&self, k: &str) -> Result<Option<usize>, ApiError> {
+        self.get(k)
+            .map(|v| v.parse::<usize>().map_err(|_| ApiError::invalid(k, format!("{v:?} is not a whole number"))))
+            .transpose()
+    }
+
+    /// The as-of point of `as_of` (`seq`, `time`, `valid_time`) and `at`.
+    fn as_of(&self) -> Result<Option<AsOf>, ApiError> {
+        let Some(at) = self.get("at") else { return Ok(None) };
+        let time = |s: &str| {
+            parse_time(s).ok_or_else(|| ApiError::invalid("at", format!("{s:?}: expected a date or RFC 3339 time")))
+        };
+        Ok(Some(match self.get("as_of").unwrap_or("seq") {
+            "seq" => {
+                AsOf::Seq(at.parse().map_err(|_| ApiError::invalid("at", format!("{at:?} is not a log position")))?)
+            }
+            "time" => AsOf::Time(time(at)?),
+            "valid_time" => AsOf::ValidTime(time(at)?),
+            other => return Err(ApiError::invalid("as_of", format!("{other:?}: expected seq, time or valid_time"))),
+        }))
+    }
+
+    /// The query as a map for the templates (to refill the forms).
+    fn values(&self) -> Value {
+        json!(self.0)
+    }
+}
+
+/// An RFC 3339 time, a `YYYY-MM-DDTHH:MM` (as a datetime-local input
+/// sends it, read as UTC) or a date (midnight UTC).
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for f in ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"] {
+        if let Ok(t) = chrono::NaiveDateTime::parse_from_str(s, f) {
+            return Some(t.and_utc());
+        }
+    }
+    chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().and_then(|d| d.and_hms_opt(0, 0, 0)).map(|t| t.and_utc())
+}
+
+/// Query-string encoding of `pairs` (for links).
+fn query_string(pairs: &[(&str, String)]) -> String {
+    let mut s = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        s.append_pair(k, v);
+    }
+    s.finish()
+}
+
+/// The as-of parameters of a link, as given.
+fn as_of_pairs(q: &Query) -> Vec<(&'static str, String)> {
+    match q.get("at") {
+        Some(at) => vec![("as_of", q.get("as_of").unwrap_or("seq").to_string()), ("at", at.to_string())],
+        None => Vec::new(),
+    }
+}
+
+fn describe_as_of(a: Option<AsOf>) -> Option<String> {
+    a.map(|a| match a {
+        AsOf::Seq(s) => format!("as the store knew it after log position {s} (recorded time)"),
+        AsOf::Time(t) => format!("as the store knew it at {} (recorded time)", t.to_rfc3339()),
+        AsOf::ValidTime(t) => format!("what was true at {} (valid time), as the store knows it now", t.to_rfc3339()),
+    })
+}
+
+fn unexpected(op: &str) -> ApiError {
+    ApiError::new(ErrorCode::Internal, format!("{op} answered with another response"))
+}
+
+fn not_found(path: &str) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, format!("no page at {path}"))
+}
+
+/// Dispatches `path` to its page.
+pub(super) fn route(ins: &Inspector, path: &str, q: &Query) -> Result<Page, ApiError> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match parts.as_slice() {
+        [""] => index(ins),
+        ["ns", ns] | ["ns", ns, ""] => namespace(ins, &namespace_of(ins, ns)?, q),
+        ["ns", ns, "memory", id] => {
+            let id = id.parse::<u64>().map_err(|_| ApiError::invalid("id", format!("{id:?} is not a memory id")))?;
+            chain(ins, &namespace_of(ins, ns)?, MemoryId(id), q)
+        }
+        ["ns", ns, "timeline"] => timeline(ins, &namespace_of(ins, ns)?, q),
+        ["ns", ns, "recall"] => recall(ins, &namespace_of(ins, ns)?, q),
+        ["ns", ns, "erasure"] => erasure(ins, &namespace_of(ins, ns)?, q),
+        _ => Err(not_found(path)),
+    }
+}
+
+/// The namespace of a path segment, checked against the policy.
+fn namespace_of(ins: &Inspector, segment: &str) -> Result<Namespace, ApiError> {
+    let decoded = percent_decode(segment);
+    let ns = Namespace::new(decoded.as_str()).map_err(|e| ApiError::invalid("namespace", e.to_string()))?;
+    ins.policy.check(Some(&ns))?;
+    Ok(ns)
+}
+
+fn percent_decode(s: &str) -> String {
+    // form_urlencoded decodes %XX (and '+', which no namespace holds).
+    form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+}
+
+/// The namespaces the policy allows, with their figures (every page).
+fn summaries(ins: &Inspector) -> Result<Vec<NamespaceSummary>, ApiError> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    loop {
+        let Response::Namespaces(page) =
+            ins.call(Request::Namespaces(NamespacesRequest { cursor: cursor.take(), limit: Some(1000) }))?
+        else {
+            return Err(unexpected("namespaces"));
+        };
+        out.extend(page.namespaces.into_iter().filter(|s| ins.policy.check(Some(&s.namespace)).is_ok()));
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return Ok(out),
+        }
+    }
+}
+
+fn summary(ins: &Inspector, ns: &Namespace) -> Result<Option<NamespaceSummary>, ApiError> {
+    Ok(summaries(ins)?.into_iter().find(|s| &s.namespace == ns))
+}
+
+fn stats(ins: &Inspector) -> Result<Option<Value>, ApiError> {
+    if !ins.policy.is_unrestricted() {
+        return Ok(None);
+    }
+    match ins.call(Request::Stats(StatsRequest {}))? {
+        Response::Stats(s) => Ok(Some(json!(s))),
+        _ => Err(unexpected("stats")),
+    }
+}
+
+/// A page of the store's compaction receipts (store-wide, so absent under
+/// a restricted policy) and the query string of the next page.
+fn receipts(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Option<Value>, ApiError> {
+    if !ins.policy.is_unrestricted() {
+        return Ok(None);
+    }
+    let req = ReceiptsRequest { cursor: q.get("receipts_cursor").map(str::to_string), limit: Some(RECEIPTS_PAGE) };
+    let Response::Receipts(page) = ins.call(Request::Receipts(req))? else {
+        return Err(unexpected("receipts"));
+    };
+    let next = page.next_cursor.map(|c| {
+        let mut pairs = vec![("receipts_cursor", c)];
+        if let Some(cursor) = q.get("cursor") {
+            pairs.push(("cursor", cursor.to_string()));
+        }
+        format!("/ns/{}/erasure?{}", ns.as_str(), query_string(&pairs))
+    });
+    Ok(Some(json!({ "list": page.receipts, "next": next })))
+}
+
+fn index(ins: &Inspector) -> Result<Page, ApiError> {
+    let namespaces = summaries(ins)?;
+    let ctx = json!({ "title": "Namespaces", "namespaces": namespaces, "stats": stats(ins)? });
+    Ok(ins.render(200, "index.html", ctx))
+}
+
+/// A memory as the templates show it.
+#[derive(Serialize)]
+struct Row<'a> {
+    #[serde(flatten)]
+    memory: &'a Memory,
+    status_name: String,
+    kind_name: String,
+    tier_name: String,
+}
+
+fn row(m: &Memory) -> Row<'_> {
+    Row { memory: m, status_name: m.status.to_string(), kind_name: m.kind.to_string(), tier_name: m.tier.to_string() }
+}
+
+/// Which memories a status filter keeps.
+type Keep = Box<dyn Fn(&Memory) -> bool>;
+
+/// The status filter: the include flags the listing needs (superseded,
+/// quarantined, archived) and the test.
+fn status_filter(q: &Query) -> Result<((bool, bool, bool), Keep), ApiError> {
+    let status = q.get("status").unwrap_or("active");
+    let keep: Keep = match status {
+        // What the surface lists by default: current and not quarantined
+        // (in a valid-time view, the versions true then, whatever their
+        // status now).
+        "active" => Box::new(|_: &Memory| true),
+        "superseded" => Box::new(|m: &Memory| m.status == Status::Superseded),
+        "archived" => Box::new(|m: &Memory| m.status == Status::Archived),
+        "quarantined" => Box::new(|m: &Memory| m.quarantine.is_some()),
+        "all" => Box::new(|_: &Memory| true),
+        other => {
+            return Err(ApiError::invalid(
+                "status",
+                format!("{other:?}: expected active, superseded, archived, quarantined or all"),
+            ))
+        }
+    };
+    let flags = match status {
+        "active" => (false, false, false),
+        "superseded" => (true, false, false),
+        "archived" => (false, false, true),
+        _ => (true, true, true),
+    };
+    Ok((flags, keep))
+}
+
+fn namespace(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
+    let limit = q.number("limit")?.unwrap_or(DEFAULT_PAGE);
+    if !(1..=mnemon_api::budget::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid("limit", format!("{limit}: must be in 1..={}", mnemon_api::budget::MAX_PAGE)));
+    }
+    let as_of = q.as_of()?;
+    let ((superseded, quarantined, archived), keep) = status_filter(q)?;
+    let tier =
+        q.get("tier").map(str::parse::<Tier>).transpose().map_err(|e| ApiError::invalid("tier", e.to_string()))?;
+    let text = q.get("q").map(str::to_lowercase);
+    let mut cursor = q.get("cursor").map(str::to_string);
+    let mut found: Vec<Memory> = Vec::new();
+    let mut scanned = 0;
+    let mut seq;
+    let mut valid_time;
+    // Ask for as many as are still missing, so that the surface's cursor
+    // after each answer is exactly where this page stops.
+    let next = loop {
+        let Response::List(page) = ins.call(Request::List(ListRequest {
+            namespace: ns.clone(),
+            include_superseded: superseded,
+            include_quarantined: quarantined,
+            include_archived: archived,
+            kind: q.get("kind").map(str::to_string),
+            tier,
+            session: q.get("session").map(str::to_string),
+            as_of,
+            cursor: cursor.take(),
+            limit: Some(limit - found.len()),
+        }))?
+        else {
+            return Err(unexpected("list"));
+        };
+        seq = page.seq;
+        valid_time = page.valid_time;
+        scanned += page.memories.len();
+        found.extend(
+            page.memories
+                .into_iter()
+                .filter(|m| keep(m))
+                .filter(|m| text.as_ref().is_none_or(|t| m.content.to_lowercase().contains(t.as_str()))),
+        );
+        match page.next_cursor {
+            Some(c) if found.len() < limit && scanned < MAX_SCANNED => cursor = Some(c),
+            other => break other,
+        }
+    };
+    let next_link = next.map(|c| {
+        let mut pairs: Vec<(&str, String)> =
+            q.0.iter().filter(|(k, _)| k.as_str() != "cursor").map(|(k, v)| (k.as_str(), v.clone())).collect();
+        pairs.push(("cursor", c));
+        query_string(&pairs)
+    });
+    let rows: Vec<Row> = found.iter().map(row).collect();
+    let ctx = json!({
+        "title": ns.as_str(),
+        "ns": ns.as_str(),
+        "summary": summary(ins, ns)?,
+        "memories": rows,
+        "q": q.values(),
+        "seq": seq,
+        "valid_time": valid_time,
+        "as_of": describe_as_of(as_of),
+        "as_of_query": query_string(&as_of_pairs(q)),
+        "next": next_link,
+        "scanned": scanned,
+        "kinds": ["preference", "fact", "decision", "task_state", "episode", "procedure"],
+        "tiers": ["short_term", "long_term", "permanent"],
+        "statuses": ["active", "superseded", "archived", "quarantined", "all"],
+    });
+    Ok(ins.render(200, "namespace.html", ctx))
+}
+
+/// One event of the log, by its position (`None` if it is not in `ns`).
+fn event_at(ins: &Inspector, ns: &Namespace, seq: Seq) -> Result<Option<Event>, ApiError> {
+    let Response::Log(page) = ins.call(Request::Log(LogRequest {
+        namespace: ns.clone(),
+        from: Some(seq),
+        to: Some(seq),
+        kinds: Vec::new(),
+        cursor: None,
+        limit: Some(1),
+    }))?
+    else {
+        return Err(unexpected("log"));
+    };
+    Ok(page.events.into_iter().next())
+}
+
+/// In words, why a version was replaced.
+fn reason_words(r: &mnemon::SupersedeReason) -> (&'static str, &'static str) {
+    use mnemon::SupersedeReason as R;
+    match r {
+        R::Explicit => ("explicit", "the caller superseded it"),
+        R::SameKey => ("slot key", "a new memory arrived under the same slot key"),
+        R::NearDuplicate => ("near_duplicate", "a near-duplicate memory replaced it"),
+        R::Consolidated => ("consolidation", "consolidation merged it into a new memory"),
+        R::Extraction => ("extraction", "an extraction result updated it"),
+        R::Promoted => ("promoted", "promoted from short-term to long-term at the end of its session"),
+    }
+}
+
+fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Page, ApiError> {
+    let as_of = q.as_of()?;
+    let mut versions: Vec<Memory> = Vec::new();
+    let mut cursor = None;
+    let mut seq = None;
+    loop {
+        let Response::History(page) = ins.call(Request::History(HistoryRequest {
+            namespace: ns.clone(),
+            id,
+            as_of,
+            cursor: cursor.take(),
+            limit: Some(mnemon_api::budget::MAX_PAGE),
+        }))?
+        else {
+            return Err(unexpected("history"));
+        };
+        seq = seq.or(Some(page.seq));
+        versions.extend(page.versions);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    let mut columns = Vec::new();
+    for (i, m) in versions.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|p| &versions[p]);
+        let changed = |f: fn(&Memory) -> String| prev.is_some_and(|p| f(p) != f(m));
+        let replaced = match m.superseded_seq {
+            Some(s) => match event_at(ins, ns, s)? {
+                Some(Event { body: EventBody::Superseded(link), time, .. }) => {
+                    let (reason, words) = reason_words(&link.reason);
+                    Some(json!({ "seq": s, "time": time, "by": link.new, "reason": reason, "words": words }))
+                }
+                _ => Some(json!({ "seq": s })),
+            },
+            None => None,
+        };
+        let mut sources = Vec::new();
+        for o in &m.sources {
+            let ev = event_at(ins, ns, o.0)?;
+            sources.push(match ev.map(|e| e.body) {
+                Some(EventBody::Observed(obs)) => json!({
+                    "id": o.0, "session": obs.session, "role": obs.role, "text": obs.text, "event_time": obs.event_time,
+                }),
+                _ => json!({ "id": o.0, "forgotten": true }),
+            });
+        }
+        columns.push(json!({
+            "m": row(m),
+            "changed": {
+                "content": changed(|m| m.content.clone()),
+                "kind": changed(|m| m.kind.to_string()),
+                "tier": changed(|m| m.tier.to_string()),
+                "importance": changed(|m| format!("{:.2}", m.importance)),
+                "key": changed(|m| m.key.clone().unwrap_or_default()),
+                "entities": changed(|m| m.entities.join(", ")),
+                "session": changed(|m| m.session.clone().unwrap_or_default()),
+            },
+            "replaced": replaced,
+            "sources": sources,
+        }));
+    }
+    let ctx = json!({
+        "title": format!("Memory {id}"),
+        "ns": ns.as_str(),
+        "id": id,
+        "columns": columns,
+        "seq": seq,
+        "as_of": describe_as_of(as_of),
+        "as_of_query": query_string(&as_of_pairs(q)),
+    });
+    Ok(ins.render(200, "memory.html", ctx))
+}
+
+fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
+    let buckets = q.number("buckets")?;
+    let time = |k: &str| {
+        q.get(k)
+            .map(|s| {
+                parse_time(s).ok_or_else(|| ApiError::invalid(k, format!("{s:?}: expected a date or RFC 3339 time")))
+            })
+            .transpose()
+    };
+    let Response::Timeline(t) = ins.call(Request::Timeline(TimelineRequest {
+        namespace: ns.clone(),
+        buckets,
+        from: time("from")?,
+        to: time("to")?,
+    }))?
+    else {
+        return Err(unexpected("timeline"));
+    };
+    let svg = plot::timeline_svg(&t).map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot plot: {e}")))?;
+    let rows: Vec<Value> = t
+        .buckets
+        .iter()
+        .filter(|b| b.total() > 0)
+        .map(|b| {
+            json!({
+                "b": b,
+                "from": t.label(b.start),
+                "to": t.label(b.end),
+                "total": b.total(),
+                "link": b.last_seq.map(|s| query_string(&[("as_of", "seq".into()), ("at", s.to_string())])),
+            })
+        })
+        .collect();
+    let ctx = json!({
+        "title": format!("{} timeline", ns.as_str()),
+        "ns": ns.as_str(),
+        "t": t,
+        "rows": rows,
+        "q": q.values(),
+    });
+    // The plot is markup made here from counts and dates, not stored text.
+    let ctx = minijinja::context! { svg => minijinja::Value::from_safe_string(svg), ..minijinja::Value::from_serialize(&ctx) };
+    Ok(ins.render_value(200, "timeline.html", ctx))
+}
+
+fn recall(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
+    let mut hits = Vec::new();
+    let mut omitted = 0;
+    if let Some(query) = q.get("q") {
+        let filters = RecallFilters {
+            top_k: Some(q.number("k")?.unwrap_or(DEFAULT_TOP_K)),
+            mode: q
+                .get("mode")
+                .map(str::parse::<RecallMode>)
+                .transpose()
+                .map_err(|e| ApiError::invalid("mode", e.to_string()))?,
+            include_superseded: q.get("superseded").is_some(),
+            as_of: q.as_of()?,
+            requester: Some("inspector".into()),
+            // Looking writes nothing: no `accessed` event.
+            record_access: Some(false),
+            ..RecallFilters::default()
+        };
+        let Response::Recall(r) =
+            ins.call(Request::Recall(RecallRequest { namespace: ns.clone(), query: query.to_string(), filters }))?
+        else {
+            return Err(unexpected("recall"));
+        };
+        omitted = r.omitted;
+        hits = r.hits.iter().map(|h| json!({ "m": row(&h.memory), "score": h.score, "e": h.explain })).collect();
+    }
+    let ctx = json!({
+        "title": format!("{} recall", ns.as_str()),
+        "ns": ns.as_str(),
+        "q": q.values(),
+        "asked": q.get("q").is_some(),
+        "hits": hits,
+        "omitted": omitted,
+        "modes": ["hybrid", "dense", "lexical"],
+    });
+    Ok(ins.render(200, "recall.html", ctx))
+}
+
+fn erasure(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
+    let Response::Log(page) = ins.call(Request::Log(LogRequest {
+        namespace: ns.clone(),
+        from: None,
+        to: None,
+        kinds: vec!["forgotten".into()],
+        cursor: q.get("cursor").map(str::to_string),
+        limit: Some(ERASURES_PAGE),
+    }))?
+    else {
+        return Err(unexpected("log"));
+    };
+    let requests: Vec<Value> = page
+        .events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::Forgotten(f) => Some(json!({
+                "seq": e.seq,
+                "time": e.time,
+                "target": match &f.target {
+                    ForgetTarget::Memory(id) => format!("memory {id} and its version chain"),
+                    ForgetTarget::Observation(id) => format!("observation {id} and what was derived from it"),
+                    ForgetTarget::Session(s) => format!("session {s}"),
+                    ForgetTarget::Namespace => "the whole namespace".to_string(),
+                    ForgetTarget::Matching => "memories matching a query (not stored)".to_string(),
+                },
+                "reason": f.reason,
+                "requester": f.requester,
+                "memories": f.memories.len(),
+                "observations": f.observations.len(),
+            })),
+            _ => None,
+        })
+        .collect();
+    let ctx = json!({
+        "title": format!("{} erasure", ns.as_str()),
+        "ns": ns.as_str(),
+        "summary": summary(ins, ns)?,
+        "stats": stats(ins)?,
+        "receipts": receipts(ins, ns, q)?,
+        "requests": requests,
+        "next": page.next_cursor.map(|c| query_string(&[("cursor", c)])),
+    });
+    Ok(ins.render(200, "erasure.html", ctx))
+}

@@ -1,0 +1,185 @@
+//! The MCP server handler: `tools/list` and `tools/call` over the command
+//! surface, with a gate that drains in-flight calls on shutdown.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::backend::Backend;
+use super::tools;
+use mnemon_api::{ApiError, ErrorCode, NamespacePolicy, Request};
+
+/// Counts calls in flight and refuses new ones once closing, so that a
+/// shutdown answers every call it accepted before the engine closes.
+#[derive(Default)]
+pub(crate) struct Gate {
+    closing: AtomicBool,
+    in_flight: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// A call admitted by the gate; dropping it lets the gate drain.
+pub(crate) struct Pass<'a>(&'a Gate);
+
+impl Drop for Pass<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Gate {
+    /// Admits a call, or `None` when closing.
+    pub(crate) fn enter(&self) -> Option<Pass<'_>> {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        if self.closing.load(Ordering::Acquire) {
+            drop(Pass(self));
+            return None;
+        }
+        Some(Pass(self))
+    }
+
+    /// Refuses new calls and waits (at most `timeout`) for those in flight.
+    /// Returns the number still in flight at the end (0 unless timed out).
+    pub(crate) async fn close(&self, timeout: Duration) -> usize {
+        self.closing.store(true, Ordering::Release);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let idle = self.idle.notified();
+            let n = self.in_flight.load(Ordering::Acquire);
+            if n == 0 {
+                return 0;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.in_flight.load(Ordering::Acquire);
+            }
+        }
+    }
+}
+
+/// What every connection of one server shares.
+pub(crate) struct Shared {
+    pub(crate) backend: Arc<Backend>,
+    pub(crate) policy: NamespacePolicy,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) gate: Gate,
+}
+
+/// An MCP server over the command surface: one per connection, all
+/// sharing one backend (one engine, one writer).
+#[derive(Clone)]
+pub struct MemoryServer {
+    pub(crate) shared: Arc<Shared>,
+}
+
+const INSTRUCTIONS: &str = "Long-term memory. Before answering, call context (or recall) with what the user asked; \
+remember durable facts and preferences the user states (use key for facts that change); forget on request. \
+namespace: 1-128 characters of [A-Za-z0-9_.:@-], one per user or project.";
+
+/// A tool result reporting `e` (the model sees it and can correct the call).
+fn error_result(e: &ApiError) -> CallToolResult {
+    let text = serde_json::to_string(&serde_json::json!({ "error": e })).unwrap_or_else(|_| e.message.clone());
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+impl MemoryServer {
+    /// Runs tool `name` with `arguments`; every failure is an error result.
+    /// `ct` is the request's cancellation (`notifications/cancelled`, or
+    /// the transport ending): the write is withdrawn if it has not been
+    /// planned yet; one that committed anyway is reported on standard
+    /// error, since the client gets no answer for a cancelled request.
+    async fn run(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        id: &rmcp::model::RequestId,
+        ct: &CancellationToken,
+    ) -> CallToolResult {
+        let Some(tool) = tools::find(name) else {
+            return error_result(&ApiError::invalid("name", format!("unknown tool {name:?}")));
+        };
+        let mut args = Value::Object(arguments.unwrap_or_default());
+        if matches!(tool.op, "recall" | "context") {
+            if let Value::Object(m) = &mut args {
+                m.entry("requester").or_insert_with(|| Value::String("mcp".into()));
+            }
+        }
+        let req = match Request::from_op_with(tool.op, args, &self.shared.policy) {
+            Ok(r) => r,
+            Err(e) => return error_result(&e),
+        };
+        let Some(pass) = self.shared.gate.enter() else {
+            return error_result(&ApiError::new(ErrorCode::Closed, "the server is shutting down; call refused"));
+        };
+        let backend = self.shared.backend.clone();
+        let cancel = mnemon::CancelToken::new();
+        let watch = {
+            let (cancel, ct) = (cancel.clone(), ct.clone());
+            tokio::spawn(async move {
+                ct.cancelled().await;
+                cancel.cancel();
+            })
+        };
+        let writes = !req.read_only();
+        let out = tokio::task::spawn_blocking(move || backend.call_with(req, Some(cancel))).await;
+        watch.abort();
+        drop(pass);
+        if ct.is_cancelled() && writes {
+            match &out {
+                Ok(Ok(v)) => eprintln!(
+                    "mnemon: request {id} ({name}) was cancelled after its write was planned; it committed and stands: {v}"
+                ),
+                Ok(Err(e)) if e.code == ErrorCode::Cancelled => {
+                    eprintln!("mnemon: request {id} ({name}) cancelled: withdrawn, nothing written")
+                }
+                _ => {}
+            }
+        }
+        match out {
+            Ok(Ok(v)) => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
+            Ok(Err(e)) => error_result(&e),
+            Err(join) => error_result(&ApiError::new(ErrorCode::Internal, format!("call failed: {join}"))),
+        }
+    }
+}
+
+impl ServerHandler for MemoryServer {
+    fn get_info(&self) -> ServerConfig {
+        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("mnemon", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.shared.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if tools::find(&request.name).is_none() {
+            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.op).collect();
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool {:?}; tools: {}", request.name, names.join(", ")),
+                None,
+            ));
+        }
+        Ok(self.run(&request.name, request.arguments, &context.id, &context.ct).await.into())
+    }
+}

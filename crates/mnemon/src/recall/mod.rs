@@ -1,0 +1,496 @@
+//! Recall: given what the agent is about to answer, return the few memories
+//! that matter, from one namespace only.
+//!
+//! Candidates come from the namespace's vector index (cosine similarity) and
+//! its BM25 index; they are fused by a normalised weighted sum, then
+//! reranked by importance, recency decay by tier, and entity overlap. Hits
+//! that restate a better-ranked hit (cosine ≥ the near-duplicate threshold
+//! and the same facts, see [`crate::dedup`]) are collapsed into it, so a
+//! paraphrase pair takes one slot. Every [`Hit`] carries an [`Explanation`]
+//! of its score. See `score.rs` for the formula and the source of each
+//! constant.
+
+mod collapse;
+mod context;
+mod parts;
+mod score;
+mod when;
+
+pub(crate) use context::one_line;
+pub use context::{
+    estimate_tokens, render_block, render_context, BlockParts, ContextBlock, PartShares, BLOCK_CLOSE, BLOCK_OPEN,
+    BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT,
+    SECTION_RELEVANT, TRUNCATED_FIELD,
+};
+pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
+pub use score::{Explanation, RecallMode, SimilarityNorm, Weights, SESSION_TOP};
+pub use when::{resolve as query_time, QueryTime, TimeSpan};
+
+use chrono::{DateTime, FixedOffset, Utc};
+use std::collections::HashMap;
+
+use crate::engine::{AsOf, Engine, ReadPoint};
+use crate::error::{Error, Result};
+use crate::projection::Memory;
+use crate::types::{Kind, MemoryId, Namespace, Tier};
+
+/// Options for [`Engine::recall`]. `RecallOptions::default()` gives top-10
+/// hybrid recall of active, unquarantined memories with no similarity floor.
+#[derive(Clone, Debug)]
+pub struct RecallOptions {
+    /// Most hits to return, 1 ..= 1000. Default 10.
+    pub top_k: usize,
+    /// Drop hits whose cosine similarity to the query is below this, in
+    /// `-1.0..=1.0`. Default none. Similarity scales differ per embedder:
+    /// set it from measurement for the model in use.
+    pub min_similarity: Option<f32>,
+    /// Abstention: return no hit when nothing stored is relevant enough
+    /// (see [`Abstain`]). Lexical mode (no query vector) never abstains.
+    /// Default none; the `context` command defaults to the embedder's
+    /// [`crate::embed::Embedder::context_floor`].
+    pub abstain: Option<Abstain>,
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<Kind>,
+    /// Only these tiers (empty: all).
+    pub tiers: Vec<Tier>,
+    /// Only memories formed in this session.
+    pub session: Option<String>,
+    /// The caller's current session: short-term memories of other sessions
+    /// are left out. Without it, short-term memories of every session count.
+    pub current_session: Option<String>,
+    /// Only memories whose effective time (event time, else write time) is
+    /// in `from..=to` (UTC).
+    pub time_range: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Recall as of a past point: what the store knew then
+    /// ([`AsOf::Seq`], [`AsOf::Time`]), or the memories that were true then
+    /// as the store knows them now ([`AsOf::ValidTime`]; superseded
+    /// versions that held at that time count as current).
+    pub as_of: Option<AsOf>,
+    /// Also return superseded versions (with a valid-time `as_of`: versions
+    /// no longer true then). Default false.
+    pub include_superseded: bool,
+    /// Also return quarantined memories. Default false.
+    pub include_quarantined: bool,
+    /// Also return archived memories (see [`crate::Engine::maintain`]). Default false.
+    pub include_archived: bool,
+    /// Dense, lexical or hybrid candidates. Default hybrid.
+    pub mode: RecallMode,
+    /// Score weights. Default [`Weights::default`].
+    pub weights: Weights,
+    /// Record an `Accessed` event for the hits (off the caller's latency
+    /// path). Default true.
+    pub record_access: bool,
+    /// Who asked (stored in the `Accessed` event, personal data redacted):
+    /// a one-line label of 1–256 bytes without control characters;
+    /// anything else is refused as [`Error::InvalidInput`] naming
+    /// `requester`.
+    pub requester: Option<String>,
+    /// Candidates taken from each index before reranking; `0` means
+    /// `max(5 × top_k, 50)`.
+    pub candidates: usize,
+    /// When the query is asked: time expressions in it ("last month", "two
+    /// weeks ago", "in March", "上个月", "三天前"; see [`QueryTime`]) are
+    /// resolved against it, and memories from the span they name score up
+    /// to [`Weights::time`] more. Its offset decides where days begin, and
+    /// [`crate::Engine::context`] writes the block's dates as days at that
+    /// offset (UTC without a reference time).
+    /// `None`: the time of an [`AsOf::Time`] or [`AsOf::ValidTime`] view
+    /// (UTC), else the clock in the machine's local time zone.
+    pub reference_time: Option<DateTime<FixedOffset>>,
+}
+
+impl RecallOptions {
+    /// The spans of time `query` names ([`QueryTime`]), read relative to
+    /// [`RecallOptions::reference`]; `None` when it names none or
+    /// [`Weights::time`] is 0 (the score ignores them then).
+    pub fn query_time(&self, query: &str) -> Option<QueryTime> {
+        if self.weights.time <= 0.0 {
+            return None;
+        }
+        when::resolve(query, self.reference())
+    }
+
+    /// When the query is asked: [`RecallOptions::reference_time`], else the
+    /// time of an [`AsOf::Time`] / [`AsOf::ValidTime`] view (UTC), else the
+    /// clock in the machine's local time zone.
+    pub fn reference(&self) -> DateTime<FixedOffset> {
+        match (self.reference_time, self.as_of) {
+            (Some(t), _) => t,
+            (None, Some(AsOf::Time(t) | AsOf::ValidTime(t))) => t.fixed_offset(),
+            _ => chrono::Local::now().fixed_offset(),
+        }
+    }
+}
+
+impl Default for RecallOptions {
+    fn default() -> Self {
+        RecallOptions {
+            top_k: 10,
+            min_similarity: None,
+            abstain: None,
+            kinds: Vec::new(),
+            tiers: Vec::new(),
+            session: None,
+            current_session: None,
+            time_range: None,
+            as_of: None,
+            include_superseded: false,
+            include_quarantined: false,
+            include_archived: false,
+            mode: RecallMode::Hybrid,
+            weights: Weights::default(),
+            record_access: true,
+            requester: None,
+            candidates: 0,
+            reference_time: None,
+        }
+    }
+}
+
+/// One recalled memory with its score.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Hit {
+    /// The memory as seen at the recall's position.
+    pub memory: Memory,
+    /// Final score (higher is better); comparable within one recall only.
+    pub score: f32,
+    /// How the score was made.
+    pub explain: Explanation,
+}
+
+impl Engine {
+    /// Recalls the memories of `ns` that best match `query`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an empty or oversized query, a query with
+    /// characters the [input rules](crate::safety::text) refuse, `top_k`
+    /// outside 1..=1000, `min_similarity` or an [`Abstain`] floor outside -1..=1,
+    /// [`Weights::time`] outside 0..=1 or [`Weights::cross_script`] outside
+    /// -1..=1 (NaN included), or an `as_of`
+    /// position past the log's end; [`Error::Embedder`] if embedding the
+    /// query fails.
+    pub fn recall(&self, ns: &Namespace, query: &str, opts: &RecallOptions) -> Result<Vec<Hit>> {
+        Ok(self.recall_timed(ns, query, opts)?.0)
+    }
+
+    /// [`Engine::recall`], and the spans of time the query names as the
+    /// score read them ([`RecallOptions::query_time`]), so that a response
+    /// reporting them needs no second reading (nor a second clock reading).
+    pub fn recall_timed(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        opts: &RecallOptions,
+    ) -> Result<(Vec<Hit>, Option<QueryTime>)> {
+        self.check_query(query, opts)?;
+        let qv = if opts.mode == RecallMode::Lexical {
+            Vec::new()
+        } else {
+            crate::embed::embed_query(self.embedder().as_ref(), query)?
+        };
+        self.recall_scored(ns, query, &qv, opts)
+    }
+
+    fn check_query(&self, query: &str, opts: &RecallOptions) -> Result<()> {
+        if query.trim().is_empty() {
+            return Err(Error::invalid("query", "must not be empty"));
+        }
+        if query.len() > self.config().max_content_bytes {
+            return Err(Error::invalid("query", format!("{} bytes, above max_content_bytes", query.len())));
+        }
+        crate::safety::text::check_chars("query", query, crate::safety::text::TextField::Body)?;
+        if opts.top_k == 0 || opts.top_k > 1000 {
+            return Err(Error::invalid("top_k", "must be in 1..=1000"));
+        }
+        // One-line labels, checked as a write checks them: the requester
+        // is kept in the log's `accessed` events, and a session filter
+        // that no write could have stored would only ever match nothing.
+        let labels = [
+            ("session", opts.session.as_deref(), crate::engine::write::MAX_SESSION_BYTES),
+            ("current_session", opts.current_session.as_deref(), crate::engine::write::MAX_SESSION_BYTES),
+            ("requester", opts.requester.as_deref(), crate::engine::write::MAX_REQUESTER_BYTES),
+        ];
+        for (field, value, max) in labels {
+            if let Some(v) = value {
+                crate::engine::write::check_short(field, v, max, false)?;
+            }
+        }
+        let floors = [
+            ("min_similarity", opts.min_similarity),
+            ("abstain_below", opts.abstain.map(|a| a.below)),
+            ("abstain_unknown_name_below", opts.abstain.map(|a| a.unknown_name_below)),
+        ];
+        for (name, v) in floors {
+            if v.is_some_and(|m| !(-1.0..=1.0).contains(&m)) {
+                return Err(Error::invalid(name, "must be in -1.0..=1.0"));
+            }
+        }
+        if !(0.0..=1.0).contains(&opts.weights.time) {
+            return Err(Error::invalid("time_weight", "must be in 0.0..=1.0"));
+        }
+        if opts.weights.cross_script.is_some_and(|o| !(-1.0..=1.0).contains(&o)) {
+            return Err(Error::invalid("cross_script", "must be in -1.0..=1.0"));
+        }
+        Ok(())
+    }
+
+    /// [`Engine::recall`] with a query vector the caller already computed
+    /// (for batch evaluation). `query_vector` must have the embedder's
+    /// dimension and unit length, or be empty in [`RecallMode::Lexical`].
+    ///
+    /// # Errors
+    /// As [`Engine::recall`]; [`Error::InvalidInput`] for a vector of the
+    /// wrong dimension or with NaN/inf.
+    pub fn recall_with_vector(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        query_vector: &[f32],
+        opts: &RecallOptions,
+    ) -> Result<Vec<Hit>> {
+        self.check_query(query, opts)?;
+        Ok(self.recall_scored(ns, query, query_vector, opts)?.0)
+    }
+
+    /// The recall itself, on checked options (see [`Engine::recall_timed`]).
+    fn recall_scored(
+        &self,
+        ns: &Namespace,
+        query: &str,
+        query_vector: &[f32],
+        opts: &RecallOptions,
+    ) -> Result<(Vec<Hit>, Option<QueryTime>)> {
+        if opts.mode != RecallMode::Lexical {
+            crate::embed::validate_vector(query_vector, self.embedder().dim())?;
+        }
+        let point = match opts.as_of {
+            Some(a) => self.as_of(ns, a)?.point(),
+            None => ReadPoint::at(self.shared().state.read().visible),
+        };
+        let at = point.seq;
+        let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
+        let now = Utc::now();
+        let query_time = opts.query_time(query);
+        let hits = {
+            let state = self.shared().state.read();
+            let Some(st) = state.ns(ns) else {
+                return Ok((Vec::new(), query_time));
+            };
+            let keep = |id: u64| st.memories.get(&MemoryId(id)).is_some_and(|m| admissible(m, point, opts));
+            let n = if opts.candidates == 0 { (opts.top_k * 5).max(50) } else { opts.candidates };
+            let mut cands: HashMap<u64, (Option<f32>, f32)> = HashMap::new();
+            // A multilingual embedder's same-language bias, corrected: the
+            // memories of the other script get a second search of their own
+            // (else the query's language fills every candidate slot) and
+            // the offset on their cosine.
+            let query_cjk = crate::index::mostly_cjk(query);
+            let cross_offset = match opts.weights.cross_script {
+                Some(o) => o,
+                None => self.embedder().cross_script_offset(query_cjk),
+            };
+            let other_script = |id: u64| st.cjk.contains(&id) != query_cjk;
+            if opts.mode != RecallMode::Lexical {
+                for (id, sim) in st.vectors.search(query_vector, n, &keep) {
+                    cands.entry(id).or_insert((Some(sim), 0.0));
+                }
+                if cross_offset != 0.0 && st.has_both_scripts() {
+                    for (id, sim) in st.vectors.search(query_vector, n, &|id| keep(id) && other_script(id)) {
+                        cands.entry(id).or_insert((Some(sim), 0.0));
+                    }
+                }
+            }
+            if opts.mode != RecallMode::Dense {
+                for (id, bm25) in st.lexical.search(query, n, &keep) {
+                    cands.entry(id).or_insert((None, 0.0)).1 = bm25;
+                }
+            }
+            let max_bm25 = cands.values().map(|c| c.1).fold(0.0f32, f32::max);
+            let query_idf = if opts.mode == RecallMode::Dense { 0.0 } else { st.lexical.idf_mass(query) };
+            let query_terms: Vec<String> = crate::index::tokenize(query);
+            // Cosine of every candidate (lexical-only candidates get theirs
+            // computed here), minus those under the similarity floor.
+            let mut scored: Vec<(u64, f32, f32, f32)> = Vec::with_capacity(cands.len());
+            for (id, (sim, bm25)) in cands {
+                let sim = match sim {
+                    Some(s) => s,
+                    None if query_vector.is_empty() => 0.0,
+                    None => st.vectors.similarity(id, query_vector).unwrap_or(0.0),
+                };
+                if opts.min_similarity.is_some_and(|floor| sim < floor) {
+                    continue;
+                }
+                let offset = if cross_offset != 0.0 && other_script(id) { cross_offset } else { 0.0 };
+                scored.push((id, sim, bm25, offset));
+            }
+            let norm = match opts.weights.similarity_norm {
+                SimilarityNorm::Auto => self.embedder().similarity_norm(),
+                n => n,
+            };
+            let sim_scale = (norm == SimilarityNorm::MinMax && opts.mode == RecallMode::Hybrid).then(|| {
+                scored
+                    .iter()
+                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| (lo.min(c.1 + c.3), hi.max(c.1 + c.3)))
+            });
+            let mut hits = Vec::with_capacity(scored.len());
+            for (id, sim, bm25, offset) in scored {
+                let Some(m) = st.memories.get(&MemoryId(id)) else {
+                    continue;
+                };
+                let explain = score::explain(
+                    m,
+                    sim,
+                    bm25,
+                    max_bm25,
+                    query_idf,
+                    offset,
+                    sim_scale,
+                    &query_terms,
+                    opts,
+                    now,
+                    half_life_days,
+                    query_time.as_ref(),
+                );
+                let mut explain = explain;
+                explain.vector_pending = st.pending_vectors.contains(&m.id);
+                hits.push(Hit { memory: m.view_at(at), score: explain.score, explain });
+            }
+            score::blend_sessions(&mut hits, opts.weights.session);
+            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
+            let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k);
+            if let Some(a) = opts.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
+                if a.abstains(&hits, || !st.lexical.unknown_names(query).is_empty()) {
+                    hits.clear();
+                }
+            }
+            hits
+        };
+        if opts.record_access && opts.as_of.is_none() {
+            self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
+        }
+        Ok((hits, query_time))
+    }
+}
+
+/// When recall abstains: returns no hit because nothing stored is relevant
+/// enough ([`RecallOptions::abstain`]). Both floors are query-to-memory
+/// cosines in `-1.0..=1.0` (`-1` turns a rule off); their scale depends on
+/// the embedder ([`crate::embed::Embedder::context_floor`] gives calibrated
+/// values).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Abstain {
+    /// Abstain when no hit has a cosine of at least this.
+    pub below: f32,
+    /// Abstain when the query names something no memory of the namespace
+    /// mentions ([`Engine::unknown_names`]) and no hit has a cosine of at
+    /// least this. Meant to be above `below`: a question about a stranger
+    /// must match more closely to count.
+    pub unknown_name_below: f32,
+}
+
+impl Abstain {
+    /// Never abstains.
+    pub const NEVER: Abstain = Abstain { below: -1.0, unknown_name_below: -1.0 };
+
+    /// `floors` moved to a base floor of `below`, keeping their margin for
+    /// unknown names (`unknown_name_below − below`, at least 0; the result
+    /// at most 1): what one number (`abstain_below` at the command surface)
+    /// sets. `below` ≤ -1 gives [`Abstain::NEVER`].
+    pub fn shifted(floors: Abstain, below: f32) -> Abstain {
+        if below <= -1.0 {
+            return Abstain::NEVER;
+        }
+        let margin = (floors.unknown_name_below - floors.below).max(0.0);
+        Abstain { below, unknown_name_below: (below + margin).min(1.0) }
+    }
+
+    /// Whether a recall that found `hits` (best first) abstains;
+    /// `unknown_name` tells whether the query names something the namespace
+    /// never mentions, and is asked only when the best cosine falls between
+    /// the two floors (it scans the query against the lexical index). A hit
+    /// whose vector is still pending counts as reaching every floor (it was
+    /// found lexically and cannot be judged); no hit at all is not an
+    /// abstention, just an empty result.
+    pub fn abstains(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> bool {
+        self.judge(hits, unknown_name).is_some()
+    }
+
+    /// [`Abstain::abstains`] with the reason: `Some` with the best hit's
+    /// cosine and the floor it fell under (`below`, or `unknown_name_below`
+    /// when the base floor was reached but the query names something the
+    /// namespace never mentions); `None` when recall does not abstain.
+    pub fn judge(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> Option<Abstention> {
+        if hits.is_empty() || hits.iter().any(|h| h.explain.vector_pending) {
+            return None;
+        }
+        let best = hits.iter().map(|h| h.explain.similarity).fold(f32::NEG_INFINITY, f32::max);
+        if best < self.below {
+            Some(Abstention { best_similarity: best, floor: self.below })
+        } else if best < self.unknown_name_below && unknown_name() {
+            Some(Abstention { best_similarity: best, floor: self.unknown_name_below })
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a recall abstained: its best hit's cosine to the query, and the
+/// floor that cosine fell under ([`Abstain::judge`]).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Abstention {
+    /// Cosine of the query with the closest memory found, in `-1.0..=1.0`.
+    pub best_similarity: f32,
+    /// The floor it did not reach: [`Abstain::below`], or
+    /// [`Abstain::unknown_name_below`] when the query names something no
+    /// memory mentions.
+    pub floor: f32,
+}
+
+impl Engine {
+    /// The names in `query` that no memory of `ns` mentions, in the query's
+    /// order: capitalised words other than a sentence's first, month and
+    /// weekday names and stop words, none of whose terms occurs in the
+    /// namespace's lexical index (current and past versions alike; see
+    /// [`crate::index::LexicalIndex::unknown_names`]). To a namespace with
+    /// no memory, every name is unknown.
+    pub fn unknown_names(&self, ns: &Namespace, query: &str) -> Vec<String> {
+        let state = self.shared().state.read();
+        match state.ns(ns) {
+            Some(st) => st.lexical.unknown_names(query),
+            None => crate::index::LexicalIndex::new().unknown_names(query),
+        }
+    }
+}
+
+/// Whether memory `m` may be returned at read point `p` under `opts`.
+fn admissible(m: &Memory, p: ReadPoint, opts: &RecallOptions) -> bool {
+    if !p.shows(m) || !p.admits(m, opts.include_superseded, opts.include_archived) {
+        return false;
+    }
+    if !opts.include_quarantined && m.quarantine.is_some() {
+        return false;
+    }
+    if !opts.kinds.is_empty() && !opts.kinds.contains(&m.kind) {
+        return false;
+    }
+    if !opts.tiers.is_empty() && !opts.tiers.contains(&m.tier) {
+        return false;
+    }
+    // Sessions compare in their identifier form (NFKC).
+    if let Some(s) = &opts.session {
+        if !m.session.as_deref().is_some_and(|ms| crate::types::same_id(ms, s)) {
+            return false;
+        }
+    }
+    if let (Tier::ShortTerm, Some(cur)) = (m.tier, &opts.current_session) {
+        if !m.session.as_deref().is_some_and(|ms| crate::types::same_id(ms, cur)) {
+            return false;
+        }
+    }
+    if let Some((from, to)) = opts.time_range {
+        let t = m.effective_time();
+        if t < from || t > to {
+            return false;
+        }
+    }
+    true
+}
