@@ -230,9 +230,10 @@ impl FromStr for EmbedderChoice {
 ///   the better model over our benchmarks taken together: far ahead on
 ///   Chinese (MADial-Bench zh dev recall@10 0.743 vs 0.620) and across
 ///   languages, 0.028 behind on English LoCoMo dev (0.658 vs 0.686), level
-///   on LongMemEval dev (README, "Choosing the embedder"). A model that is
-///   installed but fails to load is an error, not a silent fallback (falling
-///   back would change the model id and re-embed every memory).
+///   on LongMemEval dev (docs/BENCHMARKS.md, "Choosing the embedder"). A
+///   model that is installed but fails to load is an error, not a silent
+///   fallback (falling back would change the model id and re-embed every
+///   memory).
 ///
 /// # Errors
 /// [`Error::Embedder`] when a neural model is asked for but not installed

@@ -14,9 +14,9 @@
 //! unit vectors by at most 2⁻¹¹ + 2⁻²⁵·‖q‖₁ < 0.0005 at 384-d (|Σ qᵢ·δᵢ| ≤
 //! 2⁻¹¹·Σ|qᵢ·xᵢ| + 2⁻²⁵·Σ|qᵢ|, and Σ|qᵢ·xᵢ| ≤ 1 by Cauchy–Schwarz),
 //! typically far less. Measured: the evaluation figures (LoCoMo, LongMemEval,
-//! MADial) are the same to four decimals as with `f32` rows (README "Read
-//! path"). It halves the rows' memory (768 instead of
-//! 1,536 bytes at 384-d). The codes are quantised from the `f16` row, and the
+//! MADial) are the same to four decimals as with `f32` rows
+//! (docs/BENCHMARKS.md, "Read path"). It halves the rows' memory (768
+//! instead of 1,536 bytes at 384-d). The codes are quantised from the `f16` row, and the
 //! log's vector cache keeps that row (`f16`), so replay rebuilds the very
 //! rows and codes of the live index.
 

@@ -31,8 +31,8 @@ pub(crate) struct NsState {
     /// which leaves a B-tree's nodes about half full (a full leaf splits
     /// 6 / 5 and only the right half grows), so unboxed 400-byte records
     /// would cost about 750 bytes each; boxed, the slack is in 16-byte
-    /// entries (measured on a 1M-event store: see README "Opening a
-    /// store").
+    /// entries (measured on a 1M-event store: see docs/BENCHMARKS.md,
+    /// "Opening a store").
     pub(crate) memories: BTreeMap<MemoryId, Box<Memory>>,
     /// Every observation by id, boxed for the same reason.
     pub(crate) observations: BTreeMap<ObservationId, Box<Observation>>,

@@ -140,7 +140,7 @@ impl std::str::FromStr for SimilarityNorm {
 pub struct Weights {
     /// Weight of cosine similarity in the hybrid sum, `0..=1`; lexical gets
     /// `1 − dense`. Default 0.7 (the reference run's best on the LoCoMo dev
-    /// split; confirmed on our dev splits, see the README's table).
+    /// split; confirmed on our dev splits, see docs/BENCHMARKS.md, "LoCoMo").
     pub dense: f32,
     /// Strength of importance, `0..=0.5`: the factor spans `1 ± w`. Default 0.1.
     pub importance: f32,
