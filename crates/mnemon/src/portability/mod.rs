@@ -204,7 +204,7 @@ pub(crate) fn recovery_hint(dir: &Path) -> String {
     format!(
         "; the store at {} is damaged. Recover it from a backup (made by `mnemon backup DIR`: check it with \
          `mnemon --data BACKUP check`, then use it in place of this directory) or from a store export (made by \
-         `mnemon export FILE`): `mnemon restore --from FILE --into NEW_DIR`. See README, \"Backup and restore\"",
+         `mnemon export FILE`): `mnemon restore --from FILE --into NEW_DIR`. See docs/guide/import-backup-restore.md",
         dir.display()
     )
 }
