@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use libfuzzer_sys::arbitrary::{self, Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use mnemon::safety::text::{check_chars, TextField};
+use mnemon::text::{check_chars, TextField};
 use mnemon::safety::{InjectionDetector, Redactor};
 use mnemon::{
     DedupMode, Durability, Engine, Error, ForgetOutcome, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory,
@@ -115,7 +115,7 @@ fn idx(b: bool) -> usize {
 }
 
 /// Text the engine refuses as input: blank, or holding characters the input
-/// rules (`mnemon::safety::text`) refuse.
+/// rules (`mnemon::text`) refuse.
 fn refused(text: &str) -> bool {
     text.trim().is_empty() || check_chars("content", text, TextField::Body).is_err()
 }

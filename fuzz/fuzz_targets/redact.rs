@@ -8,7 +8,7 @@
 use std::sync::LazyLock;
 
 use libfuzzer_sys::fuzz_target;
-use mnemon::safety::text::is_invisible;
+use mnemon::text::is_invisible;
 use mnemon::safety::{Redactor, MAX_GROWTH_PER_SPAN};
 
 const BUILT_IN: [&str; 5] = ["[PHONE]", "[CN_ID]", "[CARD]", "[EMAIL]", "[SSN]"];

@@ -234,7 +234,7 @@ impl Backend for EngineBackend {
                     // Benchmark files hold a few control characters
                     // (LongMemEval_S: 13 user turns) that the input rules
                     // refuse; clean them rather than fail the run.
-                    let mut m = NewMemory::new(mnemon::safety::text::scrub(&d.text))
+                    let mut m = NewMemory::new(mnemon::text::scrub(&d.text))
                         .kind(Kind::Episode)
                         .tier(Tier::LongTerm)
                         .session(sessions[d.session.as_str()].clone())
@@ -272,7 +272,7 @@ impl Backend for EngineBackend {
 
     fn search_at(&mut self, unit: &str, query: &str, k: usize, time: Option<DateTime<Utc>>) -> Result<Vec<String>> {
         let ns = ns_for(unit)?;
-        let query: String = mnemon::safety::text::scrub(query).chars().take(4000).collect();
+        let query: String = mnemon::text::scrub(query).chars().take(4000).collect();
         let mut opts = RecallOptions {
             top_k: k.clamp(1, 1000),
             reference_time: time.map(|t| t.fixed_offset()),
@@ -576,7 +576,7 @@ fn context_block(
         // `observe_with_rules` runs it: a later "my X is Y" supersedes the
         // earlier value of its key.
         for d in &unit.docs {
-            for c in mnemon::rule_extract(&mnemon::safety::text::scrub(&d.text)) {
+            for c in mnemon::rule_extract(&mnemon::text::scrub(&d.text)) {
                 let mut m = NewMemory::new(c.content).kind(c.kind).tier(Tier::LongTerm).importance(c.importance);
                 if let Some(k) = c.key {
                     m = m.key(k);
@@ -597,7 +597,7 @@ fn context_block(
             else {
                 continue;
             };
-            let query: String = mnemon::safety::text::scrub(&q.text).chars().take(4000).collect();
+            let query: String = mnemon::text::scrub(&q.text).chars().take(4000).collect();
             let opts = |profile: f32| mnemon::ContextOptions {
                 recall: RecallOptions { record_access: false, ..RecallOptions::default() },
                 budget_tokens: budget,

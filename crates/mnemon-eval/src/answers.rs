@@ -65,7 +65,7 @@ pub fn answer_present(answer: &str, text: &str) -> bool {
         return false;
     }
     let t = normalize_answer(text);
-    if a.chars().any(mnemon::embed::is_cjk) {
+    if a.chars().any(mnemon::text::is_cjk) {
         t.contains(a.trim())
     } else {
         t.contains(&a)

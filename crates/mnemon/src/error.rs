@@ -217,3 +217,9 @@ fn too_large_integer(head: &str) -> Option<&str> {
     (x.is_finite() && x.fract() == 0.0 && !(-9.223_372_036_854_776e18..1.844_674_407_370_955_2e19).contains(&x))
         .then_some(n)
 }
+
+impl From<crate::text::CharFault> for Error {
+    fn from(f: crate::text::CharFault) -> Error {
+        Error::invalid(f.field, f.reason)
+    }
+}

@@ -84,6 +84,7 @@ pub mod index;
 pub mod portability;
 pub mod recall;
 pub mod safety;
+pub mod text;
 
 /// Hooks for a replicated log in front of the local one (the
 /// `mnemon-cluster` crate uses them; an embedded store needs none): a

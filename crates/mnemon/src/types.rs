@@ -53,7 +53,7 @@ impl fmt::Display for ObservationId {
 /// text is).
 pub fn canonical_id(s: &str) -> Cow<'_, str> {
     use unicode_normalization::UnicodeNormalization;
-    if crate::index::nfkc_is_identity(s) {
+    if crate::text::nfkc_is_identity(s) {
         return Cow::Borrowed(s);
     }
     let nfkc: String = s.nfkc().collect();
@@ -303,13 +303,13 @@ impl FromStr for Kind {
 pub const MAX_KIND_CHARS: usize = 64;
 
 /// Checks a caller-defined kind: 1 ..= [`MAX_KIND_CHARS`] characters under
-/// the one-line [label rules](crate::safety::text) (no control characters,
+/// the one-line [label rules](crate::text::chars) (no control characters,
 /// line breaks, bidi controls or tag characters; something visible).
 pub(crate) fn check_kind(k: &str) -> Result<()> {
     if k.is_empty() || k.chars().count() > MAX_KIND_CHARS {
         return Err(Error::invalid("kind", format!("must be 1–{MAX_KIND_CHARS} characters")));
     }
-    crate::safety::text::check_chars("kind", k, crate::safety::text::TextField::Label)
+    Ok(crate::text::check_chars("kind", k, crate::text::TextField::Label)?)
 }
 
 impl fmt::Display for Kind {

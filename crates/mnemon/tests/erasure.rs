@@ -41,7 +41,7 @@ fn unicode_canary() -> String {
     while s.chars().count() < 32 {
         if let Some(c) = char::from_u32(rng.gen_range(0x00A1..0x0002_FFFF)) {
             // Bidi controls are refused as input (`invalid input`).
-            if !c.is_control() && !c.is_whitespace() && !mnemon::safety::text::is_bidi_control(c) {
+            if !c.is_control() && !c.is_whitespace() && !mnemon::text::is_bidi_control(c) {
                 s.push(c);
             }
         }

@@ -1,4 +1,4 @@
-//! The input rules (`mnemon::safety::text`) at every library entry point:
+//! The input rules (`mnemon::text`) at every library entry point:
 //! text with nothing visible, NUL and terminal control characters, bidi
 //! overrides and smuggled tag characters get a typed error and write
 //! nothing, whether they come through `remember`, `supersede`, batches,

@@ -2,8 +2,8 @@
 //! length bound, is idempotent, and reports well-formed spans; injection
 //! scoring never panics and stays in range.
 
-use mnemon::safety::text::is_invisible;
 use mnemon::safety::{InjectionDetector, PiiKind, Redactor, MAX_GROWTH_PER_SPAN};
+use mnemon::text::is_invisible;
 use proptest::prelude::*;
 
 /// Fragments that exercise the detectors and their boundaries.

@@ -1,15 +1,15 @@
 //! The signature of CJK runs: numerals, clock times, negations and content
 //! characters.
 
-use super::lexicon::{
-    zh_classifier, zh_function_char, zh_marker, zh_relation, ZH_FUNCTION_WORDS, ZH_NEGATIONS, ZH_NOT_NEGATIONS,
-};
 use super::numbers::{canonical, clock, read_digits, zh_numeral, zh_value, Digits};
 use super::FactSignature;
+use crate::text::lexicon::{
+    zh_classifier, zh_function_char, zh_marker, zh_relation, ZH_FUNCTION_WORDS, ZH_NEGATIONS, ZH_NOT_NEGATIONS,
+};
 
 /// Ideographs, kana and Hangul syllables.
 pub(super) fn is_cjk_char(c: char) -> bool {
-    crate::embed::is_cjk(c) || matches!(c, '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}')
+    crate::text::is_cjk(c) || matches!(c, '\u{AC00}'..='\u{D7AF}' | '\u{1100}'..='\u{11FF}')
 }
 
 /// CJK punctuation (ideographic space, `、。「」《》…`) and the full-width

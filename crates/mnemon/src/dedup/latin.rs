@@ -1,11 +1,11 @@
 //! The signature of text outside CJK runs: Latin words, digits, signs.
 
-use super::lexicon::{
+use super::numbers::{canonical, clock, read_digits, Digits};
+use super::FactSignature;
+use crate::text::lexicon::{
     currency_sign, en_currency, en_function_word, en_marker, en_month, en_negation, en_number, en_person,
     en_pronoun_role, en_quantifier, en_quantity, en_relation, en_time_word, en_unit, en_weekday, NumberWord,
 };
-use super::numbers::{canonical, clock, read_digits, Digits};
-use super::FactSignature;
 
 enum Tok {
     /// A word; `start` when it opens a sentence.

@@ -92,10 +92,9 @@
 
 mod cjk;
 mod latin;
-mod lexicon;
 mod numbers;
 
-pub(crate) use lexicon::{en_month, en_number, en_unit, en_weekday, NumberWord, EN_MONTHS};
+use crate::text::lexicon;
 pub(crate) use numbers::{zh_numeral, zh_value};
 #[cfg(test)]
 mod tests;
@@ -359,8 +358,8 @@ impl FactSignature {
     fn content_words(&self, other: &FactSignature) -> BTreeSet<String> {
         self.plain_words(other)
             .filter(|w| is_content_word(w))
-            .flat_map(|w| crate::index::tokenize(w))
-            .filter(|t| !crate::index::is_stop_word(t))
+            .flat_map(|w| crate::text::tokenize(w))
+            .filter(|t| !crate::text::is_stop_word(t))
             .collect()
     }
 
@@ -368,8 +367,8 @@ impl FactSignature {
     fn past_stems(&self, other: &FactSignature) -> BTreeSet<String> {
         self.plain_words(other)
             .filter(|w| w.len() > 4 && w.ends_with("ed") && is_content_word(w))
-            .flat_map(|w| crate::index::tokenize(w))
-            .filter(|t| !crate::index::is_stop_word(t))
+            .flat_map(|w| crate::text::tokenize(w))
+            .filter(|t| !crate::text::is_stop_word(t))
             .collect()
     }
 
@@ -601,7 +600,7 @@ fn word_sequence(text: &str) -> Vec<String> {
                 "am" | "are" => "is".to_string(),
                 "were" => "was".to_string(),
                 _ if fact_word || w.bytes().any(|b| b.is_ascii_digit()) => w,
-                _ => crate::index::tokenize(&w).into_iter().next().unwrap_or(w),
+                _ => crate::text::tokenize(&w).into_iter().next().unwrap_or(w),
             };
             out.push(w);
         }

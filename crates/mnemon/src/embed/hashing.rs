@@ -47,6 +47,7 @@ use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 use super::{EmbedKind, Embedder};
 use crate::error::{Error, Result};
+use crate::text::is_cjk;
 
 /// The default dimension of [`HashingEmbedder`] (384, the same as
 /// all-MiniLM-L6-v2, so both fit the same index layout).
@@ -161,24 +162,6 @@ impl Embedder for HashingEmbedder {
     fn context_floor(&self) -> crate::Abstain {
         crate::Abstain { below: 0.15, unknown_name_below: 0.30 }
     }
-}
-
-/// Whether `c` is embedded as CJK characters (unigrams and bigrams) rather
-/// than as part of a word: Han ideographs (CJK Unified Ideographs, Extensions
-/// A–I, Compatibility Ideographs), the ideographic iteration mark `々`,
-/// Hiragana and Katakana (including the phonetic extensions and the prolonged
-/// sound mark `ー`). Hangul is not included: Korean separates words with spaces.
-pub fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3005            // 々
-        | 0x3040..=0x309F // Hiragana
-        | 0x30A0..=0x30FF // Katakana (incl. ー)
-        | 0x31F0..=0x31FF // Katakana phonetic extensions
-        | 0x3400..=0x4DBF // Extension A
-        | 0x4E00..=0x9FFF // Unified Ideographs
-        | 0xF900..=0xFAFF // Compatibility Ideographs
-        | 0x20000..=0x323AF // Extensions B–I and supplementary compatibility ideographs
-    )
 }
 
 /// NFKC + lower-case, with an allocation-light fast path for ASCII.

@@ -31,7 +31,7 @@ pub(crate) const MAX_INPUTS: usize = 44_000;
 // Weights and activations are quantised by the rule of the vector index's
 // quantised scan (`index::quant::quantize`): symmetric, one scale per row,
 // codes in `-127..=127`, scale 0 for a zero or non-finite row, NaN coded 0.
-use crate::index::quant::quantize as quantize_row;
+use crate::embed::quant::quantize as quantize_row;
 
 /// Output columns per tile: four 512-bit registers of 16 `i32`.
 const NR: usize = 64;

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
-#[cfg(feature = "neural")]
 mod bert;
 pub mod hashing;
 pub mod install;
@@ -18,10 +17,12 @@ pub mod install;
 mod int8;
 #[cfg(feature = "neural")]
 pub mod minilm;
+#[cfg(feature = "neural")]
+pub(crate) mod quant;
 
 #[cfg(feature = "neural")]
 pub use bert::Precision;
-pub use hashing::{is_cjk, HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};
+pub use hashing::{HashingEmbedder, DEFAULT_HASHING_DIM, MAX_HASHING_DIM};
 pub use install::{
     all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed, InstallReport,
     InstallSource, MINILM,

@@ -100,8 +100,8 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     let mut report = CheckReport::default();
     // A copy's completion record vouches for the records it wrote: their
     // digest is taken during the same scan.
-    let copy = crate::portability::completion_record(&cfg.path);
-    let mut log_digest = crate::portability::LogDigest::default();
+    let copy = crate::log::completion_record(&cfg.path);
+    let mut log_digest = crate::log::LogDigest::default();
     for r in store.scan(1, u64::MAX) {
         let (seq, bytes) = r?;
         report.record_bytes += bytes.len() as u64;
@@ -122,9 +122,9 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     report.vectors_cached = open.vectors_cached;
     report.vectors_embedded = open.vectors_embedded;
     if let Some(c) = &copy {
-        crate::portability::check_extent(&cfg.path, c, fresh.last_seq)?;
-        let generation = crate::portability::live_generation(&cfg.path);
-        report.copy = Some(crate::portability::check_digest(&cfg.path, c, generation, log_digest.finish())?);
+        crate::log::check_extent(&cfg.path, c, fresh.last_seq)?;
+        let generation = crate::log::live_generation(&cfg.path);
+        report.copy = Some(crate::log::check_digest(&cfg.path, c, generation, log_digest.finish())?);
     }
     report.replay_digest = fresh.digest();
     let live = shared.state.read();
@@ -134,7 +134,7 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     // lost a live one has the right count).
     report.consistent = report.digest == report.replay_digest && same_lexical_documents(&live, &fresh);
     report.restore_mismatch =
-        std::fs::read_to_string(cfg.path.join(crate::portability::RESTORE_MISMATCH)).ok().map(|t| t.trim().to_string());
+        std::fs::read_to_string(cfg.path.join(crate::log::RESTORE_MISMATCH)).ok().map(|t| t.trim().to_string());
     Ok(report)
 }
 

@@ -3,9 +3,9 @@
 use chrono::Utc;
 
 use crate::engine::Engine;
-use crate::erase::compact::{self, surviving_strings};
 use crate::erase::{stored, verify_erasure, CompactionReceipt, ErasurePatterns, ErasureReceipt, MIN_TEXT_BYTES};
 use crate::error::{Error, Result};
+use crate::writer::compact::{self, surviving_strings};
 use crate::writer::Command;
 
 impl Engine {

@@ -410,7 +410,7 @@ impl EngineBuilder {
             cfg.redactor = cfg.redactor.with_phone_regions(PhoneRegions::new(codes)?);
         }
         let path = cfg.path.clone();
-        crate::engine::Engine::open_with(cfg).map_err(|e| crate::portability::with_recovery_hint(e, &path))
+        crate::engine::Engine::open_with(cfg).map_err(|e| crate::log::with_recovery_hint(e, &path))
     }
 }
 

@@ -46,7 +46,7 @@ pub struct NewMemory {
 
 impl NewMemory {
     /// A memory with this content (1 ..= `max_content_bytes` bytes of UTF-8
-    /// with something visible, under the [input rules](crate::safety::text):
+    /// with something visible, under the [input rules](crate::text::chars):
     /// no NUL or other control characters but tab, LF and CR, no bidi
     /// overrides, no tag characters outside emoji flags). Kind, session,
     /// source reference and entities are one-line labels under the same
@@ -178,7 +178,7 @@ impl NewObservation {
     /// An observation in `session` (1 ..= 128 bytes, one line, stored in
     /// NFKC: [`crate::canonical_id`]) by `role` with `text` (1 ..=
     /// `max_content_bytes` bytes, under the same
-    /// [input rules](crate::safety::text) as memory content).
+    /// [input rules](crate::text::chars) as memory content).
     pub fn new(session: impl Into<String>, role: Role, text: impl Into<String>) -> NewObservation {
         NewObservation {
             session: canonical_owned(session.into()),

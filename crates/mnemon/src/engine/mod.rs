@@ -1,6 +1,5 @@
 //! The front door: [`Engine`], cheap to clone and shareable across threads.
 
-pub(crate) mod backfill;
 mod check;
 mod compact;
 mod config;
@@ -10,7 +9,7 @@ mod open;
 mod read;
 pub(crate) mod write;
 
-pub use backfill::EmbedMode;
+pub use crate::writer::backfill::EmbedMode;
 pub use check::CheckReport;
 pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES};
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
@@ -29,6 +28,7 @@ use parking_lot::Mutex;
 use crate::embed::Embedder;
 use crate::error::{Error, Result};
 use crate::log::DataDir;
+use crate::writer::backfill;
 use crate::writer::{Command, Shared};
 
 /// An open memory store.
@@ -69,7 +69,7 @@ impl Drop for Inner {
         // The writer has flushed and stopped: record how far the log goes,
         // so that an open that reads less knows the files are damaged.
         if self.shared.poison_message().is_none() {
-            let _ = crate::portability::record_high_water(&self.cfg.path, self.shared.state.read().visible);
+            let _ = crate::log::record_high_water(&self.cfg.path, self.shared.state.read().visible);
         }
     }
 }

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::embed::{Embedder, HashingEmbedder};
-use crate::engine::backfill::{self, Backlog, PendingVector, PENDING_PREFIX};
 use crate::engine::config::{Config, Progress};
 use crate::engine::{Engine, Inner};
 use crate::error::{Error, Result};
@@ -14,6 +13,7 @@ use crate::event::{decode_record, FORMAT_VERSION};
 use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace};
+use crate::writer::backfill::{self, Backlog, PendingVector, PENDING_PREFIX};
 use crate::writer::{self, DedupMode, Shared, WriterConfig};
 
 /// What opening the store did.
@@ -76,7 +76,7 @@ impl Engine {
             drop(dir);
             Ok(model)
         };
-        on_full_disk(path, read).map_err(|e| crate::portability::with_recovery_hint(e, path))
+        on_full_disk(path, read).map_err(|e| crate::log::with_recovery_hint(e, path))
     }
 
     pub(crate) fn open_with(cfg: Config) -> Result<Engine> {
@@ -88,7 +88,7 @@ impl Engine {
     fn open_on(cfg: Config, on_reserve: bool) -> Result<Engine> {
         // An unfinished copy is refused before anything in it is created or
         // changed, so no open (or check) makes it look whole.
-        let copy = crate::portability::refuse_unfinished(&cfg.path)?;
+        let copy = crate::log::refuse_unfinished(&cfg.path)?;
         let dir = DataDir::open(&cfg.path)?;
         if on_reserve {
             dir.release_reserve()?;
@@ -127,9 +127,9 @@ impl Engine {
         // replays and the vectors load.
         state.feed_lexical()?;
         replay_into(store.as_ref(), &mut state, &mut report)?;
-        crate::portability::check_high_water(dir.root(), state.last_seq)?;
+        crate::log::check_high_water(dir.root(), state.last_seq)?;
         if let Some(record) = &copy {
-            crate::portability::check_extent(dir.root(), record, state.last_seq)?;
+            crate::log::check_extent(dir.root(), record, state.last_seq)?;
         }
         let markers = pending_markers(store.as_ref())?;
         let backfill_queue =
@@ -140,7 +140,7 @@ impl Engine {
         let stale: Vec<String> = markers
             .keys()
             .filter(|id| !backfill_queue.iter().any(|p| p.id == **id))
-            .map(|id| super::backfill::pending_key(*id))
+            .map(|id| crate::writer::backfill::pending_key(*id))
             .collect();
         if !stale.is_empty() {
             store.meta_remove(&stale)?;
@@ -170,7 +170,7 @@ impl Engine {
         // A compaction that did not finish is finished before anything else.
         let interrupted = dir.lock().compaction_marked();
         if interrupted {
-            report.erasure = Some(crate::erase::compact::run(&shared, &dir, cfg.cache_bytes)?);
+            report.erasure = Some(crate::writer::compact::run(&shared, &dir, cfg.cache_bytes)?);
             report.generation = dir.lock().current_generation();
         }
         report.pending_erasure = shared.state.read().pending_erasure();
@@ -315,7 +315,7 @@ pub(crate) fn load_vectors(
         let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
         // Checked and normalised as a live write's are: a vector of the
         // wrong dimension or with a NaN fails the open before it is cached.
-        let vecs = super::backfill::embed_checked(embedder, &refs)?;
+        let vecs = crate::writer::backfill::embed_checked(embedder, &refs)?;
         if write_cache {
             let entries: Vec<(MemoryId, u64, &[f32])> =
                 chunk.iter().zip(&vecs).map(|(&i, v)| (want[i].id, want[i].content_hash, v.as_slice())).collect();

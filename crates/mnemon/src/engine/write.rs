@@ -10,8 +10,8 @@ use crate::engine::EmbedMode;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{ForgetTarget, Observed, SupersedeReason};
-use crate::safety::text::{check_chars, TextField};
 use crate::safety::{InjectionPolicy, PiiPolicy};
+use crate::text::{check_chars, TextField};
 use crate::types::{canonical_id, Kind, MemoryId, Namespace, ObservationId};
 use crate::writer::{Command, ForgetOutcome, Op, OpOutcome, PendingMemory, RememberAction};
 
@@ -44,7 +44,7 @@ impl Engine {
         if text.len() > max {
             return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", text.len())));
         }
-        check_chars(field, text, TextField::Body)
+        Ok(check_chars(field, text, TextField::Body)?)
     }
 
     /// Runs the safety stage on text bound for the log: personal data per
@@ -177,7 +177,7 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for empty or oversized text or session, or
-    /// characters the [input rules](crate::safety::text) refuse, or a
+    /// characters the [input rules](crate::text::chars) refuse, or a
     /// session or source that holds personal data (identifiers are stored
     /// as given, so they are refused rather than redacted, unless the
     /// personal-data policy is off), as is the name of a namespace not yet
@@ -391,7 +391,7 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for empty or oversized content, content with
-    /// nothing visible or with characters the [input rules](crate::safety::text)
+    /// nothing visible or with characters the [input rules](crate::text::chars)
     /// refuse (NUL and other controls, bidi overrides, smuggled tag
     /// characters), a kind, session or source reference with control
     /// characters or line breaks, importance outside `0.0..=1.0`, a malformed
@@ -760,7 +760,7 @@ pub(crate) fn check_short(field: &'static str, s: &str, max: usize, allow_empty:
     if s.len() > max {
         return Err(Error::invalid(field, format!("{} bytes, at most {max} allowed", s.len())));
     }
-    check_chars(field, s, TextField::Label)
+    Ok(check_chars(field, s, TextField::Label)?)
 }
 
 /// A slot key: `entity.attribute`, no whitespace, non-empty parts, judged

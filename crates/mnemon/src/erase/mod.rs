@@ -79,7 +79,6 @@
 //! (`tests/compaction_crash.rs`); otherwise it costs one cached lookup per
 //! step.
 
-pub(crate) mod compact;
 pub(crate) mod quote;
 mod receipt;
 pub(crate) mod stored;

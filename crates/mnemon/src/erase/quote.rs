@@ -89,7 +89,7 @@ fn fold(text: &str) -> String {
 /// characters spread apart, folds to the same text.
 fn fold_char(c: char, out: &mut String) {
     use unicode_normalization::UnicodeNormalization;
-    if crate::safety::text::is_invisible(c) {
+    if crate::text::is_invisible(c) {
         return;
     }
     for n in std::iter::once(c).nfkc() {

@@ -104,7 +104,7 @@ impl Engine {
         }
         let obs = &obs[obs.len().saturating_sub(MAX_PROMPT_OBSERVATIONS)..];
         let text: String = obs.iter().map(|o| o.text.as_str()).collect::<Vec<_>>().join("\n");
-        let query = crate::safety::text::truncate_bytes(&text, self.config().max_content_bytes.min(8192));
+        let query = crate::text::truncate_bytes(&text, self.config().max_content_bytes.min(8192));
         let opts = RecallOptions { top_k: RELATED_MEMORIES, record_access: false, ..RecallOptions::default() };
         let related = if query.trim().is_empty() { Vec::new() } else { self.recall(ns, query, &opts)? };
         let fits = |n_obs: usize, n_rel: usize| {

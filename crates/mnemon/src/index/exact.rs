@@ -2,7 +2,7 @@
 //!
 //! Vectors live row-major in one `Vec<f16>` (`rows × dim`, IEEE 754 binary16,
 //! each component rounded to nearest), next to their `i8` codes (`rows ×
-//! dim`, one scale per row; see [`quant`](super::quant)) and an id → row map;
+//! dim`, one scale per row; see [`quant`](crate::embed::quant)) and an id → row map;
 //! deletion swap-removes the last row into the hole, so the store stays dense
 //! and a scan touches only live vectors.
 //!
@@ -27,7 +27,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 
-use super::quant::{dot_i8, dot_i8_rows, quantize};
+use crate::embed::quant::{dot_i8, dot_i8_rows, quantize};
 
 /// Dot product of `a` with the row `b` (shorter length wins if they
 /// differ), each 16 components of `b` widened to `f32` by `widen16` and each
@@ -433,7 +433,7 @@ impl ExactStore {
     /// always does.
     ///
     /// `query_codes` are the query's codes from
-    /// [`quantize`](super::quant::quantize) (its scale is a common factor of
+    /// [`quantize`](crate::embed::quant::quantize) (its scale is a common factor of
     /// every estimate and is not needed). `filter_first` as in `search`:
     /// with it, estimates are computed for passing rows only.
     pub fn search_quantized(

@@ -29,10 +29,10 @@ use crossbeam_channel::{Receiver, Sender};
 use hnsw_rs::prelude::{Distance, Hnsw};
 
 use super::exact::{sample_positions, IdMap};
-use super::quant::dot_i8;
-#[cfg(test)]
-use super::quant::quantize;
 use super::view::{level_of, View};
+use crate::embed::quant::dot_i8;
+#[cfg(test)]
+use crate::embed::quant::quantize;
 
 /// HNSW construction and search parameters, named as in Malkov & Yashunin,
 /// "Efficient and robust approximate nearest neighbor search using

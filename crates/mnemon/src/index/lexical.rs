@@ -6,7 +6,7 @@ use std::hash::BuildHasher;
 use smallvec::SmallVec;
 
 use super::exact::{Hit, IdMap, TopK};
-use super::tokenize::{has_cjk, is_stop_word, tokenize};
+use crate::text::{has_cjk, is_stop_word, tokenize};
 
 /// BM25 term-frequency saturation `k1` (Robertson & Sparck Jones; the common
 /// default from Robertson & Zaragoza, "The Probabilistic Relevance Framework:
@@ -407,8 +407,8 @@ impl LexicalIndex {
             }
             let lower = word.to_lowercase().replace('’', "'");
             if lower.starts_with("i'")
-                || crate::dedup::en_month(&lower, true).is_some()
-                || crate::dedup::en_weekday(&lower).is_some()
+                || crate::text::lexicon::en_month(&lower, true).is_some()
+                || crate::text::lexicon::en_weekday(&lower).is_some()
                 || KINSHIP_WORDS.contains(&lower.as_str())
             {
                 continue;

@@ -14,17 +14,14 @@
 mod exact;
 mod hnsw;
 mod lexical;
-pub(crate) mod quant;
-mod tokenize;
 mod view;
 
 use std::fmt;
 
 pub use hnsw::HnswParams;
 pub use lexical::{LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1};
-pub(crate) use tokenize::{is_cjk, mostly_cjk, nfkc_is_identity};
-pub use tokenize::{is_stop_word, tokenize};
 
+use crate::embed::quant;
 use exact::{rescore_count, ExactStore, Hit, TopK};
 use hnsw::Graph;
 

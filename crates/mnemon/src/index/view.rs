@@ -37,7 +37,7 @@ use std::sync::Arc;
 use hnsw_rs::prelude::Hnsw;
 
 use super::hnsw::{decode, CodeDistance};
-use super::quant::{dot_i8_gather_with, quantize};
+use crate::embed::quant::{dot_i8_gather_with, quantize};
 
 /// No link (pads a node's link list to its stride).
 const NONE: u32 = u32::MAX;

@@ -2,8 +2,14 @@
 //! derived vector cache and a small metadata map, behind [`LogStore`] so the
 //! backend can be swapped. The only implementation is [`SledStore`].
 
+pub(crate) mod copy;
+mod durability;
 mod layout;
 mod sled_store;
+
+pub(crate) use copy::{check_digest, check_extent, completion_record, live_generation, refuse_unfinished, LogDigest};
+pub use durability::RESTORE_MISMATCH;
+pub(crate) use durability::{check_high_water, record_high_water, sync_tree, with_recovery_hint, HighWaterMark};
 
 pub use layout::DataDir;
 pub(crate) use layout::{gen_name, has_reserve, sync_dir};

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, Tombstone};
+use crate::log::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
 use crate::log::{DataDir, LogStore, SledStore};
-use crate::portability::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
 use crate::portability::{forgotten_ids, tree_bytes};
 use crate::types::Seq;
 use crate::writer::{Command, Shared};
@@ -55,7 +55,7 @@ impl Engine {
     /// a backup never holds erased content; its digest equals the live
     /// store's at that position. Cached vectors of surviving memories are
     /// copied, so opening the backup does not re-embed. A
-    /// [`crate::portability::RESTORE_MISMATCH`] mark is copied with them.
+    /// [`crate::log::RESTORE_MISMATCH`] mark is copied with them.
     ///
     /// The copy is whole or absent: it is written into `.NAME.mnemon-partial`
     /// beside `dir`, sealed with a completion record (`COPY`: records, last
@@ -98,7 +98,7 @@ impl Engine {
         let cache_bytes = self.config().cache_bytes;
         // A store restored from a file whose digest differed keeps that
         // mark in its copies, so `check` on a backup warns as on the store.
-        let mismatch = std::fs::read(root.join(crate::portability::RESTORE_MISMATCH)).ok();
+        let mismatch = std::fs::read(root.join(crate::log::RESTORE_MISMATCH)).ok();
         let (tx, rx) = crossbeam_channel::bounded(1);
         let dest = target.clone();
         self.send(Command::Exclusive {
@@ -244,12 +244,12 @@ fn copy_into(
     }
     store.flush()?;
     drop(store);
-    crate::portability::record_high_water(dest, last_seq)?;
+    crate::log::record_high_water(dest, last_seq)?;
     if let Some(note) = mismatch {
-        std::fs::write(dest.join(crate::portability::RESTORE_MISMATCH), note)?;
+        std::fs::write(dest.join(crate::log::RESTORE_MISMATCH), note)?;
     }
     // Everything the record vouches for is durable before it is written.
-    crate::portability::sync_tree(dest)?;
+    crate::log::sync_tree(dest)?;
     let record = CopyRecord {
         kind: CopyKind::Backup,
         records: last_seq,

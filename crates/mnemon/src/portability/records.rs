@@ -208,7 +208,7 @@ fn field_reason(mut fields: serde_json::Map<String, serde_json::Value>) -> Optio
     if path == "time" {
         let mut given = fields_time.map(|v| v.to_string()).unwrap_or_default();
         if given.len() > 64 {
-            given = format!("{}…", crate::safety::text::truncate_bytes(&given, 64));
+            given = format!("{}…", crate::text::truncate_bytes(&given, 64));
         }
         return Some(format!(
             "field `time`: {given} is not an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00 ({why})"

@@ -11,8 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, FORMAT_VERSION};
+use crate::log::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
+use crate::log::RESTORE_MISMATCH;
 use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
-use crate::portability::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
 use crate::portability::export::{ExportHeader, ExportLine, EXPORT_VERSION};
 use crate::types::Seq;
 
@@ -69,10 +70,6 @@ impl RestoreReport {
         ok
     }
 }
-
-/// The file a restore whose digest differed from its export's leaves in
-/// the restored data directory ([`RestoreReport::verify`]).
-pub const RESTORE_MISMATCH: &str = "RESTORE-MISMATCH";
 
 fn bad(line: u64, reason: impl std::fmt::Display) -> Error {
     Error::invalid("from", format!("line {line}: {reason}"))
@@ -291,9 +288,9 @@ fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Stagi
     }
     store.flush()?;
     drop(store);
-    crate::portability::record_high_water(into, report.last_seq)?;
+    crate::log::record_high_water(into, report.last_seq)?;
     // Everything the record vouches for is durable before it is written.
-    crate::portability::sync_tree(into)?;
+    crate::log::sync_tree(into)?;
     staging.seal(&CopyRecord {
         kind: CopyKind::Restore,
         records: report.last_seq,

@@ -91,7 +91,7 @@ pub(crate) struct NsState {
     /// point of the backlog.
     pub(crate) pending_vectors: BTreeSet<MemoryId>,
     /// Memory versions written mostly in CJK script
-    /// ([`crate::index::mostly_cjk`]): recall corrects a multilingual
+    /// ([`crate::text::mostly_cjk`]): recall corrects a multilingual
     /// embedder's same-language bias between the two scripts
     /// ([`crate::Weights::cross_script`]).
     pub(crate) cjk: HashSet<u64>,
@@ -675,7 +675,7 @@ impl State {
         if !fed {
             st.lexical.insert(id.0, &x.content);
         }
-        if crate::index::mostly_cjk(&x.content) {
+        if crate::text::mostly_cjk(&x.content) {
             st.cjk.insert(id.0);
         }
         if let Some(v) = vector {

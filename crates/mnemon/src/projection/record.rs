@@ -165,7 +165,7 @@ pub struct Observation {
 }
 
 /// Normalises content for exact-duplicate detection: NFKC, invisible
-/// characters ([`crate::safety::text::is_invisible`]) dropped, whitespace
+/// characters ([`crate::text::is_invisible`]) dropped, whitespace
 /// runs collapsed to one space (none between Chinese or Japanese characters
 /// and their punctuation), trimmed. Case is kept: "the US team" and "the us
 /// team", or "Apple" and "apple", can say different things, so neither is
@@ -193,11 +193,11 @@ pub(crate) fn normalize_content(s: &str) -> String {
 fn normalize_unicode(s: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     // Text already in NFKC (by the quick check) skips the normalisation.
-    let nfkc: String = if crate::index::nfkc_is_identity(s) { s.to_string() } else { s.nfkc().collect() };
+    let nfkc: String = if crate::text::nfkc_is_identity(s) { s.to_string() } else { s.nfkc().collect() };
     // Invisible characters (zero-width space, BOM, soft hyphen, …) print as
     // nothing, so text that differs only in them is the same text.
-    let nfkc: String = if nfkc.chars().any(crate::safety::text::is_invisible) {
-        nfkc.chars().filter(|&c| !crate::safety::text::is_invisible(c)).collect()
+    let nfkc: String = if nfkc.chars().any(crate::text::is_invisible) {
+        nfkc.chars().filter(|&c| !crate::text::is_invisible(c)).collect()
     } else {
         nfkc
     };
@@ -220,7 +220,7 @@ fn normalize_unicode(s: &str) -> String {
 /// written without one: an ideograph or kana beside another or beside
 /// punctuation (after NFKC, full-width punctuation is ASCII).
 fn joins_without_space(a: char, b: char) -> bool {
-    let wide = |c: char| crate::embed::is_cjk(c) || matches!(c as u32, 0x3000..=0x303F);
+    let wide = |c: char| crate::text::is_cjk(c) || matches!(c as u32, 0x3000..=0x303F);
     let punct = |c: char| c.is_ascii_punctuation() || matches!(c as u32, 0x3000..=0x303F);
     (wide(a) && (wide(b) || punct(b))) || (wide(b) && punct(a))
 }

@@ -116,7 +116,7 @@ use unicode_segmentation::UnicodeSegmentation;
 use crate::error::{Error, Result};
 use crate::projection::{Memory, Observation};
 use crate::recall::Hit;
-use crate::safety::text::{is_invisible, is_line_break_or_space};
+use crate::text::{is_invisible, is_line_break_or_space};
 use crate::types::{MemoryId, Status};
 
 /// Estimates the tokens a text costs in a typical LLM tokenizer: one token
@@ -128,7 +128,7 @@ pub fn estimate_tokens(text: &str) -> usize {
     let mut cjk = 0usize;
     let mut other = 0usize;
     for c in text.chars() {
-        if crate::embed::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c) {
+        if crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c) {
             cjk += 1;
         } else {
             other += 1;
@@ -147,7 +147,7 @@ struct TokenCounts {
 
 impl TokenCounts {
     fn of(text: &str) -> TokenCounts {
-        let cjk = text.chars().filter(|&c| crate::embed::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c)).count();
+        let cjk = text.chars().filter(|&c| crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c)).count();
         TokenCounts { cjk, other: text.chars().count() - cjk }
     }
 
@@ -731,7 +731,7 @@ fn push_escaped(out: &mut String, c: char, escape: Escape) {
         out.push_str(e);
         return;
     }
-    if c.is_ascii() || crate::embed::is_cjk(c) {
+    if c.is_ascii() || crate::text::is_cjk(c) {
         out.push(c);
         return;
     }

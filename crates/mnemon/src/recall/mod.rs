@@ -163,7 +163,7 @@ impl Engine {
     ///
     /// # Errors
     /// [`Error::InvalidInput`] for an empty or oversized query, a query with
-    /// characters the [input rules](crate::safety::text) refuse, `top_k`
+    /// characters the [input rules](crate::text::chars) refuse, `top_k`
     /// outside 1..=1000, `min_similarity` or an [`Abstain`] floor outside -1..=1,
     /// [`Weights::time`] outside 0..=1 or [`Weights::cross_script`] outside
     /// -1..=1 (NaN included), or an `as_of`
@@ -198,7 +198,7 @@ impl Engine {
         if query.len() > self.config().max_content_bytes {
             return Err(Error::invalid("query", format!("{} bytes, above max_content_bytes", query.len())));
         }
-        crate::safety::text::check_chars("query", query, crate::safety::text::TextField::Body)?;
+        crate::text::check_chars("query", query, crate::text::TextField::Body)?;
         if opts.top_k == 0 || opts.top_k > 1000 {
             return Err(Error::invalid("top_k", "must be in 1..=1000"));
         }
@@ -283,7 +283,7 @@ impl Engine {
             // memories of the other script get a second search of their own
             // (else the query's language fills every candidate slot) and
             // the offset on their cosine.
-            let query_cjk = crate::index::mostly_cjk(query);
+            let query_cjk = crate::text::mostly_cjk(query);
             let cross_offset = match opts.weights.cross_script {
                 Some(o) => o,
                 None => self.embedder().cross_script_offset(query_cjk),
@@ -306,7 +306,7 @@ impl Engine {
             }
             let max_bm25 = cands.values().map(|c| c.1).fold(0.0f32, f32::max);
             let query_idf = if opts.mode == RecallMode::Dense { 0.0 } else { st.lexical.idf_mass(query) };
-            let query_terms: Vec<String> = crate::index::tokenize(query);
+            let query_terms: Vec<String> = crate::text::tokenize(query);
             // Cosine of every candidate (lexical-only candidates get theirs
             // computed here), minus those under the similarity floor.
             let mut scored: Vec<(u64, f32, f32, f32)> = Vec::with_capacity(cands.len());

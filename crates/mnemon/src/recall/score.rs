@@ -328,7 +328,7 @@ pub(crate) fn explain(
     let entity_matches = if m.entities.is_empty() {
         0
     } else {
-        let ents: Vec<Vec<String>> = m.entities.iter().map(|e| crate::index::tokenize(e)).collect();
+        let ents: Vec<Vec<String>> = m.entities.iter().map(|e| crate::text::tokenize(e)).collect();
         ents.iter().filter(|e| !e.is_empty() && e.iter().all(|t| query_terms.contains(t))).count()
     };
     let imp_factor = 1.0 - w.importance + 2.0 * w.importance * m.importance;

@@ -88,12 +88,12 @@
 //! sentences with the same verbs ("ignore the noise from the street",
 //! "我想忽略这个提醒", "以后我每天跑步") score below the threshold.
 //! Out of scope: encodings (base64, ROT13, tag-character payloads, which the
-//! [input rules](crate::safety::text) refuse anyway), paraphrases and
+//! [input rules](crate::text::chars) refuse anyway), paraphrases and
 //! translations into languages without patterns.
 
 use std::sync::LazyLock;
 
-use crate::safety::fold::{leet_tolerant, views};
+use crate::text::fold::{leet_tolerant, views};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use serde::{Deserialize, Serialize};
 

@@ -41,11 +41,9 @@
 //! other languages, or encoded payloads.
 
 pub mod checksum;
-mod fold;
 pub mod injection;
 pub mod phone;
 pub mod redact;
-pub mod text;
 
 pub use checksum::{cn_id_check_char, cn_id_valid, luhn_valid};
 pub use injection::{InjectionDetector, InjectionFinding, InjectionPolicy, DEFAULT_THRESHOLD};

@@ -106,7 +106,7 @@ use unicode_normalization::UnicodeNormalization;
 use super::checksum::{cn_id_valid, luhn_valid};
 use super::phone::{self, Candidate, PhoneCache, PhoneRegions, Written};
 use crate::error::{Error, Result};
-use crate::safety::text::is_invisible;
+use crate::text::is_invisible;
 
 /// What the engine does when a memory's content contains personal data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -138,7 +138,7 @@ pub(crate) fn entity_occurs(entity: &str, content: &str) -> bool {
         return false;
     }
     let c = normalize_content(content).to_lowercase();
-    if e.chars().any(|ch| crate::embed::is_cjk(ch) || is_hangul(ch)) {
+    if e.chars().any(|ch| crate::text::is_cjk(ch) || is_hangul(ch)) {
         return c.contains(&e);
     }
     let starts_word = e.chars().next().is_some_and(char::is_alphanumeric);

@@ -8,6 +8,8 @@
 //! readers until durable), appends the whole group in one batch, flushes
 //! once, advances the visible position, and only then replies.
 
+pub(crate) mod backfill;
+pub(crate) mod compact;
 mod inherit;
 mod plan;
 
@@ -23,12 +25,12 @@ use chrono::{DateTime, Utc};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::{Mutex, RwLock};
 
-use crate::engine::backfill::{dedup_byte, pending_key, Backlog, EmbeddedVector, PendingVector};
 use crate::error::{Error, Result};
 use crate::event::{encode_record, Event, EventBody};
 use crate::log::{fnv1a64, LogStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace, Seq};
+use crate::writer::backfill::{dedup_byte, pending_key, Backlog, EmbeddedVector, PendingVector};
 use plan::PlannedOutcome;
 
 /// When acknowledged writes become durable.
@@ -190,7 +192,7 @@ pub(crate) struct WriterConfig {
     /// Near-duplicate threshold for decisions made when a vector arrives.
     pub(crate) dedup_threshold: f32,
     /// The store's data directory, whose `LAST_SEQ` the writer keeps
-    /// current after each flush ([`crate::portability::HighWaterMark`]).
+    /// current after each flush ([`crate::log::HighWaterMark`]).
     pub(crate) data_dir: std::path::PathBuf,
 }
 
@@ -207,7 +209,7 @@ struct Writer {
     /// Pending markers this group clears (vector arrived, or memory gone).
     unmarks: Vec<MemoryId>,
     /// How far the log is durable, for a later open to check against.
-    high_water: crate::portability::HighWaterMark,
+    high_water: crate::log::HighWaterMark,
 }
 
 enum Pending {
@@ -231,7 +233,7 @@ pub(crate) fn spawn(shared: Arc<Shared>, rx: Receiver<Command>, cfg: WriterConfi
         dirty_since: None,
         deferred: Vec::new(),
         unmarks: Vec::new(),
-        high_water: crate::portability::HighWaterMark::new(&cfg_dir),
+        high_water: crate::log::HighWaterMark::new(&cfg_dir),
     };
     std::thread::Builder::new().name("mnemon-writer".into()).spawn(move || w.run()).map_err(Error::Io)
 }

@@ -164,7 +164,7 @@ pub fn parse_block(block: &str) -> Result<Vec<Parsed>, String> {
 /// they are) one of those brackets (`ㄑ`'s skeleton is `❬`; kana such as
 /// `く` stay letters).
 pub fn angle_like(c: char) -> bool {
-    let plain = c.is_ascii() || mnemon::embed::is_cjk(c);
+    let plain = c.is_ascii() || mnemon::text::is_cjk(c);
     other_bracket(c)
         || skeleton(c.encode_utf8(&mut [0; 4])).any(|s| s == '<' || s == '>' || (!plain && other_bracket(s)))
 }
@@ -218,7 +218,7 @@ pub fn decode_entities(s: &str) -> Option<String> {
 /// they are) and its TR39 skeleton holds one of `targets` (`；` and `;`
 /// (U+037E) look like `;`, `＆` like `&`).
 pub fn looks_like(c: char, targets: &[char]) -> bool {
-    !c.is_ascii() && !mnemon::embed::is_cjk(c) && skeleton(c.encode_utf8(&mut [0; 4])).any(|s| targets.contains(&s))
+    !c.is_ascii() && !mnemon::text::is_cjk(c) && skeleton(c.encode_utf8(&mut [0; 4])).any(|s| targets.contains(&s))
 }
 
 /// Letters and digits that must survive rendering: alphanumeric, visible,

@@ -41,9 +41,9 @@ fn words(s: &str) -> Vec<Word<'_>> {
 }
 
 /// A calendar unit word (`day`, `weeks`, `mos`, `yrs`: the fact signature's
-/// [`crate::dedup::en_unit`]).
+/// [`crate::text::lexicon::en_unit`]).
 fn unit(w: &str) -> Option<Unit> {
-    Some(match crate::dedup::en_unit(w)? {
+    Some(match crate::text::lexicon::en_unit(w)? {
         "day" => Unit::Day,
         "week" => Unit::Week,
         "month" => Unit::Month,
@@ -57,7 +57,7 @@ fn plural(w: &str) -> bool {
 }
 
 fn weekday(w: &str) -> Option<Weekday> {
-    Some(match crate::dedup::en_weekday(w)? {
+    Some(match crate::text::lexicon::en_weekday(w)? {
         "monday" => Weekday::Mon,
         "tuesday" => Weekday::Tue,
         "wednesday" => Weekday::Wed,
@@ -71,8 +71,8 @@ fn weekday(w: &str) -> Option<Weekday> {
 /// A month name at word `i` (any spelling the fact signature knows):
 /// month (1-based) and whether it was a short form (`mar`, `sept`).
 fn month(w: &str) -> Option<(u32, bool)> {
-    let name = crate::dedup::en_month(w, true)?;
-    let m = crate::dedup::EN_MONTHS.iter().position(|x| *x == name)?;
+    let name = crate::text::lexicon::en_month(w, true)?;
+    let m = crate::text::lexicon::EN_MONTHS.iter().position(|x| *x == name)?;
     Some((u32::try_from(m + 1).ok()?, name != w))
 }
 
@@ -139,7 +139,7 @@ fn phrase(
             let month_ok = ws.get(i + 1).is_some_and(|x| {
                 query[ws[i].end..x.start].chars().all(char::is_whitespace)
                     && !matches!(prev, "the" | "a")
-                    && crate::dedup::en_month(&x.lower, capital(x.raw)).is_some()
+                    && crate::text::lexicon::en_month(&x.lower, capital(x.raw)).is_some()
                     && ordinal_day(at(2)).is_none()
                     && year_of(at(2)).is_none()
             });
@@ -216,8 +216,8 @@ fn count(w: &[&str], i: usize) -> Option<(i64, bool, usize)> {
     if let Ok(n) = at(0).parse::<i64>() {
         return (1..=400).contains(&n).then_some((n, false, 1));
     }
-    match crate::dedup::en_number(at(0))? {
-        crate::dedup::NumberWord::Unit(v) if v >= 1.0 && v.fract() == 0.0 => Some((v as i64, false, 1)),
+    match crate::text::lexicon::en_number(at(0))? {
+        crate::text::lexicon::NumberWord::Unit(v) if v >= 1.0 && v.fract() == 0.0 => Some((v as i64, false, 1)),
         _ => None,
     }
 }

@@ -16,7 +16,7 @@ type DaysOf = fn(NaiveDate) -> (NaiveDate, NaiveDate);
 
 /// Reads the phrases of `query` into `out`.
 pub(super) fn find(query: &str, today: NaiveDate, out: &mut Vec<Found>) {
-    if !query.chars().any(crate::index::is_cjk) {
+    if !query.chars().any(crate::text::is_cjk) {
         return;
     }
     let c: Vec<char> = query.chars().collect();

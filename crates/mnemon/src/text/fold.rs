@@ -30,8 +30,8 @@ use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 use unicode_security::skeleton;
 
-use crate::embed::is_cjk;
-use crate::safety::text::is_invisible;
+use crate::text::is_cjk;
+use crate::text::is_invisible;
 
 /// The texts the detector matches, see the [module docs](self).
 pub(crate) struct Views {
@@ -202,7 +202,7 @@ fn join_spaced_letters(text: &str) -> Option<String> {
     let n = chars.len();
     // A CJK character beside a letter bounds it as a space would
     // ("请i g n o r e …"): Chinese text is written without spaces.
-    let word_char = |c: char| c.is_alphanumeric() && !crate::embed::is_cjk(c);
+    let word_char = |c: char| c.is_alphanumeric() && !crate::text::is_cjk(c);
     let standalone = |i: usize| {
         is_letter(chars[i]) && (i == 0 || !word_char(chars[i - 1])) && chars.get(i + 1).is_none_or(|c| !word_char(*c))
     };

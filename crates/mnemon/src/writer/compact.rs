@@ -34,9 +34,9 @@ use chrono::Utc;
 use parking_lot::Mutex;
 
 use crate::erase::crash_point;
-use crate::erase::receipt::{CompactionFigures, CompactionReceipt, ErasureReceipt};
 use crate::erase::stored;
-use crate::erase::verify::{verify_erasure, ErasurePatterns};
+use crate::erase::{verify_erasure, ErasurePatterns};
+use crate::erase::{CompactionFigures, CompactionReceipt, ErasureReceipt};
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, Tombstone};
 use crate::log::{sync_dir, DataDir, LogStore, SledStore};

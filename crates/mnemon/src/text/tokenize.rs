@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use super::is_cjk;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -153,22 +154,6 @@ pub(crate) fn mostly_cjk(text: &str) -> bool {
         }
     }
     cjk > 0 && cjk * 3 >= latin
-}
-
-/// Han (URO, Ext A, Ext B–H, compatibility), Hiragana, Katakana (incl.
-/// phonetic extensions and the prolonged sound mark), and `々 〆 〇`.
-pub(crate) fn is_cjk(c: char) -> bool {
-    matches!(c as u32,
-        0x3005..=0x3007      // 々 〆 〇
-        | 0x3040..=0x309F    // Hiragana
-        | 0x30A0..=0x30FF    // Katakana (incl. ー U+30FC)
-        | 0x31F0..=0x31FF    // Katakana phonetic extensions
-        | 0x3400..=0x4DBF    // CJK Ext A
-        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
-        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
-        | 0xFF66..=0xFF9F    // half-width katakana (NFKC folds these; kept for safety)
-        | 0x20000..=0x3134F  // CJK Ext B–H and compatibility supplement
-    )
 }
 
 fn push_bigrams(run: &[char], out: &mut Vec<String>) {

@@ -4,7 +4,8 @@
 //! `observe`, `supersede`, their batches, `recall` and `forget` queries,
 //! extraction JSON, consolidation, and the CLI, which goes through the
 //! library) runs [`check_chars`] on it before anything is redacted, embedded
-//! or written. A violation is [`Error::InvalidInput`] naming the field, the
+//! or written. A violation is a [`CharFault`] (the engine's
+//! `Error::InvalidInput`) naming the field, the
 //! code point and its position; nothing is written. The rules reject rather
 //! than strip: stripping would silently store something other than what the
 //! caller sent, and a caller who wants stripping can do it and retry
@@ -35,7 +36,30 @@
 
 use unicode_security::skeleton;
 
-use crate::error::{Error, Result};
+/// A piece of text that breaks the character rules: the field it was
+/// given as and why (the code point and its position, counting characters
+/// from 1). Converts into the engine's `Error::InvalidInput` for that field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CharFault {
+    /// The argument the text was given as (`content`, `kind`, `key`, …).
+    pub field: &'static str,
+    /// What is wrong, e.g. `U+200B at character 4: …`.
+    pub reason: String,
+}
+
+impl std::fmt::Display for CharFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.reason)
+    }
+}
+
+impl std::error::Error for CharFault {}
+
+impl CharFault {
+    fn new(field: &'static str, reason: impl Into<String>) -> CharFault {
+        CharFault { field, reason: reason.into() }
+    }
+}
 
 /// Which rules of the [module table](self) apply to a piece of text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,11 +78,11 @@ pub enum TextField {
 /// argument in the error.
 ///
 /// # Errors
-/// [`Error::InvalidInput`] with `field` when a character breaks a rule (the
+/// [`CharFault`] with `field` when a character breaks a rule (the
 /// reason names its code point, e.g. `U+200B`, and its position in characters,
 /// counting from 1) or when nothing
 /// visible remains after whitespace and invisible characters.
-pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<()> {
+pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<(), CharFault> {
     let chars: Vec<char> = text.chars().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -70,12 +94,12 @@ pub fn check_chars(field: &'static str, text: &str, rules: TextField) -> Result<
             }
         }
         if let Some(why) = refusal(c, rules) {
-            return Err(Error::invalid(field, format!("U+{:04X} at character {}: {why}", u32::from(c), i + 1)));
+            return Err(CharFault::new(field, format!("U+{:04X} at character {}: {why}", u32::from(c), i + 1)));
         }
         i += 1;
     }
     if !has_visible(text) {
-        return Err(Error::invalid(field, "has no visible character (only whitespace or invisible characters)"));
+        return Err(CharFault::new(field, "has no visible character (only whitespace or invisible characters)"));
     }
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 /// English negation markers and their canonical class (`n't` is handled by
 /// the tokenizer as `not`).
-pub(super) fn en_negation(w: &str) -> Option<&'static str> {
+pub(crate) fn en_negation(w: &str) -> Option<&'static str> {
     Some(match w {
         "not" | "cannot" | "dont" | "doesnt" | "didnt" | "isnt" | "wasnt" | "arent" | "werent" | "cant" | "wont"
         | "havent" | "hasnt" | "hadnt" | "wouldnt" | "shouldnt" | "couldnt" => "not",
@@ -66,7 +66,7 @@ pub(crate) fn en_number(w: &str) -> Option<NumberWord> {
 
 /// Words after which a time unit or measure is a quantity (`every week`,
 /// `a few days`), like a number.
-pub(super) fn en_quantifier(w: &str) -> bool {
+pub(crate) fn en_quantifier(w: &str) -> bool {
     matches!(
         w,
         "a" | "an"
@@ -93,7 +93,7 @@ pub(super) fn en_quantifier(w: &str) -> bool {
 }
 
 /// Time words that date a fact whether or not a number is near.
-pub(super) fn en_time_word(w: &str) -> Option<&'static str> {
+pub(crate) fn en_time_word(w: &str) -> Option<&'static str> {
     Some(match w {
         "today" => "today",
         "tonight" => "tonight",
@@ -222,7 +222,7 @@ pub(crate) fn en_unit(w: &str) -> Option<&'static str> {
 }
 
 /// Currency words and signs, canonical as a sign.
-pub(super) fn en_currency(w: &str) -> Option<&'static str> {
+pub(crate) fn en_currency(w: &str) -> Option<&'static str> {
     Some(match w {
         "dollar" | "dollars" | "usd" | "buck" | "bucks" => "$",
         "euro" | "euros" | "eur" => "€",
@@ -235,7 +235,7 @@ pub(super) fn en_currency(w: &str) -> Option<&'static str> {
 }
 
 /// Currency signs.
-pub(super) fn currency_sign(c: char) -> Option<&'static str> {
+pub(crate) fn currency_sign(c: char) -> Option<&'static str> {
     Some(match c {
         '$' => "$",
         '€' => "€",
@@ -251,7 +251,7 @@ pub(super) fn currency_sign(c: char) -> Option<&'static str> {
 /// Whom a text is about: pronouns by person and number, kinship and role
 /// words (canonical). A change of person is a change of fact ("my sister" /
 /// "my brother").
-pub(super) fn en_person(w: &str) -> Option<&'static str> {
+pub(crate) fn en_person(w: &str) -> Option<&'static str> {
     Some(match w {
         "i" | "me" | "my" | "mine" | "myself" => "i",
         "we" | "us" | "our" | "ours" | "ourselves" => "we",
@@ -298,7 +298,7 @@ pub(super) fn en_person(w: &str) -> Option<&'static str> {
 }
 
 /// Words that start sentences without being names (compared in lower case).
-pub(super) fn en_function_word(w: &str) -> bool {
+pub(crate) fn en_function_word(w: &str) -> bool {
     matches!(
         w,
         "the"
@@ -482,7 +482,7 @@ pub(super) fn en_function_word(w: &str) -> bool {
 }
 
 /// Chinese negation words, longest first, with their canonical class.
-pub(super) const ZH_NEGATIONS: &[(&str, &str)] = &[
+pub(crate) const ZH_NEGATIONS: &[(&str, &str)] = &[
     ("并非", "非"),
     ("毫无", "无"),
     ("没有", "没"),
@@ -503,7 +503,7 @@ pub(super) const ZH_NEGATIONS: &[(&str, &str)] = &[
 
 /// Chinese compounds holding a negation character that do not negate; kept
 /// whole as content (`不错` = good, `别人` = others, `未来` = future).
-pub(super) const ZH_NOT_NEGATIONS: &[&str] = &[
+pub(crate) const ZH_NOT_NEGATIONS: &[&str] = &[
     "不好意思",
     "不得不",
     "差不多",
@@ -532,7 +532,7 @@ pub(super) const ZH_NOT_NEGATIONS: &[&str] = &[
 /// Chinese function words of two or more characters (connectives, degree
 /// adverbs, hedges, "feel"), skipped. Longest match first; `一点` and `十分`
 /// are decided in context (a clock time, ten minutes).
-pub(super) const ZH_FUNCTION_WORDS: &[&str] = &[
+pub(crate) const ZH_FUNCTION_WORDS: &[&str] = &[
     "除此之外",
     "有点儿",
     "一会儿",
@@ -604,7 +604,7 @@ pub(super) const ZH_FUNCTION_WORDS: &[&str] = &[
 /// Chinese function characters: particles, prepositions, conjunctions,
 /// degree adverbs, copula, modal verbs, demonstratives. Pronouns and every
 /// content character are not here.
-pub(super) fn zh_function_char(c: char) -> bool {
+pub(crate) fn zh_function_char(c: char) -> bool {
     matches!(
         c,
         '的' | '地'
@@ -679,7 +679,7 @@ pub(super) fn zh_function_char(c: char) -> bool {
 /// Chinese classifiers, skipped after a numeral or demonstrative (`一只`,
 /// `两次`, `这部`): the count is the fact. Classifiers that carry meaning
 /// (`岁`, `名`, `年`, `天`, `点`) are not here.
-pub(super) fn zh_classifier(c: char) -> bool {
+pub(crate) fn zh_classifier(c: char) -> bool {
     matches!(
         c,
         '个' | '只'
@@ -748,7 +748,7 @@ pub(super) fn zh_classifier(c: char) -> bool {
 /// ([`super::FactKind::Qualifier`]). Words that only stress a claim that
 /// holds either way ("I still play" / "I play", "already", "again") are not
 /// here.
-pub(super) fn en_marker(w: &str) -> Option<&'static str> {
+pub(crate) fn en_marker(w: &str) -> Option<&'static str> {
     Some(match w {
         "will" | "ll" | "wo" | "wont" => "will",
         "would" | "d" | "wouldnt" => "would",
@@ -810,7 +810,7 @@ pub(super) fn en_marker(w: &str) -> Option<&'static str> {
 /// a different fact; one only added or dropped is rewording ("on Tuesdays" /
 /// "every Tuesday"). Bounds whose mere presence changes a claim ("before",
 /// "until", "under") are [`en_marker`]s instead.
-pub(super) fn en_relation(w: &str) -> Option<&'static str> {
+pub(crate) fn en_relation(w: &str) -> Option<&'static str> {
     Some(match w {
         "from" => "from",
         "to" => "to",
@@ -863,7 +863,7 @@ pub(super) fn en_relation(w: &str) -> Option<&'static str> {
 /// `被`, `让`), ability and possibility (`能`, `可` of 可以 / 可能),
 /// certainty (`一定`, `大概`, `好像`). Stress that holds either way (`已经`, `还`, `一直`) is
 /// not here.
-pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
+pub(crate) fn zh_marker(w: &str) -> Option<&'static str> {
     Some(match w {
         "会" => "会",
         "要" => "要",
@@ -901,7 +901,7 @@ pub(super) fn zh_marker(w: &str) -> Option<&'static str> {
 
 /// Chinese coverbs and conjunctions (see [`en_relation`]): `从` / `到` /
 /// `在` / `向` / `往` / `对` / `给`, `和` / `或者`.
-pub(super) fn zh_relation(w: &str) -> Option<&'static str> {
+pub(crate) fn zh_relation(w: &str) -> Option<&'static str> {
     Some(match w {
         "给" => "给",
         "从" => "从",
@@ -927,7 +927,7 @@ pub(super) fn zh_relation(w: &str) -> Option<&'static str> {
 /// Dutch" / "My colleagues speak Dutch"), except `every` / `each`, which
 /// reword a time ("every Tuesday" / "on Tuesdays") and count only in place
 /// of another quantifier.
-pub(super) fn en_quantity(w: &str) -> Option<&'static str> {
+pub(crate) fn en_quantity(w: &str) -> Option<&'static str> {
     Some(match w {
         "every" | "each" => "every",
         "all" => "all",
@@ -948,7 +948,7 @@ pub(super) fn en_quantity(w: &str) -> Option<&'static str> {
 /// `object i` for "me", and so on ("her" and "you", which read both ways,
 /// are not here). "I owe him" / "He owes me" name the same two persons in
 /// other roles.
-pub(super) fn en_pronoun_role(w: &str) -> Option<&'static str> {
+pub(crate) fn en_pronoun_role(w: &str) -> Option<&'static str> {
     Some(match w {
         "i" => "subject i",
         "me" => "object i",

@@ -422,7 +422,7 @@ impl Staging {
     /// meanwhile; [`Error::Io`].
     pub(crate) fn commit(self, field: &'static str) -> Result<()> {
         let done = (|| -> Result<()> {
-            super::sync_tree(&self.dir)?;
+            super::durability::sync_tree(&self.dir)?;
             match fs::rename(&self.dir, &self.target) {
                 Ok(()) => {}
                 Err(e) if self.target.is_dir() && !is_empty_dir(&self.target) => {

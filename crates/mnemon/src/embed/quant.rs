@@ -1,5 +1,5 @@
 //! `i8` codes of unit vectors and their integer dot products, for the
-//! quantised scan of [`ExactStore`](super::exact::ExactStore).
+//! quantised scan of the exact vector store (`index::exact`).
 //!
 //! Each vector is quantised on its own (symmetric, per-vector scale): with
 //! `m = max |xᵢ|`, the scale is `s = m / 127` and the code of `xᵢ` is
