@@ -467,7 +467,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             backend.write_secs,
             backend.query_embed_secs,
         ));
-        let mut entry = serde_json::to_value(&report).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+        let mut entry = serde_json::to_value(&report).map_err(|e| mnemon::Error::Storage(e.to_string().into()))?;
         if let Some(obj) = entry.as_object_mut() {
             obj.insert(
                 "engine".into(),
@@ -505,7 +505,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         backend.engine.close()?;
     }
     let text = serde_json::to_string_pretty(&serde_json::Value::Object(all))
-        .map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+        .map_err(|e| mnemon::Error::Storage(e.to_string().into()))?;
     if let Some(out) = &args.out {
         std::fs::write(out, &text)?;
         eprintln!("wrote {}", out.display());
@@ -661,7 +661,7 @@ fn context_block(
         "slot_keyed": keyed,
         "rows": rows,
     });
-    let text = serde_json::to_string_pretty(&doc).map_err(|e| mnemon::Error::Storage(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| mnemon::Error::Storage(e.to_string().into()))?;
     if let Some(out) = &args.out {
         std::fs::write(out, &text)?;
         eprintln!("wrote {}", out.display());

@@ -226,7 +226,7 @@ impl ClusterNode {
             stream: stream.to_string(),
             from: inner.me.daemon.clone(),
         })
-        .map_err(|e| Error::Storage(e.to_string()))?;
+        .map_err(|e| Error::Storage(mnemon::Failure::with_source(e.to_string(), e)))?;
         let wait = inner.cfg.timeout * 2;
         let client = conn.client.clone();
         let subject = inner.names.scrub();

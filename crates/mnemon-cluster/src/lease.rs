@@ -188,7 +188,9 @@ pub(crate) async fn bucket_store(
 }
 
 fn encode(h: &Holder) -> Result<Bytes> {
-    serde_json::to_vec(h).map(Bytes::from).map_err(|e| Error::Storage(format!("encoding a lease: {e}")))
+    serde_json::to_vec(h)
+        .map(Bytes::from)
+        .map_err(|e| Error::Storage(mnemon::Failure::with_source(format!("encoding a lease: {e}"), e)))
 }
 
 fn decode(key: &str, b: &[u8]) -> Result<Holder> {

@@ -39,7 +39,8 @@ impl CallRequest {
     /// # Errors
     /// [`Error::Storage`] if postcard fails (it does not for this type).
     pub fn encode(&self) -> Result<Vec<u8>> {
-        postcard::to_stdvec(self).map_err(|e| Error::Storage(format!("encoding a call: {e}")))
+        postcard::to_stdvec(self)
+            .map_err(|e| Error::Storage(mnemon::Failure::with_source(format!("encoding a call: {e}"), e)))
     }
 }
 
@@ -131,7 +132,7 @@ impl ClusterNode {
     fn forward(&self, owner: &str, ns: &Namespace, body: &[u8]) -> Result<Forwarded> {
         let inner = &self.inner;
         let req = postcard::to_stdvec(&RpcRequest { ns: ns.to_string(), body: body.to_vec() })
-            .map_err(|e| Error::Storage(format!("encoding a forwarded call: {e}")))?;
+            .map_err(|e| Error::Storage(mnemon::Failure::with_source(format!("encoding a forwarded call: {e}"), e)))?;
         let timeout = inner.cfg.timeout * CALL_TIMEOUTS;
         let request = async_nats::Request::new().payload(req.into()).timeout(Some(timeout));
         let subject = inner.names.rpc(owner);

@@ -105,7 +105,7 @@ impl NsLog {
                     reason: format!("{} moved past sequence {expected_last}: another daemon writes it", self.name),
                 },
                 PublishErrorKind::MaxPayloadExceeded => {
-                    Error::Storage(format!("a log message of {len} bytes exceeds the NATS server's max_payload"))
+                    Error::Storage(format!("a log message of {len} bytes exceeds the NATS server's max_payload").into())
                 }
                 _ => unavailable(&format!("appending to {}", self.name), e),
             }),

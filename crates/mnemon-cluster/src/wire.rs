@@ -77,7 +77,8 @@ pub(crate) struct WireVector {
 /// # Errors
 /// [`Error::Storage`] when postcard fails (it does not for these types).
 pub(crate) fn encode(msg: &LogMessage) -> Result<Vec<u8>> {
-    let payload = postcard::to_stdvec(msg).map_err(|e| Error::Storage(format!("encoding a log message: {e}")))?;
+    let payload = postcard::to_stdvec(msg)
+        .map_err(|e| Error::Storage(mnemon::Failure::with_source(format!("encoding a log message: {e}"), e)))?;
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(MAGIC);
     out.push(VERSION);

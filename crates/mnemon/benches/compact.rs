@@ -143,10 +143,9 @@ fn open_in_child(data: &Path) -> Result<(f64, u64), mnemon::Error> {
     let mut it = text.split_whitespace();
     match (it.next().and_then(|s| s.parse().ok()), it.next().and_then(|s| s.parse().ok())) {
         (Some(secs), Some(kib)) if out.status.success() => Ok((secs, kib)),
-        _ => Err(mnemon::Error::Storage(format!(
-            "the open in a child process failed: {text} {}",
-            String::from_utf8_lossy(&out.stderr)
-        ))),
+        _ => Err(mnemon::Error::Storage(
+            format!("the open in a child process failed: {text} {}", String::from_utf8_lossy(&out.stderr)).into(),
+        )),
     }
 }
 

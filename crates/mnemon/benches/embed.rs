@@ -171,7 +171,7 @@ mod reference {
     use mnemon::{Error, Result};
 
     fn err(e: impl std::fmt::Display) -> Error {
-        Error::Embedder(e.to_string())
+        Error::Embedder(e.to_string().into())
     }
 
     /// Mean over each row's first `len` positions of `hidden` (`batch × max

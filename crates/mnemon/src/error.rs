@@ -81,9 +81,10 @@ pub enum Error {
     /// names what was found and what was expected.
     #[error("incompatible format: {0}")]
     IncompatibleFormat(String),
-    /// Embedding failed (model missing, model error).
+    /// Embedding failed (model missing, model error); the underlying error,
+    /// if any, is the [`Failure`]'s source.
     #[error("embedder error: {0}")]
-    Embedder(String),
+    Embedder(#[source] Failure),
     /// Memory content was refused by the safety policy (personal data with
     /// policy `reject`, or an injected instruction with policy `reject`).
     #[error("rejected by policy: {0}")]
@@ -91,9 +92,10 @@ pub enum Error {
     /// An operating-system I/O error.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
-    /// An error from the storage backend (sled).
+    /// An error from the storage backend (sled) or of a record it holds;
+    /// the underlying error, if any, is the [`Failure`]'s source.
     #[error("storage error: {0}")]
-    Storage(String),
+    Storage(#[source] Failure),
     /// In a cluster: this daemon does not hold (or no longer holds) the
     /// writer lease of the namespace — another daemon took it over, or the
     /// replicated log moved past the position this daemon last wrote
@@ -140,11 +142,14 @@ impl From<sled::Error> for Error {
             // sled's own words ("Read corrupted data at file offset None
             // backtrace ()") say neither what was damaged nor what to do;
             // opening adds the way back (`portability::recovery_hint`).
-            sled::Error::Corruption { at, .. } => Error::Storage(match at {
-                Some(at) => format!("the store's files hold damaged data (sled found a bad record at {at:?})"),
-                None => "the store's files hold damaged data (sled found a bad record)".to_string(),
-            }),
-            other => Error::Storage(other.to_string()),
+            sled::Error::Corruption { at, .. } => Error::Storage(
+                match at {
+                    Some(at) => format!("the store's files hold damaged data (sled found a bad record at {at:?})"),
+                    None => "the store's files hold damaged data (sled found a bad record)".to_string(),
+                }
+                .into(),
+            ),
+            other => Error::Storage(Failure::with_source(other.to_string(), other)),
         }
     }
 }
@@ -221,5 +226,64 @@ fn too_large_integer(head: &str) -> Option<&str> {
 impl From<crate::text::CharFault> for Error {
     fn from(f: crate::text::CharFault) -> Error {
         Error::invalid(f.field, f.reason)
+    }
+}
+
+/// What failed in an [`Error::Storage`] or [`Error::Embedder`]: a message
+/// in plain words (it already names the underlying error, so printing the
+/// message alone loses nothing) and, where there was one, the underlying
+/// error itself ([`std::error::Error::source`]) for callers that inspect it,
+/// e.g. by downcasting to `std::io::Error` or `sled::Error`.
+#[derive(Debug)]
+pub struct Failure {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl Failure {
+    /// A failure with no underlying error.
+    pub fn new(message: impl Into<String>) -> Failure {
+        Failure { message: message.into(), source: None }
+    }
+
+    /// A failure caused by `source`; `message` should say what was being
+    /// done and name the source's words.
+    pub fn with_source(message: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Failure {
+        Failure { message: message.into(), source: Some(Box::new(source)) }
+    }
+
+    /// The message (what [`Display`](std::fmt::Display) prints).
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// This failure with `more` appended to its message; the source is kept.
+    pub fn append(mut self, more: &str) -> Failure {
+        self.message.push_str(more);
+        self
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::new(message)
+    }
+}
+
+impl From<&str> for Failure {
+    fn from(message: &str) -> Failure {
+        Failure::new(message)
     }
 }

@@ -64,7 +64,7 @@ fn run(pass: Pass<'_>) {
 }
 
 fn candle_err(e: candle_core::Error) -> Error {
-    Error::Embedder(format!("encoder: {e}"))
+    Error::Embedder(crate::error::Failure::with_source(format!("encoder: {e}"), e))
 }
 
 /// Shape of an encoder.
@@ -224,12 +224,14 @@ impl Encoder {
         let precision = precision.resolve()?;
         let Dims { layers, hidden: h, heads, ffn, .. } = dims;
         if heads == 0 || h % heads != 0 {
-            return Err(Error::Embedder(format!("encoder: {heads} heads do not divide hidden size {h}")));
+            return Err(Error::Embedder(format!("encoder: {heads} heads do not divide hidden size {h}").into()));
         }
         let mut get = |l: usize, name: &str, len: usize| -> Result<Vec<f32>> {
             let v = weight(l, name)?;
             if v.len() != len {
-                return Err(Error::Embedder(format!("encoder: layer {l} {name}: {} values, expected {len}", v.len())));
+                return Err(Error::Embedder(
+                    format!("encoder: layer {l} {name}: {} values, expected {len}", v.len()).into(),
+                ));
             }
             Ok(v)
         };
@@ -276,7 +278,7 @@ impl Encoder {
         let Dims { hidden: h, heads, ffn, eps, .. } = self.dims;
         let tokens: usize = lens.iter().sum();
         if x.len() != tokens * h {
-            return Err(Error::Embedder(format!("encoder: {} inputs for {tokens} tokens of {h}", x.len())));
+            return Err(Error::Embedder(format!("encoder: {} inputs for {tokens} tokens of {h}", x.len()).into()));
         }
         if tokens == 0 {
             return Ok(x);

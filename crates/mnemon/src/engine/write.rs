@@ -251,7 +251,7 @@ impl Engine {
             .zip(redactions)
             .map(|(r, counts)| match r? {
                 OpOutcome::Observed(id) => Ok((id, counts)),
-                other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+                other => Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
             })
             .collect()
     }
@@ -354,8 +354,12 @@ impl Engine {
                 None => {
                     let v =
                         embedded.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?;
-                    crate::embed::validate_vector(&v, self.inner.embedder.dim())
-                        .map_err(|e| Error::Embedder(format!("embedder returned a bad vector: {e}")))?;
+                    crate::embed::validate_vector(&v, self.inner.embedder.dim()).map_err(|e| {
+                        Error::Embedder(crate::error::Failure::with_source(
+                            format!("embedder returned a bad vector: {e}"),
+                            e,
+                        ))
+                    })?;
                     v
                 }
             };
@@ -449,7 +453,7 @@ impl Engine {
                         deferred && !matches!(action, RememberAction::Duplicate | RememberAction::Unchanged);
                     Ok(Remembered { id, action, redactions, quarantined, vector_pending })
                 }
-                other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+                other => Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
             })
             .collect())
     }
@@ -498,7 +502,7 @@ impl Engine {
                 quarantined: p.quarantine,
                 vector_pending: false,
             }),
-            other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+            other => Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
         }
     }
 
@@ -529,7 +533,7 @@ impl Engine {
         let (target, ids, observations) = self.resolve_forget(ns, &req)?;
         match self.run_one(ns, Op::Forget { target, reason, requester: None, ids, observations })? {
             OpOutcome::Forgot(f) => Ok(f),
-            other => Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+            other => Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
         }
     }
 

@@ -141,12 +141,15 @@ pub(crate) fn check_high_water(root: &Path, replayed: crate::types::Seq) -> Resu
             if shown.len() > 40 {
                 shown = format!("{}…", crate::text::truncate_bytes(&shown, 40));
             }
-            Err(Error::Storage(format!(
-                "{} holds {shown:?}, not the sequence number a clean close writes, so whether the log lost \
+            Err(Error::Storage(
+                format!(
+                    "{} holds {shown:?}, not the sequence number a clean close writes, so whether the log lost \
                  records cannot be checked (if `mnemon check` of a copy without that file finds the log whole, \
                  deleting the file lets the store open)",
-                root.join(HIGH_WATER).display()
-            )))
+                    root.join(HIGH_WATER).display()
+                )
+                .into(),
+            ))
         }
     }
 }
@@ -167,7 +170,7 @@ pub(crate) fn recovery_hint(dir: &Path) -> String {
 pub(crate) fn with_recovery_hint(e: Error, dir: &Path) -> Error {
     match e {
         Error::Corrupted { seq, reason } => Error::Corrupted { seq, reason: reason + &recovery_hint(dir) },
-        Error::Storage(s) => Error::Storage(s + &recovery_hint(dir)),
+        Error::Storage(s) => Error::Storage(s.append(&recovery_hint(dir))),
         other => other,
     }
 }

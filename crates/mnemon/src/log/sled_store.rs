@@ -56,7 +56,7 @@ impl SledStore {
         let trees = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             Ok::<_, sled::Error>((db.open_tree("events")?, db.open_tree("vectors")?, db.open_tree("meta")?))
         }))
-        .map_err(|p| Error::Storage(format!("sled panicked opening its trees: {}", panic_text(&p))))?;
+        .map_err(|p| Error::Storage(format!("sled panicked opening its trees: {}", panic_text(&p)).into()))?;
         let (events, vectors, meta) = trees?;
         Ok(SledStore { db, events, vectors, meta })
     }
@@ -79,7 +79,7 @@ impl SledStore {
 fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Result<sled::Db>> {
     remove_unfinished_snapshots(path)?;
     std::panic::catch_unwind(|| sled::Config::new().path(path).cache_capacity(cache_bytes).flush_every_ms(None).open())
-        .map_err(|p| Error::Storage(format!("sled panicked opening {}: {}", path.display(), panic_text(&p))))
+        .map_err(|p| Error::Storage(format!("sled panicked opening {}: {}", path.display(), panic_text(&p)).into()))
 }
 
 /// Removes the snapshot files sled began and never finished

@@ -258,7 +258,7 @@ impl Engine {
             for r in self.run(ns, ops)? {
                 match r? {
                     OpOutcome::Observed(id) => obs_ids.push(id),
-                    other => return Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+                    other => return Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
                 }
             }
             sum.observations_written += n;
@@ -309,7 +309,7 @@ impl Engine {
                         add_counts(&mut sum.redactions, &prepared.redactions);
                         sum.quarantined += u64::from(prepared.quarantine.is_some());
                     }
-                    Ok(other) => return Err(Error::Storage(format!("unexpected outcome {other:?}"))),
+                    Ok(other) => return Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
                     Err(e @ (Error::Poisoned(_) | Error::Closed | Error::Io(_) | Error::Storage(_))) => return Err(e),
                     Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
                 }

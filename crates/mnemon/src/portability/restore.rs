@@ -126,7 +126,7 @@ pub fn restore_verified(from: &Path, into: &Path, open: impl FnOnce(&Path) -> Re
             }
             staging.abandon();
             return Err(match e {
-                Error::Embedder(m) => Error::Embedder(format!("{m}; {UNVERIFIED_RESTORE}")),
+                Error::Embedder(m) => Error::Embedder(m.append(&format!("; {UNVERIFIED_RESTORE}"))),
                 Error::IncompatibleFormat(m) => Error::IncompatibleFormat(format!("{m}; {UNVERIFIED_RESTORE}")),
                 Error::Corrupted { seq, reason } => {
                     Error::Corrupted { seq, reason: format!("{reason}; {UNVERIFIED_RESTORE}") }

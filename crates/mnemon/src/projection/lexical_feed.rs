@@ -89,7 +89,7 @@ impl LexicalFeed {
                 .map(|s| (*s).to_string())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".to_string());
-            Error::Storage(format!("the lexical indexing thread panicked during replay: {why}"))
+            Error::Storage(format!("the lexical indexing thread panicked during replay: {why}").into())
         })
     }
 }

@@ -203,7 +203,7 @@ fn embed_batch(embedder: &dyn Embedder, batch: Vec<PendingVector>, backlog: &Bac
 pub(crate) fn embed_checked(embedder: &dyn Embedder, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
     let mut vs = embedder.embed(texts, EmbedKind::Passage)?;
     if vs.len() != texts.len() {
-        return Err(Error::Embedder(format!("{} vectors for {} texts", vs.len(), texts.len())));
+        return Err(Error::Embedder(format!("{} vectors for {} texts", vs.len(), texts.len()).into()));
     }
     for v in &mut vs {
         crate::embed::validate_vector(v, embedder.dim())?;

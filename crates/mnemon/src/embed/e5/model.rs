@@ -111,7 +111,7 @@ impl Encoder {
             for &id in ids.iter() {
                 let id = id as usize;
                 if id >= self.rows {
-                    return Err(Error::Embedder(format!("e5: token id {id} out of range")));
+                    return Err(Error::Embedder(format!("e5: token id {id} out of range").into()));
                 }
                 let Some(dst) = rows.next() else {
                     return Err(Error::Embedder("e5: embedding rows miscounted".into()));
@@ -128,7 +128,7 @@ impl Encoder {
     /// sequences (each 1..=[`Self::max_positions`] long), in input order.
     pub(crate) fn forward(&self, batch: &[&[u32]]) -> Result<Vec<Vec<f32>>> {
         if let Some(bad) = batch.iter().map(|s| s.len()).find(|&l| l == 0 || l > self.max_positions) {
-            return Err(Error::Embedder(format!("e5: sequence length {bad} not in 1..={}", self.max_positions)));
+            return Err(Error::Embedder(format!("e5: sequence length {bad} not in 1..={}", self.max_positions).into()));
         }
         let lens: Vec<usize> = batch.iter().map(|s| s.len()).collect();
         let out = self.encoder.forward(self.embed_inputs(batch)?, &lens)?;
