@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "neural")]
 mod bert;
 pub mod hashing;
 pub mod install;
@@ -17,7 +18,6 @@ pub mod install;
 mod int8;
 #[cfg(feature = "neural")]
 pub mod minilm;
-#[cfg(feature = "neural")]
 pub(crate) mod quant;
 
 #[cfg(feature = "neural")]
