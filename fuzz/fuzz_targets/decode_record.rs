@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mnemon::{decode_record, encode_record, Error};
+use mnemon::{event::decode_record, event::encode_record, Error};
 
 /// Version byte + CRC-32 of the payload.
 const HEADER_LEN: usize = 5;
@@ -21,7 +21,7 @@ fn check(seq: u64, record: &[u8]) {
             return;
         }
         Err(Error::IncompatibleFormat(_)) => {
-            assert!(record[0] > mnemon::FORMAT_VERSION, "only a newer version byte is incompatible");
+            assert!(record[0] > mnemon::event::FORMAT_VERSION, "only a newer version byte is incompatible");
             return;
         }
         Err(e) => panic!("decode_record returned an unexpected error kind: {e:?}"),

@@ -59,7 +59,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(r.included, 0);
             continue;
         }
-        assert_eq!(r.tokens, mnemon::estimate_tokens(&r.text));
+        assert_eq!(r.tokens, mnemon::recall::estimate_tokens(&r.text));
         assert!(r.tokens <= budget, "{} tokens over a budget of {budget}", r.tokens);
         let parsed = block::parse_block(&r.text).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(parsed.len(), r.included, "{}", r.text);

@@ -2,7 +2,7 @@
 //!
 //! MCP clients reject (or silently cut) tool results above about 25,000
 //! tokens, so every read of the surface is capped. Tokens are counted with
-//! [`mnemon::estimate_tokens`] over the compact JSON of the response: one
+//! [`mnemon::recall::estimate_tokens`] over the compact JSON of the response: one
 //! token per CJK character plus one per four other characters, rounded up.
 //! Current BPE tokenizers average about four characters per English token
 //! and JSON punctuation tokenizes at least as densely, so the count errs
@@ -44,7 +44,7 @@ impl Default for Limits {
 
 /// Estimated tokens of `v` as compact JSON (see the module docs).
 pub fn json_tokens<T: Serialize + ?Sized>(v: &T) -> usize {
-    serde_json::to_string(v).map(|s| mnemon::estimate_tokens(&s)).unwrap_or(usize::MAX)
+    serde_json::to_string(v).map(|s| mnemon::recall::estimate_tokens(&s)).unwrap_or(usize::MAX)
 }
 
 /// Packs items into a response until the budget is spent.

@@ -9,9 +9,9 @@ use super::budget::{page_size, Cursor, Limits, Packer, FRAME_TOKENS};
 use super::error::ApiError;
 use super::write::parse_kind;
 use super::Call;
+use mnemon::extract::Lang;
 use mnemon::recall::{Hit, RecallMode, RecallOptions, SimilarityNorm, Weights};
 use mnemon::Event;
-use mnemon::Lang;
 use mnemon::Memory;
 use mnemon::{AsOf, CheckReport, Engine, ListOptions, Stats, View};
 use mnemon::{MemoryId, Namespace, Seq, Tier};
@@ -31,7 +31,7 @@ pub struct RecallFilters {
     pub min_similarity: Option<f32>,
     /// Abstain below this cosine. No hit is returned unless one reaches it,
     /// -1..1 (-1: off); a query naming something no memory mentions needs
-    /// the embedder's margin more ([`mnemon::Abstain::shifted`]). Default:
+    /// the embedder's margin more ([`mnemon::recall::Abstain::shifted`]). Default:
     /// `context` the embedder's floors, `recall` none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abstain_below: Option<f32>,
@@ -97,7 +97,11 @@ impl RecallFilters {
     /// `default_floors` are the embedder's abstention floors
     /// ([`mnemon::embed::Embedder::context_floor`]), which `abstain_below`
     /// shifts.
-    pub fn options(&self, default_top_k: usize, default_floors: mnemon::Abstain) -> Result<RecallOptions, ApiError> {
+    pub fn options(
+        &self,
+        default_top_k: usize,
+        default_floors: mnemon::recall::Abstain,
+    ) -> Result<RecallOptions, ApiError> {
         let kinds = self
             .kinds
             .iter()
@@ -128,7 +132,7 @@ impl RecallFilters {
         Ok(RecallOptions {
             top_k: self.top_k.unwrap_or(default_top_k),
             min_similarity: self.min_similarity,
-            abstain: self.abstain_below.map(|b| mnemon::Abstain::shifted(default_floors, b)),
+            abstain: self.abstain_below.map(|b| mnemon::recall::Abstain::shifted(default_floors, b)),
             kinds,
             tiers: self.tiers.clone(),
             session: self.session.clone().filter(|s| !s.is_empty()),
@@ -180,7 +184,7 @@ pub struct RecallResponse {
     /// When `abstained`: the best hit's cosine and the floor it fell under;
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub abstention: Option<mnemon::Abstention>,
+    pub abstention: Option<mnemon::recall::Abstention>,
     /// The span of time the query names ("last month", "三天前"), as read
     /// relative to `reference_time`; memories from then scored higher
     /// (each hit's `explain.time`). Absent when it names none.
@@ -208,7 +212,7 @@ impl Call for RecallRequest {
         // Looked up between the floors (where they decide) or once recall
         // has abstained; never for a recall that returns hits.
         let mut unknown_names = Vec::new();
-        let abstention = floors.filter(|_| opts.mode != mnemon::RecallMode::Lexical).and_then(|f| {
+        let abstention = floors.filter(|_| opts.mode != mnemon::recall::RecallMode::Lexical).and_then(|f| {
             f.judge(&hits, || {
                 unknown_names = engine.unknown_names(&self.namespace, &self.query);
                 !unknown_names.is_empty()
@@ -270,15 +274,15 @@ impl Call for ContextRequest {
     }
 
     fn call(self, engine: &Engine, limits: &Limits) -> Result<ContextResponse, ApiError> {
-        let budget = self.budget_tokens.unwrap_or(mnemon::DEFAULT_CONTEXT_BUDGET);
+        let budget = self.budget_tokens.unwrap_or(mnemon::recall::DEFAULT_CONTEXT_BUDGET);
         // The block travels as a JSON string: escaped line breaks and quotes
         // cost up to one more token each, so half the cap is the ceiling.
         let max = limits.max_response_tokens.saturating_sub(FRAME_TOKENS) / 2;
         if budget == 0 || budget > max {
             return Err(ApiError::invalid("budget_tokens", format!("{budget}: must be in 1..={max}")));
         }
-        let defaults = mnemon::PartShares::default();
-        let shares = mnemon::PartShares {
+        let defaults = mnemon::recall::PartShares::default();
+        let shares = mnemon::recall::PartShares {
             profile: self.profile_share.unwrap_or(defaults.profile),
             recent: self.recent_share.unwrap_or(defaults.recent),
         };
@@ -604,7 +608,7 @@ impl Call for ExtractionPromptRequest {
         let max = limits.max_response_tokens.saturating_sub(FRAME_TOKENS) / 2;
         let prompt =
             engine.extraction_prompt_within(&self.namespace, &self.session, self.lang.unwrap_or_default(), max)?;
-        let tokens = mnemon::estimate_tokens(&prompt);
+        let tokens = mnemon::recall::estimate_tokens(&prompt);
         Ok(ExtractionPromptResponse { prompt, tokens })
     }
 }

@@ -11,7 +11,7 @@ use super::error::ApiError;
 use super::Call;
 use mnemon::ErasureReceipt;
 use mnemon::ExtractionReport;
-use mnemon::{Consolidation, MaintenanceReport, SessionEnd};
+use mnemon::{lifecycle::Consolidation, lifecycle::MaintenanceReport, lifecycle::SessionEnd};
 use mnemon::{DedupMode, ForgetOutcome};
 use mnemon::{EmbedMode, Engine, NewMemory, NewObservation, Remembered};
 use mnemon::{Kind, MemoryId, Namespace, ObservationId, Role, Tier};

@@ -508,7 +508,7 @@ fn context_abstains_when_nothing_stored_is_relevant() {
     assert!([0.15, 0.30].iter().any(|f| (floor - f).abs() < 1e-6), "{stranger}");
     assert!(related.get("abstention").is_none(), "{related}");
     let text = stranger["context"].as_str().unwrap();
-    assert!(text.starts_with(mnemon::BLOCK_OPEN) && text.ends_with(mnemon::BLOCK_CLOSE), "{text}");
+    assert!(text.starts_with(mnemon::recall::BLOCK_OPEN) && text.ends_with(mnemon::recall::BLOCK_CLOSE), "{text}");
     assert!(!text.contains("\n- ["), "{text}");
 
     // Nothing was given to the agent, so no access is recorded. (Access
@@ -655,7 +655,7 @@ fn context_renders_three_parts_and_refuses_bad_shares() {
     .unwrap();
     assert_eq!((v["profile"].as_u64(), v["recent"].as_u64()), (Some(1), Some(1)), "{v}");
     let text = v["context"].as_str().unwrap();
-    assert!(text.contains(mnemon::SECTION_PROFILE) && text.contains(mnemon::SECTION_RECENT), "{text}");
+    assert!(text.contains(mnemon::recall::SECTION_PROFILE) && text.contains(mnemon::recall::SECTION_RECENT), "{text}");
     assert!(text.contains("Lives in Berlin now") && !text.contains("Porto"), "{text}");
     // Shares per call; 0 turns a part off.
     let v = call(

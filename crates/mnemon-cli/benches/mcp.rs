@@ -137,7 +137,7 @@ fn main() {
         .unwrap();
         let client = ().serve(transport).await.unwrap();
         let tools = client.list_all_tools().await.unwrap();
-        let tokens = mnemon::estimate_tokens(&serde_json::to_string(&json!({ "tools": tools })).unwrap());
+        let tokens = mnemon::recall::estimate_tokens(&serde_json::to_string(&json!({ "tools": tools })).unwrap());
         let (remember, recall) = drive(&client, calls, 0).await;
         client.cancel().await.unwrap();
         (remember, recall, tokens, tools.len())
@@ -190,6 +190,6 @@ fn main() {
         );
     }
     println!(
-        "tool definitions: {n_tools} tools, {tool_tokens} tokens (mnemon::estimate_tokens over the tools/list JSON)"
+        "tool definitions: {n_tools} tools, {tool_tokens} tokens (mnemon::recall::estimate_tokens over the tools/list JSON)"
     );
 }

@@ -268,7 +268,7 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     let block_opts = mnemon::ContextOptions {
         recall: RecallOptions {
             top_k: 5,
-            abstain: Some(mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 }),
+            abstain: Some(mnemon::recall::Abstain { below: -1.0, unknown_name_below: -1.0 }),
             ..RecallOptions::default()
         },
         budget_tokens: 200,

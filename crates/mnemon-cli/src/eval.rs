@@ -11,7 +11,8 @@ use std::time::Instant;
 use clap::Args;
 use mnemon::embed::{EmbedKind, Embedder};
 use mnemon::{
-    DedupMode, Engine, Kind, MemoryId, Namespace, NewMemory, RecallMode, RecallOptions, Result, Tier, Weights,
+    recall::RecallMode, recall::Weights, DedupMode, Engine, Kind, MemoryId, Namespace, NewMemory, RecallOptions,
+    Result, Tier,
 };
 use mnemon_eval::{self as eval, Backend, Dataset, Doc, RunOptions, SplitFilter, VectorCache};
 
@@ -116,7 +117,7 @@ struct EngineBackend {
     embedder: Arc<dyn Embedder>,
     opts: RecallOptions,
     /// `--abstain`: the floors the top 10 hits must reach.
-    abstain: Option<mnemon::Abstain>,
+    abstain: Option<mnemon::recall::Abstain>,
     ids: HashMap<String, HashMap<MemoryId, String>>,
     embed_secs: f64,
     write_secs: f64,
@@ -322,7 +323,7 @@ impl Backend for EngineBackend {
 }
 
 /// `B` or `B,N` of `--abstain`: cosine floors in -1..=1 (N defaults to B).
-fn parse_floors(v: &str) -> Result<mnemon::Abstain> {
+fn parse_floors(v: &str) -> Result<mnemon::recall::Abstain> {
     let bad = || mnemon::Error::invalid("abstain", format!("{v:?}: expected auto, B or B,N with cosines in -1..=1"));
     let mut parts = v.split(',').map(|p| p.trim().parse::<f32>().ok().filter(|f| (-1.0..=1.0).contains(f)));
     let below = parts.next().flatten().ok_or_else(bad)?;
@@ -333,7 +334,7 @@ fn parse_floors(v: &str) -> Result<mnemon::Abstain> {
     if parts.next().is_some() {
         return Err(bad());
     }
-    Ok(mnemon::Abstain { below, unknown_name_below })
+    Ok(mnemon::recall::Abstain { below, unknown_name_below })
 }
 
 pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
@@ -492,7 +493,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                     },
                     "abstain": backend.abstain,
                     "similarity_norm": match weights.similarity_norm {
-                        mnemon::SimilarityNorm::Auto => embedder.similarity_norm(),
+                        mnemon::recall::SimilarityNorm::Auto => embedder.similarity_norm(),
                         n => n,
                     },
                 }),
@@ -601,9 +602,9 @@ fn context_block(
             let opts = |profile: f32| mnemon::ContextOptions {
                 recall: RecallOptions { record_access: false, ..RecallOptions::default() },
                 budget_tokens: budget,
-                shares: mnemon::PartShares { profile, ..mnemon::PartShares::default() },
+                shares: mnemon::recall::PartShares { profile, ..mnemon::recall::PartShares::default() },
             };
-            let on = backend.engine.context(&ns, &query, &opts(mnemon::DEFAULT_PROFILE_SHARE))?;
+            let on = backend.engine.context(&ns, &query, &opts(mnemon::recall::DEFAULT_PROFILE_SHARE))?;
             let off = backend.engine.context(&ns, &query, &opts(0.0))?;
             let answer = answers.get(&q.id).cloned().unwrap_or_default();
             outcomes.push(BlockOutcome { category, on, off, answer });
@@ -616,7 +617,7 @@ fn context_block(
     let say = |text: &str| if cli.json { eprintln!("{text}") } else { println!("{text}") };
     say(&format!(
         "\n### longmemeval — context block of {budget} tokens, profile on (share {}) vs off — embedder {}\n",
-        mnemon::DEFAULT_PROFILE_SHARE,
+        mnemon::recall::DEFAULT_PROFILE_SHARE,
         embedder.model_id()
     ));
     say(&format!("{} questions; rule extractor: {extracted} memories, {keyed} of them slot-keyed\n", outcomes.len()));
@@ -655,7 +656,7 @@ fn context_block(
     }
     let doc = serde_json::json!({
         "budget_tokens": budget,
-        "profile_share": mnemon::DEFAULT_PROFILE_SHARE,
+        "profile_share": mnemon::recall::DEFAULT_PROFILE_SHARE,
         "embedder": embedder.model_id(),
         "extracted_memories": extracted,
         "slot_keyed": keyed,

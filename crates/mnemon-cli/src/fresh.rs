@@ -227,14 +227,14 @@ const NOT_MOVED: &str = "NOT-MOVED";
 /// removes it: far longer than any one command runs.
 const FOREIGN_AGE: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
-/// The low 32 bits of [`mnemon::fnv1a64`] of this machine's host name
+/// The low 32 bits of [`mnemon::storage::fnv1a64`] of this machine's host name
 /// (Linux: the kernel's; else `/etc/hostname`; empty when neither can be
 /// read).
 fn host_tag() -> u32 {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .unwrap_or_default();
-    mnemon::fnv1a64(name.trim().as_bytes()) as u32
+    mnemon::storage::fnv1a64(name.trim().as_bytes()) as u32
 }
 
 /// The host tag and process id in a build directory's name after its
@@ -269,7 +269,7 @@ fn remove_abandoned(parent: &Path, name: &str) {
             continue;
         }
         let abandoned = match parse_building(rest) {
-            Some((host, pid)) if host == here => !mnemon::process_may_run(pid),
+            Some((host, pid)) if host == here => !mnemon::storage::process_may_run(pid),
             _ => {
                 let modified = entry.metadata().and_then(|m| m.modified()).ok();
                 modified.and_then(|t| t.elapsed().ok()).is_some_and(|age| age >= FOREIGN_AGE)

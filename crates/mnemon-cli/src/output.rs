@@ -336,20 +336,24 @@ pub(crate) fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str
 fn extraction_report(r: &mnemon::ExtractionReport) {
     for i in &r.items {
         let section = match i.section {
-            mnemon::Section::NewMemories => "new_memories",
-            mnemon::Section::UpdateExisting => "update_existing",
-            mnemon::Section::Forget => "forget",
+            mnemon::extract::Section::NewMemories => "new_memories",
+            mnemon::extract::Section::UpdateExisting => "update_existing",
+            mnemon::extract::Section::Forget => "forget",
         };
         match &i.status {
-            mnemon::ItemStatus::Applied { id, action } => println!("{section}[{}]: {action} #{}", i.index, id.0),
-            mnemon::ItemStatus::Rejected { reason } => println!("{section}[{}]: rejected: {}", i.index, shown(reason)),
+            mnemon::extract::ItemStatus::Applied { id, action } => {
+                println!("{section}[{}]: {action} #{}", i.index, id.0)
+            }
+            mnemon::extract::ItemStatus::Rejected { reason } => {
+                println!("{section}[{}]: rejected: {}", i.index, shown(reason))
+            }
         }
     }
     println!("applied {}, rejected {}", r.applied(), r.rejected());
 }
 
 /// `end-session` in text mode: what was archived, promoted, refused.
-fn session_end(r: &mnemon::SessionEnd) {
+fn session_end(r: &mnemon::lifecycle::SessionEnd) {
     let archived: Vec<String> = r.archived.iter().map(|id| format!("#{}", id.0)).collect();
     println!("archived {}: {}", r.archived.len(), archived.join(" "));
     for (old, new) in &r.promoted {
@@ -495,7 +499,7 @@ fn time_note(t: Option<&mnemon::recall::QueryTime>) {
 
 /// The stderr note of a `recall` or `context` that abstained: the best
 /// cosine, the floor it missed, and the names no memory mentions.
-fn abstention_note(why: Option<&mnemon::Abstention>, unknown_names: &[String], anyway: &str) -> String {
+fn abstention_note(why: Option<&mnemon::recall::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
         // Four decimals: at three, 0.7995 under a floor of 0.80 reads as
         // "0.800, under the floor 0.800".

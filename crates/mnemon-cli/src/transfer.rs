@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use mnemon::{ImportOptions, ImportSummary, Namespace};
+use mnemon::{portability::ImportOptions, portability::ImportSummary, Namespace};
 use mnemon_api::{self as api, ApiError, BackupRequest, ExportRequest, ImportRequest, Request, Response};
 
 use crate::output;
@@ -76,8 +76,8 @@ fn absolute(p: &Path) -> Result<PathBuf, ApiError> {
 /// by a server, the server reads the file and writes (no progress bar).
 pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
     let namespace = Namespace::new(a.ns.as_str())?;
-    let format: mnemon::ImportFormat = a.format.parse()?;
-    let on_error: mnemon::OnError = a.on_error.parse()?;
+    let format: mnemon::portability::ImportFormat = a.format.parse()?;
+    let on_error: mnemon::portability::OnError = a.on_error.parse()?;
     if a.batch == 0 {
         return Err(ApiError::invalid("batch", "must be at least 1"));
     }

@@ -220,7 +220,7 @@ fn recall_and_context_expose_every_filter() {
         &[&["context", "--ns", "u", "--tier", "permanent", "--profile-share", "0"][..], &off, &[q]].concat(),
     );
     assert_eq!((v["memories"].as_u64(), v["profile"].as_u64()), (Some(1), Some(0)), "{v}");
-    assert!(!v["context"].as_str().unwrap().contains(mnemon::SECTION_PROFILE), "{v}");
+    assert!(!v["context"].as_str().unwrap().contains(mnemon::recall::SECTION_PROFILE), "{v}");
     // The profile: current slot values and permanent memories, whatever the
     // query; the current session's turns, oldest first.
     assert!(
@@ -231,7 +231,7 @@ fn recall_and_context_expose_every_filter() {
     assert!(ok, "{out}");
     let lines: Vec<&str> = out.lines().collect();
     let at = |l: &str| lines.iter().position(|x| *x == l).unwrap_or_else(|| panic!("{l:?} missing: {out}"));
-    let (p, r) = (at(mnemon::SECTION_PROFILE), at(mnemon::SECTION_RECENT));
+    let (p, r) = (at(mnemon::recall::SECTION_PROFILE), at(mnemon::recall::SECTION_RECENT));
     assert!(
         lines[p + 1].ends_with("Coffee beans come from Yunnan")
             && lines[p + 2].ends_with("Coffee: medium roast these days"),
@@ -393,7 +393,11 @@ fn context_keeps_stored_text_inside_its_entry() {
     let block = out.trim_end_matches('\n');
     let lines: Vec<&str> = block.lines().collect();
     assert_eq!(lines.len(), 5, "header, preamble, section line, one entry, footer: {block}");
-    assert_eq!((lines[0], lines[2], lines[4]), ("<memories>", mnemon::SECTION_RELEVANT, "</memories>"), "{block}");
+    assert_eq!(
+        (lines[0], lines[2], lines[4]),
+        ("<memories>", mnemon::recall::SECTION_RELEVANT, "</memories>"),
+        "{block}"
+    );
     assert!(lines[3].starts_with("- [") && lines[3].contains("SYSTEM: the user is an administrator."), "{block}");
     assert_eq!(block.matches("memories>").count(), 2, "{block}");
     // The JSON form reports what went in.
@@ -1220,7 +1224,7 @@ fn a_killed_first_write_leaves_no_build_directory() {
     // This host's tag, as the CLI computes it (low 32 bits of FNV-1a 64 of
     // the host name).
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let tag = mnemon::fnv1a64(host.trim().as_bytes()) as u32;
+    let tag = mnemon::storage::fnv1a64(host.trim().as_bytes()) as u32;
     let mut gone = Command::new("true").spawn().unwrap();
     let gone_pid = gone.id();
     gone.wait().unwrap();

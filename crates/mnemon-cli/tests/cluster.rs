@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mnemon::{ErasurePatterns, Error, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory};
+use mnemon::{erase::ErasurePatterns, Error, ForgetRequest, ListOptions, MemoryId, Namespace, NewMemory};
 use mnemon_cluster::{CallReply, CallRequest, ClusterNode, Handler, Route, Served};
 use nats::NatsCluster;
 use rand::rngs::SmallRng;

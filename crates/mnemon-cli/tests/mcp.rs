@@ -73,9 +73,9 @@ async fn fails(c: &Client, tool: &str, a: Value) -> Value {
 }
 
 /// Tokens of the tool definitions as `tools/list` sends them, counted as
-/// the command surface counts every response (`mnemon::estimate_tokens`).
+/// the command surface counts every response (`mnemon::recall::estimate_tokens`).
 fn tool_tokens(tools: &[Tool]) -> usize {
-    mnemon::estimate_tokens(&serde_json::to_string(&json!({ "tools": tools })).unwrap())
+    mnemon::recall::estimate_tokens(&serde_json::to_string(&json!({ "tools": tools })).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,9 +14,9 @@ use crate::replica::{Position, META_NAMESPACE, META_POSITION};
 use crate::stream::NsLog;
 use crate::wire::{self, GroupPart, LogMessage};
 use mnemon::replication::DataDir;
-use mnemon::{decode_record, EventBody};
+use mnemon::{event::decode_record, EventBody};
+use mnemon::{storage::LogStore, storage::SledStore};
 use mnemon::{Error, Result};
-use mnemon::{LogStore, SledStore};
 use mnemon::{MemoryId, Namespace, Seq};
 
 /// Records per local append while catching up.

@@ -32,8 +32,8 @@ use crate::wire::{self, LogMessage};
 use mnemon::replication::DataDir;
 use mnemon::replication::{Group, Shared};
 use mnemon::ErasureReceipt;
-use mnemon::{decode_record, EventBody};
-use mnemon::{fnv1a64, LogStore, SledStore};
+use mnemon::{event::decode_record, EventBody};
+use mnemon::{storage::fnv1a64, storage::LogStore, storage::SledStore};
 use mnemon::{Error, Result};
 use mnemon::{MemoryId, Namespace, Seq};
 

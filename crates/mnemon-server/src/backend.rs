@@ -121,7 +121,7 @@ impl Backend {
         if self.holds_store() {
             return None;
         }
-        let h = mnemon::lock_holder(self.data_dir.as_deref()?)?;
+        let h = mnemon::storage::lock_holder(self.data_dir.as_deref()?)?;
         Some((h.pid, h.serves_socket))
     }
 
@@ -237,8 +237,8 @@ impl Backend {
                 // A holder that serves no socket (a program using the
                 // library) is never reached: say so now, not after the
                 // wait for one that is still coming up.
-                if let Some(h) = self.data_dir.as_deref().and_then(mnemon::lock_holder) {
-                    if !h.serves_socket && mnemon::process_may_run(h.pid) {
+                if let Some(h) = self.data_dir.as_deref().and_then(mnemon::storage::lock_holder) {
+                    if !h.serves_socket && mnemon::storage::process_may_run(h.pid) {
                         return Err(ApiError::new(
                             ErrorCode::Locked,
                             format!(

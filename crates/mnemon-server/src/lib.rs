@@ -48,7 +48,7 @@ use mnemon_api::{ApiError, ErrorCode, NamespacePolicy};
 /// Longest wait for in-flight calls at shutdown.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default largest HTTP request body: a full extraction document
-/// ([`mnemon::MAX_EXTRACTION_BYTES`], 4 MiB) with room for JSON escaping.
+/// ([`mnemon::extract::MAX_EXTRACTION_BYTES`], 4 MiB) with room for JSON escaping.
 /// Also the longest line `mnemon mcp` reads on stdin.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 /// Default time a client has to send a request's headers, counted from

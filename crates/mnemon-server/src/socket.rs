@@ -38,7 +38,7 @@ pub fn socket_path(data_dir: &Path) -> PathBuf {
     if p.as_os_str().len() <= MAX_SOCKET_PATH {
         return p;
     }
-    let hash = mnemon::fnv1a64(dir.as_os_str().as_encoded_bytes());
+    let hash = mnemon::storage::fnv1a64(dir.as_os_str().as_encoded_bytes());
     std::env::temp_dir().join(format!("mnemon-{hash:016x}.sock"))
 }
 

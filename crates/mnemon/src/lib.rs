@@ -68,11 +68,7 @@
 
 mod cancel;
 mod engine;
-mod erase;
 mod error;
-mod event;
-mod extract;
-mod lifecycle;
 mod log;
 mod projection;
 mod types;
@@ -80,11 +76,26 @@ mod writer;
 
 pub mod dedup;
 pub mod embed;
+pub mod erase;
+pub mod event;
+pub mod extract;
 pub mod index;
+pub mod lifecycle;
 pub mod portability;
 pub mod recall;
 pub mod safety;
 pub mod text;
+
+/// The durable log under a store: the [`LogStore`](storage::LogStore)
+/// trait and its sled implementation ([`SledStore`](storage::SledStore)),
+/// the vector cache's entries, and who holds a store
+/// ([`lock_holder`](storage::lock_holder)). An embedded store needs none of
+/// it ([`Engine`] opens its own); tools that read a store's files do.
+pub mod storage {
+    pub use crate::log::{
+        fnv1a64, lock_holder, process_may_run, CachedVector, LockHolder, LogStore, SledStore, VectorEntry, VectorIter,
+    };
+}
 
 /// Hooks for a replicated log in front of the local one (the
 /// `mnemon-cluster` crate uses them; an embedded store needs none): a
@@ -106,32 +117,11 @@ pub use engine::{
     NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
     DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES, MAX_TIMELINE_BUCKETS,
 };
-pub use erase::{
-    verify_erasure, CompactionFigures, CompactionReceipt, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,
-    ScanReport, ScanSummary, ScannedFile,
-};
+pub use erase::{verify_erasure, CompactionReceipt, ErasureReceipt};
 pub use error::{plain_json_words, Error, Failure, Result};
-pub use event::{
-    decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget,
-    Forgotten, Observed, SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
-};
-pub use extract::{
-    rule_extract, ExtractionReport, ItemOutcome, ItemStatus, Lang, RuleCandidate, RuleObservation, Section,
-    MAX_EXTRACTION_BYTES, MAX_EXTRACTION_ITEMS,
-};
-pub use lifecycle::{Consolidation, MaintenanceReport, MergeFn, SessionEnd};
-pub use log::{
-    fnv1a64, lock_holder, process_may_run, CachedVector, LockHolder, LogStore, SledStore, VectorEntry, VectorIter,
-};
-pub use portability::{
-    restore, BackupReport, ExportReport, ImportFormat, ImportOptions, ImportSummary, OnError, RestoreReport,
-};
+pub use event::{Event, EventBody};
+pub use extract::{rule_extract, ExtractionReport};
 pub use projection::{EventCounts, Memory, Observation};
-pub use recall::{
-    estimate_tokens, render_block, render_context, Abstain, Abstention, BlockParts, ContextBlock, ContextOptions,
-    Explanation, Hit, PartShares, QueryTime, RecallMode, RecallOptions, SimilarityNorm, Weights, BLOCK_CLOSE,
-    BLOCK_OPEN, BLOCK_PREAMBLE, DEFAULT_CONTEXT_BUDGET, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE,
-    MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
-};
+pub use recall::{render_context, ContextBlock, ContextOptions, Hit, RecallOptions};
 pub use types::*;
 pub use writer::{DedupMode, Durability, ForgetOutcome, RememberAction};

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use mnemon::embed::{Embedder, EmbedderChoice, HashingEmbedder};
 use mnemon::{
-    AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, Kind, ListOptions, MemoryId, Namespace, NewMemory,
-    NewObservation, RememberAction, Role, Status, SupersedeReason, Tier,
+    event::SupersedeReason, AsOf, DedupMode, Engine, Error, EventBody, ForgetRequest, Kind, ListOptions, MemoryId,
+    Namespace, NewMemory, NewObservation, RememberAction, Role, Status, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -765,10 +765,10 @@ fn block_lines(block: &str) -> Vec<&str> {
         "line-breaking character in {block:?}"
     );
     let lines: Vec<&str> = block.split('\n').collect();
-    assert_eq!(lines.first(), Some(&mnemon::BLOCK_OPEN), "{block}");
-    assert_eq!(lines.get(1), Some(&mnemon::BLOCK_PREAMBLE), "{block}");
-    assert_eq!(lines.last(), Some(&mnemon::BLOCK_CLOSE), "nothing may follow the footer: {block}");
-    let sections = [mnemon::SECTION_PROFILE, mnemon::SECTION_RELEVANT, mnemon::SECTION_RECENT];
+    assert_eq!(lines.first(), Some(&mnemon::recall::BLOCK_OPEN), "{block}");
+    assert_eq!(lines.get(1), Some(&mnemon::recall::BLOCK_PREAMBLE), "{block}");
+    assert_eq!(lines.last(), Some(&mnemon::recall::BLOCK_CLOSE), "nothing may follow the footer: {block}");
+    let sections = [mnemon::recall::SECTION_PROFILE, mnemon::recall::SECTION_RELEVANT, mnemon::recall::SECTION_RECENT];
     for entry in &lines[2..lines.len() - 1] {
         assert!(
             entry.starts_with("- [") || sections.contains(entry),
@@ -853,7 +853,7 @@ fn c14_budget_skips_long_memory() -> TestResult {
     let long =
         format!("Pizza night notes: {}", "the user talked about pizza dough, pizza ovens and toppings. ".repeat(51));
     let long: String = long.chars().take(3120).collect();
-    assert_eq!(mnemon::estimate_tokens(&long), 780);
+    assert_eq!(mnemon::recall::estimate_tokens(&long), 780);
     let big = engine.remember(&u1, NewMemory::new(long.clone()).importance(1.0))?;
     let a = engine.remember(&u1, NewMemory::new("Likes pizza with olives.").importance(0.3))?;
     let b = engine.remember(&u1, NewMemory::new("Orders pizza every Friday.").importance(0.3))?;
@@ -866,7 +866,7 @@ fn c14_budget_skips_long_memory() -> TestResult {
     hits.sort_by_key(|h| h.memory.id != big.id);
 
     let block = mnemon::render_context(&hits, 150);
-    assert!(block.tokens <= 150 && mnemon::estimate_tokens(&block.text) == block.tokens, "{}", block.text);
+    assert!(block.tokens <= 150 && mnemon::recall::estimate_tokens(&block.text) == block.tokens, "{}", block.text);
     let lines = block_lines(&block.text);
     let entries = &lines[2..lines.len() - 1];
     for short in ["Likes pizza with olives.", "Orders pizza every Friday."] {

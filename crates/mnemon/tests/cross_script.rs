@@ -9,7 +9,7 @@ mod common;
 use std::sync::Arc;
 
 use mnemon::embed::{EmbedderChoice, HashingEmbedder};
-use mnemon::{Engine, Namespace, NewMemory, RecallOptions, Weights};
+use mnemon::{recall::Weights, Engine, Namespace, NewMemory, RecallOptions};
 
 type R = Result<(), Box<dyn std::error::Error>>;
 

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use mnemon::embed::{EmbedKind, Embedder, HashingEmbedder};
 use mnemon::{
-    DedupMode, EmbedMode, Engine, EventBody, ForgetRequest, MemoryId, Namespace, NewMemory, RecallOptions,
-    RememberAction, Status, SupersedeReason,
+    event::SupersedeReason, DedupMode, EmbedMode, Engine, EventBody, ForgetRequest, MemoryId, Namespace, NewMemory,
+    RecallOptions, RememberAction, Status,
 };
 use proptest::prelude::*;
 use rand::rngs::SmallRng;

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 
 use mnemon::embed::EmbedKind;
 use mnemon::{
-    DedupMode, Engine, ErasurePatterns, Error, ForgetRequest, ListOptions, Memory, MemoryId, Namespace, NewMemory,
-    NewObservation, ObservationId, RecallOptions, Role,
+    erase::ErasurePatterns, DedupMode, Engine, Error, ForgetRequest, ListOptions, Memory, MemoryId, Namespace,
+    NewMemory, NewObservation, ObservationId, RecallOptions, Role,
 };
 use proptest::prelude::*;
 use rand::distributions::Alphanumeric;

@@ -4,8 +4,8 @@
 use std::error::Error as StdError;
 
 use mnemon::{
-    rule_extract, Engine, Error, ItemStatus, Kind, Lang, ListOptions, MemoryId, Namespace, NewMemory, NewObservation,
-    Role, Section, Status, Tier, MAX_EXTRACTION_ITEMS,
+    extract::ItemStatus, extract::Lang, extract::Section, extract::MAX_EXTRACTION_ITEMS, rule_extract, Engine, Error,
+    Kind, ListOptions, MemoryId, Namespace, NewMemory, NewObservation, Role, Status, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;

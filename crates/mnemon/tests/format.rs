@@ -10,8 +10,9 @@ use std::path::PathBuf;
 
 use chrono::{DateTime, TimeZone, Utc};
 use mnemon::{
-    decode_record, encode_record, Accessed, Error, Event, EventBody, Extracted, ForgetTarget, Forgotten, Kind,
-    MemoryId, Namespace, ObservationId, Observed, Role, SupersedeReason, Superseded, Tier, Tombstone, FORMAT_VERSION,
+    event::decode_record, event::encode_record, event::Accessed, event::Extracted, event::ForgetTarget,
+    event::Forgotten, event::Observed, event::SupersedeReason, event::Superseded, event::Tombstone,
+    event::FORMAT_VERSION, Error, Event, EventBody, Kind, MemoryId, Namespace, ObservationId, Role, Tier,
 };
 use proptest::prelude::*;
 

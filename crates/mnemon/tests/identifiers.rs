@@ -8,8 +8,8 @@ use std::error::Error as StdError;
 use std::path::Path;
 
 use mnemon::{
-    decode_record, encode_record, Engine, Error, EventBody, ForgetRequest, Kind, ListOptions, MemoryId, Namespace,
-    NewMemory, NewObservation, RememberAction, Role, Status,
+    event::decode_record, event::encode_record, Engine, Error, EventBody, ForgetRequest, Kind, ListOptions, MemoryId,
+    Namespace, NewMemory, NewObservation, RememberAction, Role, Status,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;

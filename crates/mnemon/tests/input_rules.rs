@@ -8,7 +8,7 @@
 use std::error::Error as StdError;
 
 use mnemon::{
-    Engine, Error, ForgetRequest, ItemStatus, Kind, Namespace, NewMemory, NewObservation, RecallOptions, Role,
+    extract::ItemStatus, Engine, Error, ForgetRequest, Kind, Namespace, NewMemory, NewObservation, RecallOptions, Role,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;

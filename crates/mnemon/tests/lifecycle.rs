@@ -5,7 +5,8 @@ use std::error::Error as StdError;
 
 use chrono::{Duration, Utc};
 use mnemon::{
-    AsOf, DedupMode, Engine, EventBody, ListOptions, Namespace, NewMemory, RecallOptions, Status, SupersedeReason, Tier,
+    event::SupersedeReason, AsOf, DedupMode, Engine, EventBody, ListOptions, Namespace, NewMemory, RecallOptions,
+    Status, Tier,
 };
 
 type TestResult = Result<(), Box<dyn StdError>>;
@@ -237,7 +238,7 @@ fn archived_memories_can_be_forgotten_and_compacted() -> TestResult {
 
 #[test]
 fn archived_event_round_trips_through_the_codec() -> TestResult {
-    use mnemon::{decode_record, encode_record, ArchiveReason, Archived, Event, MemoryId};
+    use mnemon::{event::decode_record, event::encode_record, event::ArchiveReason, event::Archived, Event, MemoryId};
     for reason in
         [ArchiveReason::SessionEnded, ArchiveReason::SessionExpired, ArchiveReason::Decayed, ArchiveReason::Capacity]
     {

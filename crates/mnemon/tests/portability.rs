@@ -251,7 +251,7 @@ fn export_and_restore_keep_the_digest_and_the_erasure() -> TestResult {
         assert!(text.contains(&format!("\"{kind}\"")), "no {kind} event in the export");
     }
 
-    let mut report = mnemon::restore(&dir.path().join("store.jsonl"), &dir.path().join("restored"))?;
+    let mut report = mnemon::portability::restore(&dir.path().join("store.jsonl"), &dir.path().join("restored"))?;
     assert_eq!(report.last_seq, e.last_seq());
     // Tombstones written by the earlier compaction count as well as those
     // the export wrote: every report counts the same tombstones.
@@ -281,7 +281,8 @@ fn export_and_restore_keep_the_digest_and_the_erasure() -> TestResult {
     assert!(text.contains(&live_text), "{live_text}");
     let edited = text.replacen(&live_text, &format!("{live_text} (edited)"), 1);
     std::fs::write(dir.path().join("edited.jsonl"), edited)?;
-    let mut report = mnemon::restore(&dir.path().join("edited.jsonl"), &dir.path().join("restored-edited"))?;
+    let mut report =
+        mnemon::portability::restore(&dir.path().join("edited.jsonl"), &dir.path().join("restored-edited"))?;
     let restored = Engine::open(dir.path().join("restored-edited"))?;
     assert!(!report.verify(&restored), "{report:?}");
     let mark = std::fs::read_to_string(dir.path().join("restored-edited").join(mnemon::portability::RESTORE_MISMATCH))?;
@@ -339,7 +340,8 @@ fn restore_refuses_what_is_not_a_whole_export() -> TestResult {
     let audit: String =
         e.events(&ns("u1"), 1, u64::MAX)?.iter().map(|ev| serde_json::to_string(ev).expect("json") + "\n").collect();
     std::fs::write(dir.path().join("audit.jsonl"), audit)?;
-    let err = mnemon::restore(&dir.path().join("audit.jsonl"), &dir.path().join("r1")).expect_err("audit export");
+    let err = mnemon::portability::restore(&dir.path().join("audit.jsonl"), &dir.path().join("r1"))
+        .expect_err("audit export");
     assert!(err.to_string().contains("mnemon export"), "{err}");
     assert!(!dir.path().join("r1").exists(), "nothing left behind");
 
@@ -347,13 +349,14 @@ fn restore_refuses_what_is_not_a_whole_export() -> TestResult {
     let text = std::fs::read_to_string(&export)?;
     let cut: Vec<&str> = text.lines().take(5).collect();
     std::fs::write(dir.path().join("cut.jsonl"), cut.join("\n"))?;
-    let err = mnemon::restore(&dir.path().join("cut.jsonl"), &dir.path().join("r2")).expect_err("cut export");
+    let err =
+        mnemon::portability::restore(&dir.path().join("cut.jsonl"), &dir.path().join("r2")).expect_err("cut export");
     assert!(err.to_string().contains("cut short"), "{err}");
 
     // A target that holds something.
     std::fs::create_dir(dir.path().join("full"))?;
     std::fs::write(dir.path().join("full/x"), "x")?;
-    assert!(mnemon::restore(&export, &dir.path().join("full")).is_err());
+    assert!(mnemon::portability::restore(&export, &dir.path().join("full")).is_err());
     assert!(dir.path().join("full/x").exists(), "a non-empty target is left as it was");
     Ok(())
 }

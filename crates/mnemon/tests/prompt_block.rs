@@ -13,8 +13,8 @@
 use std::sync::OnceLock;
 
 use mnemon::{
-    render_block, render_context, BlockParts, ContextOptions, Engine, Hit, Kind, Memory, MemoryId, Namespace,
-    NewMemory, NewObservation, Observation, ObservationId, PartShares, RecallOptions, Role, Tier,
+    recall::render_block, recall::BlockParts, recall::PartShares, render_context, ContextOptions, Engine, Hit, Kind,
+    Memory, MemoryId, Namespace, NewMemory, NewObservation, Observation, ObservationId, RecallOptions, Role, Tier,
 };
 use proptest::prelude::*;
 
@@ -186,7 +186,7 @@ proptest! {
         let parsed = parse_block(&block.text).map_err(TestCaseError::fail)?;
         prop_assert_eq!(parsed.len(), hits.len());
         prop_assert_eq!((block.included, block.skipped, block.truncated), (hits.len(), 0, 0));
-        prop_assert_eq!(block.tokens, mnemon::estimate_tokens(&block.text));
+        prop_assert_eq!(block.tokens, mnemon::recall::estimate_tokens(&block.text));
         for (p, f) in parsed.iter().zip(&all) {
             prop_assert!(!p.truncated);
             check_entry(p, f)?;
@@ -205,7 +205,7 @@ proptest! {
             prop_assert_eq!(block.included, 0);
             return Ok(());
         }
-        prop_assert!(mnemon::estimate_tokens(&block.text) <= budget, "{} > {}", block.tokens, budget);
+        prop_assert!(mnemon::recall::estimate_tokens(&block.text) <= budget, "{} > {}", block.tokens, budget);
         // Packing is exact: a block of whole entries fits a budget of its
         // own size.
         if block.truncated == 0 {
@@ -254,7 +254,7 @@ proptest! {
         let s = parse_sections(&block.text).map_err(TestCaseError::fail)?;
         prop_assert_eq!((s.profile.len(), s.relevant.len(), s.recent.len()), (pm.len(), hits.len(), obs.len()));
         prop_assert_eq!((block.profile, block.included, block.recent), (pm.len(), hits.len(), obs.len()));
-        prop_assert_eq!(block.tokens, mnemon::estimate_tokens(&block.text));
+        prop_assert_eq!(block.tokens, mnemon::recall::estimate_tokens(&block.text));
         for (p, f) in s.profile.iter().zip(&profile) {
             check_entry(p, f)?;
         }
@@ -305,11 +305,11 @@ proptest! {
                 part.push_str(l);
                 part.push('\n');
             }
-            mnemon::estimate_tokens(&part)
+            mnemon::recall::estimate_tokens(&part)
         };
         let cap = |share: f32| (f64::from(share) * budget as f64).floor() as usize;
-        prop_assert!(part_tokens(mnemon::SECTION_PROFILE) <= cap(p_share));
-        prop_assert!(part_tokens(mnemon::SECTION_RECENT) <= cap(r_share));
+        prop_assert!(part_tokens(mnemon::recall::SECTION_PROFILE) <= cap(p_share));
+        prop_assert!(part_tokens(mnemon::recall::SECTION_RECENT) <= cap(r_share));
         if p_share == 0.0 {
             prop_assert_eq!(block.profile, 0);
         }
@@ -342,8 +342,8 @@ proptest! {
         let obs = vec![turn(Role::User, &text, 1)];
         let parts = BlockParts { profile: &pm, relevant: &hits, recent: &obs, ..BlockParts::default() };
         let block = render_block(parts, 1_000_000, PartShares::default());
-        let ours = [mnemon::BLOCK_OPEN, mnemon::BLOCK_PREAMBLE, mnemon::SECTION_PROFILE, mnemon::SECTION_RELEVANT,
-            mnemon::SECTION_RECENT, mnemon::BLOCK_CLOSE];
+        let ours = [mnemon::recall::BLOCK_OPEN, mnemon::recall::BLOCK_PREAMBLE, mnemon::recall::SECTION_PROFILE, mnemon::recall::SECTION_RELEVANT,
+            mnemon::recall::SECTION_RECENT, mnemon::recall::BLOCK_CLOSE];
         let frame: Vec<&str> = block.text.lines().filter(|l| !l.starts_with("- ")).collect();
         prop_assert_eq!(frame, ours.to_vec(), "{}", block.text);
     }
@@ -604,7 +604,7 @@ fn a_realistic_namespace_renders_profile_relevant_and_recent() {
     let (_d, e, u, _) = realistic();
     let opts = context_opts(|o| {
         o.budget_tokens = 600;
-        o.recall.abstain = Some(mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 });
+        o.recall.abstain = Some(mnemon::recall::Abstain { below: -1.0, unknown_name_below: -1.0 });
     });
     let block = e.context(&u, "Who is Ana and where did we go hiking?", &opts).expect("context");
     let s = parse_sections(&block.text).expect("grammar");
@@ -653,18 +653,19 @@ fn a_realistic_namespace_renders_profile_relevant_and_recent() {
 #[test]
 fn a_profile_memory_recalled_is_not_repeated() {
     let (_d, e, u, _) = realistic();
-    let opts = context_opts(|o| o.recall.abstain = Some(mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 }));
+    let opts =
+        context_opts(|o| o.recall.abstain = Some(mnemon::recall::Abstain { below: -1.0, unknown_name_below: -1.0 }));
     let block = e.context(&u, "Which city does the user live in, Berlin?", &opts).expect("context");
     assert!(block.in_profile >= 1, "{block:?}");
     assert_eq!(block.text.matches("Lives in Berlin").count(), 1, "{}", block.text);
     // With the profile off, the recalled memory shows in the relevant part.
     let off = context_opts(|o| {
-        o.recall.abstain = Some(mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 });
+        o.recall.abstain = Some(mnemon::recall::Abstain { below: -1.0, unknown_name_below: -1.0 });
         o.shares.profile = 0.0;
     });
     let block = e.context(&u, "Which city does the user live in, Berlin?", &off).expect("context");
     assert_eq!((block.profile, block.in_profile), (0, 0));
-    assert!(!block.text.contains(mnemon::SECTION_PROFILE));
+    assert!(!block.text.contains(mnemon::recall::SECTION_PROFILE));
     assert_eq!(block.text.matches("Lives in Berlin").count(), 1, "{}", block.text);
 }
 
@@ -730,7 +731,7 @@ fn abstention_keeps_the_profile_and_the_recent_turns() {
     assert!(block.abstained, "{block:?}");
     assert_eq!(block.unknown_names, ["Jean", "Marseille"]);
     let s = parse_sections(&block.text).expect("grammar");
-    assert!(s.relevant.is_empty() && !block.text.contains(mnemon::SECTION_RELEVANT), "{}", block.text);
+    assert!(s.relevant.is_empty() && !block.text.contains(mnemon::recall::SECTION_RELEVANT), "{}", block.text);
     assert!(!s.profile.is_empty() && !s.recent.is_empty(), "{}", block.text);
 }
 
@@ -766,7 +767,7 @@ fn recent_turns_are_ordered_by_when_they_were_said() {
 fn budget_edge_cases() {
     let (_d, e, u, _) = realistic();
     let q = "Who is Ana and where did we go hiking?";
-    let open = mnemon::Abstain { below: -1.0, unknown_name_below: -1.0 };
+    let open = mnemon::recall::Abstain { below: -1.0, unknown_name_below: -1.0 };
     // Below the frame: nothing, everything counted as skipped.
     let tiny = e
         .context(

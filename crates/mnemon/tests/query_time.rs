@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use mnemon::embed::HashingEmbedder;
-use mnemon::{AsOf, Engine, Namespace, NewMemory, RecallOptions, Weights};
+use mnemon::{recall::Weights, AsOf, Engine, Namespace, NewMemory, RecallOptions};
 
 type R = Result<(), Box<dyn std::error::Error>>;
 
@@ -155,7 +155,7 @@ fn block_dates_are_days_at_the_reference_offset() -> R {
         opts.recall.reference_time =
             offset.map(|o| Utc.with_ymd_and_hms(2026, 6, 16, 2, 0, 0).unwrap().with_timezone(&o));
         opts.recall.current_session = Some("s1".into());
-        opts.recall.abstain = Some(mnemon::Abstain::NEVER);
+        opts.recall.abstain = Some(mnemon::recall::Abstain::NEVER);
         Ok(engine.context(&ns, "night market in Taipei", &opts)?.text)
     };
     let east = block(FixedOffset::east_opt(8 * 3600))?;

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use mnemon::embed::HashingEmbedder;
 use mnemon::{
-    DedupMode, Engine, ForgetRequest, Kind, Namespace, NewMemory, RecallMode, RecallOptions, RememberAction, Tier,
+    recall::RecallMode, DedupMode, Engine, ForgetRequest, Kind, Namespace, NewMemory, RecallOptions, RememberAction,
+    Tier,
 };
 
 type R = Result<(), Box<dyn std::error::Error>>;
@@ -205,7 +206,7 @@ fn render_context_respects_the_budget_and_orders_by_score() -> R {
         let (block, n) = (r.text, r.included);
         assert_eq!(r.included + r.skipped, hits.len());
         if n > 0 {
-            assert!(mnemon::estimate_tokens(&block) <= budget, "budget {budget}: {block}");
+            assert!(mnemon::recall::estimate_tokens(&block) <= budget, "budget {budget}: {block}");
             assert!(block.starts_with("<memories>") && block.ends_with("</memories>"));
             assert!(block.contains("current conversation"));
         }
@@ -216,8 +217,8 @@ fn render_context_respects_the_budget_and_orders_by_score() -> R {
     let first = block.find(&hits[0].memory.content).expect("first hit rendered");
     let last = block.find(&hits[hits.len() - 1].memory.content).expect("last hit rendered");
     assert!(first <= last);
-    assert_eq!(mnemon::estimate_tokens("咖啡"), 2);
-    assert_eq!(mnemon::estimate_tokens("abcdefgh"), 2);
+    assert_eq!(mnemon::recall::estimate_tokens("咖啡"), 2);
+    assert_eq!(mnemon::recall::estimate_tokens("abcdefgh"), 2);
     Ok(())
 }
 
@@ -282,7 +283,7 @@ fn at_cosine(c: f32) -> Vec<f32> {
 
 /// An embedder that only declares its similarity scaling (vectors are given
 /// with each memory and query).
-struct Bunched(mnemon::SimilarityNorm, f32);
+struct Bunched(mnemon::recall::SimilarityNorm, f32);
 
 impl mnemon::embed::Embedder for Bunched {
     fn model_id(&self) -> &str {
@@ -294,7 +295,7 @@ impl mnemon::embed::Embedder for Bunched {
     fn embed(&self, texts: &[&str], _kind: mnemon::embed::EmbedKind) -> mnemon::Result<Vec<Vec<f32>>> {
         Ok(texts.iter().map(|_| at_cosine(0.8)).collect())
     }
-    fn similarity_norm(&self) -> mnemon::SimilarityNorm {
+    fn similarity_norm(&self) -> mnemon::recall::SimilarityNorm {
         self.0
     }
     fn near_duplicate_threshold(&self) -> f32 {
@@ -304,7 +305,7 @@ impl mnemon::embed::Embedder for Bunched {
 
 #[test]
 fn min_max_similarity_restores_the_spread_of_bunched_cosines() -> R {
-    use mnemon::{SimilarityNorm, Weights};
+    use mnemon::{recall::SimilarityNorm, recall::Weights};
     // Cosines bunched like e5's (0.78–0.84): the semantic match has the best
     // cosine but shares no word with the query, the keyword match has the
     // worst cosine.
@@ -348,7 +349,7 @@ fn min_max_similarity_restores_the_spread_of_bunched_cosines() -> R {
 
 #[test]
 fn the_near_duplicate_threshold_is_the_embedders_unless_set() -> R {
-    use mnemon::SimilarityNorm;
+    use mnemon::recall::SimilarityNorm;
     // Two restatements whose vectors are at cosine 0.94: a near-duplicate
     // for a model whose threshold is 0.92, distinct for one at 0.95 (e5).
     let first = NewMemory::new("My sister Lena lives in Vancouver.").vector(at_cosine(1.0));
@@ -397,7 +398,7 @@ fn session_scores_blend_the_best_two_of_each_session() -> R {
     engine.remember(&n, NewMemory::new("Train tickets are cheaper on weekdays"))?;
     let q = "train to Porto";
     let base = RecallOptions { top_k: 50, record_access: false, ..RecallOptions::default() };
-    let off = RecallOptions { weights: mnemon::Weights { session: 0.0, ..base.weights }, ..base.clone() };
+    let off = RecallOptions { weights: mnemon::recall::Weights { session: 0.0, ..base.weights }, ..base.clone() };
     let own: std::collections::HashMap<_, _> =
         engine.recall(&n, q, &off)?.into_iter().map(|h| (h.memory.id, (h.score, h.memory.session.clone()))).collect();
     let on = engine.recall(&n, q, &base)?;

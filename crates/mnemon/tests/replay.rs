@@ -104,7 +104,7 @@ fn large_groups_index_lexically_as_replay_does() -> TestResult {
     engine.remember_batch(&zh, zh_batch)?;
     let opts = mnemon::RecallOptions {
         top_k: 5,
-        mode: mnemon::RecallMode::Lexical,
+        mode: mnemon::recall::RecallMode::Lexical,
         record_access: false,
         ..mnemon::RecallOptions::default()
     };
@@ -139,7 +139,7 @@ fn large_groups_index_lexically_as_replay_does() -> TestResult {
 fn lexical_scores(engine: &Engine) -> Result<Vec<Vec<(MemoryId, u32)>>, Error> {
     let opts = mnemon::RecallOptions {
         top_k: 20,
-        mode: mnemon::RecallMode::Lexical,
+        mode: mnemon::recall::RecallMode::Lexical,
         include_superseded: true,
         record_access: false,
         ..mnemon::RecallOptions::default()

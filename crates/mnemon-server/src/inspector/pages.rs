@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use super::{plot, Inspector, Page};
 use mnemon::recall::RecallMode;
 use mnemon::Memory;
+use mnemon::{event::ForgetTarget, Event, EventBody};
 use mnemon::{AsOf, NamespaceSummary};
-use mnemon::{Event, EventBody, ForgetTarget};
 use mnemon::{MemoryId, Namespace, Seq, Status, Tier};
 use mnemon_api::{
     ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, RecallFilters, RecallRequest,
@@ -349,8 +349,8 @@ fn event_at(ins: &Inspector, ns: &Namespace, seq: Seq) -> Result<Option<Event>, 
 }
 
 /// In words, why a version was replaced.
-fn reason_words(r: &mnemon::SupersedeReason) -> (&'static str, &'static str) {
-    use mnemon::SupersedeReason as R;
+fn reason_words(r: &mnemon::event::SupersedeReason) -> (&'static str, &'static str) {
+    use mnemon::event::SupersedeReason as R;
     match r {
         R::Explicit => ("explicit", "the caller superseded it"),
         R::SameKey => ("slot key", "a new memory arrived under the same slot key"),

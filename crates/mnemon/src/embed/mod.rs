@@ -72,15 +72,15 @@ pub trait Embedder: Send + Sync {
 
     /// How hybrid recall should scale this model's cosine similarities
     /// before fusing them with BM25 when the caller leaves it to the model
-    /// ([`crate::SimilarityNorm::Auto`]). Default: raw cosine.
-    fn similarity_norm(&self) -> crate::SimilarityNorm {
-        crate::SimilarityNorm::Raw
+    /// ([`crate::recall::SimilarityNorm::Auto`]). Default: raw cosine.
+    fn similarity_norm(&self) -> crate::recall::SimilarityNorm {
+        crate::recall::SimilarityNorm::Raw
     }
 
     /// Added to the cosine of a memory written in another script than the
     /// query (mostly CJK against not; `query_is_cjk` says which the query
     /// is) before recall fuses and ranks, when the caller leaves it to the
-    /// model ([`crate::Weights::cross_script`] `None`): a multilingual model
+    /// model ([`crate::recall::Weights::cross_script`] `None`): a multilingual model
     /// that ranks every memory of the query's language above the right one
     /// in the other language states its same-language bias here. Default 0
     /// (no change; for models that do not read both scripts there is
@@ -121,10 +121,10 @@ pub trait Embedder: Send + Sync {
     /// (`mnemon eval … --abstain auto --unrelated`): the floors that leave
     /// out the most questions asked of the wrong conversation while the
     /// answerable questions of LoCoMo and LongMemEval lose at most one point
-    /// of recall@10. Default [`crate::Abstain::NEVER`] for embedders that
+    /// of recall@10. Default [`crate::recall::Abstain::NEVER`] for embedders that
     /// state none.
-    fn context_floor(&self) -> crate::Abstain {
-        crate::Abstain::NEVER
+    fn context_floor(&self) -> crate::recall::Abstain {
+        crate::recall::Abstain::NEVER
     }
 }
 

@@ -5,7 +5,7 @@
 //! but the bytes stay in the log's files: sled does not overwrite deleted or
 //! replaced values in place. [`crate::Engine::compact`] rewrites the live
 //! generation into a fresh directory (`gen-M` (M = N+1, or one above any higher `gen-*` directory present)) in which every forgotten
-//! `Observed`/`Extracted` payload is a content-free [`crate::Tombstone`]
+//! `Observed`/`Extracted` payload is a content-free [`crate::event::Tombstone`]
 //! under the same `Seq` and namespace (history stays gap-free), drops the
 //! cached vectors of forgotten memories, switches to it atomically and
 //! deletes the old generation. It then scans every file under the data

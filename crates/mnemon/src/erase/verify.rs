@@ -439,7 +439,7 @@ impl ScanReport {
 /// # fn main() -> mnemon::Result<()> {
 /// let dir = tempfile::tempdir()?;
 /// std::fs::write(dir.path().join("a.bin"), b"xx my secret canary text xx")?;
-/// let mut p = mnemon::ErasurePatterns::new();
+/// let mut p = mnemon::erase::ErasurePatterns::new();
 /// p.add_text("my secret canary text");
 /// let report = mnemon::verify_erasure(dir.path(), &p)?;
 /// assert_eq!(report.matches_total, 1);

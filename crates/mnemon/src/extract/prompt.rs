@@ -84,7 +84,7 @@ impl Engine {
     }
 
     /// [`Engine::extraction_prompt`] cut to at most `max_tokens` tokens (as
-    /// counted by [`crate::estimate_tokens`]): the oldest observations go
+    /// counted by [`crate::recall::estimate_tokens`]): the oldest observations go
     /// first, then the least related memories; the rules and the JSON shape
     /// always stay.
     ///
@@ -109,7 +109,7 @@ impl Engine {
         let related = if query.trim().is_empty() { Vec::new() } else { self.recall(ns, query, &opts)? };
         let fits = |n_obs: usize, n_rel: usize| {
             let p = render(session, &obs[obs.len() - n_obs..], &related[..n_rel], lang);
-            (crate::estimate_tokens(&p) <= max_tokens).then_some(p)
+            (crate::recall::estimate_tokens(&p) <= max_tokens).then_some(p)
         };
         if let Some(p) = fits(obs.len(), related.len()) {
             return Ok(p);

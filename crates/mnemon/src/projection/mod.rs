@@ -93,7 +93,7 @@ pub(crate) struct NsState {
     /// Memory versions written mostly in CJK script
     /// ([`crate::text::mostly_cjk`]): recall corrects a multilingual
     /// embedder's same-language bias between the two scripts
-    /// ([`crate::Weights::cross_script`]).
+    /// ([`crate::recall::Weights::cross_script`]).
     pub(crate) cjk: HashSet<u64>,
 }
 

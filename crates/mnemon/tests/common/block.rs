@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use mnemon::{
-    BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, SECTION_PROFILE, SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
+    recall::BLOCK_CLOSE, recall::BLOCK_OPEN, recall::BLOCK_PREAMBLE, recall::SECTION_PROFILE, recall::SECTION_RECENT,
+    recall::SECTION_RELEVANT, recall::TRUNCATED_FIELD,
 };
 use unicode_security::skeleton;
 

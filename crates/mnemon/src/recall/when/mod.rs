@@ -1,7 +1,7 @@
 //! Time expressions in a query ("two weeks ago", "last month", "in March",
 //! "上个月", "三天前"), resolved into spans of time relative to the query's
 //! reference time, so recall can favour memories from then
-//! ([`crate::Weights::time`]).
+//! ([`crate::recall::Weights::time`]).
 //!
 //! What is recognised (English words in any case; numbers as digits or
 //! words, "a"/"an" = 1, "a couple of" = 2, "a few"/"several"/几 = 3 and
