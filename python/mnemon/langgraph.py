@@ -66,7 +66,7 @@ try:
         SearchOp,
     )
 except ImportError as _missing:  # pragma: no cover - exercised only without langgraph
-    raise ImportError("mnemon.langgraph needs LangGraph: pip install 'mnemon[langgraph]'") from _missing
+    raise ImportError("mnemon.langgraph needs LangGraph: pip install langgraph") from _missing
 
 from ._engine import Engine
 from ._errors import InvalidInputError, NotFoundError
