@@ -47,11 +47,11 @@ struct Settings {
 
 impl Settings {
     /// Opens the store: `auto` keeps the model an existing store was built
-    /// with, and refuses when that model is not installed (as the CLI
-    /// does), then replays the log.
+    /// with, and refuses when that model is not installed, or when the
+    /// store is new and no neural model is installed (as the CLI does,
+    /// creating nothing), then replays the log.
     fn open(self) -> mnemon::Result<mnemon::Engine> {
-        let recorded = mnemon::Engine::recorded_model(&self.path)?;
-        let embedder = embed::load_embedder_for(self.choice, &self.models_dir, recorded.as_deref())?;
+        let embedder = embed::embedder_for_store(self.choice, &self.models_dir, &self.path)?.embedder;
         let mut b = mnemon::Engine::builder(&self.path).embedder(embedder);
         if let Some(d) = self.durability {
             b = b.durability(d);
@@ -110,9 +110,10 @@ fn parse_durability(flush_interval_s: Option<f64>) -> PyResult<Option<Durability
 impl Engine {
     /// Opens (creating if missing) the store in directory `path`.
     ///
-    /// `embedder`: `auto` (multilingual-e5-small if installed, else
-    /// all-MiniLM-L6-v2, else hashing; an existing store keeps its model),
-    /// `hashing`, `minilm` or `e5-small`. `models_dir`: where models are
+    /// `embedder`: `auto` (an existing store keeps its model; a new one
+    /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
+    /// with neither installed is refused, creating nothing), `hashing`
+    /// (lexical only: recalls by exact words), `minilm` or `e5-small`. `models_dir`: where models are
     /// installed (default `$MNEMON_MODELS`, else
     /// `$XDG_DATA_HOME/mnemon/models`, else `~/.local/share/mnemon/models`). `flush_interval_s`: None flushes every group before
     /// replying (nothing acknowledged is lost); seconds in 0.001..=60 flush
@@ -126,7 +127,8 @@ impl Engine {
     ///
     /// Raises `SurfaceError`: `invalid_input` for a bad setting, `locked`
     /// when another process or engine holds the store, `embedder` when the
-    /// model is missing, `corrupted` / `incompatible_format` / `io` /
+    /// model is missing (for a new store under `auto`: when no model is
+    /// installed; the message names `mnemon model install e5-small`), `corrupted` / `incompatible_format` / `io` /
     /// `storage` from the store.
     #[new]
     #[pyo3(signature = (
