@@ -875,8 +875,17 @@ async fn stdio_without_a_model_says_so_and_refuses_calls_until_one_is_installed(
     }
     c.cancel().await.unwrap();
     if models.join("e5-small").exists() {
-        let (_, out, err) = mnemon(&data, &["--json", "stats"]);
-        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+        // Under `auto` (naming hashing would move the store to it).
+        let out = Command::new(BIN)
+            .env_remove("MNEMON_EMBEDDER")
+            .env("MNEMON_MODELS", &models)
+            .arg("--data")
+            .arg(&data)
+            .args(["--json", "stats"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
         assert!(v["model_id"].as_str().unwrap().starts_with("multilingual-e5-small"), "{v}");
     }
 }
