@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from datetime import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
@@ -227,6 +228,10 @@ class Engine:
             raise error_for(*e.args) from None
         except OverflowError:
             raise InvalidInputError("a size setting is too large", "max_content_bytes") from None
+        if native.notice:
+            # A store on the hashing embedder while a model is installed:
+            # it recalls by exact words only until it is moved.
+            warnings.warn(f"mnemon: {native.notice}", UserWarning, stacklevel=2)
         return cls(native)
 
     # -- lifecycle ---------------------------------------------------------

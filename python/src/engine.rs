@@ -31,6 +31,7 @@ pub struct Engine {
     dim: usize,
     path: PathBuf,
     max_content_bytes: usize,
+    notice: Option<String>,
 }
 
 /// Settings of [`Engine::new`] after parsing, before opening.
@@ -50,9 +51,12 @@ impl Settings {
     /// with, and refuses when that model is not installed, or when the
     /// store is new and no neural model is installed (as the CLI does,
     /// creating nothing), then replays the log.
-    fn open(self) -> mnemon::Result<mnemon::Engine> {
-        let embedder = embed::embedder_for_store(self.choice, &self.models_dir, &self.path)?.embedder;
-        let mut b = mnemon::Engine::builder(&self.path).embedder(embedder);
+    /// Returns the engine and the notice for a store on the hashing
+    /// embedder while a neural model is installed
+    /// ([`embed::lexical_store_notice`]).
+    fn open(self) -> mnemon::Result<(mnemon::Engine, Option<String>)> {
+        let chosen = embed::embedder_for_store(self.choice, &self.models_dir, &self.path)?;
+        let mut b = mnemon::Engine::builder(&self.path).embedder(chosen.embedder);
         if let Some(d) = self.durability {
             b = b.durability(d);
         }
@@ -68,7 +72,7 @@ impl Settings {
         if let Some(m) = self.embed_mode {
             b = b.embed_mode(m);
         }
-        b.open()
+        Ok((b.open()?, chosen.notice))
     }
 }
 
@@ -175,8 +179,9 @@ impl Engine {
             embed_mode: embed_mode.as_deref().map(parse_embed_mode).transpose()?,
         };
         // Opening replays the log and may load a model or re-embed: no GIL.
-        let engine = py.detach(move || settings.open()).map_err(from_engine)?;
+        let (engine, notice) = py.detach(move || settings.open()).map_err(from_engine)?;
         Ok(Engine {
+            notice,
             model_id: engine.embedder().model_id().to_string(),
             dim: engine.embedder().dim(),
             inner: RwLock::new(Some(engine)),
@@ -224,6 +229,15 @@ impl Engine {
     #[getter]
     fn closed(&self) -> bool {
         self.inner.read().is_none()
+    }
+
+    /// A line for the user about the store, or None: set when the store is
+    /// on the hashing embedder (recalls by exact words only), was opened
+    /// with `auto`, and a neural model is installed; it names the command
+    /// that moves the store to that model.
+    #[getter]
+    fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
     }
 
     /// The active embedder's model id, e.g. `hashing-v1-384`.

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 from datetime import datetime
 
 import pytest
 
 import mnemon
 from mnemon import _errors
-from conftest import run_python
+from conftest import neural_embedder, run_python
 
 CODES = [
     "invalid_input",
@@ -107,6 +108,27 @@ def test_a_new_store_without_a_model_is_refused(tmp_path, monkeypatch):
     with mnemon.Engine.open(path) as e:
         assert e.model_id == "hashing-v1-384"
         assert [h.memory.content for h in e.recall("u1", "tea").hits] == ["Prefers oolong tea"]
+
+
+def test_a_hashing_store_opened_under_auto_with_a_model_installed_warns(tmp_path, monkeypatch):
+    """A store on the hashing embedder, opened with "auto" while a neural
+    model is installed, stays on hashing and warns that it recalls by
+    exact words only, naming the command that moves it; naming hashing
+    draws no warning."""
+    neural_embedder()
+    monkeypatch.delenv("MNEMON_EMBEDDER", raising=False)
+    path = tmp_path / "store"
+    with mnemon.Engine.open(path, embedder="hashing") as e:
+        e.remember("u1", "Prefers oolong tea")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mnemon.Engine.open(path, embedder="hashing").close()
+    with pytest.warns(UserWarning, match="recalls by exact words only") as caught:
+        e = mnemon.Engine.open(path)
+    with e:
+        assert e.model_id == "hashing-v1-384"
+    assert f"`mnemon --data {path} --embedder " in str(caught[0].message)
+    assert caught[0].filename == __file__
 
 
 def last_seq(engine: mnemon.Engine) -> int:
