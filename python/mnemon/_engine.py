@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from datetime import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
@@ -152,14 +153,18 @@ class Engine:
         """Opens (creating if missing) the store in directory `path`.
 
         Arguments:
-            embedder: `"auto"` (multilingual-e5-small when installed, else
-                all-MiniLM-L6-v2, else the hashing embedder; an existing store
-                keeps the model it was built with, and opening it raises
-                `EmbedderError` when that model is not installed in
-                `models_dir`, or is not a built-in one (a program's own
-                embedder made it), rather than moving it to another model),
-                `"hashing"` (384 dimensions, no download), `"minilm"` or
-                `"e5-small"`. Install models with `mnemon model install`.
+            embedder: `"auto"` (a new store gets multilingual-e5-small when
+                installed, else all-MiniLM-L6-v2; with neither installed,
+                opening a new store raises `EmbedderError` and creates
+                nothing, rather than building a store that recalls by exact
+                words only; an existing store keeps the model it was built
+                with, and opening it raises `EmbedderError` when that model
+                is not installed in `models_dir`, or is not a built-in one (a
+                program's own embedder made it), rather than moving it to
+                another model), `"hashing"` (384 dimensions, no download,
+                lexical only: recalls by exact words), `"minilm"` or
+                `"e5-small"`. Install models with `mnemon model install
+                e5-small`.
             models_dir: where models are installed (default `$MNEMON_MODELS`,
                 else `$XDG_DATA_HOME/mnemon/models`, else
                 `~/.local/share/mnemon/models`).
@@ -188,7 +193,9 @@ class Engine:
             InvalidInputError: a setting of the wrong type or out of range.
             LockedError: another process or engine holds the store.
             EmbedderError: the model asked for is not installed; under
-                `"auto"`, the store's model is not installed or not built in.
+                `"auto"`, the store's model is not installed or not built in,
+                or the store is new and no model is installed (the message
+                names `mnemon model install e5-small`).
             CorruptedError, IncompatibleFormatError, IoError, StorageError:
                 the store cannot be read.
         """
@@ -221,6 +228,10 @@ class Engine:
             raise error_for(*e.args) from None
         except OverflowError:
             raise InvalidInputError("a size setting is too large", "max_content_bytes") from None
+        if native.notice:
+            # A store on the hashing embedder while a model is installed:
+            # it recalls by exact words only until it is moved.
+            warnings.warn(f"mnemon: {native.notice}", UserWarning, stacklevel=2)
         return cls(native)
 
     # -- lifecycle ---------------------------------------------------------

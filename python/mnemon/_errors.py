@@ -150,7 +150,10 @@ class IncompatibleFormatError(MnemonError):
 
 class EmbedderError(MnemonError):
     """Embedding failed: the model is not installed (the message says which
-    `mnemon model install` to run) or failed to load."""
+    `mnemon model install` to run) or failed to load; or a new store was
+    refused because no model is installed (it would recall by exact words
+    only; nothing was created: install one, or open with
+    `embedder="hashing"`)."""
 
     code = "embedder"
 

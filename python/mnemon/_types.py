@@ -1735,7 +1735,7 @@ class RecallResponse(Record):
     def unknown_names(self) -> List[str]:
         """
         When `abstained`: the names in the query that no memory of the namespace
-        mentions (`crate::Engine::unknown_names`), as `context` reports them; empty
+        mentions (`mnemon::Engine::unknown_names`), as `context` reports them; empty
         otherwise.
         """
         return self._data.get("unknown_names", [])

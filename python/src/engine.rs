@@ -31,6 +31,7 @@ pub struct Engine {
     dim: usize,
     path: PathBuf,
     max_content_bytes: usize,
+    notice: Option<String>,
 }
 
 /// Settings of [`Engine::new`] after parsing, before opening.
@@ -47,12 +48,15 @@ struct Settings {
 
 impl Settings {
     /// Opens the store: `auto` keeps the model an existing store was built
-    /// with, and refuses when that model is not installed (as the CLI
-    /// does), then replays the log.
-    fn open(self) -> mnemon::Result<mnemon::Engine> {
-        let recorded = mnemon::Engine::recorded_model(&self.path)?;
-        let embedder = embed::load_embedder_for(self.choice, &self.models_dir, recorded.as_deref())?;
-        let mut b = mnemon::Engine::builder(&self.path).embedder(embedder);
+    /// with, and refuses when that model is not installed, or when the
+    /// store is new and no neural model is installed (as the CLI does,
+    /// creating nothing), then replays the log.
+    /// Returns the engine and the notice for a store on the hashing
+    /// embedder while a neural model is installed
+    /// ([`embed::lexical_store_notice`]).
+    fn open(self) -> mnemon::Result<(mnemon::Engine, Option<String>)> {
+        let chosen = embed::embedder_for_store(self.choice, &self.models_dir, &self.path)?;
+        let mut b = mnemon::Engine::builder(&self.path).embedder(chosen.embedder);
         if let Some(d) = self.durability {
             b = b.durability(d);
         }
@@ -68,7 +72,7 @@ impl Settings {
         if let Some(m) = self.embed_mode {
             b = b.embed_mode(m);
         }
-        b.open()
+        Ok((b.open()?, chosen.notice))
     }
 }
 
@@ -110,9 +114,10 @@ fn parse_durability(flush_interval_s: Option<f64>) -> PyResult<Option<Durability
 impl Engine {
     /// Opens (creating if missing) the store in directory `path`.
     ///
-    /// `embedder`: `auto` (multilingual-e5-small if installed, else
-    /// all-MiniLM-L6-v2, else hashing; an existing store keeps its model),
-    /// `hashing`, `minilm` or `e5-small`. `models_dir`: where models are
+    /// `embedder`: `auto` (an existing store keeps its model; a new one
+    /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
+    /// with neither installed is refused, creating nothing), `hashing`
+    /// (lexical only: recalls by exact words), `minilm` or `e5-small`. `models_dir`: where models are
     /// installed (default `$MNEMON_MODELS`, else
     /// `$XDG_DATA_HOME/mnemon/models`, else `~/.local/share/mnemon/models`). `flush_interval_s`: None flushes every group before
     /// replying (nothing acknowledged is lost); seconds in 0.001..=60 flush
@@ -126,7 +131,8 @@ impl Engine {
     ///
     /// Raises `SurfaceError`: `invalid_input` for a bad setting, `locked`
     /// when another process or engine holds the store, `embedder` when the
-    /// model is missing, `corrupted` / `incompatible_format` / `io` /
+    /// model is missing (for a new store under `auto`: when no model is
+    /// installed; the message names `mnemon model install e5-small`), `corrupted` / `incompatible_format` / `io` /
     /// `storage` from the store.
     #[new]
     #[pyo3(signature = (
@@ -173,8 +179,9 @@ impl Engine {
             embed_mode: embed_mode.as_deref().map(parse_embed_mode).transpose()?,
         };
         // Opening replays the log and may load a model or re-embed: no GIL.
-        let engine = py.detach(move || settings.open()).map_err(from_engine)?;
+        let (engine, notice) = py.detach(move || settings.open()).map_err(from_engine)?;
         Ok(Engine {
+            notice,
             model_id: engine.embedder().model_id().to_string(),
             dim: engine.embedder().dim(),
             inner: RwLock::new(Some(engine)),
@@ -222,6 +229,15 @@ impl Engine {
     #[getter]
     fn closed(&self) -> bool {
         self.inner.read().is_none()
+    }
+
+    /// A line for the user about the store, or None: set when the store is
+    /// on the hashing embedder (recalls by exact words only), was opened
+    /// with `auto`, and a neural model is installed; it names the command
+    /// that moves the store to that model.
+    #[getter]
+    fn notice(&self) -> Option<&str> {
+        self.notice.as_deref()
     }
 
     /// The active embedder's model id, e.g. `hashing-v1-384`.

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import pickle
+import warnings
 from datetime import datetime
 
 import pytest
 
 import mnemon
 from mnemon import _errors
-from conftest import run_python
+from conftest import neural_embedder, run_python
 
 CODES = [
     "invalid_input",
@@ -74,6 +75,60 @@ def test_every_engine_error_variant_is_reachable(engine, data):
         big = small.remember("u1", "word " * 1500)
         with pytest.raises(mnemon.ResponseTooLargeError):
             small.get("u1", big.id)
+
+
+def test_a_new_store_without_a_model_is_refused(tmp_path, monkeypatch):
+    """`Engine.open(path)` (embedder "auto") with no model installed raises
+    EmbedderError naming the command to run and the explicit alternative,
+    and creates nothing; `embedder="hashing"` builds the store, which then
+    opens under "auto" as it is (an existing store keeps its model)."""
+    monkeypatch.delenv("MNEMON_EMBEDDER", raising=False)
+    models = tmp_path / "models"
+    models.mkdir()
+    monkeypatch.setenv("MNEMON_MODELS", str(models))
+    path = tmp_path / "agent" / "memory"
+    with pytest.raises(mnemon.EmbedderError) as exc:
+        mnemon.Engine.open(path)
+    assert exc.value.code == "embedder"
+    message = str(exc.value)
+    for part in [
+        f"the store at {path} would recall by exact words only",
+        "`mnemon model install e5-small` (multilingual-e5-small, 72 MB)",
+        'embedder="hashing"',
+        "nothing was created",
+    ]:
+        assert part in message, (part, message)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
+    from mnemon.langgraph import MnemonStore
+
+    with pytest.raises(mnemon.EmbedderError):
+        MnemonStore.open(path)
+    with mnemon.Engine.open(path, embedder="hashing") as e:
+        e.remember("u1", "Prefers oolong tea")
+    with mnemon.Engine.open(path) as e:
+        assert e.model_id == "hashing-v1-384"
+        assert [h.memory.content for h in e.recall("u1", "tea").hits] == ["Prefers oolong tea"]
+
+
+def test_a_hashing_store_opened_under_auto_with_a_model_installed_warns(tmp_path, monkeypatch):
+    """A store on the hashing embedder, opened with "auto" while a neural
+    model is installed, stays on hashing and warns that it recalls by
+    exact words only, naming the command that moves it; naming hashing
+    draws no warning."""
+    neural_embedder()
+    monkeypatch.delenv("MNEMON_EMBEDDER", raising=False)
+    path = tmp_path / "store"
+    with mnemon.Engine.open(path, embedder="hashing") as e:
+        e.remember("u1", "Prefers oolong tea")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mnemon.Engine.open(path, embedder="hashing").close()
+    with pytest.warns(UserWarning, match="recalls by exact words only") as caught:
+        e = mnemon.Engine.open(path)
+    with e:
+        assert e.model_id == "hashing-v1-384"
+    assert f"`mnemon --data {path} --embedder " in str(caught[0].message)
+    assert caught[0].filename == __file__
 
 
 def last_seq(engine: mnemon.Engine) -> int:

@@ -51,7 +51,10 @@ pub enum ErrorCode {
     Corrupted,
     /// The store was written by an incompatible format or model.
     IncompatibleFormat,
-    /// Embedding failed (model missing, model error).
+    /// Embedding failed (model missing, model error), or a new store was
+    /// refused because no embedding model is installed (it would recall by
+    /// exact words only; the message names the command that installs one).
+    /// Nothing was written.
     Embedder,
     /// An operating-system I/O error.
     Io,
@@ -180,7 +183,7 @@ impl From<Error> for ApiError {
             Error::Closed => (ErrorCode::Closed, None),
             Error::Cancelled => (ErrorCode::Cancelled, None),
             Error::IncompatibleFormat(_) => (ErrorCode::IncompatibleFormat, None),
-            Error::Embedder(_) => (ErrorCode::Embedder, None),
+            Error::Embedder(_) | Error::NoModelInstalled { .. } => (ErrorCode::Embedder, None),
             Error::Rejected(_) => (ErrorCode::Rejected, None),
             Error::Io(_) => (ErrorCode::Io, None),
             Error::Storage(_) => (ErrorCode::Storage, None),

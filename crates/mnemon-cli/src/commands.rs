@@ -501,6 +501,13 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
     open_engine_for(cli, dir, Graphs::Build)
 }
 
+/// [`open_engine_at`] with embedder `embedder` (a name
+/// [`EmbedderChoice`] parses) instead of `--embedder`.
+pub fn open_engine_as(cli: &Cli, dir: &std::path::Path, embedder: &str) -> Result<Engine> {
+    let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    open_store(dir, embedder, &models_dir(cli), &regions, Graphs::Build, false)
+}
+
 /// [`open_engine_at`], saying whether the process builds HNSW graphs.
 pub fn open_engine_for(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> Result<Engine> {
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
@@ -539,11 +546,15 @@ fn open_store(
     graphs: Graphs,
     serves_socket: bool,
 ) -> Result<Engine> {
-    // `auto` keeps the model an existing store was built with, and refuses
-    // when that model is not installed (see `load_embedder_for`).
+    // `auto` keeps the model an existing store was built with, refuses
+    // when that model is not installed, and refuses a new store when no
+    // neural model is installed (see `embedder_for_store`).
     let choice: EmbedderChoice = embedder.parse()?;
-    let recorded = Engine::recorded_model(dir)?;
-    let e = embed::load_embedder_for(choice, models, recorded.as_deref())?;
+    let chosen = embed::embedder_for_store(choice, models, dir)?;
+    if let Some(notice) = &chosen.notice {
+        eprintln!("note: {notice}");
+    }
+    let e = chosen.embedder;
     let mut builder = Engine::builder(dir).serves_socket(serves_socket);
     if graphs == Graphs::Scan {
         builder = builder.hnsw(mnemon::index::HnswParams { exact_threshold: usize::MAX, ..Default::default() });
@@ -877,6 +888,24 @@ fn require_store(cli: &Cli) -> Result<(), ApiError> {
     ))
 }
 
+/// A command that would create the store at `--data` (nothing is there
+/// yet) under `--embedder auto` while no neural model is installed is
+/// refused before anything is prepared for it on disk (the build directory
+/// of [`crate::fresh::Fresh`] included), naming `--data`.
+///
+/// # Errors
+/// `embedder` ([`mnemon::Error::NoModelInstalled`]): the message names
+/// `mnemon model install e5-small` and `--embedder hashing`.
+fn refuse_new_store_without_model(cli: &Cli) -> Result<(), ApiError> {
+    if std::fs::symlink_metadata(&cli.data).is_ok() {
+        // An existing directory is opened in place, where the opener
+        // refuses a new store itself (see `open_store`).
+        return Ok(());
+    }
+    let choice: EmbedderChoice = cli.embedder.parse()?;
+    Ok(embed::check_new_store(choice, &models_dir(cli), &cli.data, None)?)
+}
+
 /// Runs one request on the store (see [`with_surface`]).
 pub fn run_one(cli: &Cli, req: Request) -> Result<Response, ApiError> {
     with_surface(cli, |run| run(req))
@@ -896,6 +925,7 @@ fn with_surface<T>(
     cli: &Cli,
     f: impl FnOnce(&dyn Fn(Request) -> Result<Response, ApiError>) -> Result<T, ApiError>,
 ) -> Result<T, ApiError> {
+    refuse_new_store_without_model(cli)?;
     crate::fresh::Fresh::run(&cli.data, |dir, fresh| {
         surface_at(cli, dir, Graphs::Scan, |run| {
             let v = f(run)?;
@@ -977,9 +1007,10 @@ fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
 pub fn forwarded_settings(cli: &Cli, backend: &mnemon_server::Backend) -> Result<(), ApiError> {
     // Only a holder that answers on the socket runs the calls; one that
     // serves none refuses them as `locked`, and this process, taking the
-    // store over later, opens it with its own settings.
+    // store over later, opens it with its own settings. A store not opened
+    // yet (no model to create it with) has no holder.
     let holder = match backend.store_holder() {
-        _ if backend.holds_store() => return Ok(()),
+        _ if backend.holds_store() || backend.refusal().is_some() => return Ok(()),
         Some((_, false)) => return Ok(()),
         Some((pid, true)) => format!("process {pid}"),
         None => "another process".to_string(),

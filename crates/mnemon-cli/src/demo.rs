@@ -10,7 +10,7 @@ use mnemon::{
     Tier,
 };
 
-use crate::commands::open_engine_at;
+use crate::commands::{models_dir, open_engine_as, open_engine_at};
 use crate::output::{hit_line, memory_block, memory_line};
 use crate::Cli;
 
@@ -206,10 +206,21 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
             tmp.path().join("store")
         }
     };
-    let engine = open_engine_at(cli, &dir)?;
+    // The scripted conversation runs on a throwaway store, so with no model
+    // installed it runs on the hashing embedder, named and said so, rather
+    // than refusing as a store the user keeps is refused.
+    let no_model = args.keep.is_none()
+        && cli.embedder.parse::<mnemon::embed::EmbedderChoice>()? == mnemon::embed::EmbedderChoice::Auto
+        && mnemon::embed::preferred_installed(&models_dir(cli)).is_none();
+    let engine = if no_model { open_engine_as(cli, &dir, "hashing")? } else { open_engine_at(cli, &dir)? };
     println!("mnemon demo — store at {}", dir.display());
     println!("embedder: {}", mnemon::embed::describe(engine.embedder().as_ref()));
-    if engine.embedder().model_id().starts_with("hashing") {
+    if no_model {
+        println!(
+            "(no embedding model is installed, so the demo runs on the hashing embedder and recalls by exact words \
+             only; run `mnemon model install e5-small` for recall by meaning, in Chinese and English)"
+        );
+    } else if engine.embedder().model_id().starts_with("hashing") {
         println!("(install a neural model with `mnemon model install e5-small` for recall by meaning, in Chinese and English)");
     }
     let ns = Namespace::new("user:lin-wei")?;

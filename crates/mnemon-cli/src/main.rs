@@ -48,8 +48,9 @@ pub struct Cli {
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
     pub json: bool,
-    /// Embedder: auto (e5-small if installed, else MiniLM, else hashing; an
-    /// existing store keeps its model), hashing, minilm, e5-small.
+    /// Embedder: auto (an existing store keeps its model; a new store gets
+    /// e5-small if installed, else MiniLM, and is refused when neither is),
+    /// hashing (lexical only: recalls by exact words), minilm, e5-small.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
     pub embedder: String,
     /// Directory of installed models (default: $MNEMON_MODELS, else

@@ -176,7 +176,7 @@ fn human(cli: &Cli, resp: &Response) {
                 count(s.hnsw_namespaces, "namespace", "namespaces"),
                 s.index_bytes
             );
-            println!("embedder:   {} ({} dimensions)", s.model_id, s.dim);
+            println!("embedder:   {} ({} dimensions, {})", s.model_id, s.dim, mnemon::embed::model_kind(&s.model_id));
             println!(
                 "disk:       {} bytes, generation {}",
                 s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),

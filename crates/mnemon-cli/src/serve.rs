@@ -120,6 +120,11 @@ pub struct ClusterArgs {
 #[cfg(feature = "cluster")]
 fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend, ApiError> {
     let id = c.daemon_id.clone().ok_or_else(|| ApiError::invalid("daemon_id", "--cluster needs --daemon-id"))?;
+    // A daemon creates a store for each namespace it comes to serve, all
+    // with one embedder: under `auto` with no model installed they would
+    // all recall by exact words only.
+    let choice: mnemon::embed::EmbedderChoice = cli.embedder.parse()?;
+    mnemon::embed::check_new_store(choice, &crate::commands::models_dir(cli), &cli.data, None)?;
     let embedder = crate::commands::load_embedder(cli)?;
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
     let opener: mnemon_cluster::Opener = Arc::new(move |dir: &std::path::Path| {
@@ -146,7 +151,16 @@ fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), Api
         let _ = backend.close();
         return Err(e);
     }
+    // Opening printed the notice of a store held here (`open_store`).
+    let notice = store_notice(cli, &backend);
     match backend.store_holder() {
+        // Started before a model was installed: the server stays up, says
+        // so here and in its instructions, and answers every call with the
+        // refusal until a call finds a model.
+        _ if backend.refusal().is_some() => eprintln!(
+            "mnemon: warning: {}; until then every tool call fails with error code embedder",
+            backend.refusal().map(|e| e.message).unwrap_or_default()
+        ),
         _ if backend.holds_store() => {}
         Some((pid, false)) => eprintln!(
             "mnemon: the store is held by process {pid}, which serves no socket: calls are refused as locked \
@@ -154,7 +168,23 @@ fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), Api
         ),
         _ => eprintln!("mnemon: the store is held by another process; serving through its socket"),
     }
-    Ok((backend.clone(), MemoryServer::new(backend, policy)))
+    let server = MemoryServer::new(backend.clone(), policy);
+    server.set_notice(notice);
+    Ok((backend, server))
+}
+
+/// The notice for a store on the hashing embedder served under
+/// `--embedder auto` while a neural model is installed
+/// ([`mnemon::embed::lexical_store_notice`]), from the model the store's
+/// `stats` reports (also when another process holds it).
+fn store_notice(cli: &Cli, backend: &Backend) -> Option<String> {
+    if backend.refusal().is_some() {
+        return None;
+    }
+    let choice: mnemon::embed::EmbedderChoice = cli.embedder.parse().ok()?;
+    let stats = backend.call(mnemon_api::Request::Stats(mnemon_api::StatsRequest {})).ok()?;
+    let model_id = stats.get("model_id")?.as_str()?;
+    mnemon::embed::lexical_store_notice(choice, &crate::commands::models_dir(cli), &cli.data, model_id)
 }
 
 /// `mnemon mcp`: MCP on stdio until stdin closes or a signal arrives.

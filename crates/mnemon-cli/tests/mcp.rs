@@ -16,6 +16,8 @@ use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioC
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
+#[path = "../../mnemon/tests/common/models.rs"]
+mod models;
 #[path = "common/serve.rs"]
 mod serve;
 
@@ -810,5 +812,143 @@ fn a_session_beyond_the_cap_closes_the_one_idle_longest() {
     assert_eq!(session_post(&server.addr, Some(&c), list).0, 200);
     let (ok_, _, err) = mnemon(&dir.path().join("other"), &["serve", "--max-sessions", "0"]);
     assert!(!ok_ && err.contains("max_sessions"), "{err}");
+    assert!(server.terminate().success());
+}
+
+/// The lines a server printed on standard error, for checks after it ran.
+fn lines_of(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// The installed e5 model, linked into `models` (a directory that held
+/// none): what `mnemon model install e5-small` would have put there.
+/// `false` (the test skips that part) when it is not installed.
+fn install_e5_into(models: &Path) -> bool {
+    if models::installed(mnemon::embed::EmbedderChoice::E5).is_none() {
+        return false;
+    }
+    std::os::unix::fs::symlink(mnemon::embed::default_models_dir().join("e5-small"), models.join("e5-small")).unwrap();
+    true
+}
+
+/// `mnemon mcp` started by a client before any model is installed: it
+/// starts, warns on standard error, puts the refusal in the instructions
+/// every client reads at `initialize`, answers every tool call with the
+/// refusal (code `embedder`) and creates nothing; once a model is
+/// installed, the next call creates the store on it, with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_without_a_model_says_so_and_refuses_calls_until_one_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (models, data, log) = (dir.path().join("models"), dir.path().join("store"), dir.path().join("stderr.txt"));
+    std::fs::create_dir(&models).unwrap();
+    let cmd = tokio::process::Command::new(BIN).configure(|c| {
+        c.env_remove("MNEMON_EMBEDDER").env("MNEMON_MODELS", &models);
+        c.arg("--data").arg(&data).args(["mcp", "--ns", "user:42"]);
+    });
+    let (transport, _) = TokioChildProcess::builder(cmd).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+    let c = ().serve(transport).await.unwrap();
+    let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+    for part in [
+        "Long-term memory.",
+        "MEMORY IS NOT AVAILABLE: No embedding model is installed",
+        "would recall by exact words only",
+        "`mnemon model install e5-small` (multilingual-e5-small, 72 MB)",
+        "Every tool call fails with error code `embedder`",
+    ] {
+        assert!(instructions.contains(part), "{part:?} missing from: {instructions}");
+    }
+    assert_eq!(c.list_all_tools().await.unwrap().len(), 10);
+    let e = fails(&c, "remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
+    assert_eq!(e["code"], "embedder", "{e}");
+    assert!(e["message"].as_str().unwrap().contains("mnemon model install e5-small"), "{e}");
+    let e = fails(&c, "recall", json!({"query": "seat"})).await;
+    assert_eq!(e["code"], "embedder", "{e}");
+    assert!(!data.exists(), "a refused call created {}", data.display());
+    let err = lines_of(&log);
+    assert!(err.contains("mnemon: warning: no embedding model is installed"), "{err}");
+    assert!(err.contains("every tool call fails with error code embedder"), "{err}");
+
+    if install_e5_into(&models) {
+        ok(&c, "remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
+        let hits = ok(&c, "recall", json!({"query": "where do they like to sit on a plane"})).await;
+        assert_eq!(hits["hits"][0]["memory"]["content"], "Prefers aisle seats", "{hits}");
+    }
+    c.cancel().await.unwrap();
+    if models.join("e5-small").exists() {
+        // Under `auto` (naming hashing would move the store to it).
+        let out = Command::new(BIN)
+            .env_remove("MNEMON_EMBEDDER")
+            .env("MNEMON_MODELS", &models)
+            .arg("--data")
+            .arg(&data)
+            .args(["--json", "stats"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert!(v["model_id"].as_str().unwrap().starts_with("multilingual-e5-small"), "{v}");
+    }
+}
+
+/// `mnemon serve` likewise: it listens, warns on standard error and in the
+/// instructions, and refuses calls with code `embedder`; a store on the
+/// hashing embedder served while a neural model is installed gets a note
+/// in the instructions naming the command that moves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_without_a_model_says_so_and_a_hashing_store_gets_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let (models, data) = (dir.path().join("models"), dir.path().join("store"));
+    std::fs::create_dir(&models).unwrap();
+    let start = |data: &Path| {
+        let mut child = Command::new(BIN)
+            .env_remove("MNEMON_EMBEDDER")
+            .env("MNEMON_MODELS", &models)
+            .arg("--data")
+            .arg(data)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut before = String::new();
+        let addr = loop {
+            let line = lines.next().expect("server exited before listening").unwrap();
+            if let Some(rest) = line.strip_prefix("mnemon: serving MCP on http://") {
+                break rest.trim_end_matches("/mcp").to_string();
+            }
+            before.push_str(&line);
+            before.push('\n');
+        };
+        std::thread::spawn(move || for _ in lines {});
+        (Server { child, addr }, before)
+    };
+    let (server, err) = start(&data);
+    assert!(err.contains("mnemon: warning: no embedding model is installed"), "{err}");
+    let c = http_client(&server.url(), None).await.unwrap();
+    let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+    assert!(instructions.contains("MEMORY IS NOT AVAILABLE") && instructions.contains("e5-small"), "{instructions}");
+    let e = fails(&c, "remember", json!({"namespace": "u", "content": "Prefers aisle seats"})).await;
+    assert_eq!(e["code"], "embedder", "{e}");
+    drop(c);
+    assert!(server.terminate().success());
+    assert!(!data.exists());
+
+    // A hashing store, served under `auto` once a model is installed.
+    if !install_e5_into(&models) {
+        return;
+    }
+    let (made, _, err) = mnemon(&data, &["remember", "--ns", "u", "Prefers aisle seats"]);
+    assert!(made, "{err}");
+    let (server, err) = start(&data);
+    let move_it = format!("`mnemon --data {} --embedder e5-small stats`", data.display());
+    assert!(err.contains("note: the store at") && err.contains(&move_it), "{err}");
+    let c = http_client(&server.url(), None).await.unwrap();
+    let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+    assert!(instructions.contains("Note for the user: The store at"), "{instructions}");
+    assert!(instructions.contains("recalls by exact words only") && instructions.contains(&move_it), "{instructions}");
+    ok(&c, "recall", json!({"namespace": "u", "query": "aisle"})).await;
+    drop(c);
     assert!(server.terminate().success());
 }

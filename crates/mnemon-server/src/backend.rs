@@ -11,6 +11,14 @@
 //! finds the socket dead, takes the lock itself — reopening the store,
 //! which replays the log — and becomes the holder, serving the others.
 //!
+//! A store that does not exist yet and that the opener refuses to create
+//! because no embedding model is installed ([`Error::NoModelInstalled`])
+//! leaves the backend unopened rather than failing it: every call runs the
+//! opener again and, until a model is installed (or the store is created
+//! by another process), is answered with that refusal
+//! ([`Backend::refusal`]). A server started by an MCP client before the
+//! model was installed thus stays up and says what to do.
+//!
 //! A call is retried after a hand-over only when it cannot have been
 //! applied: nothing was sent, the holder refused it while shutting down,
 //! or it only reads. A write whose answer was lost with the holder is
@@ -45,6 +53,9 @@ enum Mode {
         socket: Mutex<Option<SocketServer>>,
     },
     Proxy(SocketClient),
+    /// The opener refused to create the store (no embedding model is
+    /// installed); each call runs it again.
+    Unopened(ApiError),
     /// A daemon of a cluster: every call runs where its namespace is served.
     #[cfg(feature = "cluster")]
     Cluster(mnemon_cluster::ClusterNode),
@@ -83,8 +94,14 @@ impl Backend {
     /// when another process holds the store, reaches that process through
     /// the socket (see the module docs).
     ///
+    /// When the opener refuses to create the store because no embedding
+    /// model is installed ([`Error::NoModelInstalled`]), the backend is
+    /// returned unopened: [`Backend::refusal`] says why, and every call
+    /// runs the opener again and gets that refusal until it succeeds.
+    ///
     /// # Errors
-    /// The opener's errors other than [`Error::Locked`], as [`ApiError`].
+    /// The opener's errors other than [`Error::Locked`] and
+    /// [`Error::NoModelInstalled`], as [`ApiError`].
     pub fn open(data_dir: &std::path::Path, limits: Limits, open: Opener) -> Result<Backend, ApiError> {
         let socket = socket_path(data_dir);
         let b = Backend {
@@ -97,10 +114,23 @@ impl Backend {
         let mode = match (b.open)() {
             Ok(engine) => b.holder(engine),
             Err(Error::Locked { .. }) => Mode::Proxy(SocketClient::new(socket)),
+            Err(e @ Error::NoModelInstalled { .. }) => Mode::Unopened(e.into()),
             Err(e) => return Err(e.into()),
         };
         *b.mode.write() = Arc::new(mode);
         Ok(b)
+    }
+
+    /// Why the store is not open yet, while the opener refuses to create
+    /// it because no embedding model is installed (code `embedder`; the
+    /// message names the command that installs one): every call gets this
+    /// error until a call finds the model installed. `None` once the store
+    /// is open or reached through its holder.
+    pub fn refusal(&self) -> Option<ApiError> {
+        match &**self.mode.read() {
+            Mode::Unopened(e) => Some(e.clone()),
+            _ => None,
+        }
     }
 
     /// A backend over a cluster daemon: each call runs on its namespace's
@@ -189,6 +219,10 @@ impl Backend {
                     }
                 }
                 Mode::Closed => return Err(ApiError::new(ErrorCode::Closed, "the server is shut down")),
+                Mode::Unopened(_) => {
+                    self.open_again(&mode)?;
+                    continue;
+                }
                 #[cfg(feature = "cluster")]
                 Mode::Cluster(node) => return cluster_call(node, &req),
                 Mode::Proxy(client) => client,
@@ -219,6 +253,29 @@ impl Backend {
                 }
             }
         }
+    }
+
+    /// Runs the opener again for a backend left unopened (`seen`): holds
+    /// the store, reaches its holder, or stays unopened with the refusal.
+    fn open_again(&self, seen: &Arc<Mode>) -> Result<(), ApiError> {
+        let mut mode = self.mode.write();
+        if !Arc::ptr_eq(&mode, seen) {
+            return Ok(());
+        }
+        match (self.open)() {
+            Ok(engine) => *mode = Arc::new(self.holder(engine)),
+            Err(e @ Error::Locked { .. }) => match &self.socket {
+                Some(path) => *mode = Arc::new(Mode::Proxy(SocketClient::new(path.clone()))),
+                None => return Err(e.into()),
+            },
+            Err(e @ Error::NoModelInstalled { .. }) => {
+                let e = ApiError::from(e);
+                *mode = Arc::new(Mode::Unopened(e.clone()));
+                return Err(e);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
     }
 
     /// Tries to become the holder after the holder behind `seen` went away.

@@ -125,7 +125,25 @@ impl MemoryServer {
     /// A server over `backend`, serving the namespaces `policy` allows.
     pub fn new(backend: Arc<Backend>, policy: NamespacePolicy) -> MemoryServer {
         let tools = tools::definitions(&policy);
-        MemoryServer { shared: Arc::new(server::Shared { backend, policy, tools, gate: Default::default() }) }
+        MemoryServer {
+            shared: Arc::new(server::Shared {
+                backend,
+                policy,
+                tools,
+                gate: Default::default(),
+                notice: Default::default(),
+            }),
+        }
+    }
+
+    /// Sets a line about the store that the instructions sent to every
+    /// client at `initialize` carry (after the usual ones), e.g. that the
+    /// store recalls by exact words only
+    /// ([`mnemon::embed::lexical_store_notice`]); `None` removes it. While
+    /// the backend cannot open the store ([`Backend::refusal`]), the
+    /// instructions carry that refusal instead.
+    pub fn set_notice(&self, notice: Option<String>) {
+        *self.shared.notice.write() = notice;
     }
 
     /// The tool definitions `tools/list` returns.

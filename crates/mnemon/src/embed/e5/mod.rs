@@ -50,6 +50,7 @@ pub const E5_SMALL: ModelSpec = ModelSpec {
         MODEL_FILE,
         "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
     )],
+    size_bytes: 71_622_400,
 };
 
 /// Most sequences per forward pass.
