@@ -109,7 +109,7 @@ pub use erase::{
     verify_erasure, CompactionFigures, CompactionReceipt, ErasurePatterns, ErasureReceipt, PatternKind, PatternMatch,
     ScanReport, ScanSummary, ScannedFile,
 };
-pub use error::{plain_json_words, Error, Result};
+pub use error::{plain_json_words, range_reason, Error, Result};
 pub use event::{
     decode_record, encode_record, Accessed, ArchiveReason, Archived, Event, EventBody, Extracted, ForgetTarget,
     Forgotten, Observed, SupersedeReason, Superseded, Tombstone, FORMAT_VERSION,
