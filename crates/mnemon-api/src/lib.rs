@@ -9,11 +9,15 @@
 //! `"op"` on the wire; [`execute`] runs one and returns a [`Response`].
 //! Requests and responses are serde types with a JSON Schema
 //! ([`schemas`]), built on the library's own types ([`mnemon::Memory`],
-//! [`mnemon::Hit`], [`mnemon::Remembered`], [`mnemon::ForgetOutcome`], …), so
-//! the JSON has one shape everywhere.
+//! [`mnemon::Remembered`], [`mnemon::ForgetOutcome`], …), so the JSON has
+//! one shape everywhere. A recall hit is the surface's own [`Hit`]: compact
+//! (id, content, score and a short `why`) unless the request asks to
+//! `explain` it, which adds the whole memory and the parts of its score.
 //!
 //! Errors are [`ApiError`] objects with a stable [`ErrorCode`], a message
-//! and the field at fault. Requests are checked before anything runs:
+//! that names the field at fault and says what it takes in plain words
+//! (`top_k must be between 1 and 1000, got 0`; see [`field_message`]), and
+//! the field itself. Requests are checked before anything runs:
 //! unknown operations and fields, wrong types, bad namespaces (validated
 //! while decoding) and out-of-range values are [`ErrorCode::InvalidInput`]
 //! and write nothing.
@@ -31,7 +35,7 @@
 //! let Response::Remember(r) = api::execute(&engine, req)? else { unreachable!() };
 //! let req = Request::from_json(r#"{"op":"recall","namespace":"u1","query":"seat on a flight"}"#)?;
 //! let Response::Recall(hits) = api::execute(&engine, req)? else { unreachable!() };
-//! assert_eq!(hits.hits[0].memory.id, r.id);
+//! assert_eq!(hits.hits[0].id, r.id);
 //! # Ok(()) }
 //! ```
 
