@@ -26,7 +26,7 @@ pub enum ErrorCode {
     /// Refused by the safety policy (personal data or an injected
     /// instruction under policy `reject`). Nothing was written.
     Rejected,
-    /// The namespace is outside what this server serves (`--ns`,
+    /// The namespace is outside what this server serves (`--namespace`,
     /// `--allow-ns`), or the operation spans namespaces and the server is
     /// restricted. Nothing was written.
     NamespaceNotAllowed,

@@ -886,7 +886,7 @@ fn found_nothing(resp: &Response) -> bool {
     }
 }
 
-/// A note when `ns` was never written to (most often a mistyped `--ns`),
+/// A note when `ns` was never written to (most often a mistyped `--namespace`),
 /// naming the store's namespaces when there are few. Reads every page of
 /// the `namespaces` op; runs only after a read found nothing.
 fn unknown_namespace(

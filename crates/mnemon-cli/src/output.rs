@@ -469,7 +469,7 @@ fn copy_summary(resp: &Response) {
 }
 
 /// A note when the token budget left every entry of a block out (the block
-/// is then empty or only its frame), so a small `--budget` is not mistaken
+/// is then empty or only its frame), so a small `--budget-tokens` is not mistaken
 /// for an empty store.
 fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
     // A memory both recalled and in the profile is one entry left out.
@@ -482,7 +482,7 @@ fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
         };
         format!(
             "note: the budget of the block holds none of its {left_out} {entries} ({} relevant, {} profile, {} \
-             recent left out{both}); raise --budget",
+             recent left out{both}); raise --budget-tokens",
             c.skipped, c.profile_skipped, c.recent_skipped
         )
     })
