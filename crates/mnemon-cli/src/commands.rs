@@ -101,8 +101,9 @@ pub struct RememberArgs {
     namespace: String,
     #[command(flatten)]
     fields: MemoryFieldArgs,
-    /// Repeats: supersede (a restatement becomes the new version; the
-    /// default), exact_only (only identical text is a repeat) or off.
+    /// What to do when the text restates a stored memory: supersede (the
+    /// default: it becomes that memory's new version), exact_only (only
+    /// identical text is a repeat) or off (store it as a new memory).
     #[arg(long)]
     dedup: Option<String>,
     /// When to embed: sync (before the write; the default) or deferred
@@ -314,7 +315,8 @@ pub struct RecallFlags {
     /// Also return archived memories.
     #[arg(long)]
     include_archived: bool,
-    /// dense, lexical or hybrid.
+    /// How candidates are found: hybrid (meaning and words), dense
+    /// (meaning) or lexical (words).
     #[arg(long, default_value = "hybrid")]
     mode: String,
     /// How hybrid mode scales cosine before fusing with BM25: auto (the

@@ -191,7 +191,7 @@ pub(crate) fn definitions(policy: &NamespacePolicy, prefix: &str) -> Vec<Tool> {
             keep_only(&mut schema, t.args, named);
             if let Some(Value::Object(props)) = schema.get_mut("properties") {
                 for (name, p) in props.iter_mut() {
-                    let Some(Value::Object(p)) = Some(p) else { continue };
+                    let Value::Object(p) = p else { continue };
                     if let Some(Value::String(d)) = p.get("description") {
                         if !described.insert((name.clone(), d.clone())) {
                             p.remove("description");

@@ -515,9 +515,7 @@ fn recall(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> 
         hits = r
             .hits
             .iter()
-            .filter_map(|h| {
-                h.memory.as_ref().map(|m| json!({ "m": row(m), "score": h.score, "e": h.explain, "why": h.why }))
-            })
+            .filter_map(|h| h.memory.as_ref().map(|m| json!({ "m": row(m), "score": h.score, "e": h.explain })))
             .collect();
     }
     let ctx = json!({
