@@ -738,6 +738,7 @@ class Engine:
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
         reference_time: Optional[Union[datetime, str]] = None,
+        explain: bool = False,
     ) -> RecallResponse:
         """The memories of `namespace` that best match `query`, best first.
 
@@ -785,8 +786,13 @@ class Engine:
                 (`explain.time`). Default: the `as_of` time, else now (local
                 time).
 
-        Returns `RecallResponse`: `hits` (each a `Hit` with `memory`, `score`
-        and `explain`), `omitted` (hits cut by the response cap) and
+            explain: give each hit's whole `memory` and the parts of its
+                score (`explain`) too; by default a hit is compact.
+
+        Returns `RecallResponse`: `hits` (each a `Hit` with `id`, `content`,
+        `score` and `why`, a few words on why it ranked; with `explain=True`
+        also `memory` and `explain`, else None), `omitted` (hits cut by the
+        response cap) and
         `query_time` (the spans of time the query names, as read, each
         phrase's in `query_time.spans`; None when it names none).
 
@@ -816,6 +822,7 @@ class Engine:
             record_access=record_access,
             reference_time=reference_time,
         )
+        _put(args, explain=explain or None)
         return self._one(RecallResponse, "recall", args)
 
     def context(

@@ -1070,27 +1070,49 @@ class HistoryResponse(Record):
 
 
 class Hit(Record):
-    """One recalled memory with its score."""
+    """
+    One memory `recall` found: the same fields whatever the request asked for, and with
+    `explain` the whole memory and the parts of its score.
+    """
 
     __slots__ = ()
-    _FIELDS = ('explain', 'memory', 'score')
+    _FIELDS = ('content', 'explain', 'id', 'memory', 'score', 'why')
 
     @property
-    def explain(self) -> Explanation:
-        """How the score was made."""
-        v = self._data["explain"]
-        return Explanation(v)
+    def content(self) -> str:
+        """The memory's text."""
+        return self._data["content"]  # type: ignore[no-any-return]
 
     @property
-    def memory(self) -> Memory:
-        """The memory as seen at the recall's position."""
-        v = self._data["memory"]
-        return Memory(v)
+    def explain(self) -> Optional[Explanation]:
+        """With `explain`: how the score was made."""
+        v = self._data.get("explain")
+        return None if v is None else Explanation(v)
+
+    @property
+    def id(self) -> int:
+        """The memory's id."""
+        return self._data["id"]  # type: ignore[no-any-return]
+
+    @property
+    def memory(self) -> Optional[Memory]:
+        """With `explain`: the memory as seen at the recall's position."""
+        v = self._data.get("memory")
+        return None if v is None else Memory(v)
 
     @property
     def score(self) -> float:
         """Final score (higher is better); comparable within one recall only."""
         return self._data["score"]  # type: ignore[no-any-return]
+
+    @property
+    def why(self) -> str:
+        """
+        Why it ranked, in a few words: how close in meaning, shared words, names and
+        times of the query, and its state (its slot key, a newer version, archived,
+        quarantined).
+        """
+        return self._data["why"]  # type: ignore[no-any-return]
 
 
 class ImportSummary(Record):
@@ -1712,7 +1734,10 @@ class RecallResponse(Record):
 
     @property
     def hits(self) -> List[Hit]:
-        """Hits, best first, each with its score explained."""
+        """
+        Hits, best first: id, content, score and why; with `explain`, also the memory
+        and the parts of its score.
+        """
         v = self._data["hits"]
         return [Hit(x0) for x0 in v]
 

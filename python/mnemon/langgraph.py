@@ -516,11 +516,13 @@ class MnemonStore(BaseStore):
             # reference: a refusal of any of them is a refusal of the key.
             if e.field not in ("key", "session", "source_ref"):
                 raise
+            # The message names the field first ("session must be …",
+            # "key: …"); the key stands in for it.
             why = e.message
-            if why.startswith("invalid input: "):
-                why = why[len("invalid input: ") :]
-            if why.startswith(f"{e.field}: "):
-                why = why[len(e.field) + 2 :]
+            for head in (f"{e.field}: ", f"{e.field} "):
+                if why.startswith(head):
+                    why = why[len(head) :]
+                    break
             raise InvalidInputError(f"key: {why}", "key") from e
 
     def _namespaces_under(self, prefix: Tuple[str, ...]) -> List[Tuple[str, Tuple[str, ...]]]:
@@ -565,8 +567,12 @@ class MnemonStore(BaseStore):
                     top_k=top_k,
                     include_quarantined=self._include_quarantined,
                     record_access=bool(op.refresh_ttl),
+                    # An item is built from the whole memory (key, times).
+                    explain=True,
                 ).hits
                 for h in hits:
+                    if h.memory is None:
+                        continue
                     item = self._item(ns, h.memory, float(h.score))
                     if keep(item):
                         ranked.append(item)

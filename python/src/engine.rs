@@ -81,7 +81,7 @@ fn parse_pii(s: &str) -> PyResult<PiiPolicy> {
         "redact" => Ok(PiiPolicy::Redact),
         "reject" => Ok(PiiPolicy::Reject),
         "off" => Ok(PiiPolicy::Off),
-        other => Err(invalid("pii_policy", format!("{other:?}: expected one of: redact, reject, off"))),
+        other => Err(invalid("pii_policy", format!("must be redact, reject or off, got {other:?}"))),
     }
 }
 
@@ -90,7 +90,7 @@ fn parse_injection(s: &str) -> PyResult<InjectionPolicy> {
         "quarantine" => Ok(InjectionPolicy::Quarantine),
         "reject" => Ok(InjectionPolicy::Reject),
         "allow" => Ok(InjectionPolicy::Allow),
-        other => Err(invalid("injection_policy", format!("{other:?}: expected one of: quarantine, reject, allow"))),
+        other => Err(invalid("injection_policy", format!("must be quarantine, reject or allow, got {other:?}"))),
     }
 }
 
@@ -98,7 +98,7 @@ fn parse_embed_mode(s: &str) -> PyResult<mnemon::EmbedMode> {
     match s {
         "sync" => Ok(mnemon::EmbedMode::Sync),
         "deferred" => Ok(mnemon::EmbedMode::Deferred),
-        other => Err(invalid("embed_mode", format!("{other:?}: expected one of: sync, deferred"))),
+        other => Err(invalid("embed_mode", format!("must be sync or deferred, got {other:?}"))),
     }
 }
 
@@ -106,7 +106,7 @@ fn parse_durability(flush_interval_s: Option<f64>) -> PyResult<Option<Durability
     match flush_interval_s {
         None => Ok(None),
         Some(s) if s.is_finite() && s > 0.0 && s <= 60.0 => Ok(Some(Durability::Interval(Duration::from_secs_f64(s)))),
-        Some(s) => Err(invalid("flush_interval_s", format!("{s}: must be in 0.001..=60 seconds, or None"))),
+        Some(s) => Err(invalid("flush_interval_s", format!("must be between 0.001 and 60 seconds, or None, got {s}"))),
     }
 }
 
@@ -165,7 +165,7 @@ impl Engine {
         if max_response_tokens < MIN_RESPONSE_TOKENS {
             return Err(invalid(
                 "max_response_tokens",
-                format!("{max_response_tokens}: must be at least {MIN_RESPONSE_TOKENS}"),
+                format!("must be at least {MIN_RESPONSE_TOKENS}, got {max_response_tokens}"),
             ));
         }
         let settings = Settings {
@@ -204,7 +204,7 @@ impl Engine {
         let out = py
             .detach(move || -> Result<Vec<u8>, ApiError> {
                 let value: serde_json::Value = serde_json::from_str(&args)
-                    .map_err(|e| ApiError::invalid("arguments", format!("not a JSON object: {e}")))?;
+                    .map_err(|e| ApiError::invalid("arguments", format!("must be a JSON object: {e}")))?;
                 let req = Request::from_op(&op, value)?;
                 let resp = api::execute_with(&engine, req, &limits)?;
                 serde_json::to_vec(&resp).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))

@@ -25,8 +25,8 @@ pub(crate) fn from_engine(e: mnemon::Error) -> PyErr {
 }
 
 /// An [`ErrorCode::InvalidInput`] error naming `field`.
-pub(crate) fn invalid(field: &str, message: impl Into<String>) -> PyErr {
-    surface(ApiError::invalid(field, message))
+pub(crate) fn invalid(field: &str, reason: impl AsRef<str>) -> PyErr {
+    surface(ApiError::invalid(field, reason))
 }
 
 /// An [`ErrorCode::Internal`] error (a bug).

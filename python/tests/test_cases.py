@@ -55,7 +55,7 @@ def test_c02_a_preference_that_changes(engine):
     )
     assert messi.action == "superseded" and messi.old == ronaldo.id
     hits = engine.recall("u1", "favourite player").hits
-    assert [h.memory.id for h in hits] == [messi.id]
+    assert [h.id for h in hits] == [messi.id]
     old = engine.get("u1", ronaldo.id)
     assert old.status == "superseded" and old.next == messi.id
     assert [v.content for v in engine.history("u1", messi.id).versions] == [
@@ -63,7 +63,7 @@ def test_c02_a_preference_that_changes(engine):
         "My favourite player is now Messi",
     ]
     view = engine.as_of("u1", between)
-    assert [h.memory.id for h in view.recall("favourite player").hits] == [ronaldo.id]
+    assert [h.id for h in view.recall("favourite player").hits] == [ronaldo.id]
     # As of a recorded time between the two writes, too.
     first, second = engine.get("u1", ronaldo.id), engine.get("u1", messi.id)
     assert first.recorded_to == second.recorded_from
@@ -84,7 +84,7 @@ def test_c03_forgotten_but_still_found(data):
         engine.forget("u1", id=ids[1])
 
         def gone(e: mnemon.Engine) -> None:
-            assert texts[1] not in [h.memory.content for h in e.recall("u1", texts[1], top_k=10).hits]
+            assert texts[1] not in [h.content for h in e.recall("u1", texts[1], top_k=10).hits]
             with pytest.raises(mnemon.NotFoundError):
                 e.get("u1", ids[1])
             with pytest.raises(mnemon.NotFoundError):
@@ -153,7 +153,7 @@ def test_c07_the_embedding_model_changes(data):
         assert engine.model_id != hashing
         assert engine.stats().model_id == engine.model_id
         hits = engine.recall("u1", "bicycle", top_k=3).hits
-        assert hits and hits[0].memory.id == ids[1]
+        assert hits and hits[0].id == ids[1]
         assert engine.check().consistent
 
 
@@ -184,7 +184,7 @@ def test_c09_personal_data_in_chinese_and_english(engine, data):
     en = engine.remember("u1", "Reach me at jane.roe@example.com or +1 415 555 0100")
     assert sum(zh.redactions.values()) == 3 and sum(en.redactions.values()) == 2
     stored = engine.get("u1", zh.id).content + engine.get("u1", en.id).content
-    recalled = " ".join(h.memory.content for h in engine.recall("u1", "phone number email", top_k=5).hits)
+    recalled = " ".join(h.content for h in engine.recall("u1", "phone number email", top_k=5).hits)
     secrets_ = ["13812345678", "11010519491231002X", "6222020200112233446", "jane.roe@example.com", "415 555 0100"]
     for s in secrets_:
         assert s not in stored and s not in recalled

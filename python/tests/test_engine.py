@@ -48,11 +48,16 @@ def test_remember_recall_context(engine):
     assert r.redactions == {}
     assert r.quarantined is None
     engine.remember("user:42", "Allergic to peanuts", kind="fact")
-    hits = engine.recall("user:42", "which seat on a flight", top_k=5)
-    assert isinstance(hits, mnemon.RecallResponse)
-    assert hits.omitted == 0
+    compact = engine.recall("user:42", "which seat on a flight", top_k=5)
+    assert isinstance(compact, mnemon.RecallResponse)
+    assert compact.omitted == 0
+    first = compact.hits[0]
+    assert isinstance(first, mnemon.Hit)
+    assert (first.id, first.content) == (r.id, "Prefers window seats on long flights")
+    assert "user.seat" in first.why and first.memory is None and first.explain is None
+    hits = engine.recall("user:42", "which seat on a flight", top_k=5, explain=True)
     top = hits.hits[0]
-    assert isinstance(top, mnemon.Hit)
+    assert (top.id, top.score, top.why) == (first.id, first.score, first.why)
     m = top.memory
     assert isinstance(m, mnemon.Memory)
     assert m.id == r.id
@@ -70,7 +75,7 @@ def test_remember_recall_context(engine):
     assert top.score == pytest.approx(top.explain.score)
     # Every filter reaches the surface.
     only = engine.recall("user:42", "peanuts", kinds=["fact"], tiers=["long_term"], mode="lexical")
-    assert [h.memory.content for h in only.hits] == ["Allergic to peanuts"]
+    assert [h.content for h in only.hits] == ["Allergic to peanuts"]
     none = engine.recall("user:42", "seat", session="no-such-session")
     assert none.hits == []
     timed = engine.recall(
@@ -78,7 +83,7 @@ def test_remember_recall_context(engine):
         "seat",
         time_range=(datetime(2024, 4, 1, tzinfo=timezone.utc), datetime(2024, 6, 1, tzinfo=timezone.utc)),
     )
-    assert [h.memory.id for h in timed.hits] == [r.id]
+    assert [h.id for h in timed.hits] == [r.id]
     ctx = engine.context("user:42", "seat on a flight", budget_tokens=200)
     assert isinstance(ctx, mnemon.ContextBlock)
     assert "Prefers window seats" in ctx.context
@@ -157,8 +162,8 @@ def test_time_expressions_are_read_relative_to_the_reference_time(engine):
     for text, when in diary:
         engine.remember("d", text, event_time=when)
     asked = datetime(2023, 4, 1, 9, tzinfo=timezone.utc)
-    r = engine.recall("d", "Which museum did I visit two months ago?", reference_time=asked)
-    assert r.hits[0].memory.content == diary[0][0]
+    r = engine.recall("d", "Which museum did I visit two months ago?", reference_time=asked, explain=True)
+    assert r.hits[0].content == diary[0][0]
     assert r.hits[0].explain.time == 1.0
     assert r.query_time is not None and r.query_time.phrase == "two months ago"
     assert r.query_time.from_ == datetime(2023, 1, 17, tzinfo=timezone.utc)
@@ -168,9 +173,9 @@ def test_time_expressions_are_read_relative_to_the_reference_time(engine):
     assert r.to_dict()["query_time"] == {**span, "spans": [span]}
     # RFC 3339 text works too; Chinese expressions are read the same way.
     zh = engine.recall("d", "上周六我去了哪里？", reference_time="2023-04-01T09:00:00Z")
-    assert zh.hits[0].memory.content == diary[2][0] and zh.query_time.phrase == "上周六"
+    assert zh.hits[0].content == diary[2][0] and zh.query_time.phrase == "上周六"
     # No time named: no span, and every hit's time term is 0.
-    plain = engine.recall("d", "Which museum did I visit?", reference_time=asked)
+    plain = engine.recall("d", "Which museum did I visit?", reference_time=asked, explain=True)
     assert plain.query_time is None and all(h.explain.time == 0.0 for h in plain.hits)
     # context reads it too.
     block = engine.context("d", "Which museum did I visit two months ago?", reference_time=asked, abstain_below=-1)
@@ -218,7 +223,7 @@ def test_versions_history_as_of_get(engine):
     view = engine.as_of("u1", between)
     assert [m.content for m in view.list().memories] == ["My favourite player is Ronaldo"]
     assert view.get(r1.id).status == "active"
-    assert [h.memory.content for h in view.recall("favourite player").hits] == ["My favourite player is Ronaldo"]
+    assert [h.content for h in view.recall("favourite player").hits] == ["My favourite player is Ronaldo"]
     # As of a time: after everything.
     later = engine.as_of("u1", datetime.now(timezone.utc) + timedelta(seconds=5))
     assert [m.id for m in later.list().memories] == [r2.id]

@@ -122,6 +122,7 @@ def test_to_dict_equals_the_cli_json(data):
         py_history = e.history("u1", r2.id).to_dict()
         py_list = e.list("u1", include_superseded=True).to_dict()
         py_recall = e.recall("u1", "which tea", record_access=False).to_dict()
+        py_full = e.recall("u1", "which tea", record_access=False, explain=True).to_dict()
     assert r2.to_dict()["old"] == r1.id
 
     def cli_json(*args: str) -> Any:
@@ -132,9 +133,13 @@ def test_to_dict_equals_the_cli_json(data):
     assert cli_json("get", "--ns", "u1", str(r1.id)) == py_get
     assert cli_json("history", "--ns", "u1", str(r2.id)) == py_history
     assert cli_json("list", "--ns", "u1", "--all") == py_list
-    cli_recall = cli_json("recall", "--ns", "u1", "--k", "10", "which tea")
+    cli_recall = cli_json("recall", "--namespace", "u1", "--top-k", "10", "which tea")
     assert shape(cli_recall) == shape(py_recall)
-    assert [h["memory"]["id"] for h in cli_recall["hits"]] == [h["memory"]["id"] for h in py_recall["hits"]]
+    assert [h["id"] for h in cli_recall["hits"]] == [h["id"] for h in py_recall["hits"]]
+    # The same compact hits, and the same whole ones with explain.
+    assert set(cli_recall["hits"][0]) == set(py_recall["hits"][0]) == {"id", "content", "score", "why"}
+    cli_full = cli_json("recall", "--namespace", "u1", "--top-k", "10", "--explain", "which tea")
+    assert shape(cli_full) == shape(py_full)
 
 
 @pytest.mark.parametrize("op", sorted(METHODS))

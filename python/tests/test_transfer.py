@@ -29,7 +29,7 @@ def test_import_from_text_and_file_is_idempotent(engine, tmp_path):
     s = engine.import_records("u", text=jsonl(HISTORY))
     assert (s.read, s.observations_written, s.memories_written, s.rejected) == (4, 2, 2, 0)
     hits = engine.recall("u", "when does the flight to Lisbon leave", top_k=1).hits
-    assert hits[0].memory.content == "The user flies to Lisbon on 14 May"
+    assert hits[0].content == "The user flies to Lisbon on 14 May"
     f = tmp_path / "history.jsonl"
     f.write_text(jsonl(HISTORY), encoding="utf-8")
     again = engine.import_records("u", path=f)
@@ -75,7 +75,7 @@ def test_backup_export_restore_round_trip(engine, tmp_path, data):
     assert r.digest_matches is True and r.digest == digest
     with Engine.open(tmp_path / "backup", embedder="hashing") as copy:
         assert copy.check().consistent
-        assert copy.recall("u", "aisle or window seat", top_k=1).hits[0].memory.content == "The user prefers aisle seats"
+        assert copy.recall("u", "aisle or window seat", top_k=1).hits[0].content == "The user prefers aisle seats"
     for d in (tmp_path / "backup", tmp_path / "restored"):
         out = cli(d, "--json", "stats")
         assert out.returncode == 0, out.stderr

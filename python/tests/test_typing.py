@@ -24,11 +24,16 @@ from mnemon.langgraph import MnemonStore
 def run(path: str) -> List[str]:
     with mnemon.Engine.open(path, embedder="hashing") as engine:
         r: mnemon.Remembered = engine.remember("u1", "Prefers tea", key="user.drink", importance=0.5)
-        hits = engine.recall("u1", "tea", top_k=3, tiers=["long_term"], time_range=(None, datetime.now(timezone.utc)))
+        hits = engine.recall(
+            "u1", "tea", top_k=3, tiers=["long_term"], time_range=(None, datetime.now(timezone.utc)), explain=True
+        )
         first: mnemon.Hit = hits.hits[0]
-        imp: float = first.memory.importance
-        when: datetime = first.memory.first_seen
-        key: Optional[str] = first.memory.key
+        why: str = first.why
+        memory = first.memory
+        assert memory is not None and why
+        imp: float = memory.importance
+        when: datetime = memory.first_seen
+        key: Optional[str] = memory.key
         store = MnemonStore(engine)
         store.put(("users", "u1"), "k", {"v": imp})
         item = store.get(("users", "u1"), "k")
@@ -39,7 +44,7 @@ def run(path: str) -> List[str]:
             code: str = e.code
             field: Optional[str] = e.field
             assert code and field is None
-        return [h.memory.content for h in hits.hits]
+        return [h.content for h in hits.hits]
 """
 
 BAD = """
@@ -47,7 +52,7 @@ import mnemon
 
 def run(engine: mnemon.Engine) -> str:
     hits = engine.recall("u1", "tea")
-    return hits.hits[0].memory.importance + "x"
+    return hits.hits[0].score + "x"
 """
 
 

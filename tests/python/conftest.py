@@ -88,9 +88,14 @@ def result_json(result):
 
 
 async def ok(client, tool, args):
+    """The result of a successful call: its structured content (which the
+    SDK has checked against the tool's output schema), repeated as JSON in
+    the text block for clients that read only text."""
     r = await client.call_tool(tool, args)
     assert not r.is_error, f"{tool} {args}: {r.content[0].text}"
-    return result_json(r)
+    assert r.structured_content is not None, f"{tool}: no structured content"
+    assert result_json(r) == r.structured_content, f"{tool}: the text block differs from the structured content"
+    return r.structured_content
 
 
 async def fails(client, tool, args):

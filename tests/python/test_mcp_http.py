@@ -17,7 +17,7 @@ CALL = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "tools/call",
-    "params": {"name": "remember", "arguments": {"namespace": "u", "content": "written without a token"}},
+    "params": {"name": "memory_remember", "arguments": {"namespace": "u", "content": "written without a token"}},
 }
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
@@ -40,20 +40,20 @@ async def test_every_tool_over_http(http_server):
     async with http_server.client() as c:
         listed = await c.list_tools()
         assert len(listed.tools) == 10
-        o = await ok(c, "observe", {"namespace": "u", "session": "s1", "text": "User: I am allergic to peanuts"})
-        r = await ok(c, "remember", {"namespace": "u", "content": "Allergic to peanuts", "kind": "fact", "sources": [o["observation_id"]]})
-        hits = await ok(c, "recall", {"namespace": "u", "query": "peanut allergy"})
-        assert hits["hits"][0]["memory"]["id"] == r["id"]
-        ctx = await ok(c, "context", {"namespace": "u", "query": "peanut allergy"})
+        o = await ok(c, "memory_observe", {"namespace": "u", "session": "s1", "text": "User: I am allergic to peanuts"})
+        r = await ok(c, "memory_remember", {"namespace": "u", "content": "Allergic to peanuts", "kind": "fact", "sources": [o["observation_id"]]})
+        hits = await ok(c, "memory_recall", {"namespace": "u", "query": "peanut allergy"})
+        assert hits["hits"][0]["id"] == r["id"]
+        ctx = await ok(c, "memory_context", {"namespace": "u", "query": "peanut allergy"})
         assert "Allergic to peanuts" in ctx["context"]
-        assert (await ok(c, "get", {"namespace": "u", "id": r["id"]}))["sources"] == [o["observation_id"]]
-        assert len((await ok(c, "history", {"namespace": "u", "id": r["id"]}))["versions"]) == 1
-        assert len((await ok(c, "list", {"namespace": "u"}))["memories"]) == 1
-        p = await ok(c, "extraction_prompt", {"namespace": "u", "session": "s1", "lang": "zh"})
+        assert (await ok(c, "memory_get", {"namespace": "u", "id": r["id"]}))["sources"] == [o["observation_id"]]
+        assert len((await ok(c, "memory_history", {"namespace": "u", "id": r["id"]}))["versions"]) == 1
+        assert len((await ok(c, "memory_list", {"namespace": "u"}))["memories"]) == 1
+        p = await ok(c, "memory_extraction_prompt", {"namespace": "u", "session": "s1", "lang": "zh"})
         assert "peanuts" in p["prompt"]
-        rep = await ok(c, "apply_extraction", {"namespace": "u", "extraction": json.dumps({"forget": [{"memory_id": r["id"], "reason": "test"}]})})
+        rep = await ok(c, "memory_apply_extraction", {"namespace": "u", "extraction": json.dumps({"forget": [{"memory_id": r["id"], "reason": "test"}]})})
         assert rep["items"][0]["status"] == "applied"
-        dry = await ok(c, "forget", {"namespace": "u", "all": True, "dry_run": True})
+        dry = await ok(c, "memory_forget", {"namespace": "u", "all": True, "dry_run": True})
         assert dry["observations"] == 1
 
 
@@ -109,7 +109,7 @@ async def test_sdk_client_with_a_wrong_token_fails(http_server):
 def test_body_limit_and_malformed_requests(data):
     server = HttpServer(data, "--max-body-bytes", "65536")
     try:
-        big = json.dumps({**CALL, "params": {"name": "remember", "arguments": {"namespace": "u", "content": "x" * 100_000}}})
+        big = json.dumps({**CALL, "params": {"name": "memory_remember", "arguments": {"namespace": "u", "content": "x" * 100_000}}})
         r = post(server, big, server.token)
         assert r.status_code == 413, r.text
         assert r.json()["error"]["code"] == -32600
@@ -138,9 +138,9 @@ async def test_unknown_tool_and_wrong_types_over_http(http_server, data):
     async with http_server.client() as c:
         with pytest.raises(MCPError):
             await c.call_tool("drop_tables", {})
-        e = await fails(c, "recall", {"namespace": "u", "query": 5})
+        e = await fails(c, "memory_recall", {"namespace": "u", "query": 5})
         assert (e["code"], e["field"]) == ("invalid_input", "query")
-        e = await fails(c, "remember", {"namespace": "../etc", "content": "x"})
+        e = await fails(c, "memory_remember", {"namespace": "../etc", "content": "x"})
         assert (e["code"], e["field"]) == ("invalid_input", "namespace")
     assert cli_json(data, "stats")["last_seq"] == 0
 
@@ -158,26 +158,26 @@ async def worker(server, n, acked, failures):
             try:
                 if roll < 0.4 or not mine:
                     text = f"client {n} call {i}: the {rng.choice(['red', 'blue', 'green'])} kite {rng.randrange(10**6)}"
-                    r = await ok(c, "remember", {"namespace": f"ns{n % 3}", "content": text, "dedup": "off"})
+                    r = await ok(c, "memory_remember", {"namespace": f"ns{n % 3}", "content": text, "dedup": "off"})
                     mine.append((f"ns{n % 3}", r["id"], text))
                 elif roll < 0.55:
-                    await ok(c, "recall", {"namespace": f"ns{n % 3}", "query": "kite", "top_k": 5})
+                    await ok(c, "memory_recall", {"namespace": f"ns{n % 3}", "query": "kite", "top_k": 5})
                 elif roll < 0.65:
-                    await ok(c, "context", {"namespace": f"ns{n % 3}", "query": "red kite"})
+                    await ok(c, "memory_context", {"namespace": f"ns{n % 3}", "query": "red kite"})
                 elif roll < 0.75:
-                    await ok(c, "list", {"namespace": f"ns{n % 3}", "limit": 20})
+                    await ok(c, "memory_list", {"namespace": f"ns{n % 3}", "limit": 20})
                 elif roll < 0.85:
                     ns, mid, text = rng.choice(mine)
-                    got = await ok(c, "get", {"namespace": ns, "id": mid})
+                    got = await ok(c, "memory_get", {"namespace": ns, "id": mid})
                     assert got["content"] == text
                 elif roll < 0.9:
                     ns, mid, _ = rng.choice(mine)
-                    await ok(c, "history", {"namespace": ns, "id": mid})
+                    await ok(c, "memory_history", {"namespace": ns, "id": mid})
                 elif roll < 0.95:
-                    await ok(c, "observe", {"namespace": f"ns{n % 3}", "session": f"s{n}", "text": f"turn {i}"})
+                    await ok(c, "memory_observe", {"namespace": f"ns{n % 3}", "session": f"s{n}", "text": f"turn {i}"})
                 else:
                     ns, mid, _ = rng.choice(mine)
-                    await ok(c, "forget", {"namespace": ns, "id": mid, "dry_run": True})
+                    await ok(c, "memory_forget", {"namespace": ns, "id": mid, "dry_run": True})
             except AssertionError as e:
                 failures.append(f"client {n} call {i}: {e}")
     acked.extend(mine)
@@ -209,7 +209,7 @@ def test_sigterm_with_writes_in_flight_keeps_every_acknowledged_write(data):
     async def writer():
         async with server.client() as c:
             for i in range(10_000):
-                r = await c.call_tool("remember", {"namespace": "u", "content": f"in flight {i}", "dedup": "off"})
+                r = await c.call_tool("memory_remember", {"namespace": "u", "content": f"in flight {i}", "dedup": "off"})
                 if r.is_error:
                     return
                 acked.append(json.loads(r.content[0].text)["id"])

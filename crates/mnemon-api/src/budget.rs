@@ -82,7 +82,7 @@ pub(crate) fn page_size(limit: Option<usize>) -> Result<usize, ApiError> {
     match limit {
         None => Ok(DEFAULT_PAGE),
         Some(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid("limit", format!("{n}: must be in 1..={MAX_PAGE}"))),
+        Some(n) => Err(ApiError::out_of_range("limit", 1, MAX_PAGE, n)),
     }
 }
 
@@ -100,7 +100,7 @@ pub(crate) struct Cursor {
 
 impl Cursor {
     pub(crate) fn parse(s: &str) -> Result<Cursor, ApiError> {
-        let bad = || ApiError::invalid("cursor", format!("{s:?} is not a cursor this server returned"));
+        let bad = || ApiError::invalid("cursor", format!("must be a next_cursor this server returned, got {s:?}"));
         let mut parts = s.split('.');
         let at = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;
         let after = parts.next().and_then(|p| p.parse().ok()).ok_or_else(bad)?;

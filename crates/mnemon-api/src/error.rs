@@ -26,7 +26,7 @@ pub enum ErrorCode {
     /// Refused by the safety policy (personal data or an injected
     /// instruction under policy `reject`). Nothing was written.
     Rejected,
-    /// The namespace is outside what this server serves (`--ns`,
+    /// The namespace is outside what this server serves (`--namespace`,
     /// `--allow-ns`), or the operation spans namespaces and the server is
     /// restricted. Nothing was written.
     NamespaceNotAllowed,
@@ -133,9 +133,124 @@ impl ApiError {
         ApiError { code, message: message.into(), field: None }
     }
 
-    /// An [`ErrorCode::InvalidInput`] error naming `field`.
-    pub fn invalid(field: impl Into<String>, message: impl Into<String>) -> ApiError {
-        ApiError { code: ErrorCode::InvalidInput, message: message.into(), field: Some(field.into()) }
+    /// An [`ErrorCode::InvalidInput`] error naming `field`; `reason` says
+    /// what is wrong with it, and the message names the field
+    /// ([`field_message`]): `invalid("top_k", "must be at least 1")` reads
+    /// `top_k must be at least 1`.
+    pub fn invalid(field: impl Into<String>, reason: impl AsRef<str>) -> ApiError {
+        let field = field.into();
+        ApiError { code: ErrorCode::InvalidInput, message: field_message(&field, reason.as_ref()), field: Some(field) }
+    }
+
+    /// An [`ErrorCode::InvalidInput`] error for a value of `field` outside
+    /// `lo..=hi`: `budget_tokens must be between 1 and 12400, got 0`.
+    pub fn out_of_range(
+        field: impl Into<String>,
+        lo: impl std::fmt::Display,
+        hi: impl std::fmt::Display,
+        got: impl std::fmt::Display,
+    ) -> ApiError {
+        ApiError::invalid(field, mnemon::range_reason(lo, hi, got))
+    }
+}
+
+/// What the engine's error `e` says, without its kind: the reason of an
+/// [`Error::InvalidInput`] (so that the field a request names stands in
+/// for the engine's own name of it), else its whole message.
+pub(crate) fn reason_of(e: &Error) -> String {
+    match e {
+        Error::InvalidInput { reason, .. } => reason.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Words that open a reason which reads as a predicate of its field:
+/// `top_k` + `must be at least 1` is one sentence, `top_k must be at least
+/// 1`; any other reason follows the field after a colon.
+const PREDICATES: &[&str] = &[
+    "must ",
+    "is ",
+    "are ",
+    "needs ",
+    "cannot ",
+    "can ",
+    "may ",
+    "has ",
+    "holds ",
+    "contains ",
+    "names ",
+    "points ",
+    "was ",
+    "does ",
+    "takes ",
+    "refers ",
+];
+
+/// The message of an error about `field`: the field named once, first,
+/// then the reason, in one sentence when the reason is a predicate
+/// (`budget_tokens must be between 1 and 12400, got 0`), else after a colon
+/// (`content: empty`). A reason that already opens with the field (or
+/// with the code's words, `invalid input: `, as the engine's errors print)
+/// is not named twice. Every door words its errors through this.
+pub fn field_message(field: &str, reason: &str) -> String {
+    let mut reason = reason.trim().strip_prefix("invalid input: ").unwrap_or(reason.trim());
+    // The last part of a path (`filter.key` → `key`) is how a value type's
+    // own check names itself.
+    let last = field.rsplit(['.', '[']).next().unwrap_or(field);
+    for name in [field, last] {
+        if let Some(rest) = reason.strip_prefix(name) {
+            if let Some(rest) = rest.strip_prefix(": ") {
+                reason = rest;
+                break;
+            }
+            if rest.starts_with(' ') && PREDICATES.iter().any(|p| rest[1..].starts_with(p)) {
+                reason = &rest[1..];
+                break;
+            }
+        }
+    }
+    if PREDICATES.iter().any(|p| reason.starts_with(p)) {
+        format!("{field} {reason}")
+    } else {
+        format!("{field}: {reason}")
+    }
+}
+
+/// An I/O error in plain words: what the operating system's error kind
+/// means (`no such file or directory`), after the path it was about when
+/// the message names one; never the OS's own code (`(os error 2)`).
+pub fn plain_io(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    let words = match e.kind() {
+        K::NotFound => Some("no such file or directory"),
+        K::PermissionDenied => Some("permission denied"),
+        K::AlreadyExists => Some("already exists"),
+        K::IsADirectory => Some("is a directory, not a file"),
+        K::NotADirectory => Some("is not a directory"),
+        K::DirectoryNotEmpty => Some("directory is not empty"),
+        K::StorageFull => Some("no space left on the device"),
+        K::ReadOnlyFilesystem => Some("the file system is read-only"),
+        K::InvalidFilename => Some("the file name is too long or not valid"),
+        K::ConnectionRefused => Some("connection refused"),
+        K::AddrInUse => Some("address already in use"),
+        K::AddrNotAvailable => Some("address not available"),
+        K::TimedOut => Some("timed out"),
+        K::InvalidData => None,
+        _ => None,
+    };
+    let text = e.to_string();
+    // The OS's text ends in ` (os error N)`; a message naming its path
+    // (`Error::io_at`) reads `PATH: OS text (os error N)`.
+    let (text, from_os) = match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => (&text[..i], true),
+        _ => (text.as_str(), e.raw_os_error().is_some()),
+    };
+    match (words, from_os) {
+        (Some(w), true) => match text.rsplit_once(": ") {
+            Some((path, _)) => format!("{path}: {w}"),
+            None => w.to_string(),
+        },
+        _ => text.to_string(),
     }
 }
 
@@ -170,29 +285,82 @@ impl ApiError {
 }
 
 impl From<Error> for ApiError {
+    /// The engine's error under its code. The message does not repeat the
+    /// code (`invalid input: `, `not found: `, `i/o error: `): it names the
+    /// field at fault ([`field_message`]), what was not found (`no memory 7
+    /// in namespace u1`), or the I/O failure in plain words ([`plain_io`]).
     fn from(e: Error) -> ApiError {
-        let message = e.to_string();
-        let (code, field) = match &e {
-            Error::InvalidInput { field, .. } => (ErrorCode::InvalidInput, Some((*field).to_string())),
-            Error::NotFound { what } => (ErrorCode::NotFound, not_found_field(what)),
-            Error::Conflict(_) => (ErrorCode::Conflict, None),
+        let (code, field, message) = match &e {
+            Error::InvalidInput { field, reason } => {
+                (ErrorCode::InvalidInput, Some((*field).to_string()), field_message(field, reason))
+            }
+            Error::NotFound { what } => (ErrorCode::NotFound, not_found_field(what), format!("no {what}")),
+            Error::Conflict(m) => (ErrorCode::Conflict, None, m.clone()),
             // A copy that is not whole is, to a caller, a store it cannot use.
-            Error::Corrupted { .. } | Error::IncompleteCopy { .. } => (ErrorCode::Corrupted, None),
-            Error::Locked { .. } => (ErrorCode::Locked, None),
-            Error::Poisoned(_) => (ErrorCode::Poisoned, None),
-            Error::Closed => (ErrorCode::Closed, None),
-            Error::Cancelled => (ErrorCode::Cancelled, None),
-            Error::IncompatibleFormat(_) => (ErrorCode::IncompatibleFormat, None),
-            Error::Embedder(_) | Error::NoModelInstalled { .. } => (ErrorCode::Embedder, None),
-            Error::Rejected(_) => (ErrorCode::Rejected, None),
-            Error::Io(_) => (ErrorCode::Io, None),
-            Error::Storage(_) => (ErrorCode::Storage, None),
-            Error::Fenced { .. } => (ErrorCode::Fenced, None),
-            Error::Unavailable(_) => (ErrorCode::Unavailable, None),
+            Error::Corrupted { .. } | Error::IncompleteCopy { .. } => (ErrorCode::Corrupted, None, e.to_string()),
+            Error::Locked { .. } => (ErrorCode::Locked, None, e.to_string()),
+            Error::Poisoned(_) => (ErrorCode::Poisoned, None, e.to_string()),
+            Error::Closed => (ErrorCode::Closed, None, e.to_string()),
+            Error::Cancelled => (ErrorCode::Cancelled, None, e.to_string()),
+            Error::IncompatibleFormat(m) => (ErrorCode::IncompatibleFormat, None, m.clone()),
+            Error::Embedder(m) => (ErrorCode::Embedder, None, m.to_string()),
+            Error::NoModelInstalled { .. } => (ErrorCode::Embedder, None, e.to_string()),
+            Error::Rejected(_) => (ErrorCode::Rejected, None, e.to_string()),
+            Error::Io(io) => (ErrorCode::Io, None, plain_io(io)),
+            Error::Storage(m) => (ErrorCode::Storage, None, m.to_string()),
+            Error::Fenced { .. } => (ErrorCode::Fenced, None, e.to_string()),
+            Error::Unavailable(_) => (ErrorCode::Unavailable, None, e.to_string()),
             // `Error` is non-exhaustive: a kind added to the engine later
             // reads as an internal error until it gains its own code.
-            _ => (ErrorCode::Internal, None),
+            _ => (ErrorCode::Internal, None, e.to_string()),
         };
         ApiError { code, message, field }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{field_message, plain_io, ApiError};
+
+    #[test]
+    fn a_field_is_named_once_and_first() {
+        let cases = [
+            ("top_k", "must be between 1 and 1000, got 0", "top_k must be between 1 and 1000, got 0"),
+            ("namespace", "invalid input: namespace: must be 1-128 characters", "namespace must be 1-128 characters"),
+            ("content", "empty", "content: empty"),
+            ("filter.key", "invalid input: key: empty", "filter.key: empty"),
+            ("from", "is after to", "from is after to"),
+            ("sources[1]", "must be a string, got null", "sources[1] must be a string, got null"),
+            ("dedup", "dedup must be one of supersede, off", "dedup must be one of supersede, off"),
+            ("text", "give exactly one of text and path", "text: give exactly one of text and path"),
+        ];
+        for (field, reason, want) in cases {
+            assert_eq!(field_message(field, reason), want, "{field} {reason}");
+        }
+        let e = ApiError::out_of_range("budget_tokens", 1, 12400, 0);
+        assert_eq!(e.message, "budget_tokens must be between 1 and 12400, got 0");
+        assert_eq!(e.field.as_deref(), Some("budget_tokens"));
+    }
+
+    #[test]
+    fn the_message_does_not_repeat_the_code() {
+        let e = ApiError::from(mnemon::Error::invalid("top_k", "must be at least 1"));
+        assert_eq!(e.message, "top_k must be at least 1");
+        let e = ApiError::from(mnemon::Error::not_found("memory 7 in namespace u1"));
+        assert_eq!((e.message.as_str(), e.field.as_deref()), ("no memory 7 in namespace u1", Some("id")));
+        let e = ApiError::from(mnemon::Error::Conflict("memory 3 is superseded".into()));
+        assert_eq!(e.message, "memory 3 is superseded");
+    }
+
+    #[test]
+    fn io_errors_are_plain_words() {
+        let os = std::io::Error::from_raw_os_error(2);
+        assert_eq!(plain_io(&os), "no such file or directory");
+        let at = mnemon::Error::io_at(std::path::Path::new("notes.jsonl"), std::io::Error::from_raw_os_error(2));
+        let e = ApiError::from(at);
+        assert_eq!(e.message, "notes.jsonl: no such file or directory");
+        assert!(!e.message.contains("os error"), "{}", e.message);
+        let own = std::io::Error::new(std::io::ErrorKind::InvalidData, "stream did not contain valid UTF-8");
+        assert_eq!(plain_io(&own), "stream did not contain valid UTF-8");
     }
 }

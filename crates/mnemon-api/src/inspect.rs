@@ -27,8 +27,9 @@ pub struct NamespacesRequest {
     /// next_cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–1000. Default 100.
+    /// Page size, 1–1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -81,9 +82,11 @@ impl Call for NamespacesRequest {
 pub struct TimelineRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Number of buckets, 1–500. Default 48. Fewer over a span shorter than
-    /// that many microseconds (one when every event shares one instant).
+    /// Number of buckets, 1–500 (default 48).
+    /// Fewer over a span shorter than that many microseconds (one when
+    /// every event shares one instant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 500))]
     pub buckets: Option<usize>,
     /// Start (RFC 3339). Default the namespace's first event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,8 +124,9 @@ pub struct ReceiptsRequest {
     /// next_cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–1000. Default 100.
+    /// Page size, 1–1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -150,10 +154,9 @@ impl Call for ReceiptsRequest {
         let page = page_size(self.limit)?;
         let before = match &self.cursor {
             None => None,
-            Some(c) => Some(
-                c.parse::<u64>()
-                    .map_err(|_| ApiError::invalid("cursor", format!("{c:?} is not a cursor this server returned")))?,
-            ),
+            Some(c) => Some(c.parse::<u64>().map_err(|_| {
+                ApiError::invalid("cursor", format!("must be a next_cursor this server returned, got {c:?}"))
+            })?),
         };
         let all = engine.compaction_receipts()?;
         let rest: Vec<CompactionReceipt> =

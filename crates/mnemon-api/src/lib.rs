@@ -9,11 +9,15 @@
 //! `"op"` on the wire; [`execute`] runs one and returns a [`Response`].
 //! Requests and responses are serde types with a JSON Schema
 //! ([`schemas`]), built on the library's own types ([`mnemon::Memory`],
-//! [`mnemon::Hit`], [`mnemon::Remembered`], [`mnemon::ForgetOutcome`], …), so
-//! the JSON has one shape everywhere.
+//! [`mnemon::Remembered`], [`mnemon::ForgetOutcome`], …), so the JSON has
+//! one shape everywhere. A recall hit is the surface's own [`Hit`]: compact
+//! (id, content, score and a short `why`) unless the request asks to
+//! `explain` it, which adds the whole memory and the parts of its score.
 //!
 //! Errors are [`ApiError`] objects with a stable [`ErrorCode`], a message
-//! and the field at fault. Requests are checked before anything runs:
+//! that names the field at fault and says what it takes in plain words
+//! (`top_k must be between 1 and 1000, got 0`; see [`field_message`]), and
+//! the field itself. Requests are checked before anything runs:
 //! unknown operations and fields, wrong types, bad namespaces (validated
 //! while decoding) and out-of-range values are [`ErrorCode::InvalidInput`]
 //! and write nothing.
@@ -31,7 +35,7 @@
 //! let Response::Remember(r) = api::execute(&engine, req)? else { unreachable!() };
 //! let req = Request::from_json(r#"{"op":"recall","namespace":"u1","query":"seat on a flight"}"#)?;
 //! let Response::Recall(hits) = api::execute(&engine, req)? else { unreachable!() };
-//! assert_eq!(hits.hits[0].memory.id, r.id);
+//! assert_eq!(hits.hits[0].id, r.id);
 //! # Ok(()) }
 //! ```
 
@@ -39,21 +43,22 @@ pub mod budget;
 mod error;
 mod inspect;
 pub(crate) mod parse;
+pub use parse::Bounds;
 mod policy;
 mod read;
 mod transfer;
 mod write;
 
 pub use budget::{json_tokens, Limits, DEFAULT_MAX_RESPONSE_TOKENS};
-pub use error::{ApiError, ErrorCode};
+pub use error::{field_message, plain_io, ApiError, ErrorCode};
 pub use inspect::{
     NamespacesRequest, NamespacesResponse, ReceiptsRequest, ReceiptsResponse, TimelineRequest, DEFAULT_TIMELINE_BUCKETS,
 };
 pub use policy::{NamespacePolicy, NamespaceRule};
 pub use read::{
     CheckRequest, ContextRequest, ContextResponse, ExtractionPromptRequest, ExtractionPromptResponse, GetRequest,
-    HistoryRequest, HistoryResponse, ListRequest, ListResponse, LogRequest, LogResponse, RecallFilters, RecallRequest,
-    RecallResponse, StatsRequest, EVENT_KINDS,
+    HistoryRequest, HistoryResponse, Hit, ListRequest, ListResponse, LogRequest, LogResponse, RecallFilters,
+    RecallRequest, RecallResponse, StatsRequest, EVENT_KINDS,
 };
 pub use transfer::{read_import_file, BackupRequest, ExportRequest, ImportRequest, RestoreRequest};
 pub use write::{
@@ -157,10 +162,9 @@ macro_rules! surface {
 
             /// Decodes the arguments of operation `op` (see [`Request::from_op`]).
             fn decode(op: &str, args: Value) -> Result<Request, ApiError> {
-                let required = fields(op).map(|f| &f.1);
-                let none = std::collections::BTreeSet::new();
                 $( if op == <$req as Call>::OP {
-                    return parse::decode::<$req>(args, required.unwrap_or(&none)).map(Request::$variant);
+                    let fields = fields(op).ok_or_else(|| ApiError::new(ErrorCode::Internal, "no schema"))?;
+                    return parse::decode::<$req>(args, fields).map(Request::$variant);
                 } )*
                 Err(ApiError::invalid("op", format!("unknown operation {op:?}; known: {}", OPS.join(", "))))
             }
@@ -184,16 +188,16 @@ macro_rules! surface {
             }, )* ]
         }
 
-        /// The fields operation `op` admits and those it requires.
-        fn fields(op: &str) -> Option<&'static (FieldSet, FieldSet)> {
-            static FIELDS: std::sync::OnceLock<std::collections::HashMap<&'static str, (FieldSet, FieldSet)>> =
+        /// The fields operation `op` admits, those it requires and their bounds.
+        fn fields(op: &str) -> Option<&'static parse::OpFields> {
+            static FIELDS: std::sync::OnceLock<std::collections::HashMap<&'static str, parse::OpFields>> =
                 std::sync::OnceLock::new();
             FIELDS
                 .get_or_init(|| {
                     let mut m = std::collections::HashMap::new();
                     $( {
                         let schema = schemars::schema_for!($req).to_value();
-                        m.insert(<$req as Call>::OP, (parse::properties(&schema), parse::required(&schema)));
+                        m.insert(<$req as Call>::OP, parse::OpFields::of(&schema));
                     } )*
                     m
                 })
@@ -257,7 +261,14 @@ surface! {
     Restore(RestoreRequest),
 }
 
-type FieldSet = std::collections::BTreeSet<String>;
+/// The range operation `op`'s request schema declares for numeric field
+/// `field` (`recall`, `top_k`: a whole number from 1 to 1000); `None` for
+/// an unknown operation or field, or one without a declared range. Doors
+/// that check a value before it reaches the surface (the CLI's flags) word
+/// it with [`Bounds::words`], as the surface does.
+pub fn field_bounds(op: &str, field: &str) -> Option<Bounds> {
+    fields(op)?.bounds.get(field).copied()
+}
 
 /// Request and response schema of one operation.
 #[derive(Clone, Debug, Serialize)]
@@ -296,12 +307,12 @@ impl Request {
         let Value::Object(map) = &args else {
             return Err(ApiError::invalid("arguments", "must be a JSON object"));
         };
-        if let Some((fields, _)) = fields(op) {
+        if let Some(fields) = fields(op).map(|f| &f.admitted) {
             if let Some(unknown) = map.keys().find(|k| !fields.contains(k.as_str())) {
                 let list: Vec<&str> = fields.iter().map(String::as_str).collect();
                 return Err(ApiError::invalid(
                     unknown.clone(),
-                    format!("unknown field {unknown:?} of {op}; expected one of: {}", list.join(", ")),
+                    format!("is not a field of {op}; it takes {}", list.join(", ")),
                 ));
             }
             if fields.contains("namespace") {

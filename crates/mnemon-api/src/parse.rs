@@ -1,6 +1,6 @@
 //! Decoding request arguments with the path of the field at fault.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use mnemon::plain_json_words;
 use serde::de::DeserializeOwned;
@@ -8,17 +8,21 @@ use serde_json::Value;
 
 use super::error::ApiError;
 
-/// Decodes `args` as `T`; an error names the JSON path of the bad field.
+/// Decodes `args` as `T`; an error names the JSON path of the bad field
+/// and says what the field takes in plain words
+/// (`top_k must be a whole number between 1 and 1000, got "ten"`).
 ///
 /// serde loses the path inside flattened parts of a request (they are
 /// decoded from a buffer); such an error is located by decoding the
-/// required fields with one optional field at a time (`required` are the
-/// request's required fields), so it still names its field.
-pub(crate) fn decode<T: DeserializeOwned>(args: Value, required: &BTreeSet<String>) -> Result<T, ApiError> {
+/// required fields with one optional field at a time (`op` gives the
+/// request's required fields and the bounds its schema declares), so it
+/// still names its field.
+pub(crate) fn decode<T: DeserializeOwned>(args: Value, op: &OpFields) -> Result<T, ApiError> {
     let (path, msg) = match try_decode::<T>(&args) {
         Ok(v) => return Ok(v),
         Err(e) => e,
     };
+    let required = &op.required;
     if path.is_none() && !msg.starts_with("missing field") {
         if let Value::Object(map) = &args {
             let base: serde_json::Map<String, Value> =
@@ -28,7 +32,7 @@ pub(crate) fn decode<T: DeserializeOwned>(args: Value, required: &BTreeSet<Strin
                 one.insert(k.clone(), v.clone());
                 if let Err((p, m)) = try_decode::<T>(&Value::Object(one)) {
                     let field = p.unwrap_or_else(|| k.clone());
-                    return Err(ApiError::invalid(field.clone(), field_message(&field, &m)));
+                    return Err(ApiError::invalid(field.clone(), reword(&m, op.bounds.get(&field))));
                 }
             }
         }
@@ -40,20 +44,149 @@ pub(crate) fn decode<T: DeserializeOwned>(args: Value, required: &BTreeSet<Strin
         (None, Some(p)) => p,
         (None, None) => "arguments".to_string(),
     };
-    Err(ApiError::invalid(field.clone(), field_message(&field, &msg)))
+    let reason = reword(&msg, op.bounds.get(&field));
+    Err(ApiError::invalid(field, reason))
 }
 
-/// `"{field}: {msg}"`, without saying either twice: a value type's own
-/// check (a namespace, a key) already writes `invalid input: namespace: …`.
-fn field_message(field: &str, msg: &str) -> String {
-    let msg = msg.strip_prefix("invalid input: ").unwrap_or(msg);
-    let last = field.rsplit(['.', '[']).next().unwrap_or(field);
-    if msg.starts_with(&format!("{field}: ")) {
-        msg.to_string()
-    } else if let Some(rest) = msg.strip_prefix(&format!("{last}: ")) {
-        format!("{field}: {rest}")
-    } else {
-        format!("{field}: {msg}")
+/// What an operation's request admits, requires and bounds, read once
+/// from its schema.
+pub(crate) struct OpFields {
+    /// Every field it admits (flattened parts included).
+    pub(crate) admitted: BTreeSet<String>,
+    /// The fields it requires.
+    pub(crate) required: BTreeSet<String>,
+    /// The bounds its schema declares on numeric fields.
+    pub(crate) bounds: BTreeMap<String, Bounds>,
+}
+
+impl OpFields {
+    /// Reads them from a request schema.
+    pub(crate) fn of(schema: &Value) -> OpFields {
+        let mut bounds = BTreeMap::new();
+        collect_bounds(schema, &mut bounds);
+        OpFields { admitted: properties(schema), required: required(schema), bounds }
+    }
+}
+
+/// The range a numeric field admits, as its request schema declares it
+/// (`minimum`, `maximum`), and whether it is a whole number.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    /// True for an integer field.
+    pub whole: bool,
+    /// Smallest value admitted.
+    pub min: Option<f64>,
+    /// Largest value admitted.
+    pub max: Option<f64>,
+}
+
+impl Bounds {
+    /// What the field takes, in words: `a whole number between 1 and 1000`,
+    /// `a number between -1 and 1`, `a whole number, 1 or more`.
+    pub fn words(&self) -> String {
+        let what = if self.whole { "a whole number" } else { "a number" };
+        match (self.min, self.max) {
+            (Some(lo), Some(hi)) => format!("{what} between {lo} and {hi}"),
+            (Some(lo), None) => format!("{what}, {lo} or more"),
+            (None, Some(hi)) => format!("{what}, at most {hi}"),
+            (None, None) => what.to_string(),
+        }
+    }
+}
+
+fn collect_bounds(schema: &Value, out: &mut BTreeMap<String, Bounds>) {
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, p) in props {
+            let num = |k: &str| p.get(k).and_then(Value::as_f64);
+            let types: Vec<&str> = match p.get("type") {
+                Some(Value::String(t)) => vec![t.as_str()],
+                Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let whole = types.contains(&"integer");
+            if !(whole || types.contains(&"number")) {
+                continue;
+            }
+            // An unsigned type's own `minimum: 0` says nothing a whole
+            // number "(0 or more)" does not; only a declared range counts.
+            let min = num("minimum").filter(|m| !(whole && *m == 0.0 && num("maximum").is_none()));
+            let max = num("maximum");
+            if min.is_some() || max.is_some() {
+                out.insert(name.clone(), Bounds { whole, min, max });
+            }
+        }
+    }
+    for key in ["allOf", "anyOf", "oneOf"] {
+        if let Some(subs) = schema.get(key).and_then(Value::as_array) {
+            for s in subs {
+                collect_bounds(s, out);
+            }
+        }
+    }
+}
+
+/// A decoding message (serde's, in [`plain_json_words`]) as the reason of
+/// a field error: what the field must be, then what it got
+/// (`must be a whole number between 1 and 1000, got "ten"`), with the
+/// field's declared `bounds` instead of the bare type, and without the
+/// parser's positions and words (`invalid type:`, `at line 1 column 9`,
+/// chrono's `premature end of input`).
+pub(crate) fn reword(msg: &str, bounds: Option<&Bounds>) -> String {
+    let msg = match msg.find(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => &msg[..i],
+        _ => msg,
+    };
+    if msg.starts_with("missing field `") {
+        return "is required".to_string();
+    }
+    let expected = |exp: &str| match bounds {
+        Some(b) if exp.starts_with("a whole number") || exp == "a number" => b.words(),
+        _ => exp.to_string(),
+    };
+    // chrono's words for a time it cannot read, followed by the form.
+    if let Some((_, exp)) = msg.split_once(": expected ") {
+        if exp.starts_with("an RFC 3339 time") {
+            return format!("must be {exp}");
+        }
+    }
+    if let Some(rest) = msg.strip_prefix("unknown variant `") {
+        if let Some((got, exp)) = rest.split_once("`, expected ") {
+            let exp = exp.strip_prefix("one of ").unwrap_or(exp).replace('`', "");
+            return format!("must be one of {exp}, got {got:?}");
+        }
+    }
+    for head in ["invalid type: ", "invalid value: "] {
+        let Some(rest) = msg.strip_prefix(head) else { continue };
+        if let Some((n, exp)) = rest.strip_prefix('`').and_then(|r| r.split_once("` is out of range, expected ")) {
+            return format!("must be {}, got {n}, which is out of range", expected(exp));
+        }
+        if let Some((got, exp)) = rest.rsplit_once(", expected ") {
+            return format!("must be {}, got {}", expected(exp), got_words(got));
+        }
+    }
+    if let Some(rest) = msg.strip_prefix("invalid length ") {
+        if let Some((n, exp)) = rest.split_once(", expected ") {
+            return format!("must be {exp}, got {n} items");
+        }
+    }
+    msg.to_string()
+}
+
+/// serde's words for a value it got (`integer `-1``, `string "x"`,
+/// `sequence`) as the value or its JSON kind (`-1`, `"x"`, `an array`).
+fn got_words(got: &str) -> String {
+    for kind in ["integer `", "floating point `", "boolean `", "char `"] {
+        if let Some(v) = got.strip_prefix(kind).and_then(|v| v.strip_suffix('`')) {
+            return v.to_string();
+        }
+    }
+    if let Some(v) = got.strip_prefix("string ") {
+        return v.to_string();
+    }
+    match got {
+        "sequence" => "an array".to_string(),
+        "map" => "an object".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -156,18 +289,50 @@ mod tests {
     }
 
     #[test]
-    fn a_field_is_named_once() {
-        use super::field_message;
-        assert_eq!(
-            field_message("namespace", "invalid input: namespace: must be 1-128 characters"),
-            "namespace: must be 1-128 characters"
-        );
-        assert_eq!(
-            field_message("sources[1]", "invalid type: null, expected a string"),
-            "sources[1]: invalid type: null, expected a string"
-        );
-        assert_eq!(field_message("filter.key", "invalid input: key: empty"), "filter.key: empty");
-        assert_eq!(field_message("top_k", "must be at least 1"), "top_k: must be at least 1");
+    fn decoding_messages_say_what_the_field_takes() {
+        use super::{reword, Bounds};
+        let top_k = Bounds { whole: true, min: Some(1.0), max: Some(1000.0) };
+        let cases = [
+            (
+                "invalid type: string \"ten\", expected a whole number (0 or more)",
+                Some(top_k),
+                "must be a whole number between 1 and 1000, got \"ten\"",
+            ),
+            (
+                "invalid value: integer `-1`, expected a whole number (0 or more)",
+                Some(top_k),
+                "must be a whole number between 1 and 1000, got -1",
+            ),
+            (
+                "invalid value: integer `-1`, expected a whole number (0 or more)",
+                None,
+                "must be a whole number (0 or more), got -1",
+            ),
+            ("invalid type: null, expected a string", None, "must be a string, got null"),
+            ("invalid type: sequence, expected a string at line 1 column 4", None, "must be a string, got an array"),
+            (
+                "unknown variant `forever`, expected one of `short_term`, `long_term`",
+                None,
+                "must be one of short_term, long_term, got \"forever\"",
+            ),
+            ("missing field `text`", None, "is required"),
+            (
+                "premature end of input: expected an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00",
+                None,
+                "must be an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00",
+            ),
+            (
+                "invalid value: `1e20` is out of range, expected a whole number (0 or more) at line 1 column 30",
+                Some(top_k),
+                "must be a whole number between 1 and 1000, got 1e20, which is out of range",
+            ),
+        ];
+        for (given, bounds, want) in cases {
+            assert_eq!(reword(given, bounds.as_ref()), want, "{given}");
+        }
+        let share = Bounds { whole: false, min: Some(0.0), max: Some(1.0) };
+        assert_eq!(share.words(), "a number between 0 and 1");
+        assert_eq!(Bounds { whole: true, min: Some(1.0), max: None }.words(), "a whole number, 1 or more");
     }
 
     #[test]

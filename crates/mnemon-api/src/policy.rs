@@ -55,14 +55,14 @@ impl NamespacePolicy {
                         String::new()
                     } else {
                         Namespace::new(prefix)
-                            .map_err(|e| ApiError::invalid("allow_ns", e.to_string()))?
+                            .map_err(|e| ApiError::invalid("allow_ns", super::error::reason_of(&e)))?
                             .as_str()
                             .to_string()
                     };
                     rules.push(NamespaceRule::Prefix(prefix));
                 }
                 None => rules.push(NamespaceRule::Exact(
-                    Namespace::new(entry).map_err(|e| ApiError::invalid("allow_ns", e.to_string()))?,
+                    Namespace::new(entry).map_err(|e| ApiError::invalid("allow_ns", super::error::reason_of(&e)))?,
                 )),
             }
         }

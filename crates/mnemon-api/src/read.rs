@@ -10,7 +10,7 @@ use super::error::ApiError;
 use super::write::parse_kind;
 use super::Call;
 use mnemon::extract::Lang;
-use mnemon::recall::{Hit, RecallMode, RecallOptions, SimilarityNorm, Weights};
+use mnemon::recall::{Explanation, RecallMode, RecallOptions, SimilarityNorm, Weights};
 use mnemon::Event;
 use mnemon::Memory;
 use mnemon::{AsOf, CheckReport, Engine, ListOptions, Stats, View};
@@ -23,19 +23,24 @@ const MAX_CANDIDATES: usize = 10_000;
 /// every option of [`RecallOptions`] except the score weights.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecallFilters {
-    /// Most memories, 1–1000. Default 10.
+    /// How many to return, 1–1000 (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub top_k: Option<usize>,
-    /// Cosine floor, -1..1. Its scale depends on the embedder.
+    /// Leave out memories whose cosine similarity to the query is below this, -1 to 1.
+    /// Its scale depends on the embedder: unrelated text scores about
+    /// 0.1–0.3 with MiniLM, 0.74–0.81 with e5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     pub min_similarity: Option<f32>,
-    /// Abstain below this cosine. No hit is returned unless one reaches it,
-    /// -1..1 (-1: off); a query naming something no memory mentions needs
-    /// the embedder's margin more ([`mnemon::recall::Abstain::shifted`]). Default:
-    /// `context` the embedder's floors, `recall` none.
+    /// Return no memory unless the best one's cosine reaches this, -1 to 1 (-1: never abstain).
+    /// A query naming something no memory mentions needs the embedder's
+    /// margin more ([`mnemon::recall::Abstain::shifted`]). Default: `context` the
+    /// embedder's floors, `recall` none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     pub abstain_below: Option<f32>,
-    /// Only these kinds.
+    /// Only these kinds (preference, fact, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<String>,
     /// Only these tiers.
@@ -44,45 +49,48 @@ pub struct RecallFilters {
     /// Only memories formed in this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// Your session: hides others' short-term memories.
+    /// Your session id: hides other sessions' short-term memories.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_session: Option<String>,
-    /// Happened at or after (RFC 3339).
+    /// Happened at or after this time (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<DateTime<Utc>>,
-    /// Happened at or before (RFC 3339).
+    /// Happened at or before this time (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<DateTime<Utc>>,
-    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
+    /// Read the store as it was: {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
+    /// `seq` and `time` give what the store knew then; `valid_time` what
+    /// was true then, as the store knows it now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
-    /// Also superseded versions.
+    /// Also old versions that a newer memory replaced.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_superseded: bool,
-    /// Also quarantined memories.
+    /// Also memories quarantined for holding an instruction.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_quarantined: bool,
-    /// Also archived memories.
+    /// Also archived memories (of ended sessions, or decayed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_archived: bool,
-    /// Candidate search. Default hybrid.
+    /// How candidates are found: hybrid (meaning and words; the default), dense or lexical.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<RecallMode>,
-    /// Cosine scaling in hybrid mode. Default auto: the embedder's choice.
+    /// How hybrid mode scales cosine before fusing it with BM25 (default auto: the embedder's choice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub similarity_norm: Option<SimilarityNorm>,
-    /// Candidates per index before reranking. 1–10000; default max(5·top_k, 50).
+    /// Candidates per index before reranking, 1–10000 (default max(5·top_k, 50)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000))]
     pub candidates: Option<usize>,
-    /// Who asks. Stored with the access record.
+    /// Who asks: a label kept with the access record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requester: Option<String>,
-    /// Record the access. It refreshes recency; default true.
+    /// Whether to record the access, which refreshes the memories' recency (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_access: Option<bool>,
-    /// When the question is asked (RFC 3339; its offset decides where days
-    /// begin): "last month", "三天前" are read relative to it. Default: the
-    /// as_of time, else now (local time).
+    /// When the question is asked (RFC 3339): "last month", "三天前" are read relative to it.
+    /// Its offset decides where days begin. Default: the as_of time, else
+    /// now (local time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_time: Option<DateTime<chrono::FixedOffset>>,
 }
@@ -120,12 +128,12 @@ impl RecallFilters {
             }
         };
         if self.abstain_below.is_some_and(|b| !(-1.0..=1.0).contains(&b)) {
-            return Err(ApiError::invalid("abstain_below", "must be in -1.0..=1.0"));
+            return Err(ApiError::out_of_range("abstain_below", -1, 1, self.abstain_below.unwrap_or_default()));
         }
         let candidates = match self.candidates {
             None => 0,
             Some(n) if (1..=MAX_CANDIDATES).contains(&n) => n,
-            Some(n) => return Err(ApiError::invalid("candidates", format!("{n}: must be in 1..={MAX_CANDIDATES}"))),
+            Some(n) => return Err(ApiError::out_of_range("candidates", 1, MAX_CANDIDATES, n)),
         };
         // An empty string from a client (models often send "" for an
         // optional field) means the field is absent.
@@ -152,22 +160,113 @@ impl RecallFilters {
     }
 }
 
-/// `recall`: the memories that best match a query, best first.
+/// `recall`: the memories that best match a query, best first. Each hit is
+/// compact (id, content, score and a short `why`) unless `explain` asks
+/// for the whole memory and the parts of its score.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecallRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// What the agent is about to answer.
+    /// The user's question or topic, in their words.
     pub query: String,
     /// Filters and settings.
     #[serde(flatten)]
     pub filters: RecallFilters,
+    /// true: add each hit's whole memory and the parts of its score.
+    /// Default false: id, content, score and why only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain: bool,
+}
+
+/// One memory `recall` found: the same fields whatever the request asked
+/// for, and with `explain` the whole memory and the parts of its score.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
+pub struct Hit {
+    /// The memory's id.
+    pub id: MemoryId,
+    /// The memory's text.
+    pub content: String,
+    /// Final score (higher is better); comparable within one recall only.
+    pub score: f32,
+    /// Why it ranked, in a few words: how close in meaning, shared words,
+    /// names and times of the query, and its state (its slot key, a newer
+    /// version, archived, quarantined).
+    pub why: String,
+    /// With `explain`: the memory as seen at the recall's position.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<Memory>,
+    /// With `explain`: how the score was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Explanation>,
+}
+
+impl Hit {
+    /// The hit of the engine's `hit`, compact unless `explain`.
+    pub fn new(hit: mnemon::Hit, explain: bool) -> Hit {
+        let why = why(&hit);
+        let (id, content, score) = (hit.memory.id, hit.memory.content.clone(), hit.score);
+        let (memory, explain) = if explain { (Some(hit.memory), Some(hit.explain)) } else { (None, None) };
+        Hit { id, content, score, why, memory, explain }
+    }
+}
+
+/// A few words on why `hit` ranked: the strongest parts of its score and
+/// what a reader must know of the memory's state.
+fn why(hit: &mnemon::Hit) -> String {
+    let (e, m) = (&hit.explain, &hit.memory);
+    let mut parts: Vec<String> = Vec::new();
+    if e.vector_pending {
+        parts.push("found by its words only (vector pending)".into());
+    } else if e.similarity > 0.0 {
+        parts.push(format!("close in meaning ({:.2})", e.similarity));
+    }
+    if e.lexical_norm >= 0.5 {
+        parts.push("shares key words".into());
+    } else if e.lexical_norm > 0.0 {
+        parts.push("shares words".into());
+    }
+    if e.entity_matches > 0 {
+        parts.push(if e.entity_matches == 1 {
+            "names one of the query's names".into()
+        } else {
+            format!("names {} of the query's names", e.entity_matches)
+        });
+    }
+    if e.time >= 1.0 {
+        parts.push("from the time asked about".into());
+    } else if e.time > 0.0 {
+        parts.push("near the time asked about".into());
+    }
+    match (m.status, m.next) {
+        (mnemon::Status::Superseded, Some(next)) => parts.push(format!("replaced by #{next}")),
+        (mnemon::Status::Superseded, None) => parts.push("replaced by a newer version".into()),
+        (mnemon::Status::Archived, _) => parts.push("archived".into()),
+        _ => {}
+    }
+    if let Some(k) = &m.key {
+        parts.push(if m.status == mnemon::Status::Active {
+            format!("current value of {k}")
+        } else {
+            format!("key {k}")
+        });
+    }
+    if m.quarantine.is_some() {
+        parts.push("quarantined: may hold an injected instruction".into());
+    }
+    if e.collapsed > 0 {
+        parts.push(format!("also stands for {} restatement{}", e.collapsed, if e.collapsed == 1 { "" } else { "s" }));
+    }
+    if parts.is_empty() {
+        parts.push("ranked by importance and recency".into());
+    }
+    parts.join("; ")
 }
 
 /// What `recall` found.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RecallResponse {
-    /// Hits, best first, each with its score explained.
+    /// Hits, best first: id, content, score and why; with `explain`, also
+    /// the memory and the parts of its score.
     pub hits: Vec<Hit>,
     /// Hits left out because the response budget was spent.
     pub omitted: usize,
@@ -228,10 +327,11 @@ impl Call for RecallRequest {
         if record_access && opts.as_of.is_none() {
             engine.record_access(&self.namespace, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
+        let found = hits.len();
         let mut packer = Packer::new(limits);
-        let kept = hits.iter().take_while(|h| packer.take(h)).count();
-        let omitted = hits.len() - kept;
-        hits.truncate(kept);
+        let hits: Vec<Hit> =
+            hits.into_iter().map(|h| Hit::new(h, self.explain)).take_while(|h| packer.take(h)).collect();
+        let omitted = found - hits.len();
         Ok(RecallResponse { hits, omitted, abstained: abstention.is_some(), unknown_names, abstention, query_time })
     }
 }
@@ -244,16 +344,20 @@ impl Call for RecallRequest {
 pub struct ContextRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// What the agent is about to answer.
+    /// What the user just asked.
+    /// The block holds what memory has that is relevant to it.
     pub query: String,
-    /// Most tokens of the block. Default 400.
+    /// Most tokens of the block (default 400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub budget_tokens: Option<usize>,
-    /// Most of the budget the profile may use, 0–1 (0: no profile). Default 0.25.
+    /// Most of the budget the profile may use, 0–1 (0: no profile; default 0.25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
     pub profile_share: Option<f32>,
-    /// Most of the budget recent turns of current_session may use, 0–1 (0: none). Default 0.25.
+    /// Most of the budget the recent turns of current_session may use, 0–1 (0: none; default 0.25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
     pub recent_share: Option<f32>,
     /// Filters and settings of the recall behind it.
     #[serde(flatten)]
@@ -279,7 +383,7 @@ impl Call for ContextRequest {
         // cost up to one more token each, so half the cap is the ceiling.
         let max = limits.max_response_tokens.saturating_sub(FRAME_TOKENS) / 2;
         if budget == 0 || budget > max {
-            return Err(ApiError::invalid("budget_tokens", format!("{budget}: must be in 1..={max}")));
+            return Err(ApiError::out_of_range("budget_tokens", 1, max, budget));
         }
         let defaults = mnemon::recall::PartShares::default();
         let shares = mnemon::recall::PartShares {
@@ -318,9 +422,9 @@ fn cursor_after(view: &View, after: u64) -> String {
 pub struct GetRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Memory id.
+    /// The memory's id.
     pub id: MemoryId,
-    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
+    /// Read it as it was: {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
 }
@@ -351,16 +455,17 @@ impl Call for GetRequest {
 pub struct HistoryRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Any version of the chain.
+    /// Any version's id.
     pub id: MemoryId,
-    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
+    /// Read it as it was: {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
     /// next_cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–1000. Default 100.
+    /// Page size, 1–1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -411,10 +516,10 @@ impl Call for HistoryRequest {
 pub struct ListRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Also superseded versions.
+    /// Also old versions that a newer memory replaced.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_superseded: bool,
-    /// Also quarantined memories.
+    /// Also memories quarantined for holding an instruction.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub include_quarantined: bool,
     /// Also archived memories.
@@ -426,17 +531,18 @@ pub struct ListRequest {
     /// Only this tier.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<Tier>,
-    /// Only this session.
+    /// Only memories formed in this session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// As of {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
+    /// Read the store as it was: {"seq": N}, {"time": RFC 3339} or {"valid_time": RFC 3339}.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub as_of: Option<AsOf>,
     /// next_cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–1000. Default 100.
+    /// Page size, 1–1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -514,8 +620,9 @@ pub struct LogRequest {
     /// next_cursor of the previous page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cursor: Option<String>,
-    /// Page size, 1–1000. Default 100.
+    /// Page size, 1–1000 (default 100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
     pub limit: Option<usize>,
 }
 
@@ -553,7 +660,7 @@ impl Call for LogRequest {
                 EVENT_KINDS.iter().find(|known| **known == k.as_str()).copied().ok_or_else(|| {
                     ApiError::invalid(
                         format!("kinds[{i}]"),
-                        format!("{k:?}: expected one of {}", EVENT_KINDS.join(", ")),
+                        format!("must be one of {}, got {k:?}", EVENT_KINDS.join(", ")),
                     )
                 })
             })
@@ -577,9 +684,9 @@ impl Call for LogRequest {
 pub struct ExtractionPromptRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// The session to extract from.
+    /// The session to extract memories from.
     pub session: String,
-    /// Prompt language. Default en.
+    /// Prompt language: en (default) or zh.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lang: Option<Lang>,
 }

@@ -41,6 +41,7 @@ pub struct ImportRequest {
     pub dry_run: bool,
     /// Records per group commit (default 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub batch: Option<usize>,
 }
 

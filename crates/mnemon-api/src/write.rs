@@ -19,7 +19,7 @@ use mnemon::{Memory, Observation};
 
 /// Parses a kind name: one of the six built-in kinds or a caller-defined one.
 pub(crate) fn parse_kind(field: &str, s: &str) -> Result<Kind, ApiError> {
-    s.parse().map_err(|e: mnemon::Error| ApiError::invalid(field, e.to_string()))
+    s.parse().map_err(|e: mnemon::Error| ApiError::invalid(field, super::error::reason_of(&e)))
 }
 
 /// Optional fields of a new memory (or a new version), shared by
@@ -27,33 +27,36 @@ pub(crate) fn parse_kind(field: &str, s: &str) -> Result<Kind, ApiError> {
 /// `remember` and the old version's values on `supersede`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MemoryFields {
-    /// preference, fact, decision, task_state, episode, procedure, or your own. 1–64 characters;
-    /// default fact.
+    /// preference, fact (default), decision, task_state, episode, procedure, or your own.
+    /// 1–64 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// Lifetime tier. Default long_term.
+    /// short_term lasts the session; long_term is the default; permanent is always in context.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<Tier>,
-    /// Importance, 0.0–1.0. Default 0.5.
+    /// How much it matters, 0–1 (default 0.5).
+    /// Recall ranks important memories higher.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0, max = 1))]
     pub importance: Option<f32>,
-    /// Entities the memory is about.
+    /// Names it is about, like Alice or Lisbon.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entities: Option<Vec<String>>,
-    /// Slot key entity.attribute. A later memory with the same key supersedes this one; 3–128
-    /// bytes, no whitespace.
+    /// Slot entity.attribute, like user.city.
+    /// A later memory with this key replaces this one; 3–128 bytes, no
+    /// whitespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
-    /// Ids of the observations it came from.
+    /// Ids of the observations it was drawn from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sources: Option<Vec<ObservationId>>,
-    /// Session it was formed in.
+    /// Session it was learned in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// When it happened (RFC 3339).
+    /// When it became true (RFC 3339; default now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_time: Option<DateTime<Utc>>,
-    /// Your reference for its source. A message id, at most 256 bytes.
+    /// Your reference for where it came from: a message id or URL, at most 256 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_ref: Option<String>,
 }
@@ -98,15 +101,17 @@ impl MemoryFields {
 pub struct RememberRequest {
     /// Namespace: 1–128 characters of `[A-Za-z0-9_.:@-]`.
     pub namespace: Namespace,
-    /// The memory's text.
+    /// The fact, one self-contained statement.
     pub content: String,
     /// Optional fields of the memory.
     #[serde(flatten)]
     pub fields: MemoryFields,
-    /// Repeats. Default supersede: a restatement becomes the new version.
+    /// What to do when it restates a stored memory: supersede (default) makes it the new version of that memory.
+    /// exact_only treats only identical text as a repeat; off stores it
+    /// as a new memory anyway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dedup: Option<DedupMode>,
-    /// deferred: return before embedding.
+    /// When to embed it: sync (default) before answering, deferred after (it is found by its words until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed: Option<EmbedMode>,
 }
@@ -137,7 +142,7 @@ impl Call for RememberRequest {
 pub struct SupersedeRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// The active memory to replace.
+    /// The id of the current memory to replace.
     pub id: MemoryId,
     /// The new version's text.
     pub content: String,
@@ -166,17 +171,18 @@ impl Call for SupersedeRequest {
 pub struct ObserveRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Session id. 1–128 bytes.
+    /// The conversation's id, 1–128 bytes.
+    /// Extraction and end_session work per session.
     pub session: String,
-    /// Who spoke. Default user.
+    /// Who spoke (default user).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role: Option<Role>,
-    /// The text.
+    /// What was said, or a tool's result.
     pub text: String,
-    /// When it happened (RFC 3339). Default now.
+    /// When it was said (RFC 3339; default now).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_time: Option<DateTime<Utc>>,
-    /// Your reference. A message id, at most 256 bytes.
+    /// Your reference for it: a message id, at most 256 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
@@ -229,34 +235,39 @@ const DEFAULT_MATCHING_LIMIT: usize = 1000;
 pub struct ForgetRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// A memory id (its whole version chain).
+    /// A memory: forget it and its versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<MemoryId>,
-    /// An observation id, and memories derived only from it.
+    /// An observation and the memories drawn only from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<ObservationId>,
-    /// A session: all its memories and observations. One that holds
-    /// nothing and was never forgotten by name is `not_found`.
+    /// A session: all its memories and observations.
+    /// One that holds nothing and was never forgotten by name is
+    /// `not_found`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
-    /// The whole namespace. One nothing was ever written to is
-    /// `not_found`.
+    /// true: the whole namespace.
+    /// One nothing was ever written to is `not_found`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all: bool,
-    /// Memories similar to this query.
+    /// Memories close in meaning to this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<String>,
-    /// With matching: cosine floor. -1..1; default the embedder's relevance floor (0.5 for
-    /// MiniLM and hashing, 0.92 for e5).
+    /// With matching: the least cosine similarity to forget, -1 to 1.
+    /// Default the embedder's relevance floor (0.5 for MiniLM and hashing,
+    /// 0.92 for e5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = -1, max = 1))]
     pub min_similarity: Option<f32>,
-    /// With matching: most to erase. 1–10000; default 1000.
+    /// With matching: most memories to forget, 1–10000 (default 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<usize>,
-    /// Report only; write nothing.
+    /// true: report only, write nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
-    /// Why (kept in the log). Default "user request".
+    /// Why, kept in the log.
+    /// Default "user request".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
@@ -404,7 +415,7 @@ impl Call for ForgetRequest {
 pub struct ApplyExtractionRequest {
     /// Namespace.
     pub namespace: Namespace,
-    /// Your JSON answer, as an object or as text.
+    /// Your JSON answer to extraction_prompt, as an object or text.
     pub extraction: Value,
 }
 
@@ -435,7 +446,7 @@ pub struct EndSessionRequest {
     pub namespace: Namespace,
     /// The session to end.
     pub session: String,
-    /// Short-term memories to keep as long-term.
+    /// Ids of short-term memories to keep as long-term.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub promote: Vec<MemoryId>,
 }
@@ -568,7 +579,7 @@ impl Call for VerifyErasureRequest {
 
     fn call(self, engine: &Engine, _: &Limits) -> Result<ErasureReceipt, ApiError> {
         if self.texts.is_empty() {
-            return Err(ApiError::invalid("texts", "give at least one text"));
+            return Err(ApiError::invalid("texts", "must hold at least one text"));
         }
         let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
         Ok(engine.verify_erasure_text(&texts)?)

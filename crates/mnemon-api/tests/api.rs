@@ -57,7 +57,9 @@ fn every_operation_has_a_request_and_response_schema_and_its_own_tag() {
     }
     // Flattened fields are part of the request schema.
     let recall = schemas.iter().find(|s| s.op == "recall").unwrap();
-    for f in ["namespace", "query", "top_k", "kinds", "tiers", "from", "to", "as_of", "mode", "record_access"] {
+    for f in
+        ["namespace", "query", "top_k", "kinds", "tiers", "from", "to", "as_of", "mode", "record_access", "explain"]
+    {
         assert!(recall.request["properties"].get(f).is_some(), "{f}");
     }
 }
@@ -117,19 +119,117 @@ fn bad_requests_name_the_field_and_write_nothing() {
         let e = err(call(&e, req.clone()));
         assert_eq!(e.code, ErrorCode::InvalidInput, "{req}: {e:?}");
         assert_eq!(e.field.as_deref(), Some(field), "{req}: {e:?}");
-        assert!(!e.message.is_empty());
+        // The message names the field first and does not repeat the code.
+        assert!(e.message.starts_with(field), "{req}: {e:?}");
+        assert!(!e.message.contains("invalid input"), "{req}: {e:?}");
     }
     // A whole number past u64::MAX reaches serde as a float; it is named
     // as out of range, not as a fraction.
     let huge: Value = serde_json::from_str(r#"{"op": "get", "namespace": "u", "id": 99999999999999999999}"#).unwrap();
     let h = err(call(&e, huge));
     assert_eq!(h.field.as_deref(), Some("id"), "{h:?}");
-    assert!(h.message.contains("is out of range, expected a whole number"), "{h:?}");
+    assert_eq!(h.message, "id must be a whole number (0 or more), got 1e+20, which is out of range", "{h:?}");
     assert_eq!(e.stats().last_seq, 0, "a rejected request wrote something");
     assert_eq!(err(call(&e, json!({"op": "get", "namespace": "u", "id": 7}))).code, ErrorCode::NotFound);
     // The error object's JSON shape.
     let v = serde_json::to_value(ApiError::invalid("top_k", "bad")).unwrap();
-    assert_eq!(v, json!({"code": "invalid_input", "message": "bad", "field": "top_k"}));
+    assert_eq!(v, json!({"code": "invalid_input", "message": "top_k: bad", "field": "top_k"}));
+}
+
+/// Field errors say what the field takes, with the range the operation
+/// admits (not its Rust type's), and what was given; no parser's words.
+#[test]
+fn errors_say_what_the_field_takes_in_plain_words() {
+    let (_d, e) = engine();
+    let cases = [
+        (
+            json!({"op": "recall", "namespace": "u", "query": "x", "top_k": 0}),
+            "top_k must be between 1 and 1000, got 0",
+        ),
+        (
+            json!({"op": "recall", "namespace": "u", "query": "x", "top_k": "ten"}),
+            "top_k must be a whole number between 1 and 1000, got \"ten\"",
+        ),
+        (
+            json!({"op": "recall", "namespace": "u", "query": "x", "top_k": -3}),
+            "top_k must be a whole number between 1 and 1000, got -3",
+        ),
+        (
+            json!({"op": "context", "namespace": "u", "query": "x", "budget_tokens": 0}),
+            "budget_tokens must be between 1 and 12400, got 0",
+        ),
+        (
+            json!({"op": "remember", "namespace": "u", "content": "x", "importance": "high"}),
+            "importance must be a number between 0 and 1, got \"high\"",
+        ),
+        (
+            json!({"op": "remember", "namespace": "u", "content": "x", "tier": "forever"}),
+            "tier must be one of short_term, long_term, permanent, got \"forever\"",
+        ),
+        (
+            json!({"op": "recall", "namespace": "u", "query": "x", "from": "2025-01"}),
+            "from must be an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00",
+        ),
+        (json!({"op": "remember", "namespace": "u"}), "content is required"),
+        (json!({"op": "list", "namespace": "u", "limit": 5000}), "limit must be between 1 and 1000, got 5000"),
+        (json!({"op": "get", "namespace": "u", "id": 7}), "no memory 7 in namespace u"),
+    ];
+    for (req, want) in cases {
+        let got = err(call(&e, req.clone()));
+        assert_eq!(got.message, want, "{req}");
+        for internal in ["premature", "input contains", "invalid type", "invalid value", "expected u", "1..="] {
+            assert!(!got.message.contains(internal), "{req}: {}", got.message);
+        }
+    }
+}
+
+/// A recall hit is compact by default (id, content, score, why: five hits
+/// of short memories well under 400 tokens) and carries the whole memory
+/// and the parts of its score with `explain`, under the same names.
+#[test]
+fn recall_hits_are_compact_unless_explained() {
+    let (_d, e) = engine();
+    let u = ns("u");
+    for m in [
+        "Prefers aisle seats on long flights",
+        "Lives in Lisbon since 2023",
+        "Works as a nurse at the city hospital",
+        "Allergic to peanuts and tree nuts",
+        "Has a dog named Biscuit who hates flights",
+    ] {
+        e.remember(&u, NewMemory::new(m)).unwrap();
+    }
+    e.remember(&u, NewMemory::new("Prefers window seats now").key("user.seat")).unwrap();
+    let q = "seat on flights, home town, job, allergies, pets";
+    let compact = call(&e, json!({"op": "recall", "namespace": "u", "query": q, "top_k": 5})).unwrap();
+    let hits = compact["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 5, "{compact}");
+    for h in hits {
+        let keys: Vec<&str> = h.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["content", "id", "score", "why"], "{h}");
+        assert!(!h["why"].as_str().unwrap().is_empty(), "{h}");
+    }
+    let keyed = hits.iter().find(|h| h["content"] == "Prefers window seats now").unwrap();
+    assert!(keyed["why"].as_str().unwrap().contains("current value of user.seat"), "{keyed}");
+    let tokens = json_tokens(&compact);
+    assert!(tokens <= 400, "five compact hits take {tokens} tokens: {compact}");
+
+    let full = call(&e, json!({"op": "recall", "namespace": "u", "query": q, "top_k": 5, "explain": true})).unwrap();
+    for (c, f) in hits.iter().zip(full["hits"].as_array().unwrap()) {
+        for k in ["id", "content", "score", "why"] {
+            assert_eq!(c[k], f[k], "{k}: {f}");
+        }
+        assert_eq!(f["memory"]["content"], f["content"], "{f}");
+        assert!(f["explain"]["similarity"].is_number(), "{f}");
+    }
+    assert!(json_tokens(&full) > 2 * tokens, "{full}");
+    // The typed response reads both shapes.
+    let Response::Recall(r) =
+        api::execute(&e, Request::from_value(json!({"op": "recall", "namespace": "u", "query": q})).unwrap()).unwrap()
+    else {
+        panic!("not a recall response")
+    };
+    assert!(r.hits.iter().all(|h| h.memory.is_none() && h.explain.is_none()));
 }
 
 #[test]

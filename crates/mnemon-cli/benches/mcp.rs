@@ -88,16 +88,16 @@ async fn drive(client: &RunningService<RoleClient, ()>, calls: usize, from: usiz
     };
     // Warm-up: the first calls pay for page faults and lazy setup.
     for i in 0..20 {
-        call("remember", json!({"namespace": "bench", "content": format!("warm-up {i}")})).await;
-        call("recall", json!({"namespace": "bench", "query": query(i)})).await;
+        call("memory_remember", json!({"namespace": "bench", "content": format!("warm-up {i}")})).await;
+        call("memory_recall", json!({"namespace": "bench", "query": query(i)})).await;
     }
     let mut remember = Vec::with_capacity(calls);
     for i in from..from + calls {
-        remember.push(call("remember", json!({"namespace": "bench", "content": text(i)})).await);
+        remember.push(call("memory_remember", json!({"namespace": "bench", "content": text(i)})).await);
     }
     let mut recall = Vec::with_capacity(calls);
     for i in 0..calls {
-        recall.push(call("recall", json!({"namespace": "bench", "query": query(i), "top_k": 5})).await);
+        recall.push(call("memory_recall", json!({"namespace": "bench", "query": query(i), "top_k": 5})).await);
     }
     (figures(remember), figures(recall))
 }
@@ -156,11 +156,11 @@ fn main() {
 
     let mut cli_remember = Vec::with_capacity(cli_calls);
     for i in 0..cli_calls {
-        cli_remember.push(cli(&cli_data, &["remember", "--ns", "bench", &text(i)]));
+        cli_remember.push(cli(&cli_data, &["remember", "--namespace", "bench", &text(i)]));
     }
     let mut cli_recall = Vec::with_capacity(cli_calls);
     for i in 0..cli_calls {
-        cli_recall.push(cli(&cli_data, &["recall", "--ns", "bench", "--k", "5", &query(i)]));
+        cli_recall.push(cli(&cli_data, &["recall", "--namespace", "bench", "--top-k", "5", &query(i)]));
     }
     let (cli_remember, cli_recall) = (figures(cli_remember), figures(cli_recall));
 

@@ -259,19 +259,19 @@ mod daemon {
             let query: String = text.chars().take(60).collect();
             match next(100) {
                 0..35 => {
-                    if let Some(v) = call(&c, "remember", json!({"namespace": ns, "content": text})).await {
+                    if let Some(v) = call(&c, "memory_remember", json!({"namespace": ns, "content": text})).await {
                         if let Some(id) = v["id"].as_u64() {
                             ids.push((ns, id));
                         }
                     }
                 }
-                35..60 => drop(call(&c, "recall", json!({"namespace": ns, "query": query})).await),
-                60..80 => drop(call(&c, "context", json!({"namespace": ns, "query": query})).await),
-                80..90 => drop(call(&c, "list", json!({"namespace": ns})).await),
+                35..60 => drop(call(&c, "memory_recall", json!({"namespace": ns, "query": query})).await),
+                60..80 => drop(call(&c, "memory_context", json!({"namespace": ns, "query": query})).await),
+                80..90 => drop(call(&c, "memory_list", json!({"namespace": ns})).await),
                 90..95 => {
                     if !ids.is_empty() {
                         let (ns, id) = ids.swap_remove(usize::try_from(next(ids.len() as u64)).unwrap());
-                        drop(call(&c, "forget", json!({"namespace": ns, "id": id})).await);
+                        drop(call(&c, "memory_forget", json!({"namespace": ns, "id": id})).await);
                     }
                 }
                 95..98 => {
@@ -340,7 +340,7 @@ mod daemon {
         // The fresh daemon has replayed the store once it answers.
         let rss_fresh = rt.block_on(async {
             let c = connect(&fresh_url).await;
-            call(&c, "list", json!({"namespace": "user0"})).await;
+            call(&c, "memory_list", json!({"namespace": "user0"})).await;
             rss_mib(fresh.id())
         });
         stop(fresh);

@@ -24,44 +24,49 @@ use crate::{Cli, Cmd};
 #[derive(Args, Debug)]
 pub struct ObserveArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// Session id.
     #[arg(long)]
     session: String,
     /// Who spoke: user, assistant, tool or system.
     #[arg(long, default_value = "user")]
     role: String,
-    /// When it happened (RFC 3339), if not now.
+    /// When it was said (RFC 3339); default now.
+    #[arg(long, alias = "time", value_name = "TIME")]
+    event_time: Option<String>,
+    /// Your reference for it: a message id, at most 256 bytes.
     #[arg(long)]
-    time: Option<String>,
-    /// The text.
+    source: Option<String>,
+    /// What was said, or a tool's result (`-`: read standard input).
     text: String,
 }
 
 /// Fields of a new memory, shared by `remember` and `supersede`.
 #[derive(Args, Debug)]
 pub struct MemoryFieldArgs {
-    /// preference, fact, decision, task_state, episode, procedure, or your own.
+    /// What sort of memory: preference, fact (default), decision,
+    /// task_state, episode, procedure, or your own word.
     #[arg(long)]
     kind: Option<String>,
-    /// short, long or permanent.
+    /// How long to keep it: short (this session), long (default) or permanent.
     #[arg(long)]
     tier: Option<String>,
-    /// 0.0–1.0.
+    /// How much it matters, 0–1 (default 0.5).
     #[arg(long, allow_hyphen_values = true)]
     importance: Option<f32>,
-    /// Slot key entity.attribute: a later memory under the same key supersedes this one.
+    /// Slot key entity.attribute (user.city): a later memory under the same
+    /// key supersedes this one.
     #[arg(long)]
     key: Option<String>,
     /// Session the memory was formed in.
     #[arg(long)]
     session: Option<String>,
-    /// Entities the memory is about (repeatable).
-    #[arg(long = "entity")]
+    /// A name the memory is about (repeatable).
+    #[arg(long, alias = "entity", value_name = "ENTITY")]
     entities: Vec<String>,
-    /// Source observation ids (repeatable).
-    #[arg(long = "source", allow_hyphen_values = true)]
+    /// Id of an observation it was drawn from (repeatable).
+    #[arg(long, alias = "source", value_name = "OBSERVATION", allow_hyphen_values = true)]
     sources: Vec<u64>,
     /// Your reference for where the fact came from outside the store (a
     /// message id, a URL), at most 256 bytes; kept with the memory.
@@ -69,21 +74,21 @@ pub struct MemoryFieldArgs {
     source_ref: Option<String>,
     /// When the remembered fact became true (RFC 3339): starts its valid
     /// time; without it, the write time.
-    #[arg(long)]
-    time: Option<String>,
+    #[arg(long, alias = "time", value_name = "TIME")]
+    event_time: Option<String>,
 }
 
 impl MemoryFieldArgs {
     fn fields(&self) -> Result<MemoryFields, ApiError> {
         Ok(MemoryFields {
             kind: self.kind.clone(),
-            tier: self.tier.as_deref().map(str::parse).transpose().map_err(ApiError::from)?,
+            tier: self.tier.as_deref().map(str::parse).transpose().map_err(|e| field_error("tier", e))?,
             importance: self.importance,
             entities: (!self.entities.is_empty()).then(|| self.entities.clone()),
             key: self.key.clone(),
             sources: (!self.sources.is_empty()).then(|| self.sources.iter().map(|s| ObservationId(*s)).collect()),
             session: self.session.clone(),
-            event_time: self.time.as_deref().map(|t| parse_time("time", t)).transpose()?,
+            event_time: self.event_time.as_deref().map(|t| parse_time("event_time", t)).transpose()?,
             source_ref: self.source_ref.clone(),
         })
     }
@@ -92,12 +97,13 @@ impl MemoryFieldArgs {
 #[derive(Args, Debug)]
 pub struct RememberArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     #[command(flatten)]
     fields: MemoryFieldArgs,
-    /// Repeats: supersede (a restatement becomes the new version; the
-    /// default), exact_only (only identical text is a repeat) or off.
+    /// What to do when the text restates a stored memory: supersede (the
+    /// default: it becomes that memory's new version), exact_only (only
+    /// identical text is a repeat) or off (store it as a new memory).
     #[arg(long)]
     dedup: Option<String>,
     /// When to embed: sync (before the write; the default) or deferred
@@ -105,29 +111,29 @@ pub struct RememberArgs {
     /// vector, at the latest when the store is next opened).
     #[arg(long)]
     embed: Option<String>,
-    /// The text.
-    text: String,
+    /// The memory's text (`-`: read standard input).
+    content: String,
 }
 
 #[derive(Args, Debug)]
 pub struct SupersedeArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     #[command(flatten)]
     fields: MemoryFieldArgs,
     /// The memory to replace.
     #[arg(allow_hyphen_values = true)]
     id: u64,
-    /// The new content.
-    text: String,
+    /// The new version's text (`-`: read standard input).
+    content: String,
 }
 
 #[derive(Args, Debug)]
 pub struct GetArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     #[arg(allow_hyphen_values = true)]
     id: u64,
 }
@@ -135,8 +141,8 @@ pub struct GetArgs {
 #[derive(Args, Debug)]
 pub struct HistoryArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     #[arg(allow_hyphen_values = true)]
     id: u64,
     /// Most versions per page (1–1000, default 100).
@@ -150,22 +156,24 @@ pub struct HistoryArgs {
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// Include superseded versions.
-    #[arg(long)]
-    all: bool,
+    #[arg(long, alias = "all")]
+    include_superseded: bool,
     /// Include archived memories.
     #[arg(long)]
     include_archived: bool,
     /// Include quarantined memories.
     #[arg(long)]
     include_quarantined: bool,
+    /// Only memories of this kind.
     #[arg(long)]
     kind: Option<String>,
-    /// short, long or permanent.
+    /// Only memories of this tier: short, long or permanent.
     #[arg(long)]
     tier: Option<String>,
+    /// Only memories formed in this session.
     #[arg(long)]
     session: Option<String>,
     /// Most memories per page (1–1000, default 100).
@@ -179,16 +187,18 @@ pub struct ListArgs {
 #[derive(Args, Debug)]
 pub struct LogArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
+    /// First log position.
     #[arg(long, allow_hyphen_values = true, default_value_t = 1)]
     from: u64,
-    #[arg(long, allow_hyphen_values = true, default_value_t = u64::MAX)]
-    to: u64,
-    /// Only events of these kinds (comma-separated: observed, extracted,
-    /// superseded, accessed, forgotten, tombstone, archived).
-    #[arg(long, value_delimiter = ',')]
-    kind: Vec<String>,
+    /// Last log position (default: the end of the log).
+    #[arg(long, allow_hyphen_values = true)]
+    to: Option<u64>,
+    /// Only events of these kinds (comma-separated or repeated: observed,
+    /// extracted, superseded, accessed, forgotten, tombstone, archived).
+    #[arg(long, alias = "kind", value_name = "KIND", value_delimiter = ',')]
+    kinds: Vec<String>,
 }
 
 /// Paging of a store-wide listing (`namespaces`, `receipts`).
@@ -205,8 +215,8 @@ pub struct NamespacesArgs {
 #[derive(Args, Debug)]
 pub struct TimelineArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// Number of equal time buckets (1–500); fewer when the events span
     /// fewer microseconds (one when they share one instant).
     #[arg(long, allow_hyphen_values = true, default_value_t = api::DEFAULT_TIMELINE_BUCKETS)]
@@ -222,8 +232,8 @@ pub struct TimelineArgs {
 #[derive(Args, Debug)]
 pub struct AsOfArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// Log position: what the store knew after this event.
     #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["time", "valid_time"])]
     seq: Option<u64>,
@@ -266,11 +276,11 @@ pub struct RecallFlags {
     /// calibrated floors; `recall` to never.
     #[arg(long, allow_hyphen_values = true)]
     abstain_below: Option<f32>,
-    /// Only this kind (repeatable).
-    #[arg(long = "kind")]
+    /// Only memories of this kind (repeatable).
+    #[arg(long, alias = "kind", value_name = "KIND")]
     kinds: Vec<String>,
-    /// Only this tier: short, long or permanent (repeatable).
-    #[arg(long = "tier")]
+    /// Only memories of this tier: short, long or permanent (repeatable).
+    #[arg(long, alias = "tier", value_name = "TIER")]
     tiers: Vec<String>,
     /// Only memories formed in this session.
     #[arg(long)]
@@ -284,15 +294,18 @@ pub struct RecallFlags {
     /// Only memories that happened at or before this time (RFC 3339).
     #[arg(long)]
     to: Option<String>,
-    /// Recall as the store was after this log position (what it knew then).
-    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["as_of_time", "valid_time"])]
+    /// Recall as the store was after this log position (what it knew then;
+    /// `as_of.seq` in the JSON request).
+    #[arg(long, allow_hyphen_values = true, conflicts_with_all = ["as_of_time", "as_of_valid_time"])]
     as_of_seq: Option<u64>,
-    /// Recall as the store was at this time (RFC 3339; what it knew then).
-    #[arg(long, alias = "as-of", conflicts_with = "valid_time")]
+    /// Recall as the store was at this time (RFC 3339; what it knew then;
+    /// `as_of.time`).
+    #[arg(long, alias = "as-of", value_name = "TIME", conflicts_with = "as_of_valid_time")]
     as_of_time: Option<String>,
-    /// Recall the memories true at this time (RFC 3339; valid time).
-    #[arg(long)]
-    valid_time: Option<String>,
+    /// Recall the memories true at this time (RFC 3339; valid time;
+    /// `as_of.valid_time`).
+    #[arg(long, alias = "valid-time", value_name = "TIME")]
+    as_of_valid_time: Option<String>,
     /// Also return superseded versions.
     #[arg(long)]
     include_superseded: bool,
@@ -302,37 +315,39 @@ pub struct RecallFlags {
     /// Also return archived memories.
     #[arg(long)]
     include_archived: bool,
-    /// dense, lexical or hybrid.
+    /// How candidates are found: hybrid (meaning and words), dense
+    /// (meaning) or lexical (words).
     #[arg(long, default_value = "hybrid")]
     mode: String,
     /// How hybrid mode scales cosine before fusing with BM25: auto (the
     /// embedder's choice), raw or minmax.
     #[arg(long, default_value = "auto")]
     similarity_norm: String,
-    /// Candidates per index before reranking (default max(5 × k, 50)).
+    /// Candidates per index before reranking (default max(5 × top-k, 50)).
     #[arg(long, allow_hyphen_values = true)]
     candidates: Option<usize>,
     /// Who asks (stored with the access record).
     #[arg(long, default_value = "cli")]
     requester: String,
-    /// Do not record the access (recency stays as it was).
+    /// Do not record the access (recency stays as it was; `record_access:
+    /// false` in the JSON request).
     #[arg(long)]
     no_record_access: bool,
     /// When the question is asked (RFC 3339): time expressions in the query
     /// ("last month", "two weeks ago", "in March", "上个月", "三天前") are
     /// read relative to it, and memories from then rank higher; its offset
-    /// decides where days begin. Default: the --as-of-time / --valid-time,
-    /// else now (local time).
+    /// decides where days begin. Default: the --as-of-time /
+    /// --as-of-valid-time, else now (local time).
     #[arg(long)]
     reference_time: Option<String>,
 }
 
 impl RecallFlags {
     fn filters(&self, k: usize) -> Result<RecallFilters, ApiError> {
-        let as_of = match (self.as_of_seq, &self.as_of_time, &self.valid_time) {
+        let as_of = match (self.as_of_seq, &self.as_of_time, &self.as_of_valid_time) {
             (Some(s), _, _) => Some(AsOf::Seq(s)),
-            (None, Some(t), _) => Some(AsOf::Time(parse_time("as_of_time", t)?)),
-            (None, None, Some(t)) => Some(AsOf::ValidTime(parse_time("valid_time", t)?)),
+            (None, Some(t), _) => Some(AsOf::Time(parse_time("as_of.time", t)?)),
+            (None, None, Some(t)) => Some(AsOf::ValidTime(parse_time("as_of.valid_time", t)?)),
             (None, None, None) => None,
         };
         Ok(RecallFilters {
@@ -340,7 +355,11 @@ impl RecallFlags {
             min_similarity: self.min_similarity,
             abstain_below: self.abstain_below,
             kinds: self.kinds.clone(),
-            tiers: self.tiers.iter().map(|t| t.parse()).collect::<Result<_>>()?,
+            tiers: self
+                .tiers
+                .iter()
+                .map(|t| t.parse().map_err(|e| field_error("tiers", e)))
+                .collect::<Result<_, ApiError>>()?,
             session: self.session.clone(),
             current_session: self.current_session.clone(),
             from: self.from.as_deref().map(|t| parse_time("from", t)).transpose()?,
@@ -349,8 +368,8 @@ impl RecallFlags {
             include_superseded: self.include_superseded,
             include_quarantined: self.include_quarantined,
             include_archived: self.include_archived,
-            mode: Some(self.mode.parse()?),
-            similarity_norm: Some(self.similarity_norm.parse()?),
+            mode: Some(self.mode.parse().map_err(|e| field_error("mode", e))?),
+            similarity_norm: Some(self.similarity_norm.parse().map_err(|e| field_error("similarity_norm", e))?),
             candidates: self.candidates,
             requester: Some(self.requester.clone()),
             record_access: Some(!self.no_record_access),
@@ -366,31 +385,32 @@ impl RecallFlags {
 #[derive(Args, Debug)]
 pub struct RecallArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
-    /// Number of memories (top-k; `top_k` in the JSON request).
-    #[arg(long, allow_hyphen_values = true, visible_alias = "top-k", default_value_t = 5)]
-    k: usize,
-    /// Show how each score was made.
+    #[arg(long, alias = "ns")]
+    namespace: String,
+    /// How many memories to return, 1–1000.
+    #[arg(long, alias = "k", allow_hyphen_values = true, default_value_t = 5)]
+    top_k: usize,
+    /// Give each hit's whole memory and the parts of its score (text
+    /// output: why it ranked and the score's parts under each hit).
     #[arg(long)]
     pub explain: bool,
     #[command(flatten)]
     flags: RecallFlags,
+    /// What to search for (`-`: read standard input).
     query: String,
 }
 
 #[derive(Args, Debug)]
 pub struct ContextArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
-    /// Token budget of the block.
-    #[arg(long, allow_hyphen_values = true, default_value_t = 400)]
-    budget: usize,
-    /// Number of memories recalled for the block (top-k; `top_k` in the
-    /// JSON request).
-    #[arg(long, allow_hyphen_values = true, visible_alias = "top-k", default_value_t = 10)]
-    k: usize,
+    #[arg(long, alias = "ns")]
+    namespace: String,
+    /// Most tokens the block may take.
+    #[arg(long, alias = "budget", allow_hyphen_values = true, default_value_t = 400)]
+    budget_tokens: usize,
+    /// How many memories to recall for the block, 1–1000.
+    #[arg(long, alias = "k", allow_hyphen_values = true, default_value_t = 10)]
+    top_k: usize,
     /// Most of the budget the profile part (current value of every slot
     /// key, every permanent memory) may use, 0–1; 0 leaves it out.
     /// Default 0.25.
@@ -402,6 +422,7 @@ pub struct ContextArgs {
     recent_share: Option<f32>,
     #[command(flatten)]
     flags: RecallFlags,
+    /// What the user just asked (`-`: read standard input).
     query: String,
 }
 
@@ -428,8 +449,8 @@ pub struct ForgetTargetArgs {
 #[derive(Args, Debug)]
 pub struct ForgetArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     #[command(flatten)]
     target: ForgetTargetArgs,
     /// With --matching: cosine similarity floor (default: the embedder's
@@ -459,7 +480,7 @@ impl ForgetArgs {
 #[derive(Args, Debug)]
 pub struct VerifyErasureArgs {
     /// A text to search for, at least 8 bytes (repeatable).
-    #[arg(long = "text", required = true)]
+    #[arg(long, alias = "text", value_name = "TEXT", required = true)]
     texts: Vec<String>,
 }
 
@@ -606,58 +627,60 @@ fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
 
 /// An RFC 3339 time keeping its offset.
 fn parse_time_in_offset(field: &str, s: &str) -> Result<DateTime<chrono::FixedOffset>, ApiError> {
-    DateTime::parse_from_rfc3339(s).map_err(|e| {
+    DateTime::parse_from_rfc3339(s).map_err(|_| {
         ApiError::invalid(
             field,
-            format!("{field}: {s:?} is not an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00 ({e})"),
+            format!("must be an RFC 3339 time with an offset, like 2026-06-15T10:00:00+08:00, got {s:?}"),
         )
     })
 }
 
-fn ns(s: &str) -> Result<Namespace, ApiError> {
-    Namespace::new(s).map_err(ApiError::from)
+pub(crate) fn ns(s: &str) -> Result<Namespace, ApiError> {
+    Namespace::new(s).map_err(|e| field_error("namespace", e))
 }
 
 /// The surface request of a store command (`None` for commands that are
 /// not one request: `log` pages through many).
-fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
+/// `json`: whether the response is printed as JSON (the text output of
+/// `recall` needs each hit's whole memory).
+fn request(cmd: &Cmd, json: bool) -> Result<Option<Request>, ApiError> {
     Ok(Some(match cmd {
         Cmd::Observe(a) => Request::Observe(ObserveRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             session: a.session.clone(),
-            role: Some(a.role.parse()?),
-            text: a.text.clone(),
-            event_time: a.time.as_deref().map(|t| parse_time("time", t)).transpose()?,
-            source: None,
+            role: Some(a.role.parse().map_err(|e| field_error("role", e))?),
+            text: text_arg("text", &a.text)?,
+            event_time: a.event_time.as_deref().map(|t| parse_time("event_time", t)).transpose()?,
+            source: a.source.clone(),
         }),
         Cmd::Remember(a) => Request::Remember(RememberRequest {
-            namespace: ns(&a.ns)?,
-            content: a.text.clone(),
+            namespace: ns(&a.namespace)?,
+            content: text_arg("content", &a.content)?,
             fields: a.fields.fields()?,
             dedup: a.dedup.as_deref().map(parse_dedup).transpose()?,
             embed: a.embed.as_deref().map(parse_embed).transpose()?,
         }),
         Cmd::Supersede(a) => Request::Supersede(SupersedeRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             id: MemoryId(a.id),
-            content: a.text.clone(),
+            content: text_arg("content", &a.content)?,
             fields: a.fields.fields()?,
         }),
-        Cmd::Get(a) => Request::Get(GetRequest { namespace: ns(&a.ns)?, id: MemoryId(a.id), as_of: None }),
+        Cmd::Get(a) => Request::Get(GetRequest { namespace: ns(&a.namespace)?, id: MemoryId(a.id), as_of: None }),
         Cmd::History(a) => Request::History(HistoryRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             id: MemoryId(a.id),
             as_of: None,
             cursor: a.cursor.clone(),
             limit: a.limit,
         }),
         Cmd::List(a) => Request::List(ListRequest {
-            namespace: ns(&a.ns)?,
-            include_superseded: a.all,
+            namespace: ns(&a.namespace)?,
+            include_superseded: a.include_superseded,
             include_quarantined: a.include_quarantined,
             include_archived: a.include_archived,
             kind: a.kind.clone(),
-            tier: a.tier.as_deref().map(str::parse).transpose()?,
+            tier: a.tier.as_deref().map(str::parse).transpose().map_err(|e| field_error("tier", e))?,
             session: a.session.clone(),
             as_of: None,
             cursor: a.cursor.clone(),
@@ -666,11 +689,11 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
         Cmd::AsOf(a) => {
             let at = match (a.seq, &a.time, &a.valid_time) {
                 (Some(s), _, _) => AsOf::Seq(s),
-                (None, Some(t), _) => AsOf::Time(parse_time("time", t)?),
-                (None, None, Some(t)) => AsOf::ValidTime(parse_time("valid_time", t)?),
-                (None, None, None) => return Err(ApiError::invalid("as_of", "give --seq, --time or --valid-time")),
+                (None, Some(t), _) => AsOf::Time(parse_time("as_of.time", t)?),
+                (None, None, Some(t)) => AsOf::ValidTime(parse_time("as_of.valid_time", t)?),
+                (None, None, None) => return Err(ApiError::invalid("as_of", "needs --seq, --time or --valid-time")),
             };
-            let namespace = ns(&a.ns)?;
+            let namespace = ns(&a.namespace)?;
             match a.what {
                 AsOfWhat::List => Request::List(ListRequest {
                     namespace,
@@ -695,22 +718,24 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
             }
         }
         Cmd::Recall(a) => Request::Recall(RecallRequest {
-            namespace: ns(&a.ns)?,
-            query: a.query.clone(),
-            filters: a.flags.filters(a.k)?,
+            namespace: ns(&a.namespace)?,
+            query: text_arg("query", &a.query)?,
+            filters: a.flags.filters(a.top_k)?,
+            // The text output shows each hit's whole memory line.
+            explain: a.explain || !json,
         }),
         Cmd::Context(a) => Request::Context(ContextRequest {
-            namespace: ns(&a.ns)?,
-            query: a.query.clone(),
-            budget_tokens: Some(a.budget),
+            namespace: ns(&a.namespace)?,
+            query: text_arg("query", &a.query)?,
+            budget_tokens: Some(a.budget_tokens),
             profile_share: a.profile_share,
             recent_share: a.recent_share,
-            filters: a.flags.filters(a.k)?,
+            filters: a.flags.filters(a.top_k)?,
         }),
         Cmd::Forget(a) => {
             let t = &a.target;
             Request::Forget(ForgetRequest {
-                namespace: ns(&a.ns)?,
+                namespace: ns(&a.namespace)?,
                 id: t.id.map(MemoryId),
                 observation: t.observation.map(ObservationId),
                 session: t.session.clone(),
@@ -728,7 +753,7 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
         Cmd::Namespaces(a) => Request::Namespaces(NamespacesRequest { cursor: a.cursor.clone(), limit: a.limit }),
         Cmd::Receipts(a) => Request::Receipts(ReceiptsRequest { cursor: a.cursor.clone(), limit: a.limit }),
         Cmd::Timeline(a) => Request::Timeline(TimelineRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             buckets: Some(a.buckets),
             from: a.from.as_deref().map(|t| parse_time("from", t)).transpose()?,
             to: a.to.as_deref().map(|t| parse_time("to", t)).transpose()?,
@@ -745,12 +770,50 @@ fn request(cmd: &Cmd) -> Result<Option<Request>, ApiError> {
 
 fn parse_dedup(s: &str) -> Result<mnemon::DedupMode, ApiError> {
     serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|_| ApiError::invalid("dedup", format!("dedup: {s:?}: expected supersede|exact_only|off")))
+        .map_err(|_| ApiError::invalid("dedup", format!("must be supersede, exact_only or off, got {s:?}")))
 }
 
 fn parse_embed(s: &str) -> Result<mnemon::EmbedMode, ApiError> {
     serde_json::from_value(serde_json::Value::String(s.to_string()))
-        .map_err(|_| ApiError::invalid("embed", format!("embed: {s:?}: expected sync|deferred")))
+        .map_err(|_| ApiError::invalid("embed", format!("must be sync or deferred, got {s:?}")))
+}
+
+/// The engine's refusal of a value as an error naming `field` (the
+/// request field the flag fills, which the engine's own check may name
+/// otherwise: `--tiers` is checked as a `tier`).
+pub(crate) fn field_error(field: &str, e: mnemon::Error) -> ApiError {
+    match e {
+        mnemon::Error::InvalidInput { reason, .. } => ApiError::invalid(field, reason),
+        other => other.into(),
+    }
+}
+
+/// A text argument: the text itself, or with `-` all of standard input
+/// (UTF-8; one trailing line break dropped, as a shell's `$(…)` drops it).
+///
+/// # Errors
+/// `invalid_input` naming `field` when standard input cannot be read or is
+/// not UTF-8.
+pub(crate) fn text_arg(field: &str, value: &str) -> Result<String, ApiError> {
+    if value != "-" {
+        return Ok(value.to_string());
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+        .map_err(|e| ApiError::invalid(field, format!("cannot be read from standard input: {}", api::plain_io(&e))))?;
+    let mut text = String::from_utf8(bytes).map_err(|e| {
+        ApiError::invalid(
+            field,
+            format!("must be UTF-8 text; standard input is not (byte {} is not UTF-8)", e.utf8_error().valid_up_to()),
+        )
+    })?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
 }
 
 /// Runs the command line.
@@ -771,7 +834,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
                     return Ok(None);
                 }
                 // Best effort, as after an empty `recall`: the log itself was read.
-                Ok(unknown_namespace(run, &ns(&a.ns)?).unwrap_or(None))
+                Ok(unknown_namespace(run, &ns(&a.namespace)?).unwrap_or(None))
             })?;
             if let Some(note) = note {
                 eprintln!("{note}");
@@ -789,7 +852,7 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
         }
         _ => {}
     }
-    let Some(req) = request(&cli.command)? else {
+    let Some(req) = request(&cli.command, cli.json)? else {
         return Err(ApiError::invalid("command", "not a store command"));
     };
     // Compaction proves erasure: on a mistyped --data it would prove it of
@@ -836,7 +899,7 @@ fn found_nothing(resp: &Response) -> bool {
     }
 }
 
-/// A note when `ns` was never written to (most often a mistyped `--ns`),
+/// A note when `ns` was never written to (most often a mistyped `--namespace`),
 /// naming the store's namespaces when there are few. Reads every page of
 /// the `namespaces` op; runs only after a read found nothing.
 fn unknown_namespace(
@@ -1071,10 +1134,10 @@ fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Resu
     let mut printed = 0;
     loop {
         let req = Request::Log(LogRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             from: Some(a.from),
-            to: Some(a.to),
-            kinds: a.kind.clone(),
+            to: a.to,
+            kinds: a.kinds.clone(),
             cursor: cursor.take(),
             limit: Some(api::budget::MAX_PAGE),
         });

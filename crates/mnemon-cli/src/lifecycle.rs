@@ -4,19 +4,21 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use mnemon::{MemoryId, Namespace};
+use mnemon::MemoryId;
 use mnemon_api::{
     ApiError, ApplyExtractionRequest, ConsolidateRequest, EndSessionRequest, ExtractionPromptRequest, MaintainRequest,
     Request,
 };
 
+use crate::commands::{field_error, ns};
 use crate::Cmd;
 
 #[derive(Args, Debug)]
 pub struct ExtractPromptArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
+    /// The session whose observations to extract memories from.
     #[arg(long)]
     session: String,
     /// Prompt language: en or zh.
@@ -27,8 +29,8 @@ pub struct ExtractPromptArgs {
 #[derive(Args, Debug)]
 pub struct ApplyExtractionArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// The LLM's JSON answer (`-` for standard input).
     file: PathBuf,
 }
@@ -36,8 +38,8 @@ pub struct ApplyExtractionArgs {
 #[derive(Args, Debug)]
 pub struct EndSessionArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// The session to end.
     session: String,
     /// A short-term memory to keep as long-term (repeatable).
@@ -48,8 +50,8 @@ pub struct EndSessionArgs {
 #[derive(Args, Debug)]
 pub struct ConsolidateArgs {
     /// Namespace (1–128 characters of [A-Za-z0-9_.:@-]).
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// List the clusters a merge would take and the text each would keep;
     /// write nothing.
     #[arg(long)]
@@ -59,40 +61,40 @@ pub struct ConsolidateArgs {
 #[derive(Args, Debug)]
 pub struct MaintainArgs {
     /// Only this namespace (default: every namespace).
-    #[arg(long)]
-    ns: Option<String>,
-}
-
-fn ns(s: &str) -> Result<Namespace, ApiError> {
-    Namespace::new(s).map_err(ApiError::from)
+    #[arg(long, alias = "ns")]
+    namespace: Option<String>,
 }
 
 /// The surface request of a lifecycle command.
 pub fn request(cmd: &Cmd) -> Result<Request, ApiError> {
     Ok(match cmd {
         Cmd::ExtractPrompt(a) => Request::ExtractionPrompt(ExtractionPromptRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             session: a.session.clone(),
-            lang: Some(a.lang.parse()?),
+            lang: Some(a.lang.parse().map_err(|e| field_error("lang", e))?),
         }),
         Cmd::ApplyExtraction(a) => {
             let text = if a.file.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin()).map_err(mnemon::Error::Io)?
+                crate::commands::text_arg("extraction", "-")?
             } else {
-                std::fs::read_to_string(&a.file).map_err(mnemon::Error::Io)?
+                crate::transfer::read_file("extraction", &a.file)?
             };
             Request::ApplyExtraction(ApplyExtractionRequest {
-                namespace: ns(&a.ns)?,
+                namespace: ns(&a.namespace)?,
                 extraction: serde_json::Value::String(text),
             })
         }
         Cmd::EndSession(a) => Request::EndSession(EndSessionRequest {
-            namespace: ns(&a.ns)?,
+            namespace: ns(&a.namespace)?,
             session: a.session.clone(),
             promote: a.promote.iter().map(|i| MemoryId(*i)).collect(),
         }),
-        Cmd::Consolidate(a) => Request::Consolidate(ConsolidateRequest { namespace: ns(&a.ns)?, dry_run: a.dry_run }),
-        Cmd::Maintain(a) => Request::Maintain(MaintainRequest { namespace: a.ns.as_deref().map(ns).transpose()? }),
+        Cmd::Consolidate(a) => {
+            Request::Consolidate(ConsolidateRequest { namespace: ns(&a.namespace)?, dry_run: a.dry_run })
+        }
+        Cmd::Maintain(a) => {
+            Request::Maintain(MaintainRequest { namespace: a.namespace.as_deref().map(ns).transpose()? })
+        }
         _ => return Err(ApiError::invalid("command", "not a lifecycle command")),
     })
 }

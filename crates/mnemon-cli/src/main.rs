@@ -195,7 +195,7 @@ fn main() -> ExitCode {
             if cli.json {
                 eprintln!("{}", serde_json::json!({ "error": e }));
             } else {
-                eprintln!("error: {}", text_of(&e));
+                eprintln!("error: {}", e.message);
             }
             ExitCode::FAILURE
         }
@@ -243,12 +243,12 @@ fn argument_error(e: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// A numeric argument's value that does not parse, in plain words:
-/// `invalid value 'abc' for '--k <K>': expected a whole number (0 or
-/// more)` instead of Rust's "invalid digit found in string", and "out of
-/// range" instead of "number too large to fit in target type". Every
-/// integer argument of this CLI is unsigned, so a negative one is named as
-/// such. `None` for any other error, which clap words itself.
+/// A numeric argument's value that does not parse, in plain words that
+/// name the argument and say what it takes, with the range the command
+/// surface declares for its field: `--top-k must be a whole number between
+/// 1 and 1000, got "abc"` instead of Rust's "invalid digit found in
+/// string" (and "out of range" instead of "number too large to fit in
+/// target type"). `None` for any other error, which clap words itself.
 fn number_error(e: &clap::Error) -> Option<String> {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     use std::num::{IntErrorKind, ParseFloatError, ParseIntError};
@@ -256,16 +256,10 @@ fn number_error(e: &clap::Error) -> Option<String> {
         return None;
     }
     let source = std::error::Error::source(e)?;
-    let why = if let Some(int) = source.downcast_ref::<ParseIntError>() {
-        match int.kind() {
-            IntErrorKind::Empty => "empty, expected a whole number (0 or more)",
-            IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => {
-                "out of range, expected a whole number (0 or more)"
-            }
-            _ => "expected a whole number (0 or more)",
-        }
+    let (whole, too_large) = if let Some(int) = source.downcast_ref::<ParseIntError>() {
+        (true, matches!(int.kind(), IntErrorKind::PosOverflow | IntErrorKind::NegOverflow))
     } else if source.downcast_ref::<ParseFloatError>().is_some() {
-        "expected a number"
+        (false, false)
     } else {
         return None;
     };
@@ -274,7 +268,39 @@ fn number_error(e: &clap::Error) -> Option<String> {
         _ => None,
     };
     let (arg, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
-    Some(format!("invalid value '{value}' for '{arg}': {why}"))
+    let field = arg_name(&arg);
+    // A flag as it is typed (`--top-k`), a positional argument by its field.
+    let name =
+        if arg.starts_with("--") { arg.split([' ', '=']).next().unwrap_or(&arg).to_string() } else { field.clone() };
+    let what = match command_op().and_then(|op| mnemon_api::field_bounds(&op, &field)) {
+        Some(b) => b.words(),
+        // Every integer argument of this CLI is unsigned.
+        None if whole => "a whole number (0 or more)".to_string(),
+        None => "a number".to_string(),
+    };
+    let out_of_range = if too_large { ", which is out of range" } else { "" };
+    Some(format!("{name} must be {what}, got {value:?}{out_of_range}"))
+}
+
+/// The surface operation the command line's subcommand runs (`recall`,
+/// `extract-prompt` → `extraction_prompt`), found without the parser
+/// (which refused the line): the first argument that is not a global
+/// option or its value.
+fn command_op() -> Option<String> {
+    const WITH_VALUE: &[&str] = &["--data", "--embedder", "--models", "--phone-regions"];
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if WITH_VALUE.contains(&a.as_str()) {
+            args.next();
+        } else if !a.starts_with('-') {
+            return Some(match a.as_str() {
+                "extract-prompt" => "extraction_prompt".to_string(),
+                "as-of" => "list".to_string(),
+                other => other.replace('-', "_"),
+            });
+        }
+    }
+    None
 }
 
 /// Whether `flag` (`--json`, `--phone-regions`) is on the command line
@@ -288,7 +314,7 @@ pub fn flag_given(flag: &str) -> bool {
         .any(|a| a.to_str().is_some_and(|a| a == flag || a.starts_with(&eq)))
 }
 
-/// `--k <K>` → `k`, `<QUERY>` → `query`, `-n` → `n`; a group of
+/// `--top-k <TOP_K>` → `top_k`, `<QUERY>` → `query`, `-n` → `n`; a group of
 /// alternatives (`<--id <ID>|--session <SESSION>|…>`, one of which is
 /// required) → `command`.
 fn arg_name(arg: &str) -> String {
@@ -303,17 +329,4 @@ fn arg_name(arg: &str) -> String {
         .trim_matches(['<', '>', '.'])
         .to_ascii_lowercase()
         .replace('-', "_")
-}
-
-/// An error as the text output shows it: an invalid argument always names
-/// its field (`invalid input: budget_tokens: 0: must be in 1..=12400`), as
-/// the JSON output does in `field`.
-fn text_of(e: &mnemon_api::ApiError) -> String {
-    match (&e.field, e.code) {
-        (Some(f), mnemon_api::ErrorCode::InvalidInput) if !e.message.starts_with("invalid input") => {
-            let m = e.message.strip_prefix(f.as_str()).and_then(|m| m.strip_prefix(": ")).unwrap_or(&e.message);
-            format!("invalid input: {f}: {m}")
-        }
-        _ => e.message.clone(),
-    }
 }

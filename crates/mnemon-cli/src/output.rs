@@ -111,7 +111,7 @@ fn human(cli: &Cli, resp: &Response) {
         Response::Recall(r) => {
             let explain = matches!(&cli.command, Cmd::Recall(a) if a.explain);
             for h in &r.hits {
-                println!("{}", hit_line(h, explain));
+                println!("{}", recall_line(h, explain));
             }
             if r.omitted > 0 {
                 eprintln!("note: {} more hits left out by the response budget", r.omitted);
@@ -313,17 +313,38 @@ pub fn memory_block(m: &Memory) -> String {
 pub fn hit_line(h: &Hit, explain: bool) -> String {
     let mut s = format!("{:.3}  {}", h.score, memory_line(&h.memory));
     if explain {
-        let e = &h.explain;
-        // The cross-script offset is part of what fusion used; show it
-        // beside the cosine it was added to.
-        let offset =
-            if e.script_offset == 0.0 { String::new() } else { format!(" ({:+.3} cross-script)", e.script_offset) };
-        s.push_str(&format!(
-            "\n        cosine={:.3}{offset} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={} time={:.2}",
-            e.similarity, e.lexical, e.lexical_norm, e.fused, e.importance, e.recency, e.entity_matches, e.time
-        ));
+        s.push_str(&score_parts(&h.explain));
     }
     s
+}
+
+/// A hit of the `recall` operation: its score and memory line (the id and
+/// text alone when the response holds no memory); with `explain`, why it
+/// ranked and the parts of its score on the lines below.
+pub fn recall_line(h: &mnemon_api::Hit, explain: bool) -> String {
+    let mut s = match &h.memory {
+        Some(m) => format!("{:.3}  {}", h.score, memory_line(m)),
+        None => format!("{:.3}  #{:<6} {}", h.score, h.id.0, shown(&h.content)),
+    };
+    if explain {
+        s.push_str(&format!("\n        why: {}", h.why));
+        if let Some(e) = &h.explain {
+            s.push_str(&score_parts(e));
+        }
+    }
+    s
+}
+
+/// The parts of a score, on a line of their own.
+fn score_parts(e: &mnemon::recall::Explanation) -> String {
+    // The cross-script offset is part of what fusion used; show it beside
+    // the cosine it was added to.
+    let offset =
+        if e.script_offset == 0.0 { String::new() } else { format!(" ({:+.3} cross-script)", e.script_offset) };
+    format!(
+        "\n        cosine={:.3}{offset} bm25={:.2} (norm {:.2}) fused={:.3} importance={:.2} recency={:.2} entities={} time={:.2}",
+        e.similarity, e.lexical, e.lexical_norm, e.fused, e.importance, e.recency, e.entity_matches, e.time
+    )
 }
 
 /// `n` and the noun in the number `n` calls for: "1 memory", "2 memories".
@@ -452,7 +473,7 @@ fn copy_summary(resp: &Response) {
 }
 
 /// A note when the token budget left every entry of a block out (the block
-/// is then empty or only its frame), so a small `--budget` is not mistaken
+/// is then empty or only its frame), so a small `--budget-tokens` is not mistaken
 /// for an empty store.
 fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
     // A memory both recalled and in the profile is one entry left out.
@@ -465,7 +486,7 @@ fn budget_note(c: &mnemon::ContextBlock) -> Option<String> {
         };
         format!(
             "note: the budget of the block holds none of its {left_out} {entries} ({} relevant, {} profile, {} \
-             recent left out{both}); raise --budget",
+             recent left out{both}); raise --budget-tokens",
             c.skipped, c.profile_skipped, c.recent_skipped
         )
     })

@@ -15,12 +15,14 @@ use mnemon_server::{
 use crate::commands::opener;
 use crate::Cli;
 
-/// Which namespaces a server serves, and how large its responses may be.
+/// Which namespaces a server serves, how its tools are named, and how
+/// large its responses may be.
 #[derive(Args, Debug)]
 pub struct PolicyArgs {
-    /// Serve this namespace only: calls may omit it, naming another is an error.
-    #[arg(long, conflicts_with = "allow_ns")]
-    ns: Option<String>,
+    /// Serve this namespace only: tools take no namespace argument, and a
+    /// call naming another is an error.
+    #[arg(long, alias = "ns", conflicts_with = "allow_ns")]
+    namespace: Option<String>,
     /// Serve only these namespaces (comma-separated; `prefix*` allows every
     /// namespace with that prefix). Default: any namespace a call names.
     #[arg(long)]
@@ -28,11 +30,17 @@ pub struct PolicyArgs {
     /// Most estimated tokens in one response (lists are paged below it).
     #[arg(long, default_value_t = DEFAULT_MAX_RESPONSE_TOKENS, allow_hyphen_values = true)]
     max_response_tokens: usize,
+    /// What every tool name starts with: `memory_recall`, `memory_forget`, …
+    /// (up to 64 of [A-Za-z0-9_.-]; empty: `recall`, `forget`, …). A prefix
+    /// keeps names like `list`, `get` and `forget` apart from other
+    /// servers' tools in clients that do not prefix them.
+    #[arg(long, env = "MNEMON_TOOL_PREFIX", default_value = mcp::DEFAULT_TOOL_PREFIX)]
+    tool_prefix: String,
 }
 
 impl PolicyArgs {
     fn policy(&self) -> Result<NamespacePolicy, ApiError> {
-        Ok(match (&self.ns, &self.allow_ns) {
+        Ok(match (&self.namespace, &self.allow_ns) {
             (Some(ns), _) => NamespacePolicy::Only(Namespace::new(ns.as_str())?),
             (None, Some(list)) => NamespacePolicy::allow_list(list)?,
             (None, None) => NamespacePolicy::Any,
@@ -41,7 +49,10 @@ impl PolicyArgs {
 
     fn limits(&self) -> Result<Limits, ApiError> {
         if self.max_response_tokens < 1000 {
-            return Err(ApiError::invalid("max_response_tokens", "must be at least 1000"));
+            return Err(ApiError::invalid(
+                "max_response_tokens",
+                format!("must be at least 1000, got {}", self.max_response_tokens),
+            ));
         }
         Ok(Limits { max_response_tokens: self.max_response_tokens })
     }
@@ -146,6 +157,8 @@ fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend
 fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), ApiError> {
     let policy = p.policy()?;
     let limits = p.limits()?;
+    // Checked before the store is opened: a refused setting opens nothing.
+    mcp::check_tool_prefix(&p.tool_prefix)?;
     let backend = Arc::new(Backend::open(&cli.data, limits, opener(cli))?);
     if let Err(e) = crate::commands::forwarded_settings(cli, &backend) {
         let _ = backend.close();
@@ -168,7 +181,13 @@ fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), Api
         ),
         _ => eprintln!("mnemon: the store is held by another process; serving through its socket"),
     }
-    let server = MemoryServer::new(backend.clone(), policy);
+    let server = match MemoryServer::with_tool_prefix(backend.clone(), policy, &p.tool_prefix) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = backend.close();
+            return Err(e);
+        }
+    };
     server.set_notice(notice);
     Ok((backend, server))
 }
@@ -210,12 +229,14 @@ pub fn serve(cli: &Cli, a: &ServeArgs) -> Result<ExitCode, ApiError> {
         max_connections: a.max_connections,
         allowed_origins: a.allow_origin.clone(),
     };
+    mcp::check_tool_prefix(&a.policy.tool_prefix)?;
     #[cfg(feature = "cluster")]
     let (backend, server) = if a.cluster.cluster.is_empty() {
         server(cli, &a.policy)?
     } else {
         let backend = Arc::new(cluster_backend(cli, &a.cluster, a.policy.limits()?)?);
-        (backend.clone(), MemoryServer::new(backend, a.policy.policy()?))
+        let server = MemoryServer::with_tool_prefix(backend.clone(), a.policy.policy()?, &a.policy.tool_prefix)?;
+        (backend, server)
     };
     #[cfg(not(feature = "cluster"))]
     let (backend, server) = server(cli, &a.policy)?;

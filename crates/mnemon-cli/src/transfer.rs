@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Args;
-use mnemon::{portability::ImportOptions, portability::ImportSummary, Namespace};
+use mnemon::portability::{ImportOptions, ImportSummary};
 use mnemon_api::{self as api, ApiError, BackupRequest, ExportRequest, ImportRequest, Request, Response};
 
 use crate::output;
@@ -23,8 +23,8 @@ const DIGEST_MISMATCH: u8 = 4;
 #[derive(Args, Debug)]
 pub struct ImportArgs {
     /// Namespace to import into.
-    #[arg(long)]
-    ns: String,
+    #[arg(long, alias = "ns")]
+    namespace: String,
     /// jsonl (docs/FORMAT.md, "Import"), locomo (locomo10.json) or
     /// longmemeval (its JSON lines, .gz read as gzip).
     #[arg(long, default_value = "jsonl")]
@@ -42,8 +42,8 @@ pub struct ImportArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
-    /// The file to import.
-    file: PathBuf,
+    /// The file to import (`-`: read standard input).
+    path: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -55,7 +55,7 @@ pub struct BackupArgs {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     /// A new file for the export (JSON lines).
-    file: PathBuf,
+    path: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -69,23 +69,41 @@ pub struct RestoreArgs {
 }
 
 fn absolute(p: &Path) -> Result<PathBuf, ApiError> {
-    std::path::absolute(p).map_err(|e| ApiError::from(mnemon::Error::Io(e)))
+    std::path::absolute(p).map_err(|e| ApiError::from(mnemon::Error::io_at(p, e)))
+}
+
+/// The text of the file at `path`, for the request field `field`.
+///
+/// # Errors
+/// `io` naming the path in plain words (`notes.json: no such file or
+/// directory`); `invalid_input` naming `field` when it is not UTF-8.
+pub(crate) fn read_file(field: &str, path: &Path) -> Result<String, ApiError> {
+    let bytes = std::fs::read(path).map_err(|e| ApiError::from(mnemon::Error::io_at(path, e)))?;
+    String::from_utf8(bytes).map_err(|e| {
+        ApiError::invalid(
+            field,
+            format!("must be UTF-8 text; {} is not (byte {})", path.display(), e.utf8_error().valid_up_to()),
+        )
+    })
 }
 
 /// `import`: read and check the file here, then write; with the store held
 /// by a server, the server reads the file and writes (no progress bar).
 pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
-    let namespace = Namespace::new(a.ns.as_str())?;
-    let format: mnemon::portability::ImportFormat = a.format.parse()?;
-    let on_error: mnemon::portability::OnError = a.on_error.parse()?;
+    let namespace = crate::commands::ns(&a.namespace)?;
+    let format: mnemon::portability::ImportFormat =
+        a.format.parse().map_err(|e| crate::commands::field_error("format", e))?;
+    let on_error: mnemon::portability::OnError =
+        a.on_error.parse().map_err(|e| crate::commands::field_error("on_error", e))?;
     if a.batch == 0 {
-        return Err(ApiError::invalid("batch", "must be at least 1"));
+        return Err(ApiError::invalid("batch", "must be at least 1, got 0"));
     }
+    let stdin = a.path.as_os_str() == "-";
     // The file first: one that cannot be read creates no store. An import
     // writes into the store in place (not through a build directory), so
     // that an interrupted first import keeps what it wrote and a re-run
     // skips it as duplicates.
-    let text = api::read_import_file(&a.file)?;
+    let text = if stdin { crate::commands::text_arg("text", "-")? } else { api::read_import_file(&a.path)? };
     let summary = match crate::commands::open_engine_at(cli, &cli.data) {
         Ok(engine) => {
             let parsed = format.parse(&text);
@@ -108,11 +126,17 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
             s
         }
         Err(mnemon::Error::Locked { .. }) => {
-            drop(text);
+            // The holder reads a file itself; standard input travels as text.
+            let (text, path) = if stdin {
+                (Some(text), None)
+            } else {
+                drop(text);
+                (None, Some(absolute(&a.path)?.to_string_lossy().into_owned()))
+            };
             let req = Request::Import(ImportRequest {
                 namespace,
-                text: None,
-                path: Some(absolute(&a.file)?.to_string_lossy().into_owned()),
+                text,
+                path,
                 format: Some(format),
                 on_error: Some(on_error),
                 dry_run: a.dry_run,
@@ -176,7 +200,7 @@ fn print_summary(s: &ImportSummary) {
 pub fn request(cmd: &crate::Cmd) -> Result<Option<Request>, ApiError> {
     Ok(Some(match cmd {
         crate::Cmd::Backup(a) => Request::Backup(BackupRequest { dir: absolute(&a.dir)? }),
-        crate::Cmd::Export(a) => Request::Export(ExportRequest { path: absolute(&a.file)? }),
+        crate::Cmd::Export(a) => Request::Export(ExportRequest { path: absolute(&a.path)? }),
         _ => return Ok(None),
     }))
 }

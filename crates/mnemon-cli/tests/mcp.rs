@@ -22,8 +22,8 @@ mod models;
 mod serve;
 
 const BIN: &str = env!("CARGO_BIN_EXE_mnemon");
-/// Target for the whole tool list (issue of clients' context budgets).
-const MAX_TOOL_TOKENS: usize = 2_000;
+/// Most tokens of the whole tool list: clients send it with every request.
+const MAX_TOOL_TOKENS: usize = mnemon_server::MAX_TOOL_TOKENS;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -37,8 +37,15 @@ fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 async fn stdio_client(data: &Path, extra: &[&str]) -> Client {
+    stdio_client_with_env(data, extra, &[]).await
+}
+
+async fn stdio_client_with_env(data: &Path, extra: &[&str], env: &[(&str, &str)]) -> Client {
     let transport = TokioChildProcess::new(tokio::process::Command::new(BIN).configure(|c| {
         c.arg("--data").arg(data).args(["--embedder", "hashing", "mcp"]).args(extra);
+        for (k, v) in env {
+            c.env(k, v);
+        }
     }))
     .unwrap();
     ().serve(transport).await.unwrap()
@@ -60,11 +67,63 @@ fn text(r: &CallToolResult) -> Value {
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("{e}: {t}"))
 }
 
-/// The result of a successful call, as JSON.
+/// The result of a successful call, as JSON: its structured content, which
+/// the text block repeats and which fits the tool's output schema.
 async fn ok(c: &Client, tool: &str, a: Value) -> Value {
     let r = call(c, tool, a.clone()).await;
     assert_ne!(r.is_error, Some(true), "{tool} {a}: {:?}", text(&r));
-    text(&r)
+    let structured = r.structured_content.clone().unwrap_or_else(|| panic!("{tool}: no structured content"));
+    assert_eq!(text(&r), structured, "{tool}: the text block is not the structured content");
+    let tools = c.list_all_tools().await.unwrap();
+    let schema = tools.iter().find(|t| t.name == tool).and_then(|t| t.output_schema.clone()).unwrap();
+    if let Err(why) = fits(&Value::Object((*schema).clone()), &structured) {
+        panic!("{tool}: the result does not fit its output schema: {why}: {structured}");
+    }
+    structured
+}
+
+/// Checks `v` against the JSON Schema keywords output schemas use
+/// (`type`, `required`, `properties`, `items`, `enum`).
+fn fits(schema: &Value, v: &Value) -> Result<(), String> {
+    let type_ok = |t: &str| match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        _ => false,
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) if !type_ok(t) => return Err(format!("not {t}: {v}")),
+        Some(Value::Array(ts)) if !ts.iter().filter_map(Value::as_str).any(type_ok) => {
+            return Err(format!("none of {ts:?}: {v}"))
+        }
+        _ => {}
+    }
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        if !values.contains(v) {
+            return Err(format!("{v} not in {values:?}"));
+        }
+    }
+    for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+        let r = r.as_str().unwrap_or_default();
+        if v.get(r).is_none() {
+            return Err(format!("lacks {r}"));
+        }
+    }
+    for (k, s) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+        if let Some(field) = v.get(k) {
+            fits(s, field).map_err(|e| format!("{k}: {e}"))?;
+        }
+    }
+    if let (Some(items), Some(a)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in a.iter().enumerate() {
+            fits(items, x).map_err(|e| format!("[{i}]: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// The error object of a failed call.
@@ -91,128 +150,145 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
     assert_eq!(
         names,
         [
-            "remember",
-            "observe",
-            "recall",
-            "context",
-            "get",
-            "history",
-            "list",
-            "forget",
-            "extraction_prompt",
-            "apply_extraction"
+            "memory_remember",
+            "memory_observe",
+            "memory_recall",
+            "memory_context",
+            "memory_get",
+            "memory_history",
+            "memory_list",
+            "memory_forget",
+            "memory_extraction_prompt",
+            "memory_apply_extraction"
         ]
     );
     let tokens = tool_tokens(&tools);
     println!("tool definitions: {} tools, {tokens} tokens", tools.len());
     assert!(tokens <= MAX_TOOL_TOKENS, "tool definitions take {tokens} tokens");
     let hint = |name: &str| tools.iter().find(|t| t.name == name).unwrap().annotations.clone().unwrap();
-    assert_eq!(hint("forget").destructive_hint, Some(true));
-    assert_ne!(hint("forget").read_only_hint, Some(true));
-    assert_eq!(hint("recall").read_only_hint, Some(true));
-    assert_eq!(hint("remember").destructive_hint, Some(false));
-    // Every recall filter is an argument of the recall tool.
-    let recall = tools.iter().find(|t| t.name == "recall").unwrap();
-    for f in [
-        "namespace",
-        "query",
-        "top_k",
-        "min_similarity",
-        "kinds",
-        "tiers",
-        "session",
-        "current_session",
-        "from",
-        "to",
-        "as_of",
-        "include_superseded",
-        "include_quarantined",
-        "include_archived",
-        "mode",
-        "similarity_norm",
-        "candidates",
-        "requester",
-        "record_access",
-    ] {
+    assert_eq!(hint("memory_forget").destructive_hint, Some(true));
+    assert_ne!(hint("memory_forget").read_only_hint, Some(true));
+    assert_eq!(hint("memory_recall").read_only_hint, Some(true));
+    assert_eq!(hint("memory_remember").destructive_hint, Some(false));
+    // The recall tool lists the filters a model needs; every other field of
+    // the request is accepted (below).
+    let recall = tools.iter().find(|t| t.name == "memory_recall").unwrap();
+    for f in ["namespace", "query", "top_k", "kinds", "current_session", "from", "to", "include_superseded", "explain"]
+    {
         assert!(recall.input_schema["properties"].get(f).is_some(), "recall lacks {f}");
     }
+    // Every tool says what it is for with one example call, and has an
+    // output schema its results are checked against (in `ok`).
+    for t in &tools {
+        let d = t.description.as_deref().unwrap_or_default();
+        let example = d.split_once("Example: ").map(|(_, e)| e).unwrap_or_else(|| panic!("{}: {d}", t.name));
+        let example: Value = serde_json::from_str(example).unwrap_or_else(|e| panic!("{}: {e}: {d}", t.name));
+        assert_eq!(example["namespace"], "u1", "{}: {d}", t.name);
+        let schema = t.output_schema.as_deref().unwrap_or_else(|| panic!("{} has no output schema", t.name));
+        assert_eq!(schema.get("type"), Some(&json!("object")), "{}", t.name);
+    }
 
-    let obs =
-        ok(&c, "observe", json!({"namespace": "u", "session": "s1", "text": "User: I moved to Hangzhou last month"}))
-            .await;
+    let obs = ok(
+        &c,
+        "memory_observe",
+        json!({"namespace": "u", "session": "s1", "text": "User: I moved to Hangzhou last month"}),
+    )
+    .await;
     let obs_id = obs["observation_id"].as_u64().unwrap();
     let r = ok(
         &c,
-        "remember",
+        "memory_remember",
         json!({"namespace": "u", "content": "Prefers oolong tea", "kind": "preference", "key": "user.drink"}),
     )
     .await;
     assert_eq!(r["action"], "created");
     let first = r["id"].as_u64().unwrap();
-    let r = ok(&c, "remember", json!({"namespace": "u", "content": "Prefers green tea", "key": "user.drink"})).await;
+    let r =
+        ok(&c, "memory_remember", json!({"namespace": "u", "content": "Prefers green tea", "key": "user.drink"})).await;
     assert_eq!(r["action"], "superseded");
     let second = r["id"].as_u64().unwrap();
-    let hits = ok(&c, "recall", json!({"namespace": "u", "query": "what tea does the user like", "top_k": 3})).await;
-    assert_eq!(hits["hits"][0]["memory"]["content"], "Prefers green tea");
+    let hits =
+        ok(&c, "memory_recall", json!({"namespace": "u", "query": "what tea does the user like", "top_k": 3})).await;
+    assert_eq!(hits["hits"][0]["content"], "Prefers green tea");
+    assert!(hits["hits"][0].get("memory").is_none(), "compact by default: {hits}");
     let hits = ok(
         &c,
-        "recall",
-        json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["preference"]}),
+        "memory_recall",
+        json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["preference"], "explain": true}),
     )
     .await;
     // The keyed update inherited the kind, so both versions are preferences.
     assert_eq!(hits["hits"].as_array().unwrap().len(), 2, "{hits}");
     assert!(hits["hits"].as_array().unwrap().iter().all(|h| h["memory"]["kind"] == "preference"), "{hits}");
-    let hits =
-        ok(&c, "recall", json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["fact"]}))
-            .await;
+    let hits = ok(
+        &c,
+        "memory_recall",
+        json!({"namespace": "u", "query": "tea", "include_superseded": true, "kinds": ["fact"]}),
+    )
+    .await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 0, "{hits}");
-    let hits = ok(&c, "recall", json!({"namespace": "u", "query": "tea", "kinds": ["preference"]})).await;
+    let hits = ok(&c, "memory_recall", json!({"namespace": "u", "query": "tea", "kinds": ["preference"]})).await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
-    let ctx = ok(&c, "context", json!({"namespace": "u", "query": "tea", "budget_tokens": 200})).await;
+    let ctx = ok(&c, "memory_context", json!({"namespace": "u", "query": "tea", "budget_tokens": 200})).await;
     assert!(ctx["context"].as_str().unwrap().contains("Prefers green tea"), "{ctx}");
     // The part shares are accepted though not listed.
-    let ctx = ok(&c, "context", json!({"namespace": "u", "query": "tea", "profile_share": 0, "recent_share": 0})).await;
+    let ctx =
+        ok(&c, "memory_context", json!({"namespace": "u", "query": "tea", "profile_share": 0, "recent_share": 0}))
+            .await;
     assert_eq!((ctx["profile"].as_u64(), ctx["recent"].as_u64()), (Some(0), Some(0)), "{ctx}");
-    let m = ok(&c, "get", json!({"namespace": "u", "id": second})).await;
+    let m = ok(&c, "memory_get", json!({"namespace": "u", "id": second})).await;
     assert_eq!(m["prev"], first);
-    let h = ok(&c, "history", json!({"namespace": "u", "id": second})).await;
+    let h = ok(&c, "memory_history", json!({"namespace": "u", "id": second})).await;
     assert_eq!(h["versions"].as_array().unwrap().len(), 2);
-    let l = ok(&c, "list", json!({"namespace": "u", "include_superseded": true, "limit": 1})).await;
+    let l = ok(&c, "memory_list", json!({"namespace": "u", "include_superseded": true, "limit": 1})).await;
     assert_eq!(l["memories"].as_array().unwrap().len(), 1);
-    let l = ok(&c, "list", json!({"namespace": "u", "include_superseded": true, "cursor": l["next_cursor"]})).await;
+    let l =
+        ok(&c, "memory_list", json!({"namespace": "u", "include_superseded": true, "cursor": l["next_cursor"]})).await;
     assert_eq!(l["memories"][0]["id"], second);
-    let p = ok(&c, "extraction_prompt", json!({"namespace": "u", "session": "s1"})).await;
+    let p = ok(&c, "memory_extraction_prompt", json!({"namespace": "u", "session": "s1"})).await;
     assert!(p["prompt"].as_str().unwrap().contains("Hangzhou"));
     let doc = json!({"new_memories": [{"content": "Lives in Hangzhou", "kind": "fact", "source_ids": [obs_id]}]});
-    let rep = ok(&c, "apply_extraction", json!({"namespace": "u", "extraction": doc})).await;
+    let rep = ok(&c, "memory_apply_extraction", json!({"namespace": "u", "extraction": doc})).await;
     assert_eq!(rep["items"][0]["status"], "applied", "{rep}");
-    let dry = ok(&c, "forget", json!({"namespace": "u", "id": second, "dry_run": true})).await;
+    let dry = ok(&c, "memory_forget", json!({"namespace": "u", "id": second, "dry_run": true})).await;
     assert_eq!((dry["memories"].as_u64(), dry["dry_run"].as_bool()), (Some(2), Some(true)));
 
     // Bad input: an error result with the surface's code and field, nothing written.
-    let before = ok(&c, "list", json!({"namespace": "u", "include_superseded": true})).await;
+    let before = ok(&c, "memory_list", json!({"namespace": "u", "include_superseded": true})).await;
     for (tool, a, code, field) in [
-        ("remember", json!({"namespace": "u"}), "invalid_input", "content"),
-        ("remember", json!({"namespace": "u", "content": 7}), "invalid_input", "content"),
-        ("remember", json!({"namespace": "u", "content": "x", "importance": "very"}), "invalid_input", "importance"),
-        ("remember", json!({"namespace": "u", "content": "x".repeat(40_000)}), "invalid_input", "content"),
-        ("remember", json!({"namespace": "not a namespace", "content": "x"}), "invalid_input", "namespace"),
-        ("remember", json!({"namespace": "u", "content": "x", "colour": "red"}), "invalid_input", "colour"),
-        ("recall", json!({"namespace": "u", "query": "tea", "top_k": "five"}), "invalid_input", "top_k"),
-        ("context", json!({"namespace": "u", "query": "tea", "profile_share": -1}), "invalid_input", "profile_share"),
-        ("forget", json!({"namespace": "u"}), "invalid_input", "target"),
-        ("get", json!({"namespace": "u", "id": 999}), "not_found", ""),
+        ("memory_remember", json!({"namespace": "u"}), "invalid_input", "content"),
+        ("memory_remember", json!({"namespace": "u", "content": 7}), "invalid_input", "content"),
+        (
+            "memory_remember",
+            json!({"namespace": "u", "content": "x", "importance": "very"}),
+            "invalid_input",
+            "importance",
+        ),
+        ("memory_remember", json!({"namespace": "u", "content": "x".repeat(40_000)}), "invalid_input", "content"),
+        ("memory_remember", json!({"namespace": "not a namespace", "content": "x"}), "invalid_input", "namespace"),
+        ("memory_remember", json!({"namespace": "u", "content": "x", "colour": "red"}), "invalid_input", "colour"),
+        ("memory_recall", json!({"namespace": "u", "query": "tea", "top_k": "five"}), "invalid_input", "top_k"),
+        (
+            "memory_context",
+            json!({"namespace": "u", "query": "tea", "profile_share": -1}),
+            "invalid_input",
+            "profile_share",
+        ),
+        ("memory_forget", json!({"namespace": "u"}), "invalid_input", "target"),
+        ("memory_get", json!({"namespace": "u", "id": 999}), "not_found", ""),
     ] {
         let e = fails(&c, tool, a.clone()).await;
         assert_eq!(e["code"], code, "{tool} {a}: {e}");
         if !field.is_empty() {
             assert_eq!(e["field"], field, "{tool} {a}: {e}");
+            // The message names the field and does not repeat the code.
+            let m = e["message"].as_str().unwrap();
+            assert!(m.starts_with(field) && !m.contains("invalid input"), "{tool} {a}: {e}");
         }
     }
     let unknown = c.call_tool(CallToolRequestParams::new("teleport").with_arguments(args(json!({})))).await;
     assert!(unknown.unwrap_err().to_string().contains("unknown tool"));
-    let after = ok(&c, "list", json!({"namespace": "u", "include_superseded": true})).await;
+    let after = ok(&c, "memory_list", json!({"namespace": "u", "include_superseded": true})).await;
     assert_eq!(before["memories"], after["memories"]);
 
     // Closing stdin shuts the server down cleanly; every write is on disk.
@@ -224,28 +300,154 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
     assert!(mnemon(&data, &["check"]).0);
 }
 
+/// The tool list stays within its token budget whatever the server serves,
+/// and the instructions speak of a namespace argument only where calls
+/// take one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_list_fits_its_budget_and_the_instructions_fit_the_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for (extra, takes_namespace) in [
+        (&[][..], true),
+        (&["--namespace", "alice"][..], false),
+        (&["--ns", "alice"][..], false),
+        (&["--allow-ns", "team:*,alice"][..], true),
+        (&["--tool-prefix", ""][..], true),
+    ] {
+        let c = stdio_client(&data, extra).await;
+        let tools = c.list_all_tools().await.unwrap();
+        let tokens = tool_tokens(&tools);
+        println!("{extra:?}: tool definitions {tokens} tokens");
+        assert!(tokens <= MAX_TOOL_TOKENS, "{extra:?}: tool definitions take {tokens} tokens");
+        let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+        assert_eq!(instructions.contains("namespace"), takes_namespace, "{extra:?}: {instructions}");
+        for t in &tools {
+            let named = t.input_schema["properties"].get("namespace").is_some();
+            assert_eq!(named, takes_namespace, "{extra:?}: {}", t.name);
+            let d = t.description.as_deref().unwrap_or_default();
+            assert_eq!(d.contains("\"namespace\""), takes_namespace, "{extra:?}: {d}");
+        }
+        if extra.contains(&"--allow-ns") {
+            assert!(instructions.contains("team:*, alice"), "{instructions}");
+        }
+        c.cancel().await.unwrap();
+    }
+}
+
+/// Tool names carry a prefix (`memory_` unless `--tool-prefix` or
+/// `MNEMON_TOOL_PREFIX` says otherwise) in the list, in calls, and where a
+/// description or the instructions name another tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_names_carry_the_chosen_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    for (extra, env, prefix) in [
+        (&[][..], &[][..], "memory_"),
+        (&["--tool-prefix", ""][..], &[][..], ""),
+        (&[][..], &[("MNEMON_TOOL_PREFIX", "mnemon.")][..], "mnemon."),
+        (&["--tool-prefix", "m-"][..], &[("MNEMON_TOOL_PREFIX", "ignored_")][..], "m-"),
+    ] {
+        let c = stdio_client_with_env(&data, extra, env).await;
+        let tools = c.list_all_tools().await.unwrap();
+        assert!(
+            tools.iter().all(|t| t.name.starts_with(prefix)),
+            "{prefix}: {:?}",
+            tools.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
+        let ex = tools.iter().find(|t| t.name == format!("{prefix}extraction_prompt")).unwrap();
+        assert!(ex.description.as_deref().unwrap().contains(&format!("{prefix}apply_extraction")), "{ex:?}");
+        let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
+        assert!(instructions.contains(&format!("call {prefix}context (or {prefix}recall)")), "{instructions}");
+        let r = ok(
+            &c,
+            &format!("{prefix}remember"),
+            json!({"namespace": "u", "content": format!("Named with {prefix:?}")}),
+        )
+        .await;
+        assert!(r["id"].is_u64(), "{r}");
+        if !prefix.is_empty() {
+            let bare = c
+                .call_tool(
+                    CallToolRequestParams::new("remember")
+                        .with_arguments(args(json!({"namespace": "u", "content": "x"}))),
+                )
+                .await;
+            assert!(
+                bare.unwrap_err().to_string().contains(&format!("{prefix}remember")),
+                "the error lists the real names"
+            );
+        }
+        c.cancel().await.unwrap();
+    }
+    // A prefix no tool name may hold is refused before the store is opened.
+    let other = dir.path().join("other");
+    let (okay, _, err) = mnemon(&other, &["--json", "mcp", "--tool-prefix", "my tools"]);
+    assert!(!okay && err.contains("\"field\":\"tool_prefix\""), "{err}");
+    assert!(!other.exists());
+}
+
+/// A recall result is compact unless the call asks to explain it: five
+/// hits of everyday memories take under 400 tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_results_are_compact_unless_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = stdio_client(&dir.path().join("store"), &["--namespace", "u"]).await;
+    for m in [
+        "Prefers aisle seats on long flights",
+        "Lives in Lisbon since 2023",
+        "Works as a nurse at the city hospital",
+        "Allergic to peanuts and tree nuts",
+        "Has a dog named Biscuit who hates flights",
+    ] {
+        ok(&c, "memory_remember", json!({"content": m})).await;
+    }
+    let q = "flights, home town, work, allergies, pets";
+    let compact = ok(&c, "memory_recall", json!({"query": q, "top_k": 5})).await;
+    assert_eq!(compact["hits"].as_array().unwrap().len(), 5, "{compact}");
+    let tokens = mnemon_api::json_tokens(&compact);
+    println!("five compact recall hits: {tokens} tokens");
+    assert!(tokens <= 400, "{tokens} tokens: {compact}");
+    for h in compact["hits"].as_array().unwrap() {
+        assert!(h["id"].is_u64() && h["content"].is_string() && h["score"].is_number() && h["why"].is_string(), "{h}");
+        assert!(h.get("memory").is_none() && h.get("explain").is_none(), "{h}");
+    }
+    let full = ok(&c, "memory_recall", json!({"query": q, "top_k": 5, "explain": true})).await;
+    let full_tokens = mnemon_api::json_tokens(&full);
+    println!("five explained recall hits: {full_tokens} tokens");
+    assert!(full["hits"].as_array().unwrap().iter().all(|h| h["memory"]["id"] == h["id"] && h["explain"].is_object()));
+    // Settings the tool does not list are accepted.
+    let lexical = ok(
+        &c,
+        "memory_recall",
+        json!({"query": "Lisbon", "mode": "lexical", "candidates": 5, "reference_time": "2026-01-01T00:00:00Z"}),
+    )
+    .await;
+    assert_eq!(lexical["hits"][0]["content"], "Lives in Lisbon since 2023", "{lexical}");
+    c.cancel().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_for_one_namespace_hides_the_argument_and_refuses_others() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
-    let c = stdio_client(&data, &["--ns", "alice"]).await;
+    let c = stdio_client(&data, &["--namespace", "alice"]).await;
     let tools = c.list_all_tools().await.unwrap();
     for t in &tools {
         assert!(t.input_schema["properties"].get("namespace").is_none(), "{} still takes a namespace", t.name);
     }
-    let r = ok(&c, "remember", json!({"content": "Alice drinks oolong"})).await;
+    let r = ok(&c, "memory_remember", json!({"content": "Alice drinks oolong"})).await;
     assert_eq!(r["action"], "created");
-    let e = fails(&c, "remember", json!({"namespace": "bob", "content": "Bob drinks coffee"})).await;
+    let e = fails(&c, "memory_remember", json!({"namespace": "bob", "content": "Bob drinks coffee"})).await;
     assert_eq!(e["code"], "namespace_not_allowed");
-    let l = ok(&c, "list", json!({})).await;
+    let l = ok(&c, "memory_list", json!({})).await;
     assert_eq!(l["memories"][0]["namespace"], "alice");
     c.cancel().await.unwrap();
 
     let c = stdio_client(&data, &["--allow-ns", "team:*,alice"]).await;
-    ok(&c, "remember", json!({"namespace": "team:red", "content": "Red team ships on Friday"})).await;
-    let e = fails(&c, "list", json!({"namespace": "bob"})).await;
+    ok(&c, "memory_remember", json!({"namespace": "team:red", "content": "Red team ships on Friday"})).await;
+    let e = fails(&c, "memory_list", json!({"namespace": "bob"})).await;
     assert_eq!(e["code"], "namespace_not_allowed");
-    let e = fails(&c, "list", json!({})).await;
+    let e = fails(&c, "memory_list", json!({})).await;
     assert_eq!(e["field"], "namespace");
     c.cancel().await.unwrap();
     let (_, out, _) = mnemon(&data, &["--json", "stats"]);
@@ -324,7 +526,7 @@ async fn http_requires_the_token_and_shuts_down_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let server = Server::start(&data, &["--token", "s3cret"]);
-    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"remember","arguments":{"namespace":"u","content":"sneaky"}}}"#;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"memory_remember","arguments":{"namespace":"u","content":"sneaky"}}}"#;
     assert_eq!(raw_post(&server.addr, None, call), 401);
     assert_eq!(raw_post(&server.addr, Some("Bearer wrong"), call), 401);
     assert_eq!(raw_post(&server.addr, Some("s3cret"), call), 401);
@@ -339,10 +541,14 @@ async fn http_requires_the_token_and_shuts_down_on_sigterm() {
     assert_eq!(tools.len(), 10);
     println!("tool definitions over HTTP: {} tokens", tool_tokens(&tools));
     for i in 0..20 {
-        ok(&c, "remember", json!({"namespace": "u", "content": format!("Acknowledged fact number {i} about owls")}))
-            .await;
+        ok(
+            &c,
+            "memory_remember",
+            json!({"namespace": "u", "content": format!("Acknowledged fact number {i} about owls")}),
+        )
+        .await;
     }
-    let hits = ok(&c, "recall", json!({"namespace": "u", "query": "owls", "top_k": 50})).await;
+    let hits = ok(&c, "memory_recall", json!({"namespace": "u", "query": "owls", "top_k": 50})).await;
     assert_eq!(hits["hits"].as_array().unwrap().len(), 20);
     drop(c);
     let status = server.terminate();
@@ -430,7 +636,7 @@ fn http_bearer_scheme_origin_and_session_end() {
             post_with(a, &format!("Authorization: Bearer s3cret\r\nOrigin: {origin}\r\n"), INITIALIZE);
         assert_eq!(status, expected, "{origin}: {answer}");
     }
-    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"namespace":"u","content":"from another site"}}}"#;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_remember","arguments":{"namespace":"u","content":"from another site"}}}"#;
     assert_eq!(post_with(a, "Authorization: Bearer s3cret\r\nOrigin: http://evil.example\r\n", call).0, 403);
     // DELETE: an unknown session is 404; a known one ends (204), then is unknown.
     let delete = |id: &str| {
@@ -723,14 +929,14 @@ fn a_cancelled_call_gets_no_answer_and_commits_only_if_it_was_planned() {
         for i in 0..3 {
             let r = s.call(
                 100 + round * 10 + i,
-                "remember",
+                "memory_remember",
                 json!({"namespace": ns, "content": format!("fact {i} of {ns}")}),
             );
             assert_eq!(r["result"]["isError"], false, "{r}");
         }
         // The call and its cancellation in one write, then a ping.
         let id = 200 + round;
-        let forget = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "forget", "arguments": {"namespace": ns, "all": true}}});
+        let forget = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "memory_forget", "arguments": {"namespace": ns, "all": true}}});
         let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "changed my mind"}});
         s.send(format!("{forget}\n{cancel}").as_bytes());
         let ping = 300 + round;
@@ -755,10 +961,16 @@ fn a_cancelled_call_gets_no_answer_and_commits_only_if_it_was_planned() {
         // none remain, and the log says it stands.
         if left == 3 {
             withdrawn += 1;
-            assert!(err.contains(&format!("request {id} (forget) cancelled: withdrawn, nothing written")), "{err}");
+            assert!(
+                err.contains(&format!("request {id} (memory_forget) cancelled: withdrawn, nothing written")),
+                "{err}"
+            );
         } else {
             assert_eq!(left, 0, "{out}");
-            assert!(err.contains(&format!("request {id} (forget) was cancelled after its write was planned")), "{err}");
+            assert!(
+                err.contains(&format!("request {id} (memory_forget) was cancelled after its write was planned")),
+                "{err}"
+            );
         }
     }
     println!("cancelled forgets withdrawn: {withdrawn} of {rounds}");

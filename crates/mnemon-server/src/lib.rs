@@ -4,13 +4,17 @@
 //! Rust SDK (`rmcp`).
 //!
 //! Ten tools — `remember`, `observe`, `recall`, `context`, `get`,
-//! `history`, `list`, `forget`, `extraction_prompt`, `apply_extraction` —
+//! `history`, `list`, `forget`, `extraction_prompt`, `apply_extraction`,
+//! each named with a prefix ([`DEFAULT_TOOL_PREFIX`], `memory_recall`) —
 //! each one surface operation: its arguments are the operation's request
-//! (compact JSON Schema), its result the response JSON as text, and a
-//! failure an error result carrying the surface's error object
-//! (`{"error": {"code", "message", "field"}}`) so the model can correct
-//! the call. Reads are annotated `readOnlyHint`, `forget` and
-//! `apply_extraction` `destructiveHint`.
+//! (compact JSON Schema of the arguments a model needs; the others are
+//! accepted), its result the response as `structuredContent` (checked
+//! against the tool's `outputSchema`) and as JSON text, and a failure an
+//! error result carrying the surface's error object (`{"error": {"code",
+//! "message", "field"}}`) so the model can correct the call. Reads are
+//! annotated `readOnlyHint`, `forget` and `apply_extraction`
+//! `destructiveHint`. The whole tool list stays within
+//! [`MAX_TOOL_TOKENS`].
 //!
 //! All connections of one server share one [`Backend`]: one engine, one
 //! writer, group commit across clients. Shutdown (SIGINT, SIGTERM, or stdin
@@ -36,6 +40,7 @@ pub use http::MCP_PATH;
 pub use schema::compact as compact_schema;
 pub use server::MemoryServer;
 pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECS, RESUME_WINDOW};
+pub use tools::{check_prefix as check_tool_prefix, DEFAULT_TOOL_PREFIX, MAX_TOOL_PREFIX_LEN, MAX_TOOL_TOKENS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -122,13 +127,35 @@ impl HttpOptions {
 }
 
 impl MemoryServer {
-    /// A server over `backend`, serving the namespaces `policy` allows.
+    /// A server over `backend`, serving the namespaces `policy` allows,
+    /// its tools named with [`DEFAULT_TOOL_PREFIX`].
     pub fn new(backend: Arc<Backend>, policy: NamespacePolicy) -> MemoryServer {
-        let tools = tools::definitions(&policy);
+        Self::build(backend, policy, DEFAULT_TOOL_PREFIX.to_string())
+    }
+
+    /// [`MemoryServer::new`] with every tool name starting with `prefix`
+    /// (`memory_` gives `memory_recall`; empty: the operations' own names).
+    ///
+    /// # Errors
+    /// [`ErrorCode::InvalidInput`] (field `tool_prefix`) for a prefix longer
+    /// than [`MAX_TOOL_PREFIX_LEN`] or holding other characters than
+    /// `[A-Za-z0-9_.-]`.
+    pub fn with_tool_prefix(
+        backend: Arc<Backend>,
+        policy: NamespacePolicy,
+        prefix: &str,
+    ) -> Result<MemoryServer, ApiError> {
+        tools::check_prefix(prefix)?;
+        Ok(Self::build(backend, policy, prefix.to_string()))
+    }
+
+    fn build(backend: Arc<Backend>, policy: NamespacePolicy, prefix: String) -> MemoryServer {
+        let tools = tools::definitions(&policy, &prefix);
         MemoryServer {
             shared: Arc::new(server::Shared {
                 backend,
                 policy,
+                prefix,
                 tools,
                 gate: Default::default(),
                 notice: Default::default(),
@@ -144,6 +171,11 @@ impl MemoryServer {
     /// instructions carry that refusal instead.
     pub fn set_notice(&self, notice: Option<String>) {
         *self.shared.notice.write() = notice;
+    }
+
+    /// The server's instructions to the model, as `initialize` returns them.
+    pub fn instructions(&self) -> String {
+        server::instructions(&self.shared)
     }
 
     /// The tool definitions `tools/list` returns.

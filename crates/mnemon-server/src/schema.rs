@@ -41,6 +41,21 @@ pub fn compact(schema: &Value) -> Value {
     out
 }
 
+/// The output schema of a tool whose result has the JSON Schema `schema`
+/// (a schemars root schema of an object type): an object with the fields
+/// every result holds (`required`). It is what a client validates the
+/// result's `structuredContent` against; the field's meanings are in the
+/// command surface's schemas (`mnemon schema`), kept out of the tool list
+/// for its size.
+pub fn output(schema: &Value) -> Value {
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String("object".into()));
+    if let Some(req) = schema.get("required").filter(|r| r.as_array().is_some_and(|a| !a.is_empty())) {
+        out.insert("required".into(), req.clone());
+    }
+    Value::Object(out)
+}
+
 /// `described`: whether this node keeps its description (the root's
 /// properties do; everything below them does not).
 fn walk(v: &Value, defs: &Value, depth: usize, described: bool) -> Value {

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backend::Backend;
 use super::tools;
-use mnemon_api::{ApiError, ErrorCode, NamespacePolicy, Request};
+use mnemon_api::{ApiError, ErrorCode, NamespacePolicy, NamespaceRule, Request};
 
 /// Counts calls in flight and refuses new ones once closing, so that a
 /// shutdown answers every call it accepted before the engine closes.
@@ -71,6 +71,8 @@ impl Gate {
 pub(crate) struct Shared {
     pub(crate) backend: Arc<Backend>,
     pub(crate) policy: NamespacePolicy,
+    /// What every tool name starts with (see [`tools::DEFAULT_TOOL_PREFIX`]).
+    pub(crate) prefix: String,
     pub(crate) tools: Vec<Tool>,
     pub(crate) gate: Gate,
     /// A line about the store for the instructions (see
@@ -85,15 +87,42 @@ pub struct MemoryServer {
     pub(crate) shared: Arc<Shared>,
 }
 
-const INSTRUCTIONS: &str = "Long-term memory. Before answering, call context (or recall) with what the user asked; \
-remember durable facts and preferences the user states (use key for facts that change); forget on request. \
-namespace: 1-128 characters of [A-Za-z0-9_.:@-], one per user or project.";
+/// The server's instructions to the model: when to call which tool, with
+/// the tools' names as `prefix` makes them, and what to pass as the
+/// namespace. A server for one namespace (`--namespace`) takes none, so
+/// its instructions do not mention the argument.
+pub(crate) fn base_instructions(policy: &NamespacePolicy, prefix: &str) -> String {
+    let p = prefix;
+    let mut s = format!(
+        "Long-term memory. Before answering, call {p}context (or {p}recall) with what the user asked; \
+         {p}remember durable facts and preferences the user states (use key for facts that change); \
+         {p}forget on request."
+    );
+    match policy {
+        NamespacePolicy::Only(_) => {}
+        NamespacePolicy::Any => {
+            s.push_str(" namespace: 1-128 characters of [A-Za-z0-9_.:@-], one per user or project.");
+        }
+        NamespacePolicy::Allow(rules) => {
+            let allowed: Vec<String> = rules
+                .iter()
+                .map(|r| match r {
+                    NamespaceRule::Exact(ns) => ns.as_str().to_string(),
+                    NamespaceRule::Prefix(prefix) => format!("{prefix}*"),
+                })
+                .collect();
+            s.push_str(&format!(" namespace: one this server allows: {}.", allowed.join(", ")));
+        }
+    }
+    s
+}
 
-/// The server's instructions: [`INSTRUCTIONS`], then, while the store
-/// cannot be opened because no embedding model is installed, that refusal
-/// (which every tool call gets too), else the server's notice, if any.
-fn instructions(shared: &Shared) -> String {
-    let mut text = INSTRUCTIONS.to_string();
+/// The server's instructions: [`base_instructions`], then, while the
+/// store cannot be opened because no embedding model is installed, that
+/// refusal (which every tool call gets too), else the server's notice, if
+/// any.
+pub(crate) fn instructions(shared: &Shared) -> String {
+    let mut text = base_instructions(&shared.policy, &shared.prefix);
     if let Some(e) = shared.backend.refusal() {
         text.push_str(&format!(
             "\n\nMEMORY IS NOT AVAILABLE: {} Every tool call fails with error code `{}` until this is done; \
@@ -136,7 +165,7 @@ impl MemoryServer {
         id: &rmcp::model::RequestId,
         ct: &CancellationToken,
     ) -> CallToolResult {
-        let Some(tool) = tools::find(name) else {
+        let Some(tool) = tools::find(&self.shared.prefix, name) else {
             return error_result(&ApiError::invalid("name", format!("unknown tool {name:?}")));
         };
         let mut args = Value::Object(arguments.unwrap_or_default());
@@ -177,7 +206,11 @@ impl MemoryServer {
             }
         }
         match out {
-            Ok(Ok(v)) => CallToolResult::success(vec![ContentBlock::text(v.to_string())]),
+            // The result as structured content, validated by clients
+            // against the tool's output schema, and as JSON text for
+            // clients that read only text (as MCP asks of a tool with an
+            // output schema).
+            Ok(Ok(v)) => CallToolResult::structured(v),
             Ok(Err(e)) => error_result(&e),
             Err(join) => error_result(&ApiError::new(ErrorCode::Internal, format!("call failed: {join}"))),
         }
@@ -204,8 +237,8 @@ impl ServerHandler for MemoryServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if tools::find(&request.name).is_none() {
-            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.op).collect();
+        if tools::find(&self.shared.prefix, &request.name).is_none() {
+            let names: Vec<String> = tools::TOOLS.iter().map(|t| format!("{}{}", self.shared.prefix, t.op)).collect();
             return Err(ErrorData::invalid_params(
                 format!("unknown tool {:?}; tools: {}", request.name, names.join(", ")),
                 None,

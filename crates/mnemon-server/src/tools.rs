@@ -1,91 +1,211 @@
-//! The MCP tools: each one operation of the command surface, with a short
-//! description, a compact input schema and MCP annotations.
+//! The MCP tools: each one operation of the command surface, described for
+//! the model that calls it (what it is for, when to call it, an example
+//! call), with a compact input schema of the arguments worth listing, an
+//! output schema, and MCP annotations.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use rmcp::model::{Tool, ToolAnnotations};
 use schemars::JsonSchema;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use mnemon_api::{self as api, Call, NamespacePolicy};
+use mnemon_api::{self as api, ApiError, Call, NamespacePolicy};
+
+/// The prefix of every tool name unless the server is told otherwise
+/// (`--tool-prefix`): `memory_recall`, `memory_forget`, … Clients that do
+/// not prefix tool names with their server's name would otherwise see
+/// `list`, `get` or `forget` clash with other servers' tools.
+pub const DEFAULT_TOOL_PREFIX: &str = "memory_";
+
+/// Longest tool-name prefix: tool names are at most 128 characters, and
+/// the longest operation name is 18.
+pub const MAX_TOOL_PREFIX_LEN: usize = 64;
+
+/// Where a description or an example names another tool: replaced by the
+/// tool-name prefix.
+const PREFIX: &str = "{p}";
 
 /// One tool: the surface operation it calls and how it presents itself.
 pub(crate) struct ToolSpec {
-    /// The operation (also the tool's name).
+    /// The operation (the tool's name after the prefix).
     pub(crate) op: &'static str,
-    pub(crate) description: &'static str,
+    /// What the tool is for and when to call it; `{p}` before another
+    /// tool's name stands for the prefix.
+    description: &'static str,
+    /// The arguments of one example call, as a JSON object without the
+    /// namespace (added when calls must name one).
+    example: &'static str,
+    /// The arguments listed in the input schema, beside `namespace`. The
+    /// request's other fields are accepted but not listed: the whole tool
+    /// list must stay within [`MAX_TOOL_TOKENS`].
+    args: &'static [&'static str],
     pub(crate) read_only: bool,
     pub(crate) destructive: bool,
     /// Meaningful for writing tools only (MCP reads the hint only then).
     pub(crate) idempotent: bool,
     schema: fn() -> Value,
+    output: fn() -> Value,
 }
+
+/// Most estimated tokens ([`api::json_tokens`]) of the whole `tools/list`
+/// answer: clients send every tool definition with every request, so they
+/// are a cost on each of the model's turns.
+pub const MAX_TOOL_TOKENS: usize = 2_000;
 
 fn schema_of<T: JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
 }
 
-const fn spec<T: Call>(description: &'static str, destructive: bool, idempotent: bool) -> ToolSpec {
-    ToolSpec { op: T::OP, description, read_only: T::READ_ONLY, destructive, idempotent, schema: schema_of::<T> }
+const fn spec<T: Call>(
+    description: &'static str,
+    example: &'static str,
+    args: &'static [&'static str],
+    destructive: bool,
+    idempotent: bool,
+) -> ToolSpec {
+    ToolSpec {
+        op: T::OP,
+        description,
+        example,
+        args,
+        read_only: T::READ_ONLY,
+        destructive,
+        idempotent,
+        schema: schema_of::<T>,
+        output: schema_of::<T::Output>,
+    }
 }
 
 /// Every tool, in the order `tools/list` shows them.
 pub(crate) const TOOLS: &[ToolSpec] = &[
-    spec::<api::RememberRequest>("Store a memory; a later one with its key becomes its new version.", false, false),
-    spec::<api::ObserveRequest>("Record a conversation turn or tool result, for extraction later.", false, false),
-    spec::<api::RecallRequest>("Memories most relevant to a query, best first, with scores.", false, true),
-    spec::<api::ContextRequest>(
-        "Prompt block: profile, relevant memories, recent turns. Filters as recall.",
+    spec::<api::RememberRequest>(
+        "Save a lasting fact or preference the user states. Give a changing fact a key: a later memory \
+         with the same key replaces it.",
+        r#"{"content":"Prefers aisle seats","kind":"preference","key":"user.seat"}"#,
+        &["content", "kind", "key", "tier", "importance", "event_time"],
+        false,
+        false,
+    ),
+    spec::<api::ObserveRequest>(
+        "Record a conversation turn or tool result; {p}extraction_prompt later turns a session into \
+         memories.",
+        r#"{"session":"s1","role":"user","text":"I moved to Lisbon"}"#,
+        &["session", "role", "text", "event_time"],
+        false,
+        false,
+    ),
+    spec::<api::RecallRequest>(
+        "Search memory before answering anything that may depend on earlier conversations. Each hit: \
+         id, content, score, why.",
+        r#"{"query":"where does the user live"}"#,
+        &["query", "top_k", "kinds", "current_session", "from", "to", "include_superseded", "explain"],
         false,
         true,
     ),
-    spec::<api::GetRequest>("One memory by id.", false, true),
-    spec::<api::HistoryRequest>("Every version of a memory, oldest first.", false, true),
-    spec::<api::ListRequest>("Memories, oldest first, paged.", false, true),
+    spec::<api::ContextRequest>(
+        "Prompt block of what memory holds for a question: profile, relevant memories, recent turns. \
+         Call it at the start of a turn.",
+        r#"{"query":"plan my trip","budget_tokens":400}"#,
+        &["query", "budget_tokens", "current_session", "top_k"],
+        false,
+        true,
+    ),
+    spec::<api::GetRequest>("One memory by id, every field.", r#"{"id":7}"#, &["id"], false, true),
+    spec::<api::HistoryRequest>(
+        "Every version of a memory, oldest first.",
+        r#"{"id":7}"#,
+        &["id", "cursor", "limit"],
+        false,
+        true,
+    ),
+    spec::<api::ListRequest>(
+        "Memories, oldest first, paged.",
+        r#"{"limit":20}"#,
+        &["kind", "tier", "include_superseded", "cursor", "limit"],
+        false,
+        true,
+    ),
     spec::<api::ForgetRequest>(
-        "Erase memories or observations: one of id, observation, session, all, matching. Try dry_run first.",
+        "Erase what the user wants gone: give one of id, observation, session, all, matching. Try \
+         dry_run first.",
+        r#"{"matching":"home address","dry_run":true}"#,
+        &["id", "observation", "session", "all", "matching", "dry_run", "reason"],
         true,
         true,
     ),
     spec::<api::ExtractionPromptRequest>(
-        "A prompt to extract memories from a session; answer it with apply_extraction.",
+        "Prompt to extract memories from a session: answer it, pass your JSON to {p}apply_extraction.",
+        r#"{"session":"s1"}"#,
+        &["session", "lang"],
         false,
         true,
     ),
-    spec::<api::ApplyExtractionRequest>("Apply your JSON answer to extraction_prompt.", true, false),
+    spec::<api::ApplyExtractionRequest>(
+        "Store your JSON answer to {p}extraction_prompt.",
+        r#"{"extraction":{"new_memories":[{"content":"Lives in Lisbon"}]}}"#,
+        &["extraction"],
+        true,
+        false,
+    ),
 ];
 
-/// The tool named `name`.
-pub(crate) fn find(name: &str) -> Option<&'static ToolSpec> {
-    TOOLS.iter().find(|t| t.op == name)
+/// The tool named `name` under `prefix`.
+pub(crate) fn find(prefix: &str, name: &str) -> Option<&'static ToolSpec> {
+    let op = name.strip_prefix(prefix)?;
+    TOOLS.iter().find(|t| t.op == op)
 }
 
-/// The tool definitions under `policy`: with a single namespace served,
-/// the `namespace` argument disappears from every schema.
-pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
+/// Checks a tool-name prefix: at most [`MAX_TOOL_PREFIX_LEN`] characters
+/// of `[A-Za-z0-9_.-]`, the characters MCP tool names may hold.
+///
+/// # Errors
+/// [`api::ErrorCode::InvalidInput`] naming `tool_prefix`.
+pub fn check_prefix(prefix: &str) -> Result<(), ApiError> {
+    if prefix.chars().count() > MAX_TOOL_PREFIX_LEN {
+        return Err(ApiError::invalid(
+            "tool_prefix",
+            format!("must be at most {MAX_TOOL_PREFIX_LEN} characters, got {}", prefix.chars().count()),
+        ));
+    }
+    if let Some(c) = prefix.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+        return Err(ApiError::invalid(
+            "tool_prefix",
+            format!("may hold only letters, digits, _, - and . (the characters of tool names), got {c:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The tool definitions under `policy`, named with `prefix`: with a single
+/// namespace served, the `namespace` argument disappears from every schema
+/// and example. An argument description repeated word for word in a later
+/// tool is given once, in the first tool that lists it.
+pub(crate) fn definitions(policy: &NamespacePolicy, prefix: &str) -> Vec<Tool> {
+    let named = policy.default_namespace().is_none();
+    let mut described: BTreeSet<(String, String)> = BTreeSet::new();
     TOOLS
         .iter()
         .map(|t| {
             let mut schema = super::schema::compact(&(t.schema)());
-            if policy.default_namespace().is_some() {
-                remove_namespace(&mut schema);
-            } else {
-                plain_namespace(&mut schema);
-            }
-            if t.op == api::ContextRequest::OP {
-                // The filters are recall's: described once, there.
-                strip_filter_descriptions(&mut schema);
-            }
-            if t.op == api::RecallRequest::OP || t.op == api::ContextRequest::OP {
-                if let Some(Value::Object(props)) = schema.get_mut("properties") {
-                    for n in UNLISTED {
-                        props.remove(*n);
+            keep_only(&mut schema, t.args, named);
+            if let Some(Value::Object(props)) = schema.get_mut("properties") {
+                for (name, p) in props.iter_mut() {
+                    let Value::Object(p) = p else { continue };
+                    if let Some(Value::String(d)) = p.get("description") {
+                        if !described.insert((name.clone(), d.clone())) {
+                            p.remove("description");
+                        }
                     }
                 }
             }
-            let object = match schema {
+            let input = match schema {
                 Value::Object(m) => m,
-                _ => serde_json::Map::new(),
+                _ => Map::new(),
+            };
+            let output = match super::schema::output(&(t.output)()) {
+                Value::Object(m) => m,
+                _ => Map::new(),
             };
             // readOnlyHint defaults to false and destructiveHint to true:
             // say only what differs.
@@ -98,63 +218,35 @@ pub(crate) fn definitions(policy: &NamespacePolicy) -> Vec<Tool> {
             if t.idempotent && !t.read_only {
                 annotations = annotations.idempotent(true);
             }
-            Tool::new(t.op, t.description, Arc::new(object)).with_annotations(annotations)
+            Tool::new(format!("{prefix}{}", t.op), description(t, prefix, named), Arc::new(input))
+                .with_raw_output_schema(Arc::new(output))
+                .with_annotations(annotations)
         })
         .collect()
 }
 
-/// Settings `recall` and `context` accept but do not list: the question's
-/// reference time (an agent asks now, the default; replays and evaluations
-/// set it), kept out to hold the tool list within its token budget.
-const UNLISTED: &[&str] = &["reference_time"];
-
-/// Recall settings the `context` tool accepts but does not list: scoring
-/// knobs (the abstention floor among them: the embedder's is the
-/// default), access bookkeeping, and quarantined memories (injected
-/// instructions have no place in a prompt block).
-const CONTEXT_UNLISTED: &[&str] =
-    &["mode", "similarity_norm", "candidates", "requester", "record_access", "include_quarantined", "abstain_below"];
-
-/// Settings of the `context` tool itself that it accepts but does not
-/// list: the shares of the profile and recent parts (their defaults suit
-/// most calls, and the tool list must stay small for clients' context
-/// budgets).
-const CONTEXT_OWN_UNLISTED: &[&str] = &["profile_share", "recent_share"];
-
-/// `context` shares recall's filters: they are described once, in
-/// `recall`, and the settings that do not choose memories are not listed
-/// ([`CONTEXT_UNLISTED`], [`CONTEXT_OWN_UNLISTED`]).
-fn strip_filter_descriptions(schema: &mut Value) {
-    let filters = super::schema::compact(&schema_of::<api::RecallFilters>());
-    let names: Vec<String> =
-        filters.get("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-    if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        for n in &names {
-            if CONTEXT_UNLISTED.contains(&n.as_str()) {
-                props.remove(n);
-            } else if let Some(Value::Object(p)) = props.get_mut(n) {
-                p.remove("description");
-            }
-        }
-        for n in CONTEXT_OWN_UNLISTED {
-            props.remove(*n);
-        }
-    }
+/// The tool's description with its example call: names of other tools
+/// carry `prefix`; the example names a namespace when calls must.
+fn description(t: &ToolSpec, prefix: &str, named: bool) -> String {
+    let example = match (named, t.example.strip_prefix('{')) {
+        (true, Some(rest)) => format!(r#"{{"namespace":"u1",{rest}"#),
+        _ => t.example.to_string(),
+    };
+    format!("{} Example: {example}", t.description).replace(PREFIX, prefix)
 }
 
-/// The namespace argument is the same everywhere and explained in the
-/// server's instructions: no description per tool.
-fn plain_namespace(schema: &mut Value) {
-    if let Some(Value::Object(ns)) = schema.get_mut("properties").and_then(|p| p.get_mut("namespace")) {
-        ns.remove("description");
-    }
-}
-
-fn remove_namespace(schema: &mut Value) {
+/// Keeps the listed arguments (and `namespace` when calls name one) in a
+/// compact input schema; the namespace's description is the server's
+/// instructions.
+fn keep_only(schema: &mut Value, args: &[&str], named: bool) {
+    let keep = |n: &str| args.contains(&n) || (named && n == "namespace");
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
-        props.remove("namespace");
+        props.retain(|n, _| keep(n));
+        if let Some(Value::Object(ns)) = props.get_mut("namespace") {
+            ns.remove("description");
+        }
     }
     if let Some(Value::Array(req)) = schema.get_mut("required") {
-        req.retain(|r| r != "namespace");
+        req.retain(|r| r.as_str().is_some_and(keep));
     }
 }

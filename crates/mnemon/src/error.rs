@@ -143,6 +143,18 @@ impl Error {
         Error::Io(std::io::Error::new(err.kind(), format!("{}: {err}", path.display())))
     }
 
+    /// [`Error::InvalidInput`] for a value of `field` outside `lo..=hi`,
+    /// worded as every door words it: `must be between 1 and 1000, got 0`
+    /// (see [`range_reason`]).
+    pub fn out_of_range(
+        field: &'static str,
+        lo: impl std::fmt::Display,
+        hi: impl std::fmt::Display,
+        got: impl std::fmt::Display,
+    ) -> Self {
+        Error::invalid(field, range_reason(lo, hi, got))
+    }
+
     /// Shorthand for [`Error::NotFound`].
     pub fn not_found(what: impl Into<String>) -> Self {
         Error::NotFound { what: what.into() }
@@ -166,6 +178,13 @@ impl From<sled::Error> for Error {
             other => Error::Storage(Failure::with_source(other.to_string(), other)),
         }
     }
+}
+
+/// The reason a value outside `lo..=hi` is refused: `must be between 1 and
+/// 1000, got 0`. The one wording of a range, so that every limit reads the
+/// same whichever door it was reached through.
+pub fn range_reason(lo: impl std::fmt::Display, hi: impl std::fmt::Display, got: impl std::fmt::Display) -> String {
+    format!("must be between {lo} and {hi}, got {got}")
 }
 
 /// Result alias used throughout the crate.

@@ -118,7 +118,7 @@ pub use engine::{
     DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES, MAX_TIMELINE_BUCKETS,
 };
 pub use erase::{verify_erasure, CompactionReceipt, ErasureReceipt};
-pub use error::{plain_json_words, Error, Failure, Result};
+pub use error::{plain_json_words, range_reason, Error, Failure, Result};
 pub use event::{Event, EventBody};
 pub use extract::{rule_extract, ExtractionReport};
 pub use projection::{EventCounts, Memory, Observation};

@@ -188,7 +188,7 @@ impl FromStr for Role {
             "assistant" => Ok(Role::Assistant),
             "tool" => Ok(Role::Tool),
             "system" => Ok(Role::System),
-            _ => Err(Error::invalid("role", format!("{s:?}: expected user|assistant|tool|system"))),
+            _ => Err(Error::invalid("role", format!("must be user, assistant, tool or system, got {s:?}"))),
         }
     }
 }
@@ -347,7 +347,7 @@ impl FromStr for Tier {
             "permanent" => Ok(Tier::Permanent),
             _ => Err(Error::invalid(
                 "tier",
-                format!("{s:?}: expected short_term (or short), long_term (or long) or permanent"),
+                format!("must be short_term (or short), long_term (or long) or permanent, got {s:?}"),
             )),
         }
     }

@@ -52,7 +52,7 @@ impl Query {
 
     fn number(&self, k: &str) -> Result<Option<usize>, ApiError> {
         self.get(k)
-            .map(|v| v.parse::<usize>().map_err(|_| ApiError::invalid(k, format!("{v:?} is not a whole number"))))
+            .map(|v| v.parse::<usize>().map_err(|_| ApiError::invalid(k, format!("must be a whole number, got {v:?}"))))
             .transpose()
     }
 
@@ -60,15 +60,16 @@ impl Query {
     fn as_of(&self) -> Result<Option<AsOf>, ApiError> {
         let Some(at) = self.get("at") else { return Ok(None) };
         let time = |s: &str| {
-            parse_time(s).ok_or_else(|| ApiError::invalid("at", format!("{s:?}: expected a date or RFC 3339 time")))
+            parse_time(s)
+                .ok_or_else(|| ApiError::invalid("at", format!("must be a date or an RFC 3339 time, got {s:?}")))
         };
         Ok(Some(match self.get("as_of").unwrap_or("seq") {
-            "seq" => {
-                AsOf::Seq(at.parse().map_err(|_| ApiError::invalid("at", format!("{at:?} is not a log position")))?)
-            }
+            "seq" => AsOf::Seq(
+                at.parse().map_err(|_| ApiError::invalid("at", format!("must be a log position, got {at:?}")))?,
+            ),
             "time" => AsOf::Time(time(at)?),
             "valid_time" => AsOf::ValidTime(time(at)?),
-            other => return Err(ApiError::invalid("as_of", format!("{other:?}: expected seq, time or valid_time"))),
+            other => return Err(ApiError::invalid("as_of", format!("must be seq, time or valid_time, got {other:?}"))),
         }))
     }
 
@@ -132,7 +133,8 @@ pub(super) fn route(ins: &Inspector, path: &str, q: &Query) -> Result<Page, ApiE
         [""] => index(ins),
         ["ns", ns] | ["ns", ns, ""] => namespace(ins, &namespace_of(ins, ns)?, q),
         ["ns", ns, "memory", id] => {
-            let id = id.parse::<u64>().map_err(|_| ApiError::invalid("id", format!("{id:?} is not a memory id")))?;
+            let id =
+                id.parse::<u64>().map_err(|_| ApiError::invalid("id", format!("must be a memory id, got {id:?}")))?;
             chain(ins, &namespace_of(ins, ns)?, MemoryId(id), q)
         }
         ["ns", ns, "timeline"] => timeline(ins, &namespace_of(ins, ns)?, q),
@@ -246,7 +248,7 @@ fn status_filter(q: &Query) -> Result<((bool, bool, bool), Keep), ApiError> {
         other => {
             return Err(ApiError::invalid(
                 "status",
-                format!("{other:?}: expected active, superseded, archived, quarantined or all"),
+                format!("must be active, superseded, archived, quarantined or all, got {other:?}"),
             ))
         }
     };
@@ -262,7 +264,7 @@ fn status_filter(q: &Query) -> Result<((bool, bool, bool), Keep), ApiError> {
 fn namespace(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
     let limit = q.number("limit")?.unwrap_or(DEFAULT_PAGE);
     if !(1..=mnemon_api::budget::MAX_PAGE).contains(&limit) {
-        return Err(ApiError::invalid("limit", format!("{limit}: must be in 1..={}", mnemon_api::budget::MAX_PAGE)));
+        return Err(ApiError::out_of_range("limit", 1, mnemon_api::budget::MAX_PAGE, limit));
     }
     let as_of = q.as_of()?;
     let ((superseded, quarantined, archived), keep) = status_filter(q)?;
@@ -440,7 +442,8 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
     let time = |k: &str| {
         q.get(k)
             .map(|s| {
-                parse_time(s).ok_or_else(|| ApiError::invalid(k, format!("{s:?}: expected a date or RFC 3339 time")))
+                parse_time(s)
+                    .ok_or_else(|| ApiError::invalid(k, format!("must be a date or an RFC 3339 time, got {s:?}")))
             })
             .transpose()
     };
@@ -498,13 +501,22 @@ fn recall(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> 
             record_access: Some(false),
             ..RecallFilters::default()
         };
-        let Response::Recall(r) =
-            ins.call(Request::Recall(RecallRequest { namespace: ns.clone(), query: query.to_string(), filters }))?
+        let Response::Recall(r) = ins.call(Request::Recall(RecallRequest {
+            namespace: ns.clone(),
+            query: query.to_string(),
+            filters,
+            // The page shows each hit's whole record and score.
+            explain: true,
+        }))?
         else {
             return Err(unexpected("recall"));
         };
         omitted = r.omitted;
-        hits = r.hits.iter().map(|h| json!({ "m": row(&h.memory), "score": h.score, "e": h.explain })).collect();
+        hits = r
+            .hits
+            .iter()
+            .filter_map(|h| h.memory.as_ref().map(|m| json!({ "m": row(m), "score": h.score, "e": h.explain })))
+            .collect();
     }
     let ctx = json!({
         "title": format!("{} recall", ns.as_str()),

@@ -385,11 +385,11 @@ impl EngineBuilder {
         }
         if let Some(t) = c.dedup_threshold {
             if !(0.0..=1.0).contains(&t) {
-                return Err(Error::invalid("dedup_threshold", "must be in 0.0..=1.0"));
+                return Err(Error::out_of_range("dedup_threshold", 0, 1, t));
             }
         }
         if !(0.0..=1.0).contains(&c.archive_threshold) {
-            return Err(Error::invalid("archive_threshold", "must be in 0.0..=1.0"));
+            return Err(Error::out_of_range("archive_threshold", 0, 1, c.archive_threshold));
         }
         if c.session_timeout < Duration::from_secs(1) {
             return Err(Error::invalid("session_timeout", "must be at least 1 second"));
@@ -399,7 +399,7 @@ impl EngineBuilder {
         }
         if let Some(t) = c.consolidate_threshold {
             if !(0.0..=1.0).contains(&t) {
-                return Err(Error::invalid("consolidate_threshold", "must be in 0.0..=1.0"));
+                return Err(Error::out_of_range("consolidate_threshold", 0, 1, t));
             }
         }
         if c.half_life < Duration::from_secs(1) {

@@ -189,7 +189,7 @@ impl Engine {
         to: Option<DateTime<Utc>>,
     ) -> Result<Timeline> {
         if !(1..=MAX_TIMELINE_BUCKETS).contains(&buckets) {
-            return Err(Error::invalid("buckets", format!("{buckets}: must be in 1..={MAX_TIMELINE_BUCKETS}")));
+            return Err(Error::out_of_range("buckets", 1, MAX_TIMELINE_BUCKETS, buckets));
         }
         if let (Some(f), Some(t)) = (from, to) {
             if f > t {

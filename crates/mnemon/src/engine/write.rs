@@ -280,7 +280,7 @@ impl Engine {
                 } else {
                     i.to_string()
                 };
-                return Err(Error::invalid("importance", format!("{shown} is outside 0.0..=1.0")));
+                return Err(Error::out_of_range("importance", 0, 1, shown));
             }
         }
         if let Some(es) = &m.entities {
@@ -626,10 +626,10 @@ impl Engine {
     ) -> Result<Vec<(MemoryId, f32)>> {
         self.check_text("query", query)?;
         if !(-1.0..=1.0).contains(&min_similarity) {
-            return Err(Error::invalid("min_similarity", "must be in -1.0..=1.0"));
+            return Err(Error::out_of_range("min_similarity", -1, 1, min_similarity));
         }
         if limit == 0 || limit > 10_000 {
-            return Err(Error::invalid("limit", "must be in 1..=10000"));
+            return Err(Error::out_of_range("limit", 1, 10_000, limit));
         }
         let (redacted, folded) = self.query_forms(query)?;
         let qv = crate::embed::embed_query(self.inner.embedder.as_ref(), &redacted)?;

@@ -24,7 +24,7 @@ impl std::str::FromStr for Lang {
         match s {
             "en" => Ok(Lang::En),
             "zh" => Ok(Lang::Zh),
-            _ => Err(Error::invalid("lang", format!("{s:?}: expected en|zh"))),
+            _ => Err(Error::invalid("lang", format!("must be en or zh, got {s:?}"))),
         }
     }
 }

@@ -54,7 +54,7 @@ impl std::str::FromStr for ImportFormat {
             "jsonl" => Ok(ImportFormat::Jsonl),
             "locomo" => Ok(ImportFormat::Locomo),
             "longmemeval" => Ok(ImportFormat::Longmemeval),
-            _ => Err(Error::invalid("format", format!("{s:?}: expected jsonl|locomo|longmemeval"))),
+            _ => Err(Error::invalid("format", format!("must be jsonl, locomo or longmemeval, got {s:?}"))),
         }
     }
 }
@@ -76,7 +76,7 @@ impl std::str::FromStr for OnError {
         match s {
             "skip" => Ok(OnError::Skip),
             "abort" => Ok(OnError::Abort),
-            _ => Err(Error::invalid("on_error", format!("{s:?}: expected skip|abort"))),
+            _ => Err(Error::invalid("on_error", format!("must be skip or abort, got {s:?}"))),
         }
     }
 }

@@ -298,7 +298,7 @@ impl PartShares {
     pub fn check(self) -> Result<PartShares> {
         for (name, v) in [("profile_share", self.profile), ("recent_share", self.recent)] {
             if !(0.0..=1.0).contains(&v) {
-                return Err(Error::invalid(name, format!("{v}: must be in 0.0..=1.0")));
+                return Err(Error::out_of_range(name, 0, 1, v));
             }
         }
         if self.profile + self.recent > 1.0 {

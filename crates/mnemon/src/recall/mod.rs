@@ -200,7 +200,7 @@ impl Engine {
         }
         crate::text::check_chars("query", query, crate::text::TextField::Body)?;
         if opts.top_k == 0 || opts.top_k > 1000 {
-            return Err(Error::invalid("top_k", "must be in 1..=1000"));
+            return Err(Error::out_of_range("top_k", 1, 1000, opts.top_k));
         }
         // One-line labels, checked as a write checks them: the requester
         // is kept in the log's `accessed` events, and a session filter
@@ -221,15 +221,15 @@ impl Engine {
             ("abstain_unknown_name_below", opts.abstain.map(|a| a.unknown_name_below)),
         ];
         for (name, v) in floors {
-            if v.is_some_and(|m| !(-1.0..=1.0).contains(&m)) {
-                return Err(Error::invalid(name, "must be in -1.0..=1.0"));
+            if let Some(m) = v.filter(|m| !(-1.0..=1.0).contains(m)) {
+                return Err(Error::out_of_range(name, -1, 1, m));
             }
         }
         if !(0.0..=1.0).contains(&opts.weights.time) {
-            return Err(Error::invalid("time_weight", "must be in 0.0..=1.0"));
+            return Err(Error::out_of_range("time_weight", 0, 1, opts.weights.time));
         }
-        if opts.weights.cross_script.is_some_and(|o| !(-1.0..=1.0).contains(&o)) {
-            return Err(Error::invalid("cross_script", "must be in -1.0..=1.0"));
+        if let Some(o) = opts.weights.cross_script.filter(|o| !(-1.0..=1.0).contains(o)) {
+            return Err(Error::out_of_range("cross_script", -1, 1, o));
         }
         Ok(())
     }

@@ -99,7 +99,7 @@ impl std::str::FromStr for RecallMode {
             "dense" => Ok(RecallMode::Dense),
             "lexical" => Ok(RecallMode::Lexical),
             "hybrid" => Ok(RecallMode::Hybrid),
-            _ => Err(crate::Error::invalid("mode", format!("{s:?}: expected dense|lexical|hybrid"))),
+            _ => Err(crate::Error::invalid("mode", format!("must be dense, lexical or hybrid, got {s:?}"))),
         }
     }
 }
@@ -130,7 +130,7 @@ impl std::str::FromStr for SimilarityNorm {
             "auto" => Ok(SimilarityNorm::Auto),
             "raw" => Ok(SimilarityNorm::Raw),
             "minmax" | "min-max" => Ok(SimilarityNorm::MinMax),
-            _ => Err(crate::Error::invalid("similarity_norm", format!("{s:?}: expected auto|raw|minmax"))),
+            _ => Err(crate::Error::invalid("similarity_norm", format!("must be auto, raw or minmax, got {s:?}"))),
         }
     }
 }
