@@ -107,7 +107,7 @@ def test_a_new_store_without_a_model_is_refused(tmp_path, monkeypatch):
         e.remember("u1", "Prefers oolong tea")
     with mnemon.Engine.open(path) as e:
         assert e.model_id == "hashing-v1-384"
-        assert [h.memory.content for h in e.recall("u1", "tea").hits] == ["Prefers oolong tea"]
+        assert [h.content for h in e.recall("u1", "tea").hits] == ["Prefers oolong tea"]
 
 
 def test_a_hashing_store_opened_under_auto_with_a_model_installed_warns(tmp_path, monkeypatch):

@@ -1070,10 +1070,10 @@ async fn stdio_without_a_model_says_so_and_refuses_calls_until_one_is_installed(
         assert!(instructions.contains(part), "{part:?} missing from: {instructions}");
     }
     assert_eq!(c.list_all_tools().await.unwrap().len(), 10);
-    let e = fails(&c, "remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
+    let e = fails(&c, "memory_remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
     assert_eq!(e["code"], "embedder", "{e}");
     assert!(e["message"].as_str().unwrap().contains("mnemon model install e5-small"), "{e}");
-    let e = fails(&c, "recall", json!({"query": "seat"})).await;
+    let e = fails(&c, "memory_recall", json!({"query": "seat"})).await;
     assert_eq!(e["code"], "embedder", "{e}");
     assert!(!data.exists(), "a refused call created {}", data.display());
     let err = lines_of(&log);
@@ -1081,9 +1081,9 @@ async fn stdio_without_a_model_says_so_and_refuses_calls_until_one_is_installed(
     assert!(err.contains("every tool call fails with error code embedder"), "{err}");
 
     if install_e5_into(&models) {
-        ok(&c, "remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
-        let hits = ok(&c, "recall", json!({"query": "where do they like to sit on a plane"})).await;
-        assert_eq!(hits["hits"][0]["memory"]["content"], "Prefers aisle seats", "{hits}");
+        ok(&c, "memory_remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
+        let hits = ok(&c, "memory_recall", json!({"query": "where do they like to sit on a plane"})).await;
+        assert_eq!(hits["hits"][0]["content"], "Prefers aisle seats", "{hits}");
     }
     c.cancel().await.unwrap();
     if models.join("e5-small").exists() {
@@ -1141,7 +1141,7 @@ async fn http_without_a_model_says_so_and_a_hashing_store_gets_a_note() {
     let c = http_client(&server.url(), None).await.unwrap();
     let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
     assert!(instructions.contains("MEMORY IS NOT AVAILABLE") && instructions.contains("e5-small"), "{instructions}");
-    let e = fails(&c, "remember", json!({"namespace": "u", "content": "Prefers aisle seats"})).await;
+    let e = fails(&c, "memory_remember", json!({"namespace": "u", "content": "Prefers aisle seats"})).await;
     assert_eq!(e["code"], "embedder", "{e}");
     drop(c);
     assert!(server.terminate().success());
@@ -1160,7 +1160,7 @@ async fn http_without_a_model_says_so_and_a_hashing_store_gets_a_note() {
     let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
     assert!(instructions.contains("Note for the user: The store at"), "{instructions}");
     assert!(instructions.contains("recalls by exact words only") && instructions.contains(&move_it), "{instructions}");
-    ok(&c, "recall", json!({"namespace": "u", "query": "aisle"})).await;
+    ok(&c, "memory_recall", json!({"namespace": "u", "query": "aisle"})).await;
     drop(c);
     assert!(server.terminate().success());
 }

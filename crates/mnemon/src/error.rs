@@ -92,12 +92,15 @@ pub enum Error {
     /// would never recall by meaning. Nothing was created. Install a model
     /// (`mnemon model install e5-small`), or choose the hashing embedder by
     /// name. See [`crate::embed::embedder_for_store`].
-    #[error("{}", crate::embed::no_model_message(.store, .models_dir))]
+    #[error("{message}")]
     NoModelInstalled {
         /// The data directory the store would have been created in.
         store: PathBuf,
         /// Where models were looked for.
         models_dir: PathBuf,
+        /// What to do, in words: the command that installs the model
+        /// (with its size) and the explicit lexical-only alternative.
+        message: String,
     },
     /// Memory content was refused by the safety policy (personal data with
     /// policy `reject`, or an injected instruction with policy `reject`).

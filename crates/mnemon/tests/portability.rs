@@ -450,7 +450,7 @@ fn a_damaged_store_says_how_to_recover() -> TestResult {
                 failures += 1;
                 let msg = err.to_string();
                 assert!(
-                    msg.contains("mnemon restore --from") && msg.contains("Backup and restore"),
+                    msg.contains("mnemon restore --from") && msg.contains("import-backup-restore"),
                     "flip at {offset}: {msg}"
                 );
                 assert!(!msg.contains("backtrace"), "sled's raw words are not shown: {msg}");

@@ -159,8 +159,8 @@ impl Embedder for HashingEmbedder {
     /// while 91.5% of LoCoMo and 21.2% of LongMemEval questions asked of
     /// another conversation get no memory. A base floor of 0.17 with a name
     /// floor of 0.35 costs 0.86 points on LoCoMo and 1.2 on LongMemEval.
-    fn context_floor(&self) -> crate::recall::Abstain {
-        crate::recall::Abstain { below: 0.15, unknown_name_below: 0.30 }
+    fn context_floor(&self) -> crate::embed::Abstain {
+        crate::embed::Abstain { below: 0.15, unknown_name_below: 0.30 }
     }
 }
 

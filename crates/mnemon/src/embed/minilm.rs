@@ -245,8 +245,8 @@ impl Embedder for MiniLmEmbedder {
     /// memory. A base floor of 0.34 costs the LongMemEval answerable
     /// questions 2.4 points of recall_any@10, a name floor of 0.55 1.2
     /// points.
-    fn context_floor(&self) -> crate::recall::Abstain {
-        crate::recall::Abstain { below: 0.32, unknown_name_below: 0.50 }
+    fn context_floor(&self) -> crate::embed::Abstain {
+        crate::embed::Abstain { below: 0.32, unknown_name_below: 0.50 }
     }
 
     fn embed(&self, texts: &[&str], _kind: EmbedKind) -> Result<Vec<Vec<f32>>> {

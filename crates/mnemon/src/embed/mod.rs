@@ -10,8 +10,11 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
+pub use calibration::{Abstain, SimilarityNorm};
+
 #[cfg(feature = "neural")]
 mod bert;
+mod calibration;
 pub mod hashing;
 pub mod install;
 #[cfg(feature = "neural")]
@@ -28,7 +31,6 @@ pub use install::{
     all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed, InstallReport,
     InstallSource, MINILM,
 };
-pub(crate) use store::no_model_message;
 pub use store::{check_new_store, embedder_for_store, lexical_store_notice, preferred_installed, StoreEmbedder};
 
 /// Whether this processor runs the neural encoders' int8 products with
@@ -75,9 +77,9 @@ pub trait Embedder: Send + Sync {
 
     /// How hybrid recall should scale this model's cosine similarities
     /// before fusing them with BM25 when the caller leaves it to the model
-    /// ([`crate::recall::SimilarityNorm::Auto`]). Default: raw cosine.
-    fn similarity_norm(&self) -> crate::recall::SimilarityNorm {
-        crate::recall::SimilarityNorm::Raw
+    /// ([`SimilarityNorm::Auto`]). Default: raw cosine.
+    fn similarity_norm(&self) -> SimilarityNorm {
+        SimilarityNorm::Raw
     }
 
     /// Added to the cosine of a memory written in another script than the
@@ -124,10 +126,10 @@ pub trait Embedder: Send + Sync {
     /// (`mnemon eval … --abstain auto --unrelated`): the floors that leave
     /// out the most questions asked of the wrong conversation while the
     /// answerable questions of LoCoMo and LongMemEval lose at most one point
-    /// of recall@10. Default [`crate::recall::Abstain::NEVER`] for embedders that
+    /// of recall@10. Default [`Abstain::NEVER`] for embedders that
     /// state none.
-    fn context_floor(&self) -> crate::recall::Abstain {
-        crate::recall::Abstain::NEVER
+    fn context_floor(&self) -> Abstain {
+        Abstain::NEVER
     }
 }
 

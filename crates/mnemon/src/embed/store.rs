@@ -135,7 +135,11 @@ pub fn embedder_for_store(choice: EmbedderChoice, models_dir: &Path, store: &Pat
 /// [`Error::NoModelInstalled`] in that case.
 pub fn check_new_store(choice: EmbedderChoice, models_dir: &Path, store: &Path, recorded: Option<&str>) -> Result<()> {
     if recorded.is_none() && choice == EmbedderChoice::Auto && preferred_installed(models_dir).is_none() {
-        return Err(Error::NoModelInstalled { store: store.to_path_buf(), models_dir: models_dir.to_path_buf() });
+        return Err(Error::NoModelInstalled {
+            store: store.to_path_buf(),
+            models_dir: models_dir.to_path_buf(),
+            message: no_model_message(store, models_dir),
+        });
     }
     Ok(())
 }

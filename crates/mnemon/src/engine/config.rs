@@ -380,7 +380,7 @@ impl EngineBuilder {
         }
         if let Durability::Interval(d) = c.durability {
             if d < Duration::from_millis(1) || d > Duration::from_secs(60) {
-                return Err(Error::invalid("durability", "interval must be 1 ms ..= 60 s"));
+                return Err(Error::invalid("durability", format!("interval must be between 1 ms and 60 s, got {d:?}")));
             }
         }
         if let Some(t) = c.dedup_threshold {
@@ -416,7 +416,7 @@ impl EngineBuilder {
 
 fn check_range(field: &'static str, v: usize, lo: usize, hi: usize) -> Result<()> {
     if v < lo || v > hi {
-        return Err(Error::invalid(field, format!("{v} is outside {lo}..={hi}")));
+        return Err(Error::invalid(field, crate::error::range_reason(lo, hi, v)));
     }
     Ok(())
 }

@@ -775,7 +775,7 @@ fn check_key(k: &str, max: usize) -> Result<()> {
     let form = canonical_id(k);
     let nfkc = if form == k { String::new() } else { format!(" (in NFKC {form:?})") };
     if form.len() < 3 || form.len() > max {
-        return Err(Error::invalid("key", format!("{} bytes{nfkc}; must be 3..={max}", form.len())));
+        return Err(Error::invalid("key", format!("must be between 3 and {max} bytes, got {}{nfkc}", form.len())));
     }
     check_chars("key", &form, TextField::Identifier)?;
     let parts: Vec<&str> = form.split('.').collect();

@@ -16,6 +16,7 @@ mod parts;
 mod score;
 mod when;
 
+pub use crate::embed::{Abstain, SimilarityNorm};
 pub(crate) use context::one_line;
 pub use context::{
     estimate_tokens, render_block, render_context, BlockParts, ContextBlock, PartShares, BLOCK_CLOSE, BLOCK_OPEN,
@@ -23,7 +24,7 @@ pub use context::{
     SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
-pub use score::{Explanation, RecallMode, SimilarityNorm, Weights, SESSION_TOP};
+pub use score::{Explanation, RecallMode, Weights, SESSION_TOP};
 pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
 use chrono::{DateTime, FixedOffset, Utc};
@@ -371,38 +372,7 @@ impl Engine {
     }
 }
 
-/// When recall abstains: returns no hit because nothing stored is relevant
-/// enough ([`RecallOptions::abstain`]). Both floors are query-to-memory
-/// cosines in `-1.0..=1.0` (`-1` turns a rule off); their scale depends on
-/// the embedder ([`crate::embed::Embedder::context_floor`] gives calibrated
-/// values).
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-pub struct Abstain {
-    /// Abstain when no hit has a cosine of at least this.
-    pub below: f32,
-    /// Abstain when the query names something no memory of the namespace
-    /// mentions ([`Engine::unknown_names`]) and no hit has a cosine of at
-    /// least this. Meant to be above `below`: a question about a stranger
-    /// must match more closely to count.
-    pub unknown_name_below: f32,
-}
-
 impl Abstain {
-    /// Never abstains.
-    pub const NEVER: Abstain = Abstain { below: -1.0, unknown_name_below: -1.0 };
-
-    /// `floors` moved to a base floor of `below`, keeping their margin for
-    /// unknown names (`unknown_name_below − below`, at least 0; the result
-    /// at most 1): what one number (`abstain_below` at the command surface)
-    /// sets. `below` ≤ -1 gives [`Abstain::NEVER`].
-    pub fn shifted(floors: Abstain, below: f32) -> Abstain {
-        if below <= -1.0 {
-            return Abstain::NEVER;
-        }
-        let margin = (floors.unknown_name_below - floors.below).max(0.0);
-        Abstain { below, unknown_name_below: (below + margin).min(1.0) }
-    }
-
     /// Whether a recall that found `hits` (best first) abstains;
     /// `unknown_name` tells whether the query names something the namespace
     /// never mentions, and is asked only when the best cosine falls between

@@ -75,6 +75,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::embed::SimilarityNorm;
 use crate::projection::Memory;
 use crate::recall::RecallOptions;
 use crate::types::Tier;
@@ -100,37 +101,6 @@ impl std::str::FromStr for RecallMode {
             "lexical" => Ok(RecallMode::Lexical),
             "hybrid" => Ok(RecallMode::Hybrid),
             _ => Err(crate::Error::invalid("mode", format!("must be dense, lexical or hybrid, got {s:?}"))),
-        }
-    }
-}
-
-/// How hybrid recall scales cosine similarity before the weighted sum (see
-/// the module docs for the formula and the measurements behind it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum SimilarityNorm {
-    /// Whatever the engine's embedder asks for
-    /// ([`crate::embed::Embedder::similarity_norm`]): raw cosine for
-    /// all-MiniLM-L6-v2 and the hashing embedder, min-max for
-    /// multilingual-e5-small.
-    #[default]
-    Auto,
-    /// Cosine as it is, `-1..=1`.
-    Raw,
-    /// Cosine min-max scaled over this recall's candidates to `0..=1`
-    /// (all 1 when every candidate has the same cosine).
-    #[serde(alias = "minmax")]
-    MinMax,
-}
-
-impl std::str::FromStr for SimilarityNorm {
-    type Err = crate::Error;
-    fn from_str(s: &str) -> crate::Result<Self> {
-        match s {
-            "auto" => Ok(SimilarityNorm::Auto),
-            "raw" => Ok(SimilarityNorm::Raw),
-            "minmax" | "min-max" => Ok(SimilarityNorm::MinMax),
-            _ => Err(crate::Error::invalid("similarity_norm", format!("must be auto, raw or minmax, got {s:?}"))),
         }
     }
 }

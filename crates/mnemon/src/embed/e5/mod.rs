@@ -163,8 +163,8 @@ impl Embedder for E5Embedder {
     /// Min-max: e5's cosines are bunched (unrelated pairs ≈ 0.74–0.81), so
     /// hybrid recall rescales them over the candidates (measured gains in
     /// `recall/score.rs`).
-    fn similarity_norm(&self) -> crate::recall::SimilarityNorm {
-        crate::recall::SimilarityNorm::MinMax
+    fn similarity_norm(&self) -> crate::embed::SimilarityNorm {
+        crate::embed::SimilarityNorm::MinMax
     }
 
     /// 0.10 for a question written mostly in CJK script, 0 otherwise:
@@ -220,8 +220,8 @@ impl Embedder for E5Embedder {
     /// 98.5% of LoCoMo and 33.3% of LongMemEval questions asked of another
     /// conversation get no memory. A base floor of 0.81 costs LongMemEval
     /// answerable questions 3.6 points of recall_any@10.
-    fn context_floor(&self) -> crate::recall::Abstain {
-        crate::recall::Abstain { below: 0.80, unknown_name_below: 0.85 }
+    fn context_floor(&self) -> crate::embed::Abstain {
+        crate::embed::Abstain { below: 0.80, unknown_name_below: 0.85 }
     }
 
     /// Embeds texts in batches of up to 32 (and [`MAX_BATCH_TOKENS`]
