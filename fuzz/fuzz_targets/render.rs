@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use mnemon::{render_context, Engine, Hit, Kind, Namespace, NewMemory, RecallOptions};
 
-#[path = "../../tests/common/block.rs"]
+#[path = "../../crates/mnemon/tests/common/block.rs"]
 mod block;
 
 /// A recalled hit from a real store, the template for fuzzed ones.
