@@ -94,7 +94,7 @@ async fn remember_all(c: &Client, tag: &str, n: usize) -> Vec<u64> {
     for i in 0..n {
         let v = call(
             c,
-            "remember",
+            "memory_remember",
             json!({"namespace": "shared", "content": format!("{tag} wrote fact {i} about herons"), "dedup": "off"}),
         )
         .await
