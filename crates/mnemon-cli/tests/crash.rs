@@ -93,7 +93,8 @@ fn mcp_child(dir: &str, acks: &Acks, acks_path: &Path, seed: u64) {
                         let text = format!("mcp memory {word}");
                         let args = serde_json::json!({"namespace": format!("n{n}"), "content": text, "dedup": "off"});
                         let serde_json::Value::Object(args) = args else { return };
-                        let Ok(r) = peer.call_tool(CallToolRequestParams::new("remember").with_arguments(args)).await
+                        let Ok(r) =
+                            peer.call_tool(CallToolRequestParams::new("memory_remember").with_arguments(args)).await
                         else {
                             return;
                         };

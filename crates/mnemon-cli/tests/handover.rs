@@ -49,7 +49,7 @@ async fn a_forwarded_call_never_drops_the_settings_it_chose() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("store");
     let (a, _) = start_with(&data, &["--phone-regions", ""]).await;
-    call(&a, "remember", json!({"namespace": "u1", "content": "a holds the store"})).await.unwrap();
+    call(&a, "memory_remember", json!({"namespace": "u1", "content": "a holds the store"})).await.unwrap();
     for args in [
         vec!["--json", "--phone-regions", "CN", "remember", "--ns", "u1", "我的新手机号是13912345678"],
         vec!["--json", "--phone-regions=GB", "remember", "--ns", "u1", "Landlord mobile 07700 900456"],
@@ -71,7 +71,7 @@ async fn a_forwarded_call_never_drops_the_settings_it_chose() {
     // With the defaults, the holder's regions apply, and the caller is told.
     let (ok, _, err) = mnemon(&data, &["remember", "--ns", "u1", "Likes herons"]);
     assert!(ok && err.contains("whose phone regions apply to this call: none"), "{err}");
-    let v = call(&a, "list", json!({"namespace": "u1"})).await.unwrap();
+    let v = call(&a, "memory_list", json!({"namespace": "u1"})).await.unwrap();
     let texts: Vec<&str> = v["memories"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap()).collect();
     assert_eq!(texts, ["a holds the store", "Likes herons"], "refused calls wrote nothing");
     a.cancel().await.unwrap();
@@ -94,7 +94,7 @@ async fn remember_all(c: &Client, tag: &str, n: usize) -> Vec<u64> {
     for i in 0..n {
         let v = call(
             c,
-            "remember",
+            "memory_remember",
             json!({"namespace": "shared", "content": format!("{tag} wrote fact {i} about herons"), "dedup": "off"}),
         )
         .await
@@ -108,7 +108,7 @@ async fn count(c: &Client) -> usize {
     let mut n = 0;
     let mut cursor = Value::Null;
     loop {
-        let v = call(c, "list", json!({"namespace": "shared", "cursor": cursor, "limit": 1000})).await.unwrap();
+        let v = call(c, "memory_list", json!({"namespace": "shared", "cursor": cursor, "limit": 1000})).await.unwrap();
         n += v["memories"].as_array().unwrap().len();
         match v.get("next_cursor") {
             Some(Value::String(s)) => cursor = Value::String(s.clone()),
@@ -123,7 +123,7 @@ async fn a_second_server_reaches_the_first_and_takes_over_when_it_dies() {
     let data = dir.path().join("store");
     let (a, a_pid) = start(&data).await;
     // The first call makes sure `a` holds the store before `b` starts.
-    call(&a, "remember", json!({"namespace": "shared", "content": "a holds the store"})).await.unwrap();
+    call(&a, "memory_remember", json!({"namespace": "shared", "content": "a holds the store"})).await.unwrap();
     let (b, _) = start(&data).await;
 
     let (ia, ib) = tokio::join!(remember_all(&a, "a", 60), remember_all(&b, "b", 60));
@@ -152,7 +152,7 @@ async fn a_second_server_reaches_the_first_and_takes_over_when_it_dies() {
     // And serves the next one through the socket.
     let (ok, _, err) = mnemon(&data, &["remember", "--ns", "shared", "another CLI fact about herons"]);
     assert!(ok, "{err}");
-    let v = call(&b, "get", json!({"namespace": "shared", "id": cli_id})).await.unwrap();
+    let v = call(&b, "memory_get", json!({"namespace": "shared", "id": cli_id})).await.unwrap();
     assert_eq!(v["content"], "the CLI wrote this about herons");
     b.cancel().await.unwrap();
 
@@ -254,7 +254,7 @@ async fn a_server_and_a_cli_command_creating_one_store_keep_every_write() {
         let out = tokio::task::spawn_blocking(move || cli.wait_with_output().unwrap()).await.unwrap();
         assert!(out.status.success(), "round {round}: {}", String::from_utf8_lossy(&out.stderr));
         let id = serde_json::from_slice::<Value>(&out.stdout).unwrap()["id"].as_u64().unwrap();
-        let v = call(&server, "get", json!({"namespace": "shared", "id": id})).await.unwrap();
+        let v = call(&server, "memory_get", json!({"namespace": "shared", "id": id})).await.unwrap();
         assert_eq!(v["content"], text.as_str(), "round {round}");
         server.cancel().await.unwrap();
         let left: Vec<String> = std::fs::read_dir(dir.path())
