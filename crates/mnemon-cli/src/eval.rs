@@ -21,11 +21,12 @@ use crate::Cli;
 
 #[derive(Args, Debug)]
 pub struct EvalArgs {
-    /// locomo, longmemeval, madial or crosslingual.
+    /// locomo, longmemeval, madial, crosslingual or everyday.
     dataset: String,
     /// The data file (LoCoMo JSON, LongMemEval .jsonl.gz, cross-lingual
-    /// JSON) or directory (MADial). Required except for crosslingual, which
-    /// uses the set built into mnemon when it is left out.
+    /// or everyday JSON) or directory (MADial). Required except for
+    /// crosslingual and everyday, which use the sets built into mnemon when
+    /// it is left out.
     path: Option<PathBuf>,
     /// dev, test or all (splits from SPLITS.md); dev and test are always
     /// reported apart as well.
@@ -338,6 +339,9 @@ fn parse_floors(v: &str) -> Result<mnemon::recall::Abstain> {
 }
 
 pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
+    if args.dataset == "everyday" {
+        return everyday(cli, args);
+    }
     let dataset: Dataset = args.dataset.parse()?;
     let split: SplitFilter = args.split.parse()?;
     let dev_ids = match (&args.dev_ids, dataset) {
@@ -671,4 +675,66 @@ fn context_block(
         println!("{text}");
     }
     backend.engine.close()
+}
+
+/// `mnemon eval everyday`: every scenario of the everyday-questions set on a
+/// fresh store, scored on its `context` block ([`mnemon_eval::everyday`]).
+/// Prints a table by split, language and kind, and the failed dev
+/// scenarios with their blocks (test scenarios are counted only);
+/// `--out` gets the figures and every outcome as JSON.
+fn everyday(cli: &Cli, args: &EvalArgs) -> Result<()> {
+    use mnemon_eval::everyday as ev;
+    let split: SplitFilter = args.split.parse()?;
+    let set = ev::load_everyday(args.path.as_deref())?;
+    let embedder = load_embedder(cli)?;
+    eprintln!("embedder: {}", mnemon::embed::describe(embedder.as_ref()));
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    let chosen: Vec<&ev::Scenario> = set
+        .scenarios
+        .iter()
+        .filter(|s| match split {
+            SplitFilter::Dev => s.split == "dev",
+            SplitFilter::Test => s.split == "test",
+            SplitFilter::All => true,
+        })
+        .take(args.limit.unwrap_or(usize::MAX))
+        .collect();
+    for (i, s) in chosen.iter().enumerate() {
+        let dir = tempfile::tempdir()?;
+        let o = ev::run_scenario(s, &dir.path().join("store"), embedder.clone())?;
+        if !args.quiet {
+            eprintln!("[{}/{}] {} {}", i + 1, chosen.len(), o.id, if o.passed() { "ok" } else { "FAILED" });
+        }
+        outcomes.push(o);
+    }
+    for o in outcomes.iter().filter(|o| o.split == "dev" && !o.passed()) {
+        let s = chosen.iter().find(|s| s.id == o.id).expect("ran it");
+        println!("## {} ({}): {}", o.id, o.kind, s.question);
+        if !o.missing.is_empty() {
+            println!("missing: {}", o.missing.join(", "));
+        }
+        if !o.superseded_shown.is_empty() {
+            println!("superseded shown: {}", o.superseded_shown.join(", "));
+        }
+        if o.order_kept < o.order_checked {
+            println!("older value first");
+        }
+        if o.nothing_relevant && o.relevant_entries > 0 {
+            println!("nothing relevant, yet {} relevant entries", o.relevant_entries);
+        }
+        println!("{}\n", o.block);
+    }
+    let groups = ev::summarise(&outcomes);
+    println!("{}", ev::render_table(&groups));
+    eprintln!("{} scenarios in {:.1}s", outcomes.len(), started.elapsed().as_secs_f64());
+    if let Some(p) = &args.out {
+        let v = serde_json::json!({
+            "embedder": embedder.model_id(),
+            "figures": groups,
+            "outcomes": outcomes,
+        });
+        std::fs::write(p, serde_json::to_string_pretty(&v).map_err(|e| mnemon::Error::invalid("out", e.to_string()))?)?;
+    }
+    Ok(())
 }

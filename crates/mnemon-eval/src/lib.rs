@@ -36,6 +36,7 @@ use mnemon::{Error, Result};
 
 mod answers;
 mod crosslingual;
+pub mod everyday;
 mod locomo;
 mod longmemeval;
 mod madial;
