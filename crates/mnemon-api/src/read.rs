@@ -33,10 +33,12 @@ pub struct RecallFilters {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = -1, max = 1))]
     pub min_similarity: Option<f32>,
-    /// Return no memory unless the best one's cosine reaches this, -1 to 1 (-1: never abstain).
-    /// A query naming something no memory mentions needs the embedder's
-    /// margin more ([`mnemon::recall::Abstain::shifted`]). Default: `context` the
-    /// embedder's floors, `recall` none.
+    /// Cosine a memory needs to count as relevant by meaning, -1 to 1 (-1: never abstain).
+    /// Memories holding the query's rarer words, from the time it names,
+    /// or stating a constraint an advice question needs count too; with
+    /// none, nothing is returned. A query naming something no memory
+    /// mentions needs the embedder's margin more
+    /// ([`mnemon::recall::Abstain::shifted`]). Default: the embedder's floors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = -1, max = 1))]
     pub abstain_below: Option<f32>,
@@ -270,9 +272,11 @@ pub struct RecallResponse {
     pub hits: Vec<Hit>,
     /// Hits left out because the response budget was spent.
     pub omitted: usize,
-    /// True when recall found memories but none reached the abstention
-    /// floor (`abstain_below`; recall has none unless asked): `hits` is
-    /// empty because nothing stored is relevant enough.
+    /// True when recall found memories but none is relevant
+    /// ([`mnemon::recall::Abstain::judge`]: none reached the floor
+    /// `abstain_below`, held the query's rarer words, came from the time it
+    /// names or states a constraint an advice question needs): `hits` is
+    /// empty. The decision is the one `context` makes.
     #[serde(default)]
     pub abstained: bool,
     /// When `abstained`: the names in the query that no memory of the
@@ -303,8 +307,11 @@ impl Call for RecallRequest {
     fn call(self, engine: &Engine, limits: &Limits) -> Result<RecallResponse, ApiError> {
         let mut opts = self.filters.options(RecallOptions::default().top_k, engine.embedder().context_floor())?;
         // Judged here rather than inside the engine's recall, so that the
-        // response can say that it abstained and why.
-        let floors = opts.abstain.take();
+        // response can say that it abstained and why. Recall abstains as
+        // `context` does (the embedder's floors unless `abstain_below`
+        // moves them; -1 turns it off), so the two agree on what is
+        // relevant.
+        let floors = Some(opts.abstain.take().unwrap_or_else(|| engine.embedder().context_floor()));
         // Access is recorded below, for the hits returned only.
         let record_access = std::mem::replace(&mut opts.record_access, false);
         let (mut hits, query_time) = engine.recall_timed(&self.namespace, &self.query, &opts)?;
@@ -312,7 +319,7 @@ impl Call for RecallRequest {
         // has abstained; never for a recall that returns hits.
         let mut unknown_names = Vec::new();
         let abstention = floors.filter(|_| opts.mode != mnemon::recall::RecallMode::Lexical).and_then(|f| {
-            f.judge(&hits, || {
+            f.judge(&self.query, &mut hits, || {
                 unknown_names = engine.unknown_names(&self.namespace, &self.query);
                 !unknown_names.is_empty()
             })

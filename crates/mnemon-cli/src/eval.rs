@@ -292,7 +292,8 @@ impl Backend for EngineBackend {
             self.engine.recall_with_vector(&ns, &query, &qv, &opts)?
         };
         if let Some(a) = self.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
-            if a.abstains(&hits[..hits.len().min(10)], || !self.engine.unknown_names(&ns, &query).is_empty()) {
+            let top = hits.len().min(10);
+            if a.abstains(&query, &mut hits[..top], || !self.engine.unknown_names(&ns, &query).is_empty()) {
                 hits.clear();
             }
         }

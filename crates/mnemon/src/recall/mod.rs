@@ -359,7 +359,7 @@ impl Engine {
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
             let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k);
             if let Some(a) = opts.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
-                if a.abstains(&hits, || !st.lexical.unknown_names(query).is_empty()) {
+                if a.abstains(query, &mut hits, || !st.lexical.unknown_names(query).is_empty()) {
                     hits.clear();
                 }
             }
@@ -372,34 +372,99 @@ impl Engine {
     }
 }
 
+/// Why a hit counts as relevant to its query ([`Abstain::judge`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Grounds {
+    /// Its cosine to the query reached the floor ([`Abstain::below`], or
+    /// [`Abstain::unknown_name_below`] for a question naming something no
+    /// memory mentions).
+    Meaning,
+    /// It holds the query's rarer words: its BM25 score is at least
+    /// [`WORDS_SHARE`] of the query's idf mass (what a memory holding every
+    /// query term once would score), so the words that make the question
+    /// specific are in it.
+    Words,
+    /// It is from the span of time the question names ("last week",
+    /// "上个月"): a question that names a span is answered by the span.
+    Time,
+    /// It states a standing constraint or preference (an allergy, a diet, a
+    /// dislike, a need, a budget, an "always" or "never";
+    /// [`crate::text::intent::is_standing`], or kind `preference`) and the
+    /// question asks for advice or a plan
+    /// ([`crate::text::intent::asks_advice`]): such a memory bears on the
+    /// answer whatever its cosine.
+    Standing,
+    /// Its vector is still pending: it was found by its words and cannot be
+    /// judged by meaning, so it is kept.
+    Pending,
+}
+
+/// Share of the query's idf mass a hit's BM25 score must reach for
+/// [`Grounds::Words`]: half, so a memory holding the rarer half of what the
+/// question names counts, and one sharing only a common word beside a
+/// subject it never mentions ("birthday" for "my sister's birthday" in a
+/// store that only knows the brother's) does not. Chosen on the
+/// everyday-questions dev split.
+pub const WORDS_SHARE: f32 = 0.5;
+
 impl Abstain {
-    /// Whether a recall that found `hits` (best first) abstains;
-    /// `unknown_name` tells whether the query names something the namespace
-    /// never mentions, and is asked only when the best cosine falls between
-    /// the two floors (it scans the query against the lexical index). A hit
-    /// whose vector is still pending counts as reaching every floor (it was
-    /// found lexically and cannot be judged); no hit at all is not an
-    /// abstention, just an empty result.
-    pub fn abstains(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> bool {
-        self.judge(hits, unknown_name).is_some()
+    /// Whether a recall that found `hits` (best first) for `query`
+    /// abstains; see [`Abstain::judge`].
+    pub fn abstains(&self, query: &str, hits: &mut [Hit], unknown_name: impl FnOnce() -> bool) -> bool {
+        self.judge(query, hits, unknown_name).is_some()
     }
 
-    /// [`Abstain::abstains`] with the reason: `Some` with the best hit's
-    /// cosine and the floor it fell under (`below`, or `unknown_name_below`
-    /// when the base floor was reached but the query names something the
-    /// namespace never mentions); `None` when recall does not abstain.
-    pub fn judge(&self, hits: &[Hit], unknown_name: impl FnOnce() -> bool) -> Option<Abstention> {
-        if hits.is_empty() || hits.iter().any(|h| h.explain.vector_pending) {
+    /// Judges each hit's relevance to `query`, setting its
+    /// [`Explanation::grounds`], and says whether the recall abstains: it
+    /// does when hits were found and none has grounds. A hit is relevant
+    /// when its cosine reaches [`Abstain::below`] ([`Grounds::Meaning`]),
+    /// it holds the query's rarer words ([`Grounds::Words`]), it is from
+    /// the span of time the query names ([`Grounds::Time`]), it states a
+    /// standing constraint and the query asks for advice or a plan
+    /// ([`Grounds::Standing`]), or its vector is pending
+    /// ([`Grounds::Pending`]). When the query names something no memory
+    /// mentions (`unknown_name`, asked only when it would decide: it scans
+    /// the query against the lexical index) and does not ask for advice (a
+    /// plan names places and things the store has not heard of), meaning
+    /// must reach [`Abstain::unknown_name_below`] and words do not count.
+    /// No hit at all is not an abstention, just an empty result.
+    ///
+    /// Returns `Some` with the best hit's cosine and the floor it fell under
+    /// when recall abstains, `None` otherwise.
+    pub fn judge(&self, query: &str, hits: &mut [Hit], unknown_name: impl FnOnce() -> bool) -> Option<Abstention> {
+        if hits.is_empty() {
             return None;
         }
+        let advice = crate::text::intent::asks_advice(query);
         let best = hits.iter().map(|h| h.explain.similarity).fold(f32::NEG_INFINITY, f32::max);
-        if best < self.below {
-            Some(Abstention { best_similarity: best, floor: self.below })
-        } else if best < self.unknown_name_below && unknown_name() {
-            Some(Abstention { best_similarity: best, floor: self.unknown_name_below })
-        } else {
-            None
+        // The unknown-name rule decides only where meaning or words would
+        // otherwise ground a hit below its floor.
+        let words = |h: &Hit| h.explain.query_idf > 0.0 && h.explain.lexical >= WORDS_SHARE * h.explain.query_idf;
+        let needs_names = !advice
+            && hits.iter().any(|h| (h.explain.similarity >= self.below && h.explain.similarity < self.unknown_name_below) || words(h));
+        let stranger = needs_names && unknown_name();
+        let floor = if stranger { self.unknown_name_below.max(self.below) } else { self.below };
+        let mut any = false;
+        for h in hits.iter_mut() {
+            let e = &h.explain;
+            let grounds = if e.vector_pending {
+                Some(Grounds::Pending)
+            } else if e.similarity >= floor {
+                Some(Grounds::Meaning)
+            } else if !stranger && words(h) {
+                Some(Grounds::Words)
+            } else if e.time >= 1.0 {
+                Some(Grounds::Time)
+            } else if advice && (h.memory.kind == crate::types::Kind::Preference || crate::text::intent::is_standing(&h.memory.content)) {
+                Some(Grounds::Standing)
+            } else {
+                None
+            };
+            any |= grounds.is_some();
+            h.explain.grounds = grounds;
         }
+        (!any).then_some(Abstention { best_similarity: best, floor })
     }
 }
 

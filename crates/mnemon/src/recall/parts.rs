@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::context::{render_block, BlockParts, ContextBlock, PartShares};
-use super::RecallOptions;
+use super::{Hit, RecallOptions};
 use crate::engine::{AsOf, Engine, ListOptions, ReadPoint};
 use crate::error::{Error, Result};
 use crate::projection::{Memory, Observation};
@@ -146,11 +146,16 @@ impl Engine {
             _ => Vec::new(),
         };
         let unknown_names = self.unknown_names(ns, query);
-        let abstention = Some(floors)
-            .filter(|_| recall.mode != super::RecallMode::Lexical)
-            .and_then(|f| f.judge(&hits, || !unknown_names.is_empty()));
+        let judged = recall.mode != super::RecallMode::Lexical;
+        let abstention =
+            Some(floors).filter(|_| judged).and_then(|f| f.judge(query, &mut hits, || !unknown_names.is_empty()));
         if abstention.is_some() {
             hits.clear();
+        } else if judged {
+            // The relevant part holds what has grounds only: a small store's
+            // unrelated memories never fill it.
+            hits.retain(|h| h.explain.grounds.is_some());
+            self.newer_values_first(ns, &mut hits);
         }
         let block = render_block(
             BlockParts {
@@ -174,5 +179,58 @@ impl Engine {
             None => ReadPoint::at(self.last_seq()),
             Some(at) => self.as_of(ns, at)?.point(),
         })
+    }
+}
+
+/// How far below the near-duplicate threshold two memories' cosine may be
+/// for them to count as the same attribute of the same subject when their
+/// facts differ ([`Engine::newer_values_first`]). Chosen on the
+/// everyday-questions dev split.
+pub const SAME_ATTRIBUTE_MARGIN: f32 = 0.10;
+
+impl Engine {
+    /// Puts a newer value of a fact before an older one it changes, among
+    /// `hits` (best first): where a later hit's memory holds in a later
+    /// time (event time, else write time) than an earlier hit's, restates
+    /// the same attribute of the same subject (the two memories' cosine is
+    /// at least the near-duplicate threshold less [`SAME_ATTRIBUTE_MARGIN`])
+    /// and differs in its facts ([`crate::dedup::differing_facts`]: another
+    /// city, employer or number), the newer one moves to the older one's
+    /// rank. "I live in Hangzhou" then "I moved to Shanghai now", both
+    /// stored without a slot key, show Shanghai first; nothing is dropped.
+    pub(crate) fn newer_values_first(&self, ns: &Namespace, hits: &mut Vec<Hit>) {
+        if hits.len() < 2 {
+            return;
+        }
+        let threshold = self.dedup_threshold() - SAME_ATTRIBUTE_MARGIN;
+        let vectors: Vec<Option<Vec<f32>>> = {
+            let state = self.shared().state.read();
+            let Some(st) = state.ns(ns) else {
+                return;
+            };
+            hits.iter().map(|h| st.vectors.get(h.memory.id.0)).collect()
+        };
+        let mut order: Vec<usize> = (0..hits.len()).collect();
+        // Each later hit moves at most once, before the first older value
+        // it changes.
+        for j in 1..hits.len() {
+            let pos_j = order.iter().position(|&x| x == j).unwrap_or(j);
+            let Some(vj) = &vectors[j] else { continue };
+            let target = order[..pos_j].iter().position(|&i| {
+                let (a, b) = (&hits[i].memory, &hits[j].memory);
+                vectors[i].as_ref().is_some_and(|vi| vi.iter().zip(vj).map(|(x, y)| x * y).sum::<f32>() >= threshold)
+                    && b.effective_time() > a.effective_time()
+                    && crate::dedup::differing_facts(&a.content, &b.content).is_some()
+            });
+            if let Some(t) = target {
+                let moved = order.remove(pos_j);
+                order.insert(t, moved);
+            }
+        }
+        if order.iter().enumerate().all(|(k, &i)| k == i) {
+            return;
+        }
+        let mut taken: Vec<Option<Hit>> = std::mem::take(hits).into_iter().map(Some).collect();
+        *hits = order.into_iter().filter_map(|i| taken[i].take()).collect();
     }
 }

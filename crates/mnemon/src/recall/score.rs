@@ -224,6 +224,12 @@ pub struct Explanation {
     /// was found lexically only, and `similarity` is 0.
     #[serde(default)]
     pub vector_pending: bool,
+    /// Why the hit counts as relevant to the query, when a recall judged
+    /// relevance ([`crate::recall::Abstain`]: `context`, and `recall` with
+    /// its default abstention); absent when it was not judged or is not
+    /// relevant (then `context` leaves it out of the block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grounds: Option<crate::recall::Grounds>,
 }
 
 /// Blends each hit's score with its session's score (see
@@ -321,5 +327,6 @@ pub(crate) fn explain(
         score,
         collapsed: 0,
         vector_pending: false,
+        grounds: None,
     }
 }

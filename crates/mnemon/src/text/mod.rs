@@ -19,6 +19,7 @@
 
 pub mod chars;
 pub(crate) mod fold;
+pub mod intent;
 pub(crate) mod lexicon;
 mod tokenize;
 
