@@ -724,7 +724,12 @@ fn everyday(cli: &Cli, args: &EvalArgs) -> Result<()> {
         if o.nothing_relevant && o.relevant_entries > 0 {
             println!("nothing relevant, yet {} relevant entries", o.relevant_entries);
         }
-        println!("{}\n", o.block);
+        println!("{}", o.block);
+        println!("recall:");
+        for h in &o.hits {
+            println!("  {h}");
+        }
+        println!();
     }
     let groups = ev::summarise(&outcomes);
     println!("{}", ev::render_table(&groups));

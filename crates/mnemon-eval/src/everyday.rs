@@ -235,6 +235,10 @@ pub struct Outcome {
     pub abstained: bool,
     /// The block.
     pub block: String,
+    /// What `recall` (with `explain`) ranks for the question, best first:
+    /// one line per hit with its cosine, normalised BM25, time proximity
+    /// and grounds, to read why the block is what it is.
+    pub hits: Vec<String>,
 }
 
 impl Outcome {
@@ -324,6 +328,35 @@ pub fn run_scenario(s: &Scenario, dir: &Path, embedder: Arc<dyn Embedder>) -> Re
     let Response::Context(block) = api(&engine, "context", args)? else {
         return Err(Error::invalid("context", "unexpected response"));
     };
+    let mut args = json!({
+        "namespace": ns.as_str(),
+        "query": s.question,
+        "reference_time": s.reference_time,
+        "record_access": false,
+        "explain": true,
+        "abstain_below": -1.0,
+    });
+    if let Some(cur) = &s.current_session {
+        args["current_session"] = json!(cur);
+    }
+    let Response::Recall(recalled) = api(&engine, "recall", args)? else {
+        return Err(Error::invalid("recall", "unexpected response"));
+    };
+    let hits = recalled
+        .hits
+        .iter()
+        .map(|h| {
+            let e = h.explain.as_ref();
+            let head: String = h.content.chars().take(70).collect();
+            format!(
+                "cos {:.3} bm25 {:.2} time {:.2} score {:.3} | {head}",
+                e.map_or(0.0, |e| e.similarity),
+                e.map_or(0.0, |e| e.lexical_norm),
+                e.map_or(0.0, |e| e.time),
+                h.score,
+            )
+        })
+        .collect();
     let text = block.text.as_str();
     let content = |name: &str| -> Option<&str> {
         s.memories
@@ -382,6 +415,7 @@ pub fn run_scenario(s: &Scenario, dir: &Path, embedder: Arc<dyn Embedder>) -> Re
         relevant_entries: block.included,
         abstained: block.abstained,
         block: block.text.clone(),
+        hits,
     })
 }
 

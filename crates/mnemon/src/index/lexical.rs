@@ -422,6 +422,51 @@ impl LexicalIndex {
                 out.push(name.to_string());
             }
         }
+        for word in self.unknown_relations(query) {
+            if !out.contains(&word) {
+                out.push(word);
+            }
+        }
+        out
+    }
+
+    /// The relation words of `query` (kin and the people of one's life:
+    /// "sister", "landlord", "dentist", "表妹", "二舅", "外婆"; [`RELATIONS`])
+    /// that no document names by any word of their group ("mom" is known
+    /// where a document says "mother"), each group once, in the order of
+    /// [`RELATIONS`]. A question about one's sister in a store that only
+    /// knows the brother is about someone it does not hold.
+    pub fn unknown_relations(&self, query: &str) -> Vec<String> {
+        let lower = query.to_lowercase().replace('’', "'");
+        let words: Vec<&str> = lower
+            .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+            .map(|w| w.strip_suffix("'s").unwrap_or(w).trim_matches('\''))
+            .collect();
+        let known = |w: &str| {
+            let terms = tokenize(w);
+            !terms.is_empty()
+                && terms.iter().all(|t| {
+                    self.term_id(t).and_then(|tid| self.postings.get(tid as usize)).is_some_and(|l| !l.is_empty())
+                })
+        };
+        let mut out = Vec::new();
+        for group in RELATIONS {
+            let named = group.iter().find(|w| {
+                if w.chars().all(|c| c.is_ascii()) {
+                    words.contains(w)
+                } else {
+                    // A longer relation holding this one ("外甥女" holds
+                    // "外甥") is the one named.
+                    lower.contains(*w)
+                        && !RELATIONS.iter().flat_map(|g| g.iter()).any(|o| o.len() > w.len() && o.contains(*w) && lower.contains(o))
+                }
+            });
+            if let Some(w) = named {
+                if !group.iter().any(|g| known(g)) {
+                    out.push((*w).to_string());
+                }
+            }
+        }
         out
     }
 
@@ -576,6 +621,99 @@ const KINSHIP_WORDS: &[&str] = &[
     "husband",
     "baby",
     "honey",
+];
+
+/// Relation words by group (a group is known where any of its words is):
+/// kin and the people of one's life, in English and Chinese. A closed
+/// class: a relation missing here only leaves its question to the cosine
+/// floor.
+pub const RELATIONS: &[&[&str]] = &[
+    &["mom", "mommy", "mum", "mummy", "mother", "mama"],
+    &["dad", "daddy", "father", "papa"],
+    &["grandma", "granny", "grandmother", "nana", "gran"],
+    &["grandpa", "grandfather", "grandad", "granddad"],
+    &["aunt", "auntie"],
+    &["uncle"],
+    &["sister", "sis"],
+    &["brother", "bro"],
+    &["cousin"],
+    &["niece"],
+    &["nephew"],
+    &["wife"],
+    &["husband"],
+    &["son"],
+    &["daughter"],
+    &["boyfriend"],
+    &["girlfriend"],
+    &["fiance", "fiancee", "fiancé", "fiancée"],
+    &["stepmother", "stepmom"],
+    &["stepfather", "stepdad"],
+    &["in-laws", "mother-in-law", "father-in-law"],
+    &["boss", "manager", "supervisor"],
+    &["colleague", "coworker", "co-worker"],
+    &["roommate", "flatmate", "housemate"],
+    &["neighbor", "neighbour"],
+    &["landlord", "landlady"],
+    &["dentist", "orthodontist"],
+    &["therapist", "counselor", "counsellor", "psychologist"],
+    &["vet", "veterinarian"],
+    &["babysitter", "nanny"],
+    &["tutor"],
+    &["coach", "trainer"],
+    &["lawyer", "attorney"],
+    &["accountant"],
+    &["mechanic"],
+    &["plumber"],
+    &["hairdresser", "barber", "stylist"],
+    &["妈妈", "母亲", "老妈"],
+    &["爸爸", "父亲", "老爸"],
+    &["外婆", "姥姥"],
+    &["外公", "姥爷"],
+    &["奶奶", "祖母"],
+    &["爷爷", "祖父"],
+    &["表妹"],
+    &["表姐"],
+    &["表弟"],
+    &["表哥"],
+    &["堂妹"],
+    &["堂姐"],
+    &["堂弟"],
+    &["堂哥"],
+    &["姐姐"],
+    &["妹妹"],
+    &["哥哥"],
+    &["弟弟"],
+    &["老婆", "妻子", "太太", "爱人"],
+    &["老公", "丈夫"],
+    &["舅舅", "舅妈"],
+    &["大舅"],
+    &["二舅"],
+    &["小舅"],
+    &["姑姑", "姑妈"],
+    &["大姑"],
+    &["二姑"],
+    &["小姑"],
+    &["阿姨", "姨妈"],
+    &["大姨"],
+    &["二姨"],
+    &["小姨"],
+    &["叔叔"],
+    &["伯伯", "大伯"],
+    &["儿子"],
+    &["女儿"],
+    &["侄子"],
+    &["侄女"],
+    &["外甥女"],
+    &["外甥"],
+    &["岳父", "岳母", "岳父母", "公公", "婆婆"],
+    &["男朋友", "男友"],
+    &["女朋友", "女友"],
+    &["同事"],
+    &["老板", "领导", "上司"],
+    &["室友"],
+    &["邻居"],
+    &["房东"],
+    &["牙医"],
 ];
 
 /// The first word of every sentence of `text` (after its start, or after

@@ -23,7 +23,7 @@ pub use context::{
     BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT,
     SECTION_RELEVANT, TRUNCATED_FIELD,
 };
-pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET};
+pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN};
 pub use score::{Explanation, RecallMode, Weights, SESSION_TOP};
 pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
@@ -398,6 +398,10 @@ pub enum Grounds {
     /// Its vector is still pending: it was found by its words and cannot be
     /// judged by meaning, so it is kept.
     Pending,
+    /// A newer value of a relevant memory's fact, stored without a slot key
+    /// ("I moved to Shanghai now" after "I live in Hangzhou"): `context`
+    /// puts it before the older one (see [`SAME_ATTRIBUTE_MARGIN`]).
+    Newer,
 }
 
 /// Share of the query's idf mass a hit's BM25 score must reach for

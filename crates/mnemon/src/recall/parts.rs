@@ -154,8 +154,8 @@ impl Engine {
         } else if judged {
             // The relevant part holds what has grounds only: a small store's
             // unrelated memories never fill it.
-            hits.retain(|h| h.explain.grounds.is_some());
             self.newer_values_first(ns, &mut hits);
+            hits.retain(|h| h.explain.grounds.is_some());
         }
         let block = render_block(
             BlockParts {
@@ -196,8 +196,10 @@ impl Engine {
     /// at least the near-duplicate threshold less [`SAME_ATTRIBUTE_MARGIN`])
     /// and differs in its facts ([`crate::dedup::differing_facts`]: another
     /// city, employer or number), the newer one moves to the older one's
-    /// rank. "I live in Hangzhou" then "I moved to Shanghai now", both
-    /// stored without a slot key, show Shanghai first; nothing is dropped.
+    /// rank, and counts as relevant ([`super::Grounds::Newer`]) where the
+    /// older one does. "I live in Hangzhou" then "I moved to Shanghai now",
+    /// both stored without a slot key, show Shanghai first; nothing is
+    /// dropped.
     pub(crate) fn newer_values_first(&self, ns: &Namespace, hits: &mut Vec<Hit>) {
         if hits.len() < 2 {
             return;
@@ -224,7 +226,11 @@ impl Engine {
             });
             if let Some(t) = target {
                 let moved = order.remove(pos_j);
+                let older = order[t];
                 order.insert(t, moved);
+                if hits[j].explain.grounds.is_none() && hits[older].explain.grounds.is_some() {
+                    hits[j].explain.grounds = Some(super::Grounds::Newer);
+                }
             }
         }
         if order.iter().enumerate().all(|(k, &i)| k == i) {
