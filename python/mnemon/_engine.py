@@ -875,7 +875,7 @@ class Engine:
         -1.0 to always recall). The block's dates are days at the offset of
         `reference_time` when it is given, else UTC dates.
 
-        Returns `ContextBlock`: `context` (the block), `memories` (recalled entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `profile` / `profile_skipped` (profile entries shown / left out), `recent` / `recent_skipped` (turns shown / left out), `in_profile` (hits not repeated because the profile shows them), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
+        Returns `ContextBlock`: `context` (the block), `memories` (recalled entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `profile` / `profile_skipped` (profile entries shown / left out), `recent` / `recent_skipped` (turns shown / left out), `recent_truncated` (turns cut to fit, 0 or 1), `in_profile` (hits not repeated because the profile shows them), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
 
         Raises:
             InvalidInputError: a budget outside 1..(cap/2), a share outside

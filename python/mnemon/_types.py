@@ -439,11 +439,11 @@ class ContextBlock(Record):
     A rendered prompt block and what went into it. In JSON (the `context` response of
     the command surface) `text` is `context` and `included` is `memories`. Counts added
     after the first release (`profile`, `profile_skipped`, `recent`, `recent_skipped`,
-    `in_profile`) read as 0 from JSON that lacks them.
+    `recent_truncated`, `in_profile`) read as 0 from JSON that lacks them.
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'recent_truncated', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -505,13 +505,25 @@ class ContextBlock(Record):
 
     @property
     def recent(self) -> Optional[int]:
-        """Turns of the current session rendered in the recent part."""
+        """Turns of the current session rendered in the recent part (whole or cut)."""
         return self._data.get("recent")
 
     @property
     def recent_skipped(self) -> Optional[int]:
-        """Older turns of the current session left out for lack of the part's budget."""
+        """
+        Turns of the current session left out for lack of the part's budget (`recent +
+        recent_skipped` = turns given). A turn too long for what is left is skipped and
+        older ones are still packed, so the part may have gaps.
+        """
         return self._data.get("recent_skipped")
+
+    @property
+    def recent_truncated(self) -> Optional[int]:
+        """
+        Turns of the recent part cut to fit (0 or 1): the newest turn the part could not
+        hold whole, marked like a cut memory; counted in `recent`.
+        """
+        return self._data.get("recent_truncated")
 
     @property
     def skipped(self) -> int:

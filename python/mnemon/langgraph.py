@@ -20,8 +20,9 @@ Mapping:
   never occurs in an escaped name). Every tuple used is recorded in the
   catalogue namespace `<prefix>::catalog`, which `list_namespaces` reads.
 * An item is one memory (tier `permanent`, so lifecycle maintenance never
-  archives it): content is the value as JSON text (what recall embeds and
-  indexes), the slot key and the session are `item.<escaped key>` (the
+  archives it): content is the value as JSON text, which recall embeds and
+  indexes by its values (string, number and boolean leaves), not its key
+  names, so a query for a key name does not match every item; the slot key and the session are `item.<escaped key>` (the
   slot key makes a later put supersede it; the session finds it), and the
   key itself is kept as the memory's `source_ref`. `created_at` is when the
   key's first version was written, `updated_at` when the current one was.

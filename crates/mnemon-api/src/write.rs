@@ -101,7 +101,9 @@ impl MemoryFields {
 pub struct RememberRequest {
     /// Namespace: 1–128 characters of `[A-Za-z0-9_.:@-]`.
     pub namespace: Namespace,
-    /// The fact, one self-contained statement.
+    /// The fact, one self-contained statement. Stored and shown verbatim. A JSON object or array (as the
+    /// LangGraph store writes) is searched by its values: embedding, BM25 and the script check read its string,
+    /// number and boolean leaves joined by ". ", not its braces and key names.
     pub content: String,
     /// Optional fields of the memory.
     #[serde(flatten)]

@@ -228,11 +228,21 @@ proptest! {
 
 /// A turn entry checked against the turn it came from.
 fn check_turn(p: &Parsed, role: Role, text: &str) -> Result<(), TestCaseError> {
-    prop_assert_eq!(&p.meta, &vec![role.to_string()]);
     prop_assert!(!p.truncated);
+    check_turn_or_cut(p, role, text)
+}
+
+/// A turn entry, whole or cut, checked against the turn it came from.
+fn check_turn_or_cut(p: &Parsed, role: Role, text: &str) -> Result<(), TestCaseError> {
+    prop_assert_eq!(&p.meta, &vec![role.to_string()]);
     prop_assert!(!p.content.chars().any(angle_like), "angle bracket survived in {:?}", p.content);
     prop_assert!(!p.content.chars().any(|c| invisible(c) && !kept_invisible(c)), "{:?}", p.content);
-    same_signature(text, &p.content)
+    if p.truncated {
+        prop_assert!(signature(text).starts_with(&shown(&p.content)?));
+        Ok(())
+    } else {
+        same_signature(text, &p.content)
+    }
 }
 
 proptest! {
@@ -268,7 +278,8 @@ proptest! {
 
     /// Under any budget and shares the block stays within the budget, each
     /// share-limited part within its share, parses, and counts what it
-    /// left out; the recent part is the newest turns, unbroken.
+    /// left out; the recent part holds turns in the session's order, at
+    /// most one of them cut.
     #[test]
     fn any_budget_and_shares_keep_the_grammar(
         profile in prop::collection::vec(fields(), 0..4),
@@ -288,6 +299,7 @@ proptest! {
         prop_assert_eq!(block.included + block.skipped + block.in_profile, hits.len());
         prop_assert!(block.skipped_in_both <= block.skipped.min(block.profile_skipped));
         prop_assert!(block.truncated <= 1);
+        prop_assert!(block.recent_truncated <= 1);
         if block.text.is_empty() {
             prop_assert_eq!(block.included + block.profile + block.recent, 0);
             return Ok(());
@@ -313,9 +325,21 @@ proptest! {
         if p_share == 0.0 {
             prop_assert_eq!(block.profile, 0);
         }
-        // The newest turns, oldest first, none missing in between.
-        for (p, (r, t)) in s.recent.iter().zip(&turns[turns.len() - s.recent.len()..]) {
-            check_turn(p, *r, t)?;
+        // Turns oldest first, each matching a later turn; the cut one, if
+        // any, is the newest turn left out whole.
+        prop_assert_eq!(s.recent.iter().filter(|p| p.truncated).count(), block.recent_truncated);
+        let mut next = 0;
+        let mut shown = Vec::new();
+        for p in &s.recent {
+            let k = (next..turns.len()).find(|&k| check_turn_or_cut(p, turns[k].0, &turns[k].1).is_ok());
+            prop_assert!(k.is_some(), "turn entry {:?} matches no later turn", p);
+            next = k.unwrap_or(0) + 1;
+            shown.push((next - 1, p.truncated));
+        }
+        if let Some(&(k, _)) = shown.iter().find(|(_, cut)| *cut) {
+            prop_assert!(shown.iter().filter(|(_, cut)| !*cut).all(|&(j, _)| j != k));
+            let newest_left_out = (0..turns.len()).rev().find(|j| !shown.iter().any(|&(i, cut)| i == *j && !cut));
+            prop_assert_eq!(newest_left_out, Some(k));
         }
         // Profile entries in order, each matching a later profile memory.
         let mut next = 0;
@@ -761,6 +785,99 @@ fn recent_turns_are_ordered_by_when_they_were_said() {
     let ferry = block.text.find("ferry on the tenth").expect("ferry turn");
     let train = block.text.find("train on the twentieth").expect("train turn");
     assert!(ferry < train, "{}", block.text);
+}
+
+/// One long newest turn does not push the earlier short ones out of the
+/// recent part: they are kept, and the long one is cut to what is left and
+/// marked, the part still oldest first.
+#[test]
+fn a_long_newest_turn_is_cut_and_the_short_older_ones_kept() {
+    let long =
+        "Here is the whole itinerary for the trip, every train, hotel and museum with its opening hours, ".repeat(12);
+    let texts =
+        ["I'm allergic to peanuts", "Noted, no peanuts.", "Book dinner for Friday", "Done: 8 pm.", long.as_str()];
+    let roles = [Role::User, Role::Assistant, Role::User, Role::Assistant, Role::Assistant];
+    let obs: Vec<Observation> =
+        texts.iter().zip(roles).enumerate().map(|(i, (t, r))| turn(r, t, i as u64 + 1)).collect();
+    let parts = BlockParts { recent: &obs, ..BlockParts::default() };
+    let block = render_block(parts, 600, PartShares::default());
+    assert_eq!((block.recent, block.recent_skipped, block.recent_truncated), (5, 0, 1), "{}", block.text);
+    let s = parse_sections(&block.text).expect("grammar");
+    let shown: Vec<(&str, bool)> = s.recent.iter().map(|p| (p.content.as_str(), p.truncated)).collect();
+    assert_eq!(&shown[..4], &texts[..4].iter().map(|t| (*t, false)).collect::<Vec<_>>()[..], "{}", block.text);
+    assert!(shown[4].1 && long.starts_with(shown[4].0) && shown[4].0.len() < long.len(), "{}", block.text);
+    assert!(block.text.contains("(assistant; truncated) Here is the whole itinerary"), "{}", block.text);
+    assert!(block.text.contains(" …\n</memories>"), "{}", block.text);
+    assert!(block.tokens <= 600);
+    // Without room for a cut, the long turn is left out and the rest kept.
+    let tight = render_block(BlockParts { recent: &obs, ..BlockParts::default() }, 300, PartShares::default());
+    let s = parse_sections(&tight.text).expect("grammar");
+    assert_eq!((tight.recent, tight.recent_skipped, tight.recent_truncated), (4, 1, 0), "{}", tight.text);
+    assert_eq!(s.recent.iter().map(|p| p.content.as_str()).collect::<Vec<_>>(), texts[..4], "{}", tight.text);
+}
+
+/// Over a table of budgets, shares and turn lengths, the block stays within
+/// its budget, the recent part within its share, and the part keeps the
+/// session's order with at most one cut turn, the newest one left out whole.
+#[test]
+fn the_recent_part_stays_within_budget_and_in_order() {
+    let lengths: [&[usize]; 4] = [&[5, 400, 6, 900], &[900, 5, 5, 5], &[5, 5, 5, 2000], &[300, 300, 300]];
+    for lens in lengths {
+        let texts: Vec<String> = lens
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                format!("turn{i} {}", "word 我 ".repeat(n / 6 + 1))
+                    .chars()
+                    .take(n.max(6))
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect();
+        let obs: Vec<Observation> = texts.iter().enumerate().map(|(i, t)| turn(Role::User, t, i as u64 + 1)).collect();
+        for budget in (0..1200).step_by(37) {
+            for share in [0.0f32, 0.1, 0.25, 0.5, 1.0] {
+                let shares = PartShares { profile: 0.0, recent: share };
+                let block = render_block(BlockParts { recent: &obs, ..BlockParts::default() }, budget, shares);
+                let ctx = format!("{lens:?} budget {budget} share {share}: {}", block.text);
+                assert!(block.tokens <= budget, "{ctx}");
+                assert_eq!(block.recent + block.recent_skipped, obs.len(), "{ctx}");
+                assert!(block.recent_truncated <= 1, "{ctx}");
+                if block.text.is_empty() {
+                    continue;
+                }
+                let s = parse_sections(&block.text).expect("grammar");
+                let part: String = block
+                    .text
+                    .lines()
+                    .filter(|l| l.starts_with("- ") || *l == mnemon::recall::SECTION_RECENT)
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                let cap = (f64::from(share) * budget as f64).floor() as usize;
+                assert!(mnemon::recall::estimate_tokens(&part) <= cap, "{ctx}");
+                // Each entry is the next turn it matches, in order.
+                let mut next = 0;
+                let mut cut = None;
+                for p in &s.recent {
+                    let k = (next..texts.len())
+                        .find(|&k| if p.truncated { texts[k].starts_with(&p.content) } else { texts[k] == p.content })
+                        .unwrap_or_else(|| panic!("{p:?} out of order: {ctx}"));
+                    if p.truncated {
+                        cut = Some(k);
+                    }
+                    next = k + 1;
+                }
+                assert_eq!(usize::from(cut.is_some()), block.recent_truncated, "{ctx}");
+                if let Some(k) = cut {
+                    let whole: Vec<&str> =
+                        s.recent.iter().filter(|p| !p.truncated).map(|p| p.content.as_str()).collect();
+                    let newest_left_out = (0..texts.len()).rev().find(|&j| !whole.contains(&texts[j].as_str()));
+                    assert_eq!(newest_left_out, Some(k), "{ctx}");
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -430,3 +430,43 @@ fn session_scores_blend_the_best_two_of_each_session() -> R {
     assert!(on[0].memory.session.as_deref() == Some("trip"), "{:?}", on[0].memory.content);
     Ok(())
 }
+
+/// A JSON object (what the LangGraph store writes) is searched by its
+/// values: its key names match nothing, its values do, and its script is
+/// the values' script. Recall still returns the content as stored.
+#[test]
+fn a_json_memory_is_searched_by_its_values() -> R {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::builder(dir.path()).embedder(Arc::new(HashingEmbedder::new(384)?)).open()?;
+    let u = ns("lg_u1");
+    let tea = r#"{"likes": "oolong tea"}"#;
+    let home = r#"{"text": "我住在杭州西湖边"}"#;
+    // Long English keys around a short Chinese value: mostly Latin letters
+    // as written, Chinese by its value.
+    let city = r#"{"home_city_in_the_users_own_words": "杭州"}"#;
+    for t in [tea, home, city, "Plays chess with Tom on Sundays"] {
+        engine.remember(&u, NewMemory::new(t))?;
+    }
+    let lexical = |q: &str| -> Result<Vec<String>, mnemon::Error> {
+        let opts = RecallOptions { mode: RecallMode::Lexical, record_access: false, ..RecallOptions::default() };
+        Ok(engine.recall(&u, q, &opts)?.into_iter().map(|h| h.memory.content).collect())
+    };
+    assert!(!lexical("likes")?.iter().any(|c| c == tea), "a key name matched");
+    assert!(!lexical("text")?.iter().any(|c| c == home), "a key name matched");
+    assert_eq!(lexical("oolong")?, [tea], "shown verbatim");
+    assert!(lexical("西湖")?.iter().any(|c| c == home));
+    // A Chinese question: the Chinese JSON memories are in its script (no
+    // offset), the English ones in the other.
+    let opts = RecallOptions {
+        top_k: 10,
+        record_access: false,
+        weights: mnemon::recall::Weights { cross_script: Some(0.5), ..mnemon::recall::Weights::default() },
+        ..RecallOptions::default()
+    };
+    let hits = engine.recall(&u, "我住在哪里？", &opts)?;
+    let offset = |content: &str| hits.iter().find(|h| h.memory.content == content).map(|h| h.explain.script_offset);
+    assert_eq!(offset(home), Some(0.0), "{hits:#?}");
+    assert_eq!(offset(city), Some(0.0), "{hits:#?}");
+    assert_eq!(offset(tea), Some(0.5), "{hits:#?}");
+    Ok(())
+}

@@ -214,9 +214,10 @@ pub struct FactSignature {
 
 impl FactSignature {
     /// Extracts the signature of `text` (any length; empty text gives an
-    /// empty signature). Applies Unicode NFKC first.
+    /// empty signature). Reads a JSON object or array by its values
+    /// ([`crate::text::searchable`]), then applies Unicode NFKC.
     pub fn of(text: &str) -> FactSignature {
-        let text: String = text.nfkc().collect();
+        let text: String = crate::text::searchable(text).nfkc().collect();
         let mut sig = FactSignature::default();
         let cjk_chars = text.chars().filter(|c| cjk::is_cjk_char(*c)).count();
         let latin_words =

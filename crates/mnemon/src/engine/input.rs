@@ -51,6 +51,10 @@ impl NewMemory {
     /// overrides, no tag characters outside emoji flags). Kind, session,
     /// source reference and entities are one-line labels under the same
     /// rules; the key also refuses whitespace and invisible characters.
+    ///
+    /// The content is stored and shown verbatim; search reads it through
+    /// [`crate::text::searchable`], so a JSON object or array is embedded
+    /// and indexed by its values, not its key names.
     pub fn new(content: impl Into<String>) -> NewMemory {
         NewMemory { content: content.into(), ..NewMemory::default() }
     }

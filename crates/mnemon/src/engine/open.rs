@@ -10,7 +10,7 @@ use crate::engine::config::{Config, Progress};
 use crate::engine::{Engine, Inner};
 use crate::error::{Error, Result};
 use crate::event::{decode_record, FORMAT_VERSION};
-use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
+use crate::log::{content_hash, fnv1a64, DataDir, LogStore, SledStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace};
 use crate::writer::backfill::{self, Backlog, PendingVector, PENDING_PREFIX};
@@ -293,7 +293,7 @@ pub(crate) fn load_vectors(
                 queue.push(PendingVector { ns: ns.clone(), id: m.id, content: m.content.clone(), dedup });
                 continue;
             }
-            want.push(Wanted { ns: ns_index, id: m.id, content_hash: fnv1a64(m.content.as_bytes()) });
+            want.push(Wanted { ns: ns_index, id: m.id, content_hash: content_hash(&m.content) });
         }
     }
     want.sort_unstable_by_key(|w| w.id);
@@ -308,7 +308,7 @@ pub(crate) fn load_vectors(
                 state
                     .ns(&names[w.ns])
                     .and_then(|st| st.memories.get(&w.id))
-                    .map(|m| m.content.clone())
+                    .map(|m| crate::text::searchable(&m.content).into_owned())
                     .unwrap_or_default()
             })
             .collect();

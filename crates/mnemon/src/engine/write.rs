@@ -341,7 +341,10 @@ impl Engine {
 
     /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.
     pub(crate) fn vectors_for(&self, items: &[(&NewMemory, &Prepared)]) -> Result<Vec<Vec<f32>>> {
-        let need: Vec<&str> = items.iter().filter(|(m, _)| m.vector.is_none()).map(|(_, p)| p.text.as_str()).collect();
+        // The text search reads: a JSON object's values, not its keys.
+        let searchable: Vec<_> =
+            items.iter().filter(|(m, _)| m.vector.is_none()).map(|(_, p)| crate::text::searchable(&p.text)).collect();
+        let need: Vec<&str> = searchable.iter().map(AsRef::as_ref).collect();
         let mut embedded =
             if need.is_empty() { Vec::new() } else { self.inner.embedder.embed(&need, EmbedKind::Passage)? }
                 .into_iter();

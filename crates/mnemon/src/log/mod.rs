@@ -191,6 +191,14 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     h
 }
 
+/// The content hash a cached vector is checked against: [`fnv1a64`] of the
+/// text embedded for `content` ([`crate::text::searchable`]: the content,
+/// or the values of a JSON object or array), so a vector is recomputed
+/// whenever that text changes.
+pub(crate) fn content_hash(content: &str) -> u64 {
+    fnv1a64(crate::text::searchable(content).as_bytes())
+}
+
 /// The error a failpoint injects: `return(enospc)` gives the OS error of a
 /// full disk (`ENOSPC`, errno 28 on Linux), anything else a plain I/O error.
 #[cfg(feature = "failpoints")]

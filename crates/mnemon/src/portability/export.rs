@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, Event, EventBody, Tombstone};
-use crate::log::fnv1a64;
+use crate::log::{content_hash, fnv1a64};
 use crate::portability::forgotten_ids;
 use crate::types::{MemoryId, Seq};
 use crate::writer::{Command, Shared};
@@ -170,7 +170,7 @@ fn write_export(shared: &Shared, file: File, path: &Path, model_id: String, dim:
                 tombstones += 1;
             }
             EventBody::Extracted(x) => {
-                contents.insert(seq, fnv1a64(x.content.as_bytes()));
+                contents.insert(seq, content_hash(&x.content));
             }
             // Already a tombstone: compaction erased it earlier.
             EventBody::Tombstone(_) => tombstones += 1,

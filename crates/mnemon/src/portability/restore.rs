@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, FORMAT_VERSION};
 use crate::log::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
 use crate::log::RESTORE_MISMATCH;
-use crate::log::{fnv1a64, DataDir, LogStore, SledStore};
+use crate::log::{content_hash, DataDir, LogStore, SledStore};
 use crate::portability::export::{ExportHeader, ExportLine, EXPORT_VERSION};
 use crate::types::Seq;
 
@@ -240,7 +240,7 @@ fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Stagi
                 last_time = micros;
                 match &ev.body {
                     EventBody::Extracted(x) => {
-                        contents.insert(ev.seq, fnv1a64(x.content.as_bytes()));
+                        contents.insert(ev.seq, content_hash(&x.content));
                     }
                     EventBody::Tombstone(_) => report.tombstones += 1,
                     _ => {}

@@ -90,7 +90,8 @@ pub(crate) struct NsState {
     /// counts a pending memory as indexed, so live and replay agree at any
     /// point of the backlog.
     pub(crate) pending_vectors: BTreeSet<MemoryId>,
-    /// Memory versions written mostly in CJK script
+    /// Memory versions whose searchable text ([`crate::text::searchable`]:
+    /// a JSON object's values, not its keys) is mostly CJK script
     /// ([`crate::text::mostly_cjk`]): recall corrects a multilingual
     /// embedder's same-language bias between the two scripts
     /// ([`crate::recall::Weights::cross_script`]).
@@ -663,9 +664,12 @@ impl State {
             archived_seq: None,
         };
         let dim = self.dim;
+        // Search data comes from the text search reads (a JSON object's
+        // values, not its keys); the memory keeps its content verbatim.
+        let searchable = crate::text::searchable(&x.content);
         let fed = match self.lexical_feed.as_mut() {
             Some(feed) => {
-                feed.push(&ev.ns, id.0, &x.content);
+                feed.push(&ev.ns, id.0, &searchable);
                 true
             }
             None => false,
@@ -673,9 +677,9 @@ impl State {
         let st = self.ns_mut(&ev.ns);
         st.index_norm(&normalize_content(&x.content), id);
         if !fed {
-            st.lexical.insert(id.0, &x.content);
+            st.lexical.insert(id.0, &searchable);
         }
-        if crate::text::mostly_cjk(&x.content) {
+        if crate::text::mostly_cjk(&searchable) {
             st.cjk.insert(id.0);
         }
         if let Some(v) = vector {

@@ -36,9 +36,10 @@
 //! quarantined one (only when a caller asked to include such versions),
 //! then `truncated` if the content was cut, separated by `; `, and
 //! `CONTENT` the rest of the line (ending in ` …` when cut). A turn entry
-//! (recent part) is `- [DATE] (ROLE) TEXT`, `DATE` the turn's event time if
-//! known, else its write time, and `ROLE` one of `user`, `assistant`,
-//! `tool`, `system`.
+//! (recent part) is `- [DATE] (META) TEXT`, `DATE` the turn's event time if
+//! known, else its write time, `META` the role (one of `user`, `assistant`,
+//! `tool`, `system`), then `; truncated` if the text was cut, and `TEXT` the
+//! rest of the line (ending in ` …` when cut).
 //!
 //! Section lines are written only by the renderer: since no stored text can
 //! add a line (below), a line that does not start with `- ` is always the
@@ -95,8 +96,12 @@
 //! part does not use (nothing to show, a share of 0) goes to the relevant
 //! part. The profile is packed first, in its order, an entry that does not
 //! fit skipped and packing going on with the next; then the recent turns,
-//! newest first, stopping at the first that does not fit (so the part is
-//! always the unbroken end of the session); then the relevant part.
+//! newest first, a turn that does not fit skipped and packing going on with
+//! older ones (so one long turn never empties the part), and when whole
+//! turns are packed, the newest skipped turn included cut to what the part
+//! has left, marked and under the same rule as a cut relevant entry (below);
+//! the part is shown oldest first, and may have gaps. Then the relevant
+//! part.
 //!
 //! Relevant entries are packed in rank order; a recalled memory the profile
 //! already shows is left out (not repeated), one that does not fit the
@@ -198,8 +203,8 @@ pub const MIN_TRUNCATED_TOKENS: usize = 24;
 /// A rendered prompt block and what went into it. In JSON (the `context`
 /// response of the command surface) `text` is `context` and `included` is
 /// `memories`. Counts added after the first release (`profile`,
-/// `profile_skipped`, `recent`, `recent_skipped`, `in_profile`) read as 0
-/// from JSON that lacks them.
+/// `profile_skipped`, `recent`, `recent_skipped`, `recent_truncated`,
+/// `in_profile`) read as 0 from JSON that lacks them.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct ContextBlock {
     /// The block ([module grammar](self)); empty when the budget is smaller
@@ -211,6 +216,11 @@ pub struct ContextBlock {
     pub included: usize,
     /// Of those, entries cut to fit (0 or 1).
     pub truncated: usize,
+    /// Turns of the recent part cut to fit (0 or 1): the newest turn the
+    /// part could not hold whole, marked like a cut memory; counted in
+    /// `recent`.
+    #[serde(default)]
+    pub recent_truncated: usize,
     /// Recalled hits left out for lack of budget (`included + skipped +
     /// in_profile` = hits given).
     pub skipped: usize,
@@ -222,11 +232,14 @@ pub struct ContextBlock {
     /// Profile memories left out for lack of the part's budget.
     #[serde(default)]
     pub profile_skipped: usize,
-    /// Turns of the current session rendered in the recent part.
+    /// Turns of the current session rendered in the recent part (whole or
+    /// cut).
     #[serde(default)]
     pub recent: usize,
-    /// Older turns of the current session left out for lack of the part's
-    /// budget.
+    /// Turns of the current session left out for lack of the part's budget
+    /// (`recent + recent_skipped` = turns given). A turn too long for what
+    /// is left is skipped and older ones are still packed, so the part may
+    /// have gaps.
     #[serde(default)]
     pub recent_skipped: usize,
     /// Recalled hits not repeated in the relevant part because the profile
@@ -403,15 +416,32 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         }
     }
 
-    // Recent: newest first, up to the first turn that does not fit.
+    // Recent: newest first, skip and go on, then perhaps the newest skipped
+    // turn cut; shown oldest first.
+    let turns: Vec<Entry> = parts.recent.iter().map(|o| Entry::turn(o, offset)).collect();
     let mut recent = Part::new(SECTION_RECENT);
-    for o in parts.recent.iter().rev() {
-        let e = Entry::turn(o, offset);
-        if !recent.take(e.line(&e.content, false), recent_cap, &mut used, token_budget) {
-            break;
+    let mut turn_slots: Vec<Option<String>> = vec![None; turns.len()];
+    for (slot, e) in turn_slots.iter_mut().zip(&turns).rev() {
+        let line = e.line(&e.content, false);
+        if recent.fits(&line, recent_cap, used, token_budget) {
+            recent.add(&line, &mut used);
+            *slot = Some(line);
         }
     }
-    recent.lines.reverse();
+    let mut recent_truncated = 0;
+    if let Some(k) = turn_slots.iter().rposition(Option::is_none) {
+        let section = if recent.counts.is_some() { 0 } else { estimate_tokens(SECTION_RECENT) + 1 };
+        let part_left = recent_cap.saturating_sub(recent.counts.map_or(0, TokenCounts::tokens));
+        let left = part_left.min(token_budget.saturating_sub(used.tokens())).saturating_sub(section);
+        if let Some(line) = turns[k].cut_to(left) {
+            if recent.fits(&line, recent_cap, used, token_budget) {
+                recent.add(&line, &mut used);
+                turn_slots[k] = Some(line);
+                recent_truncated = 1;
+            }
+        }
+    }
+    recent.lines = turn_slots.into_iter().flatten().collect();
 
     // Relevant: rank order, skip and go on, then perhaps one cut entry.
     let candidates: Vec<&Hit> = parts.relevant.iter().filter(|h| !profile_ids.contains(&h.memory.id)).collect();
@@ -454,6 +484,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         text,
         included,
         truncated,
+        recent_truncated,
         skipped: candidates.len() - included,
         tokens,
         profile: profile.lines.len(),

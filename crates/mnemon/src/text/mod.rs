@@ -11,6 +11,8 @@
 //!   [`is_bidi_control`], …).
 //! - `fold`: views of a text with obfuscations undone (NFKC, confusable
 //!   skeletons, letter-spaced runs), for the injection detector.
+//! - [`searchable`]: the text search reads from a memory's content (a JSON
+//!   object or array by its values).
 //! - `lexicon`: closed English word classes (months, weekdays, number
 //!   words, units, function words) read by near-duplicate detection, the
 //!   query-time parser and the BM25 index.
@@ -21,12 +23,14 @@ pub mod chars;
 pub(crate) mod fold;
 pub mod intent;
 pub(crate) mod lexicon;
+mod searchable;
 mod tokenize;
 
 pub(crate) use chars::truncate_bytes;
 pub use chars::{
     check_chars, has_visible, is_bidi_control, is_invisible, is_line_break_or_space, scrub, CharFault, TextField,
 };
+pub use searchable::searchable;
 pub(crate) use tokenize::{has_cjk, mostly_cjk, nfkc_is_identity};
 pub use tokenize::{is_stop_word, tokenize};
 

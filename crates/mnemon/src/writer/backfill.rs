@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 
 use crate::embed::{EmbedKind, Embedder};
 use crate::error::{Error, Result};
-use crate::log::fnv1a64;
+use crate::log::content_hash;
 use crate::types::{MemoryId, Namespace};
 use crate::writer::{Command, DedupMode};
 
@@ -166,7 +166,8 @@ fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Co
 /// Embeds a batch; when the batch fails, each text alone, so one bad text
 /// does not hold back the others. Failures are counted and left pending.
 fn embed_batch(embedder: &dyn Embedder, batch: Vec<PendingVector>, backlog: &Backlog) -> Vec<EmbeddedVector> {
-    let texts: Vec<&str> = batch.iter().map(|p| p.content.as_str()).collect();
+    let searchable: Vec<_> = batch.iter().map(|p| crate::text::searchable(&p.content)).collect();
+    let texts: Vec<&str> = searchable.iter().map(AsRef::as_ref).collect();
     let vectors: Vec<Option<Vec<f32>>> = match embed_checked(embedder, &texts) {
         Ok(vs) => vs.into_iter().map(Some).collect(),
         Err(_) => texts
@@ -184,7 +185,7 @@ fn embed_batch(embedder: &dyn Embedder, batch: Vec<PendingVector>, backlog: &Bac
     for (p, v) in batch.into_iter().zip(vectors) {
         match v {
             Some(vector) => out.push(EmbeddedVector {
-                content_hash: fnv1a64(p.content.as_bytes()),
+                content_hash: content_hash(&p.content),
                 ns: p.ns,
                 id: p.id,
                 vector,

@@ -79,7 +79,10 @@ impl PendingMemory {
 pub(crate) fn inherit(base: &Memory, new: PendingMemory) -> Extracted {
     let entities = match new.entities {
         Some(given) => given,
-        None => base.entities.iter().filter(|e| entity_occurs(e, &new.content)).cloned().collect(),
+        None => {
+            let text = crate::text::searchable(&new.content);
+            base.entities.iter().filter(|e| entity_occurs(e, &text)).cloned().collect()
+        }
     };
     let (sources, source_ref) = if new.sources.is_empty() && new.source_ref.is_none() {
         (base.sources.clone(), base.source_ref.clone())

@@ -27,7 +27,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{Error, Result};
 use crate::event::{encode_record, Event, EventBody};
-use crate::log::{fnv1a64, LogStore};
+use crate::log::{content_hash, LogStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace, Seq};
 use crate::writer::backfill::{dedup_byte, pending_key, Backlog, EmbeddedVector, PendingVector};
@@ -528,7 +528,7 @@ impl Writer {
             state.apply(&ev, vector.as_deref());
             match (&ev.body, vector, deferred_dedup) {
                 (EventBody::Extracted(x), Some(v), _) => {
-                    vectors.push((MemoryId(ev.seq), fnv1a64(x.content.as_bytes()), v));
+                    vectors.push((MemoryId(ev.seq), content_hash(&x.content), v));
                 }
                 (EventBody::Extracted(x), None, Some(dedup)) => {
                     state.mark_pending(ns, MemoryId(ev.seq));
@@ -572,7 +572,7 @@ impl Writer {
             let current = state
                 .ns(&item.ns)
                 .and_then(|st| st.memories.get(&item.id))
-                .is_some_and(|m| fnv1a64(m.content.as_bytes()) == item.content_hash);
+                .is_some_and(|m| content_hash(&m.content) == item.content_hash);
             if current {
                 state.index_vector(&item.ns, item.id, &item.vector);
             }
