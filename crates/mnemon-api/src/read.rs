@@ -321,7 +321,7 @@ impl Call for RecallRequest {
         let abstention = floors.filter(|_| opts.mode != mnemon::recall::RecallMode::Lexical).and_then(|f| {
             f.judge(&self.query, &mut hits, || {
                 unknown_names = engine.unknown_names(&self.namespace, &self.query);
-                !unknown_names.is_empty()
+                unknown_names.clone()
             })
         });
         if abstention.is_some() {

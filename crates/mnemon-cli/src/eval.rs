@@ -293,7 +293,7 @@ impl Backend for EngineBackend {
         };
         if let Some(a) = self.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
             let top = hits.len().min(10);
-            if a.abstains(&query, &mut hits[..top], || !self.engine.unknown_names(&ns, &query).is_empty()) {
+            if a.abstains(&query, &mut hits[..top], || self.engine.unknown_names(&ns, &query)) {
                 hits.clear();
             }
         }

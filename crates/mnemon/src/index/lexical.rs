@@ -713,7 +713,7 @@ pub const RELATIONS: &[&[&str]] = &[
     &["室友"],
     &["邻居"],
     &["房东"],
-    &["牙医"],
+    &["牙医", "牙科", "看牙"],
 ];
 
 /// The first word of every sentence of `text` (after its start, or after

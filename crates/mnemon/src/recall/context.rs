@@ -194,6 +194,10 @@ pub const DEFAULT_RECENT_SHARE: f32 = 0.25;
 /// The last `META` field of an entry whose content was cut to fit the
 /// budget (its content then ends in ` …`).
 pub const TRUNCATED_FIELD: &str = "truncated";
+/// The last `META` field of an entry that quotes a passage of a long
+/// memory rather than the whole ([`BlockParts::excerpts`]): its content
+/// then starts with `… ` and ends with ` …`.
+pub const EXCERPT_FIELD: &str = "excerpt";
 /// Fewest tokens of content (by [`estimate_tokens`]) a cut entry must keep
 /// to be included. Between the lower quartile (20) and the median (29) of
 /// LoCoMo turn lengths by the same estimate (measured over its 5,882 turns):
@@ -221,6 +225,11 @@ pub struct ContextBlock {
     /// `recent`.
     #[serde(default)]
     pub recent_truncated: usize,
+    /// Relevant entries that quote a passage of a long memory instead of
+    /// the whole ([`EXCERPT_FIELD`]); counted in `memories` (and, when the
+    /// passage itself was cut, in `truncated` too).
+    #[serde(default)]
+    pub excerpts: usize,
     /// Recalled hits left out for lack of budget (`included + skipped +
     /// in_profile` = hits given).
     pub skipped: usize,
@@ -355,6 +364,12 @@ pub struct BlockParts<'a> {
     /// read in the machine's local zone), so that a block does not depend
     /// on where it is rendered.
     pub offset: Option<FixedOffset>,
+    /// The passage of a long relevant memory that answers the query, by
+    /// memory id ([`crate::Engine::context`] finds them; see
+    /// `recall::excerpt`): a memory that does not fit whole is quoted by
+    /// its passage, marked [`EXCERPT_FIELD`], instead of being skipped or
+    /// cut to its opening words.
+    pub excerpts: &'a [(MemoryId, String)],
 }
 
 /// Renders hits (highest score first, as recall returns them) into the
@@ -446,15 +461,33 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
     // Relevant: rank order, skip and go on, then perhaps one cut entry.
     let candidates: Vec<&Hit> = parts.relevant.iter().filter(|h| !profile_ids.contains(&h.memory.id)).collect();
     let in_profile = parts.relevant.len() - candidates.len();
-    let entries: Vec<Entry> = candidates.iter().map(|h| Entry::memory(&h.memory, offset)).collect();
+    let mut entries: Vec<Entry> = candidates.iter().map(|h| Entry::memory(&h.memory, offset)).collect();
     let mut relevant = Part::new(SECTION_RELEVANT);
     let mut slots: Vec<Option<String>> = vec![None; entries.len()];
-    for (slot, e) in slots.iter_mut().zip(&entries) {
+    let mut excerpted = 0;
+    for (k, h) in candidates.iter().enumerate() {
+        let e = &entries[k];
         let line = e.line(&e.content, false);
         if relevant.fits(&line, token_budget, used, token_budget) {
             relevant.add(&line, &mut used);
-            *slot = Some(line);
+            slots[k] = Some(line);
+            continue;
         }
+        // A long memory that does not fit whole is quoted by the passage
+        // that answers the query, where one was found.
+        let Some((_, passage)) = parts.excerpts.iter().find(|(id, _)| *id == h.memory.id) else {
+            continue;
+        };
+        let mut content = String::from("… ");
+        push_field(&mut content, passage, Escape::Content);
+        let excerpt = Entry { head: e.head.clone(), content, mark: EXCERPT_FIELD };
+        let line = excerpt.line(&excerpt.content, true);
+        if relevant.fits(&line, token_budget, used, token_budget) {
+            relevant.add(&line, &mut used);
+            slots[k] = Some(line);
+            excerpted += 1;
+        }
+        entries[k] = excerpt;
     }
     let mut truncated = 0;
     if let Some(k) = slots.iter().position(Option::is_none) {
@@ -485,6 +518,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         included,
         truncated,
         recent_truncated,
+        excerpts: excerpted,
         skipped: candidates.len() - included,
         tokens,
         profile: profile.lines.len(),
@@ -573,6 +607,9 @@ fn day(t: DateTime<Utc>, offset: FixedOffset) -> String {
 struct Entry {
     head: String,
     content: String,
+    /// The `META` field a cut line ends with: [`TRUNCATED_FIELD`], or
+    /// [`EXCERPT_FIELD`] for an excerpt.
+    mark: &'static str,
 }
 
 impl Entry {
@@ -612,7 +649,7 @@ impl Entry {
         }
         let mut content = String::new();
         push_field(&mut content, &m.content, Escape::Content);
-        Entry { head, content }
+        Entry { head, content, mark: TRUNCATED_FIELD }
     }
 
     /// A turn's entry (recent part).
@@ -622,12 +659,12 @@ impl Entry {
         push_field(&mut head, &o.role.to_string(), Escape::Meta);
         let mut content = String::new();
         push_field(&mut content, &o.text, Escape::Content);
-        Entry { head, content }
+        Entry { head, content, mark: TRUNCATED_FIELD }
     }
 
     fn line(&self, content: &str, cut: bool) -> String {
         if cut {
-            format!("{}; {TRUNCATED_FIELD}) {content} …\n", self.head)
+            format!("{}; {}) {content} …\n", self.head, self.mark)
         } else {
             format!("{}) {content}\n", self.head)
         }

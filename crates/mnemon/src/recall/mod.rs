@@ -12,6 +12,7 @@
 
 mod collapse;
 mod context;
+pub mod excerpt;
 mod parts;
 mod score;
 mod when;
@@ -21,7 +22,7 @@ pub(crate) use context::one_line;
 pub use context::{
     estimate_tokens, render_block, render_context, BlockParts, ContextBlock, PartShares, BLOCK_CLOSE, BLOCK_OPEN,
     BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT,
-    SECTION_RELEVANT, TRUNCATED_FIELD,
+    SECTION_RELEVANT, TRUNCATED_FIELD, EXCERPT_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN};
 pub use score::{Explanation, RecallMode, Weights, SESSION_TOP};
@@ -359,7 +360,7 @@ impl Engine {
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
             let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k);
             if let Some(a) = opts.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
-                if a.abstains(query, &mut hits, || !st.lexical.unknown_names(query).is_empty()) {
+                if a.abstains(query, &mut hits, || st.lexical.unknown_names(query)) {
                     hits.clear();
                 }
             }
@@ -415,7 +416,7 @@ pub const WORDS_SHARE: f32 = 0.5;
 impl Abstain {
     /// Whether a recall that found `hits` (best first) for `query`
     /// abstains; see [`Abstain::judge`].
-    pub fn abstains(&self, query: &str, hits: &mut [Hit], unknown_name: impl FnOnce() -> bool) -> bool {
+    pub fn abstains(&self, query: &str, hits: &mut [Hit], unknown_name: impl FnOnce() -> Vec<String>) -> bool {
         self.judge(query, hits, unknown_name).is_some()
     }
 
@@ -428,27 +429,45 @@ impl Abstain {
     /// standing constraint and the query asks for advice or a plan
     /// ([`Grounds::Standing`]), or its vector is pending
     /// ([`Grounds::Pending`]). When the query names something no memory
-    /// mentions (`unknown_name`, asked only when it would decide: it scans
-    /// the query against the lexical index) and does not ask for advice (a
-    /// plan names places and things the store has not heard of), meaning
-    /// must reach [`Abstain::unknown_name_below`] and words do not count.
+    /// mentions (`unknown_name` lists them, [`crate::Engine::unknown_names`];
+    /// asked only when it would decide: it scans the query against the
+    /// lexical index) and does not ask for advice (a plan names places and
+    /// things the store has not heard of), meaning must reach
+    /// [`Abstain::unknown_name_below`] and words do not count; when one of
+    /// them is a relation ([`crate::index::RELATIONS`]: "my sister" where the
+    /// store only knows the brother), neither meaning nor words count.
     /// No hit at all is not an abstention, just an empty result.
     ///
     /// Returns `Some` with the best hit's cosine and the floor it fell under
     /// when recall abstains, `None` otherwise.
-    pub fn judge(&self, query: &str, hits: &mut [Hit], unknown_name: impl FnOnce() -> bool) -> Option<Abstention> {
+    pub fn judge(
+        &self,
+        query: &str,
+        hits: &mut [Hit],
+        unknown_name: impl FnOnce() -> Vec<String>,
+    ) -> Option<Abstention> {
         if hits.is_empty() {
             return None;
         }
         let advice = crate::text::intent::asks_advice(query);
         let best = hits.iter().map(|h| h.explain.similarity).fold(f32::NEG_INFINITY, f32::max);
         // The unknown-name rule decides only where meaning or words would
-        // otherwise ground a hit below its floor.
+        // otherwise ground a hit.
         let words = |h: &Hit| h.explain.query_idf > 0.0 && h.explain.lexical >= WORDS_SHARE * h.explain.query_idf;
-        let needs_names = !advice
-            && hits.iter().any(|h| (h.explain.similarity >= self.below && h.explain.similarity < self.unknown_name_below) || words(h));
-        let stranger = needs_names && unknown_name();
-        let floor = if stranger { self.unknown_name_below.max(self.below) } else { self.below };
+        let needs_names = !advice && hits.iter().any(|h| h.explain.similarity >= self.below || words(h));
+        let strangers = if needs_names { unknown_name() } else { Vec::new() };
+        let stranger = !strangers.is_empty();
+        // A relation the store never names (a sister where it only knows
+        // the brother) is someone it holds nothing about: no cosine grounds
+        // a hit then.
+        let relation = strangers.iter().any(|w| crate::index::RELATIONS.iter().any(|g| g.contains(&w.as_str())));
+        let floor = if relation {
+            f32::INFINITY
+        } else if stranger {
+            self.unknown_name_below.max(self.below)
+        } else {
+            self.below
+        };
         let mut any = false;
         for h in hits.iter_mut() {
             let e = &h.explain;
@@ -468,7 +487,7 @@ impl Abstain {
             any |= grounds.is_some();
             h.explain.grounds = grounds;
         }
-        (!any).then_some(Abstention { best_similarity: best, floor })
+        (!any).then_some(Abstention { best_similarity: best, floor: floor.min(1.0) })
     }
 }
 

@@ -148,14 +148,29 @@ impl Engine {
         let unknown_names = self.unknown_names(ns, query);
         let judged = recall.mode != super::RecallMode::Lexical;
         let abstention =
-            Some(floors).filter(|_| judged).and_then(|f| f.judge(query, &mut hits, || !unknown_names.is_empty()));
+            Some(floors).filter(|_| judged).and_then(|f| f.judge(query, &mut hits, || unknown_names.clone()));
         if abstention.is_some() {
             hits.clear();
         } else if judged {
             // The relevant part holds what has grounds only: a small store's
             // unrelated memories never fill it.
             self.newer_values_first(ns, &mut hits);
-            hits.retain(|h| h.explain.grounds.is_some());
+            // What has grounds comes first, in rank order: a small store's
+            // unrelated memories never push out a relevant one.
+            hits.sort_by_key(|h| h.explain.grounds.is_none());
+        }
+        // The passage of each long memory that answers the query, for a
+        // memory that does not fit whole.
+        let mut excerpts = Vec::new();
+        if hits.iter().any(|h| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS) {
+            let qv = crate::embed::embed_query(self.embedder().as_ref(), query)?;
+            let long = |h: &&Hit| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS;
+            for h in hits.iter().filter(long).take(super::excerpt::MAX_EXCERPTS) {
+                let text = crate::text::searchable(&h.memory.content);
+                if let Some(p) = super::excerpt::best_passage(self.embedder().as_ref(), query, &qv, &text)? {
+                    excerpts.push((h.memory.id, p.to_string()));
+                }
+            }
         }
         let block = render_block(
             BlockParts {
@@ -163,6 +178,7 @@ impl Engine {
                 relevant: &hits,
                 recent: &recent,
                 offset: recall.reference_time.map(|t| *t.offset()),
+                excerpts: &excerpts,
             },
             opts.budget_tokens,
             shares,

@@ -45,7 +45,7 @@ const EN_STANDING: &str = r"(?ix)
       |diet|dieting|budget|prefer\w*|favou?rite\w*|hates?|hated|hating|dislike\w*|detest\w*|loathe\w*|avoid\w*
       |can'?t\s+stand|cannot\s+stand|never|always|only|must|mustn'?t|no\s+more\s+than|at\s+most|up\s+to|under|maximum|max
       |can'?t|cannot|doesn'?t|don'?t|won'?t|not\s+allowed|forbidden|refuses?|love[sd]?|enjoys?|likes?
-      |fasting|ramadan|lent|pregnan\w*|sensitiv\w*)\b
+      |fasting|ramadan|lent|pregnan\w*|sensitiv\w*|(car|sea|air|motion)[\s-]?sick\w*|asthma\w*|migraine\w*|injur\w*)\b
 ";
 
 /// Chinese statements of a standing constraint or preference.
