@@ -92,15 +92,31 @@ pub fn best_passage<'a>(
     let vectors = embedder.embed(&ps, EmbedKind::Passage)?;
     let terms: Vec<String> =
         crate::text::tokenize(query).into_iter().filter(|t| !crate::text::is_stop_word(t)).collect();
+    // Each query term weighs by its idf among the passages: a word most
+    // passages hold ("shop" in a travel diary) says little of which one
+    // answers.
+    let held: Vec<Vec<String>> = ps.iter().map(|p| crate::text::tokenize(p)).collect();
+    let n = ps.len() as f32;
+    let idf: Vec<f32> = terms
+        .iter()
+        .map(|t| {
+            let df = held.iter().filter(|h| h.contains(t)).count() as f32;
+            if df == 0.0 {
+                0.0
+            } else {
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            }
+        })
+        .collect();
+    let mass: f32 = idf.iter().sum();
     let mut best: Option<(f32, &str)> = None;
-    for (p, v) in ps.iter().zip(&vectors) {
+    for ((p, v), have) in ps.iter().zip(&vectors).zip(&held) {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
         let cos = v.iter().zip(query_vector).map(|(a, b)| a * b).sum::<f32>() / norm;
-        let share = if terms.is_empty() {
-            0.0
+        let share = if mass > 0.0 {
+            terms.iter().zip(&idf).filter(|(t, _)| have.contains(t)).map(|(_, w)| w).sum::<f32>() / mass
         } else {
-            let have = crate::text::tokenize(p);
-            terms.iter().filter(|t| have.contains(t)).count() as f32 / terms.len() as f32
+            0.0
         };
         let s = cos + TERM_WEIGHT * share;
         if best.is_none_or(|(b, _)| s > b) {

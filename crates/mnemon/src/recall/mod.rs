@@ -461,7 +461,10 @@ impl Abstain {
         // the brother) is someone it holds nothing about: no cosine grounds
         // a hit then.
         let relation = strangers.iter().any(|w| crate::index::RELATIONS.iter().any(|g| g.contains(&w.as_str())));
-        let floor = if relation {
+        // Floors at -1 (`abstain_below: -1`) never abstain, whatever the query names.
+        let floor = if self.below <= -1.0 {
+            self.below
+        } else if relation {
             f32::INFINITY
         } else if stranger {
             self.unknown_name_below.max(self.below)

@@ -202,7 +202,7 @@ impl Engine {
 /// for them to count as the same attribute of the same subject when their
 /// facts differ ([`Engine::newer_values_first`]). Chosen on the
 /// everyday-questions dev split.
-pub const SAME_ATTRIBUTE_MARGIN: f32 = 0.10;
+pub const SAME_ATTRIBUTE_MARGIN: f32 = 0.15;
 
 impl Engine {
     /// Puts a newer value of a fact before an older one it changes, among

@@ -34,7 +34,7 @@ const EN_ADVICE: &str = r"(?ix)
 /// Chinese request forms that ask for advice, a recommendation or a plan.
 const ZH_ADVICE: &[&str] = &[
     "推荐", "建议", "帮我", "帮忙", "给我", "替我", "我该", "应该", "该怎么", "怎么安排", "安排", "计划", "规划", "订", "预订", "预定",
-    "点什么", "点菜", "点外卖", "吃什么", "喝什么", "做什么", "做点", "买什么", "送什么", "穿什么", "去哪玩", "去哪儿玩", "去哪吃", "去哪里玩", "哪里好", "哪家", "有什么好",
+    "点什么", "点菜", "点外卖", "吃什么", "喝什么", "做什么菜", "做什么饭", "做点什么", "买什么", "送什么", "穿什么", "去哪玩", "去哪儿玩", "去哪吃", "去哪里玩", "哪里好", "哪家", "有什么好",
     "选", "挑", "准备", "出去玩", "怎么过", "适合", "可以吃", "能吃", "能喝", "能去", "能参加", "能带",
 ];
 
@@ -109,7 +109,14 @@ mod tests {
         ] {
             assert!(asks_advice(q), "{q}");
         }
-        for q in ["When is my sister's birthday?", "Where do I live?", "What did Mark say?", "我住在哪个城市？", "上个月我去哪了"]
+        for q in [
+            "When is my sister's birthday?",
+            "Where do I live?",
+            "What did Mark say?",
+            "我住在哪个城市？",
+            "上个月我去哪了",
+            "二舅是做什么工作的？",
+        ]
         {
             assert!(!asks_advice(q), "{q}");
         }
