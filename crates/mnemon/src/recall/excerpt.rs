@@ -30,49 +30,73 @@ pub const PASSAGE_TOKENS: usize = 90;
 /// tie toward the passage that holds them.
 pub const TERM_WEIGHT: f32 = 0.2;
 
-/// Most passages embedded for one memory (a 1 MiB memory is not embedded
-/// whole at query time); later text is not considered.
-pub const MAX_PASSAGES: usize = 64;
+/// Most passages embedded for one memory: the query's terms pick them
+/// (see [`best_passage`]), so a long memory costs one embedding call of a
+/// bounded size at query time.
+pub const EMBEDDED_PASSAGES: usize = 12;
 
 /// Most long memories of one block that get an excerpt (the best-ranked
 /// ones): each costs one embedding call over its passages.
 pub const MAX_EXCERPTS: usize = 3;
 
-/// `text` in passages of about [`PASSAGE_TOKENS`], cut after sentence ends
-/// (`.` `!` `?` `。` `！` `？` `；` or a line break) where there are any, else
-/// at [`PASSAGE_TOKENS`] characters' worth; at most [`MAX_PASSAGES`].
+/// `text` in overlapping passages of about [`PASSAGE_TOKENS`]: one starting
+/// at each sentence (after `.` `!` `?` `。` `！` `？` `；` or a line break) and
+/// running to the end of the sentence that reaches [`PASSAGE_TOKENS`], so
+/// the sentence that names a topic and the one that answers it share a
+/// passage. A sentence longer than a passage is cut at [`PASSAGE_TOKENS`]
+/// characters' worth.
 pub fn passages(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
+    // Sentence ends, as byte offsets.
+    let mut sentences: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
-    let mut last_end = None;
+    // The sentence's estimate, kept as its two counts (see
+    // `estimate_tokens`) so that the text is read once.
+    let (mut cjk, mut other) = (0usize, 0usize);
     for (i, c) in text.char_indices() {
         let end = i + c.len_utf8();
-        if matches!(c, '.' | '!' | '?' | '。' | '！' | '？' | '；' | '\n') {
-            last_end = Some(end);
+        if crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c) {
+            cjk += 1;
+        } else {
+            other += 1;
         }
-        if estimate_tokens(&text[start..end]) >= PASSAGE_TOKENS {
-            let cut = last_end.filter(|&e| e > start).unwrap_or(end);
-            let p = text[start..cut].trim();
-            if !p.is_empty() {
-                out.push(p);
+        let long = cjk + other.div_ceil(4) >= PASSAGE_TOKENS;
+        if matches!(c, '.' | '!' | '?' | '。' | '！' | '？' | '；' | '\n') || long {
+            if !text[start..end].trim().is_empty() {
+                sentences.push((start, end));
             }
-            start = cut;
-            last_end = None;
-            if out.len() == MAX_PASSAGES {
-                return out;
-            }
+            start = end;
+            (cjk, other) = (0, 0);
         }
     }
-    let rest = text[start..].trim();
-    if !rest.is_empty() {
-        out.push(rest);
+    if !text[start..].trim().is_empty() {
+        sentences.push((start, text.len()));
+    }
+    let mut out = Vec::new();
+    for i in 0..sentences.len() {
+        let from = sentences[i].0;
+        let mut to = sentences[i].1;
+        for s in &sentences[i + 1..] {
+            if estimate_tokens(&text[from..to]) >= PASSAGE_TOKENS {
+                break;
+            }
+            to = s.1;
+        }
+        out.push(text[from..to].trim());
+        if to == text.len() {
+            break;
+        }
     }
     out
 }
 
 /// The passage of `content` that best answers `query` (see the module
 /// docs), or `None` when `content` is not longer than
-/// [`EXCERPT_FROM_TOKENS`] or has a single passage.
+/// [`EXCERPT_FROM_TOKENS`] or has a single passage. Passages are ranked
+/// by the idf-weighted share of the query's terms they hold; the best
+/// [`EMBEDDED_PASSAGES`] (evenly spread ones when no passage holds a query
+/// term, as for a question in another language) are embedded, and the
+/// passage with the highest cosine plus [`TERM_WEIGHT`] times its share
+/// wins.
 ///
 /// # Errors
 /// [`crate::Error::Embedder`] when embedding fails.
@@ -89,7 +113,6 @@ pub fn best_passage<'a>(
     if ps.len() < 2 {
         return Ok(None);
     }
-    let vectors = embedder.embed(&ps, EmbedKind::Passage)?;
     let terms: Vec<String> =
         crate::text::tokenize(query).into_iter().filter(|t| !crate::text::is_stop_word(t)).collect();
     // Each query term weighs by its idf among the passages: a word most
@@ -109,18 +132,33 @@ pub fn best_passage<'a>(
         })
         .collect();
     let mass: f32 = idf.iter().sum();
+    let share: Vec<f32> = held
+        .iter()
+        .map(|have| {
+            if mass > 0.0 {
+                terms.iter().zip(&idf).filter(|(t, _)| have.contains(t)).map(|(_, w)| w).sum::<f32>() / mass
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mut chosen: Vec<usize> = (0..ps.len()).collect();
+    if share.iter().any(|&s| s > 0.0) {
+        chosen.sort_by(|&a, &b| share[b].total_cmp(&share[a]).then(a.cmp(&b)));
+        chosen.truncate(EMBEDDED_PASSAGES);
+    } else if ps.len() > EMBEDDED_PASSAGES {
+        let step = ps.len() as f32 / EMBEDDED_PASSAGES as f32;
+        chosen = (0..EMBEDDED_PASSAGES).map(|k| (k as f32 * step) as usize).collect();
+    }
+    let texts: Vec<&str> = chosen.iter().map(|&k| ps[k]).collect();
+    let vectors = embedder.embed(&texts, EmbedKind::Passage)?;
     let mut best: Option<(f32, &str)> = None;
-    for ((p, v), have) in ps.iter().zip(&vectors).zip(&held) {
+    for (&k, v) in chosen.iter().zip(&vectors) {
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(f32::EPSILON);
         let cos = v.iter().zip(query_vector).map(|(a, b)| a * b).sum::<f32>() / norm;
-        let share = if mass > 0.0 {
-            terms.iter().zip(&idf).filter(|(t, _)| have.contains(t)).map(|(_, w)| w).sum::<f32>() / mass
-        } else {
-            0.0
-        };
-        let s = cos + TERM_WEIGHT * share;
+        let s = cos + TERM_WEIGHT * share[k];
         if best.is_none_or(|(b, _)| s > b) {
-            best = Some((s, p));
+            best = Some((s, ps[k]));
         }
     }
     Ok(best.map(|(_, p)| p))
@@ -139,8 +177,9 @@ mod tests {
             assert!(p.ends_with('.'), "{p}");
             assert!(estimate_tokens(p) <= PASSAGE_TOKENS + 10);
         }
-        let joined: usize = ps.iter().map(|p| p.len()).sum();
-        assert!(joined + ps.len() >= text.trim().len() - ps.len());
+        // Every sentence starts a passage, and the last one reaches the end.
+        assert!(ps.len() >= 30);
+        assert!(text.trim().ends_with(ps.last().unwrap()));
         let zh = "今天开会讨论了很多事情。".repeat(60);
         assert!(passages(&zh).len() > 3);
     }

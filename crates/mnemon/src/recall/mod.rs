@@ -24,7 +24,7 @@ pub use context::{
     BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT,
     SECTION_RELEVANT, TRUNCATED_FIELD, EXCERPT_FIELD,
 };
-pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN};
+pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN, SAME_QUERY_MARGIN};
 pub use score::{Explanation, RecallMode, Weights, SESSION_TOP};
 pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
