@@ -188,7 +188,8 @@ pub struct Hit {
     pub id: MemoryId,
     /// The memory's text.
     pub content: String,
-    /// Final score (higher is better); comparable within one recall only.
+    /// Final score, 0 to 1 (higher is better); comparable within one recall only.
+    /// `explain` gives its parts.
     pub score: f32,
     /// Why it ranked, in a few words: how close in meaning, shared words,
     /// names and times of the query, and its state (its slot key, a newer
@@ -257,6 +258,13 @@ fn why(hit: &mnemon::Hit) -> String {
     }
     if e.collapsed > 0 {
         parts.push(format!("also stands for {} restatement{}", e.collapsed, if e.collapsed == 1 { "" } else { "s" }));
+    }
+    match e.grounds {
+        Some(mnemon::recall::Grounds::Standing) => {
+            parts.push("a standing constraint the advice asked for needs".into())
+        }
+        Some(mnemon::recall::Grounds::Newer) => parts.push("a newer value of a relevant fact".into()),
+        _ => {}
     }
     if parts.is_empty() {
         parts.push("ranked by importance and recency".into());

@@ -451,18 +451,26 @@ impl LexicalIndex {
         };
         let mut out = Vec::new();
         for group in RELATIONS {
+            // A group that opens with a Chinese word is named by its Chinese
+            // words only: its English word is there to make it known.
+            let chinese = group.first().is_some_and(|w| !w.is_ascii());
             let named = group.iter().find(|w| {
-                if w.chars().all(|c| c.is_ascii()) {
+                if chinese && w.is_ascii() {
+                    false
+                } else if w.is_ascii() {
                     words.contains(w)
                 } else {
                     // A longer relation holding this one ("外甥女" holds
                     // "外甥") is the one named.
                     lower.contains(*w)
-                        && !RELATIONS.iter().flat_map(|g| g.iter()).any(|o| o.len() > w.len() && o.contains(*w) && lower.contains(o))
+                        && !RELATIONS
+                            .iter()
+                            .flat_map(|g| g.iter())
+                            .any(|o| o.len() > w.len() && o.contains(*w) && lower.contains(o))
                 }
             });
             if let Some(w) = named {
-                if !group.iter().any(|g| known(g)) {
+                if !group.iter().any(|g| known(g)) && !out.iter().any(|o| o == w) {
                     out.push((*w).to_string());
                 }
             }
@@ -765,19 +773,38 @@ mod tests {
     }
 
     #[test]
+    fn unknown_relations_are_groups_no_document_names() {
+        let ix = build(&[(1, "Brother Jake's birthday is October 3"), (2, "表姐在广州当老师"), (3, "My mother lives in Leeds")]);
+        assert_eq!(ix.unknown_relations("When is my sister's birthday?"), vec!["sister"]);
+        assert!(ix.unknown_relations("When is my brother's birthday?").is_empty());
+        // Another word of the group, or of the other language, is known.
+        assert!(ix.unknown_relations("Where does mom live?").is_empty());
+        assert!(ix.unknown_relations("我妈妈住在哪").is_empty());
+        assert!(ix.unknown_relations("What does my cousin teach?").is_empty());
+        assert_eq!(ix.unknown_relations("我表妹在哪工作？"), vec!["表妹"]);
+        assert!(ix.unknown_relations("我表姐在哪工作？").is_empty());
+    }
+
+    #[test]
     fn unknown_names_are_capitalised_words_no_document_holds() {
         let ix = build(&corpus());
         // Tokyo is known (any case), Kyoto is not; the sentence's first word,
         // month names, stop words and "I'm" are never names.
         assert_eq!(ix.unknown_names("Did I fly to Tokyo or Kyoto in March?"), vec!["Kyoto"]);
-        assert_eq!(ix.unknown_names("Kyoto? When did Jean's sister call"), vec!["Jean"]);
+        // A relation word no document names is unknown too.
+        assert_eq!(ix.unknown_names("Kyoto? When did Jean's sister call"), vec!["Jean", "sister"]);
         assert_eq!(ix.unknown_names("Where I'm going The Friday trip"), Vec::<String>::new());
         assert_eq!(ix.unknown_names("what about tokyo and kyoto"), Vec::<String>::new());
         assert_eq!(ix.unknown_names("我们什么时候去北京"), Vec::<String>::new());
         assert_eq!(ix.unknown_names("Did Lena and Lena's dog visit Tokyo"), vec!["Lena"]);
         assert_eq!(LexicalIndex::new().unknown_names("Ask Tokyo"), vec!["Tokyo"]);
         // A relative called by their role is no stranger.
-        assert_eq!(ix.unknown_names("Where does Mom live? When did Grandma and Dad visit Kyoto"), vec!["Kyoto"]);
+        // A relative called by their role is no name; a relation that no
+        // document names is unknown all the same, after the names.
+        assert_eq!(
+            ix.unknown_names("Where does Mom live? When did Grandma and Dad visit Kyoto"),
+            vec!["Kyoto", "mom", "dad", "grandma"]
+        );
     }
 
     #[test]

@@ -8,11 +8,15 @@
 //!         = (cos − min_cos) / (max_cos − min_cos)     (SimilarityNorm::MinMax)
 //!         = cos                                                     (dense)
 //!         = bm25 / max_bm25                                         (lexical)
-//! own     = fused · (1 − w_imp + 2·w_imp·importance)
-//!                 · (1 − w_rec + w_rec·recency)
-//!         + w_ent · min(entity matches, 3)
-//!         + w_time · proximity            (the query names a time)
+//! own     = ( max(fused, 0) · (1 − w_imp + 2·w_imp·importance)
+//!                           · (1 − w_rec + w_rec·recency)
+//!           + w_ent · min(entity matches, 3)
+//!           + w_time · proximity )        (proximity: the query names a time)
+//!           / (1 + w_imp + 3·w_ent + w_time)   (w_time: only when it names one)
 //! ```
+//! The divisor ([`Weights::max_own`]) is the most the sum can reach, so
+//! `own`, and the final score below, are in `0..=1`; it is the same for
+//! every hit of a recall, so it changes no ranking.
 //! `cross_script` is [`Weights::cross_script`], else the embedder's
 //! [`crate::embed::Embedder::cross_script_offset`] for the query's script
 //! (measurements there); `proximity` is [`crate::recall::QueryTime::proximity`].
@@ -151,6 +155,18 @@ pub struct Weights {
     pub cross_script: Option<f32>,
 }
 
+impl Weights {
+    /// The most a memory's own score can reach before scaling: a fused
+    /// relevance of 1 at importance 1 and full recency (`1 + importance`),
+    /// three entity matches and, when the query names a time (`timed`),
+    /// full time proximity. Every score is divided by it, so scores are in
+    /// `0..=1`.
+    pub fn max_own(&self, timed: bool) -> f32 {
+        let time = if timed { self.time.max(0.0) } else { 0.0 };
+        (1.0 + self.importance.max(0.0) + 3.0 * self.entity.max(0.0) + time).max(f32::EPSILON)
+    }
+}
+
 fn default_time_weight() -> f32 {
     Weights::default().time
 }
@@ -214,7 +230,7 @@ pub struct Explanation {
     /// query names, `0..=1` (1 inside it); 0 when the query names none.
     #[serde(default)]
     pub time: f32,
-    /// The final score.
+    /// The final score, in `0..=1` (see the module docs).
     pub score: f32,
     /// Lower-ranked hits of this recall dropped because they restate this
     /// one (cosine ≥ the near-duplicate threshold and the same facts).
@@ -310,7 +326,10 @@ pub(crate) fn explain(
     let imp_factor = 1.0 - w.importance + 2.0 * w.importance * m.importance;
     let rec_factor = 1.0 - w.recency + w.recency * recency;
     let time = query_time.map_or(0.0, |q| q.proximity(m.effective_time()));
-    let score = fused * imp_factor * rec_factor + w.entity * entity_matches.min(3) as f32 + w.time * time;
+    // Scaled by the most the sum can reach, so that every score is in
+    // 0..=1 (a negative fused relevance, a cosine below 0, counts 0).
+    let score = (fused.max(0.0) * imp_factor * rec_factor + w.entity * entity_matches.min(3) as f32 + w.time * time)
+        / w.max_own(query_time.is_some());
     Explanation {
         similarity,
         // Lexical mode fuses no cosine, so no offset was added.
