@@ -389,6 +389,8 @@ pub enum Grounds {
     Words,
     /// It is from the span of time the question names ("last week",
     /// "上个月"): a question that names a span is answered by the span.
+    /// Not for advice questions ("what should I cook tonight?" names when
+    /// the plan is for, not which memories to read).
     Time,
     /// It states a standing constraint or preference (an allergy, a diet, a
     /// dislike, a need, a budget, an "always" or "never";
@@ -481,7 +483,7 @@ impl Abstain {
                 Some(Grounds::Meaning)
             } else if !stranger && words(h) {
                 Some(Grounds::Words)
-            } else if e.time >= 1.0 {
+            } else if e.time >= 1.0 && !advice {
                 Some(Grounds::Time)
             } else if advice
                 && (h.memory.kind == crate::types::Kind::Preference

@@ -1,0 +1,40 @@
+//! `mnemon eval everyday` on its built-in dev split with the default model:
+//! the context block holds what everyday questions need, shows no replaced
+//! value, and stays empty where nothing stored answers. The figures it
+//! checks are floors a regression would cross, a little under what the
+//! split measures (docs/BENCHMARKS.md, "Everyday questions").
+
+#[path = "../../mnemon/tests/common/models.rs"]
+mod models;
+
+use mnemon::embed::EmbedderChoice;
+
+#[test]
+fn the_everyday_dev_split_holds_its_figures() {
+    if models::installed(EmbedderChoice::E5).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("everyday.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .arg("--data")
+        .arg(dir.path().join("unused"))
+        .args(["--embedder", "e5-small", "eval", "everyday", "--split", "dev", "--quiet", "--out"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| dev/all |"), "{stdout}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
+    let f = &v["figures"]["dev/all"];
+    let ratio = |a: &str, b: &str| f[a].as_f64().unwrap() / f[b].as_f64().unwrap().max(1.0);
+    assert!(f["scenarios"].as_u64().unwrap() >= 60, "{f}");
+    assert!(ratio("found", "needed") >= 0.90, "needed present: {f}\n{stdout}");
+    assert_eq!(f["superseded_shown"].as_u64(), Some(0), "{f}\n{stdout}");
+    assert!(ratio("order_kept", "order_checked") >= 0.85, "newer first: {f}\n{stdout}");
+    assert!(ratio("empty_when_nothing", "nothing_relevant") >= 0.70, "empty when nothing relevant: {f}\n{stdout}");
+    // Every outcome carries its block and what recall ranked.
+    let outcomes = v["outcomes"].as_array().unwrap();
+    assert!(outcomes.iter().all(|o| o["block"].as_str().is_some_and(|b| b.starts_with("<memories>"))));
+}

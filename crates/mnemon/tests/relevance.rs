@@ -1,0 +1,143 @@
+//! Which recalled memories count as relevant, and what the block then
+//! holds: standing constraints for advice questions, the span a question
+//! names, relations the store never mentions, excerpts of long memories,
+//! and recall and `context` agreeing on abstention. The hashing embedder
+//! keeps cosines near 0 for texts that share no word, so every ground
+//! other than meaning is what puts a memory in the block here.
+
+use chrono::{DateTime, FixedOffset, TimeZone, Utc};
+use std::sync::Arc;
+
+use mnemon::embed::HashingEmbedder;
+use mnemon::recall::{Abstain, Grounds};
+use mnemon::{ContextOptions, Engine, Kind, Namespace, NewMemory, RecallOptions};
+
+type R = Result<(), Box<dyn std::error::Error>>;
+
+fn open(dir: &std::path::Path) -> mnemon::Result<(Engine, Namespace)> {
+    let engine = Engine::builder(dir.join("store")).embedder(Arc::new(HashingEmbedder::default())).open()?;
+    Ok((engine, Namespace::new("u1")?))
+}
+
+fn asked_at() -> DateTime<FixedOffset> {
+    FixedOffset::east_opt(8 * 3600).expect("offset").with_ymd_and_hms(2026, 6, 10, 19, 0, 0).single().expect("time")
+}
+
+fn context(engine: &Engine, ns: &Namespace, q: &str) -> mnemon::Result<mnemon::recall::ContextBlock> {
+    let recall = RecallOptions { reference_time: Some(asked_at()), record_access: false, ..RecallOptions::default() };
+    engine.context(ns, q, &ContextOptions { recall, budget_tokens: 400, ..ContextOptions::default() })
+}
+
+fn relevant_lines(block: &str) -> Vec<&str> {
+    block
+        .lines()
+        .skip_while(|l| !l.starts_with("## Relevant"))
+        .skip(1)
+        .take_while(|l| l.starts_with("- "))
+        .collect()
+}
+
+#[test]
+fn an_advice_question_gets_the_standing_constraints_that_share_no_word_with_it() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    for text in ["Hates cilantro", "Allergic to peanuts", "Works as a nurse at St Mary's", "我对海鲜过敏"] {
+        engine.remember(&ns, NewMemory::new(text))?;
+    }
+    for q in ["What should I cook for dinner tonight?", "Can you recommend a Thai restaurant?", "今晚吃什么？"] {
+        let block = context(&engine, &ns, q)?;
+        let lines = relevant_lines(&block.text);
+        for needed in ["Hates cilantro", "Allergic to peanuts", "我对海鲜过敏"] {
+            assert!(lines.iter().any(|l| l.ends_with(needed)), "{q}: {needed} missing from\n{}", block.text);
+        }
+        assert!(!block.abstained, "{q}");
+    }
+    // Asked as a question about what is stored, the same store holds no
+    // answer: recall abstains, and the block's relevant part is empty.
+    let block = context(&engine, &ns, "When is the quarterly tax deadline?")?;
+    assert!(block.abstained && block.included == 0, "{}", block.text);
+    Ok(())
+}
+
+#[test]
+fn a_question_that_names_only_a_span_is_answered_by_the_span() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    let day = |d: u32| Utc.with_ymd_and_hms(2026, 6, d, 12, 0, 0).single().expect("day");
+    engine.remember(&ns, NewMemory::new("Hiked the Dragon's Back trail with Lena").event_time(day(2)).kind(Kind::Episode))?;
+    engine.remember(&ns, NewMemory::new("去医院做了体检").event_time(day(4)).kind(Kind::Episode))?;
+    engine.remember(&ns, NewMemory::new("Repainted the bedroom walls sage green").event_time(Utc.with_ymd_and_hms(2026, 4, 1, 12, 0, 0).single().expect("day")).kind(Kind::Episode))?;
+    for q in ["What did I do last week?", "上周我做了什么？"] {
+        let block = context(&engine, &ns, q)?;
+        assert!(block.query_time.is_some(), "{q}");
+        let lines = relevant_lines(&block.text);
+        assert!(lines.iter().any(|l| l.contains("Dragon's Back")), "{q}:\n{}", block.text);
+        assert!(lines.iter().any(|l| l.contains("体检")), "{q}:\n{}", block.text);
+        // The April memory is not from the span and has no other ground:
+        // it comes after the two that are.
+        let at = |needle: &str| lines.iter().position(|l| l.contains(needle));
+        assert!(at("bedroom").is_none_or(|b| b > at("Dragon's Back").unwrap() && b > at("体检").unwrap()), "{q}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_relation_the_store_never_names_grounds_nothing() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    engine.remember(&ns, NewMemory::new("Brother Jake's birthday is October 3"))?;
+    engine.remember(&ns, NewMemory::new("表姐在广州当英语老师"))?;
+    for q in ["When is my sister's birthday?", "我表妹在哪工作？"] {
+        let block = context(&engine, &ns, q)?;
+        assert!(block.abstained && block.included == 0, "{q}:\n{}", block.text);
+        assert!(!block.unknown_names.is_empty(), "{q}");
+    }
+    // The brother's birthday is found by its words.
+    let block = context(&engine, &ns, "When is my brother's birthday?")?;
+    assert!(relevant_lines(&block.text).iter().any(|l| l.contains("October 3")), "{}", block.text);
+    Ok(())
+}
+
+#[test]
+fn recall_and_context_agree_and_each_hit_says_why() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    engine.remember(&ns, NewMemory::new("Hates cilantro"))?;
+    engine.remember(&ns, NewMemory::new("Parks in lot C at the office"))?;
+    let floors = engine.embedder().context_floor();
+    let opts = RecallOptions { abstain: Some(floors), record_access: false, ..RecallOptions::default() };
+    let hits = engine.recall(&ns, "What should I cook tonight?", &opts)?;
+    let standing: Vec<_> = hits.iter().filter(|h| h.explain.grounds == Some(Grounds::Standing)).collect();
+    assert_eq!(standing.len(), 1, "{hits:?}");
+    assert_eq!(standing[0].memory.content, "Hates cilantro");
+    for h in &hits {
+        assert!((0.0..=1.0).contains(&h.score), "{}", h.score);
+    }
+    // Unrelated: both abstain.
+    let q = "Which football club does Marco support?";
+    assert!(engine.recall(&ns, q, &opts)?.is_empty());
+    assert!(context(&engine, &ns, q)?.abstained);
+    // Floors at -1 never abstain, whatever the query names.
+    let never = RecallOptions { abstain: Some(Abstain::NEVER), ..opts };
+    assert_eq!(engine.recall(&ns, "When is my sister's birthday?", &never)?.len(), 2);
+    Ok(())
+}
+
+#[test]
+fn a_long_memory_is_quoted_by_the_passage_that_answers() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    let mut transcript = String::from("Platform sync notes. ");
+    for i in 0..60 {
+        transcript.push_str(&format!("Item {i}: the team reviewed dashboards, on-call pages and sprint tickets in detail. "));
+    }
+    transcript.push_str("Decision: the billing database will migrate to PostgreSQL next quarter, and Mei owns the rollout.");
+    engine.remember(&ns, NewMemory::new(transcript.clone()).kind(Kind::Episode))?;
+    engine.remember(&ns, NewMemory::new("Prefers standing desks"))?;
+    let block = context(&engine, &ns, "Which database will billing migrate to?")?;
+    assert_eq!(block.excerpts, 1, "{}", block.text);
+    let line = relevant_lines(&block.text).into_iter().find(|l| l.contains("excerpt)")).expect("an excerpt entry");
+    assert!(line.contains("PostgreSQL"), "{line}");
+    assert!(block.tokens <= 400);
+    Ok(())
+}
