@@ -25,7 +25,7 @@ pub use context::{
     SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN, SAME_QUERY_MARGIN};
-pub use score::{Explanation, RecallMode, Weights, SESSION_TOP};
+pub use score::{Explanation, RecallMode, Weights, MIN_SPREAD, SESSION_TOP};
 pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
 use chrono::{DateTime, FixedOffset, Utc};
@@ -390,7 +390,9 @@ pub enum Grounds {
     /// It is from the span of time the question names ("last week",
     /// "上个月"): a question that names a span is answered by the span.
     /// Not for advice questions ("what should I cook tonight?" names when
-    /// the plan is for, not which memories to read).
+    /// the plan is for, not which memories to read), nor for a question
+    /// naming someone the store never mentions ("What did Jean do last
+    /// week?").
     Time,
     /// It states a standing constraint or preference (an allergy, a diet, a
     /// dislike, a need, a budget, an "always" or "never";
@@ -436,7 +438,7 @@ impl Abstain {
     /// asked only when it would decide: it scans the query against the
     /// lexical index) and does not ask for advice (a plan names places and
     /// things the store has not heard of), meaning must reach
-    /// [`Abstain::unknown_name_below`] and words do not count; when one of
+    /// [`Abstain::unknown_name_below`] and neither words nor time count; when one of
     /// them is a relation ([`crate::index::RELATIONS`]: "my sister" where the
     /// store only knows the brother), neither meaning nor words count.
     /// No hit at all is not an abstention, just an empty result.
@@ -483,7 +485,7 @@ impl Abstain {
                 Some(Grounds::Meaning)
             } else if !stranger && words(h) {
                 Some(Grounds::Words)
-            } else if e.time >= 1.0 && !advice {
+            } else if e.time >= 1.0 && !advice && !stranger {
                 Some(Grounds::Time)
             } else if advice
                 && (h.memory.kind == crate::types::Kind::Preference
