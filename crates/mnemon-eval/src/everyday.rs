@@ -190,11 +190,7 @@ pub fn load_everyday(path: Option<&Path>) -> Result<EverydaySet> {
         }
         let names: Vec<&str> =
             s.memories.iter().map(|m| m.name.as_str()).chain(s.turns.iter().map(|t| t.name.as_str())).collect();
-        let refs = s
-            .needed
-            .iter()
-            .chain(&s.superseded)
-            .chain(s.newer_first.iter().flat_map(|p| p.iter()));
+        let refs = s.needed.iter().chain(&s.superseded).chain(s.newer_first.iter().flat_map(|p| p.iter()));
         for r in refs {
             if !names.contains(&r.as_str()) {
                 return Err(bad(&s.id, format!("refers to {r:?}, which it does not define")));
@@ -385,12 +381,8 @@ pub fn run_scenario(s: &Scenario, dir: &Path, embedder: Arc<dyn Embedder>) -> Re
     let needed = s.needed.len() + s.needed_text.len();
     // A superseded version is never recalled by id (the id names the
     // current version), so it is looked for by its text.
-    let superseded_shown: Vec<String> = s
-        .superseded
-        .iter()
-        .filter(|n| content(n).is_some_and(|c| position(text, c).is_some()))
-        .cloned()
-        .collect();
+    let superseded_shown: Vec<String> =
+        s.superseded.iter().filter(|n| content(n).is_some_and(|c| position(text, c).is_some())).cloned().collect();
     let (mut order_checked, mut order_kept) = (0, 0);
     for [newer, older] in &s.newer_first {
         if let Some(po) = content(older).and_then(|c| position(text, c)) {

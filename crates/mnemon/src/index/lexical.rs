@@ -458,7 +458,10 @@ impl LexicalIndex {
                     // A longer relation holding this one ("外甥女" holds
                     // "外甥") is the one named.
                     lower.contains(*w)
-                        && !RELATIONS.iter().flat_map(|g| g.iter()).any(|o| o.len() > w.len() && o.contains(*w) && lower.contains(o))
+                        && !RELATIONS
+                            .iter()
+                            .flat_map(|g| g.iter())
+                            .any(|o| o.len() > w.len() && o.contains(*w) && lower.contains(o))
                 }
             });
             if let Some(w) = named {

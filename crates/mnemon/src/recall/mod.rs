@@ -21,8 +21,8 @@ pub use crate::embed::{Abstain, SimilarityNorm};
 pub(crate) use context::one_line;
 pub use context::{
     estimate_tokens, render_block, render_context, BlockParts, ContextBlock, PartShares, BLOCK_CLOSE, BLOCK_OPEN,
-    BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT,
-    SECTION_RELEVANT, TRUNCATED_FIELD, EXCERPT_FIELD,
+    BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, EXCERPT_FIELD, MIN_TRUNCATED_TOKENS, SECTION_PROFILE,
+    SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN, SAME_QUERY_MARGIN};
 pub use score::{Explanation, RecallMode, Weights, SESSION_TOP};
@@ -482,7 +482,10 @@ impl Abstain {
                 Some(Grounds::Words)
             } else if e.time >= 1.0 {
                 Some(Grounds::Time)
-            } else if advice && (h.memory.kind == crate::types::Kind::Preference || crate::text::intent::is_standing(&h.memory.content)) {
+            } else if advice
+                && (h.memory.kind == crate::types::Kind::Preference
+                    || crate::text::intent::is_standing(&h.memory.content))
+            {
                 Some(Grounds::Standing)
             } else {
                 None
