@@ -482,9 +482,12 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         let abstain_note = match (&args.abstain, mode) {
             (None, _) => None,
             (Some(_), RecallMode::Lexical) => Some("not applied to lexical mode (no cosine)".to_string()),
-            (Some(_), _) => backend
-                .abstain
-                .map(|a| format!("applied: top-10 floors {} (unknown name {})", a.below, a.unknown_name_below)),
+            (Some(_), _) => backend.abstain.map(|a| {
+                format!(
+                    "applied (top-10 cosine floor {}, {} when the query names something the unit never mentions)",
+                    a.below, a.unknown_name_below
+                )
+            }),
         };
         let abstain_applied = args.abstain.is_some() && mode != RecallMode::Lexical;
         if let Some(note) = &abstain_note {
