@@ -43,10 +43,18 @@ pub struct EvalArgs {
     /// LongMemEval dev question ids (default: longmemeval_s_dev100_ids.txt next to PATH).
     #[arg(long)]
     dev_ids: Option<PathBuf>,
-    /// Evaluate at most N units (samples / questions / users).
+    /// Evaluate at most N units (samples / questions / users), spread over
+    /// the set: of the units the split admits, those at positions ⌊i·M/N⌋
+    /// (M of them, i = 0..N), in data order. When these leave a question
+    /// category unasked (LoCoMo category, LongMemEval question type;
+    /// abstention questions not counted), a chosen unit whose categories
+    /// the others ask too is swapped for the nearest unit that asks it, so
+    /// with N at least the number of categories every one is asked. The
+    /// report lists the units chosen. (everyday: the first N scenarios.)
     #[arg(long)]
     limit: Option<usize>,
-    /// Write every figure as JSON to this file.
+    /// Write every figure as JSON to this file, rewritten (atomically) as
+    /// each mode finishes, so a run stopped part-way keeps the modes done.
     #[arg(long)]
     out: Option<PathBuf>,
     /// Weight of cosine in the hybrid score (0–1).
@@ -77,7 +85,8 @@ pub struct EvalArgs {
     /// floors; `B` or `B,N`: no hit with a cosine of at least B, or (N) the
     /// query names something the unit never mentions and no hit reaches N.
     /// Queries that return nothing are counted per kind (answerable,
-    /// unanswerable, unrelated).
+    /// unanswerable, unrelated). Not applied in lexical mode, which has no
+    /// cosine; the report says so for that mode.
     #[arg(long, value_name = "auto|B[,N]")]
     abstain: Option<String>,
     /// Also ask each unit up to 50 questions of the unit before it, which
@@ -107,7 +116,9 @@ pub struct EvalArgs {
     /// memories, the profile's entries, exist.
     #[arg(long, value_name = "BUDGET")]
     context_block: Option<usize>,
-    /// No progress bar.
+    /// No progress. Otherwise progress goes to standard error: a bar on a
+    /// terminal, else (under nohup, or redirected) a line per tenth of the
+    /// units or per 30 s with the mode, units done, elapsed time and ETA.
     #[arg(long)]
     quiet: bool,
 }
@@ -369,6 +380,12 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             let c = VectorCache::open(dir, embedder.model_id())?;
             if let Some(p) = c.path() {
                 eprintln!("vector cache: {} ({} vectors)", p.display(), c.loaded);
+                if c.torn_tail_bytes > 0 {
+                    eprintln!(
+                        "warning: vector cache: skipped a torn last record ({} bytes, from a run stopped mid-write)",
+                        c.torn_tail_bytes
+                    );
+                }
             }
             c
         }
@@ -448,6 +465,7 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             ropts.retrieve_depth = d;
         }
         ropts.progress = !args.quiet;
+        ropts.label = spec.to_string();
         // With --explain-out, the JSON also holds each query's gold, in the
         // same order as the explain lines.
         ropts.record_queries = args.explain_out.is_some();
@@ -458,6 +476,23 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
         let say = |text: &str| if cli.json { eprintln!("{text}") } else { println!("{text}") };
         say(&format!("\n### {} — mode {spec} — embedder {run_model}\n", dataset));
         say(&report.render_table());
+        // `--abstain` works on cosines; lexical mode has none and never
+        // abstains. Say so rather than let that mode's figures differ
+        // silently from the others'.
+        let abstain_note = match (&args.abstain, mode) {
+            (None, _) => None,
+            (Some(_), RecallMode::Lexical) => Some("not applied to lexical mode (no cosine)".to_string()),
+            (Some(_), _) => backend.abstain.map(|a| {
+                format!(
+                    "applied (top-10 cosine floor {}, {} when the query names something the unit never mentions)",
+                    a.below, a.unknown_name_below
+                )
+            }),
+        };
+        let abstain_applied = args.abstain.is_some() && mode != RecallMode::Lexical;
+        if let Some(note) = &abstain_note {
+            say(&format!("abstention: {note}"));
+        }
         let docs = backend.docs.max(1) as f64;
         let ingest_all = backend.embed_secs + backend.write_secs;
         let mut toks = backend.context_tokens.clone();
@@ -497,6 +532,8 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
                         }),
                     },
                     "abstain": backend.abstain,
+                    "abstain_applied": abstain_applied,
+                    "abstain_note": abstain_note,
                     "similarity_norm": match weights.similarity_norm {
                         mnemon::recall::SimilarityNorm::Auto => embedder.similarity_norm(),
                         n => n,
@@ -509,16 +546,32 @@ pub fn run(cli: &Cli, args: &EvalArgs) -> Result<()> {
             f.lock().map_err(|_| mnemon::Error::Storage("explain lock".into()))?.flush()?;
         }
         backend.engine.close()?;
+        if let Some(out) = &args.out {
+            let text = serde_json::to_string_pretty(&serde_json::Value::Object(all.clone()))
+                .map_err(|e| mnemon::Error::Storage(e.to_string().into()))?;
+            write_atomically(out, &text)?;
+        }
     }
     let text = serde_json::to_string_pretty(&serde_json::Value::Object(all))
         .map_err(|e| mnemon::Error::Storage(e.to_string().into()))?;
     if let Some(out) = &args.out {
-        std::fs::write(out, &text)?;
         eprintln!("wrote {}", out.display());
     }
     if cli.json {
         println!("{text}");
     }
+    Ok(())
+}
+
+/// Writes `text` to `path` through a temporary file in the same directory
+/// and a rename, so a reader (or a run killed meanwhile) sees the old file
+/// or the new one, never half of one.
+fn write_atomically(path: &std::path::Path, text: &str) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| mnemon::Error::from(e.error))?;
     Ok(())
 }
 
@@ -561,14 +614,10 @@ fn context_block(
         cache,
         args.context_docs,
     );
-    let chosen: Vec<&eval::Unit> = units
-        .iter()
-        .filter(|u| split.admits(u.split))
-        .filter(|u| {
-            u.queries.iter().any(|q| !q.abstention && q.category.as_deref().is_some_and(|c| CATEGORIES.contains(&c)))
-        })
-        .take(args.limit.unwrap_or(usize::MAX))
-        .collect();
+    let asked = units.iter().filter(|u| {
+        u.queries.iter().any(|q| !q.abstention && q.category.as_deref().is_some_and(|c| CATEGORIES.contains(&c)))
+    });
+    let chosen: Vec<&eval::Unit> = eval::select_units(asked, split, args.limit);
     let mut outcomes = Vec::new();
     let mut extracted = 0usize;
     let mut keyed = 0usize;
@@ -669,7 +718,7 @@ fn context_block(
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|e| mnemon::Error::Storage(e.to_string().into()))?;
     if let Some(out) = &args.out {
-        std::fs::write(out, &text)?;
+        write_atomically(out, &text)?;
         eprintln!("wrote {}", out.display());
     }
     if cli.json {

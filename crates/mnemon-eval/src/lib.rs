@@ -2,7 +2,7 @@
 //! small cross-lingual set shipped with the crate.
 //!
 //! - **LoCoMo** (Maharana et al., ACL 2024): evidence recall@k over dialog
-//!   turns, per question category.
+//!   turns and over sessions, per question category.
 //! - **LongMemEval_S** (Wu et al., ICLR 2025): recall_any / recall_all /
 //!   ndcg_any @k at session and turn level over a per-question haystack.
 //! - **MADial-Bench zh** (NAACL 2025): memory recall@k and MRR@k for a
@@ -41,8 +41,10 @@ mod locomo;
 mod longmemeval;
 mod madial;
 pub mod metrics;
+mod progress;
 mod report;
 mod run;
+mod sample;
 mod vectors;
 
 pub use answers::{answer_present, answer_word_recall, load_longmemeval_answers, normalize_answer, ANSWER_STOP_WORDS};
@@ -51,7 +53,8 @@ pub use locomo::{clean_evidence, load_locomo, CleanedEvidence};
 pub use longmemeval::load_longmemeval;
 pub use madial::load_madial;
 pub use report::{Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow};
-pub use run::{run, RunOptions};
+pub use run::{run, RunOptions, LOCOMO_SESSION_K};
+pub use sample::select_units;
 pub use vectors::{
     encode_record as encode_vector_record, parse_records as parse_vector_records, VectorCache, VectorKey,
 };

@@ -19,6 +19,10 @@ pub struct Report {
     pub split_filter: SplitFilter,
     /// Unit limit applied after the split filter, if any.
     pub limit: Option<usize>,
+    /// With a limit: the names of the units it chose, in data order
+    /// ([`crate::select_units`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_units: Option<Vec<String>>,
     /// One entry per split that had units (`"dev"`, `"test"`), then `"all"`
     /// when both did.
     pub splits: Vec<SplitReport>,
@@ -101,7 +105,8 @@ pub struct MetricTable {
     pub name: String,
     /// Human title, e.g. `"evidence recall@k"`.
     pub title: String,
-    /// Column cut-offs (the report's `k_values`).
+    /// Column cut-offs: the report's `k_values`, or the table's own (LoCoMo
+    /// `session/recall`: 1, 3, 5, 10).
     pub k_values: Vec<usize>,
     /// Category rows in the dataset's order, then `"overall"`, then rows kept
     /// out of the overall mean (LoCoMo `adversarial`). Rows with no query are
@@ -235,7 +240,7 @@ impl Report {
             ks.join(" "),
             self.retrieve_depth,
             self.split_filter,
-            self.limit.map(|l| format!(" · limit {l} units")).unwrap_or_default()
+            self.limit.map(|l| format!(" · limit {l} units, spread")).unwrap_or_default()
         );
         for s in &self.splits {
             let c = &s.counts;

@@ -3,13 +3,14 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
 
 use super::metrics::{
     ndcg_any, rank_sessions, recall_all, recall_any, recall_fraction, reciprocal_rank, turn2session_official,
 };
+use super::progress::Progress;
 use super::report::{Counts, IngestStats, LatencyStats, MetricTable, QueryRecord, Report, SplitReport, TableRow};
+use super::sample::select_units;
 use super::{Backend, Dataset, Query, Split, SplitFilter, Unit};
 use mnemon::{Error, Result};
 
@@ -23,12 +24,20 @@ pub struct RunOptions {
     /// LongMemEval session metrics need enough turns to see 50 sessions
     /// (the default, 1000, retrieves whole S haystacks).
     pub retrieve_depth: usize,
-    /// Evaluate at most this many units (after the split filter), in order.
+    /// Evaluate at most this many units of those the split filter admits,
+    /// spread over them and covering every question category when the
+    /// number allows ([`crate::select_units`] states the rule).
     pub limit: Option<usize>,
     /// Which units to evaluate.
     pub split: SplitFilter,
-    /// Draw a progress bar (indicatif, on stderr).
+    /// Show progress on standard error: an indicatif bar when it is a
+    /// terminal, otherwise a plain line every tenth of the units or every
+    /// 30 s (label, units and queries done, elapsed seconds, ETA).
     pub progress: bool,
+    /// What plain progress lines call the run (the mode, e.g. `hybrid`);
+    /// empty = `eval`.
+    #[serde(default)]
+    pub label: String,
     /// Keep each query's retrieved ids in [`Report::queries`].
     pub record_queries: bool,
     /// Also ask each unit (after the first) up to [`UNRELATED_PER_UNIT`]
@@ -52,32 +61,43 @@ impl RunOptions {
             limit: None,
             split: SplitFilter::All,
             progress: false,
+            label: String::new(),
             record_queries: false,
             unrelated: false,
         }
     }
 }
 
-/// A metric family: table name, title.
-type Family = (&'static str, &'static str);
+/// A metric family: table name, title, and its own cut-offs when it does
+/// not use the run's.
+type Family = (&'static str, &'static str, Option<&'static [usize]>);
+
+/// Cut-offs of LoCoMo's session-level table, as published figures give them.
+pub const LOCOMO_SESSION_K: [usize; 4] = [1, 3, 5, 10];
 
 const LOCOMO_FAMILIES: &[Family] = &[
-    ("recall", "evidence recall@k (|evidence ∩ top-k| / |evidence|)"),
-    ("any", "evidence any-hit@k (some evidence turn in top-k)"),
-    ("all", "evidence all-hit@k (every evidence turn in top-k)"),
+    ("recall", "evidence recall@k (|evidence ∩ top-k| / |evidence|)", None),
+    (
+        "session/recall",
+        "session recall@k (|evidence sessions ∩ top-k sessions| / |evidence sessions|; a session ranks at its best turn)",
+        Some(&LOCOMO_SESSION_K),
+    ),
+    ("any", "evidence any-hit@k (some evidence turn in top-k)", None),
+    ("all", "evidence all-hit@k (every evidence turn in top-k)", None),
 ];
 const LME_FAMILIES: &[Family] = &[
-    ("session/recall_any", "session recall_any@k"),
-    ("session/recall_all", "session recall_all@k"),
-    ("session/ndcg_any", "session ndcg_any@k"),
-    ("turn/recall_any", "turn recall_any@k"),
-    ("turn/recall_all", "turn recall_all@k"),
-    ("turn/ndcg_any", "turn ndcg_any@k"),
-    ("session_official/recall_any", "session recall_any@k, official turn→session"),
-    ("session_official/recall_all", "session recall_all@k, official turn→session"),
-    ("session_official/ndcg_any", "session ndcg_any@k, official turn→session"),
+    ("session/recall_any", "session recall_any@k", None),
+    ("session/recall_all", "session recall_all@k", None),
+    ("session/ndcg_any", "session ndcg_any@k", None),
+    ("turn/recall_any", "turn recall_any@k", None),
+    ("turn/recall_all", "turn recall_all@k", None),
+    ("turn/ndcg_any", "turn ndcg_any@k", None),
+    ("session_official/recall_any", "session recall_any@k, official turn→session", None),
+    ("session_official/recall_all", "session recall_all@k, official turn→session", None),
+    ("session_official/ndcg_any", "session ndcg_any@k, official turn→session", None),
 ];
-const MADIAL_FAMILIES: &[Family] = &[("recall", "memory recall@k (|gold ∩ top-k| / |gold|)"), ("mrr", "MRR@k")];
+const MADIAL_FAMILIES: &[Family] =
+    &[("recall", "memory recall@k (|gold ∩ top-k| / |gold|)", None), ("mrr", "MRR@k", None)];
 
 impl Dataset {
     fn families(self) -> &'static [Family] {
@@ -157,7 +177,8 @@ impl<'a> UnitIndex<'a> {
 
 /// Evaluates `backend` on `units` of `dataset`.
 ///
-/// Units passing `opts.split` (at most `opts.limit` of them, in order) are
+/// Units passing `opts.split` (at most `opts.limit` of them, chosen by
+/// [`crate::select_units`], in data order) are
 /// ingested one at a time; each of their queries is searched with
 /// `k = opts.retrieve_depth`; the answer is cut to that depth, ids that are
 /// not docs of the unit and repeats are dropped (counted), and the ranking is
@@ -165,7 +186,10 @@ impl<'a> UnitIndex<'a> {
 ///
 /// - LoCoMo: evidence recall@k (empty evidence scores 1, as in
 ///   `evaluation.py`), plus any-/all-hit@k; per category, `overall` over
-///   categories 1–4, `adversarial` (5) in its own row.
+///   categories 1–4, `adversarial` (5) in its own row. Also session-level
+///   recall@k for k in [`LOCOMO_SESSION_K`] (table `session/recall`): the
+///   share of the evidence's sessions (of its `D<session>:<turn>` ids) among
+///   the top-k sessions, a session ranking at the best rank of its turns.
 /// - LongMemEval: recall_any / recall_all / ndcg_any @k on the turn ranking,
 ///   on the session ranking derived from it (a session ranks at its best
 ///   turn; gold = [`Query::gold_sessions`]), and with the official
@@ -199,8 +223,7 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
             format!("{} is below the largest k ({max_k})", opts.retrieve_depth),
         ));
     }
-    let selected: Vec<&Unit> =
-        units.iter().filter(|u| opts.split.admits(u.split)).take(opts.limit.unwrap_or(usize::MAX)).collect();
+    let selected: Vec<&Unit> = select_units(units, opts.split, opts.limit);
     let mut names = HashSet::new();
     for u in &selected {
         if !names.insert(u.name.as_str()) {
@@ -209,12 +232,9 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
     }
 
     let total: usize = selected.iter().map(|u| u.queries.len()).sum();
-    let bar = if opts.progress { ProgressBar::new(total as u64) } else { ProgressBar::hidden() };
-    if let Ok(style) =
-        ProgressStyle::with_template("{bar:30} {pos}/{len} queries · {msg} [{elapsed_precise} < {eta_precise}]")
-    {
-        bar.set_style(style);
-    }
+    let total_docs: usize = selected.iter().map(|u| u.docs.len()).sum();
+    let mut progress = Progress::new(opts.progress, &opts.label, selected.len(), total_docs, total);
+    let sampled_units = opts.limit.map(|_| selected.iter().map(|u| u.name.clone()).collect());
 
     let mut scored: Vec<Scored> = Vec::with_capacity(total);
     let mut per_split_units: HashMap<Split, (usize, usize)> = HashMap::new();
@@ -224,13 +244,13 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
 
     let mut previous: Option<&Unit> = None;
     for unit in selected {
-        bar.set_message(unit.name.clone());
         let index = UnitIndex::new(unit)?;
         let t = Instant::now();
         backend.ingest(&unit.name, &unit.docs)?;
         ingest.seconds += t.elapsed().as_secs_f64();
         ingest.units += 1;
         ingest.docs += unit.docs.len();
+        progress.unit_started(&unit.name, unit.docs.len());
         let e = per_split_units.entry(unit.split).or_default();
         e.0 += 1;
         e.1 += unit.docs.len();
@@ -268,7 +288,7 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
                 repaired: q.gold_repaired,
                 unknown,
             });
-            bar.inc(1);
+            progress.query_done();
         }
         if let Some(prev) = previous.filter(|_| opts.unrelated) {
             for q in prev.queries.iter().take(UNRELATED_PER_UNIT) {
@@ -300,8 +320,9 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
         }
         previous = Some(unit);
         backend.finish_unit(&unit.name)?;
+        progress.unit_done();
     }
-    bar.finish_and_clear();
+    progress.finish();
     ingest.docs_per_sec = if ingest.seconds > 0.0 { ingest.docs as f64 / ingest.seconds } else { 0.0 };
 
     let mut splits = Vec::new();
@@ -323,6 +344,7 @@ pub fn run(dataset: Dataset, units: &[Unit], backend: &mut dyn Backend, opts: &R
         retrieve_depth: opts.retrieve_depth,
         split_filter: opts.split,
         limit: opts.limit,
+        sampled_units,
         splits,
         ingest,
         latency: LatencyStats::from_samples(&latencies),
@@ -367,10 +389,13 @@ fn score(
         Dataset::Locomo => {
             if q.gold.is_empty() {
                 let ones = vec![1.0; ks.len()];
-                return Ok(vec![ones.clone(), ones.clone(), ones]);
+                return Ok(vec![ones.clone(), vec![1.0; LOCOMO_SESSION_K.len()], ones.clone(), ones]);
             }
+            let sessions = rank_sessions(ranked, |d| index.session.get(d).copied());
+            let gold_sessions = rank_sessions(&q.gold, |d| index.session.get(d).copied());
             Ok(vec![
                 per_k(ks, |k| recall_fraction(ranked, &q.gold, k).unwrap_or(1.0)),
+                per_k(&LOCOMO_SESSION_K, |k| recall_fraction(&sessions, &gold_sessions, k).unwrap_or(1.0)),
                 per_k(ks, |k| recall_any(ranked, &q.gold, k)),
                 per_k(ks, |k| recall_all(ranked, &q.gold, k)),
             ])
@@ -502,11 +527,13 @@ fn aggregate(dataset: Dataset, name: &str, units: usize, docs: usize, xs: &[&Sco
         .families()
         .iter()
         .enumerate()
-        .map(|(f, (tname, title))| {
-            let mut rows: Vec<TableRow> = cats.iter().filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())).collect();
-            rows.extend(mean_row("overall", &overall, f, ks.len()));
-            rows.extend(apart.iter().filter_map(|c| mean_row(c, &in_cat(c), f, ks.len())));
-            MetricTable { name: tname.to_string(), title: title.to_string(), k_values: ks.to_vec(), rows }
+        .map(|(f, (tname, title, own_ks))| {
+            let fks = own_ks.unwrap_or(ks);
+            let n_k = fks.len();
+            let mut rows: Vec<TableRow> = cats.iter().filter_map(|c| mean_row(c, &in_cat(c), f, n_k)).collect();
+            rows.extend(mean_row("overall", &overall, f, n_k));
+            rows.extend(apart.iter().filter_map(|c| mean_row(c, &in_cat(c), f, n_k)));
+            MetricTable { name: tname.to_string(), title: title.to_string(), k_values: fks.to_vec(), rows }
         })
         .collect();
     SplitReport { split: name.to_string(), counts, tables }

@@ -261,3 +261,72 @@ fn backend_errors_propagate() {
     let units = load_madial(&fixture("madial")).unwrap();
     assert!(matches!(run(Dataset::MADial, &units, &mut Failing, &opts(Dataset::MADial)), Err(Error::Closed)));
 }
+
+/// A LoCoMo-like unit of three sessions and a backend that answers every
+/// query with a fixed ranking: session recall ranks a session at its best
+/// turn and counts the share of the evidence's sessions found.
+#[test]
+fn locomo_session_recall() {
+    use mnemon_eval::{Query, Split, Unit, LOCOMO_SESSION_K};
+    struct Fixed(Vec<&'static str>);
+    impl Backend for Fixed {
+        fn ingest(&mut self, _: &str, _: &[Doc]) -> mnemon::Result<()> {
+            Ok(())
+        }
+        fn search(&mut self, _: &str, _: &str, _: usize) -> mnemon::Result<Vec<String>> {
+            Ok(self.0.iter().map(|s| s.to_string()).collect())
+        }
+    }
+    let doc = |id: &str, session: &str| Doc {
+        id: id.into(),
+        text: id.into(),
+        session: session.into(),
+        time: None,
+        speaker: None,
+    };
+    let query = |n: usize, gold: &[&str], category: &str| Query {
+        id: format!("conv-1/q{n}"),
+        text: "q".into(),
+        gold: gold.iter().map(|g| g.to_string()).collect(),
+        gold_sessions: Vec::new(),
+        category: Some(category.into()),
+        split: Split::Dev,
+        time: None,
+        abstention: false,
+        gold_dropped: Vec::new(),
+        gold_repaired: false,
+    };
+    let unit = Unit {
+        name: "locomo:conv-1".into(),
+        split: Split::Dev,
+        docs: vec![
+            doc("D1:1", "session_1"),
+            doc("D1:2", "session_1"),
+            doc("D2:1", "session_2"),
+            doc("D2:2", "session_2"),
+            doc("D3:1", "session_3"),
+        ],
+        queries: vec![
+            // Evidence in sessions 2 and 3: session 1 first, 2 second, 3 third.
+            query(0, &["D2:2", "D3:1"], "multi-hop"),
+            // Evidence in session 1 only (two turns): found at rank 1.
+            query(1, &["D1:1", "D1:2"], "single-hop"),
+            // No evidence: scored 1, as the turn-level table does.
+            query(2, &[], "single-hop"),
+            query(3, &["D3:1"], "adversarial"),
+        ],
+    };
+    // Sessions by best turn: session_1 (D1:2), session_2 (D2:1), session_3.
+    let mut b = Fixed(vec!["D1:2", "D2:1", "D1:1", "D2:2", "D3:1"]);
+    let rep = run(Dataset::Locomo, &[unit], &mut b, &opts(Dataset::Locomo)).unwrap();
+    let t = rep.split("dev").unwrap().table("session/recall").unwrap();
+    assert_eq!(t.k_values, LOCOMO_SESSION_K);
+    row(&rep, "dev", "session/recall", "multi-hop", 1, &[0.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "session/recall", "single-hop", 2, &[1.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "session/recall", "overall", 3, &[2.0 / 3.0, 1.0, 1.0, 1.0]);
+    row(&rep, "dev", "session/recall", "adversarial", 1, &[0.0, 1.0, 1.0, 1.0]);
+    // Turn level is unchanged: D2:2 at rank 4 and D3:1 at rank 5.
+    row(&rep, "dev", "recall", "multi-hop", 1, &[0.0, 1.0, 1.0, 1.0, 1.0]);
+    let text = rep.render_table();
+    assert!(text.contains("session recall@k"), "{text}");
+}
