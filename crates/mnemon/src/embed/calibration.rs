@@ -17,7 +17,8 @@ pub enum SimilarityNorm {
     /// Cosine as it is, `-1..=1`.
     Raw,
     /// Cosine min-max scaled over this recall's candidates to `0..=1`
-    /// (all 1 when every candidate has the same cosine); a spread under
+    /// (all 1 when every candidate has the same cosine); under
+    /// `crate::recall::FEW_CANDIDATES` candidates, a spread under
     /// `crate::recall::MIN_SPREAD` counts as that spread.
     #[serde(alias = "minmax")]
     MinMax,

@@ -25,7 +25,7 @@ pub use context::{
     SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN, SAME_QUERY_MARGIN};
-pub use score::{Explanation, RecallMode, Weights, MIN_SPREAD, SESSION_TOP};
+pub use score::{Explanation, RecallMode, Weights, FEW_CANDIDATES, MIN_SPREAD, SESSION_TOP};
 pub use when::{resolve as query_time, QueryTime, TimeSpan};
 
 use chrono::{DateTime, FixedOffset, Utc};
@@ -330,9 +330,16 @@ impl Engine {
                 n => n,
             };
             let sim_scale = (norm == SimilarityNorm::MinMax && opts.mode == RecallMode::Hybrid).then(|| {
-                scored
+                let (lo, hi) = scored
                     .iter()
-                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| (lo.min(c.1 + c.3), hi.max(c.1 + c.3)))
+                    .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), c| (lo.min(c.1 + c.3), hi.max(c.1 + c.3)));
+                // A few candidates' spread is mostly noise: keep it at
+                // least MIN_SPREAD (see score.rs).
+                if scored.len() < score::FEW_CANDIDATES {
+                    (lo.min(hi - score::MIN_SPREAD), hi)
+                } else {
+                    (lo, hi)
+                }
             });
             let mut hits = Vec::with_capacity(scored.len());
             for (id, sim, bm25, offset) in scored {
