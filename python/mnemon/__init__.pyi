@@ -71,6 +71,7 @@ __all__ = [
     "ArchiveReason",
     "DedupMode",
     "EmbedMode",
+    "Grounds",
     "ImportFormat",
     "Lang",
     "OnError",

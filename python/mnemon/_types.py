@@ -19,6 +19,7 @@ __all__ = [
     "ArchiveReason",
     "DedupMode",
     "EmbedMode",
+    "Grounds",
     "ImportFormat",
     "Lang",
     "OnError",
@@ -87,6 +88,9 @@ already active word for word, or written as an event."""
 
 EmbedMode = Union[Literal["sync"], Literal["deferred"]]
 """When a `remember` embeds its memory."""
+
+Grounds = Union[Literal["meaning"], Literal["words"], Literal["time"], Literal["standing"], Literal["pending"], Literal["newer"]]
+"""Why a hit counts as relevant to its query ([`Abstain::judge`])."""
 
 ImportFormat = Union[Literal["jsonl"], Literal["locomo"], Literal["longmemeval"]]
 """The shape of the input."""
@@ -443,7 +447,7 @@ class ContextBlock(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'context', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'recent_truncated', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'excerpts', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'recent_truncated', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -472,6 +476,15 @@ class ContextBlock(Record):
         block's frame.
         """
         return self._data["context"]  # type: ignore[no-any-return]
+
+    @property
+    def excerpts(self) -> Optional[int]:
+        """
+        Relevant entries that quote a passage of a long memory instead of the whole
+        (`EXCERPT_FIELD`); counted in `memories` (and, when the passage itself was cut,
+        in `truncated` too).
+        """
+        return self._data.get("excerpts")
 
     @property
     def in_profile(self) -> Optional[int]:
@@ -758,7 +771,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'grounds', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -777,6 +790,16 @@ class Explanation(Record):
     def fused(self) -> float:
         """The fused relevance before reranking."""
         return self._data["fused"]  # type: ignore[no-any-return]
+
+    @property
+    def grounds(self) -> Optional[Grounds]:
+        """
+        Why the hit counts as relevant to the query, when a recall judged relevance
+        (`crate::recall::Abstain`: `context`, and `recall` with its default abstention);
+        absent when it was not judged or is not relevant (then `context` leaves it out
+        of the block).
+        """
+        return self._data.get("grounds")
 
     @property
     def importance(self) -> float:
@@ -808,7 +831,7 @@ class Explanation(Record):
 
     @property
     def score(self) -> float:
-        """The final score."""
+        """The final score, in `0..=1` (see the module docs)."""
         return self._data["score"]  # type: ignore[no-any-return]
 
     @property
@@ -1114,7 +1137,10 @@ class Hit(Record):
 
     @property
     def score(self) -> float:
-        """Final score (higher is better); comparable within one recall only."""
+        """
+        Final score, 0 to 1 (higher is better); comparable within one recall only.
+        `explain` gives its parts.
+        """
         return self._data["score"]  # type: ignore[no-any-return]
 
     @property
@@ -1729,9 +1755,11 @@ class RecallResponse(Record):
     @property
     def abstained(self) -> Optional[bool]:
         """
-        True when recall found memories but none reached the abstention floor
-        (`abstain_below`; recall has none unless asked): `hits` is empty because nothing
-        stored is relevant enough.
+        True when recall found memories but none is relevant
+        (`mnemon::recall::Abstain::judge`: none reached the floor `abstain_below`, held
+        the query's rarer words, came from the time it names or states a constraint an
+        advice question needs): `hits` is empty. The decision is the one `context`
+        makes.
         """
         return self._data.get("abstained")
 

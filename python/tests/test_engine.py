@@ -136,8 +136,11 @@ def test_recall_and_context_say_when_nothing_is_relevant(engine):
     assert block.unknown_names == ["Jean", "Marseille"]
     assert block.abstention is not None
     assert block.abstention.best_similarity < block.abstention.floor
-    # recall abstains only when asked, and says why in the same shape.
-    assert not engine.recall("u", stranger).abstained
+    # recall makes the same decision by default, and says why in the same
+    # shape; abstain_below=-1 returns the hits anyway.
+    r = engine.recall("u", stranger)
+    assert r.abstained and r.hits == [] and r.unknown_names == ["Jean", "Marseille"]
+    assert engine.recall("u", stranger, abstain_below=-1).hits
     best = block.abstention.best_similarity
     # A base floor just under the best cosine: only the unknown names decide.
     r = engine.recall("u", stranger, abstain_below=best - 0.01)

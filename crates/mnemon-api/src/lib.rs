@@ -33,7 +33,7 @@
 //! let engine = mnemon::Engine::open(dir.path())?;
 //! let req = Request::from_json(r#"{"op":"remember","namespace":"u1","content":"Prefers window seats"}"#)?;
 //! let Response::Remember(r) = api::execute(&engine, req)? else { unreachable!() };
-//! let req = Request::from_json(r#"{"op":"recall","namespace":"u1","query":"seat on a flight"}"#)?;
+//! let req = Request::from_json(r#"{"op":"recall","namespace":"u1","query":"which seat by the window?"}"#)?;
 //! let Response::Recall(hits) = api::execute(&engine, req)? else { unreachable!() };
 //! assert_eq!(hits.hits[0].id, r.id);
 //! # Ok(()) }

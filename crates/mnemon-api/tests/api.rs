@@ -629,9 +629,17 @@ fn context_abstains_when_nothing_stored_is_relevant() {
     assert_eq!(forced["abstained"], false, "{forced}");
     assert!(forced["memories"].as_u64().unwrap() > 0, "{forced}");
 
+    // Recall makes the same decision as `context` by default, and says so.
     let r =
         call(&e, json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?"})).unwrap();
-    assert!(!r["hits"].as_array().unwrap().is_empty(), "recall does not abstain by default: {r}");
+    assert_eq!(r["abstained"], true, "recall abstains as context does: {r}");
+    assert_eq!(r["hits"], json!([]), "{r}");
+    let r = call(
+        &e,
+        json!({"op": "recall", "namespace": "u", "query": "Which football club does Jean support?", "abstain_below": -1.0}),
+    )
+    .unwrap();
+    assert!(!r["hits"].as_array().unwrap().is_empty(), "abstain_below -1 returns them anyway: {r}");
     // A base floor just under the best cosine: only the unknown names can
     // make recall abstain, and the response names them.
     let stranger_q = "Which football club does Jean support in Marseille?";

@@ -269,11 +269,12 @@ pub struct RecallFlags {
     /// Cosine similarity floor (-1..1; the scale depends on the embedder).
     #[arg(long, allow_hyphen_values = true)]
     min_similarity: Option<f32>,
-    /// Return no memory when none of the hits has a cosine of at least this
-    /// (-1..1; -1 turns it off); a query naming something no memory mentions
-    /// needs the embedder's margin more (names are capitalised words, so
-    /// Chinese names are not seen). `context` defaults to the embedder's
-    /// calibrated floors; `recall` to never.
+    /// Cosine a memory needs to count as relevant by meaning (-1..1; -1
+    /// turns abstention off). Memories holding the query's rarer words, from
+    /// the time it names, or stating a constraint an advice question needs
+    /// count too; with none, nothing is returned. A query naming someone no
+    /// memory mentions needs the embedder's margin more. `recall` and
+    /// `context` default to the embedder's calibrated floors.
     #[arg(long, allow_hyphen_values = true)]
     abstain_below: Option<f32>,
     /// Only memories of this kind (repeatable).

@@ -87,7 +87,8 @@ pub enum Cmd {
     /// against a fresh store and show what mnemon remembers, recalls and forgets.
     Demo(demo::DemoArgs),
     /// Measure recall quality on a public benchmark (locomo, longmemeval,
-    /// madial) or the built-in cross-lingual set (crosslingual).
+    /// madial), the built-in cross-lingual set (crosslingual) or the
+    /// built-in everyday questions, scored on the context block (everyday).
     Eval(eval::EvalArgs),
     /// Record an observation (a conversation turn or tool result).
     Observe(commands::ObserveArgs),

@@ -522,6 +522,10 @@ fn time_note(t: Option<&mnemon::recall::QueryTime>) {
 /// cosine, the floor it missed, and the names no memory mentions.
 fn abstention_note(why: Option<&mnemon::recall::Abstention>, unknown_names: &[String], anyway: &str) -> String {
     let cosine = why.map_or(String::new(), |a| {
+        if a.floor >= 1.0 {
+            // A relation no memory names: no cosine would do.
+            return ": the question is about someone no memory names".to_string();
+        }
         // Four decimals: at three, 0.7995 under a floor of 0.80 reads as
         // "0.800, under the floor 0.800".
         format!(": the closest memory has cosine {:.4}, under the floor {:.2}", a.best_similarity, a.floor)

@@ -29,12 +29,7 @@ fn context(engine: &Engine, ns: &Namespace, q: &str) -> mnemon::Result<mnemon::r
 }
 
 fn relevant_lines(block: &str) -> Vec<&str> {
-    block
-        .lines()
-        .skip_while(|l| !l.starts_with("## Relevant"))
-        .skip(1)
-        .take_while(|l| l.starts_with("- "))
-        .collect()
+    block.lines().skip_while(|l| !l.starts_with("## Relevant")).skip(1).take_while(|l| l.starts_with("- ")).collect()
 }
 
 #[test]
@@ -64,9 +59,17 @@ fn a_question_that_names_only_a_span_is_answered_by_the_span() -> R {
     let dir = tempfile::tempdir()?;
     let (engine, ns) = open(dir.path())?;
     let day = |d: u32| Utc.with_ymd_and_hms(2026, 6, d, 12, 0, 0).single().expect("day");
-    engine.remember(&ns, NewMemory::new("Hiked the Dragon's Back trail with Lena").event_time(day(2)).kind(Kind::Episode))?;
+    engine.remember(
+        &ns,
+        NewMemory::new("Hiked the Dragon's Back trail with Lena").event_time(day(2)).kind(Kind::Episode),
+    )?;
     engine.remember(&ns, NewMemory::new("去医院做了体检").event_time(day(4)).kind(Kind::Episode))?;
-    engine.remember(&ns, NewMemory::new("Repainted the bedroom walls sage green").event_time(Utc.with_ymd_and_hms(2026, 4, 1, 12, 0, 0).single().expect("day")).kind(Kind::Episode))?;
+    engine.remember(
+        &ns,
+        NewMemory::new("Repainted the bedroom walls sage green")
+            .event_time(Utc.with_ymd_and_hms(2026, 4, 1, 12, 0, 0).single().expect("day"))
+            .kind(Kind::Episode),
+    )?;
     for q in ["What did I do last week?", "上周我做了什么？"] {
         let block = context(&engine, &ns, q)?;
         assert!(block.query_time.is_some(), "{q}");
@@ -129,9 +132,11 @@ fn a_long_memory_is_quoted_by_the_passage_that_answers() -> R {
     let (engine, ns) = open(dir.path())?;
     let mut transcript = String::from("Platform sync notes. ");
     for i in 0..60 {
-        transcript.push_str(&format!("Item {i}: the team reviewed dashboards, on-call pages and sprint tickets in detail. "));
+        transcript
+            .push_str(&format!("Item {i}: the team reviewed dashboards, on-call pages and sprint tickets in detail. "));
     }
-    transcript.push_str("Decision: the billing database will migrate to PostgreSQL next quarter, and Mei owns the rollout.");
+    transcript
+        .push_str("Decision: the billing database will migrate to PostgreSQL next quarter, and Mei owns the rollout.");
     engine.remember(&ns, NewMemory::new(transcript.clone()).kind(Kind::Episode))?;
     engine.remember(&ns, NewMemory::new("Prefers standing desks"))?;
     let block = context(&engine, &ns, "Which database will billing migrate to?")?;

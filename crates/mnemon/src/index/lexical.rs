@@ -774,7 +774,11 @@ mod tests {
 
     #[test]
     fn unknown_relations_are_groups_no_document_names() {
-        let ix = build(&[(1, "Brother Jake's birthday is October 3"), (2, "表姐在广州当老师"), (3, "My mother lives in Leeds")]);
+        let ix = build(&[
+            (1, "Brother Jake's birthday is October 3"),
+            (2, "表姐在广州当老师"),
+            (3, "My mother lives in Leeds"),
+        ]);
         assert_eq!(ix.unknown_relations("When is my sister's birthday?"), vec!["sister"]);
         assert!(ix.unknown_relations("When is my brother's birthday?").is_empty());
         // Another word of the group, or of the other language, is known.

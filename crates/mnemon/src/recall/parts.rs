@@ -199,29 +199,39 @@ impl Engine {
 }
 
 /// How far below the near-duplicate threshold two memories' cosine may be
-/// for them to count as the same attribute of the same subject when their
-/// facts differ ([`Engine::newer_values_first`]). Chosen on the
-/// everyday-questions dev split (0.10 left two of its seven changed values
-/// behind the old ones).
-pub const SAME_ATTRIBUTE_MARGIN: f32 = 0.15;
+/// for them to count as the same attribute of the same subject when one
+/// replaces a value of the other ([`Engine::newer_values_first`]): 0.85
+/// for multilingual-e5-small, whose unrelated memories sit near 0.80.
+pub const SAME_ATTRIBUTE_MARGIN: f32 = 0.10;
 
-/// How much less close to the query than the older value a newer value of
-/// the same attribute may be ([`Engine::newer_values_first`]): both answer
-/// the same question, so their cosines to it are near (at most 0.033 apart
-/// for the changed values of the everyday-questions dev split, while
-/// unrelated memories of a long one's store sat 0.10 below it).
-pub const SAME_QUERY_MARGIN: f32 = 0.05;
+/// Whether `b` gives another value where `a` gives one: in Latin-script
+/// text both name something (a capitalised name) or hold a number, and the
+/// names or numbers differ ("I live in Hangzhou" / "I moved to Shanghai
+/// now"); in Chinese text a content character is replaced on both sides
+/// ([`crate::dedup::differing_facts`]). Two unrelated statements that only
+/// read alike ("Hates cilantro" / "Has a dog named Max") are not changes.
+fn changes_value(a: &str, b: &str) -> bool {
+    let (ta, tb) = (crate::text::searchable(a), crate::text::searchable(b));
+    if crate::text::mostly_cjk(&ta) && crate::text::mostly_cjk(&tb) {
+        return crate::dedup::differing_facts(&ta, &tb)
+            .is_some_and(|d| !d.only_in_first.is_empty() && !d.only_in_second.is_empty());
+    }
+    let (sa, sb) = (crate::dedup::FactSignature::of(&ta), crate::dedup::FactSignature::of(&tb));
+    let set =
+        |it: &mut dyn Iterator<Item = &str>| it.map(str::to_owned).collect::<std::collections::BTreeSet<String>>();
+    let (na, nb) = (set(&mut sa.names()), set(&mut sb.names()));
+    let (ma, mb) = (set(&mut sa.numbers()), set(&mut sb.numbers()));
+    (!na.is_empty() && !nb.is_empty() && na != nb) || (!ma.is_empty() && !mb.is_empty() && ma != mb)
+}
 
 impl Engine {
     /// Puts a newer value of a fact before an older one it changes, among
     /// `hits` (best first): where a later hit's memory holds in a later
     /// time (event time, else write time) than an earlier hit's, restates
     /// the same attribute of the same subject (the two memories' cosine is
-    /// at least the near-duplicate threshold less [`SAME_ATTRIBUTE_MARGIN`],
-    /// and its cosine to the query at most [`SAME_QUERY_MARGIN`] below the
-    /// older one's)
-    /// and differs in its facts ([`crate::dedup::differing_facts`]: another
-    /// city, employer or number), the newer one moves to the older one's
+    /// at least the near-duplicate threshold less [`SAME_ATTRIBUTE_MARGIN`])
+    /// and gives another value ([`changes_value`]: another city, employer
+    /// or number), the newer one moves to the older one's
     /// rank, and counts as relevant ([`super::Grounds::Newer`]) where the
     /// older one does. "I live in Hangzhou" then "I moved to Shanghai now",
     /// both stored without a slot key, show Shanghai first; nothing is
@@ -247,9 +257,8 @@ impl Engine {
             let target = order[..pos_j].iter().position(|&i| {
                 let (a, b) = (&hits[i].memory, &hits[j].memory);
                 vectors[i].as_ref().is_some_and(|vi| vi.iter().zip(vj).map(|(x, y)| x * y).sum::<f32>() >= threshold)
-                    && hits[j].explain.similarity >= hits[i].explain.similarity - SAME_QUERY_MARGIN
                     && b.effective_time() > a.effective_time()
-                    && crate::dedup::differing_facts(&a.content, &b.content).is_some()
+                    && changes_value(&a.content, &b.content)
             });
             if let Some(t) = target {
                 let moved = order.remove(pos_j);
