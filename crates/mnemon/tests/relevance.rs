@@ -143,6 +143,8 @@ fn a_long_memory_is_quoted_by_the_passage_that_answers() -> R {
     assert_eq!(block.excerpts, 1, "{}", block.text);
     let line = relevant_lines(&block.text).into_iter().find(|l| l.contains("excerpt)")).expect("an excerpt entry");
     assert!(line.contains("PostgreSQL"), "{line}");
+    // The passage ends the memory: no mark after it; one before it.
+    assert!(line.ends_with("owns the rollout.") && line.contains("excerpt) … "), "{line}");
     assert!(block.tokens <= 400);
     Ok(())
 }

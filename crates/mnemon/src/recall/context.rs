@@ -34,7 +34,8 @@
 //! S`, then `superseded DATE` (the version stopped holding that day) or
 //! `archived` for a version that is not current and `quarantined` for a
 //! quarantined one (only when a caller asked to include such versions),
-//! then `truncated` if the content was cut, separated by `; `, and
+//! then `truncated` if the content was cut, or `excerpt` if it quotes a
+//! passage of a long memory ([`EXCERPT_FIELD`]), separated by `; `, and
 //! `CONTENT` the rest of the line (ending in ` …` when cut). A turn entry
 //! (recent part) is `- [DATE] (META) TEXT`, `DATE` the turn's event time if
 //! known, else its write time, `META` the role (one of `user`, `assistant`,
@@ -196,7 +197,8 @@ pub const DEFAULT_RECENT_SHARE: f32 = 0.25;
 pub const TRUNCATED_FIELD: &str = "truncated";
 /// The last `META` field of an entry that quotes a passage of a long
 /// memory rather than the whole ([`BlockParts::excerpts`]): its content
-/// then starts with `… ` and ends with ` …`.
+/// then starts with `… ` unless the passage opens the memory, and ends with
+/// ` …` unless it ends it.
 pub const EXCERPT_FIELD: &str = "excerpt";
 /// Fewest tokens of content (by [`estimate_tokens`]) a cut entry must keep
 /// to be included. Between the lower quartile (20) and the median (29) of
@@ -478,10 +480,19 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         let Some((_, passage)) = parts.excerpts.iter().find(|(id, _)| *id == h.memory.id) else {
             continue;
         };
-        let mut content = String::from("… ");
+        // The marks stand where the memory goes on: none before a passage
+        // that opens it, none after one that ends it.
+        let text = crate::text::searchable(&h.memory.content);
+        let (opens, ends) =
+            (text.trim_start().starts_with(passage.as_str()), text.trim_end().ends_with(passage.as_str()));
+        let mut content = String::from(if opens { "" } else { "… " });
         push_field(&mut content, passage, Escape::Content);
         let excerpt = Entry { head: e.head.clone(), content, mark: EXCERPT_FIELD };
-        let line = excerpt.line(&excerpt.content, true);
+        let line = if ends {
+            format!("{}; {EXCERPT_FIELD}) {}\n", excerpt.head, excerpt.content)
+        } else {
+            excerpt.line(&excerpt.content, true)
+        };
         if relevant.fits(&line, token_budget, used, token_budget) {
             relevant.add(&line, &mut used);
             slots[k] = Some(line);
