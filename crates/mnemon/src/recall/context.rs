@@ -131,16 +131,13 @@ use crate::types::{MemoryId, Status};
 /// four characters per English token and one to one and a half tokens per
 /// Chinese character, so this errs slightly high for Chinese.
 pub fn estimate_tokens(text: &str) -> usize {
-    let mut cjk = 0usize;
-    let mut other = 0usize;
-    for c in text.chars() {
-        if crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c) {
-            cjk += 1;
-        } else {
-            other += 1;
-        }
-    }
-    cjk + other.div_ceil(4)
+    TokenCounts::of(text).tokens()
+}
+
+/// Whether [`estimate_tokens`] counts `c` as a token of its own: a CJK
+/// character (Han, kana) or a Hangul syllable.
+pub(crate) fn whole_token(c: char) -> bool {
+    crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c)
 }
 
 /// The two counts [`estimate_tokens`] adds up: CJK and Hangul characters
@@ -153,7 +150,7 @@ struct TokenCounts {
 
 impl TokenCounts {
     fn of(text: &str) -> TokenCounts {
-        let cjk = text.chars().filter(|&c| crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c)).count();
+        let cjk = text.chars().filter(|&c| whole_token(c)).count();
         TokenCounts { cjk, other: text.chars().count() - cjk }
     }
 

@@ -54,7 +54,7 @@ pub fn passages(text: &str) -> Vec<&str> {
     let (mut cjk, mut other) = (0usize, 0usize);
     for (i, c) in text.char_indices() {
         let end = i + c.len_utf8();
-        if crate::text::is_cjk(c) || ('\u{AC00}'..='\u{D7AF}').contains(&c) {
+        if super::context::whole_token(c) {
             cjk += 1;
         } else {
             other += 1;

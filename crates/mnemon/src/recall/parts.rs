@@ -139,7 +139,15 @@ impl Engine {
         let floors = recall.abstain.take().unwrap_or_else(|| self.embedder().context_floor());
         // Access is recorded below, for the memories the block holds only.
         let record_access = std::mem::replace(&mut recall.record_access, false);
-        let (mut hits, query_time) = self.recall_timed(ns, query, &recall)?;
+        // The query's vector is kept: an excerpt of a long memory is chosen
+        // against it below.
+        self.check_query(query, &recall)?;
+        let query_vector = if recall.mode == super::RecallMode::Lexical {
+            Vec::new()
+        } else {
+            crate::embed::embed_query(self.embedder().as_ref(), query)?
+        };
+        let (mut hits, query_time) = self.recall_scored(ns, query, &query_vector, &recall)?;
         let profile = if shares.profile > 0.0 { self.profile(ns, recall.as_of, current)? } else { Vec::new() };
         let recent = match current {
             Some(s) if shares.recent > 0.0 => self.session_turns(ns, s, recall.as_of)?,
@@ -152,8 +160,6 @@ impl Engine {
         if abstention.is_some() {
             hits.clear();
         } else if judged {
-            // The relevant part holds what has grounds only: a small store's
-            // unrelated memories never fill it.
             self.newer_values_first(ns, &mut hits);
             // What has grounds comes first, in rank order: a small store's
             // unrelated memories never push out a relevant one.
@@ -162,12 +168,20 @@ impl Engine {
         // The passage of each long memory that answers the query, for a
         // memory that does not fit whole.
         let mut excerpts = Vec::new();
-        if hits.iter().any(|h| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS) {
-            let qv = crate::embed::embed_query(self.embedder().as_ref(), query)?;
-            let long = |h: &&Hit| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS;
-            for h in hits.iter().filter(long).take(super::excerpt::MAX_EXCERPTS) {
+        let long = |h: &&Hit| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS;
+        let long_hits: Vec<&Hit> = hits.iter().filter(long).take(super::excerpt::MAX_EXCERPTS).collect();
+        if !long_hits.is_empty() {
+            // Lexical mode embedded no query; the excerpt needs one.
+            let lexical_only;
+            let qv = if query_vector.is_empty() {
+                lexical_only = crate::embed::embed_query(self.embedder().as_ref(), query)?;
+                &lexical_only
+            } else {
+                &query_vector
+            };
+            for h in long_hits {
                 let text = crate::text::searchable(&h.memory.content);
-                if let Some(p) = super::excerpt::best_passage(self.embedder().as_ref(), query, &qv, &text)? {
+                if let Some(p) = super::excerpt::best_passage(self.embedder().as_ref(), query, qv, &text)? {
                     excerpts.push((h.memory.id, p.to_string()));
                 }
             }
