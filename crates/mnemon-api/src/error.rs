@@ -36,7 +36,10 @@ pub enum ErrorCode {
     /// The store is held by another process that could not be reached.
     Locked,
     /// The process holding the store went away while the call was in
-    /// flight: a write may or may not have been applied; read before retrying.
+    /// flight: a write may or may not have been applied; read before
+    /// retrying. Also: a remote embedding or rerank provider did not answer
+    /// after its retries (nothing was written; a `remember` is stored with
+    /// deferred embedding instead of getting this).
     Unavailable,
     /// The engine is shutting down or closed; the call was refused.
     Closed,
@@ -310,6 +313,7 @@ impl From<Error> for ApiError {
             Error::Storage(m) => (ErrorCode::Storage, None, m.to_string()),
             Error::Fenced { .. } => (ErrorCode::Fenced, None, e.to_string()),
             Error::Unavailable(_) => (ErrorCode::Unavailable, None, e.to_string()),
+            Error::ProviderUnavailable { .. } => (ErrorCode::Unavailable, None, e.to_string()),
             // `Error` is non-exhaustive: a kind added to the engine later
             // reads as an internal error until it gains its own code.
             _ => (ErrorCode::Internal, None, e.to_string()),

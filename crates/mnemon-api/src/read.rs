@@ -90,6 +90,9 @@ pub struct RecallFilters {
     /// Whether to record the access, which refreshes the memories' recency (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_access: Option<bool>,
+    /// Whether the store's reranker, when it has one (`--reranker`), orders the top hits (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<bool>,
     /// When the question is asked (RFC 3339): "last month", "三天前" are read relative to it.
     /// Its offset decides where days begin. Default: the as_of time, else
     /// now (local time).
@@ -157,6 +160,7 @@ impl RecallFilters {
             record_access: self.record_access.unwrap_or(true),
             requester: self.requester.clone().filter(|s| !s.is_empty()),
             candidates,
+            rerank: self.rerank.unwrap_or(true),
             reference_time: self.reference_time,
         })
     }

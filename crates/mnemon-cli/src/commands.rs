@@ -334,6 +334,10 @@ pub struct RecallFlags {
     /// false` in the JSON request).
     #[arg(long)]
     no_record_access: bool,
+    /// Keep recall's own order even when the store has a reranker
+    /// (`--reranker`; `rerank: false` in the JSON request).
+    #[arg(long)]
+    no_rerank: bool,
     /// When the question is asked (RFC 3339): time expressions in the query
     /// ("last month", "two weeks ago", "in March", "上个月", "三天前") are
     /// read relative to it, and memories from then rank higher; its offset
@@ -374,6 +378,7 @@ impl RecallFlags {
             candidates: self.candidates,
             requester: Some(self.requester.clone()),
             record_access: Some(!self.no_record_access),
+            rerank: (self.no_rerank).then_some(false),
             reference_time: self
                 .reference_time
                 .as_deref()
@@ -527,13 +532,13 @@ pub fn open_engine_at(cli: &Cli, dir: &std::path::Path) -> Result<Engine> {
 /// [`EmbedderChoice`] parses) instead of `--embedder`.
 pub fn open_engine_as(cli: &Cli, dir: &std::path::Path, embedder: &str) -> Result<Engine> {
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
-    open_store(dir, embedder, &models_dir(cli), &regions, Graphs::Build, false)
+    open_store(dir, embedder, &cli.reranker, &models_dir(cli), &regions, Graphs::Build, false)
 }
 
 /// [`open_engine_at`], saying whether the process builds HNSW graphs.
 pub fn open_engine_for(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> Result<Engine> {
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
-    open_store(dir, &cli.embedder, &models_dir(cli), &regions, graphs, false)
+    open_store(dir, &cli.embedder, &cli.reranker, &models_dir(cli), &regions, graphs, false)
 }
 
 /// Whether a process that opens a store builds HNSW graphs for its large
@@ -556,13 +561,15 @@ pub enum Graphs {
 }
 
 /// Opens the store at `dir` with embedder choice `embedder` (models under
-/// `models`) and default phone regions `regions`, building HNSW graphs as
+/// `models`), the rerank provider spec `reranker` (empty: none) and
+/// default phone regions `regions`, building HNSW graphs as
 /// `graphs` says, reporting progress and model changes on standard error.
 /// `serves_socket`: whether this process will serve the store's socket
 /// (noted in its lock file, see `EngineBuilder::serves_socket`).
 fn open_store(
     dir: &std::path::Path,
     embedder: &str,
+    reranker: &str,
     models: &std::path::Path,
     regions: &[String],
     graphs: Graphs,
@@ -580,6 +587,15 @@ fn open_store(
     let mut builder = Engine::builder(dir).serves_socket(serves_socket);
     if graphs == Graphs::Scan {
         builder = builder.hnsw(mnemon::index::HnswParams { exact_threshold: usize::MAX, ..Default::default() });
+    }
+    if !reranker.trim().is_empty() {
+        let spec = mnemon::embed::ProviderSpec::parse(reranker)
+            .map_err(|e| match e {
+                mnemon::Error::InvalidInput { reason, .. } => mnemon::Error::invalid("reranker", reason),
+                other => other,
+            })?
+            .intern();
+        builder = builder.reranker(Arc::new(mnemon::embed::HttpReranker::new(spec)?), spec.depth);
     }
     let engine = builder
         .embedder(e)
@@ -616,10 +632,11 @@ pub fn opener(cli: &Cli) -> mnemon_server::Opener {
 /// [`opener`] for the store in `dir`, building graphs as `graphs` says.
 #[cfg(unix)]
 pub fn opener_at(cli: &Cli, dir: &std::path::Path, graphs: Graphs) -> mnemon_server::Opener {
-    let (data, embedder, models) = (dir.to_path_buf(), cli.embedder.clone(), models_dir(cli));
+    let (data, embedder, reranker, models) =
+        (dir.to_path_buf(), cli.embedder.clone(), cli.reranker.clone(), models_dir(cli));
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
     // The opener serves `mnemon_server::Backend::open`, whose holder serves the socket.
-    Box::new(move || open_store(&data, &embedder, &models, &regions, graphs, true))
+    Box::new(move || open_store(&data, &embedder, &reranker, &models, &regions, graphs, true))
 }
 
 fn parse_time(field: &str, s: &str) -> Result<DateTime<Utc>, ApiError> {
@@ -1054,6 +1071,7 @@ fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
         EmbedderChoice::Hashing => id.starts_with("hashing"),
         EmbedderChoice::MiniLm => id.contains("minilm"),
         EmbedderChoice::E5 => id.contains("e5-small"),
+        EmbedderChoice::Provider(p) => id.starts_with(&mnemon::embed::provider::effective_identity(p)),
     }
 }
 

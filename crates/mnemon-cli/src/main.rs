@@ -50,9 +50,17 @@ pub struct Cli {
     pub json: bool,
     /// Embedder: auto (an existing store keeps its model; a new store gets
     /// e5-small if installed, else MiniLM, and is refused when neither is),
-    /// hashing (lexical only: recalls by exact words), minilm, e5-small.
+    /// hashing (lexical only: recalls by exact words), minilm, e5-small, or
+    /// a provider: openai:MODEL[@BASE_URL][?OPTIONS] (any
+    /// OpenAI-compatible /embeddings), ollama:MODEL[@BASE_URL]; the API key
+    /// comes from MNEMON_EMBEDDER_API_KEY or OPENAI_API_KEY.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
     pub embedder: String,
+    /// Rerank provider for recall and context: rerank:MODEL@BASE_URL[?depth=N]
+    /// (a Cohere/Jina-shaped /rerank, as TEI and Infinity serve); the key
+    /// comes from MNEMON_RERANKER_API_KEY. Default: none.
+    #[arg(long, global = true, env = "MNEMON_RERANKER", default_value = "")]
+    pub reranker: String,
     /// Directory of installed models (default: $MNEMON_MODELS, else
     /// $XDG_DATA_HOME/mnemon/models, else ~/.local/share/mnemon/models).
     #[arg(long, global = true)]
@@ -288,7 +296,7 @@ fn number_error(e: &clap::Error) -> Option<String> {
 /// (which refused the line): the first argument that is not a global
 /// option or its value.
 fn command_op() -> Option<String> {
-    const WITH_VALUE: &[&str] = &["--data", "--embedder", "--models", "--phone-regions"];
+    const WITH_VALUE: &[&str] = &["--data", "--embedder", "--reranker", "--models", "--phone-regions"];
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         if WITH_VALUE.contains(&a.as_str()) {

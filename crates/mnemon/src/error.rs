@@ -131,6 +131,17 @@ pub enum Error {
     /// namespace stops being served here until it is caught up again.
     #[error("replicated log unavailable: {0}")]
     Unavailable(String),
+    /// A remote embedding or rerank provider did not answer after its
+    /// retries (connection refused or dropped, timeout, 429 or 5xx). A
+    /// `remember` does not get this error: it stores the memory with
+    /// deferred embedding instead (see [`crate::embed::provider`]).
+    #[error("embedding provider {provider} unavailable: {reason}")]
+    ProviderUnavailable {
+        /// The provider's identity ([`crate::embed::provider::ProviderSpec::identity`]; never a key).
+        provider: String,
+        /// What the last try met.
+        reason: String,
+    },
 }
 
 impl Error {

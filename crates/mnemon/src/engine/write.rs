@@ -334,9 +334,11 @@ impl Engine {
         Ok(p)
     }
 
-    /// Whether memory `m` is written without waiting for its vector.
-    fn deferred(&self, m: &NewMemory) -> bool {
-        m.vector.is_none() && m.embed.unwrap_or(self.inner.cfg.embed_mode) == EmbedMode::Deferred
+    /// Whether memory `m` is written without waiting for its vector: it
+    /// asks for deferred embedding, or `down` (the embedder is a remote
+    /// provider that is not answering) and it brings no vector of its own.
+    fn deferred(&self, m: &NewMemory, down: bool) -> bool {
+        m.vector.is_none() && (down || m.embed.unwrap_or(self.inner.cfg.embed_mode) == EmbedMode::Deferred)
     }
 
     /// Embeds (or takes the caller's vectors for) prepared texts, in one batch.
@@ -429,15 +431,23 @@ impl Engine {
     pub fn remember_batch(&self, ns: &Namespace, batch: Vec<NewMemory>) -> Result<Vec<Result<Remembered>>> {
         self.check_batch(batch.len())?;
         let prepared = batch.iter().map(|m| self.check_memory(m)).collect::<Result<Vec<_>>>()?;
-        let pairs: Vec<(&NewMemory, &Prepared)> =
-            batch.iter().zip(&prepared).filter(|(m, _)| !self.deferred(m)).collect();
-        let mut vectors = self.vectors_for(&pairs)?.into_iter();
+        // A remote provider that is down does not hold the write back: its
+        // memories are stored now and embedded when it answers again.
+        let mut down = !self.inner.embedder.available();
+        let mut vectors = loop {
+            let pairs: Vec<(&NewMemory, &Prepared)> =
+                batch.iter().zip(&prepared).filter(|(m, _)| !self.deferred(m, down)).collect();
+            match self.vectors_for(&pairs) {
+                Err(Error::ProviderUnavailable { .. }) if !down => down = true,
+                other => break other?.into_iter(),
+            }
+        };
         let threshold = self.inner.dedup_threshold;
         let policy = common_policy(batch.iter().map(|m| m.pii_policy));
         let mut meta = Vec::with_capacity(batch.len());
         let mut ops = Vec::with_capacity(batch.len());
         for (m, p) in batch.into_iter().zip(prepared) {
-            let v = if self.deferred(&m) {
+            let v = if self.deferred(&m, down) {
                 None
             } else {
                 Some(vectors.next().ok_or_else(|| Error::Embedder("embedder returned too few vectors".into()))?)

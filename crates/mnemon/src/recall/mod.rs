@@ -90,6 +90,9 @@ pub struct RecallOptions {
     /// Candidates taken from each index before reranking; `0` means
     /// `max(5 × top_k, 50)`.
     pub candidates: usize,
+    /// Put the top hits in the order of the engine's reranker, when it has
+    /// one ([`crate::EngineBuilder::reranker`]). Default true.
+    pub rerank: bool,
     /// When the query is asked: time expressions in it ("last month", "two
     /// weeks ago", "in March", "上个月", "三天前"; see [`QueryTime`]) are
     /// resolved against it, and memories from the span they name score up
@@ -128,6 +131,7 @@ impl Default for RecallOptions {
     fn default() -> Self {
         RecallOptions {
             top_k: 10,
+            rerank: true,
             min_similarity: None,
             abstain: None,
             kinds: Vec::new(),
@@ -186,12 +190,28 @@ impl Engine {
         opts: &RecallOptions,
     ) -> Result<(Vec<Hit>, Option<QueryTime>)> {
         self.check_query(query, opts)?;
-        let qv = if opts.mode == RecallMode::Lexical {
-            Vec::new()
-        } else {
-            crate::embed::embed_query(self.embedder().as_ref(), query)?
-        };
-        self.recall_scored(ns, query, &qv, opts)
+        match self.query_vector(query, opts)? {
+            Some(qv) => self.recall_scored(ns, query, &qv, opts),
+            None => self.recall_scored(ns, query, &[], &RecallOptions { mode: RecallMode::Lexical, ..opts.clone() }),
+        }
+    }
+
+    /// The query's vector for a recall in `opts.mode`: empty in lexical
+    /// mode; `None` when the embedder is a remote provider that did not
+    /// answer, and the recall goes on by words alone (what the provider
+    /// cannot give now, recall does without rather than fail).
+    ///
+    /// # Errors
+    /// [`Error::Embedder`] for any other failure of the embedder.
+    pub(crate) fn query_vector(&self, query: &str, opts: &RecallOptions) -> Result<Option<Vec<f32>>> {
+        if opts.mode == RecallMode::Lexical {
+            return Ok(Some(Vec::new()));
+        }
+        match crate::embed::embed_query(self.embedder().as_ref(), query) {
+            Ok(v) => Ok(Some(v)),
+            Err(Error::ProviderUnavailable { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     fn check_query(&self, query: &str, opts: &RecallOptions) -> Result<()> {
@@ -274,7 +294,9 @@ impl Engine {
         let half_life_days = self.config().half_life.as_secs_f64() / 86_400.0;
         let now = Utc::now();
         let query_time = opts.query_time(query);
-        let hits = {
+        // The rerank stage, outside the state's lock (a remote call).
+        let reranker = self.config().reranker.clone().filter(|_| opts.rerank && opts.mode == RecallMode::Hybrid);
+        let mut hits = {
             let state = self.shared().state.read();
             let Some(st) = state.ns(ns) else {
                 return Ok((Vec::new(), query_time));
@@ -366,7 +388,11 @@ impl Engine {
             }
             score::blend_sessions(&mut hits, opts.weights.session);
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.memory.id.cmp(&b.memory.id)));
-            let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), opts.top_k);
+            let keep = match &reranker {
+                Some((_, depth)) => opts.top_k.max(*depth),
+                None => opts.top_k,
+            };
+            let mut hits = collapse::collapse_restatements(hits, &st.vectors, self.dedup_threshold(), keep);
             if let Some(a) = opts.abstain.filter(|_| opts.mode != RecallMode::Lexical) {
                 if a.abstains(query, &mut hits, || st.lexical.unknown_names(query)) {
                     hits.clear();
@@ -374,11 +400,40 @@ impl Engine {
             }
             hits
         };
+        if let Some((r, _)) = reranker {
+            rerank(r.as_ref(), query, &mut hits);
+            hits.truncate(opts.top_k);
+        }
         if opts.record_access && opts.as_of.is_none() {
             self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
         }
         Ok((hits, query_time))
     }
+}
+
+/// Orders `hits` by `r`'s scores for `query` (ties keep recall's order);
+/// each hit's `score` becomes the reranker's, clamped to 0..=1, and its
+/// explanation keeps the score as given. On a failure of the reranker the
+/// hits keep recall's order and scores.
+fn rerank(r: &dyn crate::embed::Reranker, query: &str, hits: &mut [Hit]) {
+    if hits.len() < 2 {
+        return;
+    }
+    let texts: Vec<std::borrow::Cow<'_, str>> =
+        hits.iter().map(|h| crate::text::searchable(&h.memory.content)).collect();
+    let docs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+    let Ok(scores) = r.rerank(query, &docs) else {
+        return;
+    };
+    drop(texts);
+    for (h, s) in hits.iter_mut().zip(scores) {
+        h.explain.rerank_score = Some(s);
+        h.score = s.clamp(0.0, 1.0);
+        h.explain.score = h.score;
+    }
+    hits.sort_by(|a, b| {
+        b.explain.rerank_score.unwrap_or(f32::MIN).total_cmp(&a.explain.rerank_score.unwrap_or(f32::MIN))
+    });
 }
 
 /// Why a hit counts as relevant to its query ([`Abstain::judge`]).

@@ -142,10 +142,13 @@ impl Engine {
         // The query's vector is kept: an excerpt of a long memory is chosen
         // against it below.
         self.check_query(query, &recall)?;
-        let query_vector = if recall.mode == super::RecallMode::Lexical {
-            Vec::new()
-        } else {
-            crate::embed::embed_query(self.embedder().as_ref(), query)?
+        let query_vector = match self.query_vector(query, &recall)? {
+            Some(v) => v,
+            // A provider that is down: the block is built from words alone.
+            None => {
+                recall.mode = super::RecallMode::Lexical;
+                Vec::new()
+            }
         };
         let (mut hits, query_time) = self.recall_scored(ns, query, &query_vector, &recall)?;
         let profile = if shares.profile > 0.0 { self.profile(ns, recall.as_of, current)? } else { Vec::new() };
@@ -171,19 +174,29 @@ impl Engine {
         let long = |h: &&Hit| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS;
         let long_hits: Vec<&Hit> = hits.iter().filter(long).take(super::excerpt::MAX_EXCERPTS).collect();
         if !long_hits.is_empty() {
-            // Lexical mode embedded no query; the excerpt needs one.
-            let lexical_only;
-            let qv = if query_vector.is_empty() {
-                lexical_only = crate::embed::embed_query(self.embedder().as_ref(), query)?;
-                &lexical_only
-            } else {
-                &query_vector
-            };
-            for h in long_hits {
-                let text = crate::text::searchable(&h.memory.content);
-                if let Some(p) = super::excerpt::best_passage(self.embedder().as_ref(), query, qv, &text)? {
-                    excerpts.push((h.memory.id, p.to_string()));
+            let chosen = (|| -> Result<Vec<(crate::types::MemoryId, String)>> {
+                // Lexical mode embedded no query; the excerpt needs one.
+                let lexical_only;
+                let qv = if query_vector.is_empty() {
+                    lexical_only = crate::embed::embed_query(self.embedder().as_ref(), query)?;
+                    &lexical_only
+                } else {
+                    &query_vector
+                };
+                let mut out = Vec::new();
+                for h in long_hits {
+                    let text = crate::text::searchable(&h.memory.content);
+                    if let Some(p) = super::excerpt::best_passage(self.embedder().as_ref(), query, qv, &text)? {
+                        out.push((h.memory.id, p.to_string()));
+                    }
                 }
+                Ok(out)
+            })();
+            match chosen {
+                Ok(c) => excerpts = c,
+                // A provider that is down: long memories show their start.
+                Err(Error::ProviderUnavailable { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         let block = render_block(

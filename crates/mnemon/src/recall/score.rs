@@ -266,6 +266,11 @@ pub struct Explanation {
     /// relevant (then `context` leaves it out of the block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounds: Option<crate::recall::Grounds>,
+    /// The reranker's score, as it gave it, when a rerank stage ordered
+    /// the hit ([`crate::EngineBuilder::reranker`]); `score` is then this
+    /// value clamped to 0..=1. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank_score: Option<f32>,
 }
 
 /// Blends each hit's score with its session's score (see
@@ -367,5 +372,6 @@ pub(crate) fn explain(
         collapsed: 0,
         vector_pending: false,
         grounds: None,
+        rerank_score: None,
     }
 }

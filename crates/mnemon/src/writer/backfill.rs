@@ -144,7 +144,21 @@ fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Co
         if backlog.closed.load(Ordering::Acquire) {
             return;
         }
-        let embedded = embed_batch(embedder, batch, backlog);
+        // A remote provider that is down: the batch waits for it (the
+        // markers stay, so a close meanwhile loses nothing either).
+        let mut wait = PROVIDER_FIRST_WAIT;
+        let embedded = loop {
+            match embed_batch(embedder, batch, backlog) {
+                Ok(done) => break done,
+                Err(again) => {
+                    batch = again;
+                    if !pause(wait, backlog) {
+                        return;
+                    }
+                    wait = (wait * 2).min(PROVIDER_MAX_WAIT);
+                }
+            }
+        };
         if let Some(reply) = in_flight.take() {
             match reply.recv() {
                 Ok(Ok(())) => {}
@@ -163,13 +177,41 @@ fn run(embedder: &dyn Embedder, rx: &Receiver<PendingVector>, writer: &Sender<Co
     }
 }
 
+/// First wait before a batch is tried again on a provider that did not
+/// answer: 1 s, doubled per failed try up to [`PROVIDER_MAX_WAIT`].
+const PROVIDER_FIRST_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+/// Longest wait between tries of a batch on a provider that is down: 60 s.
+const PROVIDER_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Sleeps `d` in short steps; false as soon as the engine closes.
+fn pause(d: std::time::Duration, backlog: &Backlog) -> bool {
+    let until = std::time::Instant::now() + d;
+    while std::time::Instant::now() < until {
+        if backlog.closed.load(Ordering::Acquire) {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50).min(until - std::time::Instant::now()));
+    }
+    !backlog.closed.load(Ordering::Acquire)
+}
+
 /// Embeds a batch; when the batch fails, each text alone, so one bad text
 /// does not hold back the others. Failures are counted and left pending.
-fn embed_batch(embedder: &dyn Embedder, batch: Vec<PendingVector>, backlog: &Backlog) -> Vec<EmbeddedVector> {
+/// A provider that is unavailable fails the whole batch back to the caller
+/// (`Err`), to be tried again once it answers.
+fn embed_batch(
+    embedder: &dyn Embedder,
+    batch: Vec<PendingVector>,
+    backlog: &Backlog,
+) -> std::result::Result<Vec<EmbeddedVector>, Vec<PendingVector>> {
     let searchable: Vec<_> = batch.iter().map(|p| crate::text::searchable(&p.content)).collect();
     let texts: Vec<&str> = searchable.iter().map(AsRef::as_ref).collect();
     let vectors: Vec<Option<Vec<f32>>> = match embed_checked(embedder, &texts) {
         Ok(vs) => vs.into_iter().map(Some).collect(),
+        Err(e @ Error::ProviderUnavailable { .. }) => {
+            *backlog.last_error.lock() = Some(e.to_string());
+            return Err(batch);
+        }
         Err(_) => texts
             .iter()
             .map(|t| match embed_checked(embedder, &[t]) {
@@ -197,7 +239,7 @@ fn embed_batch(embedder: &dyn Embedder, batch: Vec<PendingVector>, backlog: &Bac
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Embeds passages and checks count, dimension and finiteness; normalises.
