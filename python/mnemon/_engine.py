@@ -263,7 +263,7 @@ class Engine:
         try:
             native = _native.Engine(
                 os.fspath(path),
-                embedder=embedder if caller is None else "auto",
+                embedder=embedder if isinstance(embedder, str) else "auto",
                 embed_documents=None if caller is None else caller.documents,
                 embed_query=None if caller is None else caller.query,
                 embedder_name=None if caller is None else caller.name,

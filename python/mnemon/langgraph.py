@@ -75,7 +75,7 @@ import json
 import math
 import re
 import threading
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, cast
 
 try:
     from langgraph.store.base import (
@@ -469,11 +469,11 @@ class MnemonStore(BaseStore):
         (field `index.embed`) for an embed LangGraph cannot load (an async
         function, a provider string without its packages) or an `embedder`
         option given as well."""
-        config = None
+        config: Optional[IndexConfig] = None
         if index is not None:
             if not isinstance(index, Mapping):
                 raise InvalidInputError(f"index: expected a dict, got {type(index).__name__}", "index")
-            config = {k: v for k, v in index.items() if k != "embed"}
+            config = cast(IndexConfig, {k: v for k, v in index.items() if k != "embed"})
             embed = index.get("embed")
             if embed is not None:
                 if "embedder" in engine_options:
