@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use mnemon::embed::{self, EmbedderChoice, Embedder};
+use mnemon::embed::{self, Embedder, EmbedderChoice};
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::Durability;
 use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
@@ -299,12 +299,14 @@ impl Engine {
             let mut vectors = embedder.embed(&refs, kind)?;
             if vectors.len() != refs.len() {
                 return Err(mnemon::Error::Embedder(
-                    format!("{} returned {} vectors for {} texts", embedder.model_id(), vectors.len(), refs.len()).into(),
+                    format!("{} returned {} vectors for {} texts", embedder.model_id(), vectors.len(), refs.len())
+                        .into(),
                 ));
             }
             for v in &mut vectors {
-                embed::validate_vector(v, embedder.dim())
-                    .map_err(|e| mnemon::Error::Embedder(format!("{} returned a bad vector: {e}", embedder.model_id()).into()))?;
+                embed::validate_vector(v, embedder.dim()).map_err(|e| {
+                    mnemon::Error::Embedder(format!("{} returned a bad vector: {e}", embedder.model_id()).into())
+                })?;
                 embed::normalize(v);
             }
             Ok(vectors)
