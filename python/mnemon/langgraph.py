@@ -411,6 +411,7 @@ class MnemonStore(BaseStore):
         "_lock",
         "_catalog",
         "_index",
+        "_item_locks",
     )
 
     def __init__(
@@ -435,6 +436,9 @@ class MnemonStore(BaseStore):
         self._include_quarantined = bool(include_quarantined)
         self._index = None if index is None else _index_config(index, engine)
         self._lock = threading.Lock()
+        # Puts of one item (its memory, then its field vectors) run one at
+        # a time; items hash onto these.
+        self._item_locks = [threading.Lock() for _ in range(64)]
         # mnemon namespace -> tuple, once read from the catalogue.
         self._catalog: Optional[Dict[str, Tuple[str, ...]]] = None
 
@@ -779,15 +783,17 @@ class MnemonStore(BaseStore):
             raise NotImplementedError("MnemonStore does not support TTLs (supports_ttl is False)")
         name = self.mnemon_namespace(ns)
         ident = self._ident(op.key)
+        lock = self._item_locks[hash((name, ident)) % len(self._item_locks)]
         if op.value is None:
-            # Deleting an item the store does not hold is a no-op, as in
-            # every BaseStore; for mnemon it is an unknown session.
-            try:
-                self._engine.forget(name, session=ident, reason="store delete")
-            except NotFoundError:
-                pass
-            if self._index is not None:
-                self._forget_fields(self.field_namespace(name), ident)
+            with lock:
+                # Deleting an item the store does not hold is a no-op, as in
+                # every BaseStore; for mnemon it is an unknown session.
+                try:
+                    self._engine.forget(name, session=ident, reason="store delete")
+                except NotFoundError:
+                    pass
+                if self._index is not None:
+                    self._forget_fields(self.field_namespace(name), ident)
             return
         if not isinstance(op.value, Mapping):
             raise InvalidInputError(f"value: expected a dict, got {type(op.value).__name__}", "value")
@@ -809,6 +815,18 @@ class MnemonStore(BaseStore):
         elif op.index is False:
             vector = _unit_mean([], self._engine.dim)
         self._register(ns, name)
+        with lock:
+            self._write_item(op, name, ident, content, vector, fields)
+
+    def _write_item(
+        self,
+        op: PutOp,
+        name: str,
+        ident: str,
+        content: str,
+        vector: Optional[List[float]],
+        fields: Optional[List[Tuple[str, List[float]]]],
+    ) -> None:
         try:
             r = self._engine.remember(
                 name,

@@ -239,3 +239,26 @@ def test_a_bad_put_index_is_refused(tmp_path):
             store.put(("docs",), "a", {"text": "x"}, index="text")  # type: ignore[arg-type]
         assert e.value.field == "index"
         assert store.get(("docs",), "a") is None
+
+
+def test_threads_putting_the_same_items_leave_one_vector_per_text(tmp_path):
+    import threading
+
+    with MnemonStore.open(tmp_path / "store", index={"dims": DIMS, "embed": Recorder(), "fields": ["text"]}) as store:
+
+        def work(n: int) -> None:
+            for i in range(15):
+                store.put(("docs",), f"k{i % 3}", {"text": f"thread {n} round {i} python"})
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        facets = store.field_namespace(store.mnemon_namespace(("docs",)))
+        memories = store.engine.list(facets, limit=100).memories
+        assert sorted(m.session for m in memories) == sorted(store._ident(f"k{i}") for i in range(3))
+        for hit in store.search(("docs",), query="python"):
+            q, t = toy_vector("python"), toy_vector(hit.value["text"])
+            cos = sum(x * y for x, y in zip(q, t)) / math.sqrt(sum(x * x for x in q) * sum(y * y for y in t))
+            assert hit.score == pytest.approx(cos, abs=SCORE_TOLERANCE)
