@@ -57,6 +57,9 @@ put with `index=False` or other paths drops the vectors of the earlier
 version; mnemon collapses recall hits that restate a better one, which
 field vectors never do (each names its own item). Paging past the ranked
 items continues into the unranked ones (`InMemoryStore` starts them over).
+Vectors are made when an item is put: items put before the store had an
+index, or under other `fields`, keep what they had (none: unranked) until
+they are put again, as in LangGraph's database stores.
 
 Limits: values are JSON objects of at most the engine's `max_content_bytes`
 (default 32 KiB) as JSON text; keys at most 256 bytes; TTLs are not
