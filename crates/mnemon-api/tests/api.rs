@@ -92,7 +92,8 @@ fn remember_takes_the_callers_vector_and_checks_it() {
     v[3] = 2.0;
     call(&e, json!({"op": "remember", "namespace": "u", "content": "Prefers green tea", "vector": v})).unwrap();
     let hits =
-        call(&e, json!({"op": "recall", "namespace": "u", "query": "tea", "mode": "dense", "explain": true})).unwrap();
+        call(&e, json!({"op": "recall", "namespace": "u", "query": "tea", "mode": "dense", "abstain_below": -1.0}))
+            .unwrap();
     assert_eq!(hits["hits"][0]["content"], "Prefers green tea");
     let short = err(call(&e, json!({"op": "remember", "namespace": "u", "content": "Short", "vector": [1.0, 2.0]})));
     assert_eq!((short.code, short.field.as_deref()), (ErrorCode::InvalidInput, Some("vector")));
