@@ -679,7 +679,11 @@ class MnemonStore(BaseStore):
         if op.index is None:
             paths = self._index.fields
         else:
-            if isinstance(op.index, str) or not all(isinstance(p, str) for p in op.index):
+            if (
+                isinstance(op.index, str)
+                or not isinstance(op.index, Sequence)
+                or not all(isinstance(p, str) for p in op.index)
+            ):
                 raise InvalidInputError("index: expected False or a list of JSON paths (str)", "index")
             paths = [(p, _tokenize("index", p)) for p in op.index]
         out: List[Tuple[str, str]] = []

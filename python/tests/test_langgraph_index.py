@@ -238,6 +238,9 @@ def test_a_bad_put_index_is_refused(tmp_path):
         with pytest.raises(mnemon.InvalidInputError) as e:
             store.put(("docs",), "a", {"text": "x"}, index="text")  # type: ignore[arg-type]
         assert e.value.field == "index"
+        with pytest.raises(mnemon.InvalidInputError) as e:
+            store.put(("docs",), "a", {"text": "x"}, index=7)  # type: ignore[arg-type]
+        assert e.value.field == "index"
         assert store.get(("docs",), "a") is None
 
 
