@@ -12,6 +12,7 @@ import pathlib
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
@@ -111,6 +112,37 @@ def test_the_same_puts_and_searches_give_the_same_answers(tmp_path, fields):
             a = {(i.namespace, i.key) for i in mine.search(prefix, limit=50)}
             b = {(i.namespace, i.key) for i in theirs.search(prefix, limit=50)}
             assert a == b
+
+
+class ToyEmbeddings(Embeddings):
+    """A LangChain `Embeddings` over the same toy vectors, counting queries."""
+
+    def __init__(self) -> None:
+        self.queries: List[str] = []
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return [toy_vector(t) for t in texts]
+
+    def embed_query(self, text: str) -> List[float]:
+        self.queries.append(text)
+        return toy_vector(text)
+
+
+def test_a_langchain_embeddings_object_gives_the_same_answers(tmp_path):
+    mine_embed, their_embed = ToyEmbeddings(), ToyEmbeddings()
+    mine = MnemonStore.open(tmp_path / "store", index={"dims": DIMS, "embed": mine_embed, "fields": ["text"]})
+    theirs = InMemoryStore(index={"dims": DIMS, "embed": their_embed, "fields": ["text"]})
+    with mine:
+        for ns, key, value, idx in PUTS:
+            for s in (mine, theirs):
+                s.put(ns, key, value, index=idx)
+        for prefix, query, flt, limit in SEARCHES:
+            assert_same_answers(
+                mine.search(prefix, query=query, filter=flt, limit=limit),
+                theirs.search(prefix, query=query, filter=flt, limit=limit),
+            )
+    # Queries went through embed_query in both.
+    assert set(mine_embed.queries) == set(their_embed.queries) == {q for _, q, _, _ in SEARCHES}
 
 
 def test_scores_are_the_cosine_of_the_best_text(tmp_path):
