@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from . import _native
+from ._embedder import EmbedFunc
 from ._engine import AsOf, Engine, TimeRange, View
 from ._errors import (
     ClosedError,
@@ -71,6 +72,7 @@ __all__ = [
     "View",
     "AsOf",
     "TimeRange",
+    "EmbedFunc",
     "Namespace",
     "Record",
     "MnemonError",

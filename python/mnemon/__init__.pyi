@@ -7,6 +7,7 @@ editors and mypy see every signature and result type.
 
 from typing import Any, Dict, List
 
+from ._embedder import EmbedFunc as EmbedFunc
 from ._engine import AsOf as AsOf
 from ._engine import Engine as Engine
 from ._engine import TimeRange as TimeRange
@@ -42,6 +43,7 @@ __all__ = [
     "View",
     "AsOf",
     "TimeRange",
+    "EmbedFunc",
     "Namespace",
     "Record",
     "MnemonError",

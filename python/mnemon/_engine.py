@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar, Union
 
 from . import _native
+from ._embedder import EmbedFunc, resolve_embedder
 from ._encode import as_of_value, encode_args, find_bad_string, time_text
 from ._errors import InvalidInputError, error_for
 from ._types import (
@@ -86,6 +87,17 @@ def _seq(value: Any) -> Any:
         return value
 
 
+def _vector(value: Any) -> Any:
+    """A vector argument as a list of floats (from any sequence or array of
+    numbers); anything else is passed on for the surface to reject."""
+    if value is None or isinstance(value, (str, bytes, Mapping)):
+        return value
+    try:
+        return [float(x) for x in value]
+    except (TypeError, ValueError):
+        raise InvalidInputError("vector: expected a sequence of numbers", "vector") from None
+
+
 def _time_range(args: Dict[str, Any], time_range: Optional[TimeRange]) -> None:
     if time_range is None:
         return
@@ -130,18 +142,21 @@ class Engine:
     `[A-Za-z0-9_.:@-]` (see `Namespace`); nothing reads across namespaces.
     """
 
-    __slots__ = ("_native", "__weakref__")
+    __slots__ = ("_native", "_embedder", "__weakref__")
 
-    def __init__(self, native: _native.Engine) -> None:
+    def __init__(self, native: _native.Engine, embedder: Any = None) -> None:
         """Wraps an open native engine; use `Engine.open`."""
         self._native = native
+        self._embedder = embedder
 
     @classmethod
     def open(
         cls,
         path: PathLike,
         *,
-        embedder: str = "auto",
+        embedder: Union[str, EmbedFunc, Any] = "auto",
+        embedder_name: Optional[str] = None,
+        dims: Optional[int] = None,
         models_dir: Optional[PathLike] = None,
         flush_interval_s: Optional[float] = None,
         max_content_bytes: Optional[int] = None,
@@ -165,7 +180,32 @@ class Engine:
                 lexical only: recalls by exact words), `"minilm"` or
                 `"e5-small"`. Install models with `mnemon model install
                 e5-small`.
-            models_dir: where models are installed (default `$MNEMON_MODELS`,
+
+                Or your own model: a function `(list[str]) -> list[list[float]]`
+                (one vector per text, in order; lists, tuples or NumPy arrays
+                of numbers), or an object with `embed_documents` (and
+                `embed_query`, used for recall queries), such as a LangChain
+                `Embeddings`. The engine calls it in batches (up to 64 texts
+                when it re-embeds a store) from the calling thread or its own
+                threads, holding the GIL only for the call; it must be a
+                plain (not async) function and safe to call from several
+                threads. Each answer is checked: one vector per text, `dims`
+                finite components, not all zero (vectors are scaled to unit
+                length); a wrong answer or an exception raises
+                `EmbedderError` naming the embedder, and nothing is written.
+            embedder_name: with your own model, the model id the store
+                records with its vectors (1–128 bytes, not a built-in
+                model's id), e.g. `"openai:text-embedding-3-small"`. Default:
+                `"python:"` and the function's (or the object's class's)
+                module and name, plus its `model` attribute when it has one.
+                Give a new name whenever the model changes: vectors are kept
+                per name. Opening a store with a model of another name embeds
+                every memory again with it (a `UserWarning` says so), so
+                vectors of two models are never mixed; `embedder="auto"`
+                refuses a store built with your own model.
+            dims: with your own model, the number of components of its
+                vectors, 1–65,536. Default: learnt by embedding one short
+                text while the store opens.            models_dir: where models are installed (default `$MNEMON_MODELS`,
                 else `$XDG_DATA_HOME/mnemon/models`, else
                 `~/.local/share/mnemon/models`).
             flush_interval_s: None (default) flushes every group of writes to
@@ -192,7 +232,9 @@ class Engine:
         Raises:
             InvalidInputError: a setting of the wrong type or out of range.
             LockedError: another process or engine holds the store.
-            EmbedderError: the model asked for is not installed; under
+            EmbedderError: your own embedder raised or answered wrongly
+                (while probing its dimension, or re-embedding the store); the
+                model asked for is not installed; under
                 `"auto"`, the store's model is not installed or not built in,
                 or the store is new and no model is installed (the message
                 names `mnemon model install e5-small`).
@@ -200,7 +242,13 @@ class Engine:
                 the store cannot be read.
         """
         _check_type("path", path, (str, os.PathLike))
-        _check_type("embedder", embedder, str)
+        caller = None
+        if not isinstance(embedder, str):
+            caller = resolve_embedder(embedder, embedder_name)
+        elif embedder_name is not None or dims is not None:
+            field = "embedder_name" if embedder_name is not None else "dims"
+            raise InvalidInputError(f"{field}: goes with your own embedder, not {embedder!r}", field)
+        _check_type("dims", dims, int, optional=True)
         _check_type("models_dir", models_dir, (str, os.PathLike), optional=True)
         _check_type("flush_interval_s", flush_interval_s, (int, float), optional=True)
         _check_type("max_content_bytes", max_content_bytes, int, optional=True)
@@ -215,7 +263,11 @@ class Engine:
         try:
             native = _native.Engine(
                 os.fspath(path),
-                embedder=embedder,
+                embedder=embedder if isinstance(embedder, str) else "auto",
+                embed_documents=None if caller is None else caller.documents,
+                embed_query=None if caller is None else caller.query,
+                embedder_name=None if caller is None else caller.name,
+                dims=dims,
                 models_dir=None if models_dir is None else os.fspath(models_dir),
                 flush_interval_s=None if flush_interval_s is None else float(flush_interval_s),
                 max_content_bytes=max_content_bytes,
@@ -229,10 +281,11 @@ class Engine:
         except OverflowError:
             raise InvalidInputError("a size setting is too large", "max_content_bytes") from None
         if native.notice:
-            # A store on the hashing embedder while a model is installed:
-            # it recalls by exact words only until it is moved.
+            # A store on the hashing embedder while a model is installed
+            # (it recalls by exact words only until it is moved), or one
+            # just embedded again with the caller's model.
             warnings.warn(f"mnemon: {native.notice}", UserWarning, stacklevel=2)
-        return cls(native)
+        return cls(native, None if caller is None else embedder)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -279,6 +332,35 @@ class Engine:
     def dim(self) -> int:
         """Dimension of the embedder's vectors."""
         return int(self._native.dim)
+
+    @property
+    def embedder(self) -> Any:
+        """Your own embedder as given to `open` (a function or an object
+        with `embed_documents`), or None for a built-in model."""
+        return self._embedder
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> List[List[float]]:
+        """Embeds `texts` with the store's model, as memories (`query`
+        False) or as recall queries, after the engine's `pii_policy` (as
+        `remember` would: `"redact"` embeds the redacted text), and
+        returns one unit-length vector of `dim` floats per text. The
+        vectors suit `remember(vector=...)`.
+
+        Raises:
+            InvalidInputError: `texts` is not a sequence of str.
+            RejectedError: personal data under `pii_policy="reject"`.
+            EmbedderError: the model failed or answered wrongly.
+            ClosedError.
+        """
+        if isinstance(texts, (str, bytes)) or not isinstance(texts, Sequence):
+            raise InvalidInputError("texts: expected a sequence of str", "texts")
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise InvalidInputError(f"texts[{i}]: expected str, got {type(t).__name__}", "texts")
+        try:
+            return self._native.embed(list(texts), query=bool(query))
+        except _native.SurfaceError as e:
+            raise error_for(*e.args) from None
 
     @property
     def max_content_bytes(self) -> int:
@@ -341,6 +423,7 @@ class Engine:
         source_ref: Optional[str] = None,
         dedup: Optional[DedupMode] = None,
         embed: Optional[EmbedMode] = None,
+        vector: Optional[Sequence[float]] = None,
     ) -> Remembered:
         """Remembers `content` in `namespace` and returns what was done.
 
@@ -368,6 +451,12 @@ class Engine:
                 is found lexically until its vector arrives, and its
                 near-duplicate check runs then); `"sync"` embeds first.
                 Default: the engine's `embed_mode`.
+            vector: your own embedding of `content`, used instead of the
+                store's model (which is then not called): exactly `dim`
+                finite numbers, not all zero (scaled to unit length). It must
+                come from the model the store records (`model_id`), or recall
+                compares it with vectors of another model; opening the store
+                with another model later embeds the memory again.
 
         Returns `Remembered`: `id`, `action` (`created`, `duplicate`,
         `superseded`, ...), `redactions` (kind → count), `quarantined`.
@@ -392,6 +481,7 @@ class Engine:
             source_ref=source_ref,
             dedup=dedup,
             embed=embed,
+            vector=_vector(vector),
         )
         return self._one(Remembered, "remember", args)
 

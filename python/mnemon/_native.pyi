@@ -1,7 +1,7 @@
 """Type stub of the compiled module `mnemon._native` (python/src/)."""
 
 import os
-from typing import List, Optional, Union, final
+from typing import Any, Callable, List, Optional, Union, final
 
 __all__ = [
     "Engine",
@@ -27,6 +27,10 @@ class Engine:
         path: Union[str, "os.PathLike[str]"],
         *,
         embedder: str = ...,
+        embed_documents: Optional[Callable[[List[str]], Any]] = None,
+        embed_query: Optional[Callable[[str], Any]] = None,
+        embedder_name: Optional[str] = None,
+        dims: Optional[int] = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
         flush_interval_s: Optional[float] = None,
         max_content_bytes: Optional[int] = None,
@@ -36,6 +40,7 @@ class Engine:
         embed_mode: Optional[str] = None,
     ) -> "Engine": ...
     def call(self, op: str, args: str) -> bytes: ...
+    def embed(self, texts: List[str], *, query: bool = False) -> List[List[float]]: ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...

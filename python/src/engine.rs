@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mnemon::embed::{self, EmbedderChoice};
+use std::sync::Arc;
+
+use mnemon::embed::{self, Embedder, EmbedderChoice};
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::Durability;
 use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
@@ -11,6 +13,7 @@ use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::embedder::PyEmbedder;
 use crate::error::{from_engine, invalid, surface};
 
 /// Smallest response cap a caller may set, in estimated tokens (the
@@ -32,12 +35,22 @@ pub struct Engine {
     path: PathBuf,
     max_content_bytes: usize,
     notice: Option<String>,
+    /// The engine's personal-data policy, applied by [`Engine::embed`]
+    /// before it embeds, as `remember` applies it.
+    pii_policy: PiiPolicy,
+}
+
+/// The embedder a store is opened with: one mnemon loads by name, or the
+/// caller's own.
+enum Choice {
+    Named(EmbedderChoice),
+    Caller(Arc<PyEmbedder>),
 }
 
 /// Settings of [`Engine::new`] after parsing, before opening.
 struct Settings {
     path: PathBuf,
-    choice: EmbedderChoice,
+    choice: Choice,
     models_dir: PathBuf,
     durability: Option<Durability>,
     max_content_bytes: Option<usize>,
@@ -51,12 +64,22 @@ impl Settings {
     /// with, and refuses when that model is not installed, or when the
     /// store is new and no neural model is installed (as the CLI does,
     /// creating nothing), then replays the log.
+    /// A caller's embedder is used as given: a store whose vectors another
+    /// model made is re-embedded with it while it opens (the engine keeps
+    /// vectors per model id, so none are mixed).
     /// Returns the engine and the notice for a store on the hashing
     /// embedder while a neural model is installed
-    /// ([`embed::lexical_store_notice`]).
+    /// ([`embed::lexical_store_notice`]), or for a store that was just
+    /// re-embedded with a caller's embedder.
     fn open(self) -> mnemon::Result<(mnemon::Engine, Option<String>)> {
-        let chosen = embed::embedder_for_store(self.choice, &self.models_dir, &self.path)?;
-        let mut b = mnemon::Engine::builder(&self.path).embedder(chosen.embedder);
+        let (embedder, notice, caller): (Arc<dyn Embedder>, _, _) = match self.choice {
+            Choice::Named(choice) => {
+                let chosen = embed::embedder_for_store(choice, &self.models_dir, &self.path)?;
+                (chosen.embedder, chosen.notice, false)
+            }
+            Choice::Caller(e) => (e, None, true),
+        };
+        let mut b = mnemon::Engine::builder(&self.path).embedder(embedder);
         if let Some(d) = self.durability {
             b = b.durability(d);
         }
@@ -72,7 +95,17 @@ impl Settings {
         if let Some(m) = self.embed_mode {
             b = b.embed_mode(m);
         }
-        Ok((b.open()?, chosen.notice))
+        let engine = b.open()?;
+        let report = engine.open_report();
+        let notice = match (&report.previous_model, caller) {
+            (Some(previous), true) if report.vectors_embedded > 0 => Some(format!(
+                "the store's vectors were made by {previous}: all {} memories were embedded again with {}",
+                report.vectors_embedded,
+                engine.embedder().model_id()
+            )),
+            _ => notice,
+        };
+        Ok((engine, notice))
     }
 }
 
@@ -117,7 +150,15 @@ impl Engine {
     /// `embedder`: `auto` (an existing store keeps its model; a new one
     /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
     /// with neither installed is refused, creating nothing), `hashing`
-    /// (lexical only: recalls by exact words), `minilm` or `e5-small`. `models_dir`: where models are
+    /// (lexical only: recalls by exact words), `minilm` or `e5-small`.
+    /// `embed_documents` (with `embedder_name`, and optionally `embed_query`
+    /// and `dims`) replaces it by the caller's embedder: a callable
+    /// `(list[str]) -> list[list[float]]` called in batches with the GIL
+    /// held only for the call, recorded in the store as model id
+    /// `embedder_name`; `embed_query` `(str) -> list[float]` embeds recall
+    /// queries (default: `embed_documents` with one text); `dims` is the
+    /// vector dimension (default: learnt by embedding one text).
+    /// `models_dir`: where models are
     /// installed (default `$MNEMON_MODELS`, else
     /// `$XDG_DATA_HOME/mnemon/models`, else `~/.local/share/mnemon/models`). `flush_interval_s`: None flushes every group before
     /// replying (nothing acknowledged is lost); seconds in 0.001..=60 flush
@@ -132,13 +173,18 @@ impl Engine {
     /// Raises `SurfaceError`: `invalid_input` for a bad setting, `locked`
     /// when another process or engine holds the store, `embedder` when the
     /// model is missing (for a new store under `auto`: when no model is
-    /// installed; the message names `mnemon model install e5-small`), `corrupted` / `incompatible_format` / `io` /
+    /// installed; the message names `mnemon model install e5-small`) or
+    /// the caller's embedder fails or answers wrongly, `corrupted` / `incompatible_format` / `io` /
     /// `storage` from the store.
     #[new]
     #[pyo3(signature = (
         path,
         *,
         embedder = "auto".to_string(),
+        embed_documents = None,
+        embed_query = None,
+        embedder_name = None,
+        dims = None,
         models_dir = None,
         flush_interval_s = None,
         max_content_bytes = None,
@@ -152,6 +198,10 @@ impl Engine {
         py: Python<'_>,
         path: PathBuf,
         embedder: String,
+        embed_documents: Option<Py<PyAny>>,
+        embed_query: Option<Py<PyAny>>,
+        embedder_name: Option<String>,
+        dims: Option<usize>,
         models_dir: Option<PathBuf>,
         flush_interval_s: Option<f64>,
         max_content_bytes: Option<usize>,
@@ -160,7 +210,16 @@ impl Engine {
         max_response_tokens: Option<usize>,
         embed_mode: Option<String>,
     ) -> PyResult<Engine> {
-        let choice: EmbedderChoice = embedder.parse().map_err(from_engine)?;
+        let choice = match (embed_documents, embedder_name) {
+            (Some(documents), Some(name)) => {
+                Choice::Caller(Arc::new(PyEmbedder::new(py, name, dims, documents, embed_query).map_err(from_engine)?))
+            }
+            (Some(_), None) => return Err(invalid("embedder_name", "a caller's embedder needs a name (its model id)")),
+            (None, _) if embed_query.is_some() || dims.is_some() => {
+                return Err(invalid("embedder", "embed_query and dims go with a caller's embedder (embed_documents)"))
+            }
+            (None, _) => Choice::Named(embedder.parse().map_err(from_engine)?),
+        };
         let max_response_tokens = max_response_tokens.unwrap_or(api::DEFAULT_MAX_RESPONSE_TOKENS);
         if max_response_tokens < MIN_RESPONSE_TOKENS {
             return Err(invalid(
@@ -168,13 +227,14 @@ impl Engine {
                 format!("must be at least {MIN_RESPONSE_TOKENS}, got {max_response_tokens}"),
             ));
         }
+        let pii = pii_policy.as_deref().map(parse_pii).transpose()?;
         let settings = Settings {
             path: path.clone(),
             choice,
             models_dir: models_dir.unwrap_or_else(embed::default_models_dir),
             durability: parse_durability(flush_interval_s)?,
             max_content_bytes,
-            pii_policy: pii_policy.as_deref().map(parse_pii).transpose()?,
+            pii_policy: pii,
             injection_policy: injection_policy.as_deref().map(parse_injection).transpose()?,
             embed_mode: embed_mode.as_deref().map(parse_embed_mode).transpose()?,
         };
@@ -188,6 +248,7 @@ impl Engine {
             limits: Limits { max_response_tokens },
             path,
             max_content_bytes: max_content_bytes.unwrap_or(mnemon::DEFAULT_MAX_CONTENT_BYTES),
+            pii_policy: pii.unwrap_or(PiiPolicy::Redact),
         })
     }
 
@@ -211,6 +272,46 @@ impl Engine {
             })
             .map_err(surface)?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// Embeds `texts` with the store's embedder, as memories (`query`
+    /// False) or as recall queries, after the engine's personal-data policy
+    /// (`redact` embeds the redacted text, as `remember` does; `reject`
+    /// refuses text with personal data) and returns unit-length vectors
+    /// of `dim` components, one per text. For callers that pass their own
+    /// vectors (`remember(vector=...)`) made by the store's own model.
+    ///
+    /// Raises `SurfaceError`: `rejected` (personal data under `reject`),
+    /// `embedder` when the model fails or answers wrongly, `closed`.
+    #[pyo3(signature = (texts, *, query = false))]
+    fn embed(&self, py: Python<'_>, texts: Vec<String>, query: bool) -> PyResult<Vec<Vec<f32>>> {
+        let engine = self.handle()?;
+        let policy = self.pii_policy;
+        py.detach(move || -> mnemon::Result<Vec<Vec<f32>>> {
+            let redactor = mnemon::safety::Redactor::new();
+            let texts = texts
+                .iter()
+                .map(|t| redactor.apply(t, policy).map(|r| r.text))
+                .collect::<mnemon::Result<Vec<String>>>()?;
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let kind = if query { embed::EmbedKind::Query } else { embed::EmbedKind::Passage };
+            let embedder = engine.embedder();
+            let mut vectors = embedder.embed(&refs, kind)?;
+            if vectors.len() != refs.len() {
+                return Err(mnemon::Error::Embedder(
+                    format!("{} returned {} vectors for {} texts", embedder.model_id(), vectors.len(), refs.len())
+                        .into(),
+                ));
+            }
+            for v in &mut vectors {
+                embed::validate_vector(v, embedder.dim()).map_err(|e| {
+                    mnemon::Error::Embedder(format!("{} returned a bad vector: {e}", embedder.model_id()).into())
+                })?;
+                embed::normalize(v);
+            }
+            Ok(vectors)
+        })
+        .map_err(from_engine)
     }
 
     /// Drains the writer's queue, flushes and releases the store's lock.

@@ -20,6 +20,7 @@
 
 #![forbid(unsafe_code)]
 
+mod embedder;
 mod engine;
 mod error;
 

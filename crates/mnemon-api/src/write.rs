@@ -116,6 +116,11 @@ pub struct RememberRequest {
     /// When to embed it: sync (default) before answering, deferred after (it is found by its words until then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embed: Option<EmbedMode>,
+    /// Your own embedding of the content, used instead of the store's embedder: exactly as many components as
+    /// the store's vectors have, all finite, not all zero (scaled to unit length). Opening the store with another
+    /// embedder later embeds the memory again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<Vec<f32>>,
 }
 
 impl Call for RememberRequest {
@@ -134,6 +139,9 @@ impl Call for RememberRequest {
         }
         if let Some(e) = self.embed {
             m = m.embed(e);
+        }
+        if let Some(v) = self.vector {
+            m = m.vector(v);
         }
         engine.remember(&self.namespace, m).map_err(|e| ApiError::from(e).sources())
     }

@@ -85,6 +85,30 @@ fn minimal_args(op: &str) -> Value {
 }
 
 #[test]
+fn remember_takes_the_callers_vector_and_checks_it() {
+    let (_d, e) = engine();
+    let dim = e.embedder().dim();
+    let mut v = vec![0.0f32; dim];
+    v[3] = 2.0;
+    call(&e, json!({"op": "remember", "namespace": "u", "content": "Prefers green tea", "vector": v})).unwrap();
+    let hits =
+        call(&e, json!({"op": "recall", "namespace": "u", "query": "tea", "mode": "dense", "abstain_below": -1.0}))
+            .unwrap();
+    assert_eq!(hits["hits"][0]["content"], "Prefers green tea");
+    let short = err(call(&e, json!({"op": "remember", "namespace": "u", "content": "Short", "vector": [1.0, 2.0]})));
+    assert_eq!((short.code, short.field.as_deref()), (ErrorCode::InvalidInput, Some("vector")));
+    assert!(short.message.contains(&format!("expected {dim} components")), "{}", short.message);
+    let zeros = err(call(&e, json!({"op": "remember", "namespace": "u", "content": "Zero", "vector": vec![0.0; dim]})));
+    assert_eq!(zeros.field.as_deref(), Some("vector"));
+    let text = err(call(&e, json!({"op": "remember", "namespace": "u", "content": "Text", "vector": "abc"})));
+    assert_eq!(text.field.as_deref(), Some("vector"));
+    let listed = call(&e, json!({"op": "list", "namespace": "u"})).unwrap();
+    assert_eq!(listed["memories"].as_array().map(Vec::len), Some(1));
+    let schema = api::schemas().into_iter().find(|s| s.op == "remember").unwrap();
+    assert!(schema.request["properties"].get("vector").is_some());
+}
+
+#[test]
 fn bad_requests_name_the_field_and_write_nothing() {
     let (_d, e) = engine();
     let cases: Vec<(Value, &str)> = vec![

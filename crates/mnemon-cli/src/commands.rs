@@ -677,6 +677,7 @@ fn request(cmd: &Cmd, json: bool) -> Result<Option<Request>, ApiError> {
             fields: a.fields.fields()?,
             dedup: a.dedup.as_deref().map(parse_dedup).transpose()?,
             embed: a.embed.as_deref().map(parse_embed).transpose()?,
+            vector: None,
         }),
         Cmd::Supersede(a) => Request::Supersede(SupersedeRequest {
             namespace: ns(&a.namespace)?,
