@@ -164,6 +164,7 @@ class Engine:
         injection_policy: Optional[str] = None,
         max_response_tokens: Optional[int] = None,
         embed_mode: Optional[EmbedMode] = None,
+        reranker: Optional[str] = None,
     ) -> "Engine":
         """Opens (creating if missing) the store in directory `path`.
 
@@ -180,6 +181,16 @@ class Engine:
                 lexical only: recalls by exact words), `"minilm"` or
                 `"e5-small"`. Install models with `mnemon model install
                 e5-small`.
+
+                Or a model you run as a service: `"openai:MODEL[@BASE_URL]"`
+                (any OpenAI-compatible `/embeddings`: OpenAI, vLLM,
+                Infinity, LM Studio, llama.cpp, TEI) or
+                `"ollama:MODEL[@BASE_URL]"`, with options after `?` such as
+                `dims=384` (docs/guide/providers.md). The API key is read
+                from `MNEMON_EMBEDDER_API_KEY`, else `OPENAI_API_KEY` (or
+                the variable `key_env=` names), never stored. While the
+                provider is down, `remember` stores memories at once and
+                they are embedded when it answers again.
 
                 Or your own model: a function `(list[str]) -> list[list[float]]`
                 (one vector per text, in order; lists, tuples or NumPy arrays
@@ -228,6 +239,10 @@ class Engine:
                 `"deferred"` (it returns once the write is durable; a
                 background embedder adds the vector, and recall finds the
                 memory lexically meanwhile). `remember(embed=...)` overrides.
+            reranker: a rerank provider, `"rerank:MODEL@BASE_URL"` (the
+                Cohere/Jina `/rerank` that TEI and Infinity serve; key from
+                `MNEMON_RERANKER_API_KEY`), that orders the top 20 hits
+                (`?depth=N`) of `recall` and `context`. Default: none.
 
         Raises:
             InvalidInputError: a setting of the wrong type or out of range.
@@ -256,6 +271,7 @@ class Engine:
         _check_type("injection_policy", injection_policy, str, optional=True)
         _check_type("max_response_tokens", max_response_tokens, int, optional=True)
         _check_type("embed_mode", embed_mode, str, optional=True)
+        _check_type("reranker", reranker, str, optional=True)
         if max_content_bytes is not None and max_content_bytes < 0:
             raise InvalidInputError(f"max_content_bytes: {max_content_bytes} is negative", "max_content_bytes")
         if max_response_tokens is not None and max_response_tokens < 0:
@@ -275,6 +291,7 @@ class Engine:
                 injection_policy=injection_policy,
                 max_response_tokens=max_response_tokens,
                 embed_mode=embed_mode,
+                reranker=reranker,
             )
         except _native.SurfaceError as e:
             raise error_for(*e.args) from None

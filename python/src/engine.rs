@@ -57,6 +57,8 @@ struct Settings {
     pii_policy: Option<PiiPolicy>,
     injection_policy: Option<InjectionPolicy>,
     embed_mode: Option<mnemon::EmbedMode>,
+    /// A rerank provider spec (`rerank:MODEL@URL`), parsed.
+    reranker: Option<&'static embed::ProviderSpec>,
 }
 
 impl Settings {
@@ -94,6 +96,9 @@ impl Settings {
         }
         if let Some(m) = self.embed_mode {
             b = b.embed_mode(m);
+        }
+        if let Some(spec) = self.reranker {
+            b = b.reranker(Arc::new(embed::HttpReranker::new(spec)?), spec.depth);
         }
         let engine = b.open()?;
         let report = engine.open_report();
@@ -150,7 +155,13 @@ impl Engine {
     /// `embedder`: `auto` (an existing store keeps its model; a new one
     /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
     /// with neither installed is refused, creating nothing), `hashing`
-    /// (lexical only: recalls by exact words), `minilm` or `e5-small`.
+    /// (lexical only: recalls by exact words), `minilm`, `e5-small`, or a
+    /// provider spec: `openai:MODEL[@BASE_URL][?OPTIONS]` (any
+    /// OpenAI-compatible `/embeddings` server) or `ollama:MODEL[@BASE_URL]`
+    /// (the key from `MNEMON_EMBEDDER_API_KEY`, else `OPENAI_API_KEY`; see
+    /// docs/guide/providers.md). `reranker`: a rerank provider,
+    /// `rerank:MODEL@BASE_URL[?depth=N]`, that orders the top hits of
+    /// recall and `context` (default none).
     /// `embed_documents` (with `embedder_name`, and optionally `embed_query`
     /// and `dims`) replaces it by the caller's embedder: a callable
     /// `(list[str]) -> list[list[float]]` called in batches with the GIL
@@ -192,6 +203,7 @@ impl Engine {
         injection_policy = None,
         max_response_tokens = None,
         embed_mode = None,
+        reranker = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -209,6 +221,7 @@ impl Engine {
         injection_policy: Option<String>,
         max_response_tokens: Option<usize>,
         embed_mode: Option<String>,
+        reranker: Option<String>,
     ) -> PyResult<Engine> {
         let choice = match (embed_documents, embedder_name) {
             (Some(documents), Some(name)) => {
@@ -237,6 +250,17 @@ impl Engine {
             pii_policy: pii,
             injection_policy: injection_policy.as_deref().map(parse_injection).transpose()?,
             embed_mode: embed_mode.as_deref().map(parse_embed_mode).transpose()?,
+            reranker: match reranker.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                Some(r) => Some(
+                    embed::ProviderSpec::parse(r)
+                        .map_err(|e| match e {
+                            mnemon::Error::InvalidInput { reason, .. } => invalid("reranker", reason),
+                            other => from_engine(other),
+                        })?
+                        .intern(),
+                ),
+                None => None,
+            },
         };
         // Opening replays the log and may load a model or re-embed: no GIL.
         let (engine, notice) = py.detach(move || settings.open()).map_err(from_engine)?;

@@ -14,8 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mnemon::embed::{
-    load_embedder_for, EmbedKind, Embedder, EmbedderChoice, HashingEmbedder, HttpEmbedder, HttpReranker,
-    ProviderSpec,
+    load_embedder_for, EmbedKind, Embedder, EmbedderChoice, HashingEmbedder, HttpEmbedder, HttpReranker, ProviderSpec,
 };
 use mnemon::{Engine, Error, Namespace, NewMemory, RecallOptions};
 
@@ -73,7 +72,8 @@ impl Server {
                 }
                 let (script, requests, batches, auth, embedder) =
                     (script.clone(), requests.clone(), batches.clone(), auth.clone(), embedder.clone());
-                std::thread::spawn(move || serve(stream, &script, &requests, &batches, &auth, &embedder));
+                let down = down.clone();
+                std::thread::spawn(move || serve(stream, &down, &script, &requests, &batches, &auth, &embedder));
             }
         });
         s
@@ -86,6 +86,7 @@ impl Server {
 
 fn serve(
     stream: TcpStream,
+    down: &AtomicBool,
     script: &Mutex<Script>,
     requests: &AtomicUsize,
     batches: &Mutex<Vec<usize>>,
@@ -117,6 +118,10 @@ fn serve(
         }
         let mut body = vec![0u8; len];
         reader.read_exact(&mut body).unwrap();
+        if down.load(Ordering::SeqCst) {
+            // Down: kept-alive connections are dropped too.
+            return;
+        }
         requests.fetch_add(1, Ordering::SeqCst);
         let req: serde_json::Value = serde_json::from_slice(&body).unwrap();
         let (status, extra, answer) = answer(&path, &req, script, batches, embedder);
@@ -205,7 +210,8 @@ fn a_store_built_through_a_provider_recalls_and_reopens_with_it() {
     let server = Server::start();
     let dir = tempfile::tempdir().unwrap();
     let ns = Namespace::new("u1").unwrap();
-    let e = Arc::new(HttpEmbedder::connect(spec(&format!("openai:hash-256@{}/v1?batch=2", server.url())), None).unwrap());
+    let e =
+        Arc::new(HttpEmbedder::connect(spec(&format!("openai:hash-256@{}/v1?batch=2", server.url())), None).unwrap());
     assert_eq!(e.dim(), DIM, "learned from one request");
     let id = e.model_id().to_string();
     assert_eq!(id, format!("openai:hash-256@{}/v1#{DIM}", server.url()));
@@ -322,7 +328,11 @@ fn a_provider_down_mid_import_loses_no_write_and_catches_up() {
     assert!(top.memory.content.contains("pg-stage-2") && top.explain.vector_pending);
     assert_eq!(engine.embed_backlog(), 3);
     server.down.store(false, Ordering::SeqCst);
-    assert_eq!(engine.wait_embedded(Duration::from_secs(120)).unwrap(), 0, "backfill finished once the provider returned");
+    assert_eq!(
+        engine.wait_embedded(Duration::from_secs(120)).unwrap(),
+        0,
+        "backfill finished once the provider returned"
+    );
     let hits = engine.recall(&ns, "which host is the staging database on", &RecallOptions::default()).unwrap();
     assert!(hits[0].memory.content.contains("pg-stage-2") && !hits[0].explain.vector_pending);
     engine.close().unwrap();
@@ -349,17 +359,22 @@ fn a_reranker_orders_the_top_hits() {
         engine.remember(&ns, NewMemory::new(f)).unwrap();
     }
     let q = "Alice Bob Carol team database";
-    let hits = engine.recall(&ns, q, &RecallOptions { top_k: 3, ..RecallOptions::default() }).unwrap();
+    // No access records: recency stays as it was between the calls.
+    let opts = RecallOptions { top_k: 3, record_access: false, ..RecallOptions::default() };
+    let hits = engine.recall(&ns, q, &opts).unwrap();
     assert_eq!(hits.len(), 3);
     let lens: Vec<usize> = hits.iter().map(|h| h.memory.content.len()).collect();
     assert!(lens.windows(2).all(|w| w[0] >= w[1]), "reranker's order (longest first): {lens:?}");
     assert!(hits.iter().all(|h| h.explain.rerank_score.is_some()));
-    let plain = engine.recall(&ns, q, &RecallOptions { top_k: 3, rerank: false, ..RecallOptions::default() }).unwrap();
+    let plain = engine.recall(&ns, q, &RecallOptions { rerank: false, ..opts.clone() }).unwrap();
     assert!(plain.iter().all(|h| h.explain.rerank_score.is_none()));
     // A reranker that fails leaves recall's own order.
     server.down.store(true, Ordering::SeqCst);
-    let kept = engine.recall(&ns, q, &RecallOptions { top_k: 3, ..RecallOptions::default() }).unwrap();
-    assert_eq!(kept.iter().map(|h| h.memory.id).collect::<Vec<_>>(), plain.iter().map(|h| h.memory.id).collect::<Vec<_>>());
+    let kept = engine.recall(&ns, q, &opts).unwrap();
+    assert_eq!(
+        kept.iter().map(|h| h.memory.id).collect::<Vec<_>>(),
+        plain.iter().map(|h| h.memory.id).collect::<Vec<_>>()
+    );
 }
 
 #[test]
