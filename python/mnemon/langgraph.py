@@ -462,12 +462,15 @@ class MnemonStore(BaseStore):
         it: `close()` closes the engine.
 
         With `index`, its `embed` is the engine's embedder: a function
-        `(list[str]) -> list[list[float]]`, a LangChain `Embeddings`, a
-        provider string LangGraph accepts (`"openai:text-embedding-3-small"`,
-        loaded with LangChain's `init_embeddings`, which needs `langchain`
-        and the provider's package), or the name of one of mnemon's models
-        (`"e5-small"`, `"minilm"`, `"hashing"`); `dims` is its dimension
-        (probed when left out). `embedder_name=` (an engine option) names
+        `(list[str]) -> list[list[float]]`, a LangChain `Embeddings`, the
+        name of one of mnemon's models (`"e5-small"`, `"minilm"`,
+        `"hashing"`), one of mnemon's providers (`"openai:MODEL"` for any
+        OpenAI-compatible `/embeddings`, `"ollama:MODEL"`: called by mnemon
+        itself, no LangChain package needed; see docs/guide/providers.md),
+        or another provider string LangGraph accepts (`"cohere:…"`, loaded
+        with LangChain's `init_embeddings`, which needs `langchain` and the
+        provider's package); `dims` is its dimension (probed when left
+        out). `embedder_name=` (an engine option) names
         the model in the store (default: the provider string, else as
         `Engine.open`). Without `embed`, the engine's `embedder` option
         applies.
@@ -504,9 +507,15 @@ class MnemonStore(BaseStore):
     def _open_engine(path: Any, embed: Any, dims: Any, options: Dict[str, Any]) -> Engine:
         """An engine on `path` embedding with `IndexConfig["embed"]`."""
         if isinstance(embed, str):
-            # One of mnemon's own models, by name, first.
+            # One of mnemon's own models or providers, by name, first. A
+            # provider (`openai:`, `ollama:`) takes the index's `dims`, so
+            # opening sends it nothing.
+            spec = embed
+            if dims is not None and embed.split(":", 1)[0].strip().lower() in ("openai", "ollama"):
+                if "dims=" not in embed and "dimensions=" not in embed:
+                    spec = f"{embed}{'&' if '?' in embed else '?'}dims={int(dims)}"
             try:
-                return Engine.open(path, embedder=embed, **options)
+                return Engine.open(path, embedder=spec, **options)
             except InvalidInputError as e:
                 if e.field != "embedder" or "unknown embedder" not in e.message:
                     raise

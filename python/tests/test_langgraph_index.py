@@ -244,15 +244,20 @@ def test_index_embed_may_name_a_mnemon_model_or_a_provider(tmp_path):
         assert store.engine.model_id == "hashing-v1-384"
         store.put(("docs",), "a", {"text": "python tutorial"})
         assert store.search(("docs",), query="python")[0].key == "a"
-    # A provider string needs LangChain's init_embeddings and the provider's
-    # package: without them the error says so, and nothing is created.
+    # mnemon's own provider: with `dims`, opening sends nothing (the store
+    # records the provider; nothing is embedded until a put).
+    with MnemonStore.open(tmp_path / "b", index={"dims": 1536, "embed": "openai:text-embedding-3-small"}) as store:
+        assert store.engine.model_id == "openai:text-embedding-3-small@https://api.openai.com/v1#1536"
+    # Another provider string needs LangChain's init_embeddings and the
+    # provider's package: without them the error says so, and nothing is
+    # created.
     try:
         import langchain  # noqa: F401
     except ImportError:
         with pytest.raises(mnemon.InvalidInputError) as e:
-            MnemonStore.open(tmp_path / "b", index={"dims": 1536, "embed": "openai:text-embedding-3-small"})
+            MnemonStore.open(tmp_path / "b2", index={"dims": 1024, "embed": "cohere:embed-english-v3.0"})
         assert e.value.field == "index.embed" and "langchain" in e.value.message
-        assert not (tmp_path / "b").exists()
+        assert not (tmp_path / "b2").exists()
 
     async def later(texts: List[str]) -> List[List[float]]:
         return [toy_vector(t) for t in texts]
