@@ -387,3 +387,50 @@ fn specs_name_providers_at_every_door() {
     let err = "bert-large".parse::<EmbedderChoice>().unwrap_err();
     assert!(err.to_string().contains("openai:MODEL"), "{err}");
 }
+
+#[test]
+fn an_import_while_the_provider_is_down_is_written_and_embedded_later() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Namespace::new("u1").unwrap();
+    let e = Arc::new(
+        HttpEmbedder::connect(spec(&format!("openai:m@{}/v1?dims={DIM}&retries=0&batch=4", server.url())), None)
+            .unwrap(),
+    );
+    let engine = Engine::builder(dir.path()).embedder(e).open().unwrap();
+    let lines: String = (0..40)
+        .map(|i| format!("{{\"type\":\"memory\",\"content\":\"Import note {i} about harbour {i}\"}}\n"))
+        .collect();
+    // The provider is down for the whole import: every chunk is written
+    // without vectors.
+    server.down.store(true, Ordering::SeqCst);
+    let opts = mnemon::portability::ImportOptions { batch: 10, ..Default::default() };
+    let sum = engine.import(&ns, mnemon::portability::parse_jsonl(&lines), &opts).unwrap();
+    assert_eq!(sum.memories_written, 40, "{sum:?}");
+    assert_eq!(engine.embed_backlog(), 40);
+    server.down.store(false, Ordering::SeqCst);
+    assert_eq!(engine.wait_embedded(Duration::from_secs(120)).unwrap(), 0);
+    let hits = engine.recall(&ns, "harbour 17", &RecallOptions::default()).unwrap();
+    assert!(hits.iter().any(|h| h.memory.content.contains("note 17 ")) && !hits[0].explain.vector_pending);
+}
+
+#[test]
+fn an_import_through_a_provider_embeds_every_chunk() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Namespace::new("u1").unwrap();
+    let e = Arc::new(
+        HttpEmbedder::connect(spec(&format!("openai:m@{}/v1?dims={DIM}&batch=8", server.url())), None).unwrap(),
+    );
+    let engine = Engine::builder(dir.path()).embedder(e).open().unwrap();
+    let lines: String = (0..50)
+        .map(|i| format!("{{\"type\":\"memory\",\"content\":\"Chunked fact {i} on topic {}\"}}\n", i * 7))
+        .collect();
+    let opts = mnemon::portability::ImportOptions { batch: 12, ..Default::default() };
+    let sum = engine.import(&ns, mnemon::portability::parse_jsonl(&lines), &opts).unwrap();
+    assert_eq!(sum.memories_written, 50, "{sum:?}");
+    assert_eq!(engine.embed_backlog(), 0, "embedded as it was written");
+    assert!(server.batches.lock().unwrap().iter().all(|&n| n <= 8));
+    let hits = engine.recall(&ns, "Chunked fact 33", &RecallOptions::default()).unwrap();
+    assert!(hits[0].memory.content.contains("fact 33 "));
+}

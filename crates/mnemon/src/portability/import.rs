@@ -268,55 +268,90 @@ impl Engine {
 
         let threshold = self.dedup_threshold();
         let mut mem_plans = mem_plans.into_iter().peekable();
+        let mut chunks: Vec<Vec<MemPlan>> = Vec::new();
         while mem_plans.peek().is_some() {
             let chunk: Vec<MemPlan> = mem_plans.by_ref().take(batch).collect();
-            let n = chunk.len() as u64;
-            let mut chunk: Vec<MemPlan> = chunk
-                .into_iter()
-                .map(|mut p| {
-                    let ids = p.sources.iter().map(|s| match *s {
-                        SourceRef::Stored(id) => id,
-                        SourceRef::Planned(i) => obs_ids.get(i).copied().unwrap_or(ObservationId(0)),
-                    });
-                    p.memory = std::mem::take(&mut p.memory).sources(ids.collect::<Vec<_>>());
-                    p
-                })
-                .collect();
-            let vectors = {
-                let pairs: Vec<(&NewMemory, &Prepared)> = chunk.iter().map(|p| (&p.memory, &p.prepared)).collect();
-                self.vectors_for(&pairs)?
-            };
-            let mut ops = Vec::with_capacity(chunk.len());
-            let mut meta = Vec::with_capacity(chunk.len());
-            for (p, v) in chunk.iter_mut().zip(vectors) {
-                ops.push(Op::Remember {
-                    mem: pending_memory(&p.memory, &p.prepared),
-                    vector: Some(v),
-                    dedup: p.memory.dedup,
-                    threshold,
-                });
-                meta.push((p.line, std::mem::take(&mut p.at), &p.prepared));
-            }
-            for (r, (line, at, prepared)) in self.run(ns, ops)?.into_iter().zip(meta) {
-                match r {
-                    Ok(OpOutcome::Remembered {
-                        action: RememberAction::Duplicate | RememberAction::Unchanged, ..
-                    }) => {
-                        sum.duplicates += 1;
-                    }
-                    Ok(OpOutcome::Remembered { .. }) => {
-                        sum.memories_written += 1;
-                        add_counts(&mut sum.redactions, &prepared.redactions);
-                        sum.quarantined += u64::from(prepared.quarantine.is_some());
-                    }
-                    Ok(other) => return Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
-                    Err(e @ (Error::Poisoned(_) | Error::Closed | Error::Io(_) | Error::Storage(_))) => return Err(e),
-                    Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
-                }
-            }
-            done += n;
-            tick(done);
+            chunks.push(
+                chunk
+                    .into_iter()
+                    .map(|mut p| {
+                        let ids = p.sources.iter().map(|s| match *s {
+                            SourceRef::Stored(id) => id,
+                            SourceRef::Planned(i) => obs_ids.get(i).copied().unwrap_or(ObservationId(0)),
+                        });
+                        p.memory = std::mem::take(&mut p.memory).sources(ids.collect::<Vec<_>>());
+                        p
+                    })
+                    .collect(),
+            );
         }
+        // The next chunk is embedded while this one is written, so a remote
+        // provider (or the model's threads) is kept busy through the group
+        // commits. A provider that is down does not stop the import: its
+        // memories are written without vectors and embedded when it
+        // answers again (deferred embedding).
+        let embed = |chunk: &[MemPlan]| -> Result<Option<Vec<Vec<f32>>>> {
+            if !self.embedder().available() {
+                return Ok(None);
+            }
+            let pairs: Vec<(&NewMemory, &Prepared)> = chunk.iter().map(|p| (&p.memory, &p.prepared)).collect();
+            match self.vectors_for(&pairs) {
+                Ok(v) => Ok(Some(v)),
+                Err(Error::ProviderUnavailable { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        };
+        std::thread::scope(|scope| -> Result<()> {
+            let mut next = chunks.first().map(|c| scope.spawn(move || embed(c)));
+            for (i, chunk) in chunks.iter().enumerate() {
+                let vectors = match next.take() {
+                    Some(h) => h.join().map_err(|_| Error::Embedder("the embedding thread panicked".into()))??,
+                    None => None,
+                };
+                next = chunks.get(i + 1).map(|c| scope.spawn(move || embed(c)));
+                let n = chunk.len() as u64;
+                let mut vectors = vectors.map(Vec::into_iter);
+                let mut ops = Vec::with_capacity(chunk.len());
+                let mut meta = Vec::with_capacity(chunk.len());
+                for p in chunk {
+                    let vector = match &mut vectors {
+                        Some(v) => Some(v.next().ok_or_else(|| Error::Embedder("too few vectors".into()))?),
+                        // A caller's vector needs no provider.
+                        None => p.memory.vector.clone(),
+                    };
+                    ops.push(Op::Remember {
+                        mem: pending_memory(&p.memory, &p.prepared),
+                        vector,
+                        dedup: p.memory.dedup,
+                        threshold,
+                    });
+                    meta.push((p.line, p.at.clone(), &p.prepared));
+                }
+                for (r, (line, at, prepared)) in self.run(ns, ops)?.into_iter().zip(meta) {
+                    match r {
+                        Ok(OpOutcome::Remembered {
+                            action: RememberAction::Duplicate | RememberAction::Unchanged,
+                            ..
+                        }) => {
+                            sum.duplicates += 1;
+                        }
+                        Ok(OpOutcome::Remembered { .. }) => {
+                            sum.memories_written += 1;
+                            add_counts(&mut sum.redactions, &prepared.redactions);
+                            sum.quarantined += u64::from(prepared.quarantine.is_some());
+                        }
+                        Ok(other) => return Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
+                        Err(e @ (Error::Poisoned(_) | Error::Closed | Error::Io(_) | Error::Storage(_))) => {
+                            return Err(e)
+                        }
+                        Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
+                    }
+                }
+                done += n;
+                tick(done);
+            }
+            Ok(())
+        })?;
         sum.last_seq = self.shared().state.read().visible;
         Ok(sum)
     }
