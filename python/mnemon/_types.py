@@ -771,7 +771,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'grounds', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'grounds', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'rerank_score', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -828,6 +828,15 @@ class Explanation(Record):
     def recency(self) -> float:
         """Recency factor, `0..=1` (1 = fresh or not decaying)."""
         return self._data["recency"]  # type: ignore[no-any-return]
+
+    @property
+    def rerank_score(self) -> Optional[float]:
+        """
+        The reranker's score, as it gave it, when a rerank stage ordered the hit
+        (`crate::EngineBuilder::reranker`); `score` is then this value clamped to 0..=1.
+        Absent otherwise.
+        """
+        return self._data.get("rerank_score")
 
     @property
     def score(self) -> float:

@@ -222,6 +222,9 @@ impl Hit {
 fn why(hit: &mnemon::Hit) -> String {
     let (e, m) = (&hit.explain, &hit.memory);
     let mut parts: Vec<String> = Vec::new();
+    if let Some(r) = e.rerank_score {
+        parts.push(format!("the reranker's score {r:.2}"));
+    }
     if e.vector_pending {
         parts.push("found by its words only (vector pending)".into());
     } else if e.similarity > 0.0 {
