@@ -117,7 +117,8 @@ impl Engine {
     /// `embedder`: `auto` (an existing store keeps its model; a new one
     /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
     /// with neither installed is refused, creating nothing), `hashing`
-    /// (lexical only: recalls by exact words), `minilm` or `e5-small`. `models_dir`: where models are
+    /// (lexical only: recalls by exact words), `minilm`, `e5-small` or
+    /// `bge-small-en` (English only). `models_dir`: where models are
     /// installed (default `$MNEMON_MODELS`, else
     /// `$XDG_DATA_HOME/mnemon/models`, else `~/.local/share/mnemon/models`). `flush_interval_s`: None flushes every group before
     /// replying (nothing acknowledged is lost); seconds in 0.001..=60 flush

@@ -1054,6 +1054,7 @@ fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
         EmbedderChoice::Hashing => id.starts_with("hashing"),
         EmbedderChoice::MiniLm => id.contains("minilm"),
         EmbedderChoice::E5 => id.contains("e5-small"),
+        EmbedderChoice::BgeSmallEn => id.starts_with("bge-small-en"),
     }
 }
 

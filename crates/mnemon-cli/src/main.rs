@@ -50,7 +50,8 @@ pub struct Cli {
     pub json: bool,
     /// Embedder: auto (an existing store keeps its model; a new store gets
     /// e5-small if installed, else MiniLM, and is refused when neither is),
-    /// hashing (lexical only: recalls by exact words), minilm, e5-small.
+    /// hashing (lexical only: recalls by exact words), minilm, e5-small,
+    /// bge-small-en (English only).
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
     pub embedder: String,
     /// Directory of installed models (default: $MNEMON_MODELS, else

@@ -72,7 +72,7 @@ pub const MINILM: ModelSpec = ModelSpec {
 };
 
 #[cfg(feature = "neural")]
-static ALL_SPECS: &[&ModelSpec] = &[&MINILM, &crate::embed::e5::E5_SMALL];
+static ALL_SPECS: &[&ModelSpec] = &[&MINILM, &crate::embed::e5::E5_SMALL, &crate::embed::bge::BGE_SMALL_EN];
 #[cfg(not(feature = "neural"))]
 static ALL_SPECS: &[&ModelSpec] = &[&MINILM];
 

@@ -14,6 +14,8 @@ pub use calibration::{Abstain, SimilarityNorm};
 
 #[cfg(feature = "neural")]
 mod bert;
+#[cfg(feature = "neural")]
+pub mod bge;
 mod calibration;
 pub mod hashing;
 pub mod install;
@@ -39,6 +41,8 @@ pub use store::{check_new_store, embedder_for_store, lexical_store_notice, prefe
 pub fn int8_kernel_available() -> bool {
     int8::available()
 }
+#[cfg(feature = "neural")]
+pub use bge::{BgeEmbedder, BGE_SMALL_EN};
 #[cfg(feature = "neural")]
 pub use minilm::{MiniLmEmbedder, MINILM_BATCH, MINILM_DIM, MINILM_MAX_TOKENS};
 
@@ -161,8 +165,10 @@ pub struct ModelSpec {
 
 /// Which embedder to use, as chosen on the command line or in configuration.
 ///
-/// Parsed from (case-insensitive) `"auto"`, `"hashing"`, `"minilm"` (also
-/// `"all-minilm-l6-v2"`); displayed as the first of those names.
+/// Parsed from (case-insensitive) `"auto"`, `"hashing"` (also `"hash"`),
+/// `"minilm"` (also `"all-minilm-l6-v2"`), `"e5-small"` (also `"e5"`,
+/// `"multilingual-e5-small"`), `"bge-small-en"` (also
+/// `"bge-small-en-v1.5"`); displayed as the first name of each.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EmbedderChoice {
     /// multilingual-e5-small when it is installed (and the crate is built
@@ -183,12 +189,21 @@ pub enum EmbedderChoice {
     /// multilingual-e5-small, 4-bit (384 dimensions; Chinese and
     /// cross-lingual); must be installed with `mnemon model install e5-small`.
     E5,
+    /// BAAI bge-small-en-v1.5, int8 weights (384 dimensions; English only:
+    /// Chinese text comes out as characters its English vocabulary mostly
+    /// lacks); must be installed with `mnemon model install bge-small-en`.
+    BgeSmallEn,
 }
 
 impl EmbedderChoice {
     /// Every choice, in display order.
-    pub const ALL: &'static [EmbedderChoice] =
-        &[EmbedderChoice::Auto, EmbedderChoice::Hashing, EmbedderChoice::MiniLm, EmbedderChoice::E5];
+    pub const ALL: &'static [EmbedderChoice] = &[
+        EmbedderChoice::Auto,
+        EmbedderChoice::Hashing,
+        EmbedderChoice::MiniLm,
+        EmbedderChoice::E5,
+        EmbedderChoice::BgeSmallEn,
+    ];
 
     /// The canonical name, as accepted by [`FromStr`].
     pub fn as_str(self) -> &'static str {
@@ -197,6 +212,7 @@ impl EmbedderChoice {
             EmbedderChoice::Hashing => "hashing",
             EmbedderChoice::MiniLm => "minilm",
             EmbedderChoice::E5 => "e5-small",
+            EmbedderChoice::BgeSmallEn => "bge-small-en",
         }
     }
 }
@@ -219,6 +235,7 @@ impl FromStr for EmbedderChoice {
             "hashing" | "hash" => Ok(EmbedderChoice::Hashing),
             "minilm" | "all-minilm-l6-v2" => Ok(EmbedderChoice::MiniLm),
             "e5" | "e5-small" | "multilingual-e5-small" => Ok(EmbedderChoice::E5),
+            "bge-small-en" | "bge-small-en-v1.5" => Ok(EmbedderChoice::BgeSmallEn),
             other => {
                 let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
                 Err(Error::invalid(
@@ -238,6 +255,8 @@ impl FromStr for EmbedderChoice {
 /// - [`EmbedderChoice::MiniLm`]: loads all-MiniLM-L6-v2 (about 90 MB read and
 ///   hashed, well under a second on a modern CPU).
 /// - [`EmbedderChoice::E5`]: loads multilingual-e5-small (72 MB).
+/// - [`EmbedderChoice::BgeSmallEn`]: loads bge-small-en-v1.5 (34 MB read,
+///   hashed and dequantised).
 /// - [`EmbedderChoice::Auto`]: multilingual-e5-small when [`is_installed`]
 ///   says its files are there and the crate has the `neural` feature, else
 ///   all-MiniLM-L6-v2 likewise, else hashing (a door that creates stores
@@ -260,6 +279,7 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
         EmbedderChoice::Hashing => Ok(Arc::new(HashingEmbedder::default())),
         EmbedderChoice::MiniLm => load_minilm(models_dir),
         EmbedderChoice::E5 => load_e5(models_dir),
+        EmbedderChoice::BgeSmallEn => load_bge(models_dir),
         EmbedderChoice::Auto => {
             if cfg!(feature = "neural") && e5_installed(models_dir) {
                 load_e5(models_dir)
@@ -285,7 +305,7 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 /// # Errors
 /// As [`load_embedder`]; and, for [`EmbedderChoice::Auto`], an
 /// [`Error::Embedder`] when `recorded` is all-MiniLM-L6-v2 or
-/// multilingual-e5-small and that model is not installed in `models_dir`
+/// multilingual-e5-small or bge-small-en-v1.5 and that model is not installed in `models_dir`
 /// (or this build has no neural models). Falling back to another model
 /// would re-embed every memory with it, and the store would keep that model
 /// from then on: a wrong `--models` or `HOME` would quietly turn an e5
@@ -304,6 +324,7 @@ pub fn load_embedder_for(
         let wanted: Option<(&str, Installed, Loader)> = match recorded {
             Some(id) if id.starts_with("all-MiniLM-L6-v2@") => Some(("minilm", minilm_installed, load_minilm)),
             Some(id) if id.starts_with("multilingual-e5-small") => Some(("e5-small", e5_installed, load_e5)),
+            Some(id) if id.starts_with("bge-small-en-v1.5@") => Some(("bge-small-en", bge_installed, load_bge)),
             _ => None,
         };
         if let (Some((name, installed, load)), Some(id)) = (wanted, recorded) {
@@ -311,7 +332,7 @@ pub fn load_embedder_for(
                 return load(models_dir);
             }
             return Err(Error::Embedder(format!(
-                "this store's vectors were made by {id}, which is not installed in {}: run `mnemon model install {name}` (or point --models / MNEMON_MODELS at where it is); to move the store to another embedder instead, name it (`--embedder hashing`, `minilm` or `e5-small`), which re-embeds every memory",
+                "this store's vectors were made by {id}, which is not installed in {}: run `mnemon model install {name}` (or point --models / MNEMON_MODELS at where it is); to move the store to another embedder instead, name it (`--embedder hashing`, `minilm`, `e5-small` or `bge-small-en`), which re-embeds every memory",
                 models_dir.display()
             ).into()));
         }
@@ -331,7 +352,7 @@ pub fn load_embedder_for(
         // (`Config::embedder`): resolving it to a built-in one would move
         // the store to that model without being asked.
         return Err(Error::Embedder(format!(
-            "this store's vectors were made by {id}, which mnemon cannot load by name (a program's own embedder made them): open the store from that program, or name an embedder (`--embedder hashing`, `minilm` or `e5-small`) to move the store to it, which re-embeds every memory"
+            "this store's vectors were made by {id}, which mnemon cannot load by name (a program's own embedder made them): open the store from that program, or name an embedder (`--embedder hashing`, `minilm`, `e5-small` or `bge-small-en`) to move the store to it, which re-embeds every memory"
         ).into()));
     }
     load_embedder(choice, models_dir)
@@ -355,6 +376,36 @@ fn minilm_installed(models_dir: &Path) -> bool {
 #[cfg(not(feature = "neural"))]
 fn minilm_installed(_models_dir: &Path) -> bool {
     false
+}
+
+#[cfg(feature = "neural")]
+fn bge_installed(models_dir: &Path) -> bool {
+    is_installed(&bge::BGE_SMALL_EN, models_dir)
+}
+
+#[cfg(not(feature = "neural"))]
+fn bge_installed(_models_dir: &Path) -> bool {
+    false
+}
+
+#[cfg(feature = "neural")]
+fn load_bge(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    if !bge_installed(models_dir) {
+        return Err(Error::Embedder(
+            format!(
+                "model bge-small-en-v1.5 is not installed in {}; run `mnemon model install bge-small-en` \
+             (or choose another embedder)",
+                model_dir(&bge::BGE_SMALL_EN, models_dir).display()
+            )
+            .into(),
+        ));
+    }
+    Ok(Arc::new(bge::BgeEmbedder::load(&model_dir(&bge::BGE_SMALL_EN, models_dir))?))
+}
+
+#[cfg(not(feature = "neural"))]
+fn load_bge(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    Err(Error::Embedder("bge-small-en-v1.5 needs the `neural` feature".to_string().into()))
 }
 
 #[cfg(feature = "neural")]
@@ -415,6 +466,8 @@ pub fn model_kind(model_id: &str) -> &'static str {
         "neural, sentence-transformers/all-MiniLM-L6-v2"
     } else if model_id.starts_with("multilingual-e5-small") {
         "neural, multilingual (intfloat/multilingual-e5-small, 4-bit)"
+    } else if model_id.starts_with("bge-small-en-v1.5") {
+        "neural, English (BAAI/bge-small-en-v1.5, int8)"
     } else {
         "neural"
     }

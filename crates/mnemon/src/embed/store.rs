@@ -65,6 +65,7 @@ fn full_name(spec: &ModelSpec) -> &'static str {
     match spec.name {
         "e5-small" => "multilingual-e5-small",
         "minilm" => "all-MiniLM-L6-v2",
+        "bge-small-en" => "bge-small-en-v1.5",
         _ => "the model",
     }
 }
