@@ -154,7 +154,8 @@ class Engine:
 
         Arguments:
             embedder: `"auto"` (a new store gets multilingual-e5-small when
-                installed, else all-MiniLM-L6-v2; with neither installed,
+                installed, else bge-small-en-v1.5, else all-MiniLM-L6-v2;
+                with none of them installed,
                 opening a new store raises `EmbedderError` and creates
                 nothing, rather than building a store that recalls by exact
                 words only; an existing store keeps the model it was built
@@ -162,9 +163,9 @@ class Engine:
                 is not installed in `models_dir`, or is not a built-in one (a
                 program's own embedder made it), rather than moving it to
                 another model), `"hashing"` (384 dimensions, no download,
-                lexical only: recalls by exact words), `"minilm"` or
-                `"e5-small"`. Install models with `mnemon model install
-                e5-small`.
+                lexical only: recalls by exact words), `"minilm"`,
+                `"e5-small"` or `"bge-small-en"` (English only). Install
+                models with `mnemon model install e5-small`.
             models_dir: where models are installed (default `$MNEMON_MODELS`,
                 else `$XDG_DATA_HOME/mnemon/models`, else
                 `~/.local/share/mnemon/models`).

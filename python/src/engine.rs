@@ -115,8 +115,9 @@ impl Engine {
     /// Opens (creating if missing) the store in directory `path`.
     ///
     /// `embedder`: `auto` (an existing store keeps its model; a new one
-    /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
-    /// with neither installed is refused, creating nothing), `hashing`
+    /// gets multilingual-e5-small if installed, else bge-small-en-v1.5, else
+    /// all-MiniLM-L6-v2, and with none installed is refused, creating
+    /// nothing), `hashing`
     /// (lexical only: recalls by exact words), `minilm`, `e5-small` or
     /// `bge-small-en` (English only). `models_dir`: where models are
     /// installed (default `$MNEMON_MODELS`, else

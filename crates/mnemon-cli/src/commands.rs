@@ -1194,7 +1194,7 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
                 }
                 let state = if embed::is_installed(spec, &dir) { "installed" } else { "not installed" };
                 println!(
-                    "{:<10} {:<14} {}  ({})",
+                    "{:<12} {:<14} {}  ({})",
                     spec.name,
                     state,
                     spec.pip_requirement,

@@ -49,7 +49,8 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
     /// Embedder: auto (an existing store keeps its model; a new store gets
-    /// e5-small if installed, else MiniLM, and is refused when neither is),
+    /// e5-small if installed, else bge-small-en, else MiniLM, and is refused
+    /// when none is),
     /// hashing (lexical only: recalls by exact words), minilm, e5-small,
     /// bge-small-en (English only).
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]

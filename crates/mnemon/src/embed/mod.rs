@@ -172,8 +172,9 @@ pub struct ModelSpec {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EmbedderChoice {
     /// multilingual-e5-small when it is installed (and the crate is built
-    /// with the `neural` feature), else all-MiniLM-L6-v2; an existing store
-    /// keeps its model. For a new store with neither installed,
+    /// with the `neural` feature), else bge-small-en-v1.5, else
+    /// all-MiniLM-L6-v2; an existing store keeps its model. For a new store
+    /// with none of them installed,
     /// [`embedder_for_store`] (what the CLI, the MCP server and the Python
     /// package use) refuses rather than build it on the hashing embedder;
     /// the lower-level [`load_embedder`] and [`load_embedder_for`] give the
@@ -259,12 +260,16 @@ impl FromStr for EmbedderChoice {
 ///   hashed and dequantised).
 /// - [`EmbedderChoice::Auto`]: multilingual-e5-small when [`is_installed`]
 ///   says its files are there and the crate has the `neural` feature, else
-///   all-MiniLM-L6-v2 likewise, else hashing (a door that creates stores
-///   refuses instead: see [`embedder_for_store`]). e5 comes first because it is
-///   the better model over our benchmarks taken together: far ahead on
-///   Chinese (MADial-Bench zh dev recall@10 0.743 vs 0.620) and across
-///   languages, 0.028 behind on English LoCoMo dev (0.658 vs 0.686), level
-///   on LongMemEval dev (docs/BENCHMARKS.md, "Choosing the embedder"). A
+///   bge-small-en-v1.5 likewise, else all-MiniLM-L6-v2 likewise, else
+///   hashing (a door that creates stores refuses instead: see
+///   [`embedder_for_store`]). e5 comes first because it is the better model
+///   over our benchmarks taken together: far ahead on Chinese (MADial-Bench
+///   zh dev recall@10 0.743 vs 0.620) and across languages, and a store
+///   cannot know it will only ever hold English. bge-small-en comes before
+///   MiniLM: English-only like it, level or ahead in hybrid recall
+///   (LoCoMo dev recall@10 0.758 vs 0.756) and far ahead in dense recall
+///   (0.671 vs 0.564), at half its embedding speed (docs/BENCHMARKS.md,
+///   "Choosing the embedder"). A
 ///   model that is installed but fails to load is an error, not a silent
 ///   fallback (falling back would change the model id and re-embed every
 ///   memory).
@@ -283,6 +288,8 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
         EmbedderChoice::Auto => {
             if cfg!(feature = "neural") && e5_installed(models_dir) {
                 load_e5(models_dir)
+            } else if cfg!(feature = "neural") && bge_installed(models_dir) {
+                load_bge(models_dir)
             } else if cfg!(feature = "neural") && is_installed(&MINILM, models_dir) {
                 load_minilm(models_dir)
             } else {
@@ -634,6 +641,9 @@ mod tests {
             assert_eq!(c.to_string().parse::<EmbedderChoice>().unwrap(), *c);
         }
         assert_eq!("MiniLM".parse::<EmbedderChoice>().unwrap(), EmbedderChoice::MiniLm);
+        for name in ["bge-small-en", "BGE-small-en-v1.5"] {
+            assert_eq!(name.parse::<EmbedderChoice>().unwrap(), EmbedderChoice::BgeSmallEn);
+        }
         let err = "bert".parse::<EmbedderChoice>().unwrap_err();
         assert!(err.to_string().contains("auto, hashing, minilm"), "{err}");
     }
@@ -661,6 +671,7 @@ mod tests {
         for (recorded, install) in [
             ("multilingual-e5-small-q4@0123abcd", "mnemon model install e5-small"),
             ("all-MiniLM-L6-v2@0123abcd", "mnemon model install minilm"),
+            ("bge-small-en-v1.5@0123abcd", "mnemon model install bge-small-en"),
         ] {
             let err = load_embedder_for(EmbedderChoice::Auto, empty.path(), Some(recorded)).err().unwrap();
             assert!(matches!(err, Error::Embedder(_)), "{err}");
