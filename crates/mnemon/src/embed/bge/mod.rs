@@ -330,6 +330,29 @@ impl Embedder for BgeEmbedder {
         BGE_DIM
     }
 
+    /// 0.95, as for e5: measured with `benches/similarity.rs`, distinct
+    /// facts of the cross-lingual set reach 0.939 (p50 0.485, p99 0.847)
+    /// and paraphrases have a median of 0.966 (English ones about 0.95–0.99,
+    /// Chinese ones, which this model barely reads, from 0.823), so MiniLM's
+    /// 0.92 would leave no margin over distinct facts. On the dev
+    /// half of `benches/dedup.rs` the share of paraphrases merged is flat
+    /// from 0.70 to 0.96 (English 0.10, Chinese 0.25) with no false merge,
+    /// so a lower threshold buys nothing measured.
+    fn near_duplicate_threshold(&self) -> f32 {
+        0.95
+    }
+
+    /// 0.70: bge's query-to-memory cosines sit higher than MiniLM's (LoCoMo
+    /// dev, answerable questions against every turn of their conversation:
+    /// other turns median 0.50, p99 0.68; evidence turns median 0.63). At
+    /// 0.70, 0.46% of the other turns and 20% of the evidence turns reach
+    /// it (at 0.65, 2.2% and 43%, MiniLM's proportions at its 0.5).
+    /// Measured with `mnemon --embedder bge-small-en eval locomo … --split
+    /// dev --mode dense --depth 1000 --explain-out F`.
+    fn relevance_floor(&self) -> f32 {
+        0.70
+    }
+
     /// Embeds texts in batches of up to 32 (and [`MAX_BATCH_TOKENS`]
     /// tokens), grouped by token length; each batch is packed without
     /// padding, so results do not depend on how texts are batched (beyond
