@@ -338,7 +338,7 @@ impl Graph {
 /// one value or one per column; `None` when their lengths fit neither.
 fn dequantise(q: &[i32], zero: &[i32], scale: &[f32], cols: usize) -> Option<Vec<f32>> {
     let per_col = |n: usize| n == 1 || n == cols;
-    if cols == 0 || q.len() % cols != 0 || !per_col(zero.len()) || !per_col(scale.len()) {
+    if cols == 0 || !q.len().is_multiple_of(cols) || !per_col(zero.len()) || !per_col(scale.len()) {
         return None;
     }
     let at = |v: usize, c: usize| if v == 1 { 0 } else { c };
