@@ -266,9 +266,10 @@ impl FromStr for EmbedderChoice {
 ///   over our benchmarks taken together: far ahead on Chinese (MADial-Bench
 ///   zh dev recall@10 0.743 vs 0.620) and across languages, and a store
 ///   cannot know it will only ever hold English. bge-small-en comes before
-///   MiniLM: English-only like it, level or ahead in hybrid recall
-///   (LoCoMo dev recall@10 0.758 vs 0.756) and far ahead in dense recall
-///   (0.671 vs 0.564), at half its embedding speed (docs/BENCHMARKS.md,
+///   MiniLM: English-only like it, ahead in hybrid recall (LoCoMo test
+///   recall@10 0.742 vs 0.713, dev 0.763 vs 0.756; LongMemEval dev
+///   recall_any@5 level at 0.988) and far ahead in dense recall (LoCoMo
+///   dev 0.671 vs 0.564), at half its embedding speed (docs/BENCHMARKS.md,
 ///   "Choosing the embedder"). A
 ///   model that is installed but fails to load is an error, not a silent
 ///   fallback (falling back would change the model id and re-embed every
