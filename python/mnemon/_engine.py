@@ -170,7 +170,8 @@ class Engine:
 
         Arguments:
             embedder: `"auto"` (a new store gets multilingual-e5-small when
-                installed, else all-MiniLM-L6-v2; with neither installed,
+                installed, else bge-small-en-v1.5, else all-MiniLM-L6-v2;
+                with none of them installed,
                 opening a new store raises `EmbedderError` and creates
                 nothing, rather than building a store that recalls by exact
                 words only; an existing store keeps the model it was built
@@ -178,9 +179,9 @@ class Engine:
                 is not installed in `models_dir`, or is not a built-in one (a
                 program's own embedder made it), rather than moving it to
                 another model), `"hashing"` (384 dimensions, no download,
-                lexical only: recalls by exact words), `"minilm"` or
-                `"e5-small"`. Install models with `mnemon model install
-                e5-small`.
+                lexical only: recalls by exact words), `"minilm"`,
+                `"e5-small"` or `"bge-small-en"` (English only). Install
+                models with `mnemon model install e5-small`.
 
                 Or a model you run as a service: `"openai:MODEL[@BASE_URL]"`
                 (any OpenAI-compatible `/embeddings`: OpenAI, vLLM,
@@ -216,7 +217,8 @@ class Engine:
                 refuses a store built with your own model.
             dims: with your own model, the number of components of its
                 vectors, 1–65,536. Default: learnt by embedding one short
-                text while the store opens.            models_dir: where models are installed (default `$MNEMON_MODELS`,
+                text while the store opens.
+            models_dir: where models are installed (default `$MNEMON_MODELS`,
                 else `$XDG_DATA_HOME/mnemon/models`, else
                 `~/.local/share/mnemon/models`).
             flush_interval_s: None (default) flushes every group of writes to

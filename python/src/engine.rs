@@ -153,9 +153,10 @@ impl Engine {
     /// Opens (creating if missing) the store in directory `path`.
     ///
     /// `embedder`: `auto` (an existing store keeps its model; a new one
-    /// gets multilingual-e5-small if installed, else all-MiniLM-L6-v2, and
-    /// with neither installed is refused, creating nothing), `hashing`
-    /// (lexical only: recalls by exact words), `minilm`, `e5-small`, or a
+    /// gets multilingual-e5-small if installed, else bge-small-en-v1.5, else
+    /// all-MiniLM-L6-v2, and with none installed is refused, creating
+    /// nothing), `hashing` (lexical only: recalls by exact words),
+    /// `minilm`, `e5-small`, `bge-small-en` (English only), or a
     /// provider spec: `openai:MODEL[@BASE_URL][?OPTIONS]` (any
     /// OpenAI-compatible `/embeddings` server) or `ollama:MODEL[@BASE_URL]`
     /// (the key from `MNEMON_EMBEDDER_API_KEY`, else `OPENAI_API_KEY`; see

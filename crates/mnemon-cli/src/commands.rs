@@ -1072,6 +1072,7 @@ fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
         EmbedderChoice::Hashing => id.starts_with("hashing"),
         EmbedderChoice::MiniLm => id.contains("minilm"),
         EmbedderChoice::E5 => id.contains("e5-small"),
+        EmbedderChoice::BgeSmallEn => id.starts_with("bge-small-en"),
         EmbedderChoice::Provider(p) => id.starts_with(&mnemon::embed::provider::effective_identity(p)),
     }
 }
@@ -1212,7 +1213,7 @@ fn model(cli: &Cli, cmd: &ModelCmd) -> Result<()> {
                 }
                 let state = if embed::is_installed(spec, &dir) { "installed" } else { "not installed" };
                 println!(
-                    "{:<10} {:<14} {}  ({})",
+                    "{:<12} {:<14} {}  ({})",
                     spec.name,
                     state,
                     spec.pip_requirement,

@@ -49,11 +49,12 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
     /// Embedder: auto (an existing store keeps its model; a new store gets
-    /// e5-small if installed, else MiniLM, and is refused when neither is),
-    /// hashing (lexical only: recalls by exact words), minilm, e5-small, or
-    /// a provider: openai:MODEL[@BASE_URL][?OPTIONS] (any
-    /// OpenAI-compatible /embeddings), ollama:MODEL[@BASE_URL]; the API key
-    /// comes from MNEMON_EMBEDDER_API_KEY or OPENAI_API_KEY.
+    /// e5-small if installed, else bge-small-en, else MiniLM, and is refused
+    /// when none is), hashing (lexical only: recalls by exact words),
+    /// minilm, e5-small, bge-small-en (English only), or a provider:
+    /// openai:MODEL[@BASE_URL][?OPTIONS] (any OpenAI-compatible
+    /// /embeddings), ollama:MODEL[@BASE_URL]; the API key comes from
+    /// MNEMON_EMBEDDER_API_KEY or OPENAI_API_KEY.
     #[arg(long, global = true, env = "MNEMON_EMBEDDER", default_value = "auto")]
     pub embedder: String,
     /// Rerank provider for recall and context: rerank:MODEL@BASE_URL[?depth=N]

@@ -17,7 +17,7 @@
 //! Then a threshold sweep on the dev half, which is what the embedders'
 //! `near_duplicate_threshold` was calibrated on. Run with
 //! `cargo bench --bench dedup`; the neural embedders are measured when
-//! installed (`mnemon model install minilm` / `e5-small`).
+//! installed (`mnemon model install minilm` / `e5-small` / `bge-small-en`).
 
 use mnemon::dedup::FactSignature;
 use mnemon::embed::{EmbedKind, Embedder, HashingEmbedder};
@@ -138,6 +138,14 @@ fn main() {
             }
         } else {
             eprintln!("SKIPPED e5-small: not installed (run `mnemon model install e5-small`)");
+        }
+        if is_installed(&mnemon::embed::BGE_SMALL_EN, &dir) {
+            match mnemon::embed::BgeEmbedder::load(&model_dir(&mnemon::embed::BGE_SMALL_EN, &dir)) {
+                Ok(m) => report(&m),
+                Err(e) => eprintln!("bge-small-en failed to load: {e}"),
+            }
+        } else {
+            eprintln!("SKIPPED bge-small-en: not installed (run `mnemon model install bge-small-en`)");
         }
     }
 }

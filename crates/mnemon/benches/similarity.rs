@@ -90,5 +90,13 @@ fn main() {
         } else {
             eprintln!("SKIPPED e5-small: not installed (run `mnemon model install e5-small`)");
         }
+        if is_installed(&mnemon::embed::BGE_SMALL_EN, &dir) {
+            match mnemon::embed::BgeEmbedder::load(&model_dir(&mnemon::embed::BGE_SMALL_EN, &dir)) {
+                Ok(m) => calibrate(&m),
+                Err(e) => eprintln!("bge-small-en failed to load: {e}"),
+            }
+        } else {
+            eprintln!("SKIPPED bge-small-en: not installed (run `mnemon model install bge-small-en`)");
+        }
     }
 }

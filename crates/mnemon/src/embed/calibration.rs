@@ -11,7 +11,7 @@ pub enum SimilarityNorm {
     /// Whatever the engine's embedder asks for
     /// ([`super::Embedder::similarity_norm`]): raw cosine for
     /// all-MiniLM-L6-v2 and the hashing embedder, min-max for
-    /// multilingual-e5-small.
+    /// multilingual-e5-small and bge-small-en-v1.5.
     #[default]
     Auto,
     /// Cosine as it is, `-1..=1`.

