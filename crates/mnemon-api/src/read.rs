@@ -225,7 +225,9 @@ fn why(hit: &mnemon::Hit) -> String {
     if let Some(r) = e.rerank_score {
         parts.push(format!("the reranker's score {r:.2}"));
     }
-    if e.vector_pending {
+    if e.query_unembedded {
+        parts.push("found by its words only (the embedding provider did not answer)".into());
+    } else if e.vector_pending {
         parts.push("found by its words only (vector pending)".into());
     } else if e.similarity > 0.0 {
         parts.push(format!("close in meaning ({:.2})", e.similarity));
@@ -333,12 +335,16 @@ impl Call for RecallRequest {
         // Looked up between the floors (where they decide) or once recall
         // has abstained; never for a recall that returns hits.
         let mut unknown_names = Vec::new();
-        let abstention = floors.filter(|_| opts.mode != mnemon::recall::RecallMode::Lexical).and_then(|f| {
-            f.judge(&self.query, &mut hits, || {
-                unknown_names = engine.unknown_names(&self.namespace, &self.query);
-                unknown_names.clone()
-            })
-        });
+        // A query its provider could not embed was answered by words
+        // alone: nothing to judge by meaning, as in lexical mode.
+        let unembedded = hits.iter().any(|h| h.explain.query_unembedded);
+        let abstention =
+            floors.filter(|_| opts.mode != mnemon::recall::RecallMode::Lexical && !unembedded).and_then(|f| {
+                f.judge(&self.query, &mut hits, || {
+                    unknown_names = engine.unknown_names(&self.namespace, &self.query);
+                    unknown_names.clone()
+                })
+            });
         if abstention.is_some() {
             hits.clear();
             // Name them whichever floor decided, as `context` does.

@@ -33,6 +33,11 @@ struct Script {
     wrong_dim: Option<usize>,
     /// Put a number beyond f32's range in the vectors.
     overflow: bool,
+    /// Send all-zero vectors.
+    zeros: bool,
+    /// Answer a request holding a text longer than this many bytes with
+    /// this status (a server's context limit).
+    too_long: Option<(usize, &'static str)>,
 }
 
 struct Server {
@@ -152,6 +157,16 @@ fn answer(
         s.unavailable -= 1;
         return ("503 Service Unavailable", "", serde_json::json!({"error": "loading"}));
     }
+    if let Some((limit, status)) = s.too_long {
+        let long = req["input"].as_array().is_some_and(|a| a.iter().any(|t| t.as_str().unwrap().len() > limit));
+        if long {
+            return (
+                status,
+                "",
+                serde_json::json!({"error": {"message": "input is larger than the max context size"}}),
+            );
+        }
+    }
     if path == "/rerank" {
         // Scores by document length, longest first: an order recall would
         // not give.
@@ -174,6 +189,9 @@ fn answer(
     let mut vectors: Vec<serde_json::Value> = vectors.into_iter().map(|v| serde_json::json!(v)).collect();
     if s.overflow {
         vectors[0][3] = serde_json::json!(1e39);
+    }
+    if s.zeros {
+        vectors[0] = serde_json::json!(vec![0.0; DIM]);
     }
     match path {
         "/v1/embeddings" => {
@@ -433,4 +451,78 @@ fn an_import_through_a_provider_embeds_every_chunk() {
     assert!(server.batches.lock().unwrap().iter().all(|&n| n <= 8));
     let hits = engine.recall(&ns, "Chunked fact 33", &RecallOptions::default()).unwrap();
     assert!(hits[0].memory.content.contains("fact 33 "));
+}
+
+#[test]
+fn a_text_the_provider_cannot_take_fails_alone() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Namespace::new("u1").unwrap();
+    let long = format!("A very long note: {}", "word ".repeat(200));
+    // A server that answers an over-long input with 400: import rejects
+    // that record, with its line, and writes the rest.
+    server.script.lock().unwrap().too_long = Some((500, "400 Bad Request"));
+    let e = Arc::new(
+        HttpEmbedder::connect(spec(&format!("openai:m@{}/v1?dims={DIM}&retries=1", server.url())), None).unwrap(),
+    );
+    let engine = Engine::builder(dir.path()).embedder(e.clone()).open().unwrap();
+    let mut lines: String =
+        (0..5).map(|i| format!("{{\"type\":\"memory\",\"content\":\"Short note {i}\"}}\n")).collect();
+    lines.push_str(&format!("{{\"type\":\"memory\",\"content\":\"{long}\"}}\n"));
+    let sum = engine.import(&ns, mnemon::portability::parse_jsonl(&lines), &Default::default()).unwrap();
+    assert_eq!((sum.memories_written, sum.rejected), (5, 1), "{sum:?}");
+    assert_eq!(sum.rejections[0].line, 6);
+    assert!(sum.rejections[0].reason.contains("400"), "{:?}", sum.rejections[0]);
+    // A server that answers it with a 5xx looks down; the write is kept
+    // and the background embedder finds that only this text fails: the
+    // others are embedded.
+    server.script.lock().unwrap().too_long = Some((500, "500 Internal Server Error"));
+    let r = engine.remember(&ns, NewMemory::new(long.clone())).unwrap();
+    assert!(r.vector_pending);
+    let later = engine.remember(&ns, NewMemory::new("Gina plays the cello")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while engine.embed_backlog() > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(engine.embed_backlog(), 0, "nothing holds the backlog back");
+    assert_eq!(engine.stats().embed_failed, 1, "only the long text failed");
+    let hits = engine.recall(&ns, "who plays the cello", &RecallOptions::default()).unwrap();
+    let gina = hits.iter().find(|h| h.memory.id == later.id).expect("Gina's memory is found");
+    assert!(!gina.explain.vector_pending);
+}
+
+#[test]
+fn not_implemented_is_not_retried_and_zero_vectors_are_refused() {
+    let server = Server::start();
+    let e = HttpEmbedder::connect(spec(&format!("openai:m@{}/v1?dims={DIM}", server.url())), None).unwrap();
+    server.script.lock().unwrap().too_long = Some((0, "501 Not Implemented"));
+    let before = server.requests.load(Ordering::SeqCst);
+    let err = e.embed(&["x"], EmbedKind::Passage).unwrap_err();
+    assert!(matches!(err, Error::Embedder(_)) && err.to_string().contains("501"), "{err}");
+    assert_eq!(server.requests.load(Ordering::SeqCst), before + 1, "tried once");
+    *server.script.lock().unwrap() = Script { zeros: true, ..Script::default() };
+    let err = e.embed(&["x"], EmbedKind::Passage).unwrap_err();
+    assert!(err.to_string().contains("all-zero"), "{err}");
+}
+
+#[test]
+fn recall_while_the_provider_is_down_says_so_and_does_not_abstain() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Namespace::new("u1").unwrap();
+    let e = Arc::new(
+        HttpEmbedder::connect(spec(&format!("openai:m@{}/v1?dims={DIM}&retries=0", server.url())), None).unwrap(),
+    );
+    let engine = Engine::builder(dir.path()).embedder(e).open().unwrap();
+    for f in facts() {
+        engine.remember(&ns, NewMemory::new(f)).unwrap();
+    }
+    server.down.store(true, Ordering::SeqCst);
+    let opts = RecallOptions {
+        abstain: Some(mnemon::embed::Abstain { below: 0.9, unknown_name_below: 0.9 }),
+        ..RecallOptions::default()
+    };
+    let hits = engine.recall(&ns, "Alice food", &opts).unwrap();
+    assert!(hits[0].memory.content.contains("Alice"), "found by words, not abstained");
+    assert!(hits.iter().all(|h| h.explain.query_unembedded));
 }

@@ -290,14 +290,28 @@ impl Engine {
         // commits. A provider that is down does not stop the import: its
         // memories are written without vectors and embedded when it
         // answers again (deferred embedding).
-        let embed = |chunk: &[MemPlan]| -> Result<Option<Vec<Vec<f32>>>> {
+        // Per memory: its vector, `None` to embed it later, or why the
+        // embedder refused its text (the record is rejected, the rest of
+        // the chunk goes on).
+        type Vectors = Vec<std::result::Result<Option<Vec<f32>>, String>>;
+        let embed = |chunk: &[MemPlan]| -> Result<Vectors> {
             if !self.embedder().available() {
-                return Ok(None);
+                return Ok(chunk.iter().map(|_| Ok(None)).collect());
             }
             let pairs: Vec<(&NewMemory, &Prepared)> = chunk.iter().map(|p| (&p.memory, &p.prepared)).collect();
             match self.vectors_for(&pairs) {
-                Ok(v) => Ok(Some(v)),
-                Err(Error::ProviderUnavailable { .. }) => Ok(None),
+                Ok(v) => Ok(v.into_iter().map(|v| Ok(Some(v))).collect()),
+                Err(Error::ProviderUnavailable { .. }) => Ok(chunk.iter().map(|_| Ok(None)).collect()),
+                // One text the embedder refuses (one past a provider's
+                // context): each alone, so only that record is rejected.
+                Err(Error::Embedder(_)) if chunk.len() > 1 => Ok(pairs
+                    .iter()
+                    .map(|pair| match self.vectors_for(std::slice::from_ref(pair)) {
+                        Ok(mut v) => Ok(v.pop()),
+                        Err(Error::ProviderUnavailable { .. }) => Ok(None),
+                        Err(e) => Err(e.to_string()),
+                    })
+                    .collect()),
                 Err(e) => Err(e),
             }
         };
@@ -306,18 +320,24 @@ impl Engine {
             for (i, chunk) in chunks.iter().enumerate() {
                 let vectors = match next.take() {
                     Some(h) => h.join().map_err(|_| Error::Embedder("the embedding thread panicked".into()))??,
-                    None => None,
+                    None => Vec::new(),
                 };
                 next = chunks.get(i + 1).map(|c| scope.spawn(move || embed(c)));
                 let n = chunk.len() as u64;
-                let mut vectors = vectors.map(Vec::into_iter);
+                if vectors.len() != chunk.len() {
+                    return Err(Error::Embedder("too few vectors".into()));
+                }
                 let mut ops = Vec::with_capacity(chunk.len());
                 let mut meta = Vec::with_capacity(chunk.len());
-                for p in chunk {
-                    let vector = match &mut vectors {
-                        Some(v) => Some(v.next().ok_or_else(|| Error::Embedder("too few vectors".into()))?),
+                for (p, v) in chunk.iter().zip(vectors) {
+                    let vector = match v {
+                        Ok(Some(v)) => Some(v),
                         // A caller's vector needs no provider.
-                        None => p.memory.vector.clone(),
+                        Ok(None) => p.memory.vector.clone(),
+                        Err(reason) => {
+                            sum.reject(Rejection { line: p.line, at: p.at.clone(), reason });
+                            continue;
+                        }
                     };
                     ops.push(Op::Remember {
                         mem: pending_memory(&p.memory, &p.prepared),
@@ -352,6 +372,7 @@ impl Engine {
             }
             Ok(())
         })?;
+        sum.rejections.sort_by_key(|r| r.line);
         sum.last_seq = self.shared().state.read().visible;
         Ok(sum)
     }

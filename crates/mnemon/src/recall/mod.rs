@@ -192,7 +192,14 @@ impl Engine {
         self.check_query(query, opts)?;
         match self.query_vector(query, opts)? {
             Some(qv) => self.recall_scored(ns, query, &qv, opts),
-            None => self.recall_scored(ns, query, &[], &RecallOptions { mode: RecallMode::Lexical, ..opts.clone() }),
+            None => {
+                let (mut hits, time) =
+                    self.recall_scored(ns, query, &[], &RecallOptions { mode: RecallMode::Lexical, ..opts.clone() })?;
+                for h in &mut hits {
+                    h.explain.query_unembedded = true;
+                }
+                Ok((hits, time))
+            }
         }
     }
 

@@ -151,6 +151,11 @@ impl Engine {
             }
         };
         let (mut hits, query_time) = self.recall_scored(ns, query, &query_vector, &recall)?;
+        if recall.mode == super::RecallMode::Lexical && opts.recall.mode != super::RecallMode::Lexical {
+            for h in &mut hits {
+                h.explain.query_unembedded = true;
+            }
+        }
         let profile = if shares.profile > 0.0 { self.profile(ns, recall.as_of, current)? } else { Vec::new() };
         let recent = match current {
             Some(s) if shares.recent > 0.0 => self.session_turns(ns, s, recall.as_of)?,

@@ -271,6 +271,11 @@ pub struct Explanation {
     /// value clamped to 0..=1. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerank_score: Option<f32>,
+    /// The query could not be embedded (its remote provider did not
+    /// answer), so recall ran on words alone and judged no relevance by
+    /// meaning. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub query_unembedded: bool,
 }
 
 /// Blends each hit's score with its session's score (see
@@ -373,5 +378,6 @@ pub(crate) fn explain(
         vector_pending: false,
         grounds: None,
         rerank_score: None,
+        query_unembedded: false,
     }
 }

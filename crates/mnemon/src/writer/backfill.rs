@@ -208,7 +208,11 @@ fn embed_batch(
     let texts: Vec<&str> = searchable.iter().map(AsRef::as_ref).collect();
     let vectors: Vec<Option<Vec<f32>>> = match embed_checked(embedder, &texts) {
         Ok(vs) => vs.into_iter().map(Some).collect(),
-        Err(e @ Error::ProviderUnavailable { .. }) => {
+        // Down, or is it this batch the provider cannot take (a text past
+        // its context, which some servers answer with a 5xx)? One short
+        // request tells: if it is answered, the texts go one by one, so a
+        // text the provider refuses fails alone and holds back no other.
+        Err(e @ Error::ProviderUnavailable { .. }) if embed_checked(embedder, &["ok"]).is_err() => {
             *backlog.last_error.lock() = Some(e.to_string());
             return Err(batch);
         }

@@ -272,7 +272,11 @@ impl HttpEmbedder {
                 format!("provider {} returned a non-finite value at component {i}", self.spec.identity()).into(),
             ));
         }
-        super::normalize(&mut v);
+        if !super::normalize(&mut v) {
+            return Err(Error::Embedder(
+                format!("provider {} returned an all-zero vector", self.spec.identity()).into(),
+            ));
+        }
         Ok(v)
     }
 }

@@ -158,6 +158,29 @@ pub fn is_provider_spec(s: &str) -> bool {
     ["openai:", "ollama:", "rerank:"].iter().any(|p| s.starts_with(p))
 }
 
+/// `text` with the user information of any URL in it (`user:password@`)
+/// masked as `***@`, for messages.
+fn masked(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail.find(['/', '?', '#', ' ']).unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@') {
+            Some(at) => {
+                out.push_str("***");
+                out.push_str(&authority[at..]);
+            }
+            None => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn bad(reason: impl Into<String>) -> Error {
     Error::invalid("embedder", reason)
 }
@@ -186,6 +209,7 @@ impl ProviderSpec {
     /// unknown kind or option, an empty model, a base URL that is not
     /// `http(s)://` or holds user information, an option out of range.
     pub fn parse_with_dim(s: &str) -> Result<(ProviderSpec, Option<usize>)> {
+        let shown = masked(s.trim());
         let s = s.trim();
         let (body, dim) = match s.rsplit_once('#') {
             Some((b, d)) if !d.is_empty() && d.bytes().all(|c| c.is_ascii_digit()) => {
@@ -193,7 +217,7 @@ impl ProviderSpec {
             }
             _ => (s, None),
         };
-        let (kind, rest) = body.split_once(':').ok_or_else(|| bad(format!("{s:?} is not KIND:MODEL")))?;
+        let (kind, rest) = body.split_once(':').ok_or_else(|| bad(format!("{shown:?} is not KIND:MODEL")))?;
         let kind = match kind.trim().to_ascii_lowercase().as_str() {
             "openai" => ProviderKind::OpenAi,
             "ollama" => ProviderKind::Ollama,
@@ -210,14 +234,14 @@ impl ProviderSpec {
         };
         let model = model.trim();
         if model.is_empty() || model.chars().any(char::is_control) {
-            return Err(bad(format!("{s:?}: the model name is empty or holds control characters")));
+            return Err(bad(format!("{shown:?}: the model name is empty or holds control characters")));
         }
         let base = match base {
             Some(b) => b.trim().trim_end_matches('/').to_string(),
             None => kind
                 .default_base()
                 .ok_or_else(|| {
-                    bad(format!("{s:?}: a rerank provider needs a base URL (rerank:MODEL@http://HOST:PORT)"))
+                    bad(format!("{shown:?}: a rerank provider needs a base URL (rerank:MODEL@http://HOST:PORT)"))
                 })?
                 .to_string(),
         };
@@ -230,7 +254,8 @@ impl ProviderSpec {
         if authority.is_empty() || authority.contains('@') || base.chars().any(|c| c.is_whitespace() || c.is_control())
         {
             return Err(bad(format!(
-                "base URL {base:?} needs a host and no user information or spaces (an API key goes in an environment variable, see key_env)"
+                "base URL {:?} needs a host and no user information or spaces (an API key goes in an environment variable, see key_env)",
+                masked(&base)
             )));
         }
         let mut spec = ProviderSpec {
@@ -284,7 +309,7 @@ impl ProviderSpec {
         }
         let dim = match (dim, spec.dimensions.or(spec.dims)) {
             (Some(d), Some(e)) if d != e => {
-                return Err(bad(format!("{s:?}: the recorded dimension {d} is not the {e} the options give")))
+                return Err(bad(format!("{shown:?}: the recorded dimension {d} is not the {e} the options give")))
             }
             (d, e) => d.or(e),
         };
@@ -444,6 +469,7 @@ mod tests {
         ] {
             let e = ProviderSpec::parse(s).unwrap_err();
             assert!(matches!(e, Error::InvalidInput { field: "embedder", .. }), "{s}: {e}");
+            assert!(!e.to_string().contains("pw@"), "a password is not echoed: {e}");
         }
     }
 

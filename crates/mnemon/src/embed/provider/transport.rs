@@ -60,6 +60,8 @@ enum Try {
     Again { reason: String, wait: Option<Duration> },
     /// Trying again would fail the same way.
     Stop(Error),
+    /// The connection was refused: tried once more at most.
+    Refused { reason: String },
 }
 
 /// The breaker's state.
@@ -119,7 +121,9 @@ impl Transport {
         let retries = if self.available() { self.spec.retries } else { 0 };
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
+        let mut tries = 0;
         for attempt in 0..=retries {
+            tries += 1;
             let outcome = {
                 let _slot = self.slots.take();
                 self.try_once(&url, &payload)
@@ -130,6 +134,16 @@ impl Transport {
                     return Ok(v);
                 }
                 Err(Try::Stop(e)) => return Err(e),
+                Err(Try::Refused { reason }) if attempt >= 1 => {
+                    last = reason;
+                    break;
+                }
+                Err(Try::Refused { reason }) => {
+                    last = reason;
+                    if attempt < retries {
+                        std::thread::sleep(FIRST_BACKOFF);
+                    }
+                }
                 Err(Try::Again { reason, wait }) => {
                     last = reason;
                     if attempt < retries {
@@ -147,7 +161,7 @@ impl Transport {
         b.open_until = Some(Instant::now() + cool);
         Err(Error::ProviderUnavailable {
             provider: self.spec.identity(),
-            reason: format!("{last} (after {} {})", retries + 1, if retries == 0 { "try" } else { "tries" }),
+            reason: format!("{last} (after {tries} {})", if tries == 1 { "try" } else { "tries" }),
         })
     }
 
@@ -162,6 +176,13 @@ impl Transport {
                 return Err(Try::Stop(Error::Embedder(
                     format!("provider {}: bad URL {u}", self.spec.identity()).into(),
                 )))
+            }
+            // Nothing listens there: worth one more try (a server
+            // restarting), not the whole schedule, so a caller that cannot
+            // wait for it learns soon (writes then go to deferred
+            // embedding).
+            Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(Try::Refused { reason: format!("no answer from {url}: connection refused") })
             }
             Err(e) => return Err(Try::Again { reason: format!("no answer from {url}: {e}"), wait: None }),
         };
@@ -184,7 +205,8 @@ impl Transport {
             });
         }
         let said = quote(&text);
-        if matches!(status, 408 | 425 | 429) || status >= 500 {
+        // 501 and 505 say what the server cannot do, which a retry does not change.
+        if matches!(status, 408 | 425 | 429) || (status >= 500 && !matches!(status, 501 | 505)) {
             return Err(Try::Again { reason: format!("{url} answered {status}: {said}"), wait });
         }
         let hint = match status {
