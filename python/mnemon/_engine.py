@@ -207,7 +207,8 @@ class Engine:
                 `EmbedderError` naming the embedder, and nothing is written.
             embedder_name: with your own model, the model id the store
                 records with its vectors (1–128 bytes, not a built-in
-                model's id), e.g. `"openai:text-embedding-3-small"`. Default:
+                model's id nor a provider spec such as `"openai:…"`), e.g.
+                `"my-encoder-v2"`. Default:
                 `"python:"` and the function's (or the object's class's)
                 module and name, plus its `model` attribute when it has one.
                 Give a new name whenever the model changes: vectors are kept
@@ -846,6 +847,7 @@ class Engine:
         candidates: Optional[int] = None,
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
+        rerank: Optional[bool] = None,
         reference_time: Optional[Union[datetime, str]] = None,
         explain: bool = False,
     ) -> RecallResponse:
@@ -887,6 +889,8 @@ class Engine:
                 label of 1-256 bytes without control characters, else
                 InvalidInputError naming `requester`.
             record_access: record the recall (refreshes recency; default True).
+            rerank: let the store's reranker (`Engine.open(reranker=...)`)
+                order the top hits (default True; no effect without one).
             reference_time: when the question is asked (aware datetime or
                 RFC 3339; its offset decides where days begin): time
                 expressions in `query` ("last month", "two weeks ago", "in
@@ -929,6 +933,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
+            rerank=rerank,
             reference_time=reference_time,
         )
         _put(args, explain=explain or None)
@@ -959,6 +964,7 @@ class Engine:
         candidates: Optional[int] = None,
         requester: Optional[str] = None,
         record_access: Optional[bool] = None,
+        rerank: Optional[bool] = None,
         reference_time: Optional[Union[datetime, str]] = None,
     ) -> ContextBlock:
         """The prompt block for `query`, `<memories>` … `</memories>`, within
@@ -1014,6 +1020,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
+            rerank=rerank,
             reference_time=reference_time,
         )
         _put(args, budget_tokens=budget_tokens, profile_share=profile_share, recent_share=recent_share)
@@ -1041,6 +1048,7 @@ class Engine:
         candidates: Optional[int],
         requester: Optional[str],
         record_access: Optional[bool],
+        rerank: Optional[bool],
         reference_time: Optional[Union[datetime, str]],
     ) -> Dict[str, Any]:
         args = _put(
@@ -1061,6 +1069,7 @@ class Engine:
             candidates=candidates,
             requester=requester,
             record_access=record_access,
+            rerank=rerank,
             reference_time=None if reference_time is None else time_text("reference_time", reference_time, keep_offset=True),
         )
         _time_range(args, time_range)

@@ -19,7 +19,7 @@ pub(crate) const MAX_MODEL_ID_BYTES: usize = 128;
 /// may not take one, or a store made by it would be read as made by that
 /// model (`embedder="auto"` would then load the built-in model and use the
 /// cached vectors as its own).
-const RESERVED_PREFIXES: &[&str] = &["hashing-v1-", "all-MiniLM-L6-v2", "multilingual-e5-small"];
+const RESERVED_PREFIXES: &[&str] = &["hashing-v1-", "all-MiniLM-L6-v2", "multilingual-e5-small", "bge-small-en-v1.5"];
 
 /// Text embedded once to learn the dimension when the caller gives none.
 const PROBE_TEXT: &str = "dimension probe";
@@ -133,7 +133,7 @@ fn type_name(v: &Bound<'_, PyAny>) -> String {
 }
 
 /// Checks a caller's model id: 1..=128 bytes, no control characters, not
-/// one of the built-in models' ids.
+/// one of the built-in models' ids, not a provider spec.
 pub(crate) fn check_model_id(id: &str) -> mnemon::Result<()> {
     if id.is_empty() || id.len() > MAX_MODEL_ID_BYTES {
         return Err(mnemon::Error::invalid(
@@ -145,6 +145,14 @@ pub(crate) fn check_model_id(id: &str) -> mnemon::Result<()> {
         return Err(mnemon::Error::invalid(
             "embedder_name",
             format!("{id:?} holds control characters or surrounding whitespace"),
+        ));
+    }
+    // A provider's id (`openai:…`, `ollama:…`) would make `auto` call that
+    // provider for the store's queries.
+    if mnemon::embed::provider::is_provider_spec(id) {
+        return Err(mnemon::Error::invalid(
+            "embedder_name",
+            format!("{id:?} reads as a provider spec (openai:, ollama:, rerank:); name your embedder differently, or pass the spec as embedder= to have mnemon call the provider"),
         ));
     }
     if let Some(p) = RESERVED_PREFIXES.iter().find(|p| id.starts_with(**p)) {
