@@ -771,7 +771,7 @@ class Explanation(Record):
     """How a hit's score was made."""
 
     __slots__ = ()
-    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'grounds', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'recency', 'rerank_score', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
+    _FIELDS = ('collapsed', 'entity_matches', 'fused', 'grounds', 'importance', 'lexical', 'lexical_norm', 'query_idf', 'query_unembedded', 'recency', 'rerank_score', 'score', 'script_offset', 'session', 'similarity', 'time', 'vector_pending')
 
     @property
     def collapsed(self) -> int:
@@ -823,6 +823,14 @@ class Explanation(Record):
         `crate::index::LexicalIndex::idf_mass`); 0 in dense mode.
         """
         return self._data["query_idf"]  # type: ignore[no-any-return]
+
+    @property
+    def query_unembedded(self) -> Optional[bool]:
+        """
+        The query could not be embedded (its remote provider did not answer), so recall
+        ran on words alone and judged no relevance by meaning. Absent (false) otherwise.
+        """
+        return self._data.get("query_unembedded")
 
     @property
     def recency(self) -> float:
