@@ -111,6 +111,9 @@ pub fn effective_identity(spec: &ProviderSpec) -> String {
     s.identity()
 }
 
+/// One request's answer: a vector per text, or why there is none.
+type Batch = Result<Vec<Vec<f32>>>;
+
 /// An embedder reached over HTTP (see the [module documentation](self)).
 pub struct HttpEmbedder {
     spec: &'static ProviderSpec,
@@ -313,11 +316,11 @@ impl Embedder for HttpEmbedder {
         let owned: Vec<String> = texts.iter().map(|t| format!("{prefix}{t}")).collect();
         let all: Vec<&str> = owned.iter().map(String::as_str).collect();
         let chunks: Vec<&[&str]> = all.chunks(self.spec.batch).collect();
-        let results: Vec<Result<Vec<Vec<f32>>>> = if chunks.len() == 1 {
+        let results: Vec<Batch> = if chunks.len() == 1 {
             vec![self.request(chunks[0])]
         } else {
             let next = AtomicUsize::new(0);
-            let slots: Vec<parking_lot::Mutex<Option<Result<Vec<Vec<f32>>>>>> =
+            let slots: Vec<parking_lot::Mutex<Option<Batch>>> =
                 chunks.iter().map(|_| parking_lot::Mutex::new(None)).collect();
             std::thread::scope(|s| {
                 for _ in 0..self.spec.in_flight.min(chunks.len()) {

@@ -185,9 +185,9 @@ fn bad(reason: impl Into<String>) -> Error {
     Error::invalid("embedder", reason)
 }
 
-fn number<T: std::str::FromStr>(key: &str, value: &str, range: std::ops::RangeInclusive<T>) -> Result<T>
+fn number<T>(key: &str, value: &str, range: std::ops::RangeInclusive<T>) -> Result<T>
 where
-    T: PartialOrd + fmt::Display + Copy,
+    T: std::str::FromStr + PartialOrd + fmt::Display + Copy,
 {
     match value.trim().parse::<T>() {
         Ok(n) if range.contains(&n) => Ok(n),
