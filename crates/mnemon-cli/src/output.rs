@@ -177,6 +177,13 @@ fn human(cli: &Cli, resp: &Response) {
                 s.index_bytes
             );
             println!("embedder:   {} ({} dimensions, {})", s.model_id, s.dim, mnemon::embed::model_kind(&s.model_id));
+            if s.embed_backlog > 0 || s.embed_failed > 0 {
+                println!(
+                    "embedding:  {} waiting for a vector (found by their words until then), {} failed in this process",
+                    count(s.embed_backlog as u64, "memory", "memories"),
+                    s.embed_failed
+                );
+            }
             println!(
                 "disk:       {} bytes, generation {}",
                 s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),

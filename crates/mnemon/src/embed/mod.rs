@@ -515,6 +515,8 @@ pub fn model_kind(model_id: &str) -> &'static str {
         "neural, multilingual (intfloat/multilingual-e5-small, 4-bit)"
     } else if model_id.starts_with("bge-small-en-v1.5") {
         "neural, English (BAAI/bge-small-en-v1.5, int8)"
+    } else if provider::is_provider_spec(model_id) {
+        "neural, through a remote provider"
     } else {
         "neural"
     }
