@@ -7,32 +7,19 @@
 //! prints a SKIPPED notice, or fails when `MNEMON_REQUIRE_MODELS=1` (as in CI).
 #![cfg(feature = "neural")]
 
+mod common;
+
 use std::io::Write;
 use std::sync::OnceLock;
 
 use mnemon::embed::bge::{BgeEmbedder, BGE_MAX_TOKENS};
-use mnemon::embed::{
-    default_models_dir, is_installed, load_embedder, model_dir, EmbedKind, Embedder, EmbedderChoice, Precision,
-    BGE_SMALL_EN,
-};
+use mnemon::embed::{default_models_dir, load_embedder, EmbedKind, Embedder, EmbedderChoice, Precision, BGE_SMALL_EN};
 use serde_json::Value;
 
 fn load(cell: &'static OnceLock<Option<BgeEmbedder>>, precision: Precision) -> Option<&'static BgeEmbedder> {
     let m = cell.get_or_init(|| {
-        let dir = default_models_dir();
-        if !is_installed(&BGE_SMALL_EN, &dir) {
-            let msg = format!(
-                "bge-small-en-v1.5 is not installed in {}; run `mnemon model install bge-small-en` \
-                 (MNEMON_MODELS selects the models directory)",
-                dir.display()
-            );
-            if std::env::var("MNEMON_REQUIRE_MODELS").as_deref() == Ok("1") {
-                panic!("{msg}; MNEMON_REQUIRE_MODELS=1 makes this a failure");
-            }
-            let _ = writeln!(std::io::stderr(), "SKIPPED (model missing): {msg}");
-            return None;
-        }
-        Some(BgeEmbedder::load_with(&model_dir(&BGE_SMALL_EN, &dir), precision).expect("load installed bge-small-en"))
+        let dir = common::models::installed_dir(&BGE_SMALL_EN, "bge-small-en-v1.5")?;
+        Some(BgeEmbedder::load_with(&dir, precision).expect("load installed bge-small-en"))
     });
     if m.is_none() {
         let name = std::thread::current().name().unwrap_or("?").to_string();

@@ -6,6 +6,8 @@
 //! prints a SKIPPED notice, or fails when `MNEMON_REQUIRE_MODELS=1` (as in CI).
 #![cfg(feature = "neural")]
 
+mod common;
+
 use std::io::Write;
 use std::sync::OnceLock;
 
@@ -28,21 +30,8 @@ fn model_int8() -> Option<&'static MiniLmEmbedder> {
 
 fn load(cell: &'static OnceLock<Option<MiniLmEmbedder>>, precision: Precision) -> Option<&'static MiniLmEmbedder> {
     let m = cell.get_or_init(|| {
-        let dir = default_models_dir();
-        if !is_installed(&MINILM, &dir) {
-            let msg = format!(
-                "all-MiniLM-L6-v2 is not installed in {}; run `mnemon model install minilm` \
-                 (MNEMON_MODELS selects the models directory)",
-                dir.display()
-            );
-            if std::env::var("MNEMON_REQUIRE_MODELS").as_deref() == Ok("1") {
-                panic!("{msg}; MNEMON_REQUIRE_MODELS=1 makes this a failure");
-            }
-            // Written to stderr directly so the test harness does not capture it.
-            let _ = writeln!(std::io::stderr(), "SKIPPED (model missing): {msg}");
-            return None;
-        }
-        Some(MiniLmEmbedder::load_with(&model_dir(&MINILM, &dir), precision).expect("load installed MiniLM"))
+        let dir = common::models::installed_dir(&MINILM, "all-MiniLM-L6-v2")?;
+        Some(MiniLmEmbedder::load_with(&dir, precision).expect("load installed MiniLM"))
     });
     if m.is_none() {
         let name = std::thread::current().name().unwrap_or("?").to_string();
