@@ -68,3 +68,52 @@ impl Abstain {
         Abstain { below, unknown_name_below: (below + margin).min(1.0) }
     }
 }
+
+/// One model's measured calibration: what its [`super::Embedder`] methods
+/// return, kept in one place so that the same model served by a remote
+/// provider ([`super::provider`]) gets the same values. The measurements
+/// behind each value are documented on the model's trait methods
+/// (`minilm.rs`, `e5/mod.rs`, `bge/mod.rs`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Measured {
+    /// [`super::Embedder::similarity_norm`].
+    pub(crate) norm: SimilarityNorm,
+    /// [`super::Embedder::cross_script_offset`] for a CJK query (0 for others).
+    pub(crate) cross_script_cjk: f32,
+    /// [`super::Embedder::near_duplicate_threshold`], a cosine.
+    pub(crate) near_duplicate: f32,
+    /// [`super::Embedder::relevance_floor`], a cosine.
+    pub(crate) relevance_floor: f32,
+    /// [`super::Embedder::context_floor`].
+    pub(crate) abstain: Abstain,
+}
+
+/// all-MiniLM-L6-v2: raw cosine, the trait's near-duplicate threshold and
+/// relevance floor, abstention floors 0.32 / 0.50.
+pub(crate) const MINILM: Measured = Measured {
+    norm: SimilarityNorm::Raw,
+    cross_script_cjk: 0.0,
+    near_duplicate: 0.92,
+    relevance_floor: 0.5,
+    abstain: Abstain { below: 0.32, unknown_name_below: 0.50 },
+};
+
+/// multilingual-e5-small: min-max fusion, cross-script offset 0.10,
+/// near-duplicate 0.95, relevance floor 0.92, abstention 0.80 / 0.85.
+pub(crate) const E5_SMALL: Measured = Measured {
+    norm: SimilarityNorm::MinMax,
+    cross_script_cjk: 0.10,
+    near_duplicate: 0.95,
+    relevance_floor: 0.92,
+    abstain: Abstain { below: 0.80, unknown_name_below: 0.85 },
+};
+
+/// bge-small-en-v1.5: min-max fusion, near-duplicate 0.95, relevance floor
+/// 0.70, abstention 0.57 / 0.65.
+pub(crate) const BGE_SMALL_EN: Measured = Measured {
+    norm: SimilarityNorm::MinMax,
+    cross_script_cjk: 0.0,
+    near_duplicate: 0.95,
+    relevance_floor: 0.70,
+    abstain: Abstain { below: 0.57, unknown_name_below: 0.65 },
+};

@@ -246,7 +246,7 @@ impl Embedder for MiniLmEmbedder {
     /// questions 2.4 points of recall_any@10, a name floor of 0.55 1.2
     /// points.
     fn context_floor(&self) -> crate::embed::Abstain {
-        crate::embed::Abstain { below: 0.32, unknown_name_below: 0.50 }
+        crate::embed::calibration::MINILM.abstain
     }
 
     fn embed(&self, texts: &[&str], _kind: EmbedKind) -> Result<Vec<Vec<f32>>> {

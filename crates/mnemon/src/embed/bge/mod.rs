@@ -342,7 +342,7 @@ impl Embedder for BgeEmbedder {
     /// recall@5 / @10 / @50 0.655 / 0.758 / 0.894 → 0.661 / 0.763 / 0.899,
     /// though @1 0.380 → 0.362.
     fn similarity_norm(&self) -> crate::embed::SimilarityNorm {
-        crate::embed::SimilarityNorm::MinMax
+        crate::embed::calibration::BGE_SMALL_EN.norm
     }
 
     /// Below 0.57, or 0.65 when the query names something the namespace
@@ -359,7 +359,7 @@ impl Embedder for BgeEmbedder {
     /// floor of 0.68 costs LoCoMo 0.26 points more and refuses no more
     /// LongMemEval questions.
     fn context_floor(&self) -> crate::embed::Abstain {
-        crate::embed::Abstain { below: 0.57, unknown_name_below: 0.65 }
+        crate::embed::calibration::BGE_SMALL_EN.abstain
     }
 
     /// 0.95, as for e5: measured with `benches/similarity.rs`, distinct
@@ -371,7 +371,7 @@ impl Embedder for BgeEmbedder {
     /// from 0.70 to 0.96 (English 0.10, Chinese 0.25) with no false merge,
     /// so a lower threshold buys nothing measured.
     fn near_duplicate_threshold(&self) -> f32 {
-        0.95
+        crate::embed::calibration::BGE_SMALL_EN.near_duplicate
     }
 
     /// 0.70: bge's query-to-memory cosines sit higher than MiniLM's (LoCoMo
@@ -382,7 +382,7 @@ impl Embedder for BgeEmbedder {
     /// Measured with `mnemon --embedder bge-small-en eval locomo … --split
     /// dev --mode dense --depth 1000 --explain-out F`.
     fn relevance_floor(&self) -> f32 {
-        0.70
+        crate::embed::calibration::BGE_SMALL_EN.relevance_floor
     }
 
     /// Embeds texts in batches of up to 32 (and [`MAX_BATCH_TOKENS`]

@@ -164,7 +164,7 @@ impl Embedder for E5Embedder {
     /// hybrid recall rescales them over the candidates (measured gains in
     /// `recall/score.rs`).
     fn similarity_norm(&self) -> crate::embed::SimilarityNorm {
-        crate::embed::SimilarityNorm::MinMax
+        crate::embed::calibration::E5_SMALL.norm
     }
 
     /// 0.10 for a question written mostly in CJK script, 0 otherwise:
@@ -184,7 +184,7 @@ impl Embedder for E5Embedder {
     /// applied to them.
     fn cross_script_offset(&self, query_is_cjk: bool) -> f32 {
         if query_is_cjk {
-            0.10
+            crate::embed::calibration::E5_SMALL.cross_script_cjk
         } else {
             0.0
         }
@@ -199,7 +199,7 @@ impl Embedder for E5Embedder {
     /// set with the same facts start to merge, so a lower threshold buys
     /// nothing measured and loses margin.
     fn near_duplicate_threshold(&self) -> f32 {
-        0.95
+        crate::embed::calibration::E5_SMALL.near_duplicate
     }
 
     /// 0.92: e5's query-to-memory cosines say little on their own (LoCoMo
@@ -207,7 +207,7 @@ impl Embedder for E5Embedder {
     /// unrelated median 0.88, relevant 0.90). At 0.92 no unrelated LoCoMo
     /// turn and 0.13% of unrelated MADial memories match.
     fn relevance_floor(&self) -> f32 {
-        0.92
+        crate::embed::calibration::E5_SMALL.relevance_floor
     }
 
     /// Below 0.80, or 0.85 when the query names something the namespace
@@ -221,7 +221,7 @@ impl Embedder for E5Embedder {
     /// conversation get no memory. A base floor of 0.81 costs LongMemEval
     /// answerable questions 3.6 points of recall_any@10.
     fn context_floor(&self) -> crate::embed::Abstain {
-        crate::embed::Abstain { below: 0.80, unknown_name_below: 0.85 }
+        crate::embed::calibration::E5_SMALL.abstain
     }
 
     /// Embeds texts in batches of up to 32 (and [`MAX_BATCH_TOKENS`]

@@ -30,22 +30,19 @@ pub use spec::{
 };
 use transport::Transport;
 
+use super::calibration::{self, Measured};
 use super::{Abstain, EmbedKind, Embedder, SimilarityNorm};
 use crate::error::{Error, Result};
 
-/// What mnemon knows of a model a provider serves, found by its name: the
-/// built-in models' measured calibration applies to the same model served
-/// elsewhere (the figures are the model's, not the runtime's, to within the
-/// runtime's rounding). Options in the spec override each value.
+/// What mnemon knows of a model a provider serves, found by its name: its
+/// prefixes, and the built-in copy's measured calibration
+/// ([`Measured`]; the figures are the model's, not the runtime's, to
+/// within the runtime's rounding). Options in the spec override each value.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Known {
     query_prefix: &'static str,
     passage_prefix: &'static str,
-    norm: SimilarityNorm,
-    cross_script_cjk: f32,
-    near_duplicate: f32,
-    relevance_floor: f32,
-    abstain: Abstain,
+    calibration: Measured,
 }
 
 /// Defaults for a model mnemon has not measured: the [`Embedder`] trait's
@@ -55,42 +52,32 @@ struct Known {
 const UNKNOWN: Known = Known {
     query_prefix: "",
     passage_prefix: "",
-    norm: SimilarityNorm::Raw,
-    cross_script_cjk: 0.0,
-    near_duplicate: 0.92,
-    relevance_floor: 0.5,
-    abstain: Abstain::NEVER,
+    calibration: Measured {
+        norm: SimilarityNorm::Raw,
+        cross_script_cjk: 0.0,
+        near_duplicate: 0.92,
+        relevance_floor: 0.5,
+        abstain: Abstain::NEVER,
+    },
 };
 
 /// The known model a served model name is, by the names it is published
-/// under (case-insensitive substring): all-MiniLM-L6-v2 takes
-/// [`super::MiniLmEmbedder`]'s calibration, bge-small-en(-v1.5) takes
-/// bge's with its query instruction, multilingual-e5-small takes e5's with
-/// its `query: ` / `passage: ` prefixes (the model cards' conventions,
-/// which servers do not add).
+/// under (case-insensitive substring): all-MiniLM-L6-v2, bge-small-en(-v1.5)
+/// with its query instruction, multilingual-e5-small with its `query: ` /
+/// `passage: ` prefixes (the model cards' conventions, which servers do not
+/// add).
 fn known(model: &str) -> Known {
     let m = model.to_ascii_lowercase();
     if m.contains("all-minilm-l6-v2") {
-        Known { abstain: Abstain { below: 0.32, unknown_name_below: 0.50 }, ..UNKNOWN }
+        Known { calibration: calibration::MINILM, ..UNKNOWN }
     } else if m.contains("bge-small-en") {
         Known {
             query_prefix: "Represent this sentence for searching relevant passages: ",
-            norm: SimilarityNorm::MinMax,
-            near_duplicate: 0.95,
-            relevance_floor: 0.70,
-            abstain: Abstain { below: 0.57, unknown_name_below: 0.65 },
+            calibration: calibration::BGE_SMALL_EN,
             ..UNKNOWN
         }
     } else if m.contains("multilingual-e5-small") {
-        Known {
-            query_prefix: "query: ",
-            passage_prefix: "passage: ",
-            norm: SimilarityNorm::MinMax,
-            cross_script_cjk: 0.10,
-            near_duplicate: 0.95,
-            relevance_floor: 0.92,
-            abstain: Abstain { below: 0.80, unknown_name_below: 0.85 },
-        }
+        Known { query_prefix: "query: ", passage_prefix: "passage: ", calibration: calibration::E5_SMALL }
     } else {
         UNKNOWN
     }
@@ -356,12 +343,12 @@ impl Embedder for HttpEmbedder {
     }
 
     fn similarity_norm(&self) -> SimilarityNorm {
-        self.known.norm
+        self.known.calibration.norm
     }
 
     fn cross_script_offset(&self, query_is_cjk: bool) -> f32 {
         if query_is_cjk {
-            self.known.cross_script_cjk
+            self.known.calibration.cross_script_cjk
         } else {
             0.0
         }
@@ -369,12 +356,12 @@ impl Embedder for HttpEmbedder {
 
     /// The spec's `near_duplicate`, else the known model's, else 0.92.
     fn near_duplicate_threshold(&self) -> f32 {
-        self.spec.calibration.get("near_duplicate").map_or(self.known.near_duplicate, |x| x.0)
+        self.spec.calibration.get("near_duplicate").map_or(self.known.calibration.near_duplicate, |x| x.0)
     }
 
     /// The spec's `relevance_floor`, else the known model's, else 0.5.
     fn relevance_floor(&self) -> f32 {
-        self.spec.calibration.get("relevance_floor").map_or(self.known.relevance_floor, |x| x.0)
+        self.spec.calibration.get("relevance_floor").map_or(self.known.calibration.relevance_floor, |x| x.0)
     }
 
     /// The spec's `abstain_below` (for both floors), else the known
@@ -382,7 +369,7 @@ impl Embedder for HttpEmbedder {
     fn context_floor(&self) -> Abstain {
         match self.spec.calibration.get("abstain_below") {
             Some(x) => Abstain { below: x.0, unknown_name_below: x.0 },
-            None => self.known.abstain,
+            None => self.known.calibration.abstain,
         }
     }
 
@@ -398,7 +385,7 @@ mod tests {
     #[test]
     fn known_models_by_name() {
         assert_eq!(known("intfloat/multilingual-e5-small").query_prefix, "query: ");
-        assert_eq!(known("sentence-transformers/all-MiniLM-L6-v2").abstain.below, 0.32);
+        assert_eq!(known("sentence-transformers/all-MiniLM-L6-v2").calibration.abstain.below, 0.32);
         assert_eq!(known("text-embedding-3-small"), UNKNOWN);
         #[cfg(feature = "neural")]
         assert_eq!(known("BAAI/bge-small-en-v1.5").query_prefix, crate::embed::bge::QUERY_PREFIX);
