@@ -73,6 +73,7 @@ pub fn parse_locomo(text: &str) -> Parsed {
                         time: Some(time),
                         source: Some(format!("{id}:{dia}")),
                     }),
+                    namespace: None,
                 });
             }
         }
@@ -189,6 +190,7 @@ fn question(out: &mut Parsed, line: u64, at: &str, r: &Value) {
                     time: Some(time),
                     source: Some(format!("{sid}#{}", t + 1)),
                 }),
+                namespace: None,
             });
         }
     }

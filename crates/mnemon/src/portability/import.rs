@@ -10,14 +10,17 @@ use crate::engine::write::{check_short, pending_memory, Prepared, MAX_SESSION_BY
 use crate::engine::{Engine, NewMemory};
 use crate::error::{Error, Result};
 use crate::event::Observed;
-use crate::portability::records::{ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection};
+use crate::portability::records::{
+    ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, Unmapped,
+};
 use crate::projection::normalize_content;
 use crate::types::{Namespace, ObservationId, Role, Seq};
 use crate::writer::{Op, OpOutcome, RememberAction};
 
 /// Longest observation source reference, in bytes (as `observe` allows).
 const MAX_SOURCE_BYTES: usize = 256;
-/// Rejections listed in a summary; the count covers all of them.
+/// Rejections listed in a summary; the count covers all of them. The same
+/// cap holds for the unmapped list.
 pub const MAX_LISTED_REJECTIONS: usize = 1000;
 /// Default records per group commit: large enough that the flush is
 /// amortised, small enough that one group's embedding batch stays in cache.
@@ -34,28 +37,97 @@ pub enum ImportFormat {
     Locomo,
     /// LongMemEval records: every turn of every haystack session an observation.
     Longmemeval,
+    /// The knowledge graph of the MCP reference memory server
+    /// (`memory.jsonl`): every observation of an entity, and every
+    /// relation, a memory ([`crate::portability::parse_mcp_memory`]).
+    McpMemory,
+    /// mem0 memories (`get_all()` results, the platform's list, JSON
+    /// lines): each a memory; of a file of several users, the records of
+    /// the user named like the namespace ([`crate::portability::parse_mem0`]).
+    Mem0,
+    /// A LangGraph store dump (`Item.dict()` per item): each item a memory
+    /// where `MnemonStore` keeps it, the namespace given being the store's
+    /// prefix ([`crate::portability::parse_langgraph`]).
+    Langgraph,
 }
 
 impl ImportFormat {
-    /// Reads `text` in this format.
+    /// Every format, in the order the CLI lists them.
+    pub const ALL: [ImportFormat; 6] = [
+        ImportFormat::Jsonl,
+        ImportFormat::Locomo,
+        ImportFormat::Longmemeval,
+        ImportFormat::McpMemory,
+        ImportFormat::Mem0,
+        ImportFormat::Langgraph,
+    ];
+
+    /// The format's name, as [`std::str::FromStr`] and the request's JSON
+    /// spell it (`mcp_memory`; the CLI also takes `mcp-memory`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ImportFormat::Jsonl => "jsonl",
+            ImportFormat::Locomo => "locomo",
+            ImportFormat::Longmemeval => "longmemeval",
+            ImportFormat::McpMemory => "mcp_memory",
+            ImportFormat::Mem0 => "mem0",
+            ImportFormat::Langgraph => "langgraph",
+        }
+    }
+
+    /// Reads `text` in this format, for no namespace in particular: mem0
+    /// records of every user are kept, LangGraph items go under the
+    /// `MnemonStore` prefix `lg`. An import reads with [`Self::parse_for`].
     pub fn parse(self, text: &str) -> Parsed {
         match self {
             ImportFormat::Jsonl => crate::portability::records::parse_jsonl(text),
             ImportFormat::Locomo => crate::portability::chat::parse_locomo(text),
             ImportFormat::Longmemeval => crate::portability::chat::parse_longmemeval(text),
+            ImportFormat::McpMemory => crate::portability::mcp_memory::parse_mcp_memory(text),
+            ImportFormat::Mem0 => crate::portability::mem0::parse_mem0(text, None),
+            ImportFormat::Langgraph => crate::portability::langgraph::parse_langgraph(text, "lg"),
         }
+    }
+
+    /// Reads `text` in this format for an import into `ns`: as
+    /// [`Self::parse`], except that of a mem0 file of several users only
+    /// the records of the user (or agent) named `ns` are kept (the others
+    /// are listed as unmapped), and that for a LangGraph dump `ns` is the
+    /// `MnemonStore` prefix the items are written under.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `namespace`) for a LangGraph import
+    /// whose namespace is not a `MnemonStore` prefix (1–32 characters of
+    /// `[A-Za-z0-9_-]`).
+    pub fn parse_for(self, text: &str, ns: &Namespace) -> Result<Parsed> {
+        Ok(match self {
+            ImportFormat::Mem0 => crate::portability::mem0::parse_mem0(text, Some(ns.as_str())),
+            ImportFormat::Langgraph => {
+                if !crate::portability::langgraph::is_store_prefix(ns.as_str()) {
+                    return Err(Error::invalid(
+                        "namespace",
+                        format!(
+                            "a LangGraph import's namespace is the MnemonStore prefix its items go under (1–32 \
+                             characters of [A-Za-z0-9_-], \"lg\" by default), got {:?}",
+                            ns.as_str()
+                        ),
+                    ));
+                }
+                crate::portability::langgraph::parse_langgraph(text, ns.as_str())
+            }
+            other => other.parse(text),
+        })
     }
 }
 
 impl std::str::FromStr for ImportFormat {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "jsonl" => Ok(ImportFormat::Jsonl),
-            "locomo" => Ok(ImportFormat::Locomo),
-            "longmemeval" => Ok(ImportFormat::Longmemeval),
-            _ => Err(Error::invalid("format", format!("must be jsonl, locomo or longmemeval, got {s:?}"))),
-        }
+        let wanted = s.replace('-', "_");
+        ImportFormat::ALL.into_iter().find(|f| f.name() == wanted).ok_or_else(|| {
+            let names: Vec<&str> = ImportFormat::ALL.iter().map(|f| f.name()).collect();
+            Error::invalid("format", format!("must be one of {}, got {s:?}", names.join(", ")))
+        })
     }
 }
 
@@ -133,6 +205,16 @@ pub struct ImportSummary {
     pub rejected: u64,
     /// The first refused records (at most 1,000), with line and reason.
     pub rejections: Vec<Rejection>,
+    /// Records left out, and parts of records dropped, because mnemon's
+    /// model has no place for them (a record type the format does not
+    /// define, a relation to a missing entity, a record of another user, a
+    /// field with no home); only imports from other systems have any. Not
+    /// errors: they neither count as rejected nor abort an import.
+    #[serde(default)]
+    pub unmapped: u64,
+    /// The first of them (at most 1,000), with line, record and reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmapped_list: Vec<Unmapped>,
     /// Personal data replaced by placeholders in what was written: kind →
     /// count (never values).
     pub redactions: BTreeMap<String, usize>,
@@ -148,6 +230,13 @@ pub struct ImportSummary {
 }
 
 impl ImportSummary {
+    fn unmap(&mut self, u: Unmapped) {
+        self.unmapped += 1;
+        if self.unmapped_list.len() < MAX_LISTED_REJECTIONS {
+            self.unmapped_list.push(u);
+        }
+    }
+
     fn reject(&mut self, r: Rejection) {
         self.rejected += 1;
         if self.rejections.len() < MAX_LISTED_REJECTIONS {
@@ -183,10 +272,13 @@ enum SourceRef {
 }
 
 impl Engine {
-    /// Imports `parsed` (see [`ImportFormat::parse`]) into `ns`: every
-    /// record is checked first, then observations and memories are written
-    /// in group commits of `opts.batch` (observations first, so memories
-    /// can cite them; each kind in input order).
+    /// Imports `parsed` (see [`ImportFormat::parse_for`]) into `ns` (a
+    /// record that names its own namespace, as a LangGraph item does, into
+    /// that one): every record is checked first, then observations and
+    /// memories are written in group commits of `opts.batch` (per
+    /// namespace, observations first, so memories can cite them; each kind
+    /// in input order). What the reader could not map is listed in the
+    /// summary's `unmapped_list`.
     ///
     /// The two guarantees:
     ///
@@ -223,20 +315,39 @@ impl Engine {
         for r in parsed.rejected {
             sum.reject(r);
         }
-        let (obs_plans, mem_plans) = self.plan_import(ns, parsed.records, &mut sum)?;
+        for u in parsed.unmapped {
+            sum.unmap(u);
+        }
+        // Records go to the namespace they name (LangGraph items), else to
+        // `ns`; every group is checked before any is written.
+        let mut groups: Vec<(Namespace, Vec<Located>)> = Vec::new();
+        for r in parsed.records {
+            let target = r.namespace.clone().unwrap_or_else(|| ns.clone());
+            match groups.iter_mut().find(|(n, _)| *n == target) {
+                Some((_, g)) => g.push(r),
+                None => groups.push((target, vec![r])),
+            }
+        }
+        let mut plans = Vec::with_capacity(groups.len());
+        for (target, records) in groups {
+            let (obs, mems) = self.plan_import(&target, records, &mut sum)?;
+            plans.push((target, obs, mems));
+        }
         sum.rejections.sort_by_key(|r| r.line);
+        let n_obs: usize = plans.iter().map(|(_, o, _)| o.len()).sum();
+        let n_mems: usize = plans.iter().map(|(_, _, m)| m.len()).sum();
         if opts.on_error == OnError::Abort && sum.rejected > 0 {
             sum.aborted = true;
             sum.last_seq = self.shared().state.read().visible;
             return Ok(sum);
         }
         if opts.dry_run {
-            sum.observations_written = obs_plans.len() as u64;
-            sum.memories_written = mem_plans.len() as u64;
+            sum.observations_written = n_obs as u64;
+            sum.memories_written = n_mems as u64;
             sum.last_seq = self.shared().state.read().visible;
             return Ok(sum);
         }
-        let total = (obs_plans.len() + mem_plans.len()) as u64;
+        let total = (n_obs + n_mems) as u64;
         let mut done = 0u64;
         let tick = |done: u64| {
             if let Some(p) = &opts.progress {
@@ -244,7 +355,27 @@ impl Engine {
             }
         };
         tick(0);
+        for (target, obs, mems) in plans {
+            self.write_group(&target, obs, mems, batch, &mut sum, &mut done, &tick)?;
+        }
+        sum.rejections.sort_by_key(|r| r.line);
+        sum.last_seq = self.shared().state.read().visible;
+        Ok(sum)
+    }
 
+    /// The writing phase for one namespace: observations, then memories
+    /// citing them, in group commits of `batch`.
+    #[allow(clippy::too_many_arguments)]
+    fn write_group(
+        &self,
+        ns: &Namespace,
+        obs_plans: Vec<ObsPlan>,
+        mem_plans: Vec<MemPlan>,
+        batch: usize,
+        sum: &mut ImportSummary,
+        done: &mut u64,
+        tick: &dyn Fn(u64),
+    ) -> Result<()> {
         let mut obs_ids = Vec::with_capacity(obs_plans.len());
         let mut obs_plans = obs_plans.into_iter().peekable();
         while obs_plans.peek().is_some() {
@@ -262,8 +393,8 @@ impl Engine {
                 }
             }
             sum.observations_written += n;
-            done += n;
-            tick(done);
+            *done += n;
+            tick(*done);
         }
 
         let threshold = self.dedup_threshold();
@@ -367,14 +498,11 @@ impl Engine {
                         Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
                     }
                 }
-                done += n;
-                tick(done);
+                *done += n;
+                tick(*done);
             }
             Ok(())
-        })?;
-        sum.rejections.sort_by_key(|r| r.line);
-        sum.last_seq = self.shared().state.read().visible;
-        Ok(sum)
+        })
     }
 
     /// The checking phase: every record against the input rules, the
@@ -390,7 +518,7 @@ impl Engine {
         let mut obs_plans: Vec<ObsPlan> = Vec::new();
         let mut memories: Vec<(u64, String, ImportMemory)> = Vec::new();
         // Observations first: memories may cite one that comes later in the file.
-        for Located { line, at, record } in records {
+        for Located { line, at, record, .. } in records {
             match record {
                 ImportRecord::Memory(m) => memories.push((line, at, m)),
                 ImportRecord::Observation(o) => match self.check_observation(o) {

@@ -3,7 +3,10 @@
 //!
 //! * **Import** ([`crate::Engine::import`]): JSON lines of observations and
 //!   memories ([`ImportRecord`], docs/FORMAT.md "Import"), or the chat
-//!   histories of LoCoMo and LongMemEval ([`ImportFormat`]). Every record is
+//!   histories of LoCoMo and LongMemEval, or what other memory systems
+//!   export — the MCP memory server's knowledge graph, mem0 memories,
+//!   LangGraph store dumps ([`ImportFormat`]), with what has no place in
+//!   mnemon's model listed as [`Unmapped`]. Every record is
 //!   checked before anything is written; bad records are reported by line
 //!   and either skipped or the whole import aborted ([`OnError`]); a second
 //!   run of the same import writes nothing (the identities are given at
@@ -21,7 +24,11 @@
 mod backup;
 mod chat;
 mod export;
+mod foreign;
 mod import;
+mod langgraph;
+mod mcp_memory;
+mod mem0;
 mod records;
 mod restore;
 
@@ -33,8 +40,12 @@ pub use import::{
     ImportFormat, ImportOptions, ImportProgress, ImportProgressFn, ImportSummary, OnError, DEFAULT_IMPORT_BATCH,
     MAX_LISTED_REJECTIONS,
 };
+pub use langgraph::{is_store_prefix, parse_langgraph};
+pub use mcp_memory::parse_mcp_memory;
+pub use mem0::parse_mem0;
 pub use records::{
-    parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, MAX_LINE_BYTES,
+    parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, Unmapped,
+    MAX_LINE_BYTES,
 };
 pub use restore::{restore, restore_verified, RestoreReport, UNVERIFIED_RESTORE};
 

@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::types::{Role, Tier};
+use crate::types::{Namespace, Role, Tier};
 
 /// Longest line the reader accepts, in bytes (16 MiB: a memory of the
 /// largest allowed content with a 4,096-dimension vector fits many times).
@@ -101,6 +101,10 @@ pub struct Located {
     pub at: String,
     /// The record.
     pub record: ImportRecord,
+    /// The namespace it belongs in when the input says so (a LangGraph
+    /// item: the namespace `MnemonStore` keeps its namespace tuple in);
+    /// `None`: the namespace the import was given.
+    pub namespace: Option<Namespace>,
 }
 
 /// A record that was not imported, and why.
@@ -116,20 +120,45 @@ pub struct Rejection {
     pub reason: String,
 }
 
-/// What a reader made of an input: the records in input order, and the
-/// lines or turns it could not read.
+/// Something of a well-formed input that has no place in mnemon's model:
+/// a record left out (a record type the format does not define, a relation
+/// to an entity the file does not hold, a record of another user) or a
+/// part of a record that was imported without it (a field with no home).
+/// Not an error: an import lists them and goes on, under either
+/// [`crate::portability::OnError`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Unmapped {
+    /// 1-based line of the input (0 when the input is one JSON document
+    /// and the position is given by `at` alone).
+    pub line: u64,
+    /// Which record: the entity name, the mem0 id, the LangGraph key, or
+    /// the record's place in a JSON document (`results[3]`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub at: String,
+    /// True when the whole record was left out; false when the record was
+    /// imported and only what `reason` names was dropped.
+    pub skipped: bool,
+    /// What was not mapped, and why.
+    pub reason: String,
+}
+
+/// What a reader made of an input: the records in input order, the lines
+/// or turns it could not read, and what it read but could not map.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Parsed {
     /// Readable records, in input order.
     pub records: Vec<Located>,
     /// Unreadable records, in input order.
     pub rejected: Vec<Rejection>,
+    /// Records or parts of records with no place in mnemon's model, in
+    /// input order (only the readers of other systems' exports find any).
+    pub unmapped: Vec<Unmapped>,
 }
 
 impl Parsed {
-    /// Records read: readable plus rejected.
+    /// Records read: readable, rejected, and left out as unmapped.
     pub fn read(&self) -> u64 {
-        (self.records.len() + self.rejected.len()) as u64
+        (self.records.len() + self.rejected.len() + self.unmapped.iter().filter(|u| u.skipped).count()) as u64
     }
 }
 
@@ -157,7 +186,7 @@ pub fn parse_jsonl(text: &str) -> Parsed {
             continue;
         }
         match serde_json::from_str::<ImportRecord>(line) {
-            Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record }),
+            Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record, namespace: None }),
             Err(e) => {
                 // The line is read once more, as a plain JSON value, to say
                 // why (only for a refused line).
