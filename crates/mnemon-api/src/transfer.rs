@@ -19,10 +19,16 @@ use mnemon::portability::{
 use mnemon::Engine;
 use mnemon::Namespace;
 
-/// `import`: bulk-load observations and memories.
+/// `import`: bulk-load observations and memories, from mnemon's own JSON
+/// lines, the chat histories of LoCoMo and LongMemEval, or what the MCP
+/// memory server, mem0 and LangGraph stores hold (docs/guide/import-backup-restore.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ImportRequest {
-    /// Namespace to import into.
+    /// Namespace to import into. For `langgraph`, the `MnemonStore` prefix
+    /// (`lg` by default): each item goes to the namespace that store keeps
+    /// its namespace tuple in, and the import is then a store-wide call.
+    /// For `mem0`, of a file of several users only the records of the user
+    /// (or agent) of this name.
     pub namespace: Namespace,
     /// The input itself. Give this or `path`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -30,7 +36,9 @@ pub struct ImportRequest {
     /// A file on the store's machine (`.gz` is decompressed). Give this or `text`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// jsonl (one record per line: {"type":"observation"|"memory",…}), locomo or longmemeval. Default jsonl.
+    /// jsonl (one record per line: {"type":"observation"|"memory",…}), locomo, longmemeval,
+    /// mcp_memory (the MCP memory server's memory.jsonl), mem0 (mem0 memories, as get_all()
+    /// returns them) or langgraph (a LangGraph store dump: Item.dict() per item). Default jsonl.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format: Option<ImportFormat>,
     /// skip: write the good records; abort: write nothing if any is bad. Default skip.
@@ -83,8 +91,13 @@ impl Call for ImportRequest {
     const OP: &'static str = "import";
     const READ_ONLY: bool = false;
 
+    /// A LangGraph import writes into a namespace per namespace tuple and
+    /// the store's catalogue, all under the prefix given: store-wide.
     fn namespace(&self) -> Option<&Namespace> {
-        Some(&self.namespace)
+        match self.format {
+            Some(ImportFormat::Langgraph) => None,
+            _ => Some(&self.namespace),
+        }
     }
 
     fn call(self, engine: &Engine, _: &Limits) -> Result<ImportSummary, ApiError> {
@@ -96,7 +109,7 @@ impl Call for ImportRequest {
         if self.batch == Some(0) {
             return Err(ApiError::invalid("batch", "must be at least 1"));
         }
-        let parsed = self.format.unwrap_or_default().parse(&text);
+        let parsed = self.format.unwrap_or_default().parse_for(&text, &self.namespace)?;
         Ok(engine.import(&self.namespace, parsed, &self.options())?)
     }
 }

@@ -25,8 +25,12 @@ pub struct ImportArgs {
     /// Namespace to import into.
     #[arg(long, alias = "ns")]
     namespace: String,
-    /// jsonl (docs/FORMAT.md, "Import"), locomo (locomo10.json) or
-    /// longmemeval (its JSON lines, .gz read as gzip).
+    /// jsonl (docs/FORMAT.md, "Import"), locomo (locomo10.json),
+    /// longmemeval (its JSON lines), mcp-memory (the MCP memory server's
+    /// memory.jsonl), mem0 (mem0 memories: get_all() results, the
+    /// platform's list, JSON lines) or langgraph (a LangGraph store dump,
+    /// Item.dict() per item; the namespace is the MnemonStore prefix, lg by
+    /// default). A .gz file is read as gzip.
     #[arg(long, default_value = "jsonl")]
     format: String,
     /// skip: report bad records and import the good ones; abort: report
@@ -98,6 +102,7 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
     if a.batch == 0 {
         return Err(ApiError::invalid("batch", "must be at least 1, got 0"));
     }
+    format.check_namespace(&namespace)?;
     let stdin = a.path.as_os_str() == "-";
     // The file first: one that cannot be read creates no store. An import
     // writes into the store in place (not through a build directory), so
@@ -106,7 +111,14 @@ pub fn import(cli: &Cli, a: &ImportArgs) -> Result<ExitCode, ApiError> {
     let text = if stdin { crate::commands::text_arg("text", "-")? } else { api::read_import_file(&a.path)? };
     let summary = match crate::commands::open_engine_at(cli, &cli.data) {
         Ok(engine) => {
-            let parsed = format.parse(&text);
+            let parsed = format.parse_for(&text, &namespace);
+            let parsed = match parsed {
+                Ok(p) => p,
+                Err(e) => {
+                    engine.close()?;
+                    return Err(e.into());
+                }
+            };
             drop(text);
             let bar = (!cli.json && !a.quiet).then(progress_bar);
             let progress: Option<mnemon::portability::ImportProgressFn> = bar.clone().map(|b| {
@@ -187,12 +199,23 @@ fn print_summary(s: &ImportSummary) {
     if s.quarantined > 0 {
         println!("quarantined: {}", s.quarantined);
     }
+    if s.unmapped > 0 {
+        println!("not mapped: {} (listed below)", s.unmapped);
+    }
     for r in &s.rejections {
         let at = if r.at.is_empty() { String::new() } else { format!(" ({})", r.at) };
         eprintln!("line {}{at}: {}", r.line, r.reason);
     }
     if s.rejected > s.rejections.len() as u64 {
         eprintln!("… and {} more", s.rejected - s.rejections.len() as u64);
+    }
+    for u in &s.unmapped_list {
+        let at = if u.at.is_empty() { String::new() } else { format!(" ({})", u.at) };
+        let what = if u.skipped { "not imported" } else { "imported in part" };
+        println!("line {}{at}: {what}: {}", u.line, u.reason);
+    }
+    if s.unmapped > s.unmapped_list.len() as u64 {
+        println!("… and {} more not mapped", s.unmapped - s.unmapped_list.len() as u64);
     }
 }
 

@@ -100,23 +100,32 @@ impl ImportFormat {
     /// whose namespace is not a `MnemonStore` prefix (1–32 characters of
     /// `[A-Za-z0-9_-]`).
     pub fn parse_for(self, text: &str, ns: &Namespace) -> Result<Parsed> {
+        self.check_namespace(ns)?;
         Ok(match self {
             ImportFormat::Mem0 => crate::portability::mem0::parse_mem0(text, Some(ns.as_str())),
-            ImportFormat::Langgraph => {
-                if !crate::portability::langgraph::is_store_prefix(ns.as_str()) {
-                    return Err(Error::invalid(
-                        "namespace",
-                        format!(
-                            "a LangGraph import's namespace is the MnemonStore prefix its items go under (1–32 \
-                             characters of [A-Za-z0-9_-], \"lg\" by default), got {:?}",
-                            ns.as_str()
-                        ),
-                    ));
-                }
-                crate::portability::langgraph::parse_langgraph(text, ns.as_str())
-            }
+            ImportFormat::Langgraph => crate::portability::langgraph::parse_langgraph(text, ns.as_str()),
             other => other.parse(text),
         })
+    }
+
+    /// Checks that an import in this format can go into `ns` (before the
+    /// input is read).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `namespace`) for a LangGraph import
+    /// whose namespace is not a `MnemonStore` prefix.
+    pub fn check_namespace(self, ns: &Namespace) -> Result<()> {
+        if self == ImportFormat::Langgraph && !crate::portability::langgraph::is_store_prefix(ns.as_str()) {
+            return Err(Error::invalid(
+                "namespace",
+                format!(
+                    "a LangGraph import's namespace is the MnemonStore prefix its items go under (1–32 characters \
+                     of [A-Za-z0-9_-], \"lg\" by default), got {:?}",
+                    ns.as_str()
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 
