@@ -752,7 +752,13 @@ class Engine:
         surface's `import`; `import` is a Python keyword). Give the input as
         `text` or as a `path` on this machine (`.gz` is decompressed), in
         `format` `"jsonl"` (the default; one record per line, schema in
-        docs/FORMAT.md, "Import"), `"locomo"` or `"longmemeval"`. Every record
+        docs/FORMAT.md, "Import"), `"locomo"`, `"longmemeval"`, or what other
+        memory systems keep: `"mcp_memory"` (the MCP memory server's
+        `memory.jsonl`), `"mem0"` (mem0's `get_all()` results; of a file of
+        several users, the records of the user named `namespace`) or
+        `"langgraph"` (a LangGraph store dump; `namespace` is then the
+        `MnemonStore` prefix, `"lg"` by default, and each item lands where
+        that store reads it). Every record
         is checked before anything is written; `on_error="skip"` (default)
         writes the good ones, `"abort"` writes nothing if one is bad.
         Records already in the namespace are counted as duplicates, never
@@ -760,7 +766,8 @@ class Engine:
         `dry_run` checks and counts only.
 
         Returns the `ImportSummary`: records read, observations and memories
-        written, duplicates, rejected records (line and reason), redactions;
+        written, duplicates, rejected records (line and reason), what could
+        not be mapped (`unmapped`, `unmapped_list`), redactions;
         `aborted` is True when `on_error="abort"` met a bad record (then
         nothing was written). Bad records are reported there, not raised.
 

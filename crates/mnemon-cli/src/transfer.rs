@@ -210,9 +210,14 @@ fn print_summary(s: &ImportSummary) {
         eprintln!("… and {} more", s.rejected - s.rejections.len() as u64);
     }
     for u in &s.unmapped_list {
-        let at = if u.at.is_empty() { String::new() } else { format!(" ({})", u.at) };
+        // A record inside one JSON document has no line of its own.
+        let place = match (u.line, u.at.is_empty()) {
+            (0, _) => u.at.clone(),
+            (n, true) => format!("line {n}"),
+            (n, false) => format!("line {n} ({})", u.at),
+        };
         let what = if u.skipped { "not imported" } else { "imported in part" };
-        println!("line {}{at}: {what}: {}", u.line, u.reason);
+        println!("{place}: {what}: {}", u.reason);
     }
     if s.unmapped > s.unmapped_list.len() as u64 {
         println!("… and {} more not mapped", s.unmapped - s.unmapped_list.len() as u64);

@@ -175,7 +175,7 @@ pub(crate) fn extra_fields(obj: &Map<String, Value>, known: &[&str], line: u64, 
         line,
         at: at.to_string(),
         skipped: false,
-        reason: format!("imported without {} (no field of a mnemon memory holds it)", extra.join(", ")),
+        reason: format!("{} dropped: no field of a mnemon memory holds it", extra.join(", ")),
     })
 }
 

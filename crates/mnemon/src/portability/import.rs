@@ -219,7 +219,6 @@ pub struct ImportSummary {
     /// define, a relation to a missing entity, a record of another user, a
     /// field with no home); only imports from other systems have any. Not
     /// errors: they neither count as rejected nor abort an import.
-    #[serde(default)]
     pub unmapped: u64,
     /// The first of them (at most 1,000), with line, record and reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
