@@ -128,6 +128,7 @@ __all__ = [
     "TimeSpan",
     "Timeline",
     "TimelineBucket",
+    "Unmapped",
     "RESPONSES",
     # END GENERATED
 ]

@@ -74,6 +74,7 @@ __all__ = [
     "TimeSpan",
     "Timeline",
     "TimelineBucket",
+    "Unmapped",
     "RESPONSES",
 ]
 
@@ -92,7 +93,7 @@ EmbedMode = Union[Literal["sync"], Literal["deferred"]]
 Grounds = Union[Literal["meaning"], Literal["words"], Literal["time"], Literal["standing"], Literal["pending"], Literal["newer"]]
 """Why a hit counts as relevant to its query ([`Abstain::judge`])."""
 
-ImportFormat = Union[Literal["jsonl"], Literal["locomo"], Literal["longmemeval"]]
+ImportFormat = Union[Literal["jsonl"], Literal["locomo"], Literal["longmemeval"], Literal["mcp_memory"], Literal["mem0"], Literal["langgraph"]]
 """The shape of the input."""
 
 Lang = Union[Literal["en"], Literal["zh"]]
@@ -1174,7 +1175,7 @@ class ImportSummary(Record):
     """What an import did."""
 
     __slots__ = ()
-    _FIELDS = ('aborted', 'dry_run', 'duplicates', 'last_seq', 'memories_written', 'observations_written', 'quarantined', 'read', 'redactions', 'rejected', 'rejections')
+    _FIELDS = ('aborted', 'dry_run', 'duplicates', 'last_seq', 'memories_written', 'observations_written', 'quarantined', 'read', 'redactions', 'rejected', 'rejections', 'unmapped', 'unmapped_list')
 
     @property
     def aborted(self) -> bool:
@@ -1240,6 +1241,23 @@ class ImportSummary(Record):
         """The first refused records (at most 1,000), with line and reason."""
         v = self._data["rejections"]
         return [Rejection(x0) for x0 in v]
+
+    @property
+    def unmapped(self) -> int:
+        """
+        Records left out, and parts of records dropped, because mnemon's model has no
+        place for them (a record type the format does not define, a relation to a
+        missing entity, a record of another user, a field with no home); only imports
+        from other systems have any. Not errors: they neither count as rejected nor
+        abort an import.
+        """
+        return self._data["unmapped"]  # type: ignore[no-any-return]
+
+    @property
+    def unmapped_list(self) -> List[Unmapped]:
+        """The first of them (at most 1,000), with line, record and reason."""
+        v = self._data.get("unmapped_list", [])
+        return [Unmapped(x0) for x0 in v]
 
 
 class ItemOutcome(Record):
@@ -2415,6 +2433,48 @@ class TimelineBucket(Record):
     def superseded(self) -> int:
         """`superseded` events."""
         return self._data["superseded"]  # type: ignore[no-any-return]
+
+
+class Unmapped(Record):
+    """
+    Something of a well-formed input that has no place in mnemon's model: a record left
+    out (a record type the format does not define, a relation to an entity the file does
+    not hold, a record of another user) or a part of a record that was imported without
+    it (a field with no home). Not an error: an import lists them and goes on, under
+    either `crate::portability::OnError`.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('at', 'line', 'reason', 'skipped')
+
+    @property
+    def at(self) -> Optional[str]:
+        """
+        Which record: the entity name, the mem0 id, the LangGraph key, or the record's
+        place in a JSON document (`results[3]`).
+        """
+        return self._data.get("at")
+
+    @property
+    def line(self) -> int:
+        """
+        1-based line of the input (0 when the input is one JSON document and the
+        position is given by `at` alone).
+        """
+        return self._data["line"]  # type: ignore[no-any-return]
+
+    @property
+    def reason(self) -> str:
+        """What was not mapped, and why."""
+        return self._data["reason"]  # type: ignore[no-any-return]
+
+    @property
+    def skipped(self) -> bool:
+        """
+        True when the whole record was left out; false when the record was imported and
+        only what `reason` names was dropped.
+        """
+        return self._data["skipped"]  # type: ignore[no-any-return]
 
 #: The result of each operation: (class, True when the response is a list of it).
 RESPONSES: Dict[str, Any] = {

@@ -448,3 +448,41 @@ def test_a_real_graph_writes_and_searches_memories(store):
 
     assert asyncio.run(async_graph()) == "The user goes sailing every weekend"
     assert store.get(("memories", "u-42", "log"), "last-question").value == {"q": "weekend sailing"}
+
+
+def test_an_imported_store_dump_reads_back_as_the_same_items(engine: mnemon.Engine) -> None:
+    """A dump of LangGraph's own store (`Item.dict()` per item, JSON lines),
+    imported with `format="langgraph"`, is read by `MnemonStore` as the same
+    items: get, search without a query, namespaces, the updated time."""
+    mem = InMemoryStore()
+    mem.put(("users", "alice", "memories"), "food", {"text": "Alice is vegetarian", "tags": ["diet"]})
+    mem.put(("users", "alice", "memories"), "城市", {"text": "住在里昂", "confidence": 0.9})
+    mem.put(("users", "鲍勃 Bao"), "trip plans", {"text": "Bob visits Kyoto in October"})
+    mem.put(("users", "alice", "memories"), "food", {"text": "Alice is vegan now"})
+    items = mem.search(("users",), limit=100)
+    dump = "\n".join(json.dumps(i.dict(), ensure_ascii=False) for i in items) + "\n"
+
+    for prefix in ("lg", "team"):
+        dry = engine.import_records(prefix, text=dump, format="langgraph", dry_run=True)
+        assert (dry.memories_written, dry.rejected, dry.unmapped) == (5, 0, 0), dry
+        s = engine.import_records(prefix, text=dump, format="langgraph")
+        assert (s.memories_written, s.rejected) == (5, 0), s
+        store = MnemonStore(engine, prefix=prefix)
+        for i in items:
+            got = store.get(i.namespace, i.key)
+            assert got is not None, i
+            assert (got.namespace, got.key, got.value) == (i.namespace, i.key, i.value)
+            assert got.updated_at == i.updated_at
+        assert store.list_namespaces() == mem.list_namespaces()
+        listed = store.search(("users", "alice"), limit=10)
+        assert sorted(x.key for x in listed) == ["food", "城市"]
+        hits = store.search(("users",), query="Kyoto trip", limit=1)
+        assert hits and hits[0].key == "trip plans"
+        # Imported again: nothing new.
+        assert engine.import_records(prefix, text=dump, format="langgraph").memories_written == 0
+
+
+def test_a_langgraph_import_needs_a_store_prefix(engine: mnemon.Engine) -> None:
+    with pytest.raises(mnemon.InvalidInputError) as e:
+        engine.import_records("lg:users", text="[]", format="langgraph")
+    assert e.value.field == "namespace"

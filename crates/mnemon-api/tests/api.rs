@@ -849,3 +849,32 @@ fn floats_keep_their_shortest_form_on_the_wire() {
     let f = sim.as_f64().unwrap() as f32;
     assert_eq!(sim.to_string(), serde_json::to_string(&f).unwrap(), "{hits}");
 }
+
+/// The formats of other memory systems pass through the surface; a
+/// LangGraph import writes into several namespaces, so a restricted
+/// policy refuses it, and mem0 records of other users are listed, not
+/// written.
+#[test]
+fn imports_from_other_systems_through_the_surface() {
+    let (_d, e) = engine();
+    let mem0 = r#"[{"id":"m1","memory":"Likes green tea","user_id":"alice"},{"id":"m2","memory":"喜欢咖啡","user_id":"bob"}]"#;
+    let v = call(&e, json!({"op": "import", "namespace": "alice", "format": "mem0", "text": mem0})).unwrap();
+    assert_eq!((v["memories_written"].as_u64(), v["unmapped"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(v["unmapped_list"][0]["at"], "[1] (id m2)", "{v}");
+    assert_eq!(v["unmapped_list"][0]["skipped"], true, "{v}");
+    let graph = "{\"type\":\"entity\",\"name\":\"Ann\",\"entityType\":\"person\",\"observations\":[\"Sings\"]}\n";
+    let v = call(&e, json!({"op": "import", "namespace": "g", "format": "mcp_memory", "text": graph})).unwrap();
+    assert_eq!(v["memories_written"], 1, "{v}");
+
+    let dump = r#"[{"namespace":["users","ann"],"key":"k","value":{"text":"Ann sings"}}]"#;
+    let args = json!({"namespace": "lg", "format": "langgraph", "text": dump});
+    let only = NamespacePolicy::Only(ns("lg"));
+    let x = Request::from_op_with("import", args.clone(), &only).unwrap_err();
+    assert_eq!(x.code, ErrorCode::NamespaceNotAllowed);
+    let req = Request::from_op_with("import", args, &NamespacePolicy::Any).unwrap();
+    let Response::Import(s) = api::execute(&e, req).unwrap() else { panic!("not an import") };
+    assert_eq!(s.memories_written, 2, "the item and its catalogue entry: {s:?}");
+    assert_eq!(e.list(&ns("lg:users.ann"), &Default::default()).len(), 1);
+    let x = call(&e, json!({"op": "import", "namespace": "lg:x", "format": "langgraph", "text": dump})).unwrap_err();
+    assert_eq!((x.code, x.field.as_deref()), (ErrorCode::InvalidInput, Some("namespace")));
+}

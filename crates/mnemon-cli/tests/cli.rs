@@ -949,6 +949,47 @@ fn forgetting_an_observation_forgets_the_versions_derived_from_it() {
     assert!(v.get("redactions").is_none(), "{v}");
 }
 
+/// `--format mcp-memory`, `mem0` and `langgraph`: a dry run writes
+/// nothing, the summary lists what was not mapped (on standard output, the
+/// exit status untouched), and a LangGraph import needs a store prefix.
+#[test]
+fn imports_from_other_memory_systems() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let file = dir.path().join("memory.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            r#"{"type":"entity","name":"李雷","entityType":"人","observations":["住在北京"]}"#,
+            "\n",
+            r#"{"type":"relation","from":"李雷","to":"韩梅梅","relationType":"认识"}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let v = json(&data, &["import", "--namespace", "g", "--format", "mcp-memory", "--dry-run", f]);
+    assert_eq!((v["memories_written"].as_u64(), v["unmapped"].as_u64()), (Some(1), Some(1)), "{v}");
+    assert_eq!((v["unmapped_list"][0]["line"].as_u64(), v["dry_run"].as_bool()), (Some(2), Some(true)), "{v}");
+    assert_eq!(json(&data, &["stats"])["last_seq"], 0);
+    let (ok, out, _) = mnemon(&data, &["import", "--namespace", "g", "--format", "mcp-memory", f]);
+    assert!(ok, "unmapped records are not refused");
+    assert!(out.contains("not mapped: 1"), "{out}");
+    assert!(out.contains("line 2 (relation \"李雷 认识 韩梅梅\"): not imported: "), "{out}");
+    assert_eq!(json(&data, &["list", "--namespace", "g"])["memories"][0]["content"], "李雷 (人): 住在北京");
+
+    let mem0 = dir.path().join("mem0.json");
+    std::fs::write(&mem0, r#"{"results":[{"id":"m1","memory":"Likes jazz","user_id":"ann","metadata":{"k":1}}]}"#)
+        .unwrap();
+    let (ok, out, _) = mnemon(&data, &["import", "--namespace", "ann", "--format", "mem0", mem0.to_str().unwrap()]);
+    assert!(ok && out.contains("results[0] (id m1): imported in part: `metadata` {\"k\":1} dropped"), "{out}");
+
+    let (ok, _, err) = mnemon(&data, &["import", "--namespace", "lg:users", "--format", "langgraph", f]);
+    assert!(!ok && err.contains("MnemonStore prefix"), "{err}");
+    let (ok, _, err) = mnemon(&data, &["import", "--namespace", "g", "--format", "mem1", f]);
+    assert!(!ok && err.contains("mcp_memory, mem0, langgraph"), "{err}");
+}
+
 #[test]
 fn import_backup_export_and_restore_from_the_command_line() {
     let dir = tempfile::tempdir().unwrap();
