@@ -857,7 +857,8 @@ fn floats_keep_their_shortest_form_on_the_wire() {
 #[test]
 fn imports_from_other_systems_through_the_surface() {
     let (_d, e) = engine();
-    let mem0 = r#"[{"id":"m1","memory":"Likes green tea","user_id":"alice"},{"id":"m2","memory":"喜欢咖啡","user_id":"bob"}]"#;
+    let mem0 =
+        r#"[{"id":"m1","memory":"Likes green tea","user_id":"alice"},{"id":"m2","memory":"喜欢咖啡","user_id":"bob"}]"#;
     let v = call(&e, json!({"op": "import", "namespace": "alice", "format": "mem0", "text": mem0})).unwrap();
     assert_eq!((v["memories_written"].as_u64(), v["unmapped"].as_u64()), (Some(1), Some(1)), "{v}");
     assert_eq!(v["unmapped_list"][0]["at"], "[1] (id m2)", "{v}");

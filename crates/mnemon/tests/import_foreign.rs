@@ -49,7 +49,10 @@ fn mcp_memory_graph_dry_run_then_import() -> TestResult {
     // imported without its extra field: Bob.
     let listed = reasons(&s);
     assert_eq!(s.unmapped, 3, "{listed:?}");
-    assert!(listed[0].starts_with("5 relation \"李雷 认识 韩梅梅\" true") && listed[0].contains("\"韩梅梅\""), "{listed:?}");
+    assert!(
+        listed[0].starts_with("5 relation \"李雷 认识 韩梅梅\" true") && listed[0].contains("\"韩梅梅\""),
+        "{listed:?}"
+    );
     assert!(listed[1].starts_with("7  true: record type \"note\""), "{listed:?}");
     assert!(listed[2].starts_with("8 entity \"Bob\" false") && listed[2].contains("`createdBy`"), "{listed:?}");
     assert_eq!(s.read, 11, "9 memories and 2 records left out");
@@ -215,15 +218,44 @@ mod props {
             any::<i64>().prop_map(serde_json::Value::from),
             "[a-z.@ 李]{0,8}".prop_map(serde_json::Value::from),
             prop::sample::select(vec![
-                "entity", "relation", "2024-07-20T01:19:45-07:00", "alice", "bob", "memory", "results",
+                "entity",
+                "relation",
+                "2024-07-20T01:19:45-07:00",
+                "alice",
+                "bob",
+                "memory",
+                "results",
             ])
             .prop_map(serde_json::Value::from),
         ];
         leaf.prop_recursive(4, 48, 6, |inner| {
             let keys = prop::sample::select(vec![
-                "type", "name", "entityType", "observations", "from", "to", "relationType", "id", "memory",
-                "user_id", "agent_id", "run_id", "metadata", "categories", "created_at", "updated_at", "namespace",
-                "key", "value", "results", "relations", "entities", "items", "source", "relationship", "target",
+                "type",
+                "name",
+                "entityType",
+                "observations",
+                "from",
+                "to",
+                "relationType",
+                "id",
+                "memory",
+                "user_id",
+                "agent_id",
+                "run_id",
+                "metadata",
+                "categories",
+                "created_at",
+                "updated_at",
+                "namespace",
+                "key",
+                "value",
+                "results",
+                "relations",
+                "entities",
+                "items",
+                "source",
+                "relationship",
+                "target",
             ]);
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),

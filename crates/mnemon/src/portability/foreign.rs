@@ -190,7 +190,8 @@ mod tests {
 
     #[test]
     fn reads_documents_lists_and_lines() {
-        let (items, bad) = read_items(r#"{"results":[{"a":1},{"a":2}],"relations":[{"b":1}]}"#, &["results", "relations"]);
+        let (items, bad) =
+            read_items(r#"{"results":[{"a":1},{"a":2}],"relations":[{"b":1}]}"#, &["results", "relations"]);
         assert!(bad.is_empty());
         assert_eq!(items.len(), 3);
         assert_eq!((items[2].at.as_str(), items[2].list), ("relations[0]", Some("relations")));

@@ -126,11 +126,11 @@ fn read_item(item: &Item, prefix: &str) -> Result<(Vec<String>, Namespace, Locat
 
 fn labels(v: Option<&Value>) -> Result<Vec<String>, String> {
     let labels: Vec<String> = match v {
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|l| l.as_str().map(str::to_string))
-            .collect::<Option<_>>()
-            .ok_or_else(|| format!("field `namespace`: expected a list of strings, got {}", shown(&Value::Array(a.clone()))))?,
+        Some(Value::Array(a)) => {
+            a.iter().map(|l| l.as_str().map(str::to_string)).collect::<Option<_>>().ok_or_else(|| {
+                format!("field `namespace`: expected a list of strings, got {}", shown(&Value::Array(a.clone())))
+            })?
+        }
         Some(Value::String(s)) => s.split('.').map(str::to_string).collect(),
         Some(v) => return Err(format!("field `namespace`: expected a list of strings, got {}", shown(v))),
         None => return Err("an item needs \"namespace\", \"key\" and \"value\"; it has no \"namespace\"".into()),

@@ -117,7 +117,8 @@ fn entity(out: &mut Parsed, item: &Item, obj: &serde_json::Map<String, Value>) {
 }
 
 fn relation(out: &mut Parsed, item: &Item, obj: &serde_json::Map<String, Value>, names: &HashSet<&str>) {
-    let (Some(from), Some(to), Some(rel)) = (str_field(obj, "from"), str_field(obj, "to"), str_field(obj, "relationType"))
+    let (Some(from), Some(to), Some(rel)) =
+        (str_field(obj, "from"), str_field(obj, "to"), str_field(obj, "relationType"))
     else {
         out.rejected.push(Rejection {
             line: item.line,

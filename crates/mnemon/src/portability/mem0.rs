@@ -8,21 +8,12 @@ use serde_json::{Map, Value};
 use crate::portability::foreign::{extra_fields, memory, read_items, shown, str_field, time_field, Item};
 use crate::portability::records::{ImportRecord, Located, Parsed, Rejection, Unmapped};
 
-/// Fields of a mem0 record the mapping reads or deliberately leaves
-/// (`hash` is the MD5 of `memory`, `score` a search's, `immutable` and
-/// `expiration_date` platform settings mnemon has no equivalent of but
-/// which hold no data).
-const KNOWN: &[&str] = &[
-    "id",
-    "memory",
-    "hash",
-    "user_id",
-    "run_id",
-    "created_at",
-    "updated_at",
-    "categories",
-    "score",
-];
+/// Fields of a mem0 record the mapping reads or deliberately leaves:
+/// `hash` is the MD5 of `memory`, `score` a search's ranking. Any other
+/// field (`metadata`, `actor_id`, `role`, the platform's `immutable` or
+/// `expiration_date`) is listed as unmapped with its value.
+const KNOWN: &[&str] =
+    &["id", "memory", "hash", "user_id", "run_id", "created_at", "updated_at", "categories", "score"];
 
 /// Reads mem0 memories: `{"results":[…]}` (`Memory.get_all()` and
 /// `search()` of mem0 ≥ 1.1, with `"relations"` when the graph store is

@@ -44,8 +44,7 @@ pub use langgraph::{is_store_prefix, parse_langgraph};
 pub use mcp_memory::parse_mcp_memory;
 pub use mem0::parse_mem0;
 pub use records::{
-    parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, Unmapped,
-    MAX_LINE_BYTES,
+    parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, Unmapped, MAX_LINE_BYTES,
 };
 pub use restore::{restore, restore_verified, RestoreReport, UNVERIFIED_RESTORE};
 
