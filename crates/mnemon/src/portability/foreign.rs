@@ -117,9 +117,12 @@ pub(crate) fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
     }
-    // Python writes `+00:00`; some writers a space between date and time.
-    if let Ok(t) = DateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f%:z") {
-        return Some(t.with_timezone(&Utc));
+    // Some writers put a space between date and time; Postgres writes
+    // the offset as `+00`.
+    for f in ["%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f%#z"] {
+        if let Ok(t) = DateTime::parse_from_str(s, f) {
+            return Some(t.with_timezone(&Utc));
+        }
     }
     ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
         .iter()
@@ -209,6 +212,8 @@ mod tests {
         assert_eq!(t.as_deref(), Some("2024-07-20T08:19:45.123456+00:00"));
         assert!(parse_time("2024-07-20T01:19:45").is_some());
         assert!(parse_time("2024-07-20 01:19:45.5+00:00").is_some());
+        let pg = parse_time("2024-09-01 10:00:00.123456+02").map(|t| t.to_rfc3339());
+        assert_eq!(pg.as_deref(), Some("2024-09-01T08:00:00.123456+00:00"));
         assert!(parse_time("yesterday").is_none());
     }
 }

@@ -28,8 +28,9 @@ pub fn is_store_prefix(prefix: &str) -> bool {
 /// Reads a LangGraph store dump: the items of a `BaseStore` as their
 /// `Item.dict()` (`namespace` a list of labels, `key`, `value` a JSON
 /// object, `created_at` and `updated_at`), as a JSON array, JSON lines, or
-/// `{"items":[…]}`. A `namespace` written as one string of labels joined by
-/// `.` (as LangGraph's database stores keep it) is read too.
+/// `{"items":[…]}`. Rows of LangGraph's database stores read too: the
+/// tuple as `prefix` (or `namespace`), one string of labels joined by `.`,
+/// and a value given as JSON text (SQLite) is read as the object it holds.
 ///
 /// `prefix` is the `MnemonStore` prefix (`"lg"` by default there): each
 /// item becomes one memory of the namespace `MnemonStore(prefix=prefix)`
@@ -62,7 +63,7 @@ pub fn parse_langgraph(text: &str, prefix: &str) -> Parsed {
                 if let Some(obj) = item.value.as_object() {
                     out.unmapped.extend(extra_fields(
                         obj,
-                        &["namespace", "key", "value", "created_at", "updated_at", "score"],
+                        &["namespace", "prefix", "key", "value", "created_at", "updated_at", "score"],
                         item.line,
                         &located.at,
                     ));
@@ -92,7 +93,8 @@ fn at_of(item: &Item) -> String {
 fn read_item(item: &Item, prefix: &str) -> Result<(Vec<String>, Namespace, Located), String> {
     let obj: &Map<String, Value> =
         item.value.as_object().ok_or_else(|| format!("an item is a JSON object, got {}", shown(&item.value)))?;
-    let labels = labels(obj.get("namespace"))?;
+    // LangGraph's database stores keep the tuple as `prefix`, labels joined by `.`.
+    let labels = labels(obj.get("namespace").or_else(|| obj.get("prefix")))?;
     let key = match obj.get("key") {
         Some(Value::String(k)) => k.as_str(),
         Some(v) => return Err(format!("field `key`: expected a string, got {}", shown(v))),
@@ -102,7 +104,12 @@ fn read_item(item: &Item, prefix: &str) -> Result<(Vec<String>, Namespace, Locat
     if key_ref.len() > MAX_KEY_BYTES {
         return Err(format!("field `key`: {} bytes, at most {MAX_KEY_BYTES} allowed", key_ref.len()));
     }
-    let value = match obj.get("value") {
+    // The SQLite store keeps the value as JSON text.
+    let text_value = match obj.get("value") {
+        Some(Value::String(s)) => serde_json::from_str::<Value>(s).ok().filter(Value::is_object),
+        _ => None,
+    };
+    let value = match text_value.as_ref().or_else(|| obj.get("value")) {
         Some(Value::Object(v)) => v,
         Some(v) => return Err(format!("field `value`: expected a JSON object, got {}", shown(v))),
         None => return Err("an item needs \"namespace\", \"key\" and \"value\"; it has no \"value\"".into()),
@@ -248,9 +255,12 @@ mod tests {
             "\n",
             r#"{"namespace":"users.bob","key":"k","value":"not an object"}"#,
             "\n",
+            r#"{"prefix":"users.bob","key":"k","value":"{\"city\":\"Kyoto\"}","expires_at":null,"ttl_minutes":null}"#,
+            "\n",
         );
         let p = parse_langgraph(text, "lg");
-        assert_eq!(p.records.len(), 3);
+        assert_eq!(p.records.len(), 5);
+        assert_eq!(p.records[4].namespace.as_ref().map(Namespace::as_str), Some("lg:users.bob"));
         assert_eq!(p.records[0].namespace.as_ref().map(Namespace::as_str), Some("lg::catalog"));
         assert_eq!(p.records[1].namespace.as_ref().map(Namespace::as_str), Some("lg:users.alice"));
         let ImportRecord::Memory(m) = &p.records[1].record else { panic!("not a memory") };
