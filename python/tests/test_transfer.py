@@ -37,6 +37,24 @@ def test_import_from_text_and_file_is_idempotent(engine, tmp_path):
     assert again.to_dict()["read"] == 4
 
 
+def test_import_from_mcp_memory_and_mem0_lists_what_does_not_map(engine):
+    graph = jsonl(
+        [
+            {"type": "entity", "name": "李雷", "entityType": "人", "observations": ["住在北京"]},
+            {"type": "relation", "from": "李雷", "to": "韩梅梅", "relationType": "认识"},
+        ]
+    )
+    dry = engine.import_records("g", text=graph, format="mcp_memory", dry_run=True)
+    assert (dry.memories_written, dry.unmapped, engine.stats().last_seq) == (1, 1, 0)
+    s = engine.import_records("g", text=graph, format="mcp_memory")
+    u = s.unmapped_list[0]
+    assert (u.line, u.skipped, s.memories_written) == (2, True, 1)
+    assert "韩梅梅" in u.reason
+    mem0 = {"results": [{"id": "a", "memory": "Likes jazz", "user_id": "ann"}, {"id": "b", "memory": "Likes rap", "user_id": "bo"}]}
+    s = engine.import_records("ann", text=json.dumps(mem0), format="mem0")
+    assert (s.memories_written, s.unmapped, s.unmapped_list[0].at) == (1, 1, "results[1] (id b)")
+
+
 def test_import_bad_records_skip_or_abort(engine):
     bad = jsonl(HISTORY[:1]) + '{"type": "memory", "content": ""}\n' + "not json\n"
     aborted = engine.import_records("u", text=bad, on_error="abort")
