@@ -329,11 +329,15 @@ impl Engine {
         // Records go to the namespace they name (LangGraph items), else to
         // `ns`; every group is checked before any is written.
         let mut groups: Vec<(Namespace, Vec<Located>)> = Vec::new();
+        let mut group_of: HashMap<Namespace, usize> = HashMap::new();
         for r in parsed.records {
             let target = r.namespace.clone().unwrap_or_else(|| ns.clone());
-            match groups.iter_mut().find(|(n, _)| *n == target) {
-                Some((_, g)) => g.push(r),
-                None => groups.push((target, vec![r])),
+            let i = *group_of.entry(target.clone()).or_insert_with(|| {
+                groups.push((target, Vec::new()));
+                groups.len() - 1
+            });
+            if let Some((_, g)) = groups.get_mut(i) {
+                g.push(r);
             }
         }
         let mut plans = Vec::with_capacity(groups.len());
