@@ -277,7 +277,7 @@ pub(crate) fn arguments(
     body: &[u8],
 ) -> Result<Value, ApiError> {
     let mut args = match route.input {
-        Input::Body if body.iter().all(u8::is_ascii_whitespace) => Map::new(),
+        Input::Body if body.is_empty() => Map::new(),
         Input::Body => match serde_json::from_slice::<Value>(body) {
             Ok(Value::Object(m)) => m,
             Ok(_) => return Err(ApiError::invalid("body", "must be a JSON object")),
