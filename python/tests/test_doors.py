@@ -17,7 +17,6 @@ import subprocess
 import time
 from typing import Any, Callable, Dict, List, Tuple
 
-import pytest
 
 import mnemon
 from conftest import neural_embedder, require_binary
