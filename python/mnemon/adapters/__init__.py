@@ -16,13 +16,16 @@ framework only when it is itself imported; `import mnemon` and
 How ids map, the same rule in every adapter (and in `mnemon.langgraph`):
 
 * the framework's user (with its app, for ADK) is one mnemon namespace,
-  `<prefix>:<id>[.<id>...]`, each id escaped (characters outside
-  `[A-Za-z0-9_-]` as `@XX` per UTF-8 byte), or `<prefix>:@@<SHA-256>` when
-  that is over 128 characters; the prefix names the framework by default
-  (`oa`, `li`, `adk`, `crewai`), so adapters sharing an engine do not see
-  each other's memories unless given one prefix;
+  `<prefix>:<id>[:<id>...]`, each id escaped as the LangGraph store
+  escapes labels (characters outside `[A-Za-z0-9_-]` as `@XX` per UTF-8
+  byte), or `<prefix>:@@<digest>` (SHA-256, in the letters a–p) when that
+  is over 128 characters or the adapter is given `opaque_ids=True` (for
+  ids holding personal data, which the engine refuses in names); the
+  prefix names the framework by default (`oa`, `li`, `adk`, `crewai`), so
+  adapters sharing an engine do not see each other's memories unless
+  given one prefix;
 * the framework's session (thread, conversation) is a mnemon session: its
-  id escaped the same way, or `@@<SHA-256>` when over 128 characters;
+  id escaped the same way, or `@@<digest>`;
 * a conversation turn is an observation of that session (role, text, the
   framework's message id as its source), and, for text a later recall
   should find, also a memory derived from it (kind `episode`), so

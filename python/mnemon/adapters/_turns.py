@@ -3,6 +3,7 @@ the writes and reads every adapter shares, all through `Engine` methods."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -15,6 +16,18 @@ PAGE = 1000
 TURN_KIND = "episode"
 #: Roles an observation may have.
 ROLES = ("user", "assistant", "tool", "system")
+
+# Characters the engine refuses in text (its input rules): C0 controls but
+# tab, LF and CR; DEL and the C1 controls; bidi embedding, override and
+# isolate controls; tag characters.
+_REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+
+
+def searchable(text: str) -> str:
+    """`text` with every character the engine refuses replaced by a
+    space: what a memory derived from a turn holds (the turn's observation
+    keeps the text as given, or its JSON)."""
+    return _REFUSED.sub(" ", text)
 
 
 class Turn(NamedTuple):
@@ -53,6 +66,7 @@ def record_turn(
     """
     observed = engine.observe(namespace, session, text, role=role, event_time=event_time, source=source)  # type: ignore[arg-type]
     memory_id = None
+    memory_text = None if memory_text is None else searchable(memory_text)
     if memory_text is not None and memory_text.strip():
         remembered = engine.remember(
             namespace,

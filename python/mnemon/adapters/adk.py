@@ -8,7 +8,7 @@ and importance) instead of keyword overlap.
 
 Mapping (the rule of `mnemon.adapters`):
 
-* namespace: `<prefix>:<escaped app_name>.<escaped user_id>` (prefix
+* namespace: `<prefix>:<escaped app_name>:<escaped user_id>` (prefix
   `"adk"` by default);
 * session: the escaped `session.id` (`add_events_to_memory` without a
   session id: `__unknown_session_id__`, as ADK's in-memory service);
@@ -114,6 +114,10 @@ class MnemonMemoryService(BaseMemoryService):
             ADK's in-memory service).
         min_similarity: drop hits with a cosine below this (-1..1; the
             scale depends on the embedder); default None keeps every hit.
+        opaque_ids: name namespaces and sessions by SHA-256 digests of the
+            ids instead of the escaped ids (default False); needed for ids
+            that hold personal data (an e-mail address as user id), which
+            the engine refuses in names.
 
     Every method is async and runs the engine calls on a worker thread.
 
@@ -122,7 +126,13 @@ class MnemonMemoryService(BaseMemoryService):
     """
 
     def __init__(
-        self, engine: Engine, *, prefix: str = "adk", top_k: int = 10, min_similarity: Optional[float] = None
+        self,
+        engine: Engine,
+        *,
+        prefix: str = "adk",
+        top_k: int = 10,
+        min_similarity: Optional[float] = None,
+        opaque_ids: bool = False,
     ) -> None:
         namespace_for(prefix, ["check"])
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 1000:
@@ -131,13 +141,14 @@ class MnemonMemoryService(BaseMemoryService):
         self._prefix = prefix
         self._top_k = top_k
         self._min_similarity = min_similarity
+        self._opaque = opaque_ids
         self._lock = threading.Lock()
 
     def namespace(self, app_name: str, user_id: str) -> str:
         """The mnemon namespace of `user_id` of `app_name`.
 
         Raises InvalidInputError for an empty or non-str id."""
-        return namespace_for(self._prefix, [app_name, user_id])
+        return namespace_for(self._prefix, [app_name, user_id], opaque=self._opaque)
 
     # -- BaseMemoryService ----------------------------------------------------
 
@@ -234,7 +245,7 @@ class MnemonMemoryService(BaseMemoryService):
                 return deleted
 
     def _add_events(self, namespace: str, session_id: str, events: List[Event]) -> None:
-        session = session_for(session_id)
+        session = session_for(session_id, opaque=self._opaque)
         with self._lock:
             stored = {t.source for t in session_turns(self._engine, namespace, session) if t.source}
             stored |= self._deleted_event_ids(namespace)

@@ -79,6 +79,9 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
             (default 400; 1 to half the engine's `max_response_tokens`).
         remember_messages: also remember each flushed message's text as a
             memory (default True), so recall finds it from any session.
+        opaque_ids: name the namespace and sessions by SHA-256 digests of
+            the ids (default False); needed for ids that hold personal data
+            (an e-mail address as `user_id`), which the engine refuses.
         name, description, priority, accept_short_term_memory: as
             LlamaIndex's `BaseMemoryBlock` (name default `"mnemon"`).
 
@@ -97,11 +100,12 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
     session_id: str = Field(default="default", description="Session used when LlamaIndex names none.")
     budget_tokens: int = Field(default=400, description="Size of the context block, in estimated tokens.")
     remember_messages: bool = Field(default=True, description="Also remember each message's text as a memory.")
+    opaque_ids: bool = Field(default=False, description="Name namespace and sessions by SHA-256 digests of the ids.")
 
     @property
     def namespace(self) -> str:
         """The mnemon namespace of `user_id`."""
-        return namespace_for(self.prefix, [self.user_id])
+        return namespace_for(self.prefix, [self.user_id], opaque=self.opaque_ids)
 
     async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
         """The context block for the latest user message of `messages` (else
@@ -117,7 +121,7 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
                     break
         if not query.strip():
             return ""
-        session = session_for(block_kwargs.get("session_id") or self.session_id)
+        session = session_for(block_kwargs.get("session_id") or self.session_id, opaque=self.opaque_ids)
         return await asyncio.to_thread(self._context, query, session)
 
     async def _aput(self, messages: List[ChatMessage]) -> None:
@@ -138,7 +142,7 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
             text = _text(message)
             if not text.strip():
                 continue
-            session = session_for(message.additional_kwargs.get("session_id") or self.session_id)
+            session = session_for(message.additional_kwargs.get("session_id") or self.session_id, opaque=self.opaque_ids)
             role = _ROLES.get(getattr(message.role, "value", str(message.role)), "user")
             record_turn(
                 self.engine,

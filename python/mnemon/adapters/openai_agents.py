@@ -155,6 +155,10 @@ class MnemonSession:
         remember_messages: also remember each message's text as a memory
             (default True); False stores observations only (recall then
             finds nothing of the conversation until an extraction pass).
+        opaque_ids: name the namespace and session by SHA-256 digests of
+            the ids instead of the escaped ids (default False); needed for
+            ids that hold personal data (an e-mail address as `user_id`),
+            which the engine refuses in names.
 
     Every method is async and runs the engine call on a worker thread.
 
@@ -171,12 +175,13 @@ class MnemonSession:
         prefix: str = "oa",
         session_settings: Optional[SessionSettings] = None,
         remember_messages: bool = True,
+        opaque_ids: bool = False,
     ) -> None:
         self.session_id = session_id
         self.session_settings = session_settings
         self._engine = engine
-        self._namespace = namespace_for(prefix, [user_id])
-        self._session = session_for(session_id)
+        self._namespace = namespace_for(prefix, [user_id], opaque=opaque_ids)
+        self._session = session_for(session_id, opaque=opaque_ids)
         self._remember = remember_messages
         self._lock = threading.Lock()
 
