@@ -30,7 +30,8 @@ def run(coro: Any) -> Any:
 
 def text_event(author: str, text: str, ts: float) -> Event:
     role = "user" if author == "user" else "model"
-    return Event(author=author, invocation_id="inv", timestamp=ts, content=types.Content(role=role, parts=[types.Part(text=text)]))
+    content = types.Content(role=role, parts=[types.Part(text=text)])
+    return Event(author=author, invocation_id="inv", timestamp=ts, content=content)
 
 
 async def build_session(session_id: str = "s1", texts: Any = None) -> Any:
@@ -46,7 +47,9 @@ async def build_session(session_id: str = "s1", texts: Any = None) -> Any:
     call = Event(
         author="concierge",
         invocation_id="inv",
-        content=types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(name="lookup", args={}))]),
+        content=types.Content(
+            role="model", parts=[types.Part(function_call=types.FunctionCall(name="lookup", args={}))]
+        ),
     )
     await sessions.append_event(session, call)
     return session
@@ -120,7 +123,11 @@ def test_events_and_memories_added_directly(engine):
     run(service.add_memory(
         app_name=APP,
         user_id=USER,
-        memories=[MemoryEntry(id="m1", author="planner", content=types.Content(parts=[types.Part(text="Prefers trains over planes")]))],
+        memories=[
+            MemoryEntry(
+                id="m1", author="planner", content=types.Content(parts=[types.Part(text="Prefers trains over planes")])
+            )
+        ],
     ))
     ns = service.namespace(APP, USER)
     assert len(engine.log(ns, kinds=["observed"]).events) == 1

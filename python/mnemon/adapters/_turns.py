@@ -64,7 +64,9 @@ def record_turn(
     Raises what `Engine.observe` and `Engine.remember` raise; when the
     memory is refused, the observation stays.
     """
-    observed = engine.observe(namespace, session, text, role=role, event_time=event_time, source=source)  # type: ignore[arg-type]
+    observed = engine.observe(
+        namespace, session, text, role=role, event_time=event_time, source=source  # type: ignore[arg-type]
+    )
     memory_id = None
     memory_text = None if memory_text is None else searchable(memory_text)
     if memory_text is not None and memory_text.strip():

@@ -301,7 +301,9 @@ class MnemonMemoryService(BaseMemoryService):
             memories.append(
                 MemoryEntry(
                     id=str(hit.id),
-                    content=types.Content(role="user" if author == "user" else "model", parts=[types.Part(text=hit.content)]),
+                    content=types.Content(
+                        role="user" if author == "user" else "model", parts=[types.Part(text=hit.content)]
+                    ),
                     author=author,
                     timestamp=when.astimezone(timezone.utc).isoformat() if when else None,
                     custom_metadata={"score": hit.score, "event_id": event_id},

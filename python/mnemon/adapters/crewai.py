@@ -227,7 +227,8 @@ class MnemonStorage:
 
     def _find(self, record_id: str) -> Optional[Memory]:
         try:
-            memories = self._engine.list(self._namespace, session=self._slot(record_id), include_quarantined=True).memories
+            slot = self._slot(record_id)
+            memories = self._engine.list(self._namespace, session=slot, include_quarantined=True).memories
         except NotFoundError:
             return None
         return memories[-1] if memories else None

@@ -142,7 +142,8 @@ class MnemonMemoryBlock(BaseMemoryBlock[str]):
             text = _text(message)
             if not text.strip():
                 continue
-            session = session_for(message.additional_kwargs.get("session_id") or self.session_id, opaque=self.opaque_ids)
+            session_id = message.additional_kwargs.get("session_id") or self.session_id
+            session = session_for(session_id, opaque=self.opaque_ids)
             role = _ROLES.get(getattr(message.role, "value", str(message.role)), "user")
             record_turn(
                 self.engine,

@@ -55,7 +55,9 @@ from typing import Any, Dict, List, Optional, Tuple
 try:
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
 except ImportError as _missing:  # pragma: no cover - exercised only without the SDK
-    raise ImportError("mnemon.adapters.openai_agents needs the OpenAI Agents SDK: pip install openai-agents") from _missing
+    raise ImportError(
+        "mnemon.adapters.openai_agents needs the OpenAI Agents SDK: pip install openai-agents"
+    ) from _missing
 
 from .._engine import Engine
 from .._errors import InvalidInputError
