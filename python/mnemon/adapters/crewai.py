@@ -52,7 +52,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 try:
-    from crewai.memory.types import MemoryRecord, ScopeInfo
+    from crewai.memory.types import MemoryRecord, ScopeInfo  # type: ignore[import-not-found, unused-ignore]
 except ImportError as _missing:  # pragma: no cover - exercised only without CrewAI
     raise ImportError("mnemon.adapters.crewai needs CrewAI: pip install crewai") from _missing
 
