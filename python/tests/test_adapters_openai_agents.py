@@ -39,6 +39,7 @@ ITEMS: List[Dict[str, Any]] = [
     {"role": "developer", "content": "Answer briefly."},
     {"role": "user", "content": "Ünïcode, 中文, emoji 🛫, a tab\tand\nnewline", "type": "message"},
     {"role": "user", "content": "hidden \u202e bidi and \x7f delete in a structured item", "type": "message"},
+    {"role": "user", "content": "a plain message with a \u202e bidi control"},
     {"role": "assistant", "content": ""},
     {"role": "user", "content": "   "},
     {"type": "reasoning", "id": "rs_1", "summary": [], "content": None, "nested": {"a": [1, 2.5, True, None]}},
