@@ -142,3 +142,45 @@ def test_users_and_apps_are_isolated(engine):
     run(service.add_session_to_memory(run(build_session())))
     assert run(service.search_memory(app_name=APP, user_id="someone else", query="cat Miso")).memories == []
     assert run(service.search_memory(app_name="other app", user_id=USER, query="cat Miso")).memories == []
+
+
+def test_a_runner_preloads_memories_from_it(engine):
+    """ADK's `Runner` with its `preload_memory` tool and a local scripted
+    model: the second session's model request holds what the first
+    session said, found by our service as by ADK's own."""
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.tools.preload_memory_tool import PreloadMemoryTool
+
+    requests: List[Any] = []
+
+    class Scripted(BaseLlm):
+        async def generate_content_async(self, llm_request: Any, stream: bool = False) -> Any:
+            requests.append(llm_request)
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="Noted.")]))
+
+    async def flow(memory: BaseMemoryService) -> str:
+        sessions = InMemorySessionService()
+        agent = LlmAgent(name="concierge", model=Scripted(model="scripted"), instruction="Help.",
+                         tools=[PreloadMemoryTool()])
+        runner = Runner(app_name=APP, agent=agent, session_service=sessions, memory_service=memory)
+
+        async def say(session_id: str, text: str) -> None:
+            message = types.Content(role="user", parts=[types.Part(text=text)])
+            async for _ in runner.run_async(user_id=USER, session_id=session_id, new_message=message):
+                pass
+
+        first = await sessions.create_session(app_name=APP, user_id=USER)
+        await say(first.id, "I adopted a cat named Miso")
+        first = await sessions.get_session(app_name=APP, user_id=USER, session_id=first.id)
+        await memory.add_session_to_memory(first)
+        second = await sessions.create_session(app_name=APP, user_id=USER)
+        await say(second.id, "What is my cat called?")
+        return "\n".join(p.text for c in requests[-1].contents for p in (c.parts or []) if p.text)
+
+    ours = run(flow(MnemonMemoryService(engine)))
+    theirs = run(flow(InMemoryMemoryService()))
+    for prompt in (ours, theirs):
+        assert "<PAST_CONVERSATIONS>" in prompt and "user: I adopted a cat named Miso" in prompt
