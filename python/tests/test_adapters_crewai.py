@@ -153,3 +153,48 @@ def test_crewai_memory_runs_on_it(engine):
         assert memory.info("/").record_count == 0
     finally:
         memory.close()
+
+
+def test_same_answers_as_crewais_lancedb_storage(engine, tmp_path):
+    """The same saves, updates and deletes on CrewAI's default LanceDB
+    storage and on ours give the same listings, counts, scopes and
+    categories (search ranks differ by design: LanceDB's cosine against
+    mnemon's hybrid recall)."""
+    from crewai.memory.storage.lancedb_storage import LanceDBStorage
+
+    ours = MnemonStorage(engine, user_id="crew")
+    theirs = LanceDBStorage(path=str(tmp_path / "lance"), compact_every=0)
+    t0 = datetime(2026, 3, 1, 12, 0, 0)
+    recs = [
+        record("Client prefers weekly reports", "/acme/sales", categories=["client"], metadata={"owner": "ana"},
+               importance=0.8, created_at=t0),
+        record("The API rate limit is 100 rps", "/acme/eng", categories=["api"], created_at=t0 + timedelta(days=1)),
+        record("Deploys happen on Tuesdays", "/acme/eng/ops", categories=["ops", "api"],
+               created_at=t0 + timedelta(days=2)),
+        record("Lunch is at noon", "/", created_at=t0 + timedelta(days=3)),
+    ]
+    embed = ours.embedder
+    for r in recs:
+        r.embedding = embed([r.content])[0]
+
+    def answers(storage: Any) -> Any:
+        return (
+            [r.model_dump() for r in storage.list_records()],
+            [r.content for r in storage.list_records("/acme", limit=2, offset=1)],
+            storage.count(), storage.count("/acme/eng"),
+            storage.list_scopes("/"), storage.list_scopes("/acme"),
+            storage.list_categories(), storage.list_categories("/acme/eng"),
+            storage.get_scope_info("/acme").record_count,
+            storage.get_record(recs[0].id).model_dump(),
+        )
+
+    states = []
+    for storage in (ours, theirs):
+        storage.save(recs)
+        first = answers(storage)
+        storage.update(recs[1].model_copy(update={"content": "The API rate limit is 200 rps"}))
+        deleted = storage.delete(categories=["ops"])
+        second = answers(storage)
+        storage.reset("/acme/sales")
+        states.append((first, deleted, second, storage.count()))
+    assert states[0] == states[1]
