@@ -84,15 +84,16 @@ def record_turn(
     return observed.observation_id, memory_id
 
 
-def session_turns(engine: Engine, namespace: str, session: Optional[str]) -> List[Turn]:
+def session_turns(engine: Engine, namespace: str, session: Optional[str], since: Optional[int] = None) -> List[Turn]:
     """The observations of `session` in `namespace` (every session's when
-    None) that are not forgotten, oldest first. Reads the namespace's whole
-    audit log of observations, page by page: the cost grows with the
+    None) that are not forgotten, oldest first, from log position `since`
+    on (default: the start). Reads the namespace's audit log of
+    observations from there, page by page: the cost grows with the
     namespace, not the session."""
     turns: List[Turn] = []
     cursor: Optional[str] = None
     while True:
-        page = engine.log(namespace, kinds=["observed"], cursor=cursor, limit=PAGE)
+        page = engine.log(namespace, kinds=["observed"], seq_range=(since, None), cursor=cursor, limit=PAGE)
         for event in page.events:
             body: Dict[str, Any] = event.body.get("observed") or {}
             if session is not None and body.get("session") != session:

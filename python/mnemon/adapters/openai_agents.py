@@ -40,8 +40,10 @@ Mapping (the rule of `mnemon.adapters`):
 * non-JSON values in items (bytes, objects): `InvalidInputError`;
 * the SDK's `wrapper` run context is not read.
 
-Reads scan the user's namespace log of observations (`Engine.log`), so
-`get_items` costs grow with everything the user said, in every session.
+Reads scan the user's namespace log of observations (`Engine.log`) from
+the session's first observation a `MnemonSession` object has seen, so
+`get_items` costs grow with everything the user said since then, in every
+session.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ except ImportError as _missing:  # pragma: no cover - exercised only without the
 from .._engine import Engine
 from .._errors import InvalidInputError
 from .._ids import namespace_for, session_for
-from ._turns import forget_session, record_turn, session_turns
+from ._turns import Turn, forget_session, record_turn, session_turns
 
 __all__ = ["MnemonSession", "encode_item", "decode_item"]
 
@@ -186,6 +188,9 @@ class MnemonSession:
         self._session = session_for(session_id, opaque=opaque_ids)
         self._remember = remember_messages
         self._lock = threading.Lock()
+        # The log position of the session's first observation seen: later
+        # reads start there (ids only grow).
+        self._since: Optional[int] = None
 
     @property
     def namespace(self) -> str:
@@ -250,8 +255,14 @@ class MnemonSession:
 
     # -- work on the worker thread --------------------------------------------
 
+    def _turns(self) -> List[Turn]:
+        turns = session_turns(self._engine, self._namespace, self._session, self._since)
+        if turns and self._since is None:
+            self._since = turns[0].id
+        return turns
+
     def _get_items(self, limit: Optional[int]) -> List[Dict[str, Any]]:
-        turns = session_turns(self._engine, self._namespace, self._session)
+        turns = self._turns()
         if limit is not None:
             turns = turns[-limit:] if limit > 0 else []
         return [decode_item(t.role, t.text, t.source) for t in turns]
@@ -276,7 +287,7 @@ class MnemonSession:
 
     def _pop_item(self) -> Optional[Dict[str, Any]]:
         with self._lock:
-            turns = session_turns(self._engine, self._namespace, self._session)
+            turns = self._turns()
             if not turns:
                 return None
             last = turns[-1]
