@@ -1,5 +1,7 @@
 """One scenario through every door: the Python engine, the CLI (`--json`),
-MCP over stdio (the official MCP SDK), and REST on `mnemon serve` (httpx).
+MCP over stdio (the official MCP SDK), REST on `mnemon serve` (httpx), and
+the framework adapters (Google ADK, LlamaIndex, OpenAI Agents; CrewAI has
+its own environment and test).
 
 Each door runs the same calls on a fresh store with the same embedder:
 remember, a keyed fact that changes, recall, context, history, forget,
@@ -228,3 +230,96 @@ def test_every_door_gives_the_same_answers(tmp_path):
         got = [clockless(x) for x in run(tmp_path / name, embedder)]
         for i, ((op, _), want, have) in enumerate(zip(SCENARIO, reference, got)):
             assert have == want, f"{name}: step {i} ({op}) differs from Python"
+
+
+# --- the framework adapters ---------------------------------------------------
+#
+# An adapter stores turns (observations, and the memories drawn from them),
+# not keyed facts, so its part of the scenario is: store the same turns,
+# read them back through the adapter and through the Python door on the
+# same namespace (the answers must be equal), forget through the adapter,
+# and find the forgotten turn gone from the Python door's recall.
+
+TURNS = [
+    ("user", "I moved to Lisbon last month"),
+    ("assistant", "Welcome to Lisbon! How do you like it?"),
+    ("user", "I am allergic to peanuts"),
+    ("user", "我喜欢喝乌龙茶"),
+]
+QUERY = "Which city did I move to?"
+
+
+def contents(recall: Any) -> List[str]:
+    return [h.content for h in recall.hits]
+
+
+def test_adk_memory_service_answers_as_the_python_door(tmp_path):
+    import asyncio
+
+    from google.adk.events.event import Event
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    from mnemon.adapters.adk import MnemonMemoryService
+
+    async def scenario(engine: mnemon.Engine) -> None:
+        sessions = InMemorySessionService()
+        session = await sessions.create_session(app_name="doors", user_id="u1", session_id="s1")
+        for i, (role, text) in enumerate(TURNS):
+            content = types.Content(role="user" if role == "user" else "model", parts=[types.Part(text=text)])
+            author = "user" if role == "user" else "agent"
+            await sessions.append_event(
+                session, Event(author=author, invocation_id="i", timestamp=1_780_000_000.0 + i, content=content)
+            )
+        service = MnemonMemoryService(engine)
+        await service.add_session_to_memory(session)
+        ns = service.namespace("doors", "u1")
+        found = (await service.search_memory(app_name="doors", user_id="u1", query=QUERY)).memories
+        texts = [" ".join(p.text for p in m.content.parts if p.text) for m in found]
+        direct = contents(engine.recall(ns, QUERY, top_k=len(texts), record_access=False))
+        assert texts == direct
+        assert texts[0] == "I moved to Lisbon last month"
+        await service.delete_memory(app_name="doors", user_id="u1", memory_id=found[0].id)
+        assert "I moved to Lisbon last month" not in contents(engine.recall(ns, QUERY, record_access=False))
+
+    with mnemon.Engine.open(tmp_path / "adk", embedder=neural_embedder()) as engine:
+        asyncio.run(scenario(engine))
+
+
+def test_llama_index_block_is_the_python_doors_context(tmp_path):
+    import asyncio
+
+    from llama_index.core.base.llms.types import ChatMessage
+
+    from mnemon.adapters.llama_index import MnemonMemoryBlock
+
+    with mnemon.Engine.open(tmp_path / "li", embedder=neural_embedder()) as engine:
+        block = MnemonMemoryBlock(engine=engine, user_id="u1", session_id="s1")
+        asyncio.run(block.aput([ChatMessage(role=r, content=t) for r, t in TURNS]))
+        text = asyncio.run(block.aget([ChatMessage(role="user", content=QUERY)]))
+        direct = engine.context(block.namespace, QUERY, budget_tokens=block.budget_tokens, current_session="s1")
+        assert text == direct.context
+        assert "I moved to Lisbon last month" in text
+
+
+def test_agents_session_turns_are_what_the_python_door_recalls(tmp_path):
+    import asyncio
+
+    from mnemon.adapters.openai_agents import MnemonSession
+
+    items = [{"role": r, "content": t} for r, t in TURNS]
+
+    async def scenario(engine: mnemon.Engine) -> None:
+        session = MnemonSession("s1", engine, user_id="u1")
+        await session.add_items(items)
+        assert await session.get_items() == items
+        hits = contents(engine.recall(session.namespace, QUERY, record_access=False))
+        assert hits[0] == "I moved to Lisbon last month"
+        assert await session.pop_item() == items[-1]
+        assert "我喜欢喝乌龙茶" not in contents(engine.recall(session.namespace, "乌龙茶", record_access=False))
+        await session.clear_session()
+        assert await session.get_items() == []
+        assert contents(engine.recall(session.namespace, QUERY, record_access=False)) == []
+
+    with mnemon.Engine.open(tmp_path / "oa", embedder=neural_embedder()) as engine:
+        asyncio.run(scenario(engine))
