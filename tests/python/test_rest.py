@@ -131,6 +131,15 @@ def test_idempotency_key_replays_without_writing_twice(rest):
         assert written(c) == before
         bad = c.post(f"{ns}/memories", json=body, headers={"Idempotency-Key": "has space"})
         assert bad.status_code == 400
+        # The same request spaced and ordered differently is the same request.
+        spaced = b'{ "content" :  "Takes the 8:10 train to work" }'
+        again = c.post(f"{ns}/memories", content=spaced, headers={"Idempotency-Key": "req-1", "Content-Type": "application/json"})
+        assert again.status_code == 201 and again.headers["idempotent-replayed"] == "true"
+        # An error keeps nothing: the corrected request runs under the same key.
+        typo = c.post(f"{ns}/memories", json={"contnet": "Has a dog"}, headers={"Idempotency-Key": "req-2"})
+        assert typo.status_code == 400
+        fixed = c.post(f"{ns}/memories", json={"content": "Has a dog"}, headers={"Idempotency-Key": "req-2"})
+        assert fixed.status_code == 201 and "idempotent-replayed" not in fixed.headers
         # A delete replays too: the second answer is the first's, not a 404.
         mid = c.post(f"{ns}/memories", json={"content": "Parks on level 3"}).json()["id"]
         d1 = c.delete(f"{ns}/memories/{mid}", headers={"Idempotency-Key": "del-1"})

@@ -5,9 +5,11 @@
 //!
 //! - A key still in flight answers 409 `conflict` (retry after it ends).
 //! - A key reused for a different request answers 422 `invalid_input`.
-//! - Answers that say the call may be retried (503: the store handed
-//!   over, a provider down, shutting down; or the call withdrawn) are not
-//!   kept: the retry runs again.
+//!   Requests compare by their arguments (JSON with sorted keys), so a
+//!   retry that spaces or orders its JSON differently is the same request.
+//! - Only successes are kept. An error answer (a refused request wrote
+//!   nothing; a 503 may be retried) releases the key: the corrected or
+//!   retried request runs under it.
 //! - Keys are kept in memory for [`DEFAULT_TTL`], at most
 //!   [`DEFAULT_CAPACITY`] of them (the oldest go first), and not across a
 //!   restart of the server: a retry after a restart runs again.
@@ -79,13 +81,14 @@ pub(crate) struct Slot {
     key: Option<String>,
 }
 
-/// The fingerprint of a request: SHA-256 over its route, path, query and body.
-pub(crate) fn fingerprint(operation_id: &str, path: &str, query: &str, body: &[u8]) -> [u8; 32] {
+/// The fingerprint of a request: SHA-256 over its route and its assembled
+/// arguments (path parameters, query or body) as JSON with sorted keys.
+pub(crate) fn fingerprint(operation_id: &str, args: &serde_json::Value) -> [u8; 32] {
     let mut h = Sha256::new();
-    for part in [operation_id.as_bytes(), path.as_bytes(), query.as_bytes(), body] {
-        h.update((part.len() as u64).to_le_bytes());
-        h.update(part);
-    }
+    h.update((operation_id.len() as u64).to_le_bytes());
+    h.update(operation_id.as_bytes());
+    // serde_json's maps are ordered by key (no `preserve_order`).
+    h.update(args.to_string().as_bytes());
     h.finalize().into()
 }
 
@@ -150,12 +153,13 @@ impl Idempotency {
 }
 
 impl Slot {
-    /// Keeps `out` as the key's answer, unless it says the call may be
-    /// retried (503) — then the key is released and a retry runs again.
+    /// Keeps `out` as the key's answer when it is a success; an error
+    /// (which wrote nothing, or may be retried) releases the key, so the
+    /// request may be corrected or retried under it.
     pub(crate) fn finish(mut self, out: &Outcome) {
         let Some(key) = self.key.take() else { return };
         let mut t = self.table.lock();
-        if out.status == StatusCode::SERVICE_UNAVAILABLE || out.code == Some(ErrorCode::Cancelled) {
+        if !out.status.is_success() || out.code.is_some() {
             t.entries.remove(&key);
             t.order.retain(|k| *k != key);
             return;
@@ -187,19 +191,27 @@ mod tests {
     #[test]
     fn replays_refuses_and_releases() {
         let idem = Idempotency::new(2, DEFAULT_TTL);
-        let fp = fingerprint("remember", "/v1/namespaces/u/memories", "", b"{}");
+        let fp = fingerprint("remember", &serde_json::json!({"namespace": "u", "content": "x"}));
         let Begin::Run(slot) = idem.begin("k1", fp) else { panic!("first use runs") };
         assert!(matches!(idem.begin("k1", fp), Begin::Refused(e) if e.code == ErrorCode::Conflict));
         slot.finish(&outcome(StatusCode::CREATED));
         assert!(matches!(idem.begin("k1", fp), Begin::Replay(s) if s.status == StatusCode::CREATED));
-        let other = fingerprint("remember", "/v1/namespaces/u/memories", "", b"{\"a\":1}");
+        let other = fingerprint("remember", &serde_json::json!({"namespace": "u", "content": "y"}));
         assert!(matches!(idem.begin("k1", other), Begin::Refused(e) if e.code == ErrorCode::InvalidInput));
-        // 503 is not kept.
+        // Errors are not kept.
         let Begin::Run(slot) = idem.begin("k2", fp) else { panic!() };
         slot.finish(&outcome(StatusCode::SERVICE_UNAVAILABLE));
         assert!(matches!(idem.begin("k2", fp), Begin::Run(_)));
         // A slot dropped unfinished releases its key (the Run above was dropped).
         assert!(matches!(idem.begin("k2", fp), Begin::Run(_)));
+    }
+
+    #[test]
+    fn spacing_and_key_order_do_not_change_the_fingerprint() {
+        let a: serde_json::Value = serde_json::from_str(r#"{"content":"x","kind":"fact"}"#).unwrap();
+        let b: serde_json::Value = serde_json::from_str(r#"{ "kind": "fact",  "content": "x" }"#).unwrap();
+        assert_eq!(fingerprint("remember", &a), fingerprint("remember", &b));
+        assert_ne!(fingerprint("remember", &a), fingerprint("observe", &a));
     }
 
     #[test]

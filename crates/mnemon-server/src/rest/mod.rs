@@ -176,7 +176,9 @@ pub(crate) async fn handle(req: Request<Incoming>, rest: &Arc<Rest>) -> Response
     let Some(key) = key else {
         return run(rest, route, args).await.into_response(false);
     };
-    let fingerprint = idempotency::fingerprint(route.operation_id, &path, &query, &body);
+    // Over the assembled arguments, so that spacing, key order and the
+    // order of query parameters do not make a retry a different request.
+    let fingerprint = idempotency::fingerprint(route.operation_id, &args);
     match rest.idempotency.begin(&key, fingerprint) {
         Begin::Replay(stored) => stored.into_response(true),
         Begin::Refused(e) => error_with(
