@@ -49,6 +49,7 @@ from ._errors import (
     RejectedError,
     ResponseTooLargeError,
     StorageError,
+    UnauthorizedError,
     UnavailableError,
 )
 from ._namespace import Namespace
@@ -87,6 +88,7 @@ __all__ = [
     "ClosedError",
     "CancelledError",
     "FencedError",
+    "UnauthorizedError",
     "PoisonedError",
     "CorruptedError",
     "IncompatibleFormatError",

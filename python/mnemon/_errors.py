@@ -24,6 +24,7 @@ __all__ = [
     "StorageError",
     "InternalError",
     "FencedError",
+    "UnauthorizedError",
 ]
 
 
@@ -94,6 +95,14 @@ class NamespaceNotAllowedError(MnemonError):
     """The namespace is outside what this door serves. Nothing was written."""
 
     code = "namespace_not_allowed"
+
+
+class UnauthorizedError(MnemonError):
+    """An HTTP door refused the caller: a missing or wrong bearer token
+    (HTTP 401), or a browser origin or host name the server does not answer
+    (HTTP 403). Nothing was run. The in-process engine never raises it."""
+
+    code = "unauthorized"
 
 
 class ResponseTooLargeError(MnemonError):
@@ -211,6 +220,7 @@ _BY_CODE: Dict[str, Type[MnemonError]] = {
         StorageError,
         InternalError,
         FencedError,
+        UnauthorizedError,
     )
 }
 

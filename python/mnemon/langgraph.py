@@ -98,6 +98,7 @@ try:
 except ImportError as _missing:  # pragma: no cover - exercised only without langgraph
     raise ImportError("mnemon.langgraph needs LangGraph: pip install langgraph") from _missing
 
+from . import _ids
 from ._embedder import _is_async
 from ._engine import Engine
 from ._errors import InvalidInputError, NotFoundError
@@ -123,7 +124,6 @@ UNINDEXED = "mnemon.unindexed"
 #: Keys of LangGraph's `IndexConfig` this store reads.
 _INDEX_KEYS = ("dims", "embed", "fields")
 
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _PREFIX = re.compile(r"[A-Za-z0-9_-]{1,32}")
 # A redaction placeholder (`[PHONE]`) that replaced digits of a JSON number,
 # with whatever is left of the number around it.
@@ -136,21 +136,15 @@ def escape_label(label: str) -> str:
     """A namespace label or key in mnemon's namespace alphabet: characters
     of `[A-Za-z0-9_-]` as themselves, every other one (`@` and `.`
     included) as `@XX` per byte of its UTF-8. Injective; the output never
-    holds `.`, `:` or `@@`.
+    holds `.`, `:` or `@@`. The framework adapters (`mnemon.adapters`) use
+    the same rule.
 
     Raises InvalidNamespaceError for text that is not valid Unicode.
     """
-    out = []
-    for ch in label:
-        if ch in _SAFE:
-            out.append(ch)
-        else:
-            try:
-                data = ch.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidNamespaceError(f"label {label!r} is not valid Unicode text") from None
-            out.extend(f"@{b:02X}" for b in data)
-    return "".join(out)
+    try:
+        return _ids.escape_label(label)
+    except InvalidInputError:
+        raise InvalidNamespaceError(f"label {label!r} is not valid Unicode text") from None
 
 
 def _letters(data: bytes) -> str:

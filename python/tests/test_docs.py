@@ -27,9 +27,24 @@ def public_members(cls: type):
             yield name, value
 
 
+def adapter_modules() -> List[object]:
+    """`mnemon.adapters` and those of its framework modules whose framework
+    is installed here."""
+    import importlib
+
+    found = [importlib.import_module("mnemon.adapters")]
+    for name in ("openai_agents", "llama_index", "adk", "crewai"):
+        try:
+            found.append(importlib.import_module(f"mnemon.adapters.{name}"))
+        except ImportError:
+            continue
+    return found
+
+
 def test_every_public_item_has_a_docstring():
     missing = []
     modules = [(mnemon, mnemon.__all__), (mnemon.langgraph, mnemon.langgraph.__all__)]
+    modules += [(m, m.__all__) for m in adapter_modules()]  # type: ignore[attr-defined]
     for module, names in modules:
         assert module.__doc__ and len(module.__doc__.split()) > 20, module.__name__
         for name in names:

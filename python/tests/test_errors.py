@@ -32,6 +32,7 @@ CODES = [
     "io",
     "storage",
     "internal",
+    "unauthorized",
 ]
 
 

@@ -4,6 +4,7 @@ wrong use of a result type is reported (the types are real, not Any)."""
 
 from __future__ import annotations
 
+import importlib
 import pathlib
 import subprocess
 import sys
@@ -79,8 +80,18 @@ def test_wrong_use_is_reported(tmp_path):
 
 
 def test_stubs_agree_with_the_runtime(tmp_path):
+    # A framework adapter whose framework is not installed here cannot be
+    # imported (CrewAI has an environment of its own): stubtest skips it.
+    skipped = []
+    for name in ("openai_agents", "llama_index", "adk", "crewai"):
+        try:
+            importlib.import_module(f"mnemon.adapters.{name}")
+        except ImportError:
+            skipped.append(f"mnemon.adapters.{name}")
+    allowlist = tmp_path / "allowlist.txt"
+    allowlist.write_text("".join(f"{name}\n" for name in skipped))
     p = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "mnemon"],
+        [sys.executable, "-m", "mypy.stubtest", "mnemon", "--allowlist", str(allowlist)],
         capture_output=True,
         text=True,
         timeout=600,

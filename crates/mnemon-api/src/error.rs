@@ -65,6 +65,11 @@ pub enum ErrorCode {
     Storage,
     /// Anything else (a bug: please report it).
     Internal,
+    /// An HTTP door refused the caller: the server has a bearer token and
+    /// the request did not carry it (HTTP 401), or the request came from a
+    /// browser origin or under a host name the server does not answer
+    /// (HTTP 403). Nothing was run.
+    Unauthorized,
     /// In a cluster: this daemon lost the namespace's writer lease or log
     /// position (another daemon writes it); the write was not applied.
     Fenced,
@@ -92,6 +97,7 @@ impl ErrorCode {
             ErrorCode::Storage => "storage",
             ErrorCode::Internal => "internal",
             ErrorCode::Fenced => "fenced",
+            ErrorCode::Unauthorized => "unauthorized",
         }
     }
 
@@ -106,6 +112,7 @@ impl ErrorCode {
                 | ErrorCode::Rejected
                 | ErrorCode::NamespaceNotAllowed
                 | ErrorCode::ResponseTooLarge
+                | ErrorCode::Unauthorized
         )
     }
 }

@@ -494,6 +494,10 @@ pub struct VerifyErasureArgs {
 pub struct SchemaArgs {
     /// Only this operation (default: every one).
     op: Option<String>,
+    /// Print the REST API's OpenAPI 3.1 document instead (as `mnemon serve`
+    /// serves it at /openapi.json).
+    #[arg(long, conflicts_with = "op")]
+    openapi: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -1180,6 +1184,10 @@ fn log(run: &dyn Fn(Request) -> Result<Response, ApiError>, a: &LogArgs) -> Resu
 
 /// `schema`: the JSON Schema of each operation's request and response.
 fn schema(a: &SchemaArgs) -> Result<ExitCode, ApiError> {
+    if a.openapi {
+        output::json(&mnemon_server::openapi());
+        return Ok(ExitCode::SUCCESS);
+    }
     let all = api::schemas();
     let chosen: Vec<_> = all.iter().filter(|s| a.op.as_deref().is_none_or(|op| op == s.op)).collect();
     if chosen.is_empty() {

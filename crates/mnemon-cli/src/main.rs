@@ -167,8 +167,9 @@ pub enum Cmd {
     /// MCP clients that start the server themselves).
     #[cfg(unix)]
     Mcp(serve::McpArgs),
-    /// Serve the memory tools over MCP streamable HTTP at /mcp, and a
-    /// read-only HTML inspector of the store at /.
+    /// Serve the memory tools over MCP streamable HTTP at /mcp, a REST API
+    /// under /v1 (OpenAPI document at /openapi.json), and a read-only HTML
+    /// inspector of the store at /.
     #[cfg(unix)]
     Serve(serve::ServeArgs),
     /// Print the JSON Schema of each operation of the command surface

@@ -94,7 +94,7 @@ pub struct ServeArgs {
     /// Most connections open at once; more are answered 503 (Retry-After) and closed.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, allow_hyphen_values = true)]
     max_connections: usize,
-    /// Browser origins allowed to call /mcp besides loopback ones
+    /// Browser origins allowed to call /mcp and the REST routes besides loopback ones
     /// (comma-separated `scheme://host[:port]`); others get 403.
     #[arg(long, value_delimiter = ',')]
     allow_origin: Vec<String>,

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::conn::Acceptor;
 use super::headers::{bearer_token, origin_allowed, Origin};
 use super::inspector::Inspector;
+use super::rest::{self, Rest};
 use super::server::MemoryServer;
 use super::sessions::Sessions;
 use super::{shutdown_signal, HttpOptions, DRAIN_TIMEOUT};
@@ -57,6 +58,7 @@ struct HttpState {
     max_body_bytes: usize,
     body_timeout: std::time::Duration,
     allowed_origins: Vec<Origin>,
+    rest: Arc<Rest>,
 }
 
 /// Name of the inspector's session cookie.
@@ -139,6 +141,9 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
 }
 
 async fn handle(req: Request<Incoming>, state: Arc<HttpState>) -> Response<Body> {
+    if rest::owns(req.uri().path()) {
+        return rest_gate(req, &state).await;
+    }
     if req.uri().path() != MCP_PATH {
         return inspect(req, &state).await;
     }
@@ -165,6 +170,36 @@ async fn handle(req: Request<Incoming>, state: Arc<HttpState>) -> Response<Body>
         };
     }
     state.service.handle(req).await
+}
+
+/// The REST door's checks, as `/mcp`'s: the browser origin, the host
+/// name on a loopback server without a token (no DNS rebinding), the
+/// bearer token; errors are the surface's error object.
+async fn rest_gate(req: Request<Incoming>, state: &HttpState) -> Response<Body> {
+    if !origin_allowed(req.headers().get_all(hyper::header::ORIGIN).iter(), &state.allowed_origins) {
+        return rest::error_with(
+            StatusCode::FORBIDDEN,
+            &ApiError::new(
+                ErrorCode::Unauthorized,
+                "forbidden: this Origin may not call the server (loopback origins and those given with --allow-origin only)",
+            ),
+        );
+    }
+    if state.loopback && state.token_digest.is_none() && !loopback_host(req.headers().get(hyper::header::HOST)) {
+        return rest::error_with(
+            StatusCode::FORBIDDEN,
+            &ApiError::new(ErrorCode::Unauthorized, "forbidden: this server answers loopback host names only"),
+        );
+    }
+    if let Some(expected) = &state.token_digest {
+        if !bearer_matches(&req, expected) {
+            return rest::error_with(
+                StatusCode::UNAUTHORIZED,
+                &ApiError::new(ErrorCode::Unauthorized, "unauthorized: send Authorization: Bearer <token>"),
+            );
+        }
+    }
+    rest::handle(req, &state.rest).await
 }
 
 /// True when the request's `Authorization` header is `Bearer` (any case)
@@ -364,6 +399,7 @@ pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), A
         max_body_bytes: opts.max_body_bytes,
         body_timeout: opts.body_timeout,
         allowed_origins: opts.allowed_origins.iter().filter_map(|o| Origin::parse(o)).collect(),
+        rest: Arc::new(Rest::new(server.clone(), opts.max_body_bytes, opts.body_timeout)),
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(opts.header_timeout);
@@ -371,6 +407,7 @@ pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), A
     let mut stop = std::pin::pin!(shutdown_signal());
     let addr = acceptor.local_addr().unwrap_or(opts.listen);
     eprintln!("mnemon: serving MCP on http://{addr}{MCP_PATH}");
+    eprintln!("mnemon: REST on http://{addr}{} (OpenAPI: http://{addr}{})", rest::REST_PREFIX, rest::OPENAPI_PATH);
     eprintln!("mnemon: inspector on http://{addr}/");
     loop {
         tokio::select! {

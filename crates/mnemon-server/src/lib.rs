@@ -28,6 +28,7 @@ mod conn;
 mod headers;
 mod http;
 mod inspector;
+mod rest;
 mod schema;
 mod server;
 mod sessions;
@@ -37,6 +38,7 @@ mod tools;
 
 pub use backend::{Backend, Opener};
 pub use http::MCP_PATH;
+pub use rest::{openapi, status_of, OPENAPI_PATH, REST_PREFIX};
 pub use schema::compact as compact_schema;
 pub use server::MemoryServer;
 pub use sessions::{DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_SECS, RESUME_WINDOW};
