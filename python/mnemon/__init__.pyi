@@ -30,6 +30,7 @@ from ._errors import PoisonedError as PoisonedError
 from ._errors import RejectedError as RejectedError
 from ._errors import ResponseTooLargeError as ResponseTooLargeError
 from ._errors import StorageError as StorageError
+from ._errors import UnauthorizedError as UnauthorizedError
 from ._errors import UnavailableError as UnavailableError
 from ._namespace import Namespace as Namespace
 from ._record import Record as Record
@@ -65,6 +66,7 @@ __all__ = [
     "IoError",
     "StorageError",
     "InternalError",
+    "UnauthorizedError",
     "DEFAULT_MAX_RESPONSE_TOKENS",
     "DEFAULT_MAX_CONTENT_BYTES",
     "schemas",

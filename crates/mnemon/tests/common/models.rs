@@ -32,6 +32,7 @@ pub fn installed(choice: EmbedderChoice) -> Option<Arc<dyn Embedder>> {
 /// (`full_name` names it in messages), or `None` with a SKIPPED notice on
 /// standard error (written directly, so the harness does not capture it);
 /// a missing model fails the test when `MNEMON_REQUIRE_MODELS=1`.
+#[allow(dead_code)] // not every test binary that includes this module uses it
 pub fn installed_dir(spec: &ModelSpec, full_name: &str) -> Option<std::path::PathBuf> {
     let dir = default_models_dir();
     if is_installed(spec, &dir) {
