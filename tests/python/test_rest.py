@@ -207,3 +207,52 @@ def test_fuzz_invalid_requests(rest):
     """Requests that break the schema: refused (4xx), as documented, and
     nothing written."""
     _fuzz(rest, GenerationMode.NEGATIVE, [*CHECKS, negative_data_rejection])
+
+
+def test_calls_beyond_max_in_flight_get_429_and_run_nothing(tmp_path):
+    import threading
+
+    s = HttpServer(tmp_path / "data", "--max-in-flight", "1")
+    try:
+        lines = "".join(
+            json.dumps({"type": "memory", "content": f"Visited museum number {i} in the old town"}) + "\n"
+            for i in range(20000)
+        )
+        done = {}
+
+        def slow_import():
+            with client(s) as c:
+                # The calls below may take the only slot first: then wait.
+                while True:
+                    done["r"] = c.post("/v1/namespaces/busy/import", json={"text": lines})
+                    if done["r"].status_code != 429:
+                        return
+                    done["waited"] = True
+
+        t = threading.Thread(target=slow_import)
+        t.start()
+        refused = []
+        with client(s) as c:
+            n = 0
+            while t.is_alive():
+                n += 1
+                r = c.post("/v1/namespaces/busy/memories", json={"content": f"Locker word zebra{n}"})
+                if r.status_code == 429:
+                    refused.append((r, f"Locker word zebra{n}"))
+        t.join()
+        assert done["r"].status_code == 200, done["r"].text
+        assert refused, "the import ended before a second call arrived"
+        r = refused[0][0]
+        assert r.headers["retry-after"] == "1"
+        assert r.json()["error"]["code"] == "unavailable"
+        stored, cursor = set(), None
+        with client(s) as c:
+            while True:
+                page = c.get("/v1/namespaces/busy/memories", params={"limit": 1000, **({"cursor": cursor} if cursor else {})}).json()
+                stored.update(m["content"] for m in page["memories"])
+                cursor = page.get("next_cursor")
+                if not cursor:
+                    break
+        assert not {text for _, text in refused} & stored, "a refused call wrote"
+    finally:
+        s.stop()

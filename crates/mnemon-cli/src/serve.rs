@@ -9,7 +9,7 @@ use mnemon::Namespace;
 use mnemon_api::{ApiError, Limits, NamespacePolicy, DEFAULT_MAX_RESPONSE_TOKENS};
 use mnemon_server::{
     self as mcp, Backend, HttpOptions, MemoryServer, DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT,
 };
 
 use crate::commands::opener;
@@ -94,6 +94,9 @@ pub struct ServeArgs {
     /// Most connections open at once; more are answered 503 (Retry-After) and closed.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS, allow_hyphen_values = true)]
     max_connections: usize,
+    /// Most REST calls running at once; one more is answered 429 (Retry-After).
+    #[arg(long, default_value_t = DEFAULT_MAX_IN_FLIGHT, allow_hyphen_values = true)]
+    max_in_flight: usize,
     /// Browser origins allowed to call /mcp and the REST routes besides loopback ones
     /// (comma-separated `scheme://host[:port]`); others get 403.
     #[arg(long, value_delimiter = ',')]
@@ -227,6 +230,7 @@ pub fn serve(cli: &Cli, a: &ServeArgs) -> Result<ExitCode, ApiError> {
         header_timeout: std::time::Duration::from_secs(a.header_timeout_secs),
         body_timeout: std::time::Duration::from_secs(a.body_timeout_secs),
         max_connections: a.max_connections,
+        max_in_flight: a.max_in_flight,
         allowed_origins: a.allow_origin.clone(),
     };
     mcp::check_tool_prefix(&a.policy.tool_prefix)?;

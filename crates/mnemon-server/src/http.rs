@@ -176,27 +176,27 @@ async fn handle(req: Request<Incoming>, state: Arc<HttpState>) -> Response<Body>
 /// name on a loopback server without a token (no DNS rebinding), the
 /// bearer token; errors are the surface's error object.
 async fn rest_gate(req: Request<Incoming>, state: &HttpState) -> Response<Body> {
+    // Refused before its body is read: the connection is closed after.
+    let refuse = |status, message: &str| {
+        let r = rest::error_with(status, &ApiError::new(ErrorCode::Unauthorized, message));
+        if rest::sends_body(&req) {
+            rest::closing(r)
+        } else {
+            r
+        }
+    };
     if !origin_allowed(req.headers().get_all(hyper::header::ORIGIN).iter(), &state.allowed_origins) {
-        return rest::error_with(
+        return refuse(
             StatusCode::FORBIDDEN,
-            &ApiError::new(
-                ErrorCode::Unauthorized,
-                "forbidden: this Origin may not call the server (loopback origins and those given with --allow-origin only)",
-            ),
+            "forbidden: this Origin may not call the server (loopback origins and those given with --allow-origin only)",
         );
     }
     if state.loopback && state.token_digest.is_none() && !loopback_host(req.headers().get(hyper::header::HOST)) {
-        return rest::error_with(
-            StatusCode::FORBIDDEN,
-            &ApiError::new(ErrorCode::Unauthorized, "forbidden: this server answers loopback host names only"),
-        );
+        return refuse(StatusCode::FORBIDDEN, "forbidden: this server answers loopback host names only");
     }
     if let Some(expected) = &state.token_digest {
         if !bearer_matches(&req, expected) {
-            return rest::error_with(
-                StatusCode::UNAUTHORIZED,
-                &ApiError::new(ErrorCode::Unauthorized, "unauthorized: send Authorization: Bearer <token>"),
-            );
+            return refuse(StatusCode::UNAUTHORIZED, "unauthorized: send Authorization: Bearer <token>");
         }
     }
     rest::handle(req, &state.rest).await
@@ -399,7 +399,7 @@ pub(crate) async fn run(server: MemoryServer, opts: HttpOptions) -> Result<(), A
         max_body_bytes: opts.max_body_bytes,
         body_timeout: opts.body_timeout,
         allowed_origins: opts.allowed_origins.iter().filter_map(|o| Origin::parse(o)).collect(),
-        rest: Arc::new(Rest::new(server.clone(), opts.max_body_bytes, opts.body_timeout)),
+        rest: Arc::new(Rest::new(server.clone(), opts.max_body_bytes, opts.body_timeout, opts.max_in_flight)),
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder.timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(opts.header_timeout);

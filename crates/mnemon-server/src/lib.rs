@@ -72,6 +72,12 @@ pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// own files. Connections above it are answered 503 and closed.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
 
+/// Default most REST calls running at once: 64. Each runs on a thread of
+/// the blocking pool (512 threads at most); 64 leaves room for the MCP
+/// sessions and the inspector while one writer commits the writes in
+/// groups, so more at once would only queue behind it.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
+
 /// Settings of `mnemon serve`.
 #[derive(Clone, Debug)]
 pub struct HttpOptions {
@@ -95,6 +101,10 @@ pub struct HttpOptions {
     /// `Retry-After` and closed. Default [`DEFAULT_MAX_CONNECTIONS`]; at
     /// least 1.
     pub max_connections: usize,
+    /// Most REST calls running at once; one more is answered 429 with
+    /// `Retry-After` and runs nothing. Default [`DEFAULT_MAX_IN_FLIGHT`];
+    /// at least 1.
+    pub max_in_flight: usize,
     /// Browser origins (`scheme://host[:port]`) allowed besides loopback
     /// ones: a request to `/mcp` whose `Origin` is neither is refused with
     /// 403 (no DNS rebinding from other web pages). Requests without
@@ -121,6 +131,7 @@ impl HttpOptions {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             body_timeout: DEFAULT_BODY_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             allowed_origins: Vec::new(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             session_idle: Duration::from_secs(DEFAULT_SESSION_IDLE_SECS),
@@ -259,6 +270,9 @@ pub fn run_http(server: MemoryServer, opts: HttpOptions) -> Result<(), ApiError>
     }
     if opts.max_connections == 0 {
         return Err(ApiError::invalid("max_connections", "must be at least 1"));
+    }
+    if opts.max_in_flight == 0 {
+        return Err(ApiError::invalid("max_in_flight", "must be at least 1"));
     }
     if opts.max_sessions == 0 {
         return Err(ApiError::invalid("max_sessions", "must be at least 1"));

@@ -60,16 +60,26 @@ pub(crate) struct Rest {
     pub(crate) idempotency: Idempotency,
     pub(crate) max_body_bytes: usize,
     pub(crate) body_timeout: std::time::Duration,
+    /// One permit per call that may run at once.
+    in_flight: Arc<tokio::sync::Semaphore>,
+    max_in_flight: usize,
     document: Bytes,
 }
 
 impl Rest {
-    pub(crate) fn new(server: MemoryServer, max_body_bytes: usize, body_timeout: std::time::Duration) -> Rest {
+    pub(crate) fn new(
+        server: MemoryServer,
+        max_body_bytes: usize,
+        body_timeout: std::time::Duration,
+        max_in_flight: usize,
+    ) -> Rest {
         Rest {
             server,
             idempotency: Idempotency::new(idempotency::DEFAULT_CAPACITY, idempotency::DEFAULT_TTL),
             max_body_bytes,
             body_timeout,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(max_in_flight.max(1))),
+            max_in_flight: max_in_flight.max(1),
             document: Bytes::from(openapi().to_string()),
         }
     }
@@ -132,6 +142,33 @@ pub(crate) fn error(e: &ApiError) -> Response<Body> {
 
 /// Serves one REST request (authentication is done by the caller).
 pub(crate) async fn handle(req: Request<Incoming>, rest: &Arc<Rest>) -> Response<Body> {
+    let has_body = sends_body(&req);
+    let mut read = false;
+    let r = answer(req, rest, &mut read).await;
+    if has_body && !read {
+        closing(r)
+    } else {
+        r
+    }
+}
+
+/// True when the request carries a body (a length above zero, or chunks).
+pub(crate) fn sends_body(req: &Request<Incoming>) -> bool {
+    let h = req.headers();
+    h.contains_key(hyper::header::TRANSFER_ENCODING)
+        || h.get(hyper::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim() != "0")
+}
+
+/// `r` with `Connection: close`: answered before its request's body was
+/// read, the connection cannot serve another request, and the client must
+/// not send one on it.
+pub(crate) fn closing(mut r: Response<Body>) -> Response<Body> {
+    r.headers_mut().insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+    r
+}
+
+/// The answer to one request; `read` is set once its body was read whole.
+async fn answer(req: Request<Incoming>, rest: &Arc<Rest>, read: &mut bool) -> Response<Body> {
     let path = req.uri().path().to_string();
     if path == OPENAPI_PATH {
         if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -160,10 +197,18 @@ pub(crate) async fn handle(req: Request<Incoming>, rest: &Arc<Rest>) -> Response
         Ok(k) => k,
         Err(e) => return error(&e),
     };
+    // Held until the answer is ready (a call whose client left keeps it
+    // until the call ends: it still runs).
+    let Ok(permit) = rest.in_flight.clone().try_acquire_owned() else {
+        return too_many(rest.max_in_flight);
+    };
     let (parts, body) = req.into_parts();
     let body = match route.input {
         Input::Body => match read_body(&parts, body, rest).await {
-            Ok(b) => b,
+            Ok(b) => {
+                *read = true;
+                b
+            }
             Err(r) => return r,
         },
         // Reads and deletes take no body; one sent is not read.
@@ -174,7 +219,9 @@ pub(crate) async fn handle(req: Request<Incoming>, rest: &Arc<Rest>) -> Response
         Err(e) => return error(&e),
     };
     let Some(key) = key else {
-        return run(rest, route, args).await.into_response(false);
+        let out = run(rest, route, args).await;
+        drop(permit);
+        return out.into_response(false);
     };
     // Over the assembled arguments, so that spacing, key order and the
     // order of query parameters do not make a retry a different request.
@@ -193,6 +240,7 @@ pub(crate) async fn handle(req: Request<Incoming>, rest: &Arc<Rest>) -> Response
             let task = tokio::spawn(async move {
                 let out = run(&rest2, route, args).await;
                 slot.finish(&out);
+                drop(permit);
                 out
             });
             match task.await {
@@ -201,6 +249,19 @@ pub(crate) async fn handle(req: Request<Incoming>, rest: &Arc<Rest>) -> Response
             }
         }
     }
+}
+
+/// 429 with `Retry-After`: `max` calls are running.
+fn too_many(max: usize) -> Response<Body> {
+    let mut r = error_with(
+        StatusCode::TOO_MANY_REQUESTS,
+        &ApiError::new(
+            ErrorCode::Unavailable,
+            format!("{max} calls are running (--max-in-flight); nothing was run, retry after 1 s"),
+        ),
+    );
+    r.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    r
 }
 
 /// 405 with `Allow`.

@@ -162,6 +162,7 @@ const ERRORS: &[(&str, &str)] = &[
     ("404", "No such memory, observation, session or namespace."),
     ("409", "Conflicts with the current state, or the Idempotency-Key is still running."),
     ("422", "Refused as it stands: the safety policy, an item above the response budget, or an Idempotency-Key reused for another request."),
+    ("429", "Too many calls running at once (--max-in-flight): nothing was run; retry after Retry-After seconds."),
     ("500", "A fault of the store (corruption, I/O)."),
     ("503", "Not available now (shutting down, the store handed over, a provider down): retry after Retry-After seconds."),
 ];
