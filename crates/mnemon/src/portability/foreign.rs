@@ -4,7 +4,7 @@
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::portability::records::{within_line, ImportMemory, Rejection, Unmapped, MAX_LINE_BYTES};
+use crate::portability::records::{within_line, ImportMemory, Rejection, Unmapped};
 
 /// One JSON value of the input and where it is.
 pub(crate) struct Item {
@@ -71,20 +71,14 @@ fn is_document(trimmed: &str) -> bool {
 }
 
 fn lines(text: &str, items: &mut Vec<Item>, rejected: &mut Vec<Rejection>) {
-    for (i, line) in text.split('\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
-            continue;
-        }
-        if line.len() > MAX_LINE_BYTES {
-            rejected.push(Rejection {
-                line: line_no,
-                at: String::new(),
-                reason: format!("line of {} bytes, at most {MAX_LINE_BYTES} allowed", line.len()),
-            });
-            continue;
-        }
+    for line in super::records::json_lines(text) {
+        let (line_no, line) = match line {
+            Ok(l) => l,
+            Err(r) => {
+                rejected.push(r);
+                continue;
+            }
+        };
         match serde_json::from_str::<Value>(line) {
             Ok(value) => items.push(Item { line: line_no, at: String::new(), list: None, value }),
             Err(e) => rejected.push(Rejection { line: line_no, at: String::new(), reason: within_line(line, &e) }),

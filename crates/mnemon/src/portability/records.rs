@@ -162,29 +162,43 @@ impl Parsed {
     }
 }
 
+/// The non-blank lines of JSON lines `text`, each with its 1-based line
+/// number: a leading byte order mark (editors on Windows write one) and
+/// each line's `\r` are dropped, and a line over [`MAX_LINE_BYTES`] comes
+/// as its rejection.
+pub(crate) fn json_lines(text: &str) -> impl Iterator<Item = Result<(u64, &str), Rejection>> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    text.split('\n').enumerate().filter_map(|(i, line)| {
+        let line_no = i as u64 + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            return None;
+        }
+        if line.len() > MAX_LINE_BYTES {
+            return Some(Err(Rejection {
+                line: line_no,
+                at: String::new(),
+                reason: format!("line of {} bytes, at most {MAX_LINE_BYTES} allowed", line.len()),
+            }));
+        }
+        Some(Ok((line_no, line)))
+    })
+}
+
 /// Reads the JSON lines schema. Blank lines are skipped; every other line
 /// must be one [`ImportRecord`] (unknown fields are refused, so a typo is a
 /// rejection, not a silently dropped field). Never panics, whatever the
 /// input (fuzzed).
 pub fn parse_jsonl(text: &str) -> Parsed {
     let mut out = Parsed::default();
-    // A byte order mark (editors on Windows write one) is not part of the
-    // first record.
-    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    for (i, line) in text.split('\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.trim().is_empty() {
-            continue;
-        }
-        if line.len() > MAX_LINE_BYTES {
-            out.rejected.push(Rejection {
-                line: line_no,
-                at: String::new(),
-                reason: format!("line of {} bytes, at most {MAX_LINE_BYTES} allowed", line.len()),
-            });
-            continue;
-        }
+    for line in json_lines(text) {
+        let (line_no, line) = match line {
+            Ok(l) => l,
+            Err(r) => {
+                out.rejected.push(r);
+                continue;
+            }
+        };
         match serde_json::from_str::<ImportRecord>(line) {
             Ok(record) => out.records.push(Located { line: line_no, at: String::new(), record, namespace: None }),
             Err(e) => {
