@@ -86,6 +86,18 @@ fn lines(text: &str, items: &mut Vec<Item>, rejected: &mut Vec<Rejection>) {
     }
 }
 
+/// The memory that states a graph relation: `"<from> <relation> <to>"`,
+/// about both ends (`entities`: `from`, and `to` when it differs).
+pub(crate) fn relation_memory(from: &str, relation: &str, to: &str) -> ImportMemory {
+    let mut m = memory(format!("{from} {relation} {to}"));
+    let mut entities = vec![from.to_string()];
+    if to != from {
+        entities.push(to.to_string());
+    }
+    m.entities = Some(entities);
+    m
+}
+
 /// A memory of `content` with every other field unset.
 pub(crate) fn memory(content: String) -> ImportMemory {
     ImportMemory {

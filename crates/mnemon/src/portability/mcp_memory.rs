@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::portability::foreign::{extra_fields, memory, read_items, shown, str_field, Item};
+use crate::portability::foreign::{extra_fields, memory, read_items, relation_memory, shown, str_field, Item};
 use crate::portability::records::{ImportRecord, Located, Parsed, Rejection, Unmapped};
 
 /// Reads the MCP memory server's knowledge graph: JSON lines, each
@@ -141,12 +141,7 @@ fn relation(out: &mut Parsed, item: &Item, obj: &serde_json::Map<String, Value>,
         return;
     }
     out.unmapped.extend(extra_fields(obj, &["type", "from", "to", "relationType"], item.line, &at));
-    let mut m = memory(said);
-    let mut entities = vec![from.to_string()];
-    if to != from {
-        entities.push(to.to_string());
-    }
-    m.entities = Some(entities);
+    let m = relation_memory(from, rel, to);
     out.records.push(Located { line: item.line, at, record: ImportRecord::Memory(m), namespace: None });
 }
 

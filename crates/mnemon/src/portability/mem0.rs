@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::portability::foreign::{extra_fields, memory, read_items, shown, str_field, time_field, Item};
+use crate::portability::foreign::{
+    extra_fields, memory, read_items, relation_memory, shown, str_field, time_field, Item,
+};
 use crate::portability::records::{ImportRecord, Located, Parsed, Rejection, Unmapped};
 
 /// Fields of a mem0 record the mapping reads or deliberately leaves:
@@ -154,12 +156,7 @@ fn relation(out: &mut Parsed, item: &Item, obj: &Map<String, Value>) {
     let said = format!("{source} {rel} {target}");
     let at = if item.at.is_empty() { format!("relation {said:?}") } else { format!("{} (relation {said:?})", item.at) };
     out.unmapped.extend(extra_fields(obj, &["source", "relationship", "target", "destination"], item.line, &at));
-    let mut m = memory(said);
-    let mut entities = vec![source.to_string()];
-    if target != source {
-        entities.push(target.to_string());
-    }
-    m.entities = Some(entities);
+    let m = relation_memory(source, rel, target);
     out.records.push(Located { line: item.line, at, record: ImportRecord::Memory(m), namespace: None });
 }
 
