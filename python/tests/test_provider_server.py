@@ -6,10 +6,15 @@ minilm` put in place (`provider_server/st2gguf.py`).
 A store is built and reopened through it from the CLI, the MCP server's
 configuration and Python; the server is killed in the middle of an import
 (no write is lost, the backlog is embedded once it is back); a wrong
-dimension is refused with the provider named. 429 answers and the rerank
-shape are covered by `crates/mnemon/tests/provider.rs` (this server neither
-limits rates nor serves a reranker without a rerank model, and none is on
-PyPI).
+dimension is refused with the provider named.
+
+The rerank stage runs against the same server started with rank pooling
+over MiniLM with an untrained scoring head (`st2gguf.py --rank-head`; no
+trained cross-encoder is on PyPI): recall through the CLI, Python and the
+MCP server's configuration is put in exactly the order, and with the
+scores, that the server's own `/v1/rerank` gives the same candidates, and
+keeps its own order while the server is down. 429 answers are covered by
+`crates/mnemon/tests/provider.rs` (this server does not limit rates).
 
 Skipped when xllamacpp or the MiniLM files are missing, a failure under
 `MNEMON_REQUIRE_MODELS=1` (as `./scripts/test` sets).
@@ -35,6 +40,7 @@ from conftest import require_binary
 
 HERE = pathlib.Path(__file__).resolve().parent / "provider_server"
 MODEL = "all-MiniLM-L6-v2"
+RANK_MODEL = "minilm-rank-head"
 
 FACTS = [
     "Alice is allergic to peanuts and carries an epinephrine pen",
@@ -73,8 +79,11 @@ def free_port() -> int:
 class LlamaServer:
     """llama-server on a loopback port; stop and start it again at will."""
 
-    def __init__(self, gguf: pathlib.Path, port: int, log: pathlib.Path) -> None:
+    def __init__(
+        self, gguf: pathlib.Path, port: int, log: pathlib.Path, alias: str = MODEL, pooling: str = "mean"
+    ) -> None:
         self.gguf, self.port, self.log = gguf, port, log
+        self.alias, self.pooling = alias, pooling
         self.proc: Optional[subprocess.Popen] = None
 
     @property
@@ -87,7 +96,16 @@ class LlamaServer:
     def start(self) -> None:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, str(HERE / "serve.py"), str(self.gguf), str(self.port), "--alias", MODEL],
+                [
+                    sys.executable,
+                    str(HERE / "serve.py"),
+                    str(self.gguf),
+                    str(self.port),
+                    "--alias",
+                    self.alias,
+                    "--pooling",
+                    self.pooling,
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -116,8 +134,9 @@ class LlamaServer:
         self.proc = None
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[LlamaServer]:
+def minilm_gguf(work: pathlib.Path, *extra: str) -> pathlib.Path:
+    """Converts the installed MiniLM to GGUF in `work` (skips, or fails
+    under MNEMON_REQUIRE_MODELS=1, when the server or MiniLM is missing)."""
     try:
         import gguf  # noqa: F401
         import xllamacpp  # noqa: F401
@@ -126,10 +145,27 @@ def server(tmp_path_factory) -> Iterator[LlamaServer]:
     minilm = models_dir() / "minilm"
     if not (minilm / "model.safetensors").exists():
         skip_or_fail(f"all-MiniLM-L6-v2 is not installed in {minilm.parent}: run mnemon model install minilm")
+    out = work / f"{MODEL}{''.join(extra)}.gguf"
+    subprocess.run(
+        [sys.executable, str(HERE / "st2gguf.py"), str(minilm), str(out), *extra], check=True, capture_output=True
+    )
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[LlamaServer]:
     work = tmp_path_factory.mktemp("llama")
-    out = work / f"{MODEL}.gguf"
-    subprocess.run([sys.executable, str(HERE / "st2gguf.py"), str(minilm), str(out)], check=True, capture_output=True)
-    s = LlamaServer(out, free_port(), work / "server.log")
+    s = LlamaServer(minilm_gguf(work), free_port(), work / "server.log")
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def rank_server(tmp_path_factory) -> Iterator[LlamaServer]:
+    work = tmp_path_factory.mktemp("llama-rank")
+    gguf = minilm_gguf(work, "--rank-head")
+    s = LlamaServer(gguf, free_port(), work / "server.log", alias=RANK_MODEL, pooling="rank")
     s.start()
     yield s
     s.stop()
@@ -227,3 +263,89 @@ def test_a_wrong_dimension_is_refused_naming_the_provider(server, tmp_path):
             engine.remember("u1", "Erin moved to Lisbon")
         assert "384 components" in str(e.value) and server.url in str(e.value)
         assert engine.stats().last_seq == 0
+
+
+RERANK_FACTS = FACTS + [
+    "Alice keeps a spare epinephrine pen in the office first-aid kit",
+    "The cafeteria labels every dish that contains peanuts or tree nuts",
+    "Erin is lactose intolerant and takes her coffee black",
+    "Bob's flight to Denver leaves at 7:05 on Friday",
+]
+RERANK_QUERY = "what food allergies should the office caterer know about"
+DEPTH = 8
+
+
+def server_order(server: LlamaServer, query: str, docs: list) -> list:
+    """The server's own answer for `docs`, as (document, score) pairs in its
+    score order; ties keep the order the documents were sent in."""
+    body = json.dumps({"model": RANK_MODEL, "query": query, "documents": docs}).encode()
+    req = urllib.request.Request(
+        f"{server.url}/rerank", data=body, headers={"content-type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        results = json.loads(r.read())["results"]
+    assert sorted(x["index"] for x in results) == list(range(len(docs)))
+    scored = [(docs[x["index"]], x["relevance_score"], x["index"]) for x in results]
+    scored.sort(key=lambda t: (-t[1], t[2]))
+    return [(d, s) for d, s, _ in scored]
+
+
+def recall_json(data: pathlib.Path, *extra: str, env: Optional[dict] = None) -> list:
+    cmd = [str(require_binary()), "--data", str(data), "recall", "--namespace", "u1", "--json", "--explain"]
+    cmd += ["--no-record-access", "--top-k", str(DEPTH), *extra, RERANK_QUERY]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, f"{cmd}: {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return json.loads(p.stdout)["hits"]
+
+
+def test_recall_takes_the_rerank_servers_order_at_every_door(rank_server, tmp_path):
+    data = tmp_path / "rerank"
+    for fact in RERANK_FACTS:
+        run(data, "remember", "--namespace", "u1", fact, embedder="minilm")
+    spec = f"rerank:{RANK_MODEL}@{rank_server.url}?depth={DEPTH}"
+
+    # Recall's own order: the candidates the rerank stage is handed.
+    own = recall_json(data)
+    assert len(own) == DEPTH and all(h["explain"].get("rerank_score") is None for h in own)
+    expected = server_order(rank_server, RERANK_QUERY, [h["content"] for h in own])
+    assert [d for d, _ in expected] != [h["content"] for h in own], "the server's order must differ to show anything"
+
+    def check(hits: list, door: str) -> None:
+        assert [h["content"] for h in hits] == [d for d, _ in expected], door
+        for h, (_, score) in zip(hits, expected):
+            assert h["explain"]["rerank_score"] == pytest.approx(score, abs=1e-6), door
+            assert h["score"] == pytest.approx(min(max(score, 0.0), 1.0), abs=1e-6), door
+
+    check(recall_json(data, "--reranker", spec), "cli")
+    # `--no-rerank` keeps recall's order for one call.
+    assert [h["content"] for h in recall_json(data, "--reranker", spec, "--no-rerank")] == [h["content"] for h in own]
+
+    with mnemon.Engine.open(data, reranker=spec) as engine:
+        r = engine.recall("u1", RERANK_QUERY, top_k=DEPTH, explain=True, record_access=False)
+        check([{"content": h.content, "score": h.score, "explain": {"rerank_score": h.explain.rerank_score}} for h in r.hits], "python")
+
+    mcp = pytest.importorskip("mcp")
+    import anyio
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {**os.environ, "MNEMON_RERANKER": spec, "MNEMON_DATA": str(data)}
+    params = StdioServerParameters(command=str(require_binary()), args=["mcp"], env=env)
+
+    async def main() -> dict:
+        async with mcp.Client(params) as client:
+            args = {"namespace": "u1", "query": RERANK_QUERY, "top_k": DEPTH, "explain": True, "record_access": False}
+            r = await client.call_tool("memory_recall", args)
+            assert not r.is_error, r.content[0].text
+            return r.structured_content
+
+    check(anyio.run(main)["hits"], "mcp")
+
+    # The server down: recall answers in its own order, no hit reranked.
+    rank_server.stop()
+    try:
+        down = recall_json(data, "--reranker", spec)
+        assert [h["content"] for h in down] == [h["content"] for h in own]
+        assert all(h["explain"].get("rerank_score") is None for h in down)
+    finally:
+        rank_server.start()
+    check(recall_json(data, "--reranker", spec), "cli after the server is back")

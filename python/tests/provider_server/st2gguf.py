@@ -3,11 +3,20 @@
 model.safetensors, tokenizer.json, modules.json, 1_Pooling/config.json) to a
 GGUF file that llama.cpp's llama-server can load with --embedding.
 
+With --rank-head the file also carries a scoring head, so that llama-server
+started with rank pooling (`serve.py --pooling rank`) serves `/v1/rerank`:
+the model's own pooler (`pooler.dense`, tanh) as llama.cpp's `cls` tensor
+and, as `cls.output`, a fixed unit vector drawn from a seeded generator
+(seed 0) with a zero bias.  The head is not trained: its scores are the
+server's real answers to the rerank protocol but carry no relevance, which
+is what a test of the protocol (order, scores, failure) needs.  No trained
+cross-encoder is installable from the package registries.
+
 Torch-free: only numpy + the `gguf` package (pure Python, from PyPI).  Mirrors
 what llama.cpp's convert_hf_to_gguf.py (conversion/bert.py) writes for
 BertModel, which cannot be used here because it imports torch.
 
-usage: st2gguf.py MODEL_DIR OUT.gguf
+usage: st2gguf.py MODEL_DIR OUT.gguf [--rank-head]
 """
 import json
 import struct
@@ -37,7 +46,7 @@ def read_safetensors(path):
         yield name, arr
 
 
-def main(model_dir, out):
+def main(model_dir, out, rank_head=False):
     d = Path(model_dir)
     cfg = json.loads((d / "config.json").read_text())
     if cfg.get("model_type") != "bert":
@@ -102,12 +111,21 @@ def main(model_dir, out):
     for name, arr in read_safetensors(d / "model.safetensors"):
         if name.startswith("bert."):
             name = name[5:]
+        if rank_head and name.startswith("pooler.dense."):
+            # llama.cpp's rank pooling: cls (dense + tanh), then cls.output
+            w.add_tensor("cls." + name.rsplit(".", 1)[1], np.ascontiguousarray(arr, dtype=np.float32))
+            continue
         if name.startswith(("pooler.", "cls.")) or name == "embeddings.position_ids":
             continue
         new = tmap.get_name(name, try_suffixes=(".weight", ".bias"))
         if new is None:
             sys.exit(f"cannot map tensor {name}")
         w.add_tensor(new, np.ascontiguousarray(arr, dtype=np.float32))
+
+    if rank_head:
+        v = np.random.default_rng(0).standard_normal((1, cfg["hidden_size"])).astype(np.float32)
+        w.add_tensor("cls.output.weight", v / np.linalg.norm(v))
+        w.add_tensor("cls.output.bias", np.zeros(1, dtype=np.float32))
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -117,6 +135,7 @@ def main(model_dir, out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--rank-head"]
+    if len(args) != 2 or len(sys.argv) - 1 - len(args) > 1:
         sys.exit(__doc__)
-    main(sys.argv[1], sys.argv[2])
+    main(args[0], args[1], rank_head="--rank-head" in sys.argv[1:])
