@@ -323,7 +323,7 @@ export class Engine {
    * @throws {InvalidInputError} a bad value (nothing written).
    * @throws {ConflictError | NotFoundError | RejectedError | EmbedderError | PoisonedError | ClosedError}
    */
-  remember(namespace: string, content: string, options?: RememberOptions): Promise<T.Remembered> {
+  async remember(namespace: string, content: string, options?: RememberOptions): Promise<T.Remembered> {
     return this.call("remember", { ...normalise(options, ["event_time"]), namespace, content } as T.RememberRequest);
   }
 
@@ -335,7 +335,7 @@ export class Engine {
    * @throws {ConflictError} `id` is not active.
    * @throws {InvalidInputError | RejectedError | EmbedderError | ClosedError}
    */
-  supersede(namespace: string, id: number, content: string, options?: SupersedeOptions): Promise<T.Remembered> {
+  async supersede(namespace: string, id: number, content: string, options?: SupersedeOptions): Promise<T.Remembered> {
     return this.call("supersede", { ...normalise(options, ["event_time"]), namespace, id, content } as T.SupersedeRequest);
   }
 
@@ -346,7 +346,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | RejectedError | ClosedError | PoisonedError}
    */
-  observe(namespace: string, session: string, text: string, options?: ObserveOptions): Promise<T.ObserveResponse> {
+  async observe(namespace: string, session: string, text: string, options?: ObserveOptions): Promise<T.ObserveResponse> {
     return this.call("observe", { ...normalise(options, ["event_time"]), namespace, session, text } as T.ObserveRequest);
   }
 
@@ -361,7 +361,7 @@ export class Engine {
    * @throws {NotFoundError} `id`, `observation` or `session` does not exist (a target already forgotten resolves with zero counts).
    * @throws {ClosedError | PoisonedError}
    */
-  forget(namespace: string, target: ForgetOptions): Promise<T.ForgetResponse> {
+  async forget(namespace: string, target: ForgetOptions): Promise<T.ForgetResponse> {
     return this.call("forget", { ...normalise(target), namespace } as T.ForgetRequest);
   }
 
@@ -372,7 +372,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError | PoisonedError}
    */
-  applyExtraction(namespace: string, extraction: string | Record<string, unknown>): Promise<T.ExtractionReport> {
+  async applyExtraction(namespace: string, extraction: string | Record<string, unknown>): Promise<T.ExtractionReport> {
     return this.call("apply_extraction", { namespace, extraction } as unknown as T.ApplyExtractionRequest);
   }
 
@@ -382,7 +382,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError | PoisonedError}
    */
-  endSession(namespace: string, session: string, options: { promote?: number[] } = {}): Promise<T.SessionEnd> {
+  async endSession(namespace: string, session: string, options: { promote?: number[] } = {}): Promise<T.SessionEnd> {
     return this.call("end_session", { ...normalise(options), namespace, session } as T.EndSessionRequest);
   }
 
@@ -392,7 +392,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError | PoisonedError}
    */
-  consolidate(namespace: string, options: { dry_run?: boolean } = {}): Promise<T.Consolidation[]> {
+  async consolidate(namespace: string, options: { dry_run?: boolean } = {}): Promise<T.Consolidation[]> {
     return this.call("consolidate", { ...normalise(options), namespace } as T.ConsolidateRequest);
   }
 
@@ -402,7 +402,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError | PoisonedError}
    */
-  maintain(namespace?: string): Promise<T.NamespaceMaintenance[]> {
+  async maintain(namespace?: string): Promise<T.NamespaceMaintenance[]> {
     return this.call("maintain", (namespace === undefined ? {} : { namespace }) as T.MaintainRequest);
   }
 
@@ -412,7 +412,7 @@ export class Engine {
    *
    * @throws {IoError | StorageError | PoisonedError | ClosedError}
    */
-  compact(): Promise<T.ErasureReceipt> {
+  async compact(): Promise<T.ErasureReceipt> {
     return this.call("compact", {});
   }
 
@@ -422,7 +422,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | IoError | ClosedError}
    */
-  verifyErasure(texts: string[]): Promise<T.ErasureReceipt> {
+  async verifyErasure(texts: string[]): Promise<T.ErasureReceipt> {
     return this.call("verify_erasure", { texts });
   }
 
@@ -438,7 +438,7 @@ export class Engine {
    * @throws {InvalidInputError} neither or both of `text` and `path`, an unknown format.
    * @throws {IoError | ClosedError}
    */
-  importRecords(namespace: string, options: ImportOptions): Promise<T.ImportSummary> {
+  async importRecords(namespace: string, options: ImportOptions): Promise<T.ImportSummary> {
     return this.call("import", { ...normalise(options), namespace } as T.ImportRequest);
   }
 
@@ -449,7 +449,7 @@ export class Engine {
    * @throws {IoError} `dir` exists and is not empty, or cannot be written.
    * @throws {InvalidInputError | ClosedError}
    */
-  backup(dir: string): Promise<T.BackupReport> {
+  async backup(dir: string): Promise<T.BackupReport> {
     return this.call("backup", { dir });
   }
 
@@ -459,7 +459,7 @@ export class Engine {
    *
    * @throws {IoError | InvalidInputError | ClosedError}
    */
-  export(path: string): Promise<T.ExportReport> {
+  async export(path: string): Promise<T.ExportReport> {
     return this.call("export", { path });
   }
 
@@ -469,7 +469,7 @@ export class Engine {
    *
    * @throws {CorruptedError | IoError | InvalidInputError | ClosedError}
    */
-  restore(from: string, into: string): Promise<T.RestoreReport> {
+  async restore(from: string, into: string): Promise<T.RestoreReport> {
     return this.call("restore", { from, into });
   }
 
@@ -485,7 +485,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | EmbedderError | ClosedError}
    */
-  recall(namespace: string, query: string, options?: RecallOptions): Promise<T.RecallResponse> {
+  async recall(namespace: string, query: string, options?: RecallOptions): Promise<T.RecallResponse> {
     const args = normalise(options, ["from", "to", "reference_time"], true);
     return this.call("recall", { ...args, namespace, query } as T.RecallRequest);
   }
@@ -499,7 +499,7 @@ export class Engine {
    * @throws {InvalidInputError} a budget or share out of range, or bad filters.
    * @throws {EmbedderError | ClosedError}
    */
-  context(namespace: string, query: string, options?: ContextOptions): Promise<T.ContextBlock> {
+  async context(namespace: string, query: string, options?: ContextOptions): Promise<T.ContextBlock> {
     const args = normalise(options, ["from", "to", "reference_time"], true);
     return this.call("context", { ...args, namespace, query } as T.ContextRequest);
   }
@@ -510,7 +510,7 @@ export class Engine {
    * @throws {NotFoundError} no such memory in the namespace (or forgotten).
    * @throws {ResponseTooLargeError | InvalidInputError | ClosedError}
    */
-  get(namespace: string, id: number, options: { as_of?: AsOfInput | null } = {}): Promise<T.Memory> {
+  async get(namespace: string, id: number, options: { as_of?: AsOfInput | null } = {}): Promise<T.Memory> {
     return this.call("get", { ...normalise(options, [], true), namespace, id } as T.GetRequest);
   }
 
@@ -521,7 +521,7 @@ export class Engine {
    * @throws {NotFoundError} no such memory (or forgotten).
    * @throws {InvalidInputError | ClosedError}
    */
-  history(namespace: string, id: number, options?: HistoryOptions): Promise<T.HistoryResponse> {
+  async history(namespace: string, id: number, options?: HistoryOptions): Promise<T.HistoryResponse> {
     return this.call("history", { ...normalise(options, [], true), namespace, id } as T.HistoryRequest);
   }
 
@@ -532,7 +532,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError}
    */
-  list(namespace: string, options?: ListOptions): Promise<T.ListResponse> {
+  async list(namespace: string, options?: ListOptions): Promise<T.ListResponse> {
     return this.call("list", { ...normalise(options, [], true), namespace } as T.ListRequest);
   }
 
@@ -543,7 +543,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | CorruptedError | ClosedError}
    */
-  log(namespace: string, options?: LogOptions): Promise<T.LogResponse> {
+  async log(namespace: string, options?: LogOptions): Promise<T.LogResponse> {
     return this.call("log", { ...normalise(options), namespace } as T.LogRequest);
   }
 
@@ -565,12 +565,12 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError}
    */
-  extractionPrompt(namespace: string, session: string, options: { lang?: T.Lang } = {}): Promise<T.ExtractionPromptResponse> {
+  async extractionPrompt(namespace: string, session: string, options: { lang?: T.Lang } = {}): Promise<T.ExtractionPromptResponse> {
     return this.call("extraction_prompt", { ...normalise(options), namespace, session } as T.ExtractionPromptRequest);
   }
 
   /** Store-wide figures: memories by status, namespaces, events by kind, vectors, bytes, the model id. @throws {ClosedError} */
-  stats(): Promise<T.Stats> {
+  async stats(): Promise<T.Stats> {
     return this.call("stats", {});
   }
 
@@ -579,7 +579,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | ClosedError}
    */
-  namespaces(options?: PageOptions): Promise<T.NamespacesResponse> {
+  async namespaces(options?: PageOptions): Promise<T.NamespacesResponse> {
     return this.call("namespaces", normalise(options) as T.NamespacesRequest);
   }
 
@@ -588,7 +588,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | CorruptedError | ClosedError}
    */
-  receipts(options?: PageOptions): Promise<T.ReceiptsResponse> {
+  async receipts(options?: PageOptions): Promise<T.ReceiptsResponse> {
     return this.call("receipts", normalise(options) as T.ReceiptsRequest);
   }
 
@@ -598,7 +598,7 @@ export class Engine {
    *
    * @throws {InvalidInputError | CorruptedError | ClosedError}
    */
-  timeline(namespace: string, options?: TimelineOptions): Promise<T.Timeline> {
+  async timeline(namespace: string, options?: TimelineOptions): Promise<T.Timeline> {
     return this.call("timeline", { ...normalise(options, ["from", "to"]), namespace } as T.TimelineRequest);
   }
 
@@ -608,7 +608,7 @@ export class Engine {
    *
    * @throws {CorruptedError | ClosedError}
    */
-  check(): Promise<T.CheckReport> {
+  async check(): Promise<T.CheckReport> {
     return this.call("check", {});
   }
 }
@@ -632,23 +632,23 @@ export class View {
     this.at = at;
   }
   /** {@link Engine.get} at the view's position. */
-  get(id: number): Promise<T.Memory> {
+  async get(id: number): Promise<T.Memory> {
     return this.engine.get(this.namespace, id, { as_of: this.at });
   }
   /** {@link Engine.history} at the view's position. */
-  history(id: number, options: Omit<HistoryOptions, "as_of"> = {}): Promise<T.HistoryResponse> {
+  async history(id: number, options: Omit<HistoryOptions, "as_of"> = {}): Promise<T.HistoryResponse> {
     return this.engine.history(this.namespace, id, { ...options, as_of: this.at });
   }
   /** {@link Engine.list} at the view's position. */
-  list(options: Omit<ListOptions, "as_of"> = {}): Promise<T.ListResponse> {
+  async list(options: Omit<ListOptions, "as_of"> = {}): Promise<T.ListResponse> {
     return this.engine.list(this.namespace, { ...options, as_of: this.at });
   }
   /** {@link Engine.recall} at the view's position. */
-  recall(query: string, options: Omit<RecallOptions, "as_of"> = {}): Promise<T.RecallResponse> {
+  async recall(query: string, options: Omit<RecallOptions, "as_of"> = {}): Promise<T.RecallResponse> {
     return this.engine.recall(this.namespace, query, { ...options, as_of: this.at });
   }
   /** {@link Engine.context} at the view's position. */
-  context(query: string, options: Omit<ContextOptions, "as_of"> = {}): Promise<T.ContextBlock> {
+  async context(query: string, options: Omit<ContextOptions, "as_of"> = {}): Promise<T.ContextBlock> {
     return this.engine.context(this.namespace, query, { ...options, as_of: this.at });
   }
 }
