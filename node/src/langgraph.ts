@@ -20,10 +20,17 @@
 //   rank fill the page after the ranked ones, unscored.
 // * A put with `index: false` is not embedded (a fixed vector and the entity
 //   `mnemon.unindexed`): search with a query never ranks it.
+// * With LangGraph's `index` configuration, search with a query ranks items
+//   as `InMemoryStore` does: each text at the index's `fields` (or a put's
+//   own `index` paths) gets a vector, kept as a memory of the sibling
+//   namespace `fieldNamespace(name)`, and an item scores the highest cosine
+//   similarity of the query to its texts; the item's own memory gets the mean
+//   of its vectors, so other doors still recall it by meaning.
 
 import { createHash } from "node:crypto";
 import {
   BaseStore,
+  getTextAtPath,
   InvalidNamespaceError,
   type GetOperation,
   type Item,
@@ -35,7 +42,7 @@ import {
   type SearchItem,
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
-import { Engine, type OpenOptions } from "./engine.js";
+import { Engine, type CallerEmbedder, type OpenOptions } from "./engine.js";
 import { InvalidInputError, NotFoundError } from "./errors.js";
 import type { Memory } from "./types.js";
 
@@ -220,13 +227,50 @@ function compareTuples(a: readonly string[], b: readonly string[]): number {
   return a.length - b.length;
 }
 
+/** The mean of `vectors` scaled to unit length, or the fixed vector for none. */
+function unitMean(vectors: number[][], dims: number): number[] {
+  const total = new Array(dims).fill(0);
+  for (const v of vectors) v.forEach((x, i) => (total[i] += x));
+  const norm = Math.hypot(...total);
+  if (norm === 0 || !Number.isFinite(norm)) return fixedVector(dims);
+  return total.map((x) => x / norm);
+}
+
 /** A fixed unit vector: items that are never searched by meaning need one. */
 function fixedVector(dims: number): number[] {
   return new Array(dims).fill(1 / Math.sqrt(dims));
 }
 
+/** A LangChain `Embeddings` (what LangGraph's `IndexConfig.embeddings` holds). */
+export interface EmbeddingsLike {
+  /** Vectors of documents, one per text. */
+  embedDocuments(texts: string[]): Promise<number[][]>;
+  /** The vector of a query. */
+  embedQuery(text: string): Promise<number[]>;
+}
+
+/**
+ * LangGraph's `IndexConfig`: search with a query ranks items by the cosine
+ * similarity of the query to the texts at `fields` of their values.
+ */
+export interface MnemonIndexConfig {
+  /** Components of the vectors: must be the engine's `dim` (default: it). */
+  dims?: number;
+  /** JSON paths into the value whose texts are embedded (default `["$"]`, the whole value as JSON). */
+  fields?: string[];
+  /**
+   * The model: only with {@link MnemonStore.open}, which opens the engine with
+   * it (recorded as model id `engine.embedder_name`, default `langchain:` and
+   * the class name). A store on an open engine searches with the engine's
+   * embedder.
+   */
+  embeddings?: EmbeddingsLike;
+}
+
 /** Settings of {@link MnemonStore}. */
 export interface MnemonStoreOptions {
+  /** LangGraph's index configuration (see {@link MnemonIndexConfig}); none: search with a query is hybrid recall over whole values. */
+  index?: MnemonIndexConfig;
   /** First part of every mnemon namespace the store uses, 1–32 characters of `[A-Za-z0-9_-]` (default `"lg"`). */
   prefix?: string;
   /** Tier of the memories (default `"permanent"`: never archived by maintenance). */
@@ -243,10 +287,12 @@ export interface MnemonStoreOptions {
  *
  * `new MnemonStore(engine, options)` uses an open engine (the caller closes
  * it); `MnemonStore.open(path, options)` opens one that {@link MnemonStore.close}
- * closes. LangGraph's vector `index` configuration is not supported: search
- * with a query is mnemon's hybrid recall over whole values.
+ * closes. Without `index`, search with a query is mnemon's hybrid recall over
+ * whole values; with it, the cosine of the query to the indexed texts.
  *
- * @throws {InvalidInputError} a bad `prefix` (field `prefix`).
+ * @throws {InvalidInputError} a bad `prefix` (field `prefix`) or `index`
+ *   (`index.dims` not the engine's, `index.fields`, `index.embeddings` on an
+ *   engine opened without them).
  */
 export class MnemonStore extends BaseStore {
   /** The engine underneath. */
@@ -255,6 +301,7 @@ export class MnemonStore extends BaseStore {
   readonly #tier: string;
   readonly #kind: string;
   readonly #includeQuarantined: boolean;
+  readonly #fields: string[] | null;
   #owned = false;
   /** mnemon namespace → tuple, once read from the catalogue. */
   #catalog: Promise<Map<string, string[]>> | null = null;
@@ -264,7 +311,7 @@ export class MnemonStore extends BaseStore {
   constructor(engine: Engine, options: MnemonStoreOptions = {}) {
     super();
     if (!(engine instanceof Engine)) throw new InvalidInputError("engine: expected a mnemon Engine", "engine");
-    const { prefix = "lg", tier = "permanent", kind = "fact", includeQuarantined = false } = options;
+    const { prefix = "lg", tier = "permanent", kind = "fact", includeQuarantined = false, index } = options;
     if (typeof prefix !== "string" || !PREFIX.test(prefix)) {
       throw new InvalidInputError(`prefix: ${JSON.stringify(prefix)} is not 1–32 characters of [A-Za-z0-9_-]`, "prefix");
     }
@@ -273,6 +320,29 @@ export class MnemonStore extends BaseStore {
     this.#tier = tier;
     this.#kind = kind;
     this.#includeQuarantined = Boolean(includeQuarantined);
+    this.#fields = null;
+    if (index !== undefined && index !== null) {
+      if (!isPlainObject(index)) throw new InvalidInputError("index: expected an object (LangGraph's IndexConfig)", "index");
+      const dims = index.dims ?? engine.dim;
+      if (dims !== engine.dim) {
+        throw new InvalidInputError(
+          `index.dims: ${dims}, but the engine's embedder (${engine.modelId}) makes vectors of ${engine.dim} components`,
+          "index.dims",
+        );
+      }
+      const embedder = engine.embedder as (CallerEmbedder & { source?: unknown }) | null;
+      if (index.embeddings !== undefined && embedder?.source !== index.embeddings) {
+        throw new InvalidInputError(
+          "index.embeddings: the store searches with its engine's embedder; use MnemonStore.open(path, {index}) to open the engine with this model",
+          "index.embeddings",
+        );
+      }
+      const fields = index.fields ?? ["$"];
+      if (!Array.isArray(fields) || !fields.every((f) => typeof f === "string" && f !== "")) {
+        throw new InvalidInputError("index.fields: expected an array of JSON paths (strings), such as ['text']", "index.fields");
+      }
+      this.#fields = [...fields];
+    }
   }
 
   /**
@@ -282,8 +352,28 @@ export class MnemonStore extends BaseStore {
    * @throws as {@link Engine.open} and the constructor.
    */
   static async open(path: string, options: MnemonStoreOptions & { engine?: OpenOptions } = {}): Promise<MnemonStore> {
-    const { engine: engineOptions, ...storeOptions } = options;
-    const engine = await Engine.open(path, engineOptions);
+    const { engine: engineOptions = {}, ...storeOptions } = options;
+    const embeddings = storeOptions.index?.embeddings;
+    let opened: OpenOptions = engineOptions;
+    if (embeddings !== undefined) {
+      if (engineOptions.embedder !== undefined) {
+        throw new InvalidInputError("embedder: give the model once, as index.embeddings", "embedder");
+      }
+      if (typeof embeddings?.embedDocuments !== "function" || typeof embeddings?.embedQuery !== "function") {
+        throw new InvalidInputError("index.embeddings: expected a LangChain Embeddings (embedDocuments, embedQuery)", "index.embeddings");
+      }
+      const named = (engineOptions as { embedder_name?: string }).embedder_name;
+      const embedder: CallerEmbedder & { source: EmbeddingsLike } = {
+        name: named ?? `langchain:${embeddings.constructor?.name ?? "Embeddings"}`,
+        dims: storeOptions.index?.dims,
+        source: embeddings,
+        embed: async (texts, { query }) =>
+          query ? Promise.all(texts.map((t) => embeddings.embedQuery(t))) : embeddings.embedDocuments(texts),
+      };
+      const { embedder_name: _, ...rest } = engineOptions as OpenOptions & { embedder_name?: string };
+      opened = { ...rest, embedder };
+    }
+    const engine = await Engine.open(path, opened);
     try {
       const store = new MnemonStore(engine, storeOptions);
       store.#owned = true;
@@ -391,13 +481,14 @@ export class MnemonStore extends BaseStore {
    */
   async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
     const results: unknown[] = [];
-    for (const op of operations) {
+    const vectors = await this.#embedPuts(operations);
+    for (const [i, op] of operations.entries()) {
       if ("matchConditions" in op || ("limit" in op && "offset" in op && !("namespacePrefix" in op) && !("key" in op))) {
         results.push(await this.#listNamespaces(op as ListNamespacesOperation));
       } else if ("namespacePrefix" in op) {
         results.push(await this.#search(op as SearchOperation));
       } else if ("value" in op) {
-        results.push(await this.#put(op as PutOperation));
+        results.push(await this.#put(op as PutOperation, vectors.get(i)));
       } else {
         results.push(await this.#get(op as GetOperation));
       }
@@ -430,7 +521,48 @@ export class MnemonStore extends BaseStore {
     return item;
   }
 
-  async #put(op: PutOperation): Promise<void> {
+  /** The mnemon namespace holding the field vectors of the items of mnemon namespace `name` (stores with an index). */
+  fieldNamespace(name: string): string {
+    const facet = name + ":v";
+    if (facet.length <= MAX_NAMESPACE_CHARS) return facet;
+    return `${this.#prefix}:@@v${sha256(name)}`;
+  }
+
+  /** (path, text) of every text of a put's value its vectors are made of: the index's fields or the put's own paths. */
+  #texts(op: PutOperation): [string, string][] {
+    if (this.#fields === null || op.index === false || !isPlainObject(op.value)) return [];
+    const paths = op.index ?? this.#fields;
+    const out: [string, string][] = [];
+    for (const path of paths) {
+      const texts = path === "$" ? [JSON.stringify(op.value, null, 2)] : getTextAtPath(op.value, path);
+      if (texts.length > 1) texts.forEach((t, i) => out.push([`${path}.${i}`, t]));
+      else if (texts.length === 1) out.push([path, texts[0]!]);
+    }
+    return out;
+  }
+
+  /** (path, vector) of the texts of every put of `ops`, by position, embedded in one call. */
+  async #embedPuts(ops: Operation[]): Promise<Map<number, [string, number[]][]>> {
+    const out = new Map<number, [string, number[]][]>();
+    if (this.#fields === null) return out;
+    const wanted = new Map<number, [string, string][]>();
+    ops.forEach((op, i) => {
+      if ("value" in op && op.value !== null && op.value !== undefined) wanted.set(i, this.#texts(op as PutOperation));
+    });
+    const texts = [...wanted.values()].flatMap((pairs) => pairs.map(([, t]) => t));
+    const vectors = texts.length ? await this.engine.embed(texts) : [];
+    let k = 0;
+    for (const [i, pairs] of wanted) out.set(i, pairs.map(([path]) => [path, vectors[k++]!]));
+    return out;
+  }
+
+  async #forgetFields(facets: string, ident: string): Promise<void> {
+    if ((await this.engine.list(facets, { session: ident, limit: 1, include_quarantined: true })).memories.length) {
+      await this.engine.forget(facets, { session: ident, reason: "store put" });
+    }
+  }
+
+  async #put(op: PutOperation, fields: [string, number[]][] = []): Promise<void> {
     const ns = checkLabels(op.namespace, false);
     const name = this.mnemonNamespace(ns);
     const ident = MnemonStore.#ident(op.key);
@@ -441,6 +573,7 @@ export class MnemonStore extends BaseStore {
       } catch (e) {
         if (!(e instanceof NotFoundError)) throw e;
       }
+      if (this.#fields !== null) await this.#forgetFields(this.fieldNamespace(name), ident);
       return;
     }
     if (!isPlainObject(op.value)) throw new InvalidInputError(`value: expected an object, got ${typeof op.value}`, "value");
@@ -457,9 +590,15 @@ export class MnemonStore extends BaseStore {
     if (size > this.engine.maxContentBytes) {
       throw new InvalidInputError(`value: ${size} bytes as JSON, at most ${this.engine.maxContentBytes} allowed`, "value");
     }
+    // With an index, search ranks by the field vectors and the item's own
+    // vector is their mean (other doors' recall still finds it by meaning).
+    let vector: number[] | undefined;
+    if (this.#fields !== null) vector = unitMean(fields.map(([, v]) => v), this.engine.dim);
+    else if (op.index === false) vector = fixedVector(this.engine.dim);
     await this.#register(ns, name);
+    let id: number;
     try {
-      await this.engine.remember(name, content, {
+      ({ id } = await this.engine.remember(name, content, {
         key: ident,
         session: ident,
         source_ref: keyRef(op.key),
@@ -467,8 +606,8 @@ export class MnemonStore extends BaseStore {
         kind: this.#kind,
         entities: op.index === false ? [UNINDEXED] : [],
         dedup: "off",
-        vector: op.index === false ? fixedVector(this.engine.dim) : undefined,
-      });
+        vector,
+      }));
     } catch (e) {
       // The item key is stored as the memory's key, session and source
       // reference: a refusal of any of them is a refusal of the key.
@@ -477,6 +616,52 @@ export class MnemonStore extends BaseStore {
         throw new InvalidInputError(`key: ${why}`, "key");
       }
       throw e;
+    }
+    if (this.#fields !== null) {
+      const facets = this.fieldNamespace(name);
+      await this.#forgetFields(facets, ident);
+      for (const [path, v] of fields) {
+        await this.engine.remember(facets, JSON.stringify({ item: id, field: path }), {
+          session: ident,
+          tier: "permanent",
+          kind: "field",
+          dedup: "off",
+          vector: v,
+        });
+      }
+    }
+  }
+
+  /** (item session, score) of the items of `name` whose field vectors best match `query`, best first. */
+  async #vectorRanked(name: string, query: string, wanted: number): Promise<[string, number][]> {
+    const facets = this.fieldNamespace(name);
+    let topK = Math.max(1, Math.min(PAGE, wanted));
+    for (;;) {
+      let resp;
+      try {
+        resp = await this.engine.recall(facets, query, {
+          top_k: topK,
+          candidates: topK,
+          mode: "dense",
+          abstain_below: -1,
+          include_quarantined: true,
+          record_access: false,
+          explain: true,
+        });
+      } catch (e) {
+        if (e instanceof NotFoundError) return [];
+        throw e;
+      }
+      const best = new Map<string, number>();
+      for (const h of resp.hits) {
+        const ident = h.memory?.session;
+        const score = h.explain?.similarity;
+        if (!ident || typeof score !== "number") continue;
+        if (score > (best.get(ident) ?? -Infinity)) best.set(ident, score);
+      }
+      const exhausted = resp.hits.length < topK && !resp.omitted;
+      if (best.size >= wanted || exhausted || topK >= PAGE) return [...best.entries()].sort((a, b) => b[1] - a[1]);
+      topK = Math.min(PAGE, topK * 2);
     }
   }
 
@@ -525,7 +710,15 @@ export class MnemonStore extends BaseStore {
     if (op.query) {
       const want = Object.keys(filter).length ? PAGE : wanted;
       for (const [name, ns] of spaces) {
-        for (const [m, score] of await this.#recalled(name, op.query, want)) {
+        let scored: [Memory, number][];
+        if (this.#fields !== null) {
+          scored = [];
+          for (const [ident, score] of await this.#vectorRanked(name, op.query, want)) {
+            const m = await this.#find(name, ident);
+            if (m && (m.quarantine === null || m.quarantine === undefined || this.#includeQuarantined)) scored.push([m, score]);
+          }
+        } else scored = await this.#recalled(name, op.query, want);
+        for (const [m, score] of scored) {
           const item = this.#item(ns, m, score);
           if (keep(item)) ranked.push(item);
         }

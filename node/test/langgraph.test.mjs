@@ -123,3 +123,64 @@ test("the store reopens with its catalogue, and refuses bad input", async () => 
     await store.close();
   }
 });
+
+// A toy LangChain Embeddings: one component per word bucket.
+class BagEmbeddings {
+  static DIMS = 32;
+  vector(text) {
+    const v = new Array(BagEmbeddings.DIMS).fill(0);
+    for (const w of text.toLowerCase().match(/[a-z]+/g) ?? []) {
+      let h = 7;
+      for (const c of w) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+      v[h % BagEmbeddings.DIMS] += 1;
+    }
+    if (v.every((x) => x === 0)) v[0] = 1;
+    return v;
+  }
+  async embedDocuments(texts) {
+    return texts.map((t) => this.vector(t));
+  }
+  async embedQuery(text) {
+    return this.vector(text);
+  }
+}
+
+test("with an index, search ranks by the indexed fields as InMemoryStore does", async () => {
+  const embeddings = new BagEmbeddings();
+  const index = { dims: BagEmbeddings.DIMS, fields: ["text"], embeddings };
+  const ours = await MnemonStore.open(storePath(), { index });
+  const theirs = new InMemoryStore({ index });
+  try {
+    assert.equal(ours.engine.modelId, "langchain:BagEmbeddings");
+    const items = [
+      ["k1", { text: "the red fox jumps over the fence", tag: "animal" }],
+      ["k2", { text: "stock prices fell sharply on monday", tag: "news" }],
+      ["k3", { text: "a quick brown fox and a lazy dog", tag: "animal" }],
+      ["k4", { text: "rain is expected over the weekend", tag: "weather" }],
+      ["k5", { note: "no text field here", tag: "misc" }],
+    ];
+    for (const store of [ours, theirs]) {
+      for (const [k, v] of items) await store.put(["docs"], k, v);
+      await store.put(["docs"], "k6", { text: "fox fox fox", tag: "animal" }, false);
+    }
+    for (const query of ["brown fox", "monday stock market", "weekend weather rain"]) {
+      const a = await ours.search(["docs"], { query, limit: 4 });
+      const b = await theirs.search(["docs"], { query, limit: 4 });
+      const ranked = (r) => r.filter((i) => i.score !== undefined && i.score !== null);
+      assert.deepEqual(ranked(a).map((i) => i.key), ranked(b).map((i) => i.key), query);
+      ranked(a).forEach((i, n) => assert.ok(Math.abs(i.score - ranked(b)[n].score) < 1e-4, `${query}: ${i.key}`));
+    }
+    const foxes = await ours.search(["docs"], { query: "fox", filter: { tag: "animal" }, limit: 10 });
+    assert.deepEqual(foxes.map((i) => i.key).slice(0, 2).sort(), ["k1", "k3"]);
+    assert.equal(foxes.find((i) => i.key === "k6").score, undefined, "index: false is never ranked");
+    // A new version replaces the item's vectors; a delete removes them.
+    await ours.put(["docs"], "k2", { text: "the fox watched the stock ticker", tag: "news" });
+    assert.equal((await ours.search(["docs"], { query: "fox ticker", limit: 1 }))[0].key, "k2");
+    await ours.delete(["docs"], "k2");
+    assert.ok(!(await ours.search(["docs"], { query: "fox ticker", limit: 10 })).some((i) => i.key === "k2"));
+    assert.throws(() => new MnemonStore(ours.engine, { index: { dims: 3 } }), (e) => e.field === "index.dims");
+    assert.throws(() => new MnemonStore(ours.engine, { index: { embeddings: new BagEmbeddings() } }), (e) => e.field === "index.embeddings");
+  } finally {
+    await ours.close();
+  }
+});
