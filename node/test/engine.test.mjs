@@ -140,3 +140,20 @@ test("writes and reads survive a reopen; backup opens as a store", async () => {
   assert.equal((await copy.get(NS, a.id)).content, "The project deadline is the 14th of November");
   await copy.close();
 });
+
+test("every error code of the surface has its class", async () => {
+  const { readFileSync } = await import("node:fs");
+  const errors = await import("../dist/errors.js");
+  const source = readFileSync(new URL("../../crates/mnemon-api/src/error.rs", import.meta.url), "utf8");
+  const codes = [...source.matchAll(/ErrorCode::\w+ => "(\w+)"/g)].map((m) => m[1]);
+  assert.ok(codes.length >= 19, `read ${codes.length} codes`);
+  for (const code of codes) {
+    const cls = errors.ERROR_CLASSES[code];
+    assert.ok(cls, `no class for ${code}`);
+    const e = errors.errorFor(code, "why", "field");
+    assert.ok(e instanceof cls && e instanceof MnemonError);
+    assert.equal(e.code, code);
+    assert.equal(e.field, "field");
+  }
+  assert.equal(Object.keys(errors.ERROR_CLASSES).length, new Set(codes).size);
+});
