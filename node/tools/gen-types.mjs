@@ -11,6 +11,7 @@
 //
 //   node tools/gen-types.mjs            rewrite src/types.ts
 //   node tools/gen-types.mjs --check    exit 1 if src/types.ts is stale
+//   node tools/gen-types.mjs --check --file F    the same for the file F
 //
 // The schemas are read from the `mnemon` binary named by $MNEMON_BIN, else
 // from the built addon (native/).
@@ -23,7 +24,8 @@ import { fileURLToPath } from "node:url";
 import { compile } from "json-schema-to-typescript";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const out = join(root, "src", "types.ts");
+const fileArg = process.argv.indexOf("--file");
+const out = fileArg > 0 ? process.argv[fileArg + 1] : join(root, "src", "types.ts");
 
 function loadSchemas() {
   if (process.env.MNEMON_BIN) {
@@ -97,10 +99,10 @@ ts = header + ts + maps;
 if (process.argv.includes("--check")) {
   const current = readFileSync(out, "utf8");
   if (current !== ts) {
-    console.error("node/src/types.ts is stale: run `node tools/gen-types.mjs` in node/");
+    console.error(`${out} is stale: run \`node tools/gen-types.mjs\` in node/`);
     process.exit(1);
   }
-  console.log("node/src/types.ts is fresh");
+  console.log(`${out} is fresh`);
 } else {
   writeFileSync(out, ts);
   console.log(`wrote ${out}`);
