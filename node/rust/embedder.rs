@@ -125,7 +125,7 @@ impl JsEmbedder {
         if n == 0 {
             return Ok(Vec::new());
         }
-        if flat.is_empty() || flat.len() % n != 0 {
+        if flat.is_empty() || !flat.len().is_multiple_of(n) {
             return Err(self.fail(format!("returned {} numbers for {n} texts", flat.len())));
         }
         let dim = flat.len() / n;
