@@ -1,5 +1,6 @@
 """One scenario through every door: the Python engine, the CLI (`--json`),
-MCP over stdio (the official MCP SDK), REST on `mnemon serve` (httpx), and
+MCP over stdio (the official MCP SDK), REST on `mnemon serve` (httpx), the
+Node package (node/, built: skipped without it unless MNEMON_REQUIRE_NODE=1), and
 the framework adapters (Google ADK, LlamaIndex, OpenAI Agents; CrewAI has
 its own environment and test).
 
@@ -207,11 +208,32 @@ def run_rest(data, embedder) -> List[Any]:
         proc.wait(timeout=60)
 
 
+NODE_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "node", "test", "fixtures", "doors.mjs")
+NODE_BUILT = os.path.join(os.path.dirname(__file__), "..", "..", "node", "dist", "index.js")
+
+
+def run_node(data, embedder) -> List[Any]:
+    """The scenario through the Node package's typed methods
+    (node/test/fixtures/doors.mjs), in a Node process."""
+    scenario = [[op, {k: {"$ref": [v.step, v.field]} if isinstance(v, Ref) else v for k, v in a.items()}] for op, a in SCENARIO]
+    done = subprocess.run(
+        ["node", NODE_SCRIPT, str(data), embedder, NS],
+        input=json.dumps(scenario),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 DOORS: Dict[str, Callable[[Any, str], List[Any]]] = {
     "cli": run_cli,
     "mcp": run_mcp,
     "rest": run_rest,
 }
+if os.path.exists(NODE_BUILT) or os.environ.get("MNEMON_REQUIRE_NODE") == "1":
+    DOORS["node"] = run_node
 
 
 def test_every_door_gives_the_same_answers(tmp_path):
@@ -228,6 +250,7 @@ def test_every_door_gives_the_same_answers(tmp_path):
     assert reference[9] == error("not_found", "id")
     for name, run in DOORS.items():
         got = [clockless(x) for x in run(tmp_path / name, embedder)]
+        assert len(got) == len(reference), f"{name}: {len(got)} answers for {len(reference)} steps"
         for i, ((op, _), want, have) in enumerate(zip(SCENARIO, reference, got)):
             assert have == want, f"{name}: step {i} ({op}) differs from Python"
 

@@ -94,6 +94,7 @@ fn crate_graph() -> Graph {
         .filter(|p| p.is_file())
         .collect();
     manifests.push(root().join("python/Cargo.toml"));
+    manifests.push(root().join("node/Cargo.toml"));
     let mut g = Graph::new();
     for m in manifests {
         let text = fs::read_to_string(&m).unwrap();
