@@ -211,8 +211,35 @@ fn receipts(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Option<Value>,
 
 fn index(ins: &Inspector) -> Result<Page, ApiError> {
     let namespaces = summaries(ins)?;
-    let ctx = json!({ "title": "Namespaces", "namespaces": namespaces, "stats": stats(ins)? });
+    // Store-wide memory figures are the namespaces' summed, so that every
+    // page counts with the one definition of `active` (current, not
+    // quarantined) that the memory listing shows.
+    let totals = Counts::sum(&namespaces);
+    let ctx = json!({ "title": "Namespaces", "namespaces": namespaces, "stats": stats(ins)?, "totals": totals });
     Ok(ins.render(200, "index.html", ctx))
+}
+
+/// Memory versions by standing, summed over namespaces. Each version
+/// counts once: quarantined ones apart from the three statuses.
+#[derive(Serialize, Default, Debug, PartialEq, Eq)]
+struct Counts {
+    active: usize,
+    superseded: usize,
+    archived: usize,
+    quarantined: usize,
+    observations: usize,
+}
+
+impl Counts {
+    fn sum(all: &[NamespaceSummary]) -> Counts {
+        all.iter().fold(Counts::default(), |c, s| Counts {
+            active: c.active + s.active,
+            superseded: c.superseded + s.superseded,
+            archived: c.archived + s.archived,
+            quarantined: c.quarantined + s.quarantined,
+            observations: c.observations + s.observations,
+        })
+    }
 }
 
 /// A memory as the templates show it.
