@@ -27,8 +27,13 @@
 //! stored string is escaped), plots from `plotters`' SVG backend, inline;
 //! no script runs, and the Content-Security-Policy forbids any.
 
+mod block;
 mod pages;
 mod plot;
+#[cfg(test)]
+mod tests;
+mod turns;
+mod when;
 
 use std::sync::Arc;
 
@@ -59,6 +64,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("memory.html", include_str!("templates/memory.html")),
     ("timeline.html", include_str!("templates/timeline.html")),
     ("recall.html", include_str!("templates/recall.html")),
+    ("turns.html", include_str!("templates/turns.html")),
     ("erasure.html", include_str!("templates/erasure.html")),
     ("error.html", include_str!("templates/error.html")),
 ];

@@ -300,7 +300,7 @@ pub struct ContextBlock {
 }
 
 /// One of a block's three parts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum BlockPart {
     /// What holds now, by key ([`SECTION_PROFILE`]).
