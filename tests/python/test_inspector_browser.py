@@ -78,6 +78,8 @@ def demo(tmp_path):
     r = cli_json(data, "remember", "--ns", NS, "--dedup", "off", MARKUP)
     # A turn nothing was derived from, holding markup.
     cli(data, "observe", "--ns", NS, "--session", "s-quiet", "--time", "2026-04-21T09:30:00Z", TURN)
+    # A read by an agent whose name holds markup.
+    cli(data, "recall", "--ns", NS, "--requester", "agent-<i>x</i>", "coffee for Lin")
     return data, r["id"]
 
 
@@ -183,11 +185,29 @@ def test_the_pages_in_a_browser(browser, demo):
         # The timeline: an SVG plot with the kinds in its legend, and the buckets.
         follow(browser, browser.find_element(By.LINK_TEXT, "timeline"))
         svg = browser.find_element(By.CSS_SELECTOR, "#plot svg")
-        legend = svg.get_attribute("innerHTML")
+        legend = text(browser, "#legend")
         for kind in ["observed", "extracted", "superseded", "accessed", "forgotten"]:
             assert kind in legend, kind
+            assert kind not in svg.get_attribute("innerHTML"), "the legend sits outside the plot"
         assert browser.find_elements(By.CSS_SELECTOR, "#buckets tr")[1:]
         shot(browser, "timeline")
+
+        # The same by valid time, through a link: the demo's dates appear.
+        follow(browser, browser.find_element(By.ID, "by-valid"))
+        assert "by=valid" in browser.current_url
+        assert "became true" in text(browser, "#legend")
+        buckets = text(browser, "#buckets")
+        assert "2026-03-02" in buckets
+        # From March to today (the markup memory): ticks are year-month.
+        ticks = [t.get_attribute("textContent").strip() for t in browser.find_elements(By.CSS_SELECTOR, "#plot svg text")]
+        assert any(t.startswith("2026-03") for t in ticks), ticks
+        # Seven weeks of the demo's conversations: ticks are month-day.
+        browser.get(f"{server.base}/ns/{NS}/timeline?by=valid&from=2026-03-01&to=2026-04-21")
+        ticks = [t.get_attribute("textContent").strip() for t in browser.find_elements(By.CSS_SELECTOR, "#plot svg text")]
+        assert any(t.startswith("03-") for t in ticks) and any(t.startswith("04-") for t in ticks), ticks
+        assert "2026-04-19" in text(browser, "#buckets")
+        shot(browser, "timeline-valid")
+        follow(browser, browser.find_element(By.ID, "by-commit"))
 
         # The as-of picker: early April (valid time) has the old preference.
         picker = browser.find_element(By.ID, "as-of-picker")
@@ -253,6 +273,16 @@ def test_the_pages_in_a_browser(browser, demo):
         assert len(turns) == 1 and "2026-04-21 17:30 +08:00" in turns[0].text
         browser.get(f"{server.base}/ns/{NS}/turns?q=no+such+words+anywhere")
         assert "No turn matches" in text(browser, "#turns")
+
+        # Reads: who read the coffee preference, and the most read.
+        browser.get(f"{server.base}/ns/{NS}/reads")
+        top = browser.find_elements(By.CSS_SELECTOR, "#most-read tr.top")
+        assert top
+        follow(browser, top[0].find_element(By.LINK_TEXT, "who and when"))
+        reads = browser.find_elements(By.CSS_SELECTOR, "#reads tr.read")
+        assert reads and any("agent-<i>x</i>" in r.text for r in reads)
+        assert not browser.find_elements(By.CSS_SELECTOR, "main i")
+        shot(browser, "reads")
 
         # Erasure: the request and its reason, never the forgotten text.
         browser.get(f"{server.base}/ns/{NS}/erasure")

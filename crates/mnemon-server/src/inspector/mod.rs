@@ -30,9 +30,11 @@
 mod block;
 mod pages;
 mod plot;
+mod reads;
 #[cfg(test)]
 mod tests;
 mod turns;
+mod valid;
 mod when;
 
 use std::sync::Arc;
@@ -65,6 +67,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("timeline.html", include_str!("templates/timeline.html")),
     ("recall.html", include_str!("templates/recall.html")),
     ("turns.html", include_str!("templates/turns.html")),
+    ("reads.html", include_str!("templates/reads.html")),
     ("erasure.html", include_str!("templates/erasure.html")),
     ("error.html", include_str!("templates/error.html")),
 ];

@@ -136,6 +136,7 @@ pub(super) fn route(ins: &Inspector, path: &str, q: &Query) -> Result<Page, ApiE
                 id.parse::<u64>().map_err(|_| ApiError::invalid("id", format!("must be a memory id, got {id:?}")))?;
             chain(ins, &namespace_of(ins, ns)?, MemoryId(id), q)
         }
+        ["ns", ns, "reads"] => super::reads::reads(ins, &namespace_of(ins, ns)?, q),
         ["ns", ns, "turns"] => super::turns::turns(ins, &namespace_of(ins, ns)?, q),
         ["ns", ns, "timeline"] => timeline(ins, &namespace_of(ins, ns)?, q),
         ["ns", ns, "recall"] => super::block::playground(ins, &namespace_of(ins, ns)?, q),
@@ -538,14 +539,38 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
             })
             .transpose()
     };
-    let Response::Timeline(t) = ins.call(Request::Timeline(TimelineRequest {
-        namespace: ns.clone(),
-        buckets,
-        from: time("from")?,
-        to: time("to")?,
-    }))?
-    else {
-        return Err(unexpected("timeline"));
+    let by_valid = match q.get("by").unwrap_or("commit") {
+        "commit" => false,
+        "valid" => true,
+        other => return Err(ApiError::invalid("by", format!("must be commit or valid, got {other:?}"))),
+    };
+    let t = if by_valid {
+        super::valid::timeline(ins, ns, buckets, time("from")?, time("to")?)?
+    } else {
+        let Response::Timeline(t) = ins.call(Request::Timeline(TimelineRequest {
+            namespace: ns.clone(),
+            buckets,
+            from: time("from")?,
+            to: time("to")?,
+        }))?
+        else {
+            return Err(unexpected("timeline"));
+        };
+        t
+    };
+    let names = if by_valid { plot::VALID_NAMES } else { plot::COMMIT_NAMES };
+    let legend: Vec<Value> =
+        plot::legend(&t, &names).into_iter().map(|(name, color)| json!({ "name": name, "color": color })).collect();
+    let zone = super::when::zone(q.get("tz"))?;
+    let now = Utc::now();
+    let toggle = |by: &str| {
+        let mut pairs: Vec<(&str, String)> =
+            q.0.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "by" | "from" | "to"))
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+        pairs.push(("by", by.to_string()));
+        query_string(&pairs)
     };
     let svg = plot::timeline_svg(&t).map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot plot: {e}")))?;
     let rows: Vec<Value> = t
@@ -557,8 +582,13 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
                 "b": b,
                 "from": t.label(b.start),
                 "to": t.label(b.end),
+                "from_when": super::when::when(b.start, now, zone),
                 "total": b.total(),
-                "link": b.last_seq.map(|s| query_string(&[("as_of", "seq".into()), ("at", s.to_string())])),
+                "link": if by_valid {
+                    Some(query_string(&[("as_of", "valid_time".into()), ("at", t.label(b.end))]))
+                } else {
+                    b.last_seq.map(|s| query_string(&[("as_of", "seq".into()), ("at", s.to_string())]))
+                },
             })
         })
         .collect();
@@ -568,6 +598,12 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
         "t": t,
         "rows": rows,
         "q": q.values(),
+        "by_valid": by_valid,
+        "names": names,
+        "legend": legend,
+        "by_commit_link": toggle("commit"),
+        "by_valid_link": toggle("valid"),
+        "span": super::when::relative(t.from, t.to).replace(" ago", "").replace("in ", ""),
     });
     // The plot is markup made here from counts and dates, not stored text.
     let ctx = minijinja::context! { svg => minijinja::Value::from_safe_string(svg), ..minijinja::Value::from_serialize(&ctx) };

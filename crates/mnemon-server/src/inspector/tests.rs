@@ -145,6 +145,35 @@ fn a_long_chain_is_paged_and_its_table_lists_changed_fields_only() -> R {
     Ok(())
 }
 
+#[test]
+fn reads_list_who_read_a_memory_and_the_most_read() -> R {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path())?;
+    let u = Namespace::new("u")?;
+    let tea = engine.remember(&u, NewMemory::new("Likes green tea"))?.id;
+    let city = engine.remember(&u, NewMemory::new("Lives in Porto"))?.id;
+    engine.record_access(&u, vec![tea, city], Some("agent-a".into()));
+    engine.record_access(&u, vec![tea], Some(HOSTILE.into()));
+    engine.record_access(&u, vec![tea], None);
+    engine.sync()?;
+    let ins = inspector(engine)?;
+    let p = get(&ins, "/ns/u/reads", &format!("memory={}", tea.0));
+    assert_eq!(p.status, 200, "{}", p.html);
+    assert_eq!(count(&p.html, "<tr class=\"read\">"), 3, "{}", p.html);
+    assert!(p.html.contains("agent-a") && !p.html.contains("<script>alert"));
+    let top = &p.html[p.html.find("id=\"most-read\"").ok_or("most read")?..];
+    let (t, c) = (top.find(&format!("#{}</a>", tea.0)), top.find(&format!("#{}</a>", city.0)));
+    assert!(t.is_some() && c.is_some() && t < c, "most read first: {top}");
+    let paged = get(&ins, "/ns/u/reads", &format!("memory={}&limit=2", tea.0));
+    assert_eq!(count(&paged.html, "<tr class=\"read\">"), 2);
+    let next = paged.html.split("id=\"next\" href=\"/ns/u/reads?").nth(1).and_then(|r| r.split('"').next());
+    let rest = get(&ins, "/ns/u/reads", &next.ok_or("a next link")?.replace("&amp;", "&"));
+    assert_eq!(count(&rest.html, "<tr class=\"read\">"), 1);
+    let never = get(&ins, "/ns/u/reads", "memory=999");
+    assert!(never.html.contains("Never read."));
+    Ok(())
+}
+
 /// Median render time of `path?query` over `runs` runs.
 fn median(ins: &Inspector, path: &str, query: &str, runs: usize) -> Duration {
     let mut times: Vec<Duration> = (0..runs)
@@ -175,6 +204,7 @@ fn bench_pages() -> R {
     let one = engine.remember(&empty, NewMemory::new("Likes coffee in Lisbon").session("s42").sources([hello]))?.id;
     let words = ["coffee", "tea", "Lisbon", "Berlin", "flight", "budget", "daughter", "meeting", "peanut", "Rust"];
     let mut chain = None;
+    let mut all = Vec::new();
     for s in 0..100 {
         let session = format!("s{s}");
         let turns: Vec<NewObservation> = (0..10)
@@ -205,11 +235,21 @@ fn bench_pages() -> R {
         let done = engine.remember_batch(&big, batch.into_iter().map(|(_, m)| m).collect())?;
         for (k, r) in keyed.into_iter().zip(done) {
             let id = r?.id;
+            all.push(id);
             if k {
                 chain = Some(id);
             }
         }
     }
+    // Reads: every tenth memory recalled by an agent, some several times.
+    for n in 0..2_000 {
+        engine.record_access(
+            &big,
+            vec![all[(n * 5) % all.len()], chain.unwrap_or(all[0])],
+            Some(format!("agent-{}", n % 3)),
+        );
+    }
+    engine.record_access(&empty, vec![one], Some("agent-0".into()));
     engine.sync()?;
     let chain = chain.ok_or("a chain")?;
     let ins = inspector(engine)?;
@@ -219,15 +259,18 @@ fn bench_pages() -> R {
         ("turns (text search)", "/ns/{ns}/turns".into(), "q=flight"),
         ("recall playground", "/ns/{ns}/recall".into(), "q=coffee+in+Lisbon"),
         ("version chain", "/ns/{ns}/memory/{chain}".into(), ""),
+        ("reads of a memory, most read", "/ns/{ns}/reads".into(), "memory={chain}"),
         ("timeline", "/ns/{ns}/timeline".into(), ""),
+        ("timeline by valid time", "/ns/{ns}/timeline".into(), "by=valid"),
         ("erasure", "/ns/{ns}/erasure".into(), ""),
     ];
     println!("| page | one memory | 10,000 memories | ratio |");
     println!("| --- | ---: | ---: | ---: |");
     for (name, path, query) in pages {
+        let on_q = |q: &str, id: mnemon::MemoryId| q.replace("{chain}", &id.0.to_string());
         let on = |ns: &str, id: mnemon::MemoryId| path.replace("{ns}", ns).replace("{chain}", &id.0.to_string());
-        let e = median(&ins, &on("empty", one), query, 5);
-        let b = median(&ins, &on("big", chain), query, 5);
+        let e = median(&ins, &on("empty", one), &on_q(query, one), 5);
+        let b = median(&ins, &on("big", chain), &on_q(query, chain), 5);
         println!(
             "| {name} | {:.2} ms | {:.2} ms | {:.0}× |",
             e.as_secs_f64() * 1e3,
