@@ -342,7 +342,18 @@ fn namespace(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiErro
         pairs.push(("cursor", c));
         query_string(&pairs)
     });
-    let rows: Vec<Row> = found.iter().map(row).collect();
+    let zone = super::when::zone(q.get("tz"))?;
+    let now = Utc::now();
+    let rows: Vec<Value> = found
+        .iter()
+        .map(|m| {
+            let mut v = json!(row(m));
+            v["recorded"] = super::when::when(m.recorded_from, now, zone);
+            v["valid"] = super::when::when(m.valid_from, now, zone);
+            v["valid_until"] = json!(m.valid_to.map(|t| super::when::when(t, now, zone)));
+            v
+        })
+        .collect();
     let ctx = json!({
         "title": ns.as_str(),
         "ns": ns.as_str(),
@@ -455,7 +466,7 @@ fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Pag
             let ev = event_at(ins, ns, o.0)?;
             sources.push(match ev.map(|e| e.body) {
                 Some(EventBody::Observed(obs)) => json!({
-                    "id": o.0, "session": obs.session, "role": obs.role, "text": obs.text, "event_time": obs.event_time,
+                    "id": o.0, "turns": query_string(&[("session", obs.session.clone())]), "session": obs.session, "role": obs.role, "text": obs.text, "event_time": obs.event_time,
                 }),
                 _ => json!({ "id": o.0, "forgotten": true }),
             });

@@ -102,6 +102,10 @@ fn turns_show_what_each_produced_and_filter_by_session_and_text() -> R {
     assert_eq!(count(&all.html, "<tr class=\"turn"), 3, "{}", all.html);
     assert_eq!(count(&all.html, "no memory derived"), 2);
     assert!(all.html.contains("Lives in Lisbon"));
+    // The memory's chain links back to the turn it came from.
+    let lisbon = all.html.split("/ns/u/memory/").nth(1).and_then(|r| r.split('"').next()).ok_or("a memory link")?;
+    let chain = get(&ins, &format!("/ns/u/memory/{lisbon}"), "");
+    assert!(chain.html.contains(&format!("/ns/u/turns?session=s1#turn-{}", said.0)), "{}", chain.html);
     assert!(!all.html.contains("<script>alert"));
     let s1 = get(&ins, "/ns/u/turns", "session=s1");
     assert_eq!(count(&s1.html, "<tr class=\"turn"), 2);
