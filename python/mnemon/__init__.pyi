@@ -73,8 +73,10 @@ __all__ = [
     # Result types (written by tools/gen_types.py):
     # BEGIN GENERATED
     "ArchiveReason",
+    "BlockPart",
     "DedupMode",
     "EmbedMode",
+    "EntryFate",
     "Grounds",
     "ImportFormat",
     "Lang",
@@ -87,8 +89,10 @@ __all__ = [
     "Status",
     "SupersedeReason",
     "Tier",
+    "Abstain",
     "Abstention",
     "BackupReport",
+    "BlockEntry",
     "CheckReport",
     "CompactionFigures",
     "CompactionReceipt",

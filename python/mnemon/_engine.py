@@ -973,6 +973,7 @@ class Engine:
         record_access: Optional[bool] = None,
         rerank: Optional[bool] = None,
         reference_time: Optional[Union[datetime, str]] = None,
+        explain: bool = False,
     ) -> ContextBlock:
         """The prompt block for `query`, `<memories>` … `</memories>`, within
         `budget_tokens` estimated tokens (default 400), in three parts, each
@@ -997,7 +998,7 @@ class Engine:
         -1.0 to always recall). The block's dates are days at the offset of
         `reference_time` when it is given, else UTC dates.
 
-        Returns `ContextBlock`: `context` (the block), `memories` (recalled entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `profile` / `profile_skipped` (profile entries shown / left out), `recent` / `recent_skipped` (turns shown / left out), `recent_truncated` (turns cut to fit, 0 or 1), `in_profile` (hits not repeated because the profile shows them), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed).
+        Returns `ContextBlock`: `context` (the block), `memories` (recalled entries in it), `truncated` (entries cut to fit, 0 or 1), `skipped` (hits left out for the budget), `profile` / `profile_skipped` (profile entries shown / left out), `recent` / `recent_skipped` (turns shown / left out), `recent_truncated` (turns cut to fit, 0 or 1), `in_profile` (hits not repeated because the profile shows them), `tokens`, `abstained`, `unknown_names` (names in the query no memory mentions), `abstention` (when abstained: the best cosine and the floor it missed). With `explain=True` also `entries` (every candidate entry: its `part`, `memory` or `observation`, and `fate`: whole, cut, excerpt, skipped or in_profile) and `floors` (the abstention floors judged against).
 
         Raises:
             InvalidInputError: a budget outside 1..(cap/2), a share outside
@@ -1031,6 +1032,8 @@ class Engine:
             reference_time=reference_time,
         )
         _put(args, budget_tokens=budget_tokens, profile_share=profile_share, recent_share=recent_share)
+        if explain:
+            args["explain"] = True
         return self._one(ContextBlock, "context", args)
 
     @staticmethod

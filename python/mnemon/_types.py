@@ -17,8 +17,10 @@ from ._record import Record, parse_time, unwrap_tagged
 
 __all__ = [
     "ArchiveReason",
+    "BlockPart",
     "DedupMode",
     "EmbedMode",
+    "EntryFate",
     "Grounds",
     "ImportFormat",
     "Lang",
@@ -31,8 +33,10 @@ __all__ = [
     "Status",
     "SupersedeReason",
     "Tier",
+    "Abstain",
     "Abstention",
     "BackupReport",
+    "BlockEntry",
     "CheckReport",
     "CompactionFigures",
     "CompactionReceipt",
@@ -81,6 +85,9 @@ __all__ = [
 ArchiveReason = Union[Literal["session_ended"], Literal["session_expired"], Literal["decayed"], Literal["capacity"]]
 """Why memories were archived."""
 
+BlockPart = Union[Literal["profile"], Literal["relevant"], Literal["recent"]]
+"""One of a block's three parts."""
+
 DedupMode = Union[Literal["supersede"], Literal["exact_only"], Literal["off"]]
 """How `remember` treats a memory that repeats an active one.
 
@@ -89,6 +96,9 @@ already active word for word, or written as an event."""
 
 EmbedMode = Union[Literal["sync"], Literal["deferred"]]
 """When a `remember` embeds its memory."""
+
+EntryFate = Union[Literal["whole"], Literal["cut"], Literal["excerpt"], Literal["skipped"], Literal["in_profile"]]
+"""What became of a candidate entry of a block."""
 
 Grounds = Union[Literal["meaning"], Literal["words"], Literal["time"], Literal["standing"], Literal["pending"], Literal["newer"]]
 """Why a hit counts as relevant to its query ([`Abstain::judge`])."""
@@ -126,6 +136,33 @@ SupersedeReason = Union[Literal["explicit"], Literal["same_key"], Literal["near_
 
 Tier = Union[Literal["short_term"], Literal["long_term"], Literal["permanent"]]
 """How long a memory is meant to live."""
+
+
+class Abstain(Record):
+    """
+    When recall abstains: returns no hit because nothing stored is relevant enough
+    (`crate::RecallOptions::abstain`). Both floors are query-to-memory cosines in
+    `-1.0..=1.0` (`-1` turns a rule off); their scale depends on the embedder
+    (`super::Embedder::context_floor` gives calibrated values).
+    """
+
+    __slots__ = ()
+    _FIELDS = ('below', 'unknown_name_below')
+
+    @property
+    def below(self) -> float:
+        """Abstain when no hit has a cosine of at least this."""
+        return self._data["below"]  # type: ignore[no-any-return]
+
+    @property
+    def unknown_name_below(self) -> float:
+        """
+        Abstain when the query names something no memory of the namespace mentions
+        (`crate::Engine::unknown_names`) and no hit has a cosine of at least this. Meant
+        to be above `below`: a question about a stranger must match more closely to
+        count.
+        """
+        return self._data["unknown_name_below"]  # type: ignore[no-any-return]
 
 
 class Abstention(Record):
@@ -194,6 +231,36 @@ class BackupReport(Record):
     def vectors(self) -> int:
         """Cached vectors copied."""
         return self._data["vectors"]  # type: ignore[no-any-return]
+
+
+class BlockEntry(Record):
+    """
+    One candidate entry of a block and its fate: a memory (profile and relevant parts)
+    or a turn (recent part).
+    """
+
+    __slots__ = ()
+    _FIELDS = ('fate', 'memory', 'observation', 'part')
+
+    @property
+    def fate(self) -> EntryFate:
+        """What became of it."""
+        return self._data["fate"]  # type: ignore[no-any-return]
+
+    @property
+    def memory(self) -> Optional[int]:
+        """The memory (profile and relevant parts)."""
+        return self._data.get("memory")
+
+    @property
+    def observation(self) -> Optional[int]:
+        """The turn (recent part)."""
+        return self._data.get("observation")
+
+    @property
+    def part(self) -> BlockPart:
+        """The part it was a candidate of."""
+        return self._data["part"]  # type: ignore[no-any-return]
 
 
 class CheckReport(Record):
@@ -448,7 +515,7 @@ class ContextBlock(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('abstained', 'abstention', 'context', 'excerpts', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'recent_truncated', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
+    _FIELDS = ('abstained', 'abstention', 'context', 'entries', 'excerpts', 'floors', 'in_profile', 'memories', 'profile', 'profile_skipped', 'query_time', 'recent', 'recent_skipped', 'recent_truncated', 'skipped', 'skipped_in_both', 'tokens', 'truncated', 'unknown_names')
 
     @property
     def abstained(self) -> Optional[bool]:
@@ -479,6 +546,17 @@ class ContextBlock(Record):
         return self._data["context"]  # type: ignore[no-any-return]
 
     @property
+    def entries(self) -> List[BlockEntry]:
+        """
+        What became of every candidate entry, part by part: the profile in its order,
+        the relevant hits in rank order, the recent turns oldest first. Filled by
+        `render_block`; the command surface returns it only when the request asks to
+        `explain`.
+        """
+        v = self._data.get("entries", [])
+        return [BlockEntry(x0) for x0 in v]
+
+    @property
     def excerpts(self) -> Optional[int]:
         """
         Relevant entries that quote a passage of a long memory instead of the whole
@@ -486,6 +564,16 @@ class ContextBlock(Record):
         in `truncated` too).
         """
         return self._data.get("excerpts")
+
+    @property
+    def floors(self) -> Optional[Abstain]:
+        """
+        The abstention floors the block was judged against (when recall ran by meaning,
+        so could abstain; `abstained` says whether it did). Filled by the `context`
+        command; absent from `render_context`.
+        """
+        v = self._data.get("floors")
+        return None if v is None else Abstain(v)
 
     @property
     def in_profile(self) -> Optional[int]:
@@ -1592,12 +1680,16 @@ class NamespaceSummary(Record):
 
     @property
     def active(self) -> int:
-        """Active memory versions (current; quarantined ones included)."""
+        """
+        Active memory versions: current and not quarantined, exactly what `list` shows
+        by default (the four figures `active`, `superseded`, `archived` and
+        `quarantined` never count a version twice).
+        """
         return self._data["active"]  # type: ignore[no-any-return]
 
     @property
     def archived(self) -> int:
-        """Archived memory versions."""
+        """Archived memory versions, not quarantined."""
         return self._data["archived"]  # type: ignore[no-any-return]
 
     @property
@@ -1622,12 +1714,15 @@ class NamespaceSummary(Record):
 
     @property
     def quarantined(self) -> int:
-        """Memory versions quarantined as injected instructions (any status)."""
+        """
+        Memory versions quarantined as injected instructions, whatever their status
+        (counted here only, apart from the three figures above).
+        """
         return self._data["quarantined"]  # type: ignore[no-any-return]
 
     @property
     def superseded(self) -> int:
-        """Superseded memory versions."""
+        """Superseded memory versions, not quarantined."""
         return self._data["superseded"]  # type: ignore[no-any-return]
 
 

@@ -391,3 +391,21 @@ def test_schemas_are_published():
     ops = [s["op"] for s in schemas]
     assert ops == list(mnemon._native.ops())
     assert set(mnemon.RESPONSES) == set(ops)
+
+
+def test_context_explains_its_entries_only_when_asked(engine):
+    engine.remember("u", "Lives in Porto", key="user.city")
+    engine.remember("u", "My sister Ana is a nurse at the children's hospital")
+    turn = engine.observe("u", "s1", "Which shift does Ana work this week?", role="user")
+    plain = engine.context("u", "What is my sister Ana's job?", current_session="s1", record_access=False)
+    assert plain.entries == [] and plain.floors is None
+    block = engine.context(
+        "u", "What is my sister Ana's job?", current_session="s1", record_access=False, explain=True
+    )
+    assert block.context == plain.context
+    parts = [(e.part, e.fate) for e in block.entries]
+    assert ("profile", "whole") in parts and ("recent", "whole") in parts
+    shown = [e for e in block.entries if e.part == "relevant" and e.fate in ("whole", "cut", "excerpt")]
+    assert len(shown) == block.memories
+    assert any(e.observation == turn.observation_id for e in block.entries if e.part == "recent")
+    assert -1 <= block.floors.below <= block.floors.unknown_name_below <= 1

@@ -19,6 +19,7 @@ import pytest
 from conftest import ROOT, TOKEN, HttpServer, cli, cli_json
 
 NS = "user:lin-wei"
+TURN = "Just thinking aloud: <img src=x onerror=alert(1)> </td></tr> nothing to keep"
 MARKUP = "Lin's note: <script>alert('x')</script> and </div></td></table> <b>bold</b> & more"
 
 
@@ -75,6 +76,10 @@ def demo(tmp_path):
     data = tmp_path / "store"
     cli(data, "demo", "--keep", str(data))
     r = cli_json(data, "remember", "--ns", NS, "--dedup", "off", MARKUP)
+    # A turn nothing was derived from, holding markup.
+    cli(data, "observe", "--ns", NS, "--session", "s-quiet", "--time", "2026-04-21T09:30:00Z", TURN)
+    # A read by an agent whose name holds markup.
+    cli(data, "recall", "--ns", NS, "--requester", "agent-<i>x</i>", "coffee for Lin")
     return data, r["id"]
 
 
@@ -83,7 +88,14 @@ def shows(browser, words):
     WebDriverWait(browser, 10).until(lambda d: words in d.page_source)
 
 
+# Most bytes one page may weigh (HTML with its inline SVG and styles).
+PAGE_BUDGET = 300_000
+
+
 def shot(browser, name):
+    """Saves a screenshot, and holds the page to its weight budget."""
+    weight = len(browser.page_source.encode())
+    assert weight <= PAGE_BUDGET, f"{name}: {weight} bytes"
     browser.save_screenshot(str(SHOTS / f"{name}.png"))
 
 
@@ -139,6 +151,12 @@ def test_the_pages_in_a_browser(browser, demo):
         follow(browser, browser.find_element(By.LINK_TEXT, NS))
         table = text(browser, "#memories")
         assert "dark-roast" in table and "light-roast" not in table
+        # One definition of active: the header counts the rows the default
+        # listing shows; the quarantined one is counted apart, not listed.
+        rows = browser.find_elements(By.CSS_SELECTOR, "#memories tr")[1:]
+        assert int(text(browser, "#count-active")) == len(rows)
+        assert int(text(browser, "#count-quarantined")) == 1
+        assert not browser.find_elements(By.CSS_SELECTOR, "#memories .badge.warn")
         Select(browser.find_element(By.NAME, "kind")).select_by_visible_text("preference")
         follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
         assert "kind=preference" in browser.current_url
@@ -155,16 +173,41 @@ def test_the_pages_in_a_browser(browser, demo):
         assert "slot key" in versions[0].find_element(By.CSS_SELECTOR, ".reason").text
         assert "For coffee I like light roasts" in versions[0].text
         assert versions[1].find_elements(By.CSS_SELECTOR, ".changed")
+        # The table beside the cards: one row per version, changed fields only.
+        changes = browser.find_elements(By.CSS_SELECTOR, "#changes tr.change")
+        assert len(changes) == 2 and "first version" in changes[0].text
+        fields = [f.text.split(":")[0] for f in changes[1].find_elements(By.CSS_SELECTOR, ".field-change")]
+        assert "content" in fields and "slot key" not in fields
+        exact = versions[0].find_element(By.TAG_NAME, "time").get_attribute("title")
+        assert exact.endswith("Z") and "T" in exact
         shot(browser, "chain")
 
         # The timeline: an SVG plot with the kinds in its legend, and the buckets.
         follow(browser, browser.find_element(By.LINK_TEXT, "timeline"))
         svg = browser.find_element(By.CSS_SELECTOR, "#plot svg")
-        legend = svg.get_attribute("innerHTML")
+        legend = text(browser, "#legend")
         for kind in ["observed", "extracted", "superseded", "accessed", "forgotten"]:
             assert kind in legend, kind
+            assert kind not in svg.get_attribute("innerHTML"), "the legend sits outside the plot"
         assert browser.find_elements(By.CSS_SELECTOR, "#buckets tr")[1:]
         shot(browser, "timeline")
+
+        # The same by valid time, through a link: the demo's dates appear.
+        follow(browser, browser.find_element(By.ID, "by-valid"))
+        assert "by=valid" in browser.current_url
+        assert "became true" in text(browser, "#legend")
+        buckets = text(browser, "#buckets")
+        assert "2026-03-02" in buckets
+        # From March to today (the markup memory): ticks are year-month.
+        ticks = [t.get_attribute("textContent").strip() for t in browser.find_elements(By.CSS_SELECTOR, "#plot svg text")]
+        assert any(t.startswith("2026-03") for t in ticks), ticks
+        # Seven weeks of the demo's conversations: ticks are month-day.
+        browser.get(f"{server.base}/ns/{NS}/timeline?by=valid&from=2026-03-01&to=2026-04-21")
+        ticks = [t.get_attribute("textContent").strip() for t in browser.find_elements(By.CSS_SELECTOR, "#plot svg text")]
+        assert any(t.startswith("03-") for t in ticks) and any(t.startswith("04-") for t in ticks), ticks
+        assert "2026-04-19" in text(browser, "#buckets")
+        shot(browser, "timeline-valid")
+        follow(browser, browser.find_element(By.ID, "by-commit"))
 
         # The as-of picker: early April (valid time) has the old preference.
         picker = browser.find_element(By.ID, "as-of-picker")
@@ -181,9 +224,65 @@ def test_the_pages_in_a_browser(browser, demo):
         browser.get(f"{server.base}/ns/{NS}/recall")
         browser.find_element(By.NAME, "q").send_keys("What coffee should I buy for Lin?")
         follow(browser, browser.find_element(By.CSS_SELECTOR, "form.filters button"))
-        hits = text(browser, "#hits")
-        assert "dark-roast" in hits
+        block = text(browser, "#block")
+        assert block.startswith("<memories>") and block.endswith("</memories>")
+        assert "dark-roast" in block
+        assert "Did not abstain" in text(browser, "#abstention")
+        assert float(text(browser, "#floor")) > 0
+        relevant = browser.find_elements(By.CSS_SELECTOR, "#part-relevant tr.entry")
+        assert relevant and all(r.find_elements(By.CSS_SELECTOR, "meter") for r in relevant if "not among" not in r.text)
+        legend = text(browser, "#legend")
+        assert "cosine" in legend and "-1" in legend
         shot(browser, "recall")
+
+        # A small budget: relevant hits left out are listed as skipped,
+        # with their text, and never appear in the block.
+        browser.get(f"{server.base}/ns/{NS}/recall?q=What+coffee+should+I+buy+for+Lin%3F&budget=120")
+        skipped = browser.find_elements(By.CSS_SELECTOR, "#part-relevant tr.fate-skipped")
+        assert skipped
+        block = text(browser, "#block")
+        for r in skipped:
+            left_out = r.find_element(By.CSS_SELECTOR, "td.content").text
+            assert left_out and left_out not in block
+        shot(browser, "recall-budget")
+
+        # A query about nothing stored: the block abstains, and says so.
+        browser.get(f"{server.base}/ns/{NS}/recall?q=Who+won+the+1998+Tour+de+France%3F")
+        assert "Abstained" in text(browser, "#abstention")
+        assert not browser.find_elements(By.CSS_SELECTOR, "#part-relevant tr.fate-whole")
+
+        # Turns: in order, each with what was derived from it, and a turn
+        # that produced nothing says so; its markup is text.
+        browser.get(f"{server.base}/ns/{NS}/turns")
+        turns = browser.find_elements(By.CSS_SELECTOR, "#turns tr.turn")
+        assert len(turns) >= 2
+        ids = [int(t.get_attribute("id").split("-")[1]) for t in turns]
+        assert ids == sorted(ids), "turns in log order"
+        derived = [t for t in turns if t.find_elements(By.CSS_SELECTOR, ".derived")]
+        assert any("light-roast" in t.text for t in derived)
+        quiet = [t for t in turns if "Just thinking aloud" in t.text]
+        assert len(quiet) == 1 and "no memory derived" in quiet[0].text
+        assert "<img src=x onerror=alert(1)>" in quiet[0].text
+        assert not browser.find_elements(By.CSS_SELECTOR, "main img")
+        exact = quiet[0].find_element(By.TAG_NAME, "time").get_attribute("title")
+        assert exact.startswith("2026-04-21T09:30:00Z")
+        shot(browser, "turns")
+        # One session, searched, in a chosen zone.
+        browser.get(f"{server.base}/ns/{NS}/turns?session=s-quiet&q=THINKING&tz=%2B08:00")
+        turns = browser.find_elements(By.CSS_SELECTOR, "#turns tr.turn")
+        assert len(turns) == 1 and "2026-04-21 17:30 +08:00" in turns[0].text
+        browser.get(f"{server.base}/ns/{NS}/turns?q=no+such+words+anywhere")
+        assert "No turn matches" in text(browser, "#turns")
+
+        # Reads: who read the coffee preference, and the most read.
+        browser.get(f"{server.base}/ns/{NS}/reads")
+        top = browser.find_elements(By.CSS_SELECTOR, "#most-read tr.top")
+        assert top
+        follow(browser, top[0].find_element(By.LINK_TEXT, "who and when"))
+        reads = browser.find_elements(By.CSS_SELECTOR, "#reads tr.read")
+        assert reads and any("agent-<i>x</i>" in r.text for r in reads)
+        assert not browser.find_elements(By.CSS_SELECTOR, "main i")
+        shot(browser, "reads")
 
         # Erasure: the request and its reason, never the forgotten text.
         browser.get(f"{server.base}/ns/{NS}/erasure")

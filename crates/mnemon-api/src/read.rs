@@ -390,6 +390,9 @@ pub struct ContextRequest {
     /// Filters and settings of the recall behind it.
     #[serde(flatten)]
     pub filters: RecallFilters,
+    /// Also say what became of every candidate entry (`entries`: whole, cut, excerpt, skipped, in_profile) and the abstention floors judged against (`floors`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explain: bool,
 }
 
 /// The prompt block: [`mnemon::ContextBlock`], in JSON `{"context", "memories",
@@ -424,7 +427,12 @@ impl Call for ContextRequest {
         let mut recall = self.filters.options(RecallOptions::default().top_k, default)?;
         recall.abstain = Some(recall.abstain.unwrap_or(default));
         let opts = mnemon::ContextOptions { recall, budget_tokens: budget, shares };
-        Ok(engine.context(&self.namespace, &self.query, &opts)?)
+        let mut block = engine.context(&self.namespace, &self.query, &opts)?;
+        if !self.explain {
+            block.entries.clear();
+            block.floors = None;
+        }
+        Ok(block)
     }
 }
 

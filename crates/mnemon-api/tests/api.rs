@@ -823,6 +823,22 @@ fn context_renders_three_parts_and_refuses_bad_shares() {
     )
     .unwrap();
     assert_eq!(v["recent"].as_u64(), Some(0), "{v}");
+    // Entries and floors only when asked: an agent's block costs no more.
+    assert!(v.get("entries").is_none() && v.get("floors").is_none(), "{v}");
+    let v = call(
+        &e,
+        json!({"op": "context", "namespace": "u", "query": "What is my sister Ana's job?", "current_session": "s1",
+               "record_access": false, "explain": true}),
+    )
+    .unwrap();
+    let entries = v["entries"].as_array().unwrap();
+    let fate = |part: &str, fate: &str| entries.iter().filter(|x| x["part"] == part && x["fate"] == fate).count();
+    assert_eq!(fate("profile", "whole") as u64, v["profile"].as_u64().unwrap(), "{v}");
+    assert_eq!(fate("recent", "whole") as u64, v["recent"].as_u64().unwrap(), "{v}");
+    assert_eq!(fate("relevant", "whole") as u64, v["memories"].as_u64().unwrap(), "{v}");
+    assert_eq!(fate("relevant", "in_profile") as u64, v["in_profile"].as_u64().unwrap(), "{v}");
+    assert!(entries.iter().any(|x| x["part"] == "recent" && x["observation"].is_u64()), "{v}");
+    assert!(v["floors"]["below"].is_number(), "{v}");
     // A response written before the per-part counts still reads.
     let old: mnemon::ContextBlock = serde_json::from_value(
         json!({"context": "<memories>\n</memories>", "memories": 0, "truncated": 0, "skipped": 0, "tokens": 3}),

@@ -426,6 +426,11 @@ pub struct ContextArgs {
     /// 0–1; 0 leaves them out. Default 0.25.
     #[arg(long, value_name = "SHARE", allow_hyphen_values = true)]
     recent_share: Option<f32>,
+    /// Also say what became of every candidate entry (whole, cut, excerpt,
+    /// skipped, in the profile) and the abstention floors judged against
+    /// (text output: one line per entry after the block, on stderr).
+    #[arg(long)]
+    pub explain: bool,
     #[command(flatten)]
     flags: RecallFlags,
     /// What the user just asked (`-`: read standard input).
@@ -754,6 +759,7 @@ fn request(cmd: &Cmd, json: bool) -> Result<Option<Request>, ApiError> {
             profile_share: a.profile_share,
             recent_share: a.recent_share,
             filters: a.flags.filters(a.top_k)?,
+            explain: a.explain,
         }),
         Cmd::Forget(a) => {
             let t = &a.target;

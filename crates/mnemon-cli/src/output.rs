@@ -130,6 +130,24 @@ fn human(cli: &Cli, resp: &Response) {
             if let Some(note) = budget_note(c) {
                 eprintln!("{note}");
             }
+            if let Some(f) = &c.floors {
+                eprintln!(
+                    "abstention floors: cosine {:.3}, {:.3} for a query naming the unknown",
+                    f.below, f.unknown_name_below
+                );
+            }
+            for e in &c.entries {
+                let what = match (e.memory, e.observation) {
+                    (Some(m), _) => format!("memory #{}", m.0),
+                    (None, Some(o)) => format!("turn #{}", o.0),
+                    (None, None) => String::new(),
+                };
+                eprintln!(
+                    "{:<9} {what}: {}",
+                    format!("{:?}", e.part).to_lowercase(),
+                    format!("{:?}", e.fate).to_lowercase()
+                );
+            }
         }
         Response::Forget(f) => forget(f, matches!(&cli.command, Cmd::Forget(a) if a.is_search())),
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
@@ -206,7 +224,7 @@ fn human(cli: &Cli, resp: &Response) {
         Response::Namespaces(n) => {
             for s in &n.namespaces {
                 println!(
-                    "{:<32} {} active, {} superseded, {} archived (quarantined among them: {}, shown by list --include-quarantined), {}; forgotten {}, {}",
+                    "{:<32} {} active, {} superseded, {} archived, {} quarantined (counted apart, shown by list --include-quarantined), {}; forgotten {}, {}",
                     s.namespace.as_str(),
                     s.active,
                     s.superseded,

@@ -192,11 +192,11 @@ async fn every_page_shows_the_demo_store() {
         assert!(!then.contains("dark-roast"), "{q}: {then}");
     }
 
-    // Recall with score explanations.
+    // The block an agent would get, with each hit's score parts.
     let r = page(&c, base, &format!("/ns/{NS}/recall?q=coffee+to+buy&k=3")).await;
-    let hits = from_id(&r, "hits");
-    assert!(hits.contains("dark-roast"), "{r}");
-    assert!(hits.contains("<td class=\"num\">1</td>"), "ranks: {r}");
+    assert!(from_id(&r, "block").contains("dark-roast"), "{r}");
+    let relevant = from_id(&r, "part-relevant");
+    assert!(relevant.contains("<meter min=\"-1.0\" max=\"1.0\""), "bars: {r}");
 
     // Erasure: counts and reasons, never the forgotten text.
     let e = page(&c, base, &format!("/ns/{NS}/erasure")).await;

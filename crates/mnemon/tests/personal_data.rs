@@ -412,6 +412,11 @@ fn injected_instructions_are_quarantined_or_rejected() -> R {
         // those are quarantined.
         let s = engine.stats();
         assert_eq!((s.active_memories, s.quarantined_memories), (2, 1));
+        // A namespace's figures count it apart, never as active: `active`
+        // is what `list` shows by default.
+        let summary = engine.namespaces().into_iter().find(|n| n.namespace == u).ok_or("no summary")?;
+        assert_eq!((summary.active, summary.quarantined), (1, 1));
+        assert_eq!(summary.active, engine.list(&u, &Default::default()).len());
         engine.close()?;
     }
     let engine = Engine::builder(dir.path()).injection_policy(InjectionPolicy::Reject).open()?;

@@ -300,6 +300,25 @@ proptest! {
         prop_assert!(block.skipped_in_both <= block.skipped.min(block.profile_skipped));
         prop_assert!(block.truncated <= 1);
         prop_assert!(block.recent_truncated <= 1);
+        // Every candidate has one entry saying what became of it, in the
+        // parts' orders, agreeing with the counts.
+        {
+            use mnemon::recall::{BlockPart as P, EntryFate as F};
+            let of = |part: P| block.entries.iter().filter(move |e| e.part == part);
+            let count = |part: P, fates: &[F]| of(part).filter(|e| fates.contains(&e.fate)).count();
+            prop_assert_eq!(of(P::Profile).map(|e| e.memory).collect::<Vec<_>>(), pm.iter().map(|m| Some(m.id)).collect::<Vec<_>>());
+            prop_assert_eq!(of(P::Relevant).map(|e| e.memory).collect::<Vec<_>>(), hits.iter().map(|h| Some(h.memory.id)).collect::<Vec<_>>());
+            prop_assert_eq!(of(P::Recent).map(|e| e.observation).collect::<Vec<_>>(), obs.iter().map(|o| Some(o.id)).collect::<Vec<_>>());
+            prop_assert_eq!(count(P::Profile, &[F::Whole]), block.profile);
+            prop_assert_eq!(count(P::Profile, &[F::Skipped]), block.profile_skipped);
+            prop_assert_eq!(count(P::Relevant, &[F::Whole, F::Cut, F::Excerpt]), block.included);
+            prop_assert_eq!(count(P::Relevant, &[F::Cut]), block.truncated);
+            prop_assert_eq!(count(P::Relevant, &[F::Skipped]), block.skipped);
+            prop_assert_eq!(count(P::Relevant, &[F::InProfile]), block.in_profile);
+            prop_assert_eq!(count(P::Recent, &[F::Whole, F::Cut]), block.recent);
+            prop_assert_eq!(count(P::Recent, &[F::Cut]), block.recent_truncated);
+            prop_assert_eq!(count(P::Recent, &[F::Skipped]), block.recent_skipped);
+        }
         if block.text.is_empty() {
             prop_assert_eq!(block.included + block.profile + block.recent, 0);
             return Ok(());

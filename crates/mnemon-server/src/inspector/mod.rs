@@ -7,12 +7,19 @@
 //! * `/ns/{ns}` — a namespace's memories, filtered (kind, tier, status,
 //!   session, text), paged, optionally as of a past point (`as_of` =
 //!   `seq`, `time` or `valid_time`, `at` = its value);
-//! * `/ns/{ns}/memory/{id}` — a version chain side by side: what changed,
-//!   when, why (the supersede reason) and the source observations;
-//! * `/ns/{ns}/timeline` — events over time by kind, plotted as SVG, with
-//!   an as-of picker;
-//! * `/ns/{ns}/recall?q=…` — a recall with each hit's score explanation,
-//!   run with `record_access` off so that looking writes nothing;
+//! * `/ns/{ns}/memory/{id}` — a version chain: a table of the fields each
+//!   version changed and the versions side by side (what changed, when,
+//!   why — the supersede reason — and the source observations), paged;
+//! * `/ns/{ns}/turns` — observations in log order with the memories
+//!   derived from each (or "no memory derived"), by session and text;
+//! * `/ns/{ns}/timeline` — events over time by kind, by commit time or by
+//!   valid time (`by=valid`), plotted as SVG, with an as-of picker;
+//! * `/ns/{ns}/recall?q=…` — the `context` block an agent would get, part
+//!   by part with each candidate entry's fate, the abstention decision and
+//!   floors, and each hit's score parts; run with `record_access` off so
+//!   that looking writes nothing;
+//! * `/ns/{ns}/reads` — a memory's `accessed` events (when, requester) and
+//!   the namespace's most-read memories;
 //! * `/ns/{ns}/erasure` — forgotten counts and erasure requests (ids,
 //!   reasons, counts; never content), pending erasure, the generation and
 //!   the store's compaction receipts (counts and digests, newest first).
@@ -27,8 +34,15 @@
 //! stored string is escaped), plots from `plotters`' SVG backend, inline;
 //! no script runs, and the Content-Security-Policy forbids any.
 
+mod block;
 mod pages;
 mod plot;
+mod reads;
+#[cfg(test)]
+mod tests;
+mod turns;
+mod valid;
+mod when;
 
 use std::sync::Arc;
 
@@ -59,6 +73,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("memory.html", include_str!("templates/memory.html")),
     ("timeline.html", include_str!("templates/timeline.html")),
     ("recall.html", include_str!("templates/recall.html")),
+    ("turns.html", include_str!("templates/turns.html")),
+    ("reads.html", include_str!("templates/reads.html")),
     ("erasure.html", include_str!("templates/erasure.html")),
     ("error.html", include_str!("templates/error.html")),
 ];

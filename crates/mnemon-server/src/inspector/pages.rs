@@ -8,14 +8,13 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::{plot, Inspector, Page};
-use mnemon::recall::RecallMode;
 use mnemon::Memory;
 use mnemon::{event::ForgetTarget, Event, EventBody};
 use mnemon::{AsOf, NamespaceSummary};
 use mnemon::{MemoryId, Namespace, Seq, Status, Tier};
 use mnemon_api::{
-    ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, RecallFilters, RecallRequest,
-    ReceiptsRequest, Request, Response, StatsRequest, TimelineRequest,
+    ApiError, ErrorCode, HistoryRequest, ListRequest, LogRequest, NamespacesRequest, ReceiptsRequest, Request,
+    Response, StatsRequest, TimelineRequest,
 };
 
 /// Memories on one page of a namespace listing, by default.
@@ -23,8 +22,8 @@ const DEFAULT_PAGE: usize = 50;
 /// Most memories one listing page looks at while filtering by status or
 /// text (the rest is a "continue" link), so a page answers promptly.
 const MAX_SCANNED: usize = 20_000;
-/// Hits of the recall playground, by default (the surface's default top-k).
-const DEFAULT_TOP_K: usize = 10;
+/// Versions of a chain on one page (cards and table), by default.
+const CHAIN_PAGE: usize = 20;
 /// Erasure requests on one page of the erasure view.
 const ERASURES_PAGE: usize = 100;
 /// Compaction receipts on one page of the erasure view.
@@ -32,7 +31,7 @@ const RECEIPTS_PAGE: usize = 20;
 
 /// The query string, decoded: the first value of each name; empty values
 /// count as absent.
-pub(super) struct Query(BTreeMap<String, String>);
+pub(super) struct Query(pub(super) BTreeMap<String, String>);
 
 impl Query {
     pub(super) fn parse(q: Option<&str>) -> Query {
@@ -46,18 +45,18 @@ impl Query {
         Query(m)
     }
 
-    fn get(&self, k: &str) -> Option<&str> {
+    pub(super) fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str)
     }
 
-    fn number(&self, k: &str) -> Result<Option<usize>, ApiError> {
+    pub(super) fn number(&self, k: &str) -> Result<Option<usize>, ApiError> {
         self.get(k)
             .map(|v| v.parse::<usize>().map_err(|_| ApiError::invalid(k, format!("must be a whole number, got {v:?}"))))
             .transpose()
     }
 
     /// The as-of point of `as_of` (`seq`, `time`, `valid_time`) and `at`.
-    fn as_of(&self) -> Result<Option<AsOf>, ApiError> {
+    pub(super) fn as_of(&self) -> Result<Option<AsOf>, ApiError> {
         let Some(at) = self.get("at") else { return Ok(None) };
         let time = |s: &str| {
             parse_time(s)
@@ -74,14 +73,14 @@ impl Query {
     }
 
     /// The query as a map for the templates (to refill the forms).
-    fn values(&self) -> Value {
+    pub(super) fn values(&self) -> Value {
         json!(self.0)
     }
 }
 
 /// An RFC 3339 time, a `YYYY-MM-DDTHH:MM` (as a datetime-local input
 /// sends it, read as UTC) or a date (midnight UTC).
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+pub(super) fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
     }
@@ -94,7 +93,7 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Query-string encoding of `pairs` (for links).
-fn query_string(pairs: &[(&str, String)]) -> String {
+pub(super) fn query_string(pairs: &[(&str, String)]) -> String {
     let mut s = form_urlencoded::Serializer::new(String::new());
     for (k, v) in pairs {
         s.append_pair(k, v);
@@ -118,7 +117,7 @@ fn describe_as_of(a: Option<AsOf>) -> Option<String> {
     })
 }
 
-fn unexpected(op: &str) -> ApiError {
+pub(super) fn unexpected(op: &str) -> ApiError {
     ApiError::new(ErrorCode::Internal, format!("{op} answered with another response"))
 }
 
@@ -137,8 +136,10 @@ pub(super) fn route(ins: &Inspector, path: &str, q: &Query) -> Result<Page, ApiE
                 id.parse::<u64>().map_err(|_| ApiError::invalid("id", format!("must be a memory id, got {id:?}")))?;
             chain(ins, &namespace_of(ins, ns)?, MemoryId(id), q)
         }
+        ["ns", ns, "reads"] => super::reads::reads(ins, &namespace_of(ins, ns)?, q),
+        ["ns", ns, "turns"] => super::turns::turns(ins, &namespace_of(ins, ns)?, q),
         ["ns", ns, "timeline"] => timeline(ins, &namespace_of(ins, ns)?, q),
-        ["ns", ns, "recall"] => recall(ins, &namespace_of(ins, ns)?, q),
+        ["ns", ns, "recall"] => super::block::playground(ins, &namespace_of(ins, ns)?, q),
         ["ns", ns, "erasure"] => erasure(ins, &namespace_of(ins, ns)?, q),
         _ => Err(not_found(path)),
     }
@@ -211,13 +212,40 @@ fn receipts(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Option<Value>,
 
 fn index(ins: &Inspector) -> Result<Page, ApiError> {
     let namespaces = summaries(ins)?;
-    let ctx = json!({ "title": "Namespaces", "namespaces": namespaces, "stats": stats(ins)? });
+    // Store-wide memory figures are the namespaces' summed, so that every
+    // page counts with the one definition of `active` (current, not
+    // quarantined) that the memory listing shows.
+    let totals = Counts::sum(&namespaces);
+    let ctx = json!({ "title": "Namespaces", "namespaces": namespaces, "stats": stats(ins)?, "totals": totals });
     Ok(ins.render(200, "index.html", ctx))
+}
+
+/// Memory versions by standing, summed over namespaces. Each version
+/// counts once: quarantined ones apart from the three statuses.
+#[derive(Serialize, Default, Debug, PartialEq, Eq)]
+struct Counts {
+    active: usize,
+    superseded: usize,
+    archived: usize,
+    quarantined: usize,
+    observations: usize,
+}
+
+impl Counts {
+    fn sum(all: &[NamespaceSummary]) -> Counts {
+        all.iter().fold(Counts::default(), |c, s| Counts {
+            active: c.active + s.active,
+            superseded: c.superseded + s.superseded,
+            archived: c.archived + s.archived,
+            quarantined: c.quarantined + s.quarantined,
+            observations: c.observations + s.observations,
+        })
+    }
 }
 
 /// A memory as the templates show it.
 #[derive(Serialize)]
-struct Row<'a> {
+pub(super) struct Row<'a> {
     #[serde(flatten)]
     memory: &'a Memory,
     status_name: String,
@@ -225,7 +253,7 @@ struct Row<'a> {
     tier_name: String,
 }
 
-fn row(m: &Memory) -> Row<'_> {
+pub(super) fn row(m: &Memory) -> Row<'_> {
     Row { memory: m, status_name: m.status.to_string(), kind_name: m.kind.to_string(), tier_name: m.tier.to_string() }
 }
 
@@ -314,7 +342,18 @@ fn namespace(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiErro
         pairs.push(("cursor", c));
         query_string(&pairs)
     });
-    let rows: Vec<Row> = found.iter().map(row).collect();
+    let zone = super::when::zone(q.get("tz"))?;
+    let now = Utc::now();
+    let rows: Vec<Value> = found
+        .iter()
+        .map(|m| {
+            let mut v = json!(row(m));
+            v["recorded"] = super::when::when(m.recorded_from, now, zone);
+            v["valid"] = super::when::when(m.valid_from, now, zone);
+            v["valid_until"] = json!(m.valid_to.map(|t| super::when::when(t, now, zone)));
+            v
+        })
+        .collect();
     let ctx = json!({
         "title": ns.as_str(),
         "ns": ns.as_str(),
@@ -335,7 +374,7 @@ fn namespace(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiErro
 }
 
 /// One event of the log, by its position (`None` if it is not in `ns`).
-fn event_at(ins: &Inspector, ns: &Namespace, seq: Seq) -> Result<Option<Event>, ApiError> {
+pub(super) fn event_at(ins: &Inspector, ns: &Namespace, seq: Seq) -> Result<Option<Event>, ApiError> {
     let Response::Log(page) = ins.call(Request::Log(LogRequest {
         namespace: ns.clone(),
         from: Some(seq),
@@ -386,10 +425,32 @@ fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Pag
             None => break,
         }
     }
+    let per = q.number("per")?.unwrap_or(CHAIN_PAGE);
+    if !(1..=mnemon_api::budget::MAX_PAGE).contains(&per) {
+        return Err(ApiError::out_of_range("per", 1, mnemon_api::budget::MAX_PAGE, per));
+    }
+    let pages = versions.len().div_ceil(per).max(1);
+    let page = q.number("page")?.unwrap_or(1);
+    if !(1..=pages).contains(&page) {
+        return Err(ApiError::out_of_range("page", 1, pages, page));
+    }
+    let zone = super::when::zone(q.get("tz"))?;
+    let now = Utc::now();
+    let shown = (page - 1) * per..(page * per).min(versions.len());
     let mut columns = Vec::new();
-    for (i, m) in versions.iter().enumerate() {
+    let mut changes = Vec::new();
+    for i in shown {
+        let m = &versions[i];
         let prev = i.checked_sub(1).map(|p| &versions[p]);
         let changed = |f: fn(&Memory) -> String| prev.is_some_and(|p| f(p) != f(m));
+        changes.push(json!({
+            "id": m.id,
+            "n": i + 1,
+            "status": m.status.to_string(),
+            "recorded": super::when::when(m.recorded_from, now, zone),
+            "valid": super::when::when(m.valid_from, now, zone),
+            "fields": prev.map(|p| changed_fields(p, m)),
+        }));
         let replaced = match m.superseded_seq {
             Some(s) => match event_at(ins, ns, s)? {
                 Some(Event { body: EventBody::Superseded(link), time, .. }) => {
@@ -405,7 +466,7 @@ fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Pag
             let ev = event_at(ins, ns, o.0)?;
             sources.push(match ev.map(|e| e.body) {
                 Some(EventBody::Observed(obs)) => json!({
-                    "id": o.0, "session": obs.session, "role": obs.role, "text": obs.text, "event_time": obs.event_time,
+                    "id": o.0, "turns": query_string(&[("session", obs.session.clone())]), "session": obs.session, "role": obs.role, "text": obs.text, "event_time": obs.event_time,
                 }),
                 _ => json!({ "id": o.0, "forgotten": true }),
             });
@@ -423,6 +484,12 @@ fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Pag
             },
             "replaced": replaced,
             "sources": sources,
+            "times": {
+                "valid_from": super::when::when(m.valid_from, now, zone),
+                "valid_to": m.valid_to.map(|t| super::when::when(t, now, zone)),
+                "recorded_from": super::when::when(m.recorded_from, now, zone),
+                "recorded_to": m.recorded_to.map(|t| super::when::when(t, now, zone)),
+            },
         }));
     }
     let ctx = json!({
@@ -430,11 +497,47 @@ fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Pag
         "ns": ns.as_str(),
         "id": id,
         "columns": columns,
+        "changes": changes,
+        "versions": versions.len(),
+        "page": page,
+        "pages": pages,
+        "prev_page": (page > 1).then(|| page_link(q, page - 1)),
+        "next_page": (page < pages).then(|| page_link(q, page + 1)),
         "seq": seq,
         "as_of": describe_as_of(as_of),
         "as_of_query": query_string(&as_of_pairs(q)),
     });
     Ok(ins.render(200, "memory.html", ctx))
+}
+
+/// A field of a memory by name, as text.
+type Field = (&'static str, fn(&Memory) -> String);
+
+/// The fields of `m` that differ from `prev`, each with its old and new
+/// value as text; the chain table shows only these.
+fn changed_fields(prev: &Memory, m: &Memory) -> Vec<Value> {
+    let fields: [Field; 7] = [
+        ("content", |m| m.content.clone()),
+        ("kind", |m| m.kind.to_string()),
+        ("tier", |m| m.tier.to_string()),
+        ("importance", |m| format!("{:.2}", m.importance)),
+        ("slot key", |m| m.key.clone().unwrap_or_default()),
+        ("entities", |m| m.entities.join(", ")),
+        ("session", |m| m.session.clone().unwrap_or_default()),
+    ];
+    fields
+        .iter()
+        .filter(|(_, f)| f(prev) != f(m))
+        .map(|(name, f)| json!({ "field": name, "old": f(prev), "new": f(m) }))
+        .collect()
+}
+
+/// The query string of the chain page `page`, other parameters kept.
+fn page_link(q: &Query, page: usize) -> String {
+    let mut pairs: Vec<(&str, String)> =
+        q.0.iter().filter(|(k, _)| k.as_str() != "page").map(|(k, v)| (k.as_str(), v.clone())).collect();
+    pairs.push(("page", page.to_string()));
+    query_string(&pairs)
 }
 
 fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
@@ -447,14 +550,38 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
             })
             .transpose()
     };
-    let Response::Timeline(t) = ins.call(Request::Timeline(TimelineRequest {
-        namespace: ns.clone(),
-        buckets,
-        from: time("from")?,
-        to: time("to")?,
-    }))?
-    else {
-        return Err(unexpected("timeline"));
+    let by_valid = match q.get("by").unwrap_or("commit") {
+        "commit" => false,
+        "valid" => true,
+        other => return Err(ApiError::invalid("by", format!("must be commit or valid, got {other:?}"))),
+    };
+    let t = if by_valid {
+        super::valid::timeline(ins, ns, buckets, time("from")?, time("to")?)?
+    } else {
+        let Response::Timeline(t) = ins.call(Request::Timeline(TimelineRequest {
+            namespace: ns.clone(),
+            buckets,
+            from: time("from")?,
+            to: time("to")?,
+        }))?
+        else {
+            return Err(unexpected("timeline"));
+        };
+        t
+    };
+    let names = if by_valid { plot::VALID_NAMES } else { plot::COMMIT_NAMES };
+    let legend: Vec<Value> =
+        plot::legend(&t, &names).into_iter().map(|(name, color)| json!({ "name": name, "color": color })).collect();
+    let zone = super::when::zone(q.get("tz"))?;
+    let now = Utc::now();
+    let toggle = |by: &str| {
+        let mut pairs: Vec<(&str, String)> =
+            q.0.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "by" | "from" | "to"))
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+        pairs.push(("by", by.to_string()));
+        query_string(&pairs)
     };
     let svg = plot::timeline_svg(&t).map_err(|e| ApiError::new(ErrorCode::Internal, format!("cannot plot: {e}")))?;
     let rows: Vec<Value> = t
@@ -466,8 +593,13 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
                 "b": b,
                 "from": t.label(b.start),
                 "to": t.label(b.end),
+                "from_when": super::when::when(b.start, now, zone),
                 "total": b.total(),
-                "link": b.last_seq.map(|s| query_string(&[("as_of", "seq".into()), ("at", s.to_string())])),
+                "link": if by_valid {
+                    Some(query_string(&[("as_of", "valid_time".into()), ("at", t.label(b.end))]))
+                } else {
+                    b.last_seq.map(|s| query_string(&[("as_of", "seq".into()), ("at", s.to_string())]))
+                },
             })
         })
         .collect();
@@ -477,57 +609,16 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
         "t": t,
         "rows": rows,
         "q": q.values(),
+        "by_valid": by_valid,
+        "names": names,
+        "legend": legend,
+        "by_commit_link": toggle("commit"),
+        "by_valid_link": toggle("valid"),
+        "span": super::when::relative(t.from, t.to).replace(" ago", "").replace("in ", ""),
     });
     // The plot is markup made here from counts and dates, not stored text.
     let ctx = minijinja::context! { svg => minijinja::Value::from_safe_string(svg), ..minijinja::Value::from_serialize(&ctx) };
     Ok(ins.render_value(200, "timeline.html", ctx))
-}
-
-fn recall(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
-    let mut hits = Vec::new();
-    let mut omitted = 0;
-    if let Some(query) = q.get("q") {
-        let filters = RecallFilters {
-            top_k: Some(q.number("k")?.unwrap_or(DEFAULT_TOP_K)),
-            mode: q
-                .get("mode")
-                .map(str::parse::<RecallMode>)
-                .transpose()
-                .map_err(|e| ApiError::invalid("mode", e.to_string()))?,
-            include_superseded: q.get("superseded").is_some(),
-            as_of: q.as_of()?,
-            requester: Some("inspector".into()),
-            // Looking writes nothing: no `accessed` event.
-            record_access: Some(false),
-            ..RecallFilters::default()
-        };
-        let Response::Recall(r) = ins.call(Request::Recall(RecallRequest {
-            namespace: ns.clone(),
-            query: query.to_string(),
-            filters,
-            // The page shows each hit's whole record and score.
-            explain: true,
-        }))?
-        else {
-            return Err(unexpected("recall"));
-        };
-        omitted = r.omitted;
-        hits = r
-            .hits
-            .iter()
-            .filter_map(|h| h.memory.as_ref().map(|m| json!({ "m": row(m), "score": h.score, "e": h.explain })))
-            .collect();
-    }
-    let ctx = json!({
-        "title": format!("{} recall", ns.as_str()),
-        "ns": ns.as_str(),
-        "q": q.values(),
-        "asked": q.get("q").is_some(),
-        "hits": hits,
-        "omitted": omitted,
-        "modes": ["hybrid", "dense", "lexical"],
-    });
-    Ok(ins.render(200, "recall.html", ctx))
 }
 
 fn erasure(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {

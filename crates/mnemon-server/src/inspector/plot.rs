@@ -23,8 +23,46 @@ const SERIES: &[Series] = &[
     ("archived", RGBColor(0x76, 0xb7, 0xb2), |b| b.archived),
 ];
 
-/// The SVG of `t`: one bar per bucket, segments by kind, a legend, the
-/// bucket start dates on the x axis and event counts on the y axis.
+/// The names the series carry on a commit-time timeline, in [`SERIES`]
+/// order.
+pub(super) const COMMIT_NAMES: [&str; 6] = ["observed", "extracted", "superseded", "accessed", "forgotten", "archived"];
+
+/// The names the series carry on a valid-time timeline: turns by when they
+/// were said, memory versions by when they became true and stopped being
+/// true (the other three series are empty there).
+pub(super) const VALID_NAMES: [&str; 6] =
+    ["turn said", "became true", "stopped being true", "accessed", "forgotten", "archived"];
+
+/// The legend of a plot, for the page to show beside it: each non-empty
+/// series' name and colour (`#rrggbb`).
+pub(super) fn legend(t: &Timeline, names: &[&str; 6]) -> Vec<(String, String)> {
+    SERIES
+        .iter()
+        .zip(names)
+        .filter(|((_, _, count), _)| t.buckets.iter().any(|b| count(b) > 0))
+        .map(|((_, c, _), name)| (name.to_string(), format!("#{:02x}{:02x}{:02x}", c.0, c.1, c.2)))
+        .collect()
+}
+
+/// The `strftime` format of tick labels over a span of `span_micros`: the
+/// coarsest unit that still tells ticks apart, from years to milliseconds.
+pub(super) fn tick_format(span_micros: i64) -> &'static str {
+    const S: i64 = 1_000_000;
+    match span_micros {
+        s if s > 3 * 365 * 86_400 * S => "%Y",
+        s if s > 90 * 86_400 * S => "%Y-%m",
+        s if s > 3 * 86_400 * S => "%m-%d",
+        s if s > 12 * 3_600 * S => "%m-%d %H:%M",
+        s if s > 5 * 60 * S => "%H:%M",
+        s if s > 10 * S => "%H:%M:%S",
+        _ => "%S.%3fs",
+    }
+}
+
+/// The SVG of `t`: one bar per bucket, segments by kind, the bucket start
+/// times on the x axis (ticks in [`tick_format`]) and event counts on the
+/// y axis. The legend is not drawn inside: the page shows [`legend`]
+/// beside the plot.
 ///
 /// # Errors
 /// The drawing backend's error, as text (writing to a string does not fail
@@ -44,22 +82,12 @@ pub(super) fn timeline_svg(t: &Timeline) -> Result<String, String> {
             .y_label_area_size(48)
             .build_cartesian_2d(0u32..n, 0u64..ymax)
             .map_err(|e| e.to_string())?;
-        let span = t.to - t.from;
+        let format = tick_format((t.to - t.from).num_microseconds().unwrap_or(i64::MAX));
         let label = |i: &u32| {
-            let b = t.buckets.get(usize::try_from(*i).unwrap_or(usize::MAX));
-            b.map(|b| {
-                if span > chrono::Duration::days(2) {
-                    b.start.format("%Y-%m-%d").to_string()
-                } else if t.bucket_micros >= 60_000_000 {
-                    b.start.format("%m-%d %H:%M").to_string()
-                } else {
-                    // Buckets under a minute: the time of day, to the digit
-                    // that tells them apart (`12:28:21.396`).
-                    let full = t.label(b.start);
-                    full.get(11..full.len() - 1).unwrap_or(&full).to_string()
-                }
-            })
-            .unwrap_or_default()
+            t.buckets
+                .get(usize::try_from(*i).unwrap_or(usize::MAX))
+                .map(|b| b.start.format(format).to_string())
+                .unwrap_or_default()
         };
         chart
             .configure_mesh()
@@ -70,28 +98,32 @@ pub(super) fn timeline_svg(t: &Timeline) -> Result<String, String> {
             .y_desc("events")
             .draw()
             .map_err(|e| e.to_string())?;
-        for (k, (name, color, count)) in SERIES.iter().enumerate() {
+        for (k, (_, color, count)) in SERIES.iter().enumerate() {
             let bars = t.buckets.iter().enumerate().filter_map(|(i, b)| {
                 let below: u64 = SERIES[..k].iter().map(|s| (s.2)(b)).sum();
                 let here = count(b);
                 let x = u32::try_from(i).ok()?;
                 (here > 0).then(|| Rectangle::new([(x, below), (x + 1, below + here)], color.filled()))
             });
-            let color = *color;
-            chart
-                .draw_series(bars)
-                .map_err(|e| e.to_string())?
-                .label(*name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+            chart.draw_series(bars).map_err(|e| e.to_string())?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .draw()
-            .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_fit_every_span_from_milliseconds_to_years() {
+        let s = 1_000_000i64;
+        assert_eq!(tick_format(330_000), "%S.%3fs");
+        assert_eq!(tick_format(90 * s), "%H:%M:%S");
+        assert_eq!(tick_format(2 * 3600 * s), "%H:%M");
+        assert_eq!(tick_format(49 * 86_400 * s), "%m-%d");
+        assert_eq!(tick_format(400 * 86_400 * s), "%Y-%m");
+        assert_eq!(tick_format(10 * 365 * 86_400 * s), "%Y");
+    }
 }

@@ -18,13 +18,16 @@ pub const MAX_TIMELINE_BUCKETS: usize = 500;
 pub struct NamespaceSummary {
     /// The namespace.
     pub namespace: Namespace,
-    /// Active memory versions (current; quarantined ones included).
+    /// Active memory versions: current and not quarantined, exactly what
+    /// `list` shows by default (the four figures `active`, `superseded`,
+    /// `archived` and `quarantined` never count a version twice).
     pub active: usize,
-    /// Superseded memory versions.
+    /// Superseded memory versions, not quarantined.
     pub superseded: usize,
-    /// Archived memory versions.
+    /// Archived memory versions, not quarantined.
     pub archived: usize,
-    /// Memory versions quarantined as injected instructions (any status).
+    /// Memory versions quarantined as injected instructions, whatever their
+    /// status (counted here only, apart from the three figures above).
     pub quarantined: usize,
     /// Observations (forgotten ones excluded).
     pub observations: usize,
@@ -153,13 +156,13 @@ impl Engine {
                     forgotten_observations: st.forgotten_observations.iter().filter(|o| o.0 <= at).count(),
                 };
                 for m in st.memories.values().filter(|m| m.visible_at(at)) {
-                    match m.status_at(at) {
-                        Status::Active => s.active += 1,
-                        Status::Superseded => s.superseded += 1,
-                        Status::Archived => s.archived += 1,
-                        Status::Forgotten => {}
+                    match (m.status_at(at), m.quarantine.is_some()) {
+                        (Status::Forgotten, _) => {}
+                        (_, true) => s.quarantined += 1,
+                        (Status::Active, false) => s.active += 1,
+                        (Status::Superseded, false) => s.superseded += 1,
+                        (Status::Archived, false) => s.archived += 1,
                     }
-                    s.quarantined += usize::from(m.quarantine.is_some());
                 }
                 s
             })

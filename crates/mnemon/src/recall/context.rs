@@ -281,11 +281,72 @@ pub struct ContextBlock {
     /// memories from then. Absent when it names none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_time: Option<crate::recall::QueryTime>,
+    /// The abstention floors the block was judged against (when recall ran
+    /// by meaning, so could abstain; `abstained` says whether it did).
+    /// Filled by the `context` command; absent from [`render_context`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floors: Option<crate::recall::Abstain>,
+    /// What became of every candidate entry, part by part: the profile in
+    /// its order, the relevant hits in rank order, the recent turns oldest
+    /// first. Filled by [`render_block`]; the command surface returns it
+    /// only when the request asks to `explain`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entries: Vec<BlockEntry>,
     /// Ids of the memories the block holds, profile entries first, then
     /// relevant ones in rank order (what `context` records access for).
     /// Not serialized.
     #[serde(skip)]
     pub memory_ids: Vec<MemoryId>,
+}
+
+/// One of a block's three parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockPart {
+    /// What holds now, by key ([`SECTION_PROFILE`]).
+    Profile,
+    /// The recalled memories ([`SECTION_RELEVANT`]).
+    Relevant,
+    /// The current session's last turns ([`SECTION_RECENT`]).
+    Recent,
+}
+
+/// What became of a candidate entry of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryFate {
+    /// Rendered whole.
+    Whole,
+    /// Rendered cut to fit, marked [`TRUNCATED_FIELD`].
+    Cut,
+    /// Rendered as a passage of a long memory, marked [`EXCERPT_FIELD`].
+    Excerpt,
+    /// Left out: the budget (or the part's share of it) had no room.
+    Skipped,
+    /// A relevant hit not repeated because the profile part shows it.
+    InProfile,
+}
+
+/// One candidate entry of a block and its fate: a memory (profile and
+/// relevant parts) or a turn (recent part).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct BlockEntry {
+    /// The part it was a candidate of.
+    pub part: BlockPart,
+    /// The memory (profile and relevant parts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryId>,
+    /// The turn (recent part).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<crate::types::ObservationId>,
+    /// What became of it.
+    pub fate: EntryFate,
+}
+
+impl BlockEntry {
+    fn memory(part: BlockPart, id: MemoryId, fate: EntryFate) -> BlockEntry {
+        BlockEntry { part, memory: Some(id), observation: None, fate }
+    }
 }
 
 /// The most tokens the profile and recent parts of a block may use, as
@@ -411,6 +472,23 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
             profile_skipped: parts.profile.len(),
             recent_skipped: parts.recent.len(),
             skipped_in_both: parts.relevant.iter().filter(in_profile_list).count(),
+            entries: parts
+                .profile
+                .iter()
+                .map(|m| BlockEntry::memory(BlockPart::Profile, m.id, EntryFate::Skipped))
+                .chain(
+                    parts
+                        .relevant
+                        .iter()
+                        .map(|h| BlockEntry::memory(BlockPart::Relevant, h.memory.id, EntryFate::Skipped)),
+                )
+                .chain(parts.recent.iter().map(|o| BlockEntry {
+                    part: BlockPart::Recent,
+                    memory: None,
+                    observation: Some(o.id),
+                    fate: EntryFate::Skipped,
+                }))
+                .collect(),
             ..ContextBlock::default()
         };
     }
@@ -443,6 +521,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         }
     }
     let mut recent_truncated = 0;
+    let mut recent_cut = None;
     if let Some(k) = turn_slots.iter().rposition(Option::is_none) {
         let section = if recent.counts.is_some() { 0 } else { estimate_tokens(SECTION_RECENT) + 1 };
         let part_left = recent_cap.saturating_sub(recent.counts.map_or(0, TokenCounts::tokens));
@@ -452,9 +531,19 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
                 recent.add(&line, &mut used);
                 turn_slots[k] = Some(line);
                 recent_truncated = 1;
+                recent_cut = Some(k);
             }
         }
     }
+    let recent_fates: Vec<EntryFate> = turn_slots
+        .iter()
+        .enumerate()
+        .map(|(k, slot)| match (slot, recent_cut == Some(k)) {
+            (None, _) => EntryFate::Skipped,
+            (Some(_), true) => EntryFate::Cut,
+            (Some(_), false) => EntryFate::Whole,
+        })
+        .collect();
     recent.lines = turn_slots.into_iter().flatten().collect();
 
     // Relevant: rank order, skip and go on, then perhaps one cut entry.
@@ -463,6 +552,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
     let mut entries: Vec<Entry> = candidates.iter().map(|h| Entry::memory(&h.memory, offset)).collect();
     let mut relevant = Part::new(SECTION_RELEVANT);
     let mut slots: Vec<Option<String>> = vec![None; entries.len()];
+    let mut fates: Vec<EntryFate> = vec![EntryFate::Skipped; entries.len()];
     let mut excerpted = 0;
     for (k, h) in candidates.iter().enumerate() {
         let e = &entries[k];
@@ -470,6 +560,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         if relevant.fits(&line, token_budget, used, token_budget) {
             relevant.add(&line, &mut used);
             slots[k] = Some(line);
+            fates[k] = EntryFate::Whole;
             continue;
         }
         // A long memory that does not fit whole is quoted by the passage
@@ -493,6 +584,7 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         if relevant.fits(&line, token_budget, used, token_budget) {
             relevant.add(&line, &mut used);
             slots[k] = Some(line);
+            fates[k] = EntryFate::Excerpt;
             excerpted += 1;
         }
         entries[k] = excerpt;
@@ -505,12 +597,37 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
             if relevant.fits(&line, token_budget, used, token_budget) {
                 relevant.add(&line, &mut used);
                 slots[k] = Some(line);
+                fates[k] = EntryFate::Cut;
                 truncated = 1;
             }
         }
     }
     relevant.lines = slots.iter().flatten().cloned().collect();
     let skipped_in_both = candidates.iter().zip(&slots).filter(|(h, s)| s.is_none() && in_profile_list(h)).count();
+
+    let mut block_entries: Vec<BlockEntry> = parts
+        .profile
+        .iter()
+        .map(|m| {
+            let fate = if profile_ids.contains(&m.id) { EntryFate::Whole } else { EntryFate::Skipped };
+            BlockEntry::memory(BlockPart::Profile, m.id, fate)
+        })
+        .collect();
+    let mut next_candidate = candidates.iter().zip(&fates);
+    for h in parts.relevant {
+        let fate = if profile_ids.contains(&h.memory.id) {
+            EntryFate::InProfile
+        } else {
+            next_candidate.next().map_or(EntryFate::Skipped, |(_, f)| *f)
+        };
+        block_entries.push(BlockEntry::memory(BlockPart::Relevant, h.memory.id, fate));
+    }
+    block_entries.extend(parts.recent.iter().zip(&recent_fates).map(|(o, f)| BlockEntry {
+        part: BlockPart::Recent,
+        memory: None,
+        observation: Some(o.id),
+        fate: *f,
+    }));
     let mut memory_ids = profile_ids;
     memory_ids.extend(candidates.iter().zip(&slots).filter(|(_, s)| s.is_some()).map(|(h, _)| h.memory.id));
 
@@ -539,6 +656,8 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         abstention: None,
         unknown_names: Vec::new(),
         query_time: None,
+        floors: None,
+        entries: block_entries,
         memory_ids,
     }
 }

@@ -20,9 +20,9 @@ mod when;
 pub use crate::embed::{Abstain, SimilarityNorm};
 pub(crate) use context::one_line;
 pub use context::{
-    estimate_tokens, render_block, render_context, BlockParts, ContextBlock, PartShares, BLOCK_CLOSE, BLOCK_OPEN,
-    BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, EXCERPT_FIELD, MIN_TRUNCATED_TOKENS, SECTION_PROFILE,
-    SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
+    estimate_tokens, render_block, render_context, BlockEntry, BlockPart, BlockParts, ContextBlock, EntryFate,
+    PartShares, BLOCK_CLOSE, BLOCK_OPEN, BLOCK_PREAMBLE, DEFAULT_PROFILE_SHARE, DEFAULT_RECENT_SHARE, EXCERPT_FIELD,
+    MIN_TRUNCATED_TOKENS, SECTION_PROFILE, SECTION_RECENT, SECTION_RELEVANT, TRUNCATED_FIELD,
 };
 pub use parts::{ContextOptions, DEFAULT_CONTEXT_BUDGET, SAME_ATTRIBUTE_MARGIN};
 pub use score::{Explanation, RecallMode, Weights, FEW_CANDIDATES, MIN_SPREAD, SESSION_TOP};

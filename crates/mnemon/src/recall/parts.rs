@@ -218,7 +218,8 @@ impl Engine {
         if record_access && recall.as_of.is_none() {
             self.record_access(ns, block.memory_ids.clone(), recall.requester.clone());
         }
-        Ok(ContextBlock { abstained: abstention.is_some(), unknown_names, abstention, query_time, ..block })
+        let floors = judged.then_some(floors);
+        Ok(ContextBlock { abstained: abstention.is_some(), unknown_names, abstention, query_time, floors, ..block })
     }
 
     /// The read point of `as_of` (default: the last durable position).

@@ -1,0 +1,128 @@
+//! The reads page: who read a memory and when (its `accessed` events, with
+//! their requester), and a namespace's most-read memories.
+
+use serde_json::{json, Value};
+
+use super::pages::{query_string, row, unexpected, Query};
+use super::{Inspector, Page};
+use mnemon::{EventBody, Memory, MemoryId, Namespace};
+use mnemon_api::{ApiError, ListRequest, LogRequest, Request, Response};
+
+/// Reads on one page, by default.
+const DEFAULT_PAGE: usize = 50;
+/// Most log events one page looks at (the rest is a "continue" link).
+const MAX_SCANNED: usize = 20_000;
+/// Most memories looked at for the most-read list.
+const MAX_RANKED: usize = 20_000;
+/// Memories in the most-read list.
+const TOP: usize = 20;
+
+/// The current memories of `ns` read most often (by their access count),
+/// most first; ties by id.
+fn most_read(ins: &Inspector, ns: &Namespace) -> Result<(Vec<Memory>, usize), ApiError> {
+    let mut top: Vec<Memory> = Vec::new();
+    let mut cursor = None;
+    let mut scanned = 0;
+    loop {
+        let Response::List(page) = ins.call(Request::List(ListRequest {
+            namespace: ns.clone(),
+            include_superseded: true,
+            include_quarantined: true,
+            include_archived: true,
+            kind: None,
+            tier: None,
+            session: None,
+            as_of: None,
+            cursor: cursor.take(),
+            limit: Some(mnemon_api::budget::MAX_PAGE),
+        }))?
+        else {
+            return Err(unexpected("list"));
+        };
+        scanned += page.memories.len();
+        top.extend(page.memories.into_iter().filter(|m| m.access_count > 0));
+        top.sort_by(|a, b| b.access_count.cmp(&a.access_count).then(a.id.cmp(&b.id)));
+        top.truncate(TOP);
+        match page.next_cursor {
+            Some(c) if scanned < MAX_RANKED => cursor = Some(c),
+            _ => return Ok((top, scanned)),
+        }
+    }
+}
+
+/// `/ns/{ns}/reads`: with `memory`, that memory's reads in log order from
+/// `from` (a log position), paged; always, the most-read memories.
+pub(super) fn reads(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
+    let limit = q.number("limit")?.unwrap_or(DEFAULT_PAGE);
+    if !(1..=mnemon_api::budget::MAX_PAGE).contains(&limit) {
+        return Err(ApiError::out_of_range("limit", 1, mnemon_api::budget::MAX_PAGE, limit));
+    }
+    let memory = q.number("memory")?.map(|m| MemoryId(u64::try_from(m).unwrap_or(u64::MAX)));
+    let zone = super::when::zone(q.get("tz"))?;
+    let now = chrono::Utc::now();
+    let mut found: Vec<Value> = Vec::new();
+    let mut next = None;
+    let mut scanned = 0;
+    if let Some(id) = memory {
+        let from = q.number("from")?.map(|f| u64::try_from(f).unwrap_or(u64::MAX));
+        let mut cursor = None;
+        let mut last_seen = None;
+        next = loop {
+            let Response::Log(page) = ins.call(Request::Log(LogRequest {
+                namespace: ns.clone(),
+                from,
+                to: None,
+                kinds: vec!["accessed".into()],
+                cursor: cursor.take(),
+                limit: Some(mnemon_api::budget::MAX_PAGE),
+            }))?
+            else {
+                return Err(unexpected("log"));
+            };
+            let mut full = false;
+            for e in page.events {
+                scanned += 1;
+                last_seen = Some(e.seq);
+                let EventBody::Accessed(a) = e.body else { continue };
+                if !a.ids.contains(&id) {
+                    continue;
+                }
+                found.push(json!({
+                    "seq": e.seq,
+                    "when": super::when::when(e.time, now, zone),
+                    "requester": a.requester,
+                    "with": a.ids.len() - 1,
+                }));
+                if found.len() == limit {
+                    full = true;
+                    break;
+                }
+            }
+            match page.next_cursor {
+                _ if full => break last_seen.map(|s| s + 1),
+                Some(_) if scanned >= MAX_SCANNED => break last_seen.map(|s| s + 1),
+                Some(c) => cursor = Some(c),
+                None => break None,
+            }
+        };
+    }
+    let (top, ranked) = most_read(ins, ns)?;
+    let next_link = next.map(|f| {
+        let mut pairs: Vec<(&str, String)> =
+            q.0.iter().filter(|(k, _)| k.as_str() != "from").map(|(k, v)| (k.as_str(), v.clone())).collect();
+        pairs.push(("from", f.to_string()));
+        query_string(&pairs)
+    });
+    let ctx = json!({
+        "title": format!("{} reads", ns.as_str()),
+        "ns": ns.as_str(),
+        "q": q.values(),
+        "memory": memory,
+        "reads": found,
+        "scanned": scanned,
+        "next": next_link,
+        "top": top.iter().map(row).collect::<Vec<_>>(),
+        "ranked": ranked,
+    });
+    Ok(ins.render(200, "reads.html", ctx))
+}
