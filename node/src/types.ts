@@ -38,6 +38,20 @@ export type AsOf =
       valid_time: string;
     };
 /**
+ * Id of an observation: the [`Seq`] of the `Observed` event that recorded it.
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ObservationId".
+ */
+export type ObservationId = number;
+/**
+ * One of a block's three parts.
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "BlockPart".
+ */
+export type BlockPart = "profile" | "relevant" | "recent";
+/**
  * This interface was referenced by `Surface`'s JSON-Schema
  * via the `definition` "ConsolidateResponse".
  */
@@ -82,12 +96,12 @@ export type DedupMode = "supersede" | "exact_only" | "off";
  */
 export type EmbedMode = "sync" | "deferred";
 /**
- * Id of an observation: the [`Seq`] of the `Observed` event that recorded it.
+ * What became of a candidate entry of a block.
  *
  * This interface was referenced by `Surface`'s JSON-Schema
- * via the `definition` "ObservationId".
+ * via the `definition` "EntryFate".
  */
-export type ObservationId = number;
+export type EntryFate = "whole" | "cut" | "excerpt" | "skipped" | "in_profile";
 /**
  * The payload of an event: the five kinds, plus the tombstone that
  * compaction leaves in place of an erased payload.
@@ -308,6 +322,7 @@ export type Status = "active" | "superseded" | "forgotten" | "archived";
 export type SupersedeReason = "explicit" | "same_key" | "near_duplicate" | "consolidated" | "extraction" | "promoted";
 
 export interface Surface {
+  Abstain?: Abstain;
   Abstention?: Abstention;
   Accessed?: Accessed;
   ApplyExtractionRequest?: ApplyExtractionRequest;
@@ -316,6 +331,8 @@ export interface Surface {
   AsOf?: AsOf;
   BackupReport?: BackupReport;
   BackupRequest?: BackupRequest;
+  BlockEntry?: BlockEntry;
+  BlockPart?: BlockPart;
   CheckReport?: CheckReport;
   CheckRequest?: CheckRequest;
   CompactRequest?: CompactRequest;
@@ -329,6 +346,7 @@ export interface Surface {
   DedupMode?: DedupMode;
   EmbedMode?: EmbedMode;
   EndSessionRequest?: EndSessionRequest;
+  EntryFate?: EntryFate;
   ErasureReceipt?: ErasureReceipt;
   Event?: Event;
   EventBody?: EventBody;
@@ -409,6 +427,29 @@ export interface Surface {
   Tombstone?: Tombstone;
   Unmapped?: Unmapped;
   VerifyErasureRequest?: VerifyErasureRequest;
+}
+/**
+ * When recall abstains: returns no hit because nothing stored is relevant
+ * enough ([`crate::RecallOptions::abstain`]). Both floors are query-to-memory
+ * cosines in `-1.0..=1.0` (`-1` turns a rule off); their scale depends on
+ * the embedder ([`super::Embedder::context_floor`] gives calibrated
+ * values).
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "Abstain".
+ */
+export interface Abstain {
+  /**
+   * Abstain when no hit has a cosine of at least this.
+   */
+  below: number;
+  /**
+   * Abstain when the query names something no memory of the namespace
+   * mentions ([`crate::Engine::unknown_names`]) and no hit has a cosine of at
+   * least this. Meant to be above `below`: a question about a stranger
+   * must match more closely to count.
+   */
+  unknown_name_below: number;
 }
 /**
  * Why a recall abstained: its best hit's cosine to the query, and the
@@ -530,6 +571,31 @@ export interface BackupRequest {
    * A new or empty directory on the store's machine.
    */
   dir: string;
+}
+/**
+ * One candidate entry of a block and its fate: a memory (profile and
+ * relevant parts) or a turn (recent part).
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "BlockEntry".
+ */
+export interface BlockEntry {
+  /**
+   * What became of it.
+   */
+  fate: "whole" | "cut" | "excerpt" | "skipped" | "in_profile";
+  /**
+   * The memory (profile and relevant parts).
+   */
+  memory?: MemoryId | null;
+  /**
+   * The turn (recent part).
+   */
+  observation?: ObservationId | null;
+  /**
+   * The part it was a candidate of.
+   */
+  part: "profile" | "relevant" | "recent";
 }
 /**
  * What [`Engine::check`] found.
@@ -848,11 +914,24 @@ export interface ContextBlock {
    */
   context: string;
   /**
+   * What became of every candidate entry, part by part: the profile in
+   * its order, the relevant hits in rank order, the recent turns oldest
+   * first. Filled by [`render_block`]; the command surface returns it
+   * only when the request asks to `explain`.
+   */
+  entries?: BlockEntry[];
+  /**
    * Relevant entries that quote a passage of a long memory instead of
    * the whole ([`EXCERPT_FIELD`]); counted in `memories` (and, when the
    * passage itself was cut, in `truncated` too).
    */
   excerpts?: number;
+  /**
+   * The abstention floors the block was judged against (when recall ran
+   * by meaning, so could abstain; `abstained` says whether it did).
+   * Filled by the `context` command; absent from [`render_context`].
+   */
+  floors?: Abstain | null;
   /**
    * Recalled hits not repeated in the relevant part because the profile
    * shows them.
@@ -1004,6 +1083,10 @@ export interface ContextRequest {
    * Your session id: hides other sessions' short-term memories.
    */
   current_session?: string | null;
+  /**
+   * Also say what became of every candidate entry (`entries`: whole, cut, excerpt, skipped, in_profile) and the abstention floors judged against (`floors`).
+   */
+  explain?: boolean;
   /**
    * Happened at or after this time (RFC 3339).
    */
@@ -2528,11 +2611,13 @@ export interface MaintenanceReport1 {
  */
 export interface NamespaceSummary {
   /**
-   * Active memory versions (current; quarantined ones included).
+   * Active memory versions: current and not quarantined, exactly what
+   * `list` shows by default (the four figures `active`, `superseded`,
+   * `archived` and `quarantined` never count a version twice).
    */
   active: number;
   /**
-   * Archived memory versions.
+   * Archived memory versions, not quarantined.
    */
   archived: number;
   /**
@@ -2552,11 +2637,12 @@ export interface NamespaceSummary {
    */
   observations: number;
   /**
-   * Memory versions quarantined as injected instructions (any status).
+   * Memory versions quarantined as injected instructions, whatever their
+   * status (counted here only, apart from the three figures above).
    */
   quarantined: number;
   /**
-   * Superseded memory versions.
+   * Superseded memory versions, not quarantined.
    */
   superseded: number;
 }
