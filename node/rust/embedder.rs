@@ -21,13 +21,6 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::Status;
 use parking_lot::Mutex;
 
-/// Longest model id a caller may give, in bytes.
-const MAX_MODEL_ID_BYTES: usize = 128;
-
-/// Model ids of the built-in embedders (prefixes): a caller's embedder may
-/// not take one, or a store made by it would be read as made by that model.
-const RESERVED_PREFIXES: &[&str] = &["hashing-v1-", "all-MiniLM-L6-v2", "multilingual-e5-small", "bge-small-en-v1.5"];
-
 /// Text embedded once to learn the dimension when the caller gives none.
 const PROBE_TEXT: &str = "dimension probe";
 
@@ -77,7 +70,7 @@ impl JsEmbedder {
     /// `embedder_name`) or `dims` (field `dims`, 1..=65,536);
     /// [`mnemon::Error::Embedder`] when the probe fails.
     pub(crate) fn new(model_id: String, dims: Option<u32>, func: EmbedFn) -> mnemon::Result<JsEmbedder> {
-        check_model_id(&model_id)?;
+        mnemon_api::door::check_model_id(&model_id)?;
         let mut e = JsEmbedder { model_id, dim: 0, func };
         match dims {
             Some(d) if (1..=65_536).contains(&d) => e.dim = d as usize,
@@ -152,36 +145,6 @@ impl JsEmbedder {
         }
         Ok(out)
     }
-}
-
-/// Checks a caller's model id: 1..=128 bytes, no control characters, not
-/// one of the built-in models' ids, not a provider spec.
-fn check_model_id(id: &str) -> mnemon::Result<()> {
-    if id.is_empty() || id.len() > MAX_MODEL_ID_BYTES {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("must be 1 to {MAX_MODEL_ID_BYTES} bytes, got {}", id.len()),
-        ));
-    }
-    if id.chars().any(char::is_control) || id.trim() != id {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("{id:?} holds control characters or surrounding whitespace"),
-        ));
-    }
-    if mnemon::embed::provider::is_provider_spec(id) {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("{id:?} reads as a provider spec (openai:, ollama:, rerank:); name your embedder differently"),
-        ));
-    }
-    if let Some(p) = RESERVED_PREFIXES.iter().find(|p| id.starts_with(**p)) {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("{id:?} begins like a built-in model's id ({p}…); name your embedder differently"),
-        ));
-    }
-    Ok(())
 }
 
 impl Embedder for JsEmbedder {

@@ -3,12 +3,10 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use mnemon::embed::{self, Embedder, EmbedderChoice};
-use mnemon::safety::{InjectionPolicy, PiiPolicy};
-use mnemon::Durability;
-use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
+use mnemon::embed::{self, EmbedderChoice};
+use mnemon::safety::PiiPolicy;
+use mnemon_api::{self as api, door, ApiError, ErrorCode, Limits, Request};
 use napi::bindgen_prelude::AsyncTask;
 use napi::{Env, Task};
 use napi_derive::napi;
@@ -17,10 +15,6 @@ use serde_json::{Map, Value};
 
 use crate::embedder::{EmbedFn, JsEmbedder};
 use crate::error::{from_engine, internal, invalid, surface};
-
-/// Smallest response cap a caller may set, in estimated tokens (the
-/// surface's documented floor for `Limits::max_response_tokens`).
-const MIN_RESPONSE_TOKENS: usize = 1_000;
 
 /// Options [`open`] reads; any other is refused.
 const OPTIONS: &[&str] = &[
@@ -37,25 +31,12 @@ const OPTIONS: &[&str] = &[
     "reranker",
 ];
 
-/// The embedder a store is opened with: one mnemon loads by name, or the
-/// caller's own.
+/// The embedder a store is opened with, as the options name it: one
+/// mnemon loads by name, or the caller's own (made into a
+/// [`JsEmbedder`] only once every other option is read).
 enum Choice {
     Named(EmbedderChoice),
     Caller { name: String, dims: Option<u32>, func: EmbedFn },
-}
-
-/// Settings of [`open`] after parsing, before opening.
-struct Settings {
-    path: PathBuf,
-    choice: Choice,
-    models_dir: PathBuf,
-    durability: Option<Durability>,
-    max_content_bytes: Option<usize>,
-    pii_policy: Option<PiiPolicy>,
-    injection_policy: Option<InjectionPolicy>,
-    embed_mode: Option<mnemon::EmbedMode>,
-    reranker: Option<&'static embed::ProviderSpec>,
-    max_response_tokens: usize,
 }
 
 /// An open store, shared by every call made through it.
@@ -115,8 +96,8 @@ impl Task for OpenTask {
 
     fn compute(&mut self) -> napi::Result<Opened> {
         let (path, options, embed) = self.input.take().ok_or_else(|| internal("open ran twice"))?;
-        let settings = parse(path.clone(), &options, embed)?;
-        let limits = Limits { max_response_tokens: settings.max_response_tokens };
+        let (settings, max_response_tokens) = parse(path.clone(), &options, embed)?;
+        let limits = Limits { max_response_tokens };
         let max_content_bytes = settings.max_content_bytes.unwrap_or(mnemon::DEFAULT_MAX_CONTENT_BYTES);
         let pii_policy = settings.pii_policy.unwrap_or(PiiPolicy::Redact);
         let (engine, notice) = settings.open().map_err(from_engine)?;
@@ -163,8 +144,10 @@ fn opt_f64(opts: &Map<String, Value>, field: &str) -> napi::Result<Option<f64>> 
     }
 }
 
-/// Reads the options JSON into [`Settings`], every bad value named.
-fn parse(path: String, options: &str, embed: Option<EmbedFn>) -> napi::Result<Settings> {
+/// Reads the options JSON into the settings of [`door::OpenSettings`] and
+/// the response cap, every bad value named; the caller's embedder, if any,
+/// is made last.
+fn parse(path: String, options: &str, embed: Option<EmbedFn>) -> napi::Result<(door::OpenSettings, usize)> {
     let opts: Map<String, Value> =
         serde_json::from_str(options).map_err(|e| invalid("options", format!("must be a JSON object: {e}")))?;
     if let Some(k) = opts.keys().find(|k| !OPTIONS.contains(&k.as_str())) {
@@ -189,115 +172,35 @@ fn parse(path: String, options: &str, embed: Option<EmbedFn>) -> napi::Result<Se
         (None, None) if dims.is_some() => return Err(invalid("dims", "goes with your own embedder, not a model name")),
         (None, None) => Choice::Named(named.as_deref().unwrap_or("auto").parse().map_err(from_engine)?),
     };
-    let max_response_tokens = match opt_uint(&opts, "max_response_tokens")? {
-        None => api::DEFAULT_MAX_RESPONSE_TOKENS,
-        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-    };
-    if max_response_tokens < MIN_RESPONSE_TOKENS {
-        return Err(invalid(
-            "max_response_tokens",
-            format!("must be at least {MIN_RESPONSE_TOKENS}, got {max_response_tokens}"),
-        ));
-    }
-    let durability = match opt_f64(&opts, "flush_interval_s")? {
-        None => None,
-        Some(s) if s.is_finite() && s > 0.0 && s <= 60.0 => Some(Durability::Interval(Duration::from_secs_f64(s))),
-        Some(s) => {
-            return Err(invalid("flush_interval_s", format!("must be between 0.001 and 60 seconds, or null, got {s}")))
+    let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let max_response_tokens =
+        door::max_response_tokens(opt_uint(&opts, "max_response_tokens")?.map(size)).map_err(surface)?;
+    let durability = door::flush_interval(opt_f64(&opts, "flush_interval_s")?).map_err(surface)?;
+    let pii_policy = opt_str(&opts, "pii_policy")?.as_deref().map(door::pii_policy).transpose().map_err(surface)?;
+    let injection_policy =
+        opt_str(&opts, "injection_policy")?.as_deref().map(door::injection_policy).transpose().map_err(surface)?;
+    let embed_mode = opt_str(&opts, "embed_mode")?.as_deref().map(door::embed_mode).transpose().map_err(surface)?;
+    let reranker = door::reranker(opt_str(&opts, "reranker")?.as_deref()).map_err(surface)?;
+    let models_dir = opt_str(&opts, "models_dir")?.map(PathBuf::from).unwrap_or_else(embed::default_models_dir);
+    let max_content_bytes = opt_uint(&opts, "max_content_bytes")?.map(size);
+    let embedder = match choice {
+        Choice::Named(choice) => door::DoorEmbedder::Named(choice),
+        Choice::Caller { name, dims, func } => {
+            door::DoorEmbedder::Caller(Arc::new(JsEmbedder::new(name, dims, func).map_err(from_engine)?))
         }
     };
-    let pii_policy = match opt_str(&opts, "pii_policy")?.as_deref() {
-        None => None,
-        Some("redact") => Some(PiiPolicy::Redact),
-        Some("reject") => Some(PiiPolicy::Reject),
-        Some("off") => Some(PiiPolicy::Off),
-        Some(other) => return Err(invalid("pii_policy", format!("must be redact, reject or off, got {other:?}"))),
-    };
-    let injection_policy = match opt_str(&opts, "injection_policy")?.as_deref() {
-        None => None,
-        Some("quarantine") => Some(InjectionPolicy::Quarantine),
-        Some("reject") => Some(InjectionPolicy::Reject),
-        Some("allow") => Some(InjectionPolicy::Allow),
-        Some(other) => {
-            return Err(invalid("injection_policy", format!("must be quarantine, reject or allow, got {other:?}")))
-        }
-    };
-    let embed_mode = match opt_str(&opts, "embed_mode")?.as_deref() {
-        None => None,
-        Some("sync") => Some(mnemon::EmbedMode::Sync),
-        Some("deferred") => Some(mnemon::EmbedMode::Deferred),
-        Some(other) => return Err(invalid("embed_mode", format!("must be sync or deferred, got {other:?}"))),
-    };
-    let reranker = match opt_str(&opts, "reranker")?.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-        Some(r) => Some(
-            embed::ProviderSpec::parse(r)
-                .map_err(|e| match e {
-                    mnemon::Error::InvalidInput { reason, .. } => invalid("reranker", reason),
-                    other => from_engine(other),
-                })?
-                .intern(),
-        ),
-        None => None,
-    };
-    Ok(Settings {
+    let settings = door::OpenSettings {
         path: PathBuf::from(path),
-        choice,
-        models_dir: opt_str(&opts, "models_dir")?.map(PathBuf::from).unwrap_or_else(embed::default_models_dir),
+        embedder,
+        models_dir,
         durability,
-        max_content_bytes: opt_uint(&opts, "max_content_bytes")?.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_content_bytes,
         pii_policy,
         injection_policy,
         embed_mode,
         reranker,
-        max_response_tokens,
-    })
-}
-
-impl Settings {
-    /// Opens the store as the Python door does: `auto` keeps the model an
-    /// existing store was built with and refuses when it is not installed
-    /// (or, for a new store, when no neural model is); a caller's embedder
-    /// is used as given, re-embedding a store another model made. Returns
-    /// the engine and the notice for the user, if any.
-    fn open(self) -> mnemon::Result<(mnemon::Engine, Option<String>)> {
-        let (embedder, notice, caller): (Arc<dyn Embedder>, _, _) = match self.choice {
-            Choice::Named(choice) => {
-                let chosen = embed::embedder_for_store(choice, &self.models_dir, &self.path)?;
-                (chosen.embedder, chosen.notice, false)
-            }
-            Choice::Caller { name, dims, func } => (Arc::new(JsEmbedder::new(name, dims, func)?), None, true),
-        };
-        let mut b = mnemon::Engine::builder(&self.path).embedder(embedder);
-        if let Some(d) = self.durability {
-            b = b.durability(d);
-        }
-        if let Some(n) = self.max_content_bytes {
-            b = b.max_content_bytes(n);
-        }
-        if let Some(p) = self.pii_policy {
-            b = b.pii_policy(p);
-        }
-        if let Some(p) = self.injection_policy {
-            b = b.injection_policy(p);
-        }
-        if let Some(m) = self.embed_mode {
-            b = b.embed_mode(m);
-        }
-        if let Some(spec) = self.reranker {
-            b = b.reranker(Arc::new(embed::HttpReranker::new(spec)?), spec.depth);
-        }
-        let engine = b.open()?;
-        let report = engine.open_report();
-        let notice = match (&report.previous_model, caller) {
-            (Some(previous), true) if report.vectors_embedded > 0 => Some(format!(
-                "the store's vectors were made by {previous}: all {} memories were embedded again with {}",
-                report.vectors_embedded,
-                engine.embedder().model_id()
-            )),
-            _ => notice,
-        };
-        Ok((engine, notice))
-    }
+    };
+    Ok((settings, max_response_tokens))
 }
 
 /// One operation of the surface, run on the pool.

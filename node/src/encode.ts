@@ -7,7 +7,10 @@ import type { AsOf } from "./types.js";
  * A read position: a log position (a number, the `seq` of an event; 0 is
  * before anything), a recorded time (a `Date` or RFC 3339 text: what the
  * store held then), or the surface's object itself (`{seq}`, `{time}`,
- * `{valid_time}`: what was true in the world at that time).
+ * `{valid_time}`: what was true in the world at that time). A `Date` holds
+ * milliseconds while the log records microseconds, so a `Date` read
+ * position stands for the end of its millisecond: `new Date()` taken after
+ * a write's Promise resolved includes that write.
  */
 export type AsOfInput = number | Date | string | AsOf;
 
@@ -32,7 +35,8 @@ export function asOfValue(value: unknown, field = "as_of"): AsOf {
     }
     return { seq: value };
   }
-  if (value instanceof Date || typeof value === "string") return { time: timeText(field, value) };
+  if (value instanceof Date) return { time: timeText(field, value).replace(/Z$/, "999Z") };
+  if (typeof value === "string") return { time: timeText(field, value) };
   if (value !== null && typeof value === "object" && !Array.isArray(value)) return value as AsOf;
   throw new InvalidInputError(`${field}: expected a log position (number), a Date or RFC 3339 text, got ${typeName(value)}`, field);
 }

@@ -157,3 +157,21 @@ test("every error code of the surface has its class", async () => {
   }
   assert.equal(Object.keys(errors.ERROR_CLASSES).length, new Set(codes).size);
 });
+
+test("a Date read position taken after a write includes it", async () => {
+  // A Date holds milliseconds, the log microseconds: a Date stands for the
+  // end of its millisecond, so "now" right after a write sees the write.
+  const engine = await Engine.open(storePath(), { embedder: "hashing" });
+  try {
+    for (let i = 0; i < 40; i++) {
+      const r = await engine.remember(NS, `Errand ${i}: pick up the dry cleaning`, { dedup: "off" });
+      const now = new Date();
+      const got = await engine.get(NS, r.id, { as_of: now });
+      assert.equal(got.id, r.id);
+      const view = engine.asOf(NS, now);
+      assert.equal((await view.get(r.id)).id, r.id);
+    }
+  } finally {
+    await engine.close();
+  }
+});

@@ -12,15 +12,6 @@ use mnemon::embed::{EmbedKind, Embedder};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-/// Longest model id a caller may give, in bytes.
-pub(crate) const MAX_MODEL_ID_BYTES: usize = 128;
-
-/// Model ids of the built-in embedders (prefixes): a caller's embedder
-/// may not take one, or a store made by it would be read as made by that
-/// model (`embedder="auto"` would then load the built-in model and use the
-/// cached vectors as its own).
-const RESERVED_PREFIXES: &[&str] = &["hashing-v1-", "all-MiniLM-L6-v2", "multilingual-e5-small", "bge-small-en-v1.5"];
-
 /// Text embedded once to learn the dimension when the caller gives none.
 const PROBE_TEXT: &str = "dimension probe";
 
@@ -51,7 +42,7 @@ impl PyEmbedder {
         documents: Py<PyAny>,
         query: Option<Py<PyAny>>,
     ) -> mnemon::Result<PyEmbedder> {
-        check_model_id(&model_id)?;
+        mnemon_api::door::check_model_id(&model_id)?;
         let mut e = PyEmbedder { model_id, dim: dims.unwrap_or(0), documents, query };
         match dims {
             Some(d) if (1..=65_536).contains(&d) => {}
@@ -130,38 +121,6 @@ impl PyEmbedder {
 
 fn type_name(v: &Bound<'_, PyAny>) -> String {
     v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "an object".into())
-}
-
-/// Checks a caller's model id: 1..=128 bytes, no control characters, not
-/// one of the built-in models' ids, not a provider spec.
-pub(crate) fn check_model_id(id: &str) -> mnemon::Result<()> {
-    if id.is_empty() || id.len() > MAX_MODEL_ID_BYTES {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("must be 1 to {MAX_MODEL_ID_BYTES} bytes, got {}", id.len()),
-        ));
-    }
-    if id.chars().any(char::is_control) || id.trim() != id {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("{id:?} holds control characters or surrounding whitespace"),
-        ));
-    }
-    // A provider's id (`openai:…`, `ollama:…`) would make `auto` call that
-    // provider for the store's queries.
-    if mnemon::embed::provider::is_provider_spec(id) {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("{id:?} reads as a provider spec (openai:, ollama:, rerank:); name your embedder differently, or pass the spec as embedder= to have mnemon call the provider"),
-        ));
-    }
-    if let Some(p) = RESERVED_PREFIXES.iter().find(|p| id.starts_with(**p)) {
-        return Err(mnemon::Error::invalid(
-            "embedder_name",
-            format!("{id:?} begins like a built-in model's id ({p}…); name your embedder differently"),
-        ));
-    }
-    Ok(())
 }
 
 impl Embedder for PyEmbedder {

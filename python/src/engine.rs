@@ -1,24 +1,17 @@
 //! The native engine handle: open, call an operation of the surface, close.
 
 use std::path::PathBuf;
-use std::time::Duration;
-
 use std::sync::Arc;
 
-use mnemon::embed::{self, Embedder, EmbedderChoice};
-use mnemon::safety::{InjectionPolicy, PiiPolicy};
-use mnemon::Durability;
-use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
+use mnemon::embed;
+use mnemon::safety::PiiPolicy;
+use mnemon_api::{door, ApiError, ErrorCode, Limits, Request};
 use parking_lot::RwLock;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::embedder::PyEmbedder;
 use crate::error::{from_engine, invalid, surface};
-
-/// Smallest response cap a caller may set, in estimated tokens (the
-/// surface's documented floor for `Limits::max_response_tokens`).
-const MIN_RESPONSE_TOKENS: usize = 1_000;
 
 /// An open store, shared by every Python thread that holds it.
 ///
@@ -38,114 +31,6 @@ pub struct Engine {
     /// The engine's personal-data policy, applied by [`Engine::embed`]
     /// before it embeds, as `remember` applies it.
     pii_policy: PiiPolicy,
-}
-
-/// The embedder a store is opened with: one mnemon loads by name, or the
-/// caller's own.
-enum Choice {
-    Named(EmbedderChoice),
-    Caller(Arc<PyEmbedder>),
-}
-
-/// Settings of [`Engine::new`] after parsing, before opening.
-struct Settings {
-    path: PathBuf,
-    choice: Choice,
-    models_dir: PathBuf,
-    durability: Option<Durability>,
-    max_content_bytes: Option<usize>,
-    pii_policy: Option<PiiPolicy>,
-    injection_policy: Option<InjectionPolicy>,
-    embed_mode: Option<mnemon::EmbedMode>,
-    /// A rerank provider spec (`rerank:MODEL@URL`), parsed.
-    reranker: Option<&'static embed::ProviderSpec>,
-}
-
-impl Settings {
-    /// Opens the store: `auto` keeps the model an existing store was built
-    /// with, and refuses when that model is not installed, or when the
-    /// store is new and no neural model is installed (as the CLI does,
-    /// creating nothing), then replays the log.
-    /// A caller's embedder is used as given: a store whose vectors another
-    /// model made is re-embedded with it while it opens (the engine keeps
-    /// vectors per model id, so none are mixed).
-    /// Returns the engine and the notice for a store on the hashing
-    /// embedder while a neural model is installed
-    /// ([`embed::lexical_store_notice`]), or for a store that was just
-    /// re-embedded with a caller's embedder.
-    fn open(self) -> mnemon::Result<(mnemon::Engine, Option<String>)> {
-        let (embedder, notice, caller): (Arc<dyn Embedder>, _, _) = match self.choice {
-            Choice::Named(choice) => {
-                let chosen = embed::embedder_for_store(choice, &self.models_dir, &self.path)?;
-                (chosen.embedder, chosen.notice, false)
-            }
-            Choice::Caller(e) => (e, None, true),
-        };
-        let mut b = mnemon::Engine::builder(&self.path).embedder(embedder);
-        if let Some(d) = self.durability {
-            b = b.durability(d);
-        }
-        if let Some(n) = self.max_content_bytes {
-            b = b.max_content_bytes(n);
-        }
-        if let Some(p) = self.pii_policy {
-            b = b.pii_policy(p);
-        }
-        if let Some(p) = self.injection_policy {
-            b = b.injection_policy(p);
-        }
-        if let Some(m) = self.embed_mode {
-            b = b.embed_mode(m);
-        }
-        if let Some(spec) = self.reranker {
-            b = b.reranker(Arc::new(embed::HttpReranker::new(spec)?), spec.depth);
-        }
-        let engine = b.open()?;
-        let report = engine.open_report();
-        let notice = match (&report.previous_model, caller) {
-            (Some(previous), true) if report.vectors_embedded > 0 => Some(format!(
-                "the store's vectors were made by {previous}: all {} memories were embedded again with {}",
-                report.vectors_embedded,
-                engine.embedder().model_id()
-            )),
-            _ => notice,
-        };
-        Ok((engine, notice))
-    }
-}
-
-fn parse_pii(s: &str) -> PyResult<PiiPolicy> {
-    match s {
-        "redact" => Ok(PiiPolicy::Redact),
-        "reject" => Ok(PiiPolicy::Reject),
-        "off" => Ok(PiiPolicy::Off),
-        other => Err(invalid("pii_policy", format!("must be redact, reject or off, got {other:?}"))),
-    }
-}
-
-fn parse_injection(s: &str) -> PyResult<InjectionPolicy> {
-    match s {
-        "quarantine" => Ok(InjectionPolicy::Quarantine),
-        "reject" => Ok(InjectionPolicy::Reject),
-        "allow" => Ok(InjectionPolicy::Allow),
-        other => Err(invalid("injection_policy", format!("must be quarantine, reject or allow, got {other:?}"))),
-    }
-}
-
-fn parse_embed_mode(s: &str) -> PyResult<mnemon::EmbedMode> {
-    match s {
-        "sync" => Ok(mnemon::EmbedMode::Sync),
-        "deferred" => Ok(mnemon::EmbedMode::Deferred),
-        other => Err(invalid("embed_mode", format!("must be sync or deferred, got {other:?}"))),
-    }
-}
-
-fn parse_durability(flush_interval_s: Option<f64>) -> PyResult<Option<Durability>> {
-    match flush_interval_s {
-        None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 && s <= 60.0 => Ok(Some(Durability::Interval(Duration::from_secs_f64(s)))),
-        Some(s) => Err(invalid("flush_interval_s", format!("must be between 0.001 and 60 seconds, or None, got {s}"))),
-    }
 }
 
 #[pymethods]
@@ -224,44 +109,28 @@ impl Engine {
         embed_mode: Option<String>,
         reranker: Option<String>,
     ) -> PyResult<Engine> {
-        let choice = match (embed_documents, embedder_name) {
-            (Some(documents), Some(name)) => {
-                Choice::Caller(Arc::new(PyEmbedder::new(py, name, dims, documents, embed_query).map_err(from_engine)?))
-            }
+        let embedder = match (embed_documents, embedder_name) {
+            (Some(documents), Some(name)) => door::DoorEmbedder::Caller(Arc::new(
+                PyEmbedder::new(py, name, dims, documents, embed_query).map_err(from_engine)?,
+            )),
             (Some(_), None) => return Err(invalid("embedder_name", "a caller's embedder needs a name (its model id)")),
             (None, _) if embed_query.is_some() || dims.is_some() => {
                 return Err(invalid("embedder", "embed_query and dims go with a caller's embedder (embed_documents)"))
             }
-            (None, _) => Choice::Named(embedder.parse().map_err(from_engine)?),
+            (None, _) => door::DoorEmbedder::Named(embedder.parse().map_err(from_engine)?),
         };
-        let max_response_tokens = max_response_tokens.unwrap_or(api::DEFAULT_MAX_RESPONSE_TOKENS);
-        if max_response_tokens < MIN_RESPONSE_TOKENS {
-            return Err(invalid(
-                "max_response_tokens",
-                format!("must be at least {MIN_RESPONSE_TOKENS}, got {max_response_tokens}"),
-            ));
-        }
-        let pii = pii_policy.as_deref().map(parse_pii).transpose()?;
-        let settings = Settings {
+        let max_response_tokens = door::max_response_tokens(max_response_tokens).map_err(surface)?;
+        let pii = pii_policy.as_deref().map(door::pii_policy).transpose().map_err(surface)?;
+        let settings = door::OpenSettings {
             path: path.clone(),
-            choice,
+            embedder,
             models_dir: models_dir.unwrap_or_else(embed::default_models_dir),
-            durability: parse_durability(flush_interval_s)?,
+            durability: door::flush_interval(flush_interval_s).map_err(surface)?,
             max_content_bytes,
             pii_policy: pii,
-            injection_policy: injection_policy.as_deref().map(parse_injection).transpose()?,
-            embed_mode: embed_mode.as_deref().map(parse_embed_mode).transpose()?,
-            reranker: match reranker.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
-                Some(r) => Some(
-                    embed::ProviderSpec::parse(r)
-                        .map_err(|e| match e {
-                            mnemon::Error::InvalidInput { reason, .. } => invalid("reranker", reason),
-                            other => from_engine(other),
-                        })?
-                        .intern(),
-                ),
-                None => None,
-            },
+            injection_policy: injection_policy.as_deref().map(door::injection_policy).transpose().map_err(surface)?,
+            embed_mode: embed_mode.as_deref().map(door::embed_mode).transpose().map_err(surface)?,
+            reranker: door::reranker(reranker.as_deref()).map_err(surface)?,
         };
         // Opening replays the log and may load a model or re-embed: no GIL.
         let (engine, notice) = py.detach(move || settings.open()).map_err(from_engine)?;
@@ -292,7 +161,7 @@ impl Engine {
                 let value: serde_json::Value = serde_json::from_str(&args)
                     .map_err(|e| ApiError::invalid("arguments", format!("must be a JSON object: {e}")))?;
                 let req = Request::from_op(&op, value)?;
-                let resp = api::execute_with(&engine, req, &limits)?;
+                let resp = mnemon_api::execute_with(&engine, req, &limits)?;
                 serde_json::to_vec(&resp).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))
             })
             .map_err(surface)?;

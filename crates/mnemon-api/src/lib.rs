@@ -40,6 +40,7 @@
 //! ```
 
 pub mod budget;
+pub mod door;
 mod error;
 mod inspect;
 pub(crate) mod parse;

@@ -142,11 +142,11 @@ fn human(cli: &Cli, resp: &Response) {
                     (None, Some(o)) => format!("turn #{}", o.0),
                     (None, None) => String::new(),
                 };
-                eprintln!(
-                    "{:<9} {what}: {}",
-                    format!("{:?}", e.part).to_lowercase(),
-                    format!("{:?}", e.fate).to_lowercase()
-                );
+                let fate = match e.fate {
+                    mnemon::recall::EntryFate::Skipped => "skipped (no room left in the budget)".to_string(),
+                    other => wire_name(&other),
+                };
+                eprintln!("{:<9} {what}: {fate}", wire_name(&e.part));
             }
         }
         Response::Forget(f) => forget(f, matches!(&cli.command, Cmd::Forget(a) if a.is_search())),
@@ -647,5 +647,14 @@ fn forget(f: &mnemon_api::ForgetResponse, search: bool) {
             "note: the reason quoted forgotten text; {} kept in the log as [erased] (the reason outlives compaction)",
             count(o.quotes_cut, "span", "spans")
         );
+    }
+}
+
+/// The name a value has in `--json` output (its serde name: `in_profile`,
+/// `relevant`), so the text output uses the same words.
+fn wire_name(v: &impl serde::Serialize) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
     }
 }

@@ -201,6 +201,14 @@ pub(super) fn playground(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<P
                         _ => None,
                     }
                 }
+                // A recent turn left out of the block: read it.
+                (None, None) if line.is_none() => match e.observation {
+                    Some(o) => match super::pages::event_at(ins, ns, o.0)? {
+                        Some(mnemon::Event { body: mnemon::EventBody::Observed(obs), .. }) => Some(obs.text),
+                        _ => None,
+                    },
+                    None => None,
+                },
                 _ => None,
             };
             entries.push(json!({

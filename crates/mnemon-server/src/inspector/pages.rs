@@ -455,7 +455,9 @@ fn chain(ins: &Inspector, ns: &Namespace, id: MemoryId, q: &Query) -> Result<Pag
             Some(s) => match event_at(ins, ns, s)? {
                 Some(Event { body: EventBody::Superseded(link), time, .. }) => {
                     let (reason, words) = reason_words(&link.reason);
-                    Some(json!({ "seq": s, "time": time, "by": link.new, "reason": reason, "words": words }))
+                    Some(
+                        json!({ "seq": s, "time": time, "when": super::when::when(time, now, zone), "by": link.new, "reason": reason, "words": words }),
+                    )
                 }
                 _ => Some(json!({ "seq": s })),
             },
@@ -594,6 +596,7 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
                 "from": t.label(b.start),
                 "to": t.label(b.end),
                 "from_when": super::when::when(b.start, now, zone),
+                "to_when": super::when::when(b.end, now, zone),
                 "total": b.total(),
                 "link": if by_valid {
                     Some(query_string(&[("as_of", "valid_time".into()), ("at", t.label(b.end))]))
@@ -614,6 +617,8 @@ fn timeline(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError
         "legend": legend,
         "by_commit_link": toggle("commit"),
         "by_valid_link": toggle("valid"),
+        "from_when": super::when::when(t.from, now, zone),
+        "to_when": super::when::when(t.to, now, zone),
         "span": super::when::relative(t.from, t.to).replace(" ago", "").replace("in ", ""),
     });
     // The plot is markup made here from counts and dates, not stored text.

@@ -158,7 +158,7 @@ impl Engine {
         }
         let profile = if shares.profile > 0.0 { self.profile(ns, recall.as_of, current)? } else { Vec::new() };
         let recent = match current {
-            Some(s) if shares.recent > 0.0 => self.session_turns(ns, s, recall.as_of)?,
+            Some(s) if shares.recent > 0.0 => self.held_back(self.session_turns(ns, s, recall.as_of)?),
             _ => Vec::new(),
         };
         let unknown_names = self.unknown_names(ns, query);
@@ -231,6 +231,10 @@ impl Engine {
     }
 }
 
+/// The text a block shows in place of a recent turn that reads as an
+/// instruction to the agent ([`Engine::held_back`]).
+pub const HELD_BACK_TURN: &str = "[turn held back: it reads as an instruction to the agent]";
+
 /// How far below the near-duplicate threshold two memories' cosine may be
 /// for them to count as the same attribute of the same subject when one
 /// replaces a value of the other ([`Engine::newer_values_first`]): 0.85
@@ -258,6 +262,25 @@ fn changes_value(a: &str, b: &str) -> bool {
 }
 
 impl Engine {
+    /// The recent part's turns, each that reads as an instruction to the
+    /// agent (the check that quarantines such a memory, unless the engine's
+    /// injection policy is `allow`) with its text replaced by
+    /// [`HELD_BACK_TURN`]: the turn keeps its place and time in the block,
+    /// its words stay in the log for an audit, and the block never quotes
+    /// them to the agent.
+    pub(crate) fn held_back(&self, mut turns: Vec<Observation>) -> Vec<Observation> {
+        let cfg = self.config();
+        if cfg.injection_policy == crate::safety::InjectionPolicy::Allow {
+            return turns;
+        }
+        for t in &mut turns {
+            if cfg.injection.check(&t.text).is_some() {
+                t.text = HELD_BACK_TURN.to_string();
+            }
+        }
+        turns
+    }
+
     /// Puts a newer value of a fact before an older one it changes, among
     /// `hits` (best first): where a later hit's memory holds in a later
     /// time (event time, else write time) than an earlier hit's, restates
