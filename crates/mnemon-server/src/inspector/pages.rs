@@ -374,6 +374,48 @@ fn namespace(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiErro
 }
 
 /// One event of the log, by its position (`None` if it is not in `ns`).
+/// Reads the versions of `ns`'s memories (every status, quarantined ones
+/// too; only `session`'s when given), a page of
+/// [`mnemon_api::budget::MAX_PAGE`] at a time, handing each page to `each`,
+/// until at least `max` are read or none is left. Returns how many were
+/// read and the log position the pages were read at.
+///
+/// # Errors
+/// Whatever the surface's `list` gives.
+pub(super) fn scan_memories(
+    ins: &Inspector,
+    ns: &Namespace,
+    session: Option<&str>,
+    max: usize,
+    mut each: impl FnMut(Vec<mnemon::Memory>),
+) -> Result<(usize, Seq), ApiError> {
+    let (mut cursor, mut read, mut seq) = (None, 0, 0);
+    loop {
+        let Response::List(page) = ins.call(Request::List(ListRequest {
+            namespace: ns.clone(),
+            include_superseded: true,
+            include_quarantined: true,
+            include_archived: true,
+            kind: None,
+            tier: None,
+            session: session.map(str::to_string),
+            as_of: None,
+            cursor: cursor.take(),
+            limit: Some(mnemon_api::budget::MAX_PAGE),
+        }))?
+        else {
+            return Err(unexpected("list"));
+        };
+        seq = seq.max(page.seq);
+        read += page.memories.len();
+        each(page.memories);
+        match page.next_cursor {
+            Some(c) if read < max => cursor = Some(c),
+            _ => return Ok((read, seq)),
+        }
+    }
+}
+
 pub(super) fn event_at(ins: &Inspector, ns: &Namespace, seq: Seq) -> Result<Option<Event>, ApiError> {
     let Response::Log(page) = ins.call(Request::Log(LogRequest {
         namespace: ns.clone(),

@@ -3,10 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::pages::{query_string, row, unexpected, Query};
+use super::pages::{query_string, row, scan_memories, unexpected, Query};
 use super::{Inspector, Page};
 use mnemon::{EventBody, Memory, MemoryId, Namespace};
-use mnemon_api::{ApiError, ListRequest, LogRequest, Request, Response};
+use mnemon_api::{ApiError, LogRequest, Request, Response};
 
 /// Reads on one page, by default.
 const DEFAULT_PAGE: usize = 50;
@@ -21,33 +21,12 @@ const TOP: usize = 20;
 /// most first; ties by id.
 fn most_read(ins: &Inspector, ns: &Namespace) -> Result<(Vec<Memory>, usize), ApiError> {
     let mut top: Vec<Memory> = Vec::new();
-    let mut cursor = None;
-    let mut scanned = 0;
-    loop {
-        let Response::List(page) = ins.call(Request::List(ListRequest {
-            namespace: ns.clone(),
-            include_superseded: true,
-            include_quarantined: true,
-            include_archived: true,
-            kind: None,
-            tier: None,
-            session: None,
-            as_of: None,
-            cursor: cursor.take(),
-            limit: Some(mnemon_api::budget::MAX_PAGE),
-        }))?
-        else {
-            return Err(unexpected("list"));
-        };
-        scanned += page.memories.len();
-        top.extend(page.memories.into_iter().filter(|m| m.access_count > 0));
+    let (scanned, _) = scan_memories(ins, ns, None, MAX_RANKED, |page| {
+        top.extend(page.into_iter().filter(|m| m.access_count > 0));
         top.sort_by(|a, b| b.access_count.cmp(&a.access_count).then(a.id.cmp(&b.id)));
         top.truncate(TOP);
-        match page.next_cursor {
-            Some(c) if scanned < MAX_RANKED => cursor = Some(c),
-            _ => return Ok((top, scanned)),
-        }
-    }
+    })?;
+    Ok((top, scanned))
 }
 
 /// `/ns/{ns}/reads`: with `memory`, that memory's reads in log order from

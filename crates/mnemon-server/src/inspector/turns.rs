@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Value};
 
-use super::pages::{query_string, row, unexpected, Query};
+use super::pages::{query_string, row, scan_memories, unexpected, Query};
 use super::{Inspector, Page};
 use mnemon::{EventBody, Memory, Namespace, ObservationId};
-use mnemon_api::{ApiError, ListRequest, LogRequest, Request, Response};
+use mnemon_api::{ApiError, LogRequest, Request, Response};
 
 /// Turns on one page, by default.
 const DEFAULT_PAGE: usize = 50;
@@ -23,35 +23,14 @@ const MAX_DERIVED_SCAN: usize = 20_000;
 /// observations they name as sources.
 fn derived(ins: &Inspector, ns: &Namespace, session: &str) -> Result<BTreeMap<ObservationId, Vec<Memory>>, ApiError> {
     let mut by_source: BTreeMap<ObservationId, Vec<Memory>> = BTreeMap::new();
-    let mut cursor = None;
-    let mut scanned = 0;
-    loop {
-        let Response::List(page) = ins.call(Request::List(ListRequest {
-            namespace: ns.clone(),
-            include_superseded: true,
-            include_quarantined: true,
-            include_archived: true,
-            kind: None,
-            tier: None,
-            session: Some(session.to_string()),
-            as_of: None,
-            cursor: cursor.take(),
-            limit: Some(mnemon_api::budget::MAX_PAGE),
-        }))?
-        else {
-            return Err(unexpected("list"));
-        };
-        scanned += page.memories.len();
-        for m in page.memories {
+    scan_memories(ins, ns, Some(session), MAX_DERIVED_SCAN, |page| {
+        for m in page {
             for o in &m.sources {
                 by_source.entry(*o).or_default().push(m.clone());
             }
         }
-        match page.next_cursor {
-            Some(c) if scanned < MAX_DERIVED_SCAN => cursor = Some(c),
-            _ => return Ok(by_source),
-        }
-    }
+    })?;
+    Ok(by_source)
 }
 
 /// `/ns/{ns}/turns`: observations in log order, filtered by `session` and

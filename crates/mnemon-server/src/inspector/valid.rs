@@ -4,10 +4,10 @@
 
 use chrono::{DateTime, Utc};
 
-use super::pages::unexpected;
+use super::pages::{scan_memories, unexpected};
 use super::Inspector;
 use mnemon::{EventBody, Namespace, Timeline, TimelineBucket};
-use mnemon_api::{ApiError, ListRequest, LogRequest, Request, Response};
+use mnemon_api::{ApiError, LogRequest, Request, Response};
 
 /// Buckets of a valid-time timeline, by default (as the commit-time one).
 const DEFAULT_BUCKETS: usize = 48;
@@ -30,37 +30,14 @@ type Points = (Vec<(DateTime<Utc>, Point)>, u64);
 
 fn points(ins: &Inspector, ns: &Namespace) -> Result<Points, ApiError> {
     let mut out = Vec::new();
-    let mut seq = 0;
-    let (mut cursor, mut read) = (None, 0);
-    loop {
-        let Response::List(page) = ins.call(Request::List(ListRequest {
-            namespace: ns.clone(),
-            include_superseded: true,
-            include_quarantined: true,
-            include_archived: true,
-            kind: None,
-            tier: None,
-            session: None,
-            as_of: None,
-            cursor: cursor.take(),
-            limit: Some(mnemon_api::budget::MAX_PAGE),
-        }))?
-        else {
-            return Err(unexpected("list"));
-        };
-        seq = seq.max(page.seq);
-        read += page.memories.len();
-        for m in &page.memories {
+    let (_, seq) = scan_memories(ins, ns, None, MAX_READ, |page| {
+        for m in &page {
             out.push((m.valid_from, Point::BecameTrue));
             if let Some(to) = m.valid_to {
                 out.push((to, Point::StoppedTrue));
             }
         }
-        match page.next_cursor {
-            Some(c) if read < MAX_READ => cursor = Some(c),
-            _ => break,
-        }
-    }
+    })?;
     let (mut cursor, mut read) = (None, 0);
     loop {
         let Response::Log(page) = ins.call(Request::Log(LogRequest {
