@@ -247,28 +247,7 @@ impl Task for EmbedTask {
     fn compute(&mut self) -> napi::Result<Vec<Vec<f64>>> {
         let engine = self.engine.take().ok_or_else(|| from_engine(mnemon::Error::Closed))?;
         let run = || -> mnemon::Result<Vec<Vec<f64>>> {
-            let redactor = mnemon::safety::Redactor::new();
-            let texts = self
-                .texts
-                .iter()
-                .map(|t| redactor.apply(t, self.policy).map(|r| r.text))
-                .collect::<mnemon::Result<Vec<String>>>()?;
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let kind = if self.query { embed::EmbedKind::Query } else { embed::EmbedKind::Passage };
-            let embedder = engine.embedder();
-            let mut vectors = embedder.embed(&refs, kind)?;
-            if vectors.len() != refs.len() {
-                return Err(mnemon::Error::Embedder(
-                    format!("{} returned {} vectors for {} texts", embedder.model_id(), vectors.len(), refs.len())
-                        .into(),
-                ));
-            }
-            for v in &mut vectors {
-                embed::validate_vector(v, embedder.dim()).map_err(|e| {
-                    mnemon::Error::Embedder(format!("{} returned a bad vector: {e}", embedder.model_id()).into())
-                })?;
-                embed::normalize(v);
-            }
+            let vectors = door::embed_texts(&engine, &self.texts, self.query, self.policy)?;
             Ok(vectors.into_iter().map(|v| v.into_iter().map(f64::from).collect()).collect())
         };
         run().map_err(from_engine)

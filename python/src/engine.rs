@@ -181,31 +181,8 @@ impl Engine {
     fn embed(&self, py: Python<'_>, texts: Vec<String>, query: bool) -> PyResult<Vec<Vec<f32>>> {
         let engine = self.handle()?;
         let policy = self.pii_policy;
-        py.detach(move || -> mnemon::Result<Vec<Vec<f32>>> {
-            let redactor = mnemon::safety::Redactor::new();
-            let texts = texts
-                .iter()
-                .map(|t| redactor.apply(t, policy).map(|r| r.text))
-                .collect::<mnemon::Result<Vec<String>>>()?;
-            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let kind = if query { embed::EmbedKind::Query } else { embed::EmbedKind::Passage };
-            let embedder = engine.embedder();
-            let mut vectors = embedder.embed(&refs, kind)?;
-            if vectors.len() != refs.len() {
-                return Err(mnemon::Error::Embedder(
-                    format!("{} returned {} vectors for {} texts", embedder.model_id(), vectors.len(), refs.len())
-                        .into(),
-                ));
-            }
-            for v in &mut vectors {
-                embed::validate_vector(v, embedder.dim()).map_err(|e| {
-                    mnemon::Error::Embedder(format!("{} returned a bad vector: {e}", embedder.model_id()).into())
-                })?;
-                embed::normalize(v);
-            }
-            Ok(vectors)
-        })
-        .map_err(from_engine)
+        py.detach(move || -> mnemon::Result<Vec<Vec<f32>>> { door::embed_texts(&engine, &texts, query, policy) })
+            .map_err(from_engine)
     }
 
     /// Drains the writer's queue, flushes and releases the store's lock.

@@ -123,6 +123,39 @@ impl OpenSettings {
     }
 }
 
+/// Embeds `texts` with `engine`'s embedder, as memories (`query` false) or
+/// as recall queries, after personal-data `policy` (`redact` embeds the
+/// redacted text, as `remember` does; `reject` refuses text with personal
+/// data). Returns unit-length vectors of the embedder's dimension, one per
+/// text: what a caller passes back as its own vectors (`remember` with
+/// `vector`) made by the store's own model.
+///
+/// # Errors
+/// [`mnemon::Error::Rejected`] for personal data under `reject`;
+/// [`mnemon::Error::Embedder`] when the model fails or answers with the
+/// wrong number of vectors or a bad one.
+pub fn embed_texts(engine: &Engine, texts: &[String], query: bool, policy: PiiPolicy) -> mnemon::Result<Vec<Vec<f32>>> {
+    let redactor = mnemon::safety::Redactor::new();
+    let texts =
+        texts.iter().map(|t| redactor.apply(t, policy).map(|r| r.text)).collect::<mnemon::Result<Vec<String>>>()?;
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let kind = if query { embed::EmbedKind::Query } else { embed::EmbedKind::Passage };
+    let embedder = engine.embedder();
+    let mut vectors = embedder.embed(&refs, kind)?;
+    if vectors.len() != refs.len() {
+        return Err(mnemon::Error::Embedder(
+            format!("{} returned {} vectors for {} texts", embedder.model_id(), vectors.len(), refs.len()).into(),
+        ));
+    }
+    for v in &mut vectors {
+        embed::validate_vector(v, embedder.dim()).map_err(|e| {
+            mnemon::Error::Embedder(format!("{} returned a bad vector: {e}", embedder.model_id()).into())
+        })?;
+        embed::normalize(v);
+    }
+    Ok(vectors)
+}
+
 /// `pii_policy`: `redact`, `reject` or `off`.
 ///
 /// # Errors
