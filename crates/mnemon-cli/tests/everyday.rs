@@ -30,10 +30,10 @@ fn the_everyday_dev_split_holds_its_figures() {
     let f = &v["figures"]["dev/all"];
     let ratio = |a: &str, b: &str| f[a].as_f64().unwrap() / f[b].as_f64().unwrap().max(1.0);
     assert!(f["scenarios"].as_u64().unwrap() >= 60, "{f}");
-    assert!(ratio("found", "needed") >= 0.90, "needed present: {f}\n{stdout}");
+    assert!(ratio("found", "needed") >= 0.94, "needed present: {f}\n{stdout}");
     assert_eq!(f["superseded_shown"].as_u64(), Some(0), "{f}\n{stdout}");
-    assert!(ratio("order_kept", "order_checked") >= 0.6, "newer first: {f}\n{stdout}");
-    assert!(ratio("empty_when_nothing", "nothing_relevant") >= 0.70, "empty when nothing relevant: {f}\n{stdout}");
+    assert!(ratio("order_kept", "order_checked") >= 0.75, "newer first: {f}\n{stdout}");
+    assert!(ratio("empty_when_nothing", "nothing_relevant") >= 0.75, "empty when nothing relevant: {f}\n{stdout}");
     // Every outcome carries its block and what recall ranked.
     let outcomes = v["outcomes"].as_array().unwrap();
     assert!(outcomes.iter().all(|o| o["block"].as_str().is_some_and(|b| b.starts_with("<memories>"))));

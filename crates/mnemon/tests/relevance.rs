@@ -1,7 +1,8 @@
 //! Which recalled memories count as relevant, and what the block then
 //! holds: standing constraints for advice questions, the span a question
-//! names, relations the store never mentions, excerpts of long memories,
-//! and recall and `context` agreeing on abstention. The hashing embedder
+//! names, relations the store never mentions, memories about someone else,
+//! newer values stored without a key, excerpts of long memories, and
+//! recall and `context` agreeing on abstention. The hashing embedder
 //! keeps cosines near 0 for texts that share no word, so every ground
 //! other than meaning is what puts a memory in the block here.
 
@@ -9,6 +10,9 @@ use chrono::{DateTime, FixedOffset, TimeZone, Utc};
 use std::sync::Arc;
 
 use mnemon::embed::HashingEmbedder;
+
+#[path = "common/models.rs"]
+mod models;
 use mnemon::recall::{Abstain, Grounds};
 use mnemon::{ContextOptions, Engine, Kind, Namespace, NewMemory, RecallOptions};
 
@@ -146,5 +150,93 @@ fn a_long_memory_is_quoted_by_the_passage_that_answers() -> R {
     // The passage ends the memory: no mark after it; one before it.
     assert!(line.ends_with("owns the rollout.") && line.contains("excerpt) … "), "{line}");
     assert!(block.tokens <= 400);
+    Ok(())
+}
+
+#[test]
+fn a_long_memory_is_quoted_by_the_passages_that_name_the_topic_and_settle_it() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    // The topic is named early; the decision comes far later, in a
+    // passage that shares few of the question's words.
+    let mut notes = String::from("Weekly sync. We must settle the analytics migration today. ");
+    for i in 0..40 {
+        notes
+            .push_str(&format!("Item {i}: the team reviewed dashboards, on-call pages and sprint tickets in detail. "));
+    }
+    notes.push_str("Dana closed the last item: we go with ClickHouse for the analytics store, starting with events. ");
+    for i in 0..10 {
+        notes.push_str(&format!("Note {i}: lunch orders, parking passes and holiday rotas were collected. "));
+    }
+    engine.remember(&ns, NewMemory::new(notes).kind(Kind::Episode))?;
+    let block = context(&engine, &ns, "What did we choose for the analytics migration?")?;
+    assert_eq!(block.excerpts, 1, "{}", block.text);
+    let line = relevant_lines(&block.text).into_iter().find(|l| l.contains("excerpt)")).expect("an excerpt entry");
+    assert!(line.contains("ClickHouse"), "{line}");
+    // Two passages apart: marked between them and after the last.
+    assert!(line.contains(" … ") && line.ends_with(" …"), "{line}");
+    assert!(block.tokens <= 400);
+    Ok(())
+}
+
+#[test]
+fn a_hit_about_someone_else_does_not_answer() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    for text in [
+        "In the planning meeting Lena said the launch should slip a week",
+        "Mark is the new backend hire",
+        "Son Eli went to Camp Tecumseh for two weeks in July",
+        "Daughter Ruby takes ballet on Wednesdays",
+        "Landlord is Mr. Zhou; rent goes to him on the 5th",
+    ] {
+        engine.remember(&ns, NewMemory::new(text))?;
+    }
+    let floors = engine.embedder().context_floor();
+    let opts = RecallOptions { abstain: Some(floors), record_access: false, ..RecallOptions::default() };
+    let grounds = |q: &str, about: &str| -> mnemon::Result<Option<Grounds>> {
+        let hits = engine.recall(&ns, q, &opts)?;
+        Ok(hits.iter().find(|h| h.memory.content.contains(about)).and_then(|h| h.explain.grounds))
+    };
+    // Lena's words do not answer what Mark said, nor the son's camp which
+    // camp the daughter went to, whatever words they share.
+    assert_eq!(grounds("What did Mark say about the launch in the planning meeting?", "Lena said")?, None);
+    assert_eq!(grounds("Which summer camp did my daughter go to?", "Camp Tecumseh")?, None);
+    // Asked about Lena, or the son, they do.
+    assert!(grounds("What did Lena say about the launch in the planning meeting?", "Lena said")?.is_some());
+    assert!(grounds("Which camp did my son go to?", "Camp Tecumseh")?.is_some());
+    // A relation named in the other language is the same person.
+    assert_eq!(grounds("我的房东是谁？", "Mr. Zhou")?, Some(Grounds::Words));
+    let block = context(&engine, &ns, "我的房东是谁？")?;
+    assert!(relevant_lines(&block.text)[0].contains("Mr. Zhou"), "{}", block.text);
+    Ok(())
+}
+
+#[test]
+fn a_newer_memory_that_says_it_changed_comes_before_the_value_it_replaces() -> R {
+    // Whether two memories state the same attribute is read from a
+    // model's vectors; the hashing embedder has none to read.
+    let Some(e5) = models::installed(mnemon::embed::EmbedderChoice::E5) else {
+        return Ok(());
+    };
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::builder(dir.path().join("store")).embedder(e5).open()?;
+    let ns = Namespace::new("u1")?;
+    let at = |y, m, d| Utc.with_ymd_and_hms(y, m, d, 9, 0, 0).single().expect("time");
+    engine
+        .remember(&ns, NewMemory::new("Works at Accenture as a technology consultant").event_time(at(2024, 2, 10)))?;
+    engine.remember(
+        &ns,
+        NewMemory::new("Just joined Figma as a design engineer; first week went great").event_time(at(2026, 5, 4)),
+    )?;
+    engine.remember(&ns, NewMemory::new("Lives in Oakland near Lake Merritt"))?;
+    engine.remember(&ns, NewMemory::new("Has a sister in Portland"))?;
+    let block = context(&engine, &ns, "Where do I work?")?;
+    let lines = relevant_lines(&block.text);
+    let (new, old) = (
+        lines.iter().position(|l| l.contains("Figma")).expect("newer value shown"),
+        lines.iter().position(|l| l.contains("Accenture")).expect("older value kept"),
+    );
+    assert!(new < old, "{}", block.text);
     Ok(())
 }

@@ -395,30 +395,13 @@ impl LexicalIndex {
     /// called Jean) is about something it does not hold, however close its
     /// other words come. Scripts without case have no such names.
     pub fn unknown_names(&self, query: &str) -> Vec<String> {
-        let starts = sentence_first_words(query);
         let mut out: Vec<String> = Vec::new();
-        for word in query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')) {
-            let word = word.trim_matches(|c| c == '\'' || c == '’');
-            if !word.chars().next().is_some_and(char::is_uppercase)
-                || word.chars().count() < 2
-                || starts.contains(&word)
-            {
-                continue;
-            }
-            let lower = word.to_lowercase().replace('’', "'");
-            if lower.starts_with("i'")
-                || crate::text::lexicon::en_month(&lower, true).is_some()
-                || crate::text::lexicon::en_weekday(&lower).is_some()
-                || KINSHIP_WORDS.contains(&lower.as_str())
-            {
-                continue;
-            }
-            let name = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
+        for name in query_names(query) {
             let terms: Vec<String> = tokenize(&name.to_lowercase()).into_iter().filter(|t| !is_stop_word(t)).collect();
             let known = terms.iter().any(|t| {
                 self.term_id(t).and_then(|tid| self.postings.get(tid as usize)).is_some_and(|l| !l.is_empty())
             });
-            if !terms.is_empty() && !known && !out.iter().any(|w| w == name) {
+            if !known && !out.iter().any(|w| w == name) {
                 out.push(name.to_string());
             }
         }
@@ -631,6 +614,74 @@ const KINSHIP_WORDS: &[&str] = &[
     "honey",
 ];
 
+/// The names in `query`, each once, in its order: words that begin with an
+/// upper-case letter other than a sentence's first word, that are not stop
+/// words, month or weekday names, `I'm`-like contractions or family words
+/// (`Mom`, `Dad`, `Grandma`), with a possessive `'s` dropped ("Mark's"
+/// gives "Mark"). Scripts without case have no such names.
+pub fn query_names(query: &str) -> Vec<&str> {
+    let starts = sentence_first_words(query);
+    let mut out: Vec<&str> = Vec::new();
+    for word in query.split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '’')) {
+        let word = word.trim_matches(|c| c == '\'' || c == '’');
+        if !word.chars().next().is_some_and(char::is_uppercase) || word.chars().count() < 2 || starts.contains(&word) {
+            continue;
+        }
+        let lower = word.to_lowercase().replace('’', "'");
+        if lower.starts_with("i'")
+            || crate::text::lexicon::en_month(&lower, true).is_some()
+            || crate::text::lexicon::en_weekday(&lower).is_some()
+            || KINSHIP_WORDS.contains(&lower.as_str())
+        {
+            continue;
+        }
+        let name = word.strip_suffix("'s").or_else(|| word.strip_suffix("’s")).unwrap_or(word);
+        let content = tokenize(&name.to_lowercase()).into_iter().any(|t| !is_stop_word(&t));
+        if content && !out.contains(&name) {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// The relation words ([`RELATIONS`]) that `text` names, each once, in the
+/// order of [`RELATIONS`]: an English word as a whole word in any case
+/// (a possessive `'s` dropped: "Sister's" names "sister"), a Chinese word
+/// where it occurs and no longer relation word holding it occurs too
+/// ("外甥女" names the niece, not "外甥"), a phrase ("wife's parents") where
+/// its words stand in a row. "Son Eli" names "son"; "Sonia" names nothing.
+pub fn relation_words(text: &str) -> Vec<&'static str> {
+    let lower = text.to_lowercase().replace('’', "'");
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+        .map(|w| w.strip_suffix("'s").unwrap_or(w).trim_matches('\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out: Vec<&'static str> = Vec::new();
+    for w in RELATIONS.iter().flat_map(|g| g.iter().copied()) {
+        if out.contains(&w) {
+            continue;
+        }
+        let named = if w.contains(' ') {
+            // A phrase ("wife's parents"): its words in a row.
+            let phrase: Vec<&str> = w.split(' ').map(|p| p.strip_suffix("'s").unwrap_or(p)).collect();
+            words.windows(phrase.len()).any(|run| run == phrase.as_slice())
+        } else if w.is_ascii() {
+            words.contains(&w)
+        } else {
+            lower.contains(w)
+                && !RELATIONS
+                    .iter()
+                    .flat_map(|g| g.iter())
+                    .any(|o| o.len() > w.len() && o.contains(w) && lower.contains(o))
+        };
+        if named {
+            out.push(w);
+        }
+    }
+    out
+}
+
 /// Relation words by group (a group is known where any of its words is):
 /// kin and the people of one's life, in English and Chinese. A closed
 /// class: a relation missing here only leaves its question to the cosine
@@ -661,7 +712,19 @@ pub const RELATIONS: &[&[&str]] = &[
     &["fiance", "fiancee", "fiancé", "fiancée", "未婚夫", "未婚妻"],
     &["stepmother", "stepmom", "继母"],
     &["stepfather", "stepdad", "继父"],
-    &["in-laws", "mother-in-law", "father-in-law", "岳父", "岳母", "岳父母", "公公", "婆婆"],
+    &[
+        "in-laws",
+        "parents-in-law",
+        "mother-in-law",
+        "father-in-law",
+        "wife's parents",
+        "husband's parents",
+        "岳父",
+        "岳母",
+        "岳父母",
+        "公公",
+        "婆婆",
+    ],
     &["boss", "manager", "supervisor", "老板", "领导", "上司"],
     &["colleague", "coworker", "co-worker", "同事"],
     &["roommate", "flatmate", "housemate", "室友"],

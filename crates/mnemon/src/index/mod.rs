@@ -19,7 +19,7 @@ mod view;
 use std::fmt;
 
 pub use hnsw::HnswParams;
-pub use lexical::{LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1, RELATIONS};
+pub use lexical::{query_names, relation_words, LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1, RELATIONS};
 
 use crate::embed::quant;
 use exact::{rescore_count, ExactStore, Hit, TopK};

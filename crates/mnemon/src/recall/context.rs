@@ -34,8 +34,9 @@
 //! S`, then `superseded DATE` (the version stopped holding that day) or
 //! `archived` for a version that is not current and `quarantined` for a
 //! quarantined one (only when a caller asked to include such versions),
-//! then `truncated` if the content was cut, or `excerpt` if it quotes a
-//! passage of a long memory ([`EXCERPT_FIELD`]), separated by `; `, and
+//! then `truncated` if the content was cut, or `excerpt` if it quotes
+//! passages of a long memory ([`EXCERPT_FIELD`]; ` … ` stands between two
+//! passages that are apart), separated by `; `, and
 //! `CONTENT` the rest of the line (ending in ` …` when cut). A turn entry
 //! (recent part) is `- [DATE] (META) TEXT`, `DATE` the turn's event time if
 //! known, else its write time, `META` the role (one of `user`, `assistant`,
@@ -192,10 +193,11 @@ pub const DEFAULT_RECENT_SHARE: f32 = 0.25;
 /// The last `META` field of an entry whose content was cut to fit the
 /// budget (its content then ends in ` …`).
 pub const TRUNCATED_FIELD: &str = "truncated";
-/// The last `META` field of an entry that quotes a passage of a long
+/// The last `META` field of an entry that quotes passages of a long
 /// memory rather than the whole ([`BlockParts::excerpts`]): its content
-/// then starts with `… ` unless the passage opens the memory, and ends with
-/// ` …` unless it ends it.
+/// then starts with `… ` unless the first passage opens the memory, holds
+/// ` … ` between two passages that are apart, and ends with ` …` unless the
+/// last passage ends it.
 pub const EXCERPT_FIELD: &str = "excerpt";
 /// Fewest tokens of content (by [`estimate_tokens`]) a cut entry must keep
 /// to be included. Between the lower quartile (20) and the median (29) of
@@ -424,12 +426,14 @@ pub struct BlockParts<'a> {
     /// read in the machine's local zone), so that a block does not depend
     /// on where it is rendered.
     pub offset: Option<FixedOffset>,
-    /// The passage of a long relevant memory that answers the query, by
-    /// memory id ([`crate::Engine::context`] finds them; see
+    /// The passages of a long relevant memory that answer the query, best
+    /// first, by memory id ([`crate::Engine::context`] finds them; see
     /// `recall::excerpt`): a memory that does not fit whole is quoted by
-    /// its passage, marked [`EXCERPT_FIELD`], instead of being skipped or
-    /// cut to its opening words.
-    pub excerpts: &'a [(MemoryId, String)],
+    /// as many of its passages as fit, best first, shown in the memory's
+    /// order and marked [`EXCERPT_FIELD`], instead of being skipped or cut
+    /// to its opening words. A passage that is not part of the memory's
+    /// text is ignored.
+    pub excerpts: &'a [(MemoryId, Vec<String>)],
 }
 
 /// Renders hits (highest score first, as recall returns them) into the
@@ -563,30 +567,32 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
             fates[k] = EntryFate::Whole;
             continue;
         }
-        // A long memory that does not fit whole is quoted by the passage
-        // that answers the query, where one was found.
-        let Some((_, passage)) = parts.excerpts.iter().find(|(id, _)| *id == h.memory.id) else {
+        // A long memory that does not fit whole is quoted by the passages
+        // that answer the query, where some were found: as many as fit,
+        // best first, in the memory's order.
+        let Some((_, passages)) = parts.excerpts.iter().find(|(id, _)| *id == h.memory.id) else {
             continue;
         };
-        // The marks stand where the memory goes on: none before a passage
-        // that opens it, none after one that ends it.
         let text = crate::text::searchable(&h.memory.content);
-        let (opens, ends) =
-            (text.trim_start().starts_with(passage.as_str()), text.trim_end().ends_with(passage.as_str()));
-        let mut content = String::from(if opens { "" } else { "… " });
-        push_field(&mut content, passage, Escape::Content);
-        let excerpt = Entry { head: e.head.clone(), content, mark: EXCERPT_FIELD };
-        let line = if ends {
-            format!("{}; {EXCERPT_FIELD}) {}\n", excerpt.head, excerpt.content)
-        } else {
-            excerpt.line(&excerpt.content, true)
-        };
-        if relevant.fits(&line, token_budget, used, token_budget) {
-            relevant.add(&line, &mut used);
-            slots[k] = Some(line);
-            fates[k] = EntryFate::Excerpt;
-            excerpted += 1;
+        let mut excerpt = None;
+        for n in (1..=passages.len()).rev() {
+            let Some((entry, line)) = excerpt_entry(&text, &passages[..n], &e.head) else {
+                continue;
+            };
+            if relevant.fits(&line, token_budget, used, token_budget) {
+                relevant.add(&line, &mut used);
+                slots[k] = Some(line);
+                fates[k] = EntryFate::Excerpt;
+                excerpted += 1;
+                excerpt = Some(entry);
+                break;
+            }
+            // Where none fits, the best passage alone may still be cut below.
+            excerpt = Some(entry);
         }
+        let Some(excerpt) = excerpt else {
+            continue;
+        };
         entries[k] = excerpt;
     }
     let mut truncated = 0;
@@ -660,6 +666,44 @@ pub fn render_block(parts: BlockParts<'_>, token_budget: usize, shares: PartShar
         entries: block_entries,
         memory_ids,
     }
+}
+
+/// The excerpt entry of a memory whose searchable text is `text`, quoting
+/// `passages` (best first) in the text's order, and its line: `… ` before a
+/// passage that does not open the text, ` … ` between passages that are not
+/// adjacent, and the mark ` …` after a last passage that does not end it.
+/// `None` when a passage is not found in `text`.
+fn excerpt_entry(text: &str, passages: &[String], head: &str) -> Option<(Entry, String)> {
+    let mut spans: Vec<(usize, usize)> =
+        passages.iter().map(|p| text.find(p.as_str()).map(|at| (at, at + p.len()))).collect::<Option<_>>()?;
+    spans.sort_unstable();
+    let mut content = String::new();
+    let mut end = 0;
+    for (i, &(from, to)) in spans.iter().enumerate() {
+        if to <= end {
+            continue;
+        }
+        let from = from.max(end);
+        let gap = &text[end..from];
+        if i == 0 {
+            if !gap.trim().is_empty() {
+                content.push_str("… ");
+            }
+        } else if gap.trim().is_empty() {
+            content.push(' ');
+        } else {
+            content.push_str(" … ");
+        }
+        push_field(&mut content, &text[from..to], Escape::Content);
+        end = to;
+    }
+    let entry = Entry { head: head.to_string(), content, mark: EXCERPT_FIELD };
+    let line = if text[end..].trim().is_empty() {
+        format!("{}; {EXCERPT_FIELD}) {}\n", entry.head, entry.content)
+    } else {
+        entry.line(&entry.content, true)
+    };
+    Some((entry, line))
 }
 
 /// One part being packed: its section line and the entry lines taken.

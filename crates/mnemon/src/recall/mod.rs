@@ -454,7 +454,9 @@ pub enum Grounds {
     /// It holds the query's rarer words: its BM25 score is at least
     /// [`WORDS_SHARE`] of the query's idf mass (what a memory holding every
     /// query term once would score), so the words that make the question
-    /// specific are in it.
+    /// specific are in it; or it names the person the query asks about by
+    /// relation, in either language ([`crate::index::relation_words`]:
+    /// "landlord" for "我现在的房东是谁？").
     Words,
     /// It is from the span of time the question names ("last week",
     /// "上个月"): a question that names a span is answered by the span.
@@ -510,6 +512,13 @@ impl Abstain {
     /// [`Abstain::unknown_name_below`] and neither words nor time count; when one of
     /// them is a relation ([`crate::index::RELATIONS`]: "my sister" where the
     /// store only knows the brother), neither meaning nor words count.
+    /// When the query asks about someone by relation and is not asking for
+    /// advice, a hit that names only other relations (the brother's
+    /// birthday for the sister's) has neither meaning nor words as grounds,
+    /// and one that names the asked relation in either language has words;
+    /// likewise a hit in Latin script that holds none of the names the
+    /// query asks about ([`crate::index::query_names`]; "What did Mark
+    /// say?" over what Lena said) has neither meaning nor words.
     /// No hit at all is not an abstention, just an empty result.
     ///
     /// Returns `Some` with the best hit's cosine and the floor it fell under
@@ -528,7 +537,29 @@ impl Abstain {
         // The unknown-name rule decides only where meaning or words would
         // otherwise ground a hit.
         let words = |h: &Hit| h.explain.query_idf > 0.0 && h.explain.lexical >= WORDS_SHARE * h.explain.query_idf;
-        let needs_names = !advice && hits.iter().any(|h| h.explain.similarity >= self.below || words(h));
+        // The people the question asks about, by relation ("my sister"),
+        // with every word of their groups in both languages: a hit that
+        // names one of them is about the person asked about, one that
+        // names only others (the brother) is not. A Chinese relation keeps
+        // the distinctions Chinese makes (表妹 is not 表姐) where a group
+        // opening with it holds them.
+        let asked = crate::index::relation_words(query);
+        let kin: Vec<&str> = asked
+            .iter()
+            .flat_map(|&w| {
+                let all = || crate::index::RELATIONS.iter().filter(move |g| g.contains(&w));
+                let own: Vec<&&[&str]> =
+                    all().filter(|g| !w.is_ascii() && g.first().is_some_and(|f| !f.is_ascii())).collect();
+                if own.is_empty() {
+                    all().collect()
+                } else {
+                    own
+                }
+            })
+            .flat_map(|g| g.iter().copied())
+            .collect();
+        let needs_names =
+            !advice && (!kin.is_empty() || hits.iter().any(|h| h.explain.similarity >= self.below || words(h)));
         let strangers = if needs_names { unknown_name() } else { Vec::new() };
         let stranger = !strangers.is_empty();
         // A relation the store never names (a sister where it only knows
@@ -545,14 +576,44 @@ impl Abstain {
         } else {
             self.below
         };
+        // The names the question asks about that the store holds (those it
+        // does not are `strangers`), as the terms a memory would hold.
+        let names: Vec<Vec<String>> = crate::index::query_names(query)
+            .into_iter()
+            .filter(|n| !strangers.iter().any(|s| s == n))
+            .map(|n| crate::text::tokenize(n).into_iter().filter(|t| !crate::text::is_stop_word(t)).collect())
+            .collect();
         let mut any = false;
         for h in hits.iter_mut() {
+            // A memory in Latin script that names none of the question's
+            // names (Lena's words for "What did Mark say?") is about
+            // someone or something else; one in Chinese may write the name
+            // in its own script.
+            let unnamed = !names.is_empty() && {
+                let text = crate::text::searchable(&h.memory.content);
+                !crate::text::mostly_cjk(&text) && {
+                    let held = crate::text::tokenize(&text);
+                    !names.iter().any(|n| n.iter().any(|t| held.contains(t)))
+                }
+            };
+            let (same, other) = if kin.is_empty() {
+                (false, false)
+            } else {
+                let named = crate::index::relation_words(&crate::text::searchable(&h.memory.content));
+                let same = named.iter().any(|w| kin.contains(w));
+                (same, !same && !named.is_empty())
+            };
+            // Someone else's birthday does not answer the question about
+            // one's sister, however close its meaning; advice weighs other
+            // people's needs too ("my husband is vegetarian").
+            // Floors at -1 ground every hit by meaning, as before.
+            let elsewhere = (other || unnamed) && !advice && self.below > -1.0;
             let e = &h.explain;
             let grounds = if e.vector_pending {
                 Some(Grounds::Pending)
-            } else if e.similarity >= floor {
+            } else if e.similarity >= floor && !elsewhere {
                 Some(Grounds::Meaning)
-            } else if !stranger && words(h) {
+            } else if !stranger && !elsewhere && (words(h) || same) {
                 Some(Grounds::Words)
             } else if e.time >= 1.0 && !advice && !stranger {
                 Some(Grounds::Time)

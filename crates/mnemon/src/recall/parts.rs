@@ -179,7 +179,7 @@ impl Engine {
         let long = |h: &&Hit| super::estimate_tokens(&h.memory.content) > super::excerpt::EXCERPT_FROM_TOKENS;
         let long_hits: Vec<&Hit> = hits.iter().filter(long).take(super::excerpt::MAX_EXCERPTS).collect();
         if !long_hits.is_empty() {
-            let chosen = (|| -> Result<Vec<(crate::types::MemoryId, String)>> {
+            let chosen = (|| -> Result<Vec<(crate::types::MemoryId, Vec<String>)>> {
                 // Lexical mode embedded no query; the excerpt needs one.
                 let lexical_only;
                 let qv = if query_vector.is_empty() {
@@ -191,8 +191,9 @@ impl Engine {
                 let mut out = Vec::new();
                 for h in long_hits {
                     let text = crate::text::searchable(&h.memory.content);
-                    if let Some(p) = super::excerpt::best_passage(self.embedder().as_ref(), query, qv, &text)? {
-                        out.push((h.memory.id, p.to_string()));
+                    let ps = super::excerpt::best_passages(self.embedder().as_ref(), query, qv, &text)?;
+                    if !ps.is_empty() {
+                        out.push((h.memory.id, ps.into_iter().map(str::to_string).collect()));
                     }
                 }
                 Ok(out)
@@ -240,6 +241,52 @@ pub const HELD_BACK_TURN: &str = "[turn held back: it reads as an instruction to
 /// replaces a value of the other ([`Engine::newer_values_first`]): 0.85
 /// for multilingual-e5-small, whose unrelated memories sit near 0.80.
 pub const SAME_ATTRIBUTE_MARGIN: f32 = 0.10;
+
+/// How much further below [`SAME_ATTRIBUTE_MARGIN`]'s bar a newer memory
+/// that states a change ([`states_change`]) may sit from the older memory
+/// it replaces, where that older memory is the closest of those ranked
+/// above it: 0.80 for multilingual-e5-small. Chosen on the
+/// everyday-questions dev split.
+pub const CHANGE_MARGIN: f32 = 0.05;
+
+/// Whether `text` says that something changed: an English word of change
+/// (`now`, `moved`, `switched`, `joined`, `new`, `quit`, `dropped`, `no
+/// longer` …) or a Chinese one (`现在`, `搬到`, `换`, `改`, `跳槽`, `入职`,
+/// `新`, `不再` …). A closed class, as the fact signature's word lists are.
+fn states_change(text: &str) -> bool {
+    const EN: &[&str] = &[
+        "now",
+        "nowadays",
+        "currently",
+        "moved",
+        "moving",
+        "relocated",
+        "switched",
+        "changed",
+        "joined",
+        "started",
+        "new",
+        "quit",
+        "left",
+        "dropped",
+        "became",
+        "become",
+        "anymore",
+        "longer",
+        "instead",
+        "replaced",
+    ];
+    const ZH: &[&str] = &[
+        "现在", "目前", "如今", "搬到", "搬去", "搬家", "换", "改", "跳槽", "入职", "离职", "辞职", "新", "不再",
+        "已经",
+    ];
+    let t = crate::text::searchable(text);
+    if crate::text::mostly_cjk(&t) {
+        return ZH.iter().any(|w| t.contains(w));
+    }
+    use unicode_segmentation::UnicodeSegmentation;
+    t.to_lowercase().unicode_words().any(|w| EN.contains(&w))
+}
 
 /// Whether `b` gives another value where `a` gives one: in Latin-script
 /// text both name something (a capitalised name) or hold a number, and the
@@ -289,7 +336,10 @@ impl Engine {
     /// and gives another value ([`changes_value`]: another city, employer
     /// or number), the newer one moves to the older one's
     /// rank, and counts as relevant ([`super::Grounds::Newer`]) where the
-    /// older one does. "I live in Hangzhou" then "I moved to Shanghai now",
+    /// older one does. A newer memory that says it is a change
+    /// ([`states_change`]: "Just joined Figma") needs only be closest to
+    /// the older one among the hits above it, at [`CHANGE_MARGIN`] below
+    /// that bar. "I live in Hangzhou" then "I moved to Shanghai now",
     /// both stored without a slot key, show Shanghai first; nothing is
     /// dropped.
     pub(crate) fn newer_values_first(&self, ns: &Namespace, hits: &mut Vec<Hit>) {
@@ -310,12 +360,27 @@ impl Engine {
         for j in 1..hits.len() {
             let pos_j = order.iter().position(|&x| x == j).unwrap_or(j);
             let Some(vj) = &vectors[j] else { continue };
-            let target = order[..pos_j].iter().position(|&i| {
+            let cos = |i: usize| vectors[i].as_ref().map(|vi| vi.iter().zip(vj).map(|(x, y)| x * y).sum::<f32>());
+            let changed = |i: usize| {
                 let (a, b) = (&hits[i].memory, &hits[j].memory);
-                vectors[i].as_ref().is_some_and(|vi| vi.iter().zip(vj).map(|(x, y)| x * y).sum::<f32>() >= threshold)
-                    && b.effective_time() > a.effective_time()
-                    && changes_value(&a.content, &b.content)
-            });
+                b.effective_time() > a.effective_time() && changes_value(&a.content, &b.content)
+            };
+            let mut target = order[..pos_j].iter().position(|&i| cos(i).is_some_and(|c| c >= threshold) && changed(i));
+            // A memory that says it is a change ("Just joined Figma",
+            // "搬到苏州了") replaces the value of the memory above it that
+            // is closest to it, at a lower bar.
+            if target.is_none() && states_change(&hits[j].memory.content) {
+                let closest = order[..pos_j]
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(k, &i)| cos(i).map(|c| (k, i, c)))
+                    .max_by(|a, b| a.2.total_cmp(&b.2));
+                if let Some((k, i, c)) = closest {
+                    if c >= threshold - CHANGE_MARGIN && changed(i) {
+                        target = Some(k);
+                    }
+                }
+            }
             if let Some(t) = target {
                 let moved = order.remove(pos_j);
                 let older = order[t];

@@ -16,9 +16,13 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 /// English request forms that ask for advice, a recommendation or a plan.
+/// Words that also name things ("the planning meeting", "the book",
+/// "my order") count only as a request: opening the question ("Plan my
+/// weekend") or after "you" or "we" ("Can you book …").
 const EN_ADVICE: &str = r"(?ix)
-    \b(recommend|recommendation|recommendations|suggest|suggestion|suggestions|advice|advise|ideas?|tips?
-      |plan|planning|organi[sz]e|arrange|book|reserve|order|choose|pick|decide)\b
+    \b(recommend|recommendation|recommendations|suggest|suggestion|suggestions|advice|advise|ideas?|tips?)\b
+    | ^\W*(please\s+)?(plan|organi[sz]e|arrange|book|reserve|order|choose|pick|decide)\b
+    | \b(you|we)\s+(plan|organi[sz]e|arrange|book|reserve|order|choose|pick|decide)\b
     | \b(what|where|which|how)\s+(should|could|can|shall|would)\s+(i|we)\b
     | \b(should|could|can|shall)\s+(i|we)\s+(eat|drink|cook|make|bring|buy|get|try|go|visit|wear|take|do|order|have|book)\b
     | \bwhat\s+(to|do\s+you\s+think\s+i\s+should)\s+\w+
@@ -172,9 +176,30 @@ fn plain(text: &str) -> std::borrow::Cow<'_, str> {
 /// Whether `question` asks for advice, a recommendation or a plan ("What
 /// should I cook tonight?", "Can you recommend a Thai place?", "帮我订个酒店",
 /// "周末去哪玩"), as opposed to asking what the store holds.
+///
+/// A question about what was done ("What did Ana recommend?", "Which one
+/// did we choose?", "我上次推荐了什么？") asks what the store holds,
+/// whatever its words: an English question with `did`, `was`, `were` or
+/// `had` among its first four words, a Chinese one with `了` or `过` after
+/// the cue.
 pub fn asks_advice(question: &str) -> bool {
     let q = plain(question);
-    en_advice().is_match(&q) || ZH_ADVICE.iter().any(|c| q.contains(c))
+    if en_past().is_match(&q) {
+        return false;
+    }
+    en_advice().is_match(&q)
+        || ZH_ADVICE.iter().any(|c| q.find(c).is_some_and(|at| !q[at + c.len()..].contains(['了', '过'])))
+}
+
+/// An English question in the past: `did`, `was`, `were` or `had` among
+/// its first four words ("What did …", "Which restaurant did …", "Did
+/// we …"); a later one ("… like the one we had last week") leaves it a
+/// request.
+fn en_past() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"(?i)^\W*(?:[\w']+\W+){0,3}(did|didn't|was|wasn't|were|weren't|had)\b").expect("past pattern")
+    })
 }
 
 /// Whether `content` states a standing constraint or preference: an
@@ -198,6 +223,7 @@ mod tests {
             "Help me pick a gift for Anna",
             "Where should we go on Saturday?",
             "帮我订个酒店",
+            "Can you recommend a restaurant like the one we had last week?",
             "周末去哪玩？",
             "今晚吃什么",
         ] {
@@ -207,6 +233,11 @@ mod tests {
             "When is my sister's birthday?",
             "Where do I live?",
             "What did Mark say?",
+            "What did Mark say about the launch in the planning meeting?",
+            "Which restaurant did Ana recommend?",
+            "What did we end up choosing for the migration?",
+            "When is the planning meeting?",
+            "Where is the book I lent you?",
             "我住在哪个城市？",
             "上个月我去哪了",
             "二舅是做什么工作的？",
