@@ -489,6 +489,14 @@ pub enum Grounds {
 /// everyday-questions dev split.
 pub const WORDS_SHARE: f32 = 0.5;
 
+/// Most words of a question whose names a hit must hold to be about what
+/// it asks ([`Abstain::judge`]): fifteen, the length of an everyday
+/// question about one person or thing ("What did Mark say about the
+/// launch in the planning meeting?" has twelve). Longer questions name
+/// titles, places and things beside their subject; on LongMemEval dev a
+/// 40-word question naming a journal lost its answer to the rule.
+pub const NAMED_QUESTION_WORDS: usize = 15;
+
 impl Abstain {
     /// Whether a recall that found `hits` (best first) for `query`
     /// abstains; see [`Abstain::judge`].
@@ -518,7 +526,9 @@ impl Abstain {
     /// and one that names the asked relation in either language has words;
     /// likewise a hit in Latin script that holds none of the names the
     /// query asks about ([`crate::index::query_names`]; "What did Mark
-    /// say?" over what Lena said) has neither meaning nor words.
+    /// say?" over what Lena said) has neither meaning nor words, where the
+    /// query is at most [`NAMED_QUESTION_WORDS`] words and weighs no
+    /// alternatives (no "or").
     /// No hit at all is not an abstention, just an empty result.
     ///
     /// Returns `Some` with the best hit's cosine and the floor it fell under
@@ -577,9 +587,15 @@ impl Abstain {
             self.below
         };
         // The names the question asks about that the store holds (those it
-        // does not are `strangers`), as the terms a memory would hold.
+        // does not are `strangers`), as the terms a memory would hold. Only
+        // for a short question about one thing: one that weighs
+        // alternatives ("… a cultural festival or my Spanish classes?") or
+        // runs long names many things beside the name.
+        let about_one = query.split_whitespace().count() <= NAMED_QUESTION_WORDS
+            && !query.split(|c: char| !c.is_alphanumeric()).any(|w| w.eq_ignore_ascii_case("or"));
         let names: Vec<Vec<String>> = crate::index::query_names(query)
             .into_iter()
+            .filter(|_| about_one)
             .filter(|n| !strangers.iter().any(|s| s == n))
             .map(|n| crate::text::tokenize(n).into_iter().filter(|t| !crate::text::is_stop_word(t)).collect())
             .collect();

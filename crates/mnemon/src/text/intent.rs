@@ -179,9 +179,9 @@ fn plain(text: &str) -> std::borrow::Cow<'_, str> {
 ///
 /// A question about what was done ("What did Ana recommend?", "Which one
 /// did we choose?", "我上次推荐了什么？") asks what the store holds,
-/// whatever its words: an English question with `did`, `was`, `were` or
-/// `had` among its first four words, a Chinese one with `了` or `过` after
-/// the cue.
+/// whatever its words: an English question that opens in the past (`Did
+/// we …`, a question word and then `did`, `was`, `were` or `had`), a
+/// Chinese one with `了` or `过` after the cue.
 pub fn asks_advice(question: &str) -> bool {
     let q = plain(question);
     if en_past().is_match(&q) {
@@ -191,14 +191,18 @@ pub fn asks_advice(question: &str) -> bool {
         || ZH_ADVICE.iter().any(|c| q.find(c).is_some_and(|at| !q[at + c.len()..].contains(['了', '过'])))
 }
 
-/// An English question in the past: `did`, `was`, `were` or `had` among
-/// its first four words ("What did …", "Which restaurant did …", "Did
-/// we …"); a later one ("… like the one we had last week") leaves it a
-/// request.
+/// An English question in the past: one that opens with `did`, `was`,
+/// `were` or `had`, or with a question word and one of them within the
+/// next three words ("Did we …", "What did …", "Which restaurant did …");
+/// a later one ("… like the one we had last week", "I was thinking of a
+/// trip, any ideas?") leaves it a request.
 fn en_past() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| {
-        Regex::new(r"(?i)^\W*(?:[\w']+\W+){0,3}(did|didn't|was|wasn't|were|weren't|had)\b").expect("past pattern")
+        Regex::new(
+            r"(?i)^\W*(?:(?:what|which|where|when|who|whom|whose|how|why)\b(?:\W+[\w']+){0,2}\W+)?(did|didn't|was|wasn't|were|weren't|had)\b",
+        )
+        .expect("past pattern")
     })
 }
 
@@ -224,6 +228,7 @@ mod tests {
             "Where should we go on Saturday?",
             "帮我订个酒店",
             "Can you recommend a restaurant like the one we had last week?",
+            "I was thinking of redecorating my living room, any ideas?",
             "周末去哪玩？",
             "今晚吃什么",
         ] {
