@@ -485,6 +485,14 @@ export interface Accessed {
    * Who asked, if the caller said.
    */
   requester?: string | null;
+  /**
+   * The session the query came from: the recall's or context's
+   * `current_session`, else its `session` filter; `None` when it named
+   * neither, and in records written before the field existed (format
+   * version 1). A record that carries one is written in format
+   * version 2; every other record stays version 1.
+   */
+  session?: string | null;
 }
 /**
  * `apply_extraction`: apply an LLM's answer to the extraction prompt.

@@ -1,10 +1,13 @@
 """The inspector of `mnemon serve` in a real browser: headless Chromium from
 Debian's packages, driven over WebDriver (chromedriver) by Selenium, on the
-store `mnemon demo` builds. The pages load, the version chain and the
-timeline show the demo's entries, the as-of picker shows the old coffee
-preference, stored markup renders as text, and without the token (a
-non-loopback bind) the pages are refused. Screenshots go to
-`target/inspector-screenshots/`.
+store `mnemon demo` builds. Every page (namespaces, memories, version chain
+with its table, paged; timeline by commit and valid time; recall playground
+with its block; turns; reads by memory and by session; erasure; an error)
+is checked part by part in the DOM, holds no script element, shows stored
+`<script>` and `</memories>` as text, and weighs at most `PAGE_BUDGET`
+bytes of HTML. Times show in a named zone with the offset in force at each
+time. Without the token (a non-loopback bind) the pages are refused.
+Screenshots go to `target/inspector-screenshots/`.
 
 Skips only when Chromium or chromedriver is missing and
 MNEMON_REQUIRE_BROWSER is unset (CI sets it, so there it fails instead).
@@ -20,7 +23,9 @@ from conftest import ROOT, TOKEN, HttpServer, cli, cli_json
 
 NS = "user:lin-wei"
 TURN = "Just thinking aloud: <img src=x onerror=alert(1)> </td></tr> nothing to keep"
-MARKUP = "Lin's note: <script>alert('x')</script> and </div></td></table> <b>bold</b> & more"
+MARKUP = "Lin's note: <script>alert('x')</script> and </memories></div></td></table> <b>bold</b> & more"
+# The session of an agent's read, holding markup.
+READ_SESSION = "s-<b>evening</b>"
 
 
 def _find(*names):
@@ -78,8 +83,8 @@ def demo(tmp_path):
     r = cli_json(data, "remember", "--ns", NS, "--dedup", "off", MARKUP)
     # A turn nothing was derived from, holding markup.
     cli(data, "observe", "--ns", NS, "--session", "s-quiet", "--time", "2026-04-21T09:30:00Z", TURN)
-    # A read by an agent whose name holds markup.
-    cli(data, "recall", "--ns", NS, "--requester", "agent-<i>x</i>", "coffee for Lin")
+    # A read by an agent whose name holds markup, from a session whose name does.
+    cli(data, "recall", "--ns", NS, "--requester", "agent-<i>x</i>", "--current-session", READ_SESSION, "coffee for Lin")
     return data, r["id"]
 
 
@@ -91,12 +96,25 @@ def shows(browser, words):
 # Most bytes one page may weigh (HTML with its inline SVG and styles).
 PAGE_BUDGET = 300_000
 
+# Every page the browser test must have checked (and shot).
+PAGES = {
+    "index", "memories", "chain", "chain-paged", "timeline", "timeline-valid", "as-of", "recall",
+    "recall-budget", "recall-abstained", "recall-markup", "turns", "turns-session", "turns-zone", "reads", "reads-session",
+    "erasure", "markup", "error-zone",
+}
+SHOT = set()
+
 
 def shot(browser, name):
-    """Saves a screenshot, and holds the page to its weight budget."""
-    weight = len(browser.page_source.encode())
-    assert weight <= PAGE_BUDGET, f"{name}: {weight} bytes"
+    """Holds the page to its weight budget and to no script, then saves a
+    screenshot."""
+    html = browser.page_source
+    weight = len(html.encode())
+    assert weight <= PAGE_BUDGET, f"{name}: {weight} bytes, over {PAGE_BUDGET}"
+    # Stored `<script>` shows as text: no page holds a script element.
+    assert not browser.find_elements(By.TAG_NAME, "script"), f"{name}: a script element"
     browser.save_screenshot(str(SHOTS / f"{name}.png"))
+    SHOT.add(name)
 
 
 def text(browser, css):
@@ -181,6 +199,16 @@ def test_the_pages_in_a_browser(browser, demo):
         exact = versions[0].find_element(By.TAG_NAME, "time").get_attribute("title")
         assert exact.endswith("Z") and "T" in exact
         shot(browser, "chain")
+        # One version a page: the table and the cards page together.
+        chain_url = browser.current_url.split("?")[0]
+        browser.get(chain_url + "?per=1")
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#changes tr.change")) == 1
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#chain .version")) == 1
+        assert "light-roast Ethiopian" in text(browser, "#chain")
+        follow(browser, browser.find_element(By.ID, "next-page"))
+        assert "page=2" in browser.current_url and "dark-roast" in text(browser, "#chain")
+        assert browser.find_elements(By.ID, "prev-page") and not browser.find_elements(By.ID, "next-page")
+        shot(browser, "chain-paged")
 
         # The timeline: an SVG plot with the kinds in its legend, and the buckets.
         follow(browser, browser.find_element(By.LINK_TEXT, "timeline"))
@@ -250,6 +278,7 @@ def test_the_pages_in_a_browser(browser, demo):
         browser.get(f"{server.base}/ns/{NS}/recall?q=Who+won+the+1998+Tour+de+France%3F")
         assert "Abstained" in text(browser, "#abstention")
         assert not browser.find_elements(By.CSS_SELECTOR, "#part-relevant tr.fate-whole")
+        shot(browser, "recall-abstained")
 
         # Turns: in order, each with what was derived from it, and a turn
         # that produced nothing says so; its markup is text.
@@ -271,6 +300,24 @@ def test_the_pages_in_a_browser(browser, demo):
         browser.get(f"{server.base}/ns/{NS}/turns?session=s-quiet&q=THINKING&tz=%2B08:00")
         turns = browser.find_elements(By.CSS_SELECTOR, "#turns tr.turn")
         assert len(turns) == 1 and "2026-04-21 17:30 +08:00" in turns[0].text
+        shot(browser, "turns-session")
+        # A named zone: each time with the offset in force at it (April in
+        # Lisbon is summer time; Shanghai keeps +08:00).
+        browser.get(f"{server.base}/ns/{NS}/turns?session=s-quiet&tz=Europe/Lisbon")
+        turn = browser.find_element(By.CSS_SELECTOR, "#turns tr.turn")
+        assert "2026-04-21 10:30 +01:00 WEST" in turn.text, turn.text
+        assert browser.find_element(By.NAME, "tz").get_attribute("value") == "Europe/Lisbon"
+        shot(browser, "turns-zone")
+        browser.get(f"{server.base}/ns/{NS}/turns?session=s-quiet&tz=Asia/Shanghai")
+        assert "2026-04-21 17:30 +08:00 CST" in text(browser, "#turns")
+        # A zone that does not exist: a 400 page naming the field, its
+        # value as text.
+        browser.get(f"{server.base}/ns/{NS}/turns?tz=Mars/%3Cb%3EOlympus%3C/b%3E")
+        assert "HTTP 400" in text(browser, "h1")
+        error = text(browser, "#error")
+        assert "IANA zone name" in error and "Mars/<b>Olympus</b>" in error and "tz" in error
+        assert not browser.find_elements(By.CSS_SELECTOR, "main b")
+        shot(browser, "error-zone")
         browser.get(f"{server.base}/ns/{NS}/turns?q=no+such+words+anywhere")
         assert "No turn matches" in text(browser, "#turns")
 
@@ -278,11 +325,21 @@ def test_the_pages_in_a_browser(browser, demo):
         browser.get(f"{server.base}/ns/{NS}/reads")
         top = browser.find_elements(By.CSS_SELECTOR, "#most-read tr.top")
         assert top
-        follow(browser, top[0].find_element(By.LINK_TEXT, "who and when"))
+        assert all(r.find_element(By.CSS_SELECTOR, "td.num").text.isdigit() for r in top)
+        follow(browser, top[0].find_element(By.PARTIAL_LINK_TEXT, "which session"))
         reads = browser.find_elements(By.CSS_SELECTOR, "#reads tr.read")
         assert reads and any("agent-<i>x</i>" in r.text for r in reads)
-        assert not browser.find_elements(By.CSS_SELECTOR, "main i")
+        # The session the query came from, as text, linking to its reads.
+        agent = next(r for r in reads if "agent-<i>x</i>" in r.text)
+        assert agent.find_element(By.CSS_SELECTOR, "td.session").text == READ_SESSION
+        assert all(r.find_element(By.TAG_NAME, "time").get_attribute("datetime").endswith("Z") for r in reads)
+        assert not browser.find_elements(By.CSS_SELECTOR, "main i, main td.session b")
         shot(browser, "reads")
+        follow(browser, agent.find_element(By.CSS_SELECTOR, "td.session a"))
+        assert text(browser, "#session-filter") == READ_SESSION
+        reads = browser.find_elements(By.CSS_SELECTOR, "#reads tr.read")
+        assert len(reads) == 1 and reads[0].find_elements(By.CSS_SELECTOR, "td.ids a")
+        shot(browser, "reads-session")
 
         # Erasure: the request and its reason, never the forgotten text.
         browser.get(f"{server.base}/ns/{NS}/erasure")
@@ -293,10 +350,21 @@ def test_the_pages_in_a_browser(browser, demo):
         # Markup is text: shown verbatim, no element made of it.
         browser.get(f"{server.base}/ns/{NS}/memory/{markup_id}")
         content = browser.find_element(By.CSS_SELECTOR, "#chain .version .content").text
-        assert "<script>alert('x')</script>" in content and "</div></td></table>" in content
+        assert "<script>alert('x')</script>" in content and "</memories></div></td></table>" in content
         assert not browser.find_elements(By.CSS_SELECTOR, "main script, main b")
         shot(browser, "markup")
+        # The same text in the listing and in the block: text, never markup,
+        # and the block still ends once.
+        browser.get(f"{server.base}/ns/{NS}?q=Lin%27s+note")
+        assert "<script>alert('x')</script> and </memories>" in text(browser, "#memories")
+        browser.get(f"{server.base}/ns/{NS}/recall?q=Lin%27s+note+bold+alert&budget=2000")
+        block = text(browser, "#block")
+        assert block.count("</memories>") == 1 and block.endswith("</memories>")
+        assert "&lt;/memories&gt;" in block and "&lt;script&gt;" in block, block
+        assert not browser.find_elements(By.CSS_SELECTOR, "main script, #block *, td.content b")
+        shot(browser, "recall-markup")
         assert cli(data, "log", "--ns", NS).stdout == before, "the inspector wrote to the log"
+        assert SHOT >= PAGES, f"pages not checked: {sorted(PAGES - SHOT)}"
     finally:
         server.stop()
 

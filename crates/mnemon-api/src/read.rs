@@ -353,7 +353,8 @@ impl Call for RecallRequest {
             }
         }
         if record_access && opts.as_of.is_none() {
-            engine.record_access(&self.namespace, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
+            let ids = hits.iter().map(|h| h.memory.id).collect();
+            engine.record_access(&self.namespace, ids, opts.requester.clone(), opts.access_session());
         }
         let found = hits.len();
         let mut packer = Packer::new(limits);

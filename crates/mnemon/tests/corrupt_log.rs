@@ -172,7 +172,7 @@ fn newer_format_record_is_incompatible() -> TestResult {
     let digest = build_store(dir.path())?;
     let five = read(dir.path(), 5)?;
     let mut newer = five.clone();
-    newer[0] = 2;
+    newer[0] = mnemon::event::FORMAT_VERSION + 1;
     write(dir.path(), 5, &newer)?;
     match Engine::open(dir.path()) {
         Err(Error::IncompatibleFormat(msg)) => assert!(msg.contains("seq 5"), "{msg}"),

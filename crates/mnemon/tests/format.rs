@@ -1,7 +1,8 @@
-//! The on-disk record format: golden byte fixtures of format version 1, and
-//! the decoder's answer to corrupt bytes (a typed error, never a panic).
+//! The on-disk record format: golden byte fixtures of format versions 1
+//! and 2, and the decoder's answer to corrupt bytes (a typed error, never a
+//! panic).
 //!
-//! The fixtures under `tests/fixtures/v1/` are written once, when missing,
+//! The fixtures under `tests/fixtures/vN/` are written once, when missing,
 //! and committed; from then on the encoding of these events must never
 //! change, and the fixtures must keep decoding.
 
@@ -110,6 +111,7 @@ fn fixture_events() -> Vec<(&'static str, Event)> {
                 body: EventBody::Accessed(Accessed {
                     ids: vec![MemoryId(5), MemoryId(2)],
                     requester: Some("agent:planner".into()),
+                    session: None,
                 }),
             },
         ),
@@ -155,18 +157,33 @@ fn fixture_events() -> Vec<(&'static str, Event)> {
     ]
 }
 
-fn fixture_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1")
+/// The events only format version 2 holds: accesses that name a session.
+fn fixture_events_v2() -> Vec<(&'static str, Event)> {
+    let t0 = 1_714_557_600; // 2024-05-01T10:00:00Z
+    vec![(
+        "accessed_session",
+        Event {
+            seq: 10,
+            time: at(t0 + 86_402, 250),
+            ns: ns("user-42@acme.example"),
+            body: EventBody::Accessed(Accessed {
+                ids: vec![MemoryId(5)],
+                requester: None,
+                session: Some("会话-7/evening".into()),
+            }),
+        },
+    )]
 }
 
-#[test]
-fn golden_fixtures_v1() -> TestResult {
-    assert_eq!(FORMAT_VERSION, 1, "a new format version needs its own fixture folder");
-    let dir = fixture_dir();
+fn fixture_dir(version: u8) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/v{version}"))
+}
+
+/// Writes the fixtures of `version` when missing, then checks that each
+/// event still encodes to its fixture's bytes and decodes back.
+fn check_golden(version: u8, events: Vec<(&'static str, Event)>) -> TestResult {
+    let dir = fixture_dir(version);
     std::fs::create_dir_all(&dir)?;
-    let events = fixture_events();
-    let kinds: std::collections::BTreeSet<&str> = events.iter().map(|(_, e)| e.body.kind_name()).collect();
-    assert_eq!(kinds.len(), 6, "one fixture per event kind at least: {kinds:?}");
     for (name, event) in events {
         let path = dir.join(format!("{name}.bin"));
         let encoded = encode_record(&event)?;
@@ -175,16 +192,54 @@ fn golden_fixtures_v1() -> TestResult {
             eprintln!("wrote new fixture {}", path.display());
         }
         let golden = std::fs::read(&path)?;
-        assert_eq!(encoded, golden, "{name}: the encoding of a v1 record changed");
-        assert_eq!(golden[0], 1, "{name}: version byte");
+        assert_eq!(encoded, golden, "{name}: the encoding of a v{version} record changed");
+        assert_eq!(golden[0], version, "{name}: version byte");
         assert_eq!(decode_record(event.seq, &golden)?, event, "{name}: the fixture decodes to another event");
+    }
+    Ok(())
+}
+
+#[test]
+fn golden_fixtures_v1() -> TestResult {
+    let events = fixture_events();
+    let kinds: std::collections::BTreeSet<&str> = events.iter().map(|(_, e)| e.body.kind_name()).collect();
+    assert_eq!(kinds.len(), 6, "one fixture per event kind at least: {kinds:?}");
+    // Every event that fits version 1 is still written in it, byte for byte.
+    check_golden(1, events)
+}
+
+#[test]
+fn golden_fixtures_v2() -> TestResult {
+    assert_eq!(FORMAT_VERSION, 2, "a new format version needs its own fixture folder");
+    check_golden(2, fixture_events_v2())
+}
+
+/// A version 1 access read by this build has no session, and the same
+/// access with a session needs version 2: relabelling either record as
+/// the other version is damage, not another event.
+#[test]
+fn version_1_accesses_upgrade_and_version_2_is_only_for_sessions() -> TestResult {
+    let v1 = std::fs::read(fixture_dir(1).join("accessed.bin"))?;
+    match decode_record(7, &v1)?.body {
+        EventBody::Accessed(a) => assert_eq!((a.requester.as_deref(), a.session), (Some("agent:planner"), None)),
+        other => panic!("expected an access, got {other:?}"),
+    }
+    let v2 = std::fs::read(fixture_dir(2).join("accessed_session.bin"))?;
+    for (seq, bytes, as_version) in [(7, v1, 2u8), (10, v2, 1u8)] {
+        let mut b = bytes.clone();
+        b[0] = as_version;
+        assert_corrupted_at(decode_record(seq, &b), seq, &format!("record {seq} relabelled as version {as_version}"));
     }
     Ok(())
 }
 
 /// Every fixture record, with the seq it is stored under.
 fn valid_records() -> Vec<(u64, Vec<u8>)> {
-    fixture_events().into_iter().map(|(_, e)| (e.seq, encode_record(&e).expect("fixture events encode"))).collect()
+    fixture_events()
+        .into_iter()
+        .chain(fixture_events_v2())
+        .map(|(_, e)| (e.seq, encode_record(&e).expect("fixture events encode")))
+        .collect()
 }
 
 fn assert_corrupted_at(r: mnemon::Result<Event>, want: u64, what: &str) {
@@ -220,7 +275,7 @@ fn corrupt_records_are_typed_errors() -> TestResult {
         b[1..5].copy_from_slice(&crc.to_le_bytes());
         assert_corrupted_at(decode_record(seq, &b), seq, "trailing byte");
         // A version byte this build does not know is a newer format, not damage.
-        for v in [2u8, 7, 0xff] {
+        for v in [3u8, 7, 0xff] {
             let mut b = bytes.clone();
             b[0] = v;
             match decode_record(seq, &b) {
@@ -325,7 +380,7 @@ proptest! {
 
     #[test]
     fn mutated_records_never_panic(
-        idx in 0usize..8,
+        idx in 0usize..9,
         muts in proptest::collection::vec(mutation(), 1..6),
         refresh_crc in any::<bool>(),
     ) {

@@ -289,6 +289,13 @@ enum Op {
     ForgetAll {
         ns: usize,
     },
+    /// A recall that records its access, naming a session as the current
+    /// one (`current`) or as a filter, or none.
+    Read {
+        ns: usize,
+        session: Option<usize>,
+        current: bool,
+    },
     Reopen,
 }
 
@@ -331,7 +338,9 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (n.clone(), target()).prop_map(|(ns, target)| Op::ForgetMemory { ns, target }),
         1 => (n.clone(), target()).prop_map(|(ns, target)| Op::ForgetObservation { ns, target }),
         1 => (n.clone(), 0..SESSIONS.len()).prop_map(|(ns, session)| Op::ForgetSession { ns, session }),
-        1 => n.prop_map(|ns| Op::ForgetAll { ns }),
+        1 => n.clone().prop_map(|ns| Op::ForgetAll { ns }),
+        2 => (n, proptest::option::of(0..SESSIONS.len()), any::<bool>())
+            .prop_map(|(ns, session, current)| Op::Read { ns, session, current }),
         1 => Just(Op::Reopen),
     ]
 }
@@ -801,6 +810,34 @@ fn step(engine: &Engine, model: &mut Model, op: &Op) -> Result<(), String> {
         Op::ForgetAll { ns } => {
             let got = forgot_of(engine.forget(&n(*ns), ForgetRequest::All, "test"))?;
             (got, model.forget_all(*ns))
+        }
+        Op::Read { ns, session, current } => {
+            let s = session.map(|s| SESSIONS[s].to_string());
+            let opts = mnemon::RecallOptions {
+                top_k: 3,
+                current_session: s.clone().filter(|_| *current),
+                session: s.clone().filter(|_| !*current),
+                requester: Some("model".into()),
+                ..mnemon::RecallOptions::default()
+            };
+            let hits = engine.recall(&n(*ns), "user", &opts).map_err(|e| format!("recall: {e:?}"))?;
+            // The access rides with the next flush.
+            engine.sync().map_err(|e| format!("sync: {e:?}"))?;
+            if !hits.is_empty() {
+                model.last_seq += 1;
+                let seq = model.last_seq;
+                let want = mnemon::event::Accessed {
+                    ids: hits.iter().map(|h| h.memory.id).collect(),
+                    requester: Some("model".into()),
+                    session: s,
+                };
+                let got = engine.events(&n(*ns), seq, seq).map_err(|e| format!("events: {e:?}"))?;
+                match got.as_slice() {
+                    [e] if e.body == EventBody::Accessed(want.clone()) => {}
+                    other => return Err(format!("{op:?}: expected {want:?} at {seq}, log has {other:?}")),
+                }
+            }
+            (Expect::Id(0), Expect::Id(0))
         }
         Op::Reopen => unreachable!("handled by the caller"),
     };

@@ -18,11 +18,15 @@
 //!   by part with each candidate entry's fate, the abstention decision and
 //!   floors, and each hit's score parts; run with `record_access` off so
 //!   that looking writes nothing;
-//! * `/ns/{ns}/reads` — a memory's `accessed` events (when, requester) and
-//!   the namespace's most-read memories;
+//! * `/ns/{ns}/reads` — a memory's or a session's `accessed` events (when,
+//!   requester, the session the query came from) and the namespace's
+//!   most-read memories;
 //! * `/ns/{ns}/erasure` — forgotten counts and erasure requests (ids,
 //!   reasons, counts; never content), pending erasure, the generation and
 //!   the store's compaction receipts (counts and digests, newest first).
+//!
+//! Times show in the zone `tz` names: an IANA zone (`Europe/Lisbon`, its
+//! offset looked up for each time) or a UTC offset (`+08:00`); default UTC.
 //!
 //! Every read is a request of the command surface ([`mnemon_api`]) run on
 //! the server's [`Backend`], so the pages show exactly what the CLI and the

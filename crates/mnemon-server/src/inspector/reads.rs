@@ -1,5 +1,6 @@
-//! The reads page: who read a memory and when (its `accessed` events, with
-//! their requester), and a namespace's most-read memories.
+//! The reads page: who read a memory, when, and from which session (its
+//! `accessed` events, with their requester and the query's session), what
+//! one session read, and a namespace's most-read memories.
 
 use serde_json::{json, Value};
 
@@ -29,20 +30,27 @@ fn most_read(ins: &Inspector, ns: &Namespace) -> Result<(Vec<Memory>, usize), Ap
     Ok((top, scanned))
 }
 
-/// `/ns/{ns}/reads`: with `memory`, that memory's reads in log order from
-/// `from` (a log position), paged; always, the most-read memories.
+/// Memories listed by id on a read of a session's list.
+const LISTED: usize = 10;
+
+/// `/ns/{ns}/reads`: with `memory`, that memory's reads, with `session`,
+/// the reads whose query came from that session (both: that memory's
+/// reads from that session), in log order from `from` (a log position),
+/// paged; always, the most-read memories.
 pub(super) fn reads(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, ApiError> {
     let limit = q.number("limit")?.unwrap_or(DEFAULT_PAGE);
     if !(1..=mnemon_api::budget::MAX_PAGE).contains(&limit) {
         return Err(ApiError::out_of_range("limit", 1, mnemon_api::budget::MAX_PAGE, limit));
     }
     let memory = q.number("memory")?.map(|m| MemoryId(u64::try_from(m).unwrap_or(u64::MAX)));
+    // Sessions are stored in their one form (NFKC); so is the filter.
+    let session = q.get("session").map(mnemon::canonical_id);
     let zone = super::when::zone(q.get("tz"))?;
     let now = chrono::Utc::now();
     let mut found: Vec<Value> = Vec::new();
     let mut next = None;
     let mut scanned = 0;
-    if let Some(id) = memory {
+    if memory.is_some() || session.is_some() {
         let from = q.number("from")?.map(|f| u64::try_from(f).unwrap_or(u64::MAX));
         let mut cursor = None;
         let mut last_seen = None;
@@ -63,14 +71,26 @@ pub(super) fn reads(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, 
                 scanned += 1;
                 last_seen = Some(e.seq);
                 let EventBody::Accessed(a) = e.body else { continue };
-                if !a.ids.contains(&id) {
+                if memory.is_some_and(|id| !a.ids.contains(&id)) {
                     continue;
                 }
+                // Events written before identifiers were normalised are
+                // compared in their one form too.
+                let read_session = a.session.as_deref().map(mnemon::canonical_id);
+                if session.is_some() && read_session != session {
+                    continue;
+                }
+                let session_link = a.session.as_ref().map(|s| query_string(&[("session", s.clone())]));
                 found.push(json!({
                     "seq": e.seq,
                     "when": super::when::when(e.time, now, zone),
                     "requester": a.requester,
-                    "with": a.ids.len() - 1,
+                    "session": a.session,
+                    "session_link": session_link,
+                    "returned": a.ids.len(),
+                    "with": a.ids.len().saturating_sub(usize::from(memory.is_some())),
+                    "ids": a.ids.iter().take(LISTED).collect::<Vec<_>>(),
+                    "more_ids": a.ids.len().saturating_sub(LISTED),
                 }));
                 if found.len() == limit {
                     full = true;
@@ -97,6 +117,7 @@ pub(super) fn reads(ins: &Inspector, ns: &Namespace, q: &Query) -> Result<Page, 
         "ns": ns.as_str(),
         "q": q.values(),
         "memory": memory,
+        "session": session,
         "reads": found,
         "scanned": scanned,
         "next": next_link,

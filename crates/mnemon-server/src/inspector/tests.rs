@@ -156,9 +156,9 @@ fn reads_list_who_read_a_memory_and_the_most_read() -> R {
     let u = Namespace::new("u")?;
     let tea = engine.remember(&u, NewMemory::new("Likes green tea"))?.id;
     let city = engine.remember(&u, NewMemory::new("Lives in Porto"))?.id;
-    engine.record_access(&u, vec![tea, city], Some("agent-a".into()));
-    engine.record_access(&u, vec![tea], Some(HOSTILE.into()));
-    engine.record_access(&u, vec![tea], None);
+    engine.record_access(&u, vec![tea, city], Some("agent-a".into()), Some("s-morning".into()));
+    engine.record_access(&u, vec![tea], Some(HOSTILE.into()), Some(HOSTILE.into()));
+    engine.record_access(&u, vec![tea], None, None);
     engine.sync()?;
     let ins = inspector(engine)?;
     let p = get(&ins, "/ns/u/reads", &format!("memory={}", tea.0));
@@ -175,6 +175,87 @@ fn reads_list_who_read_a_memory_and_the_most_read() -> R {
     assert_eq!(count(&rest.html, "<tr class=\"read\">"), 1);
     let never = get(&ins, "/ns/u/reads", "memory=999");
     assert!(never.html.contains("Never read."));
+    // Each read names the session its query came from; stored text shows
+    // as text.
+    assert_eq!(count(&p.html, "<td class=\"session\"><a href=\"/ns/u/reads?session="), 2, "{}", p.html);
+    assert!(p.html.contains(">s-morning</a>") && p.html.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"));
+    assert_eq!(count(&p.html, "<td class=\"session\"><span class=\"muted\">—</span>"), 1);
+    // What one session read: every memory each of its reads returned.
+    let s = get(&ins, "/ns/u/reads", "session=s-morning");
+    assert_eq!(count(&s.html, "<tr class=\"read\">"), 1, "{}", s.html);
+    assert!(
+        s.html.contains(&format!(
+            "<a href=\"/ns/u/reads?memory={}\">#{}</a> <a href=\"/ns/u/reads?memory={}\">#{}</a>",
+            tea.0, tea.0, city.0, city.0
+        )),
+        "{}",
+        s.html
+    );
+    let both = get(&ins, "/ns/u/reads", &format!("memory={}&session=s-morning", city.0));
+    assert_eq!(count(&both.html, "<tr class=\"read\">"), 1);
+    assert!(get(&ins, "/ns/u/reads", "session=s-evening").html.contains("Never read."));
+    Ok(())
+}
+
+#[test]
+fn recall_and_context_record_the_session_of_the_query() -> R {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path())?;
+    let u = Namespace::new("u")?;
+    let tea = engine.remember(&u, NewMemory::new("Likes green tea").session("s-tea"))?.id;
+    let backend = Backend::new(engine.clone(), Limits::default());
+    let call = |json: serde_json::Value| -> Result<(), Box<dyn std::error::Error>> {
+        backend.call(mnemon_api::Request::from_value(json)?)?;
+        Ok(())
+    };
+    call(
+        serde_json::json!({"op": "recall", "namespace": "u", "query": "green tea", "current_session": "s-now", "requester": "agent-a"}),
+    )?;
+    call(serde_json::json!({"op": "recall", "namespace": "u", "query": "green tea", "session": "s-tea"}))?;
+    call(serde_json::json!({"op": "context", "namespace": "u", "query": "green tea", "current_session": "s-ctx"}))?;
+    call(serde_json::json!({"op": "recall", "namespace": "u", "query": "green tea"}))?;
+    engine.sync()?;
+    let sessions: Vec<Option<String>> = engine
+        .events(&u, 0, u64::MAX)?
+        .into_iter()
+        .filter_map(|e| match e.body {
+            mnemon::EventBody::Accessed(a) if a.ids.contains(&tea) => Some(a.session),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sessions, [Some("s-now".into()), Some("s-tea".into()), Some("s-ctx".into()), None]);
+    let ins = inspector(engine)?;
+    let p = get(&ins, "/ns/u/reads", &format!("memory={}", tea.0));
+    for s in ["s-now", "s-tea", "s-ctx"] {
+        assert!(p.html.contains(&format!(">{s}</a></td>")), "{s}: {}", p.html);
+    }
+    Ok(())
+}
+
+#[test]
+fn times_show_in_a_named_zone_with_its_offset_at_each_time() -> R {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path())?;
+    let u = Namespace::new("u")?;
+    let at = |s: &str| chrono::DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&chrono::Utc));
+    engine.observe(&u, NewObservation::new("s1", Role::User, "winter turn").event_time(at("2026-01-15T12:00:00Z")?))?;
+    engine.observe(&u, NewObservation::new("s1", Role::User, "summer turn").event_time(at("2026-07-15T12:00:00Z")?))?;
+    let ins = inspector(engine)?;
+    let p = get(&ins, "/ns/u/turns", "tz=Europe/Lisbon");
+    assert_eq!(p.status, 200, "{}", p.html);
+    assert!(
+        p.html.contains("2026-01-15 12:00 +00:00 WET") && p.html.contains("2026-07-15 13:00 +01:00 WEST"),
+        "{}",
+        p.html
+    );
+    let o = get(&ins, "/ns/u/turns", "tz=%2B08:00");
+    assert!(o.html.contains("2026-01-15 20:00 +08:00"), "offsets still work: {}", o.html);
+    for bad in ["Mars/Olympus", "%3Cscript%3E", "%2B99:00"] {
+        let e = get(&ins, "/ns/u/turns", &format!("tz={bad}"));
+        assert_eq!(e.status, 400, "{bad}");
+        assert!(e.html.contains("IANA zone name") && e.html.contains("(field <code>tz</code>)"), "{}", e.html);
+        assert!(!e.html.contains("<script>"));
+    }
     Ok(())
 }
 
@@ -251,9 +332,10 @@ fn bench_pages() -> R {
             &big,
             vec![all[(n * 5) % all.len()], chain.unwrap_or(all[0])],
             Some(format!("agent-{}", n % 3)),
+            Some(format!("s{}", n % 100)),
         );
     }
-    engine.record_access(&empty, vec![one], Some("agent-0".into()));
+    engine.record_access(&empty, vec![one], Some("agent-0".into()), Some("s42".into()));
     engine.sync()?;
     let chain = chain.ok_or("a chain")?;
     let ins = inspector(engine)?;
@@ -264,6 +346,7 @@ fn bench_pages() -> R {
         ("recall playground", "/ns/{ns}/recall".into(), "q=coffee+in+Lisbon"),
         ("version chain", "/ns/{ns}/memory/{chain}".into(), ""),
         ("reads of a memory, most read", "/ns/{ns}/reads".into(), "memory={chain}"),
+        ("reads of a session", "/ns/{ns}/reads".into(), "session=s42"),
         ("timeline", "/ns/{ns}/timeline".into(), ""),
         ("timeline by valid time", "/ns/{ns}/timeline".into(), "by=valid"),
         ("erasure", "/ns/{ns}/erasure".into(), ""),

@@ -9,7 +9,7 @@ use crate::embed::{Embedder, HashingEmbedder};
 use crate::engine::config::{Config, Progress};
 use crate::engine::{Engine, Inner};
 use crate::error::{Error, Result};
-use crate::event::{decode_record, FORMAT_VERSION};
+use crate::event::{decode_record, STORE_FORMAT_VERSION};
 use crate::log::{content_hash, fnv1a64, DataDir, LogStore, SledStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace};
@@ -108,13 +108,13 @@ impl Engine {
         dir.note_holder(cfg.serves_socket);
         let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
         match store.meta_get(META_FORMAT)? {
-            Some(v) if v.as_slice() != [FORMAT_VERSION] => {
+            Some(v) if v.as_slice() != [STORE_FORMAT_VERSION] => {
                 return Err(Error::IncompatibleFormat(format!(
-                    "store format version {v:?}; this build reads version {FORMAT_VERSION}"
+                    "store format version {v:?}; this build reads version {STORE_FORMAT_VERSION}"
                 )))
             }
             Some(_) => {}
-            None => store.meta_put(META_FORMAT, &[FORMAT_VERSION])?,
+            None => store.meta_put(META_FORMAT, &[STORE_FORMAT_VERSION])?,
         }
         let embedder: Arc<dyn Embedder> = match &cfg.embedder {
             Some(e) => e.clone(),

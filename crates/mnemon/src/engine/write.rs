@@ -713,14 +713,31 @@ impl Engine {
 
     /// Sends an `Accessed` event for recall results without waiting. When the
     /// writer's queue is full the event is dropped (access is advisory).
-    pub fn record_access(&self, ns: &Namespace, ids: Vec<MemoryId>, requester: Option<String>) {
+    ///
+    /// `requester` is who asked (personal data redacted); `session` the
+    /// session the query came from (see [`crate::RecallOptions::access_session`]),
+    /// stored in its one form ([`canonical_id`]). A session that is not a
+    /// valid one (empty, over 128 bytes, control characters) or that holds
+    /// personal data under the store's policy is left out of the event
+    /// rather than stored: an identifier cannot be redacted.
+    pub fn record_access(
+        &self,
+        ns: &Namespace,
+        ids: Vec<MemoryId>,
+        requester: Option<String>,
+        session: Option<String>,
+    ) {
         if ids.is_empty() {
             return;
         }
         let requester = requester
             .and_then(|r| self.redact_label("requester", &r, Some(self.label_policy()), &mut BTreeMap::new()).ok())
             .map(canonical_owned);
-        let _ = self.inner.tx.try_send(Command::Access { ns: ns.clone(), ids, requester });
+        let session = session.map(canonical_owned).filter(|s| {
+            check_short("session", s, MAX_SESSION_BYTES, false).is_ok()
+                && self.refuse_personal_identifier("session", s, None).is_ok()
+        });
+        let _ = self.inner.tx.try_send(Command::Access { ns: ns.clone(), ids, requester, session });
     }
 }
 

@@ -6,6 +6,7 @@
 mod codec;
 pub(crate) mod micros;
 
+pub(crate) use codec::STORE_FORMAT_VERSION;
 pub use codec::{decode_record, encode_record, FORMAT_VERSION};
 
 use chrono::{DateTime, Utc};
@@ -157,6 +158,13 @@ pub struct Accessed {
     pub ids: Vec<MemoryId>,
     /// Who asked, if the caller said.
     pub requester: Option<String>,
+    /// The session the query came from: the recall's or context's
+    /// `current_session`, else its `session` filter; `None` when it named
+    /// neither, and in records written before the field existed (format
+    /// version 1). A record that carries one is written in format
+    /// version 2; every other record stays version 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// What an erasure request named.

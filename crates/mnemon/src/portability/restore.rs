@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::event::{decode_record, encode_record, EventBody, FORMAT_VERSION};
+use crate::event::{decode_record, encode_record, EventBody, STORE_FORMAT_VERSION};
 use crate::log::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
 use crate::log::RESTORE_MISMATCH;
 use crate::log::{content_hash, DataDir, LogStore, SledStore};
@@ -194,7 +194,7 @@ fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Stagi
     let mut text = String::new();
     let layout = DataDir::open(into)?;
     let store = SledStore::open(&layout.current_path(), RESTORE_CACHE_BYTES)?;
-    store.meta_put("format_version", &[FORMAT_VERSION])?;
+    store.meta_put("format_version", &[STORE_FORMAT_VERSION])?;
     store.meta_put("embedder.model_id", header.model_id.as_bytes())?;
     store.meta_put("embedder.dim", &(header.dim as u64).to_le_bytes())?;
 

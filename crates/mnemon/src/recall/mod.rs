@@ -115,6 +115,13 @@ impl RecallOptions {
         when::resolve(query, self.reference())
     }
 
+    /// The session an `accessed` event names for this query:
+    /// [`RecallOptions::current_session`], else the [`RecallOptions::session`]
+    /// filter; `None` when neither is set.
+    pub fn access_session(&self) -> Option<String> {
+        self.current_session.clone().or_else(|| self.session.clone())
+    }
+
     /// When the query is asked: [`RecallOptions::reference_time`], else the
     /// time of an [`AsOf::Time`] / [`AsOf::ValidTime`] view (UTC), else the
     /// clock in the machine's local time zone.
@@ -412,7 +419,8 @@ impl Engine {
             hits.truncate(opts.top_k);
         }
         if opts.record_access && opts.as_of.is_none() {
-            self.record_access(ns, hits.iter().map(|h| h.memory.id).collect(), opts.requester.clone());
+            let ids = hits.iter().map(|h| h.memory.id).collect();
+            self.record_access(ns, ids, opts.requester.clone(), opts.access_session());
         }
         Ok((hits, query_time))
     }

@@ -217,7 +217,7 @@ impl Engine {
             shares,
         );
         if record_access && recall.as_of.is_none() {
-            self.record_access(ns, block.memory_ids.clone(), recall.requester.clone());
+            self.record_access(ns, block.memory_ids.clone(), recall.requester.clone(), recall.access_session());
         }
         let floors = judged.then_some(floors);
         Ok(ContextBlock { abstained: abstention.is_some(), unknown_names, abstention, query_time, floors, ..block })

@@ -57,7 +57,7 @@ pub(crate) enum Command {
     Write { ns: Namespace, ops: Vec<Op>, reply: WriteReply, cancel: Option<crate::CancelToken> },
     /// Record that recall returned these memories; no reply, and not flushed
     /// on its own (it rides with the next flush).
-    Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String> },
+    Access { ns: Namespace, ids: Vec<MemoryId>, requester: Option<String>, session: Option<String> },
     /// Flush everything appended so far, then reply.
     Sync { reply: Sender<Result<()>> },
     /// Vectors of memories written without one (deferred embedding): cache
@@ -338,9 +338,9 @@ impl Writer {
                     must_flush |= self.cfg.durability == Durability::PerGroup;
                     pending.push(Pending::Write(reply, results));
                 }
-                Command::Access { ns, ids, requester } => {
+                Command::Access { ns, ids, requester, session } => {
                     if poisoned.is_none() && self.shared.read_only.is_none() {
-                        let _ = self.apply_op(&ns, Op::Access { ids, requester }, &mut records, &mut vectors);
+                        let _ = self.apply_op(&ns, Op::Access { ids, requester, session }, &mut records, &mut vectors);
                     }
                 }
                 Command::Sync { reply } => {

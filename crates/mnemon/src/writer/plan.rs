@@ -81,6 +81,7 @@ pub(crate) enum Op {
     Access {
         ids: Vec<MemoryId>,
         requester: Option<String>,
+        session: Option<String>,
     },
     /// Archive the listed memories that are still active (others are skipped).
     Archive {
@@ -292,7 +293,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
             Ok(Plan { bodies, outcome: PlannedOutcome::NewMemory { body_idx: 0, action: RememberAction::Created } })
         }
         Op::Backfill { id, dedup, threshold } => Ok(plan_backfill(st, id, dedup, threshold)),
-        Op::Access { ids, requester } => {
+        Op::Access { ids, requester, session } => {
             let Some(st) = st else {
                 return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
             };
@@ -301,7 +302,7 @@ pub(crate) fn plan(state: &State, ns: &Namespace, op: Op, next_seq: u64) -> Resu
                 return Ok(Plan { bodies: vec![], outcome: PlannedOutcome::Accessed });
             }
             Ok(Plan {
-                bodies: vec![(EventBody::Accessed(Accessed { ids, requester }), None)],
+                bodies: vec![(EventBody::Accessed(Accessed { ids, requester, session }), None)],
                 outcome: PlannedOutcome::Accessed,
             })
         }
