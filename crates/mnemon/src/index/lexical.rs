@@ -420,11 +420,7 @@ impl LexicalIndex {
     /// [`RELATIONS`]. A question about one's sister in a store that only
     /// knows the brother is about someone it does not hold.
     pub fn unknown_relations(&self, query: &str) -> Vec<String> {
-        let lower = query.to_lowercase().replace('’', "'");
-        let words: Vec<&str> = lower
-            .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
-            .map(|w| w.strip_suffix("'s").unwrap_or(w).trim_matches('\''))
-            .collect();
+        let named = relation_words(query);
         let known = |w: &str| {
             let terms = tokenize(w);
             !terms.is_empty()
@@ -437,22 +433,8 @@ impl LexicalIndex {
             // A group that opens with a Chinese word is named by its Chinese
             // words only: its English word is there to make it known.
             let chinese = group.first().is_some_and(|w| !w.is_ascii());
-            let named = group.iter().find(|w| {
-                if chinese && w.is_ascii() {
-                    false
-                } else if w.is_ascii() {
-                    words.contains(w)
-                } else {
-                    // A longer relation holding this one ("外甥女" holds
-                    // "外甥") is the one named.
-                    lower.contains(*w)
-                        && !RELATIONS
-                            .iter()
-                            .flat_map(|g| g.iter())
-                            .any(|o| o.len() > w.len() && o.contains(*w) && lower.contains(o))
-                }
-            });
-            if let Some(w) = named {
+            let name = group.iter().find(|w| !(chinese && w.is_ascii()) && named.contains(w));
+            if let Some(w) = name {
                 if !group.iter().any(|g| known(g)) && !out.iter().any(|o| o == w) {
                     out.push((*w).to_string());
                 }

@@ -613,8 +613,12 @@ impl Abstain {
             // names (Lena's words for "What did Mark say?") is about
             // someone or something else; one in Chinese may write the name
             // in its own script.
+            let text = if names.is_empty() && kin.is_empty() {
+                std::borrow::Cow::Borrowed("")
+            } else {
+                crate::text::searchable(&h.memory.content)
+            };
             let unnamed = !names.is_empty() && {
-                let text = crate::text::searchable(&h.memory.content);
                 !crate::text::mostly_cjk(&text) && {
                     let held = crate::text::tokenize(&text);
                     !names.iter().any(|n| n.iter().any(|t| held.contains(t)))
@@ -623,7 +627,7 @@ impl Abstain {
             let (same, other) = if kin.is_empty() {
                 (false, false)
             } else {
-                let named = crate::index::relation_words(&crate::text::searchable(&h.memory.content));
+                let named = crate::index::relation_words(&text);
                 let same = named.iter().any(|w| kin.contains(w));
                 (same, !same && !named.is_empty())
             };
