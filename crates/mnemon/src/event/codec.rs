@@ -8,6 +8,11 @@ use crate::types::Seq;
 /// Current record format version (byte 0 of every record).
 pub const FORMAT_VERSION: u8 = 1;
 
+/// Version byte of a sealed record of an encrypted store
+/// ([`crate::crypt`]); [`decode_record`] refuses it with
+/// [`Error::KeyRequired`].
+pub const SEALED_VERSION: u8 = 2;
+
 /// Bytes before the payload: 1 version byte + 4 checksum bytes.
 pub const RECORD_HEADER_LEN: usize = 5;
 
@@ -53,6 +58,9 @@ pub fn decode_record(seq: Seq, bytes: &[u8]) -> Result<Event> {
     match bytes[0] {
         FORMAT_VERSION => {}
         0 => return Err(corrupted("version byte is 0".into())),
+        SEALED_VERSION => {
+            return Err(Error::KeyRequired(format!("record at seq {seq} is encrypted: open the store with its key")))
+        }
         v => {
             return Err(Error::IncompatibleFormat(format!(
                 "record at seq {seq} has format version {v}; this build reads version {FORMAT_VERSION}"

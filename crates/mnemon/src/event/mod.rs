@@ -6,7 +6,8 @@
 mod codec;
 pub(crate) mod micros;
 
-pub use codec::{decode_record, encode_record, FORMAT_VERSION};
+pub(crate) use codec::MAX_RECORD_LEN;
+pub use codec::{decode_record, encode_record, FORMAT_VERSION, SEALED_VERSION};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -197,6 +197,11 @@ fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Stagi
     store.meta_put("format_version", &[FORMAT_VERSION])?;
     store.meta_put("embedder.model_id", header.model_id.as_bytes())?;
     store.meta_put("embedder.dim", &(header.dim as u64).to_le_bytes())?;
+    if let Some(id) = &header.sealed {
+        let id = hex::decode(id).map_err(|_| bad(1, "sealed: not a keyring id"))?;
+        store.meta_put(crate::crypt::META_KEYRING, &id)?;
+    }
+    let model_hash = crate::log::fnv1a64(header.model_id.as_bytes());
 
     let mut report = RestoreReport {
         dir: into.to_path_buf(),
@@ -255,6 +260,54 @@ fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Stagi
                     store.append(&batch)?;
                     batch.clear();
                 }
+            }
+            ExportLine::Sealed(line) => {
+                let expected = report.last_seq + 1;
+                if header.sealed.is_none() {
+                    return Err(bad(line_no, "a sealed record in an export whose header names no keyring"));
+                }
+                if line.seq != expected {
+                    return Err(bad(
+                        line_no,
+                        format!("event seq {}, expected {expected} (the log is gap-free)", line.seq),
+                    ));
+                }
+                let record = hex::decode(&line.record).map_err(|e| bad(line_no, e))?;
+                // Checked as far as it can be without the key: envelope,
+                // checksum, position.
+                match crate::crypt::sealed_kind(line.seq, &record).map_err(|e| bad(line_no, e))? {
+                    Some(1) => {
+                        contents.insert(line.seq, 0);
+                    }
+                    Some(_) => {}
+                    None => {
+                        if matches!(
+                            decode_record(line.seq, &record).map_err(|e| bad(line_no, e))?.body,
+                            EventBody::Tombstone(_)
+                        ) {
+                            report.tombstones += 1;
+                        }
+                    }
+                }
+                log_digest.add(line.seq, &record);
+                batch.push((line.seq, record));
+                report.last_seq = line.seq;
+                if batch.len() >= RESTORE_BATCH {
+                    store.append(&batch)?;
+                    batch.clear();
+                }
+            }
+            ExportLine::SealedVector(v) => {
+                if !contents.contains_key(&v.id.0) {
+                    return Err(bad(line_no, format!("vector of {} which is no memory of the export", v.id)));
+                }
+                let value = hex::decode(&v.value).map_err(|e| bad(line_no, e))?;
+                if !batch.is_empty() {
+                    store.append(&batch)?;
+                    batch.clear();
+                }
+                store.raw_vector_put(crate::log::SledStore::vector_key_hashed(v.id, model_hash), value)?;
+                report.vectors += 1;
             }
             ExportLine::Vector(v) => {
                 let Some(&hash) = contents.get(&v.id.0) else {
