@@ -206,9 +206,13 @@ fn a_shred_reaches_backups_and_exports_taken_before_it() -> TestResult {
 
     // The export from before, restored: the same.
     let restored = dir.path().join("restored");
-    mnemon::portability::restore(&dir.path().join("before.jsonl"), &restored)?;
+    let mut rep = mnemon::portability::restore(&dir.path().join("before.jsonl"), &restored)?;
     let r = Engine::builder(&restored).key_provider(Arc::new(StaticKey(kek.clone()))).keyring(&ring).open()?;
     assert_eq!(r.open_report().shredded, vec!["alice".to_string()]);
+    // The digest differs because of the shred alone: reported, not marked.
+    assert!(!rep.verify(&r));
+    assert_eq!(rep.shredded, vec!["alice".to_string()]);
+    assert!(!restored.join(mnemon::portability::RESTORE_MISMATCH).exists());
     assert!(contents(&r, &a).is_empty());
     assert_eq!(contents(&r, &b), bob_before);
     assert_eq!(r.observations(&b, None).len(), 1);

@@ -113,6 +113,10 @@ impl Engine {
             });
         // An encrypted store without its key is refused before sled opens.
         crate::crypt::precheck(dir.root(), &cfg.keys)?;
+        if cfg.keys.provider.is_some() && cfg.sink.is_some() {
+            // The replicated log would receive the records unsealed.
+            return Err(Error::invalid("key", "encryption at rest is not available in cluster mode yet"));
+        }
         dir.note_holder(cfg.serves_socket);
         let sled = SledStore::open(&dir.current_path(), cfg.cache_bytes)?;
         let keys = crate::log::open_keys(dir.root(), &sled, &cfg.keys)?;

@@ -42,6 +42,13 @@ pub struct RestoreReport {
     pub digest: Option<String>,
     /// True when the two digests are equal.
     pub digest_matches: Option<bool>,
+    /// For an export of an encrypted store: namespaces whose data key was
+    /// shredded after the export was taken. They restore as erased, so the
+    /// digest differs from the export's without the file being damaged,
+    /// and the store is not marked ([`RESTORE_MISMATCH`]). Left out of
+    /// JSON when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shredded: Vec<String>,
 }
 
 impl RestoreReport {
@@ -56,7 +63,8 @@ impl RestoreReport {
     pub fn verify(&mut self, engine: &Engine) -> bool {
         let d = engine.digest();
         let ok = d == self.expected_digest;
-        if !ok {
+        self.shredded = engine.open_report().shredded.clone();
+        if !ok && self.shredded.is_empty() {
             let note = format!(
                 "restored from an export whose digest was {}, but the restored store's is {}: the file was \
                  changed or damaged after export. Use another backup or export, or delete this file if you trust \
@@ -212,6 +220,7 @@ fn write_restore(mut reader: impl BufRead, header: ExportHeader, staging: &Stagi
         expected_digest: header.digest.clone(),
         digest: None,
         digest_matches: None,
+        shredded: Vec::new(),
     };
     let mut contents: HashMap<u64, u64> = HashMap::new();
     let mut last_time = i64::MIN;
