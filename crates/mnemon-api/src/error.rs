@@ -316,6 +316,9 @@ impl From<Error> for ApiError {
             Error::Embedder(m) => (ErrorCode::Embedder, None, m.to_string()),
             Error::NoModelInstalled { .. } => (ErrorCode::Embedder, None, e.to_string()),
             Error::Rejected(_) => (ErrorCode::Rejected, None, e.to_string()),
+            // An encrypted store opened without its key (or with another):
+            // the caller's `key` is at fault; nothing was written.
+            Error::KeyRequired(_) | Error::WrongKey(_) => (ErrorCode::InvalidInput, Some("key".into()), e.to_string()),
             Error::Io(io) => (ErrorCode::Io, None, plain_io(io)),
             Error::Storage(m) => (ErrorCode::Storage, None, m.to_string()),
             Error::Fenced { .. } => (ErrorCode::Fenced, None, e.to_string()),

@@ -491,8 +491,70 @@ impl ForgetArgs {
 #[derive(Args, Debug)]
 pub struct VerifyErasureArgs {
     /// A text to search for, at least 8 bytes (repeatable).
-    #[arg(long, alias = "text", value_name = "TEXT", required = true)]
+    #[arg(long, alias = "text", value_name = "TEXT", required_unless_present = "shredded")]
     texts: Vec<String>,
+    /// Instead of texts: prove the shred of this namespace of an
+    /// encrypted store (every record of it, in the store and in the
+    /// backups and exports named, fails to decrypt). Opens the store here.
+    #[arg(long, value_name = "NAMESPACE", conflicts_with = "texts")]
+    shredded: Option<String>,
+    /// A backup data directory to check too (repeatable; with --shredded).
+    #[arg(long = "backup", value_name = "DIR", requires = "shredded")]
+    backups: Vec<std::path::PathBuf>,
+    /// A store export to check too (repeatable; with --shredded).
+    #[arg(long = "export", value_name = "FILE", requires = "shredded")]
+    exports: Vec<std::path::PathBuf>,
+}
+
+/// `mnemon key …`: key files of encrypted stores.
+#[derive(clap::Subcommand, Debug)]
+pub enum KeyCmd {
+    /// Write a new random key file (64 hex digits, mode 0600); never
+    /// replaces a file.
+    New {
+        /// Where to write it (keep it outside the data directory).
+        file: std::path::PathBuf,
+    },
+}
+
+/// Runs `mnemon key …`.
+fn key(cmd: &KeyCmd) -> Result<()> {
+    match cmd {
+        KeyCmd::New { file } => {
+            mnemon::crypt::write_new_key_file(file)?;
+            println!("wrote a new key to {}; keep it safe: a store made with it opens only with it", file.display());
+            Ok(())
+        }
+    }
+}
+
+/// `verify-erasure --shredded NS`: the proof of a shred, on a store opened here.
+fn verify_shredded(cli: &Cli, a: &VerifyErasureArgs, ns: &str) -> Result<ExitCode, ApiError> {
+    let engine = open_engine_for(cli, &cli.data, Graphs::Scan)?;
+    let ns = mnemon::Namespace::new(ns)?;
+    let report = engine.verify_shred(&ns, &a.backups, &a.exports)?;
+    engine.close()?;
+    if cli.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report)
+                .map_err(|e| ApiError::new(mnemon_api::ErrorCode::Internal, e.to_string()))?
+        );
+    } else {
+        println!("shredded keys of {}: generations {:?}", report.namespace, report.shredded_keys);
+        for c in &report.checks {
+            println!(
+                "{}: {} sealed records under a shredded key, {} opened, {} readable in plain, {} written since",
+                c.source.display(),
+                c.sealed,
+                c.opened,
+                c.plain,
+                c.later
+            );
+        }
+        println!("verified: {}", report.verified);
+    }
+    Ok(if report.verified { ExitCode::SUCCESS } else { ExitCode::from(crate::output::FOUND_ON_DISK) })
 }
 
 #[derive(Args, Debug)]
@@ -569,6 +631,23 @@ pub enum Graphs {
     Scan,
 }
 
+/// The key settings of this process (`--key-file`, `MNEMON_KEY`,
+/// `--keyring`), set once by [`dispatch`] before any store opens.
+static KEYS: std::sync::OnceLock<mnemon::crypt::KeySettings> = std::sync::OnceLock::new();
+
+/// The key settings the command line names: `--key-file` (or
+/// `MNEMON_KEY_FILE`), else `MNEMON_KEY` when set; and `--keyring`.
+pub fn key_settings(cli: &Cli) -> mnemon::crypt::KeySettings {
+    let provider: Option<Arc<dyn mnemon::crypt::KeyProvider>> = match &cli.key_file {
+        Some(f) => Some(Arc::new(mnemon::crypt::KeyFile(f.clone()))),
+        None if std::env::var_os("MNEMON_KEY").is_some_and(|v| !v.is_empty()) => {
+            Some(Arc::new(mnemon::crypt::KeyEnv("MNEMON_KEY".into())))
+        }
+        None => None,
+    };
+    mnemon::crypt::KeySettings { provider, keyring: cli.keyring.clone() }
+}
+
 /// Opens the store at `dir` with embedder choice `embedder` (models under
 /// `models`), the rerank provider spec `reranker` (empty: none) and
 /// default phone regions `regions`, building HNSW graphs as
@@ -594,6 +673,14 @@ fn open_store(
     }
     let e = chosen.embedder;
     let mut builder = Engine::builder(dir).serves_socket(serves_socket);
+    if let Some(keys) = KEYS.get() {
+        if let Some(p) = &keys.provider {
+            builder = builder.key_provider(p.clone());
+        }
+        if let Some(r) = &keys.keyring {
+            builder = builder.keyring(r);
+        }
+    }
     if graphs == Graphs::Scan {
         builder = builder.hnsw(mnemon::index::HnswParams { exact_threshold: usize::MAX, ..Default::default() });
     }
@@ -847,7 +934,12 @@ pub(crate) fn text_arg(field: &str, value: &str) -> Result<String, ApiError> {
 
 /// Runs the command line.
 pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
+    let _ = KEYS.set(key_settings(cli));
     match &cli.command {
+        Cmd::Key { cmd } => return Ok(key(cmd).map(|()| ExitCode::SUCCESS)?),
+        Cmd::VerifyErasure(a) if a.shredded.is_some() => {
+            return verify_shredded(cli, a, a.shredded.as_deref().unwrap_or_default())
+        }
         Cmd::Demo(a) => return Ok(crate::demo::run(cli, a).map(|()| ExitCode::SUCCESS)?),
         Cmd::Eval(a) => return Ok(crate::eval::run(cli, a).map(|()| ExitCode::SUCCESS)?),
         Cmd::Model { cmd } => return Ok(model(cli, cmd).map(|()| ExitCode::SUCCESS)?),

@@ -77,6 +77,17 @@ pub struct Cli {
         default_values = mnemon::safety::DEFAULT_PHONE_REGIONS
     )]
     pub phone_regions: Vec<String>,
+    /// Key file of an encrypted store: 64 hex digits (`mnemon key new
+    /// FILE` writes one). A store created with a key is encrypted at rest
+    /// and opens only with it. Without this flag the key is read from
+    /// MNEMON_KEY (the same 64 hex digits) when that is set.
+    #[arg(long, global = true, env = "MNEMON_KEY_FILE")]
+    pub key_file: Option<PathBuf>,
+    /// The keyring (DATA/KEYRING) of the store an encrypted backup or
+    /// restore was made from, to open that copy (copies carry none, so a
+    /// shred in the original reaches them).
+    #[arg(long, global = true, env = "MNEMON_KEYRING")]
+    pub keyring: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Cmd,
 }
@@ -181,6 +192,11 @@ pub enum Cmd {
         #[command(subcommand)]
         cmd: commands::ModelCmd,
     },
+    /// Key files of encrypted stores.
+    Key {
+        #[command(subcommand)]
+        cmd: commands::KeyCmd,
+    },
 }
 
 fn main() -> ExitCode {
@@ -191,7 +207,7 @@ fn main() -> ExitCode {
     // server, an empty `MNEMON_CLUSTER` a daemon, and an empty
     // `MNEMON_PHONE_REGIONS` means "no national numbers". No other thread
     // runs yet.
-    for k in ["MNEMON_DATA", "MNEMON_EMBEDDER"] {
+    for k in ["MNEMON_DATA", "MNEMON_EMBEDDER", "MNEMON_KEY_FILE", "MNEMON_KEYRING"] {
         if std::env::var_os(k).is_some_and(|v| v.is_empty()) {
             std::env::remove_var(k);
         }

@@ -10,7 +10,7 @@ use mnemon_api::Response;
 use crate::{Cli, Cmd};
 
 /// Exit status when a scan finds erased content on disk.
-const FOUND_ON_DISK: u8 = 3;
+pub(crate) const FOUND_ON_DISK: u8 = 3;
 /// Exit status of `check` when the projections differ from a fresh replay.
 const CHECK_MISMATCH: u8 = 4;
 
@@ -610,6 +610,12 @@ fn forget(f: &mnemon_api::ForgetResponse, search: bool) {
         o.derived_memories,
         count(o.observations, "observation", "observations")
     );
+    if o.key_shredded {
+        println!(
+            "the namespace's data key was destroyed: its records are unreadable in the store, its backups and its \
+             exports (verify: mnemon verify-erasure --shredded NAMESPACE)"
+        );
+    }
     if o.memories == 0 && o.observations == 0 {
         // An unknown id, session or namespace is an error before this; what
         // is left is a target forgotten before or a search that found nothing.

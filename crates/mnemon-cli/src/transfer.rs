@@ -240,6 +240,9 @@ pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
         crate::commands::open_engine_for(cli, into, crate::commands::Graphs::Scan)
     })?;
     let ok = report.digest_matches == Some(true);
+    // Namespaces shredded since the export restore as erased: the digest
+    // differs for that reason alone.
+    let shredded = !ok && !report.shredded.is_empty();
     if cli.json {
         output::json(&report);
     } else {
@@ -253,8 +256,23 @@ pub fn restore(cli: &Cli, a: &RestoreArgs) -> Result<ExitCode, ApiError> {
         println!(
             "digest {} ({})",
             report.digest.as_deref().unwrap_or("?"),
-            if ok { "matches the export" } else { "DIFFERS from the export" }
+            if ok {
+                "matches the export"
+            } else if shredded {
+                "differs from the export: shredded namespaces restore as erased"
+            } else {
+                "DIFFERS from the export"
+            }
         );
+    }
+    if shredded {
+        eprintln!(
+            "note: the data key of {} was destroyed after this export was taken: {} unreadable and restored as \
+             erased; every other namespace is whole",
+            report.shredded.join(", "),
+            if report.shredded.len() == 1 { "it is" } else { "they are" }
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     if !ok {
         eprintln!(

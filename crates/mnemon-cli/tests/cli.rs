@@ -1671,3 +1671,71 @@ fn keys_and_sessions_in_any_unicode_form_are_one() {
     assert!(!ok && err.contains("x.a.m."), "{err}");
     assert_eq!(json(&data, &["list", "--namespace", "u"])["memories"].as_array().map(Vec::len), Some(2));
 }
+
+/// An encrypted store through the CLI: made with `key new` and
+/// `--key-file`, refused without the key (JSON error with field `key`),
+/// and `forget --all` shreds the namespace so that a backup taken before
+/// it opens with the namespace erased and `verify-erasure --shredded`
+/// proves it.
+#[test]
+fn encrypted_store_key_file_shred_and_backup() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, key) = (dir.path().join("store"), dir.path().join("store.key"));
+    let key_arg = key.to_str().unwrap();
+    let (ok, _, err) = mnemon(&data, &["key", "new", key_arg]);
+    assert!(ok, "{err}");
+    let with_key = |args: &[&str]| {
+        let mut all = vec!["--key-file", key_arg];
+        all.extend_from_slice(args);
+        mnemon(&data, &all)
+    };
+    for (ns, text) in [("alice", "CANARY-CLI alice keeps bees"), ("bob", "bob grows tomatoes")] {
+        let (ok, _, err) = with_key(&["remember", "--namespace", ns, text]);
+        assert!(ok, "{err}");
+    }
+    for f in walk(&data) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(!bytes.windows(10).any(|w| w == b"CANARY-CLI"), "canary in {}", f.display());
+    }
+    let (ok, _, err) = mnemon(&data, &["--json", "recall", "--namespace", "bob", "tomatoes"]);
+    assert!(!ok);
+    let e: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(e["error"]["field"], "key", "{err}");
+    assert!(e["error"]["message"].as_str().unwrap().contains("key required"), "{err}");
+
+    let backup = dir.path().join("backup");
+    let (ok, _, err) = with_key(&["backup", backup.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = with_key(&["forget", "--namespace", "alice", "--all", "--reason", "closed"]);
+    assert!(ok && out.contains("data key was destroyed"), "{out}{err}");
+    let (ok, out, err) = with_key(&["verify-erasure", "--shredded", "alice", "--backup", backup.to_str().unwrap()]);
+    assert!(ok && out.contains("verified: true"), "{out}{err}");
+
+    let ring = data.join("KEYRING");
+    let in_backup = |ns: &str, q: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+            .arg("--data")
+            .arg(&backup)
+            .args(["--embedder", "hashing", "--key-file", key_arg, "--keyring", ring.to_str().unwrap(), "--json"])
+            .args(["recall", "--namespace", ns, q])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        contents(&serde_json::from_slice(&out.stdout).unwrap())
+    };
+    assert_eq!(in_backup("bob", "tomatoes"), vec!["bob grows tomatoes".to_string()]);
+    assert!(in_backup("alice", "bees").is_empty());
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -106,6 +106,16 @@ pub enum Error {
     /// policy `reject`, or an injected instruction with policy `reject`).
     #[error("rejected by policy: {0}")]
     Rejected(String),
+    /// The store is encrypted ([`crate::crypt`]) and no key was given, the
+    /// key provider could not supply it (key file or environment variable
+    /// missing), or a copy without a keyring was opened without the
+    /// keyring of the store it was made from. Nothing was written.
+    #[error("key required: {0}")]
+    KeyRequired(String),
+    /// The key given does not open the store's keyring, or the keyring is
+    /// another store's. Nothing was written.
+    #[error("wrong key: {0}")]
+    WrongKey(String),
     /// An operating-system I/O error.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

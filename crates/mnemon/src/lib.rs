@@ -74,6 +74,7 @@ mod projection;
 mod types;
 mod writer;
 
+pub mod crypt;
 pub mod dedup;
 pub mod embed;
 pub mod erase;
@@ -93,7 +94,8 @@ pub mod text;
 /// it ([`Engine`] opens its own); tools that read a store's files do.
 pub mod storage {
     pub use crate::log::{
-        fnv1a64, lock_holder, process_may_run, CachedVector, LockHolder, LogStore, SledStore, VectorEntry, VectorIter,
+        fnv1a64, lock_holder, process_may_run, CachedVector, LockHolder, LogStore, SealedStore, SledStore, VectorEntry,
+        VectorIter,
     };
 }
 

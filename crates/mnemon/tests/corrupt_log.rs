@@ -172,7 +172,14 @@ fn newer_format_record_is_incompatible() -> TestResult {
     let digest = build_store(dir.path())?;
     let five = read(dir.path(), 5)?;
     let mut newer = five.clone();
-    newer[0] = mnemon::event::FORMAT_VERSION + 1;
+    // A sealed record of an encrypted store needs a key.
+    newer[0] = mnemon::event::SEALED_VERSION;
+    write(dir.path(), 5, &newer)?;
+    match Engine::open(dir.path()) {
+        Err(Error::KeyRequired(msg)) => assert!(msg.contains("seq 5"), "{msg}"),
+        other => panic!("expected KeyRequired, got {other:?}"),
+    }
+    newer[0] = mnemon::event::SEALED_VERSION + 1;
     write(dir.path(), 5, &newer)?;
     match Engine::open(dir.path()) {
         Err(Error::IncompatibleFormat(msg)) => assert!(msg.contains("seq 5"), "{msg}"),

@@ -102,7 +102,8 @@ fn run(shared: &crate::writer::Shared, embedder: Arc<dyn Embedder>, cfg: &crate:
     // digest is taken during the same scan.
     let copy = crate::log::completion_record(&cfg.path);
     let mut log_digest = crate::log::LogDigest::default();
-    for r in store.scan(1, u64::MAX) {
+    // As stored: a copy's digest covers sealed records as sealed.
+    for r in store.scan_raw(1, u64::MAX) {
         let (seq, bytes) = r?;
         report.record_bytes += bytes.len() as u64;
         if copy.as_ref().is_some_and(|c| seq <= c.last_seq) {

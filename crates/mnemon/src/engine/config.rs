@@ -58,6 +58,8 @@ pub struct Config {
     pub(crate) sink: Option<Arc<dyn crate::replication::GroupSink>>,
     /// Whether this process serves the store's socket to other processes.
     pub(crate) serves_socket: bool,
+    /// The key (and, for a copy, the keyring) of an encrypted store.
+    pub(crate) keys: crate::crypt::KeySettings,
 }
 
 impl std::fmt::Debug for Config {
@@ -127,8 +129,33 @@ impl EngineBuilder {
                 injection: InjectionDetector::new(),
                 sink: None,
                 serves_socket: false,
+                keys: crate::crypt::KeySettings::default(),
             },
         }
+    }
+
+    /// The key-encryption key of an encrypted store ([`crate::crypt`]).
+    /// Given when a store is created, it makes the store encrypted (the
+    /// choice is made once, at creation); an encrypted store opens only
+    /// with it. Default: none (a plain store, whose format is unchanged).
+    /// [`EngineBuilder::open`] fails with [`Error::KeyRequired`] for an
+    /// encrypted store opened without a key, [`Error::WrongKey`] for
+    /// another key, and [`Error::InvalidInput`] (field `key`) for a key
+    /// given to an existing plain store; nothing is written then.
+    pub fn key_provider(mut self, p: Arc<dyn crate::crypt::KeyProvider>) -> Self {
+        self.cfg.keys.provider = Some(p);
+        self
+    }
+
+    /// The keyring (`DATA/KEYRING`) of the store a backup or restore was
+    /// made from, for opening that copy: copies carry no keyring of their
+    /// own, so that a shred in the original reaches them. At its first
+    /// open the copy takes a copy of this keyring (namespaces shredded in
+    /// it stay unreadable) and is a store of its own from then on.
+    /// Ignored for a store that has its own keyring. Default: none.
+    pub fn keyring(mut self, path: impl AsRef<Path>) -> Self {
+        self.cfg.keys.keyring = Some(path.as_ref().to_path_buf());
+        self
     }
 
     /// The embedder for memory content and queries. Default: the built-in

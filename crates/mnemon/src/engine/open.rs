@@ -41,6 +41,12 @@ pub struct OpenReport {
     /// The receipt of a compaction that an earlier process started and did
     /// not finish, run again by this open.
     pub erasure: Option<crate::ErasureReceipt>,
+    /// Whether the store is encrypted ([`crate::crypt`]).
+    pub encrypted: bool,
+    /// Namespaces whose records could not be read because their data key
+    /// was shredded (`forget` of the whole namespace): they replay as
+    /// erased. A backup or export taken before the shred names them here.
+    pub shredded: Vec<String>,
 }
 
 const META_FORMAT: &str = "format_version";
@@ -105,8 +111,16 @@ impl Engine {
                     cfg.reserve_bytes
                 )
             });
+        // An encrypted store without its key is refused before sled opens.
+        crate::crypt::precheck(dir.root(), &cfg.keys)?;
+        if cfg.keys.provider.is_some() && cfg.sink.is_some() {
+            // The replicated log would receive the records unsealed.
+            return Err(Error::invalid("key", "encryption at rest is not available in cluster mode yet"));
+        }
         dir.note_holder(cfg.serves_socket);
-        let store: Arc<dyn LogStore> = Arc::new(SledStore::open(&dir.current_path(), cfg.cache_bytes)?);
+        let sled = SledStore::open(&dir.current_path(), cfg.cache_bytes)?;
+        let keys = crate::log::open_keys(dir.root(), &sled, &cfg.keys)?;
+        let store = crate::log::wrap(sled, keys.as_ref());
         match store.meta_get(META_FORMAT)? {
             Some(v) if v.as_slice() != [STORE_FORMAT_VERSION] => {
                 return Err(Error::IncompatibleFormat(format!(
@@ -127,6 +141,10 @@ impl Engine {
         // replays and the vectors load.
         state.feed_lexical()?;
         replay_into(store.as_ref(), &mut state, &mut report)?;
+        if let Some(sealed) = store.sealed() {
+            report.encrypted = true;
+            report.shredded = sealed.shredded_seen();
+        }
         crate::log::check_high_water(dir.root(), state.last_seq)?;
         if let Some(record) = &copy {
             crate::log::check_extent(dir.root(), record, state.last_seq)?;
@@ -165,6 +183,7 @@ impl Engine {
             sink: cfg.sink.clone(),
             read_only,
             reserve_bytes,
+            keys,
         });
         let dir = Arc::new(Mutex::new(dir));
         // A compaction that did not finish is finished before anything else.

@@ -544,8 +544,17 @@ impl Engine {
     pub fn forget(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         let reason = self.forget_reason(reason)?;
         let (target, ids, observations) = self.resolve_forget(ns, &req)?;
+        let shreds = matches!(target, ForgetTarget::Namespace) && self.shared().keys.is_some();
         match self.run_one(ns, Op::Forget { target, reason, requester: None, ids, observations })? {
-            OpOutcome::Forgot(f) => Ok(f),
+            // The flush that makes the forget durable destroys the key:
+            // the group's own (per-group durability) or this one.
+            OpOutcome::Forgot(mut f) => {
+                if shreds {
+                    self.sync()?;
+                }
+                f.key_shredded = shreds;
+                Ok(f)
+            }
             other => Err(Error::Storage(format!("unexpected outcome {other:?}").into())),
         }
     }

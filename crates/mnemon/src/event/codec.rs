@@ -25,6 +25,12 @@ const FORMAT_V1: u8 = 1;
 /// Record versions are per record and do not change it.
 pub(crate) const STORE_FORMAT_VERSION: u8 = 1;
 
+/// Version byte of a sealed record of an encrypted store
+/// ([`crate::crypt`]); [`decode_record`] refuses it with
+/// [`Error::KeyRequired`]. A sealed record wraps a plain record of
+/// version 1 or 2, whose version it keeps.
+pub const SEALED_VERSION: u8 = 3;
+
 /// Bytes before the payload: 1 version byte + 4 checksum bytes.
 pub const RECORD_HEADER_LEN: usize = 5;
 
@@ -62,6 +68,8 @@ pub fn encode_record(event: &Event) -> Result<Vec<u8>> {
 /// # Errors
 /// - [`Error::IncompatibleFormat`] when the version byte is one this build
 ///   does not know (a newer mnemon wrote it).
+/// - [`Error::KeyRequired`] for a sealed record ([`SEALED_VERSION`]), which
+///   only the store's keyring opens.
 /// - [`Error::Corrupted`] naming `seq` when the record is truncated, its
 ///   checksum does not match, the payload does not decode, or the payload's
 ///   own `seq` differs from the key.
@@ -75,6 +83,9 @@ pub fn decode_record(seq: Seq, bytes: &[u8]) -> Result<Event> {
     }
     let version = match bytes[0] {
         0 => return Err(corrupted("version byte is 0".into())),
+        SEALED_VERSION => {
+            return Err(Error::KeyRequired(format!("record at seq {seq} is encrypted: open the store with its key")))
+        }
         v if v > FORMAT_VERSION => {
             return Err(Error::IncompatibleFormat(format!(
                 "record at seq {seq} has format version {v}; this build reads versions 1 to {FORMAT_VERSION}"

@@ -6,8 +6,8 @@
 mod codec;
 pub(crate) mod micros;
 
-pub(crate) use codec::STORE_FORMAT_VERSION;
-pub use codec::{decode_record, encode_record, FORMAT_VERSION};
+pub use codec::{decode_record, encode_record, FORMAT_VERSION, SEALED_VERSION};
+pub(crate) use codec::{MAX_RECORD_LEN, STORE_FORMAT_VERSION};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

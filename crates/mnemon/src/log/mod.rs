@@ -5,6 +5,7 @@
 pub(crate) mod copy;
 mod durability;
 mod layout;
+mod sealed;
 mod sled_store;
 
 pub(crate) use copy::{check_digest, check_extent, completion_record, live_generation, refuse_unfinished, LogDigest};
@@ -14,7 +15,10 @@ pub(crate) use durability::{check_high_water, record_high_water, sync_tree, with
 pub use layout::DataDir;
 pub(crate) use layout::{gen_name, has_reserve, sync_dir};
 pub use layout::{lock_holder, LockHolder};
+pub use sealed::SealedStore;
+pub(crate) use sealed::{open_keys, wrap};
 pub use sled_store::SledStore;
+pub(crate) use sled_store::{decode_vector, encode_vector};
 
 use crate::error::Result;
 use crate::types::{MemoryId, Seq};
@@ -56,6 +60,16 @@ pub trait LogStore: Send + Sync {
     /// [`crate::Error::Io`] / [`crate::Error::Storage`] from the backend.
     fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()>;
 
+    /// Appends records exactly as given (for copies of an encrypted store,
+    /// whose sealed records are copied byte for byte); the same as
+    /// [`LogStore::append`] for a plain store.
+    ///
+    /// # Errors
+    /// As [`LogStore::append`].
+    fn append_raw(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        self.append(records)
+    }
+
     /// Makes everything appended so far durable. Returns bytes flushed (as the
     /// backend reports them; may be 0).
     ///
@@ -71,6 +85,17 @@ pub trait LogStore: Send + Sync {
 
     /// Records with `from <= seq <= to`, in order.
     fn scan(&self, from: Seq, to: Seq) -> RecordIter<'_>;
+
+    /// Records as stored (sealed records of an encrypted store not
+    /// opened); the same as [`LogStore::scan`] for a plain store.
+    fn scan_raw(&self, from: Seq, to: Seq) -> RecordIter<'_> {
+        self.scan(from, to)
+    }
+
+    /// The sealing layer, when the store is encrypted.
+    fn sealed(&self) -> Option<&SealedStore> {
+        None
+    }
 
     /// Number of records in the log.
     fn len(&self) -> usize;

@@ -65,11 +65,35 @@ impl SledStore {
         Self::vector_key_hashed(id, fnv1a64(model_id.as_bytes()))
     }
 
-    fn vector_key_hashed(id: MemoryId, model_hash: u64) -> [u8; 16] {
+    pub(crate) fn vector_key_hashed(id: MemoryId, model_hash: u64) -> [u8; 16] {
         let mut k = [0u8; 16];
         k[..8].copy_from_slice(&id.0.to_be_bytes());
         k[8..].copy_from_slice(&model_hash.to_be_bytes());
         k
+    }
+}
+
+/// Raw access to the vector tree, for the sealing layer
+/// ([`crate::log::SealedStore`]), which stores its own values.
+impl SledStore {
+    pub(crate) fn raw_vector_put(&self, key: [u8; 16], value: Vec<u8>) -> Result<()> {
+        self.vectors.insert(key, value)?;
+        Ok(())
+    }
+
+    pub(crate) fn raw_vector_get(&self, key: [u8; 16]) -> Result<Option<Vec<u8>>> {
+        Ok(self.vectors.get(key)?.map(|v| v.to_vec()))
+    }
+
+    /// Every well-formed key of the vector tree with its value, in key order.
+    pub(crate) fn raw_vectors(&self) -> impl Iterator<Item = Result<([u8; 16], Vec<u8>)>> + '_ {
+        self.vectors.iter().filter_map(|r| match r {
+            Ok((k, v)) => {
+                let key: [u8; 16] = k.as_ref().try_into().ok()?;
+                Some(Ok((key, v.to_vec())))
+            }
+            Err(e) => Some(Err(e.into())),
+        })
     }
 }
 
@@ -128,7 +152,7 @@ fn is_lock_error(e: &std::io::Error) -> bool {
 /// A cache value: [`VECTOR_F16_TAG`] ‖ content hash u64 LE ‖ the components
 /// as IEEE 754 binary16 LE ([`crate::log::vector_f16_bytes`]): the vector
 /// index keeps `f16` rows, so this holds every bit of what it searches.
-fn encode_vector(hash: u64, v: &[f32]) -> Vec<u8> {
+pub(crate) fn encode_vector(hash: u64, v: &[f32]) -> Vec<u8> {
     let mut val = Vec::with_capacity(9 + 2 * v.len());
     val.push(VECTOR_F16_TAG);
     val.extend_from_slice(&hash.to_le_bytes());
@@ -139,7 +163,7 @@ fn encode_vector(hash: u64, v: &[f32]) -> Vec<u8> {
 /// Reads both layouts: the tagged `f16` one (odd length, `9 + 2·dim`) and the
 /// untagged `f32` one stores written before it hold (content hash u64 LE ‖
 /// `f32` LE components: even length, `8 + 4·dim`). Anything else is `None`.
-fn decode_vector(val: &[u8]) -> Option<CachedVector> {
+pub(crate) fn decode_vector(val: &[u8]) -> Option<CachedVector> {
     let hash = |b: &[u8]| -> Option<u64> { Some(u64::from_le_bytes(b.get(..8)?.try_into().ok()?)) };
     if val.len() % 2 == 1 {
         let (&tag, rest) = val.split_first()?;

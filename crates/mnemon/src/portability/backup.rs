@@ -10,7 +10,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::event::{decode_record, encode_record, EventBody, Tombstone};
 use crate::log::copy::{check_target, CopyKind, CopyRecord, LogDigest, Staging};
-use crate::log::{DataDir, LogStore, SledStore};
+use crate::log::{DataDir, SledStore};
 use crate::portability::{forgotten_ids, tree_bytes};
 use crate::types::Seq;
 use crate::writer::{Command, Shared};
@@ -174,19 +174,25 @@ fn copy_into(
     // Held until the copy is sealed, so a second copy into the same target
     // sees this one running and leaves it alone.
     let layout = DataDir::open(dest)?;
-    let store = SledStore::open(&layout.current_path(), cache_bytes)?;
+    let store = crate::log::wrap(SledStore::open(&layout.current_path(), cache_bytes)?, shared.keys.as_ref());
     let mut tombstones = 0u64;
     let mut expected = 1u64;
     let mut log_digest = LogDigest::default();
     let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(COPY_BATCH);
-    for r in source.scan(1, last_seq) {
+    // Records as stored: an encrypted store's backup holds them sealed
+    // under the same keys (and no keyring), so a shred reaches it.
+    for r in source.scan_raw(1, last_seq) {
         let (seq, bytes) = r?;
         if seq != expected {
             return Err(Error::Corrupted { seq: expected, reason: format!("log has a gap: next record is seq {seq}") });
         }
         expected += 1;
         let record = if forgotten_m.contains(&seq) || forgotten_o.contains(&seq) {
-            let mut ev = decode_record(seq, &bytes)?;
+            let opened = match source.scan(seq, seq).next() {
+                Some(r) => r?.1,
+                None => return Err(Error::Corrupted { seq, reason: "record vanished during backup".into() }),
+            };
+            let mut ev = decode_record(seq, &opened)?;
             let was = match &ev.body {
                 EventBody::Observed(_) => Some("observed"),
                 EventBody::Extracted(_) => Some("extracted"),
@@ -203,7 +209,7 @@ fn copy_into(
                     if matches!(ev.body, EventBody::Tombstone(_)) {
                         tombstones += 1;
                     }
-                    bytes
+                    opened
                 }
             }
         } else {
@@ -212,7 +218,7 @@ fn copy_into(
         log_digest.add(seq, &record);
         batch.push((seq, record));
         if batch.len() >= COPY_BATCH {
-            store.append(&batch)?;
+            store.append_raw(&batch)?;
             batch.clear();
         }
     }
@@ -220,7 +226,7 @@ fn copy_into(
         return Err(Error::Corrupted { seq: expected, reason: format!("log ends before seq {last_seq}") });
     }
     if !batch.is_empty() {
-        store.append(&batch)?;
+        store.append_raw(&batch)?;
     }
     let mut vectors = 0u64;
     let mut vbatch = Vec::with_capacity(VECTOR_BATCH);

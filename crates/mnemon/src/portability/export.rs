@@ -39,6 +39,11 @@ pub struct ExportHeader {
     pub dim: usize,
     /// When the export was taken.
     pub exported_at: DateTime<Utc>,
+    /// For an export of an encrypted store: the id of the keyring its
+    /// records are sealed under (32 hex digits). Its events and vectors
+    /// are then `sealed` and `sealed_vector` lines. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed: Option<String>,
 }
 
 /// One line after the header.
@@ -49,6 +54,31 @@ pub enum ExportLine {
     Event(Event),
     /// The cached vector of a surviving memory under the header's model.
     Vector(ExportVector),
+    /// An event of an encrypted store, as its log holds it (sealed, or a
+    /// plain record for kinds that hold ids only and for tombstones).
+    Sealed(SealedLine),
+    /// A cached vector of an encrypted store, sealed as its cache holds it.
+    SealedVector(SealedVectorLine),
+}
+
+/// A record of an encrypted store in its export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SealedLine {
+    /// Its log position.
+    pub seq: Seq,
+    /// The record's bytes as the log stores them, in lower-case hex.
+    pub record: String,
+}
+
+/// A sealed vector-cache value in an export.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SealedVectorLine {
+    /// The memory.
+    pub id: MemoryId,
+    /// The value as the cache stores it, in lower-case hex.
+    pub value: String,
 }
 
 /// A memory's vector in the export.
@@ -146,6 +176,7 @@ fn write_export(shared: &Shared, file: File, path: &Path, model_id: String, dim:
             model_id,
             dim,
             exported_at: Utc::now(),
+            sealed: shared.keys.as_ref().map(|k| hex::encode(k.ring.lock().id())),
         };
         (header, m, o)
     };
@@ -176,6 +207,16 @@ fn write_export(shared: &Shared, file: File, path: &Path, model_id: String, dim:
             EventBody::Tombstone(_) => tombstones += 1,
             _ => {}
         }
+        if let Some(sealed) = store.sealed() {
+            // Sealed as stored, a tombstone as plain (it holds nothing).
+            let record = if matches!(ev.body, EventBody::Tombstone(_)) {
+                crate::event::encode_record(&ev)?
+            } else {
+                sealed.raw_record(seq)?
+            };
+            write_line(&mut out, &ExportLine::Sealed(SealedLine { seq, record: hex::encode(record) }))?;
+            continue;
+        }
         write_line(&mut out, &ExportLine::Event(ev))?;
     }
     if events != header.last_seq {
@@ -191,6 +232,11 @@ fn write_export(shared: &Shared, file: File, path: &Path, model_id: String, dim:
             continue;
         }
         vectors += 1;
+        if let Some(sealed) = store.sealed() {
+            let value = sealed.raw_vector(e.id, model_hash)?;
+            write_line(&mut out, &ExportLine::SealedVector(SealedVectorLine { id: e.id, value: hex::encode(value) }))?;
+            continue;
+        }
         write_line(&mut out, &ExportLine::Vector(ExportVector { id: e.id, values: e.cached.vector }))?;
     }
     let file = out.into_inner().map_err(|e| Error::Io(e.into_error()))?;

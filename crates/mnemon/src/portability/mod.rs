@@ -31,11 +31,12 @@ mod mcp_memory;
 mod mem0;
 mod records;
 mod restore;
+mod shred;
 
 pub use crate::log::RESTORE_MISMATCH;
 pub use backup::BackupReport;
 pub use chat::{parse_locomo, parse_locomo_date, parse_longmemeval, parse_longmemeval_date};
-pub use export::{ExportHeader, ExportLine, ExportReport, ExportVector, EXPORT_VERSION};
+pub use export::{ExportHeader, ExportLine, ExportReport, ExportVector, SealedLine, SealedVectorLine, EXPORT_VERSION};
 pub use import::{
     ImportFormat, ImportOptions, ImportProgress, ImportProgressFn, ImportSummary, OnError, DEFAULT_IMPORT_BATCH,
     MAX_LISTED_REJECTIONS,
@@ -47,6 +48,7 @@ pub use records::{
     parse_jsonl, ImportMemory, ImportObservation, ImportRecord, Located, Parsed, Rejection, Unmapped, MAX_LINE_BYTES,
 };
 pub use restore::{restore, restore_verified, RestoreReport, UNVERIFIED_RESTORE};
+pub use shred::verify_shred;
 
 use std::collections::HashSet;
 

@@ -104,15 +104,16 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
 
     dir.lock().mark_compaction(old_gen, new_gen)?;
     let plan = Plan { old_gen, new_gen, bytes_before, last_seq, forgotten_m: &forgotten_m, forgotten_o: &forgotten_o };
-    let (new_store, harvest, pending) = match write_generation(old.as_ref(), &new_path, cache_bytes, &plan) {
-        Ok(x) => x,
-        Err(e) => {
-            if fs::remove_dir_all(&new_path).is_ok() {
-                let _ = dir.lock().clear_compaction_mark();
+    let (new_store, harvest, pending) =
+        match write_generation(old.as_ref(), &new_path, cache_bytes, &plan, shared.keys.as_ref()) {
+            Ok(x) => x,
+            Err(e) => {
+                if fs::remove_dir_all(&new_path).is_ok() {
+                    let _ = dir.lock().clear_compaction_mark();
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-    };
+        };
     let bytes_after = tree_bytes(&new_path);
 
     // The switch. After the rename, the new generation is the store, so a
@@ -128,13 +129,13 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
             return Err(e);
         }
         poison(shared, &format!("compaction could not make the switch to {} durable: {e}", new_path.display()));
-        *shared.store.write() = Arc::new(new_store);
+        *shared.store.write() = new_store;
         return Err(e);
     }
     crash_point("switch");
     #[cfg(feature = "failpoints")]
     fail::fail_point!("compact::switch", |arg| Err(crate::log::injected_error("compact::switch", arg)));
-    let replaced = std::mem::replace(&mut *shared.store.write(), Arc::new(new_store));
+    let replaced = std::mem::replace(&mut *shared.store.write(), new_store);
     drop(replaced);
     shared.state.write().note_tombstones(harvest.observations.len() as u64, harvest.memories.len() as u64);
     release(old);
@@ -245,16 +246,19 @@ fn write_generation(
     new_path: &Path,
     cache_bytes: u64,
     plan: &Plan<'_>,
-) -> Result<(SledStore, Harvest, CompactionReceipt)> {
+    keys: Option<&Arc<crate::crypt::Keys>>,
+) -> Result<(Arc<dyn LogStore>, Harvest, CompactionReceipt)> {
     let (last_seq, forgotten_m, forgotten_o) = (plan.last_seq, plan.forgotten_m, plan.forgotten_o);
     if new_path.exists() {
         fs::remove_dir_all(new_path)?;
     }
-    let new = SledStore::open(new_path, cache_bytes)?;
+    let new = crate::log::wrap(SledStore::open(new_path, cache_bytes)?, keys);
     let mut h = Harvest::default();
 
     let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(COPY_BATCH);
-    for r in old.scan(1, last_seq) {
+    // Surviving records are copied as stored (sealed ones stay sealed
+    // under their own key); an erased one is read opened.
+    for r in old.scan_raw(1, last_seq) {
         let (seq, bytes) = r?;
         h.events_copied += 1;
         if seq != h.events_copied {
@@ -264,13 +268,17 @@ fn write_generation(
             });
         }
         let record = if forgotten_m.contains(&seq) || forgotten_o.contains(&seq) {
-            erase_payload(seq, bytes, &mut h)?
+            let opened = match old.scan(seq, seq).next() {
+                Some(r) => r?.1,
+                None => return Err(Error::Corrupted { seq, reason: "record vanished during compaction".into() }),
+            };
+            erase_payload(seq, opened, &mut h)?
         } else {
             bytes
         };
         batch.push((seq, record));
         if batch.len() >= COPY_BATCH {
-            new.append(&batch)?;
+            new.append_raw(&batch)?;
             batch.clear();
         }
     }
@@ -278,7 +286,7 @@ fn write_generation(
         return Err(Error::Corrupted { seq: h.events_copied + 1, reason: format!("log ends before seq {last_seq}") });
     }
     if !batch.is_empty() {
-        new.append(&batch)?;
+        new.append_raw(&batch)?;
     }
     crash_point("copy");
     #[cfg(feature = "failpoints")]
@@ -318,7 +326,7 @@ fn write_generation(
         compact_ms: None,
         scan: None,
     };
-    stored::put(&new, &pending)?;
+    stored::put(new.as_ref(), &pending)?;
 
     new.flush()?;
     sync_files(new_path)?;

@@ -88,6 +88,8 @@ pub struct Shared {
     /// Bytes of disk the store keeps in reserve (`DATA/RESERVE`) as of
     /// open.
     pub(crate) reserve_bytes: u64,
+    /// The keyring of an encrypted store; `None` for a plain one.
+    pub(crate) keys: Option<Arc<crate::crypt::Keys>>,
 }
 
 /// One group as the writer commits it: encoded records in `Seq` order and

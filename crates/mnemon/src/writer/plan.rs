@@ -156,6 +156,13 @@ pub struct ForgetOutcome {
     /// is kept after compaction, so it may not carry what it erases. 0 for
     /// a dry run.
     pub quotes_cut: usize,
+    /// True when the forget of a whole namespace of an encrypted store
+    /// destroyed the namespace's data key in the same group commit
+    /// ([`crate::crypt`]): every copy of its records (the log until
+    /// compaction, backups, exports) is unreadable from then on. Left out
+    /// of JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_shredded: bool,
 }
 
 /// The outcome of one op.
@@ -683,6 +690,7 @@ fn plan_forget(
         memory_ids: mems.iter().copied().collect(),
         observation_ids: obs.iter().copied().collect(),
         quotes_cut: cut,
+        key_shredded: false,
     };
     let body = EventBody::Forgotten(Forgotten {
         target,

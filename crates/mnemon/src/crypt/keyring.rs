@@ -1,0 +1,253 @@
+//! The keyring: every data key of a store, each wrapped by the KEK, in the
+//! file `DATA/KEYRING` (see `docs/FORMAT.md`, *Encryption at rest*).
+//!
+//! A data key belongs to one namespace and one generation: the first write
+//! to a namespace makes generation 1, a shred (`forget --all`) destroys the
+//! live generation, and the next write makes the one above. A destroyed
+//! key stays listed as shredded, so the store can tell a shredded record
+//! from a damaged one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use serde::{Deserialize, Serialize};
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+use crate::crypt::key::{Kek, KEY_LEN};
+use crate::error::{Error, Result};
+
+/// The keyring file's name under the data directory.
+pub const KEYRING_FILE: &str = "KEYRING";
+
+/// The first bytes of a keyring file: magic and version.
+const MAGIC: &[u8; 17] = b"mnemon keyring 1\n";
+
+/// XChaCha20-Poly1305 nonce length (192 bits: random nonces never repeat
+/// in practice, draft-irtf-cfrg-xchacha §3.1).
+pub(crate) const NONCE_LEN: usize = 24;
+
+/// What the KEK seals to prove it is the right one.
+const CHECK_TEXT: &[u8] = b"mnemon keyring check";
+
+/// One namespace's data key of one generation.
+#[derive(Clone, Zeroize, ZeroizeOnDrop)]
+pub(crate) struct DataKey([u8; KEY_LEN]);
+
+impl DataKey {
+    pub(crate) fn cipher(&self) -> XChaCha20Poly1305 {
+        XChaCha20Poly1305::new(self.0.as_slice().into())
+    }
+}
+
+/// The state of a (namespace, generation) key.
+pub(crate) enum KeyState<'a> {
+    /// The key, able to decrypt.
+    Live(&'a DataKey),
+    /// Destroyed by a shred.
+    Shredded,
+    /// Not in the keyring (a keyring of another store, or damage).
+    Unknown,
+}
+
+enum Slot {
+    Live(DataKey),
+    Shredded,
+}
+
+/// The keyring in memory: its id, the KEK, and every data key unwrapped.
+pub(crate) struct Keyring {
+    id: [u8; 16],
+    kek: Kek,
+    slots: BTreeMap<(String, u32), Slot>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyringFile {
+    id: [u8; 16],
+    check_nonce: [u8; NONCE_LEN],
+    check: Vec<u8>,
+    keys: Vec<KeyEntry>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyEntry {
+    ns: String,
+    generation: u32,
+    /// `None`: shredded.
+    wrapped: Option<([u8; NONCE_LEN], Vec<u8>)>,
+}
+
+/// A fresh random nonce.
+pub(crate) fn nonce() -> [u8; NONCE_LEN] {
+    let mut n = [0u8; NONCE_LEN];
+    rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut n);
+    n
+}
+
+fn kek_cipher(kek: &Kek) -> XChaCha20Poly1305 {
+    XChaCha20Poly1305::new(kek.bytes().as_slice().into())
+}
+
+fn wrap_aad(id: &[u8; 16], ns: &str, generation: u32) -> Vec<u8> {
+    let mut aad = b"mnemon data key 1".to_vec();
+    aad.extend_from_slice(id);
+    aad.extend_from_slice(&generation.to_le_bytes());
+    aad.extend_from_slice(ns.as_bytes());
+    aad
+}
+
+impl Keyring {
+    /// A new keyring with a random id and no keys.
+    pub(crate) fn new(kek: Kek) -> Keyring {
+        let mut id = [0u8; 16];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut id);
+        Keyring { id, kek, slots: BTreeMap::new() }
+    }
+
+    /// The keyring's id (also in the store's `meta` as `crypt.keyring`).
+    pub(crate) fn id(&self) -> [u8; 16] {
+        self.id
+    }
+
+    /// Reads and unwraps the keyring at `path`.
+    ///
+    /// # Errors
+    /// [`Error::WrongKey`] when the KEK does not open it; [`Error::Storage`]
+    /// for a damaged file; [`Error::Io`].
+    pub(crate) fn load(path: &Path, kek: Kek) -> Result<Keyring> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io_at(path, e))?;
+        let damaged = |why: &str| Error::Storage(format!("the keyring {} is damaged: {why}", path.display()).into());
+        if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(damaged("it does not begin with the keyring magic"));
+        }
+        let mut crc = [0u8; 4];
+        crc.copy_from_slice(&bytes[MAGIC.len()..MAGIC.len() + 4]);
+        let body = &bytes[MAGIC.len() + 4..];
+        if u32::from_le_bytes(crc) != crc32fast::hash(body) {
+            return Err(damaged("checksum mismatch"));
+        }
+        let file: KeyringFile = postcard::from_bytes(body).map_err(|_| damaged("it does not decode"))?;
+        let cipher = kek_cipher(&kek);
+        let check = cipher.decrypt(XNonce::from_slice(&file.check_nonce), Payload { msg: &file.check, aad: &file.id });
+        if check.as_deref() != Ok(CHECK_TEXT) {
+            return Err(Error::WrongKey(format!("the key does not open the keyring {}", path.display())));
+        }
+        let mut slots = BTreeMap::new();
+        for e in file.keys {
+            let slot = match e.wrapped {
+                None => Slot::Shredded,
+                Some((n, ct)) => {
+                    let aad = wrap_aad(&file.id, &e.ns, e.generation);
+                    let mut plain = cipher
+                        .decrypt(XNonce::from_slice(&n), Payload { msg: &ct, aad: &aad })
+                        .map_err(|_| damaged("a data key does not unwrap"))?;
+                    if plain.len() != KEY_LEN {
+                        plain.zeroize();
+                        return Err(damaged("a data key has the wrong length"));
+                    }
+                    let mut k = [0u8; KEY_LEN];
+                    k.copy_from_slice(&plain);
+                    plain.zeroize();
+                    Slot::Live(DataKey(k))
+                }
+            };
+            slots.insert((e.ns, e.generation), slot);
+        }
+        Ok(Keyring { id: file.id, kek, slots })
+    }
+
+    /// Writes the keyring to `path` atomically: `path.tmp`, fsync, rename,
+    /// fsync the directory. Every live key is wrapped afresh.
+    ///
+    /// # Errors
+    /// [`Error::Io`].
+    pub(crate) fn save(&self, path: &Path) -> Result<()> {
+        let cipher = kek_cipher(&self.kek);
+        let seal = |msg: &[u8], aad: &[u8]| -> Result<([u8; NONCE_LEN], Vec<u8>)> {
+            let n = nonce();
+            let ct = cipher
+                .encrypt(XNonce::from_slice(&n), Payload { msg, aad })
+                .map_err(|_| Error::Storage("sealing a data key failed".into()))?;
+            Ok((n, ct))
+        };
+        let (check_nonce, check) = seal(CHECK_TEXT, &self.id)?;
+        let mut keys = Vec::with_capacity(self.slots.len());
+        for ((ns, generation), slot) in &self.slots {
+            let wrapped = match slot {
+                Slot::Shredded => None,
+                Slot::Live(k) => Some(seal(&k.0, &wrap_aad(&self.id, ns, *generation))?),
+            };
+            keys.push(KeyEntry { ns: ns.clone(), generation: *generation, wrapped });
+        }
+        let body = postcard::to_allocvec(&KeyringFile { id: self.id, check_nonce, check, keys })
+            .map_err(|e| Error::Storage(format!("cannot encode the keyring: {e}").into()))?;
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+        out.extend_from_slice(&body);
+        let tmp = tmp_path(path);
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
+            f.write_all(&out).and_then(|()| f.sync_all()).map_err(|e| Error::io_at(&tmp, e))?;
+        }
+        std::fs::rename(&tmp, path).map_err(|e| Error::io_at(path, e))?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io_at(dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// The live key of `ns` with the highest generation, if any.
+    pub(crate) fn current(&self, ns: &str) -> Option<(u32, &DataKey)> {
+        let (&(_, generation), slot) =
+            self.slots.range((ns.to_string(), 0)..=(ns.to_string(), u32::MAX)).next_back()?;
+        match slot {
+            Slot::Live(k) => Some((generation, k)),
+            Slot::Shredded => None,
+        }
+    }
+
+    /// Makes a new key for `ns`, one generation above any it had.
+    pub(crate) fn create(&mut self, ns: &str) -> u32 {
+        let generation = self
+            .slots
+            .range((ns.to_string(), 0)..=(ns.to_string(), u32::MAX))
+            .next_back()
+            .map_or(1, |((_, g), _)| g + 1);
+        let mut k = [0u8; KEY_LEN];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut k);
+        self.slots.insert((ns.to_string(), generation), Slot::Live(DataKey(k)));
+        generation
+    }
+
+    /// The key of `(ns, generation)`.
+    pub(crate) fn get(&self, ns: &str, generation: u32) -> KeyState<'_> {
+        match self.slots.get(&(ns.to_string(), generation)) {
+            Some(Slot::Live(k)) => KeyState::Live(k),
+            Some(Slot::Shredded) => KeyState::Shredded,
+            None => KeyState::Unknown,
+        }
+    }
+
+    /// Destroys the key of `(ns, generation)` in memory (the caller saves).
+    /// Returns whether a live key was destroyed.
+    pub(crate) fn shred(&mut self, ns: &str, generation: u32) -> bool {
+        let was_live = matches!(self.slots.get(&(ns.to_string(), generation)), Some(Slot::Live(_)));
+        self.slots.insert((ns.to_string(), generation), Slot::Shredded);
+        was_live
+    }
+
+    /// Namespaces with at least one shredded key, and whether each has a
+    /// live key now.
+    pub(crate) fn shredded(&self) -> Vec<(String, u32)> {
+        self.slots.iter().filter(|(_, s)| matches!(s, Slot::Shredded)).map(|((ns, g), _)| (ns.clone(), *g)).collect()
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".tmp");
+    PathBuf::from(p)
+}

@@ -1,0 +1,108 @@
+//! Encryption at rest, opt-in per store, and crypto-shredding.
+//!
+//! An encrypted store seals the bodies of `Observed`, `Extracted`,
+//! `Accessed` and `Forgotten` records and every cached vector with
+//! XChaCha20-Poly1305 (RustCrypto's `chacha20poly1305`) under a data key
+//! of the record's namespace; the data keys live in `DATA/KEYRING`, each
+//! wrapped by a key-encryption key ([`Kek`]) that mnemon never writes to
+//! disk: it comes from a [`KeyProvider`] ([`KeyFile`], [`KeyEnv`],
+//! [`StaticKey`], or the caller's own). Forgetting a whole namespace
+//! destroys its data key once the forget is durable (a *shred*), which
+//! makes every copy of its records unreadable at once — the live store,
+//! backups and exports — without rewriting any of them.
+//!
+//! What stays plain: `Seq`s, times, namespace names, event kinds, record
+//! and vector sizes, the ids a `Forgotten` event erased, and the bodies of
+//! `Superseded`, `Archived` and `Tombstone` records (ids only). See
+//! `docs/FORMAT.md`, *Encryption at rest*.
+//!
+//! Not covered: the KEK itself (keep the key file outside the data
+//! directory, or in a key service), copies of `KEYRING` taken before a
+//! shred (they can still open that namespace's records), and memory of the
+//! running process.
+
+mod key;
+mod keyring;
+mod record;
+mod verify;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+pub use key::{write_new_key_file, Kek, KeyEnv, KeyFile, KeyProvider, StaticKey, KEY_LEN};
+pub use keyring::KEYRING_FILE;
+pub(crate) use keyring::{KeyState, Keyring};
+pub(crate) use record::{
+    head, is_sealed_kind, open_record, open_vector, seal_record, seal_vector, shredded_record, split_plain,
+    vector_generation,
+};
+pub use record::{SEALED_VECTOR_TAG, SEALED_VERSION};
+pub(crate) use verify::{check_records, shredded_keys};
+pub use verify::{ShredCheck, ShredReport};
+
+use crate::error::{Error, Result};
+
+/// `meta` key naming the keyring (its 16-byte id) an encrypted store's
+/// records are sealed under; copies carry it, so a backup or a restored
+/// store knows it is encrypted even without `KEYRING`.
+pub const META_KEYRING: &str = "crypt.keyring";
+
+/// The keyring of an open encrypted store, shared by every store the
+/// engine writes (the live generation, compaction, backup, restore).
+pub struct Keys {
+    pub(crate) ring: Mutex<Keyring>,
+    /// Where the keyring is saved: `DATA/KEYRING`.
+    pub(crate) path: PathBuf,
+}
+
+impl std::fmt::Debug for Keys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keys").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// How an engine is to open an encrypted store: where the KEK comes from
+/// and, for a copy that carries no keyring (a backup, a restore), the
+/// keyring to read its data keys from.
+#[derive(Clone, Debug, Default)]
+pub struct KeySettings {
+    /// Where the key-encryption key comes from; `None`: no key.
+    pub provider: Option<Arc<dyn KeyProvider>>,
+    /// The keyring of the store a copy was made from, for a data directory
+    /// without `KEYRING` of its own (copied in at its first open).
+    pub keyring: Option<PathBuf>,
+}
+
+/// Refuses, before anything is opened or written, a data directory with
+/// a keyring when no key is given, or with a key that does not open it.
+///
+/// # Errors
+/// [`Error::KeyRequired`], [`Error::WrongKey`].
+pub(crate) fn precheck(root: &Path, keys: &KeySettings) -> Result<()> {
+    let ring = root.join(KEYRING_FILE);
+    if !ring.exists() {
+        return Ok(());
+    }
+    match &keys.provider {
+        None => Err(Error::KeyRequired(format!(
+            "the store at {} is encrypted: open it with its key (a key file, or MNEMON_KEY)",
+            root.display()
+        ))),
+        Some(p) => Keyring::load(&ring, p.kek()?).map(|_| ()),
+    }
+}
+
+/// The event kind of a sealed record (after checking its envelope,
+/// checksum and position), `None` for a plain record.
+///
+/// # Errors
+/// [`Error::Corrupted`] for a damaged sealed record.
+pub(crate) fn sealed_kind(seq: crate::types::Seq, bytes: &[u8]) -> Result<Option<u32>> {
+    if bytes.first() == Some(&SEALED_VERSION) {
+        Ok(Some(record::head(seq, bytes)?.kind))
+    } else {
+        Ok(None)
+    }
+}

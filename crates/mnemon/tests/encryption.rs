@@ -1,0 +1,254 @@
+//! Encryption at rest and crypto-shredding: no canary text in any file of
+//! an encrypted store, its backup or its export; a store without its key
+//! (or with another) is refused with a typed error and nothing is written;
+//! a shred makes the namespace unreadable in a backup and an export taken
+//! before it, while every other namespace restores whole; replay equals
+//! live.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mnemon::crypt::{Kek, StaticKey, KEYRING_FILE};
+use mnemon::{Engine, Error, ForgetRequest, ListOptions, Namespace, NewMemory, NewObservation, Role};
+
+type TestResult = Result<(), Box<dyn std::error::Error>>;
+
+fn ns(s: &str) -> Namespace {
+    Namespace::new(s).expect("namespace")
+}
+
+fn open(path: &Path, kek: &Kek) -> mnemon::Result<Engine> {
+    Engine::builder(path).key_provider(Arc::new(StaticKey(kek.clone()))).open()
+}
+
+const CANARIES: [&str; 5] = [
+    "CANARY-ALPHA saw the heron by the mill pond",
+    "CANARY-BRAVO keeps the spare key under the blue pot",
+    "CANARY-CHARLIE-entity",
+    "CANARY-DELTA forget reason",
+    "CANARY-ECHO observation of a long walk to the harbour",
+];
+
+/// Writes every kind of payload, each holding a canary.
+fn write_canaries(e: &Engine, n: &Namespace) -> mnemon::Result<()> {
+    e.observe(n, NewObservation::new("s1", Role::User, CANARIES[4]))?;
+    let a = e.remember(n, NewMemory::new(CANARIES[0]).entities([CANARIES[2]]).key("user.bird"))?;
+    e.remember(n, NewMemory::new(CANARIES[1]))?;
+    e.remember(n, NewMemory::new("a plain memory about tea").key("user.drink"))?;
+    e.recall(n, "heron", &Default::default())?;
+    e.forget(n, ForgetRequest::Memory(a.id), CANARIES[3])?;
+    e.remember(n, NewMemory::new(format!("{} again", CANARIES[0])))?;
+    Ok(())
+}
+
+fn all_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    paths.iter().flat_map(|p| if p.is_dir() { common::files_under(p) } else { vec![p.clone()] }).collect()
+}
+
+fn found(paths: &[PathBuf], needle: &[u8]) -> Vec<PathBuf> {
+    all_files(paths)
+        .into_iter()
+        .filter(|p| std::fs::read(p).map(|b| b.windows(needle.len()).any(|w| w == needle)).unwrap_or(false))
+        .collect()
+}
+
+fn contents(e: &Engine, n: &Namespace) -> Vec<String> {
+    let mut v: Vec<String> = e.list(n, &ListOptions::default()).into_iter().map(|m| m.content).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn no_canary_in_the_data_directory_a_backup_or_an_export() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let live = dir.path().join("live");
+    let e = open(&live, &kek)?;
+    assert!(e.is_encrypted());
+    let u = ns("u1");
+    write_canaries(&e, &u)?;
+    let before = contents(&e, &u);
+    assert!(before.iter().any(|c| c.contains("CANARY-BRAVO")), "{before:?}");
+    e.backup(dir.path().join("backup"))?;
+    e.export(dir.path().join("store.jsonl"))?;
+    assert!(e.check()?.consistent, "replay equals live");
+    let digest = e.digest();
+    e.close()?;
+
+    let places = [live.clone(), dir.path().join("backup"), dir.path().join("store.jsonl")];
+    for c in CANARIES {
+        for needle in [c.as_bytes(), &c.as_bytes()[..12]] {
+            let hits = found(&places, needle);
+            assert!(hits.is_empty(), "{c:?} found in {hits:?}");
+        }
+    }
+    // The same writes without encryption do leave the text: the scan works.
+    let plain = Engine::open(dir.path().join("plain"))?;
+    write_canaries(&plain, &u)?;
+    plain.close()?;
+    assert!(!found(&[dir.path().join("plain")], CANARIES[1].as_bytes()).is_empty());
+
+    // Reopened with the key, everything reads and replays to the same digest.
+    let e = open(&live, &kek)?;
+    assert_eq!(contents(&e, &u), before);
+    assert_eq!(e.digest(), digest);
+    let hits = e.recall(&u, "spare key blue pot", &Default::default())?;
+    assert!(hits.iter().any(|h| h.memory.content.contains("CANARY-BRAVO")));
+    assert_eq!(e.open_report().vectors_embedded, 0, "sealed vectors were read back from the cache");
+    Ok(())
+}
+
+/// Every file under `dir` with its bytes' SHA-256-free fingerprint: length and content.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut v: Vec<(PathBuf, Vec<u8>)> =
+        common::files_under(dir).into_iter().map(|p| (p.clone(), std::fs::read(&p).unwrap_or_default())).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn missing_or_wrong_key_is_a_typed_error_and_writes_nothing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let live = dir.path().join("live");
+    let e = open(&live, &kek)?;
+    e.remember(&ns("u1"), NewMemory::new("sealed away"))?;
+    e.close()?;
+    let before = snapshot(&live);
+
+    match Engine::open(&live) {
+        Err(Error::KeyRequired(m)) => assert!(m.contains("encrypted"), "{m}"),
+        other => panic!("expected KeyRequired, got {:?}", other.map(|_| ())),
+    }
+    match open(&live, &Kek::generate()) {
+        Err(Error::WrongKey(_)) => {}
+        other => panic!("expected WrongKey, got {:?}", other.map(|_| ())),
+    }
+    let env = mnemon::crypt::KeyEnv("MNEMON_TEST_KEY_THAT_IS_NOT_SET".into());
+    match Engine::builder(&live).key_provider(Arc::new(env)).open() {
+        Err(Error::KeyRequired(m)) => assert!(m.contains("MNEMON_TEST_KEY_THAT_IS_NOT_SET"), "{m}"),
+        other => panic!("expected KeyRequired, got {:?}", other.map(|_| ())),
+    }
+    let after: Vec<(PathBuf, Vec<u8>)> = snapshot(&live).into_iter().filter(|(p, _)| !p.ends_with("LOCK")).collect();
+    let before: Vec<(PathBuf, Vec<u8>)> = before.into_iter().filter(|(p, _)| !p.ends_with("LOCK")).collect();
+    assert!(before == after, "a refused open changed the store's files");
+
+    // A key given to a plain store is refused too: encryption is chosen at creation.
+    let plain = dir.path().join("plain");
+    Engine::open(&plain)?.remember(&ns("u1"), NewMemory::new("plain text"))?;
+    match open(&plain, &kek) {
+        Err(Error::InvalidInput { field: "key", .. }) => {}
+        other => panic!("expected InvalidInput(key), got {:?}", other.map(|_| ())),
+    }
+    // A key file works like any provider.
+    let key_file = dir.path().join("store.key");
+    mnemon::crypt::write_new_key_file(&key_file)?;
+    let kf = Arc::new(mnemon::crypt::KeyFile(key_file.clone()));
+    let e = Engine::builder(dir.path().join("by-file")).key_provider(kf.clone()).open()?;
+    e.remember(&ns("u1"), NewMemory::new("kept under a key file"))?;
+    e.close()?;
+    let e = Engine::builder(dir.path().join("by-file")).key_provider(kf).open()?;
+    assert_eq!(contents(&e, &ns("u1")), vec!["kept under a key file".to_string()]);
+    Ok(())
+}
+
+#[test]
+fn a_shred_reaches_backups_and_exports_taken_before_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let live = dir.path().join("live");
+    let e = open(&live, &kek)?;
+    let (a, b) = (ns("alice"), ns("bob"));
+    write_canaries(&e, &a)?;
+    e.remember(&b, NewMemory::new("bob likes green tea"))?;
+    e.observe(&b, NewObservation::new("s9", Role::User, "bob said hello"))?;
+    let bob_before = contents(&e, &b);
+    e.backup(dir.path().join("before"))?;
+    e.export(dir.path().join("before.jsonl"))?;
+
+    let out = e.forget(&a, ForgetRequest::All, "account closed")?;
+    assert!(out.key_shredded, "{out:?}");
+    assert!(out.memories > 0);
+    // New writes to the namespace take a key of their own.
+    e.remember(&a, NewMemory::new("alice came back"))?;
+    let report = e.verify_shred(&a, &[dir.path().join("before")], &[dir.path().join("before.jsonl")])?;
+    assert!(report.verified, "{report:?}");
+    assert!(report.checks.iter().all(|c| c.sealed > 0 && c.opened == 0), "{report:?}");
+    assert_eq!(report.checks[0].later, 1, "{report:?}");
+    assert!(e.check()?.consistent);
+    e.close()?;
+
+    // The live store reopens: alice holds only what came after.
+    let e = open(&live, &kek)?;
+    assert_eq!(contents(&e, &a), vec!["alice came back".to_string()]);
+    assert_eq!(contents(&e, &b), bob_before);
+    assert!(e.check()?.consistent, "replay equals live after a shred");
+    e.close()?;
+
+    // The backup from before: alice unreadable (and said so), bob whole.
+    let ring = live.join(KEYRING_FILE);
+    match open(&dir.path().join("before"), &kek) {
+        Err(Error::KeyRequired(m)) => assert!(m.contains("keyring"), "{m}"),
+        other => panic!("expected KeyRequired, got {:?}", other.map(|_| ())),
+    }
+    let copy = Engine::builder(dir.path().join("before"))
+        .key_provider(Arc::new(StaticKey(kek.clone())))
+        .keyring(&ring)
+        .open()?;
+    assert_eq!(copy.open_report().shredded, vec!["alice".to_string()]);
+    assert!(contents(&copy, &a).is_empty());
+    assert!(copy.observations(&a, None).is_empty());
+    assert_eq!(contents(&copy, &b), bob_before);
+    assert!(copy.check()?.consistent);
+    copy.close()?;
+
+    // The export from before, restored: the same.
+    let restored = dir.path().join("restored");
+    let mut rep = mnemon::portability::restore(&dir.path().join("before.jsonl"), &restored)?;
+    let r = Engine::builder(&restored).key_provider(Arc::new(StaticKey(kek.clone()))).keyring(&ring).open()?;
+    assert_eq!(r.open_report().shredded, vec!["alice".to_string()]);
+    // The digest differs because of the shred alone: reported, not marked.
+    assert!(!rep.verify(&r));
+    assert_eq!(rep.shredded, vec!["alice".to_string()]);
+    assert!(!restored.join(mnemon::portability::RESTORE_MISMATCH).exists());
+    assert!(contents(&r, &a).is_empty());
+    assert_eq!(contents(&r, &b), bob_before);
+    assert_eq!(r.observations(&b, None).len(), 1);
+    r.close()?;
+
+    // Compaction still removes the bytes, and keeps the sealed records sealed.
+    let e = open(&live, &kek)?;
+    e.compact()?;
+    assert_eq!(contents(&e, &a), vec!["alice came back".to_string()]);
+    assert_eq!(contents(&e, &b), bob_before);
+    assert!(e.check()?.consistent);
+    Ok(())
+}
+
+#[test]
+fn an_unfinished_shred_is_finished_at_open() -> TestResult {
+    // A forget of the whole namespace durable in the log whose key the
+    // keyring still holds (the process stopped before the rewrite) is
+    // completed by the next open: the keyring from before the forget is
+    // put back to stand for that moment.
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let live = dir.path().join("live");
+    let e = open(&live, &kek)?;
+    let a = ns("alice");
+    e.remember(&a, NewMemory::new("to be shredded"))?;
+    e.close()?;
+    let ring = live.join(KEYRING_FILE);
+    let saved = std::fs::read(&ring)?;
+    let e = open(&live, &kek)?;
+    e.forget(&a, ForgetRequest::All, "gone")?;
+    e.close()?;
+    std::fs::write(&ring, &saved)?;
+    let e = open(&live, &kek)?;
+    assert!(contents(&e, &a).is_empty());
+    let report = e.verify_shred(&a, &[], &[])?;
+    assert!(report.verified, "{report:?}");
+    Ok(())
+}
