@@ -1706,6 +1706,12 @@ export interface ExportHeader {
    * Model id of the exported vectors.
    */
   model_id: string;
+  /**
+   * For an export of an encrypted store: the id of the keyring its
+   * records are sealed under (32 hex digits). Its events and vectors
+   * are then `sealed` and `sealed_vector` lines. Absent otherwise.
+   */
+  sealed?: string | null;
 }
 /**
  * What [`Engine::export`] wrote.
@@ -1769,6 +1775,12 @@ export interface ExportHeader1 {
    * Model id of the exported vectors.
    */
   model_id: string;
+  /**
+   * For an export of an encrypted store: the id of the keyring its
+   * records are sealed under (32 hex digits). Its events and vectors
+   * are then `sealed` and `sealed_vector` lines. Absent otherwise.
+   */
+  sealed?: string | null;
 }
 /**
  * `export`: every event and vector of the store as JSON lines, for `restore`.
@@ -1912,6 +1924,14 @@ export interface ForgetResponse {
    * Ids left out of `memory_ids` / `observation_ids` by the budget.
    */
   ids_omitted?: number;
+  /**
+   * True when the forget of a whole namespace of an encrypted store
+   * destroyed the namespace's data key in the same group commit
+   * ([`crate::crypt`]): every copy of its records (the log until
+   * compaction, backups, exports) is unreadable from then on. Left out
+   * of JSON when false.
+   */
+  key_shredded?: boolean;
   /**
    * Memory versions erased (whole version chains count every version).
    */
@@ -3068,6 +3088,14 @@ export interface RestoreReport {
    */
   model_id: string;
   /**
+   * For an export of an encrypted store: namespaces whose data key was
+   * shredded after the export was taken. They restore as erased, so the
+   * digest differs from the export's without the file being damaged,
+   * and the store is not marked ([`RESTORE_MISMATCH`]). Left out of
+   * JSON when empty.
+   */
+  shredded?: string[];
+  /**
    * Tombstones among them (payloads forgotten before the export).
    */
   tombstones: number;
@@ -3163,6 +3191,10 @@ export interface Stats {
    */
   index_bytes: number;
   /**
+   * The last reranker failure's error, when `rerank_failed` is not 0.
+   */
+  last_rerank_error?: string | null;
+  /**
    * Last durable log position.
    */
   last_seq: number;
@@ -3214,6 +3246,13 @@ export interface Stats {
    * says what to do.
    */
   read_only?: string | null;
+  /**
+   * Recalls and contexts of this process whose reranker call failed
+   * (the provider unreachable, an error status, a malformed reply): they
+   * kept recall's own order and scores, and their hits carry no
+   * `rerank_score`. 0 without a reranker.
+   */
+  rerank_failed?: number;
   /**
    * Bytes of disk the store keeps in reserve (`DATA/RESERVE`) for
    * opening on a full disk; 0 when it keeps none.

@@ -987,7 +987,7 @@ class ExportHeader(Record):
     """The first line of a store export."""
 
     __slots__ = ()
-    _FIELDS = ('digest', 'dim', 'exported_at', 'last_seq', 'mnemon_export', 'model_id')
+    _FIELDS = ('digest', 'dim', 'exported_at', 'last_seq', 'mnemon_export', 'model_id', 'sealed')
 
     @property
     def digest(self) -> str:
@@ -1019,6 +1019,15 @@ class ExportHeader(Record):
     def model_id(self) -> str:
         """Model id of the exported vectors."""
         return self._data["model_id"]  # type: ignore[no-any-return]
+
+    @property
+    def sealed(self) -> Optional[str]:
+        """
+        For an export of an encrypted store: the id of the keyring its records are
+        sealed under (32 hex digits). Its events and vectors are then `sealed` and
+        `sealed_vector` lines. Absent otherwise.
+        """
+        return self._data.get("sealed")
 
 
 class ExportReport(Record):
@@ -1101,7 +1110,7 @@ class ForgetResponse(Record):
     """What `forget` erased (or, for a dry run, would erase)."""
 
     __slots__ = ()
-    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'preview_observations', 'quotes_cut', 'similarities')
+    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'key_shredded', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'preview_observations', 'quotes_cut', 'similarities')
 
     @property
     def derived_memories(self) -> int:
@@ -1120,6 +1129,16 @@ class ForgetResponse(Record):
     def ids_omitted(self) -> Optional[int]:
         """Ids left out of `memory_ids` / `observation_ids` by the budget."""
         return self._data.get("ids_omitted")
+
+    @property
+    def key_shredded(self) -> Optional[bool]:
+        """
+        True when the forget of a whole namespace of an encrypted store destroyed the
+        namespace's data key in the same group commit (`crate::crypt`): every copy of
+        its records (the log until compaction, backups, exports) is unreadable from then
+        on. Left out of JSON when false.
+        """
+        return self._data.get("key_shredded")
 
     @property
     def memories(self) -> int:
@@ -2054,7 +2073,7 @@ class RestoreReport(Record):
     """What `restore` rebuilt."""
 
     __slots__ = ()
-    _FIELDS = ('digest', 'digest_matches', 'dir', 'expected_digest', 'last_seq', 'model_id', 'tombstones', 'vectors')
+    _FIELDS = ('digest', 'digest_matches', 'dir', 'expected_digest', 'last_seq', 'model_id', 'shredded', 'tombstones', 'vectors')
 
     @property
     def digest(self) -> Optional[str]:
@@ -2085,6 +2104,16 @@ class RestoreReport(Record):
     def model_id(self) -> str:
         """Model id of the vectors (recorded in the store, so `--embedder auto` keeps it)."""
         return self._data["model_id"]  # type: ignore[no-any-return]
+
+    @property
+    def shredded(self) -> List[str]:
+        """
+        For an export of an encrypted store: namespaces whose data key was shredded
+        after the export was taken. They restore as erased, so the digest differs from
+        the export's without the file being damaged, and the store is not marked
+        (`RESTORE_MISMATCH`). Left out of JSON when empty.
+        """
+        return self._data.get("shredded", [])
 
     @property
     def tombstones(self) -> int:
@@ -2220,7 +2249,7 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'reserve_bytes', 'rss_bytes', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_rerank_error', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'rerank_failed', 'reserve_bytes', 'rss_bytes', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
@@ -2282,6 +2311,11 @@ class Stats(Record):
     def index_bytes(self) -> int:
         """Estimated bytes held by the vector and lexical indexes."""
         return self._data["index_bytes"]  # type: ignore[no-any-return]
+
+    @property
+    def last_rerank_error(self) -> Optional[str]:
+        """The last reranker failure's error, when `rerank_failed` is not 0."""
+        return self._data.get("last_rerank_error")
 
     @property
     def last_seq(self) -> int:
@@ -2351,6 +2385,15 @@ class Stats(Record):
         full disk (see `crate::EngineBuilder::reserve_bytes`); says what to do.
         """
         return self._data.get("read_only")
+
+    @property
+    def rerank_failed(self) -> Optional[int]:
+        """
+        Recalls and contexts of this process whose reranker call failed (the provider
+        unreachable, an error status, a malformed reply): they kept recall's own order
+        and scores, and their hits carry no `rerank_score`. 0 without a reranker.
+        """
+        return self._data.get("rerank_failed")
 
     @property
     def reserve_bytes(self) -> Optional[int]:

@@ -202,6 +202,13 @@ fn human(cli: &Cli, resp: &Response) {
                     s.embed_failed
                 );
             }
+            if s.rerank_failed > 0 {
+                println!(
+                    "reranker:   {} failed in this process (kept recall's order); last: {}",
+                    count(s.rerank_failed as u64, "call", "calls"),
+                    s.last_rerank_error.as_deref().unwrap_or("?")
+                );
+            }
             println!(
                 "disk:       {} bytes, generation {}",
                 s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),

@@ -386,13 +386,21 @@ fn a_reranker_orders_the_top_hits() {
     assert!(hits.iter().all(|h| h.explain.rerank_score.is_some()));
     let plain = engine.recall(&ns, q, &RecallOptions { rerank: false, ..opts.clone() }).unwrap();
     assert!(plain.iter().all(|h| h.explain.rerank_score.is_none()));
-    // A reranker that fails leaves recall's own order.
+    assert_eq!(engine.stats().rerank_failed, 0);
+    // A reranker that fails leaves recall's own order, and stats count it.
     server.down.store(true, Ordering::SeqCst);
     let kept = engine.recall(&ns, q, &opts).unwrap();
     assert_eq!(
         kept.iter().map(|h| h.memory.id).collect::<Vec<_>>(),
         plain.iter().map(|h| h.memory.id).collect::<Vec<_>>()
     );
+    assert!(kept.iter().all(|h| h.explain.rerank_score.is_none()));
+    let stats = engine.stats();
+    assert_eq!(stats.rerank_failed, 1);
+    assert!(stats.last_rerank_error.as_deref().is_some_and(|e| !e.is_empty()), "{stats:?}");
+    server.down.store(false, Ordering::SeqCst);
+    engine.recall(&ns, q, &opts).unwrap();
+    assert_eq!(engine.stats().rerank_failed, 1, "a call that succeeds is not counted");
 }
 
 #[test]

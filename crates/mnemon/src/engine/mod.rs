@@ -54,6 +54,29 @@ struct Inner {
     dir: Arc<Mutex<DataDir>>,
     open_report: OpenReport,
     backlog: Arc<backfill::Backlog>,
+    /// Failed reranker calls of this process ([`Stats::rerank_failed`]).
+    rerank_failures: RerankFailures,
+}
+
+/// Failed calls of the reranker in this process: how many, and the last
+/// error's text.
+#[derive(Default)]
+pub(crate) struct RerankFailures {
+    count: std::sync::atomic::AtomicUsize,
+    last: Mutex<Option<String>>,
+}
+
+impl RerankFailures {
+    /// Counts a failed call and keeps its error's text.
+    pub(crate) fn record(&self, e: &crate::Error) {
+        self.count.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        *self.last.lock() = Some(e.to_string());
+    }
+
+    /// The count and the last error's text.
+    pub(crate) fn get(&self) -> (usize, Option<String>) {
+        (self.count.load(std::sync::atomic::Ordering::Acquire), self.last.lock().clone())
+    }
 }
 
 impl Drop for Inner {
@@ -214,5 +237,9 @@ impl Engine {
 
     pub(crate) fn backlog(&self) -> &backfill::Backlog {
         &self.inner.backlog
+    }
+
+    pub(crate) fn rerank_failures(&self) -> &RerankFailures {
+        &self.inner.rerank_failures
     }
 }

@@ -222,6 +222,7 @@ impl Engine {
                 cfg,
                 embedder,
                 dedup_threshold,
+                rerank_failures: super::RerankFailures::default(),
                 dir,
                 open_report: report,
                 backlog,

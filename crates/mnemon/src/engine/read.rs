@@ -83,6 +83,15 @@ pub struct Stats {
     /// Memories whose background embedding failed in this process; they
     /// stay pending in the store and are queued again at the next open.
     pub embed_failed: usize,
+    /// Recalls and contexts of this process whose reranker call failed
+    /// (the provider unreachable, an error status, a malformed reply): they
+    /// kept recall's own order and scores, and their hits carry no
+    /// `rerank_score`. 0 without a reranker.
+    #[serde(default)]
+    pub rerank_failed: usize,
+    /// The last reranker failure's error, when `rerank_failed` is not 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_rerank_error: Option<String>,
     /// Namespaces whose vector index is an HNSW graph (the rest scan exactly).
     pub hnsw_namespaces: usize,
     /// Estimated bytes held by the vector and lexical indexes.
@@ -490,6 +499,8 @@ impl Engine {
             vectors: 0,
             embed_backlog: self.embed_backlog(),
             embed_failed: self.backlog().failed.load(std::sync::atomic::Ordering::Acquire),
+            rerank_failed: self.rerank_failures().get().0,
+            last_rerank_error: self.rerank_failures().get().1,
             hnsw_namespaces: 0,
             index_bytes: 0,
             pending_erasure: state.pending_erasure(),

@@ -415,7 +415,9 @@ impl Engine {
             hits
         };
         if let Some((r, _)) = reranker {
-            rerank(r.as_ref(), query, &mut hits);
+            if let Err(e) = rerank(r.as_ref(), query, &mut hits) {
+                self.rerank_failures().record(&e);
+            }
             hits.truncate(opts.top_k);
         }
         if opts.record_access && opts.as_of.is_none() {
@@ -429,17 +431,16 @@ impl Engine {
 /// Orders `hits` by `r`'s scores for `query` (ties keep recall's order);
 /// each hit's `score` becomes the reranker's, clamped to 0..=1, and its
 /// explanation keeps the score as given. On a failure of the reranker the
-/// hits keep recall's order and scores.
-fn rerank(r: &dyn crate::embed::Reranker, query: &str, hits: &mut [Hit]) {
+/// hits keep recall's order and scores, and the error is returned (the
+/// caller counts it in [`crate::Stats::rerank_failed`]).
+fn rerank(r: &dyn crate::embed::Reranker, query: &str, hits: &mut [Hit]) -> crate::Result<()> {
     if hits.len() < 2 {
-        return;
+        return Ok(());
     }
     let texts: Vec<std::borrow::Cow<'_, str>> =
         hits.iter().map(|h| crate::text::searchable(&h.memory.content)).collect();
     let docs: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
-    let Ok(scores) = r.rerank(query, &docs) else {
-        return;
-    };
+    let scores = r.rerank(query, &docs)?;
     drop(texts);
     for (h, s) in hits.iter_mut().zip(scores) {
         h.explain.rerank_score = Some(s);
@@ -449,6 +450,7 @@ fn rerank(r: &dyn crate::embed::Reranker, query: &str, hits: &mut [Hit]) {
     hits.sort_by(|a, b| {
         b.explain.rerank_score.unwrap_or(f32::MIN).total_cmp(&a.explain.rerank_score.unwrap_or(f32::MIN))
     });
+    Ok(())
 }
 
 /// Why a hit counts as relevant to its query ([`Abstain::judge`]).
