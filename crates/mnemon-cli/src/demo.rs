@@ -267,7 +267,14 @@ pub fn run(cli: &Cli, args: &DemoArgs) -> Result<()> {
     }
 
     println!("\n== Session 4: questions that need earlier sessions ==");
-    let opts = RecallOptions { top_k: 3, requester: Some("demo-agent".into()), ..RecallOptions::default() };
+    // The reads are recorded under the session that asked them, as an
+    // agent's are (`mnemon serve`'s reads page, `session=s4`).
+    let opts = RecallOptions {
+        top_k: 3,
+        requester: Some("demo-agent".into()),
+        current_session: Some("s4".into()),
+        ..RecallOptions::default()
+    };
     for q in QUESTIONS {
         println!("\n  user: {q}");
         show_hits(&engine.recall(&ns, q, &opts)?, args.explain);
