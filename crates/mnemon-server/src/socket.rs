@@ -274,7 +274,8 @@ fn still_open(conn: &BufReader<UnixStream>) -> bool {
         return false;
     }
     let mut probe = [0u8; 1];
-    let open = matches!((&*conn.get_ref()).read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
+    let mut stream: &UnixStream = conn.get_ref();
+    let open = matches!(stream.read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
     open && conn.get_ref().set_nonblocking(false).is_ok()
 }
 

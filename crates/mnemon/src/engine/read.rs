@@ -252,6 +252,7 @@ impl View {
 
 impl Engine {
     /// The last durable log position: what live reads see.
+    #[allow(clippy::misnamed_getters)] // `visible` is the last durable position
     pub fn last_seq(&self) -> Seq {
         self.shared().state.read().visible
     }

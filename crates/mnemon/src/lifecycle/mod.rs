@@ -148,7 +148,7 @@ impl Engine {
         let cached = match indexed_dim {
             Some(dim) => match shared.store().get_vector(&shared.model_id, m.id)?.map(|c| c.vector) {
                 Some(v) if v.len() == dim => Some(v),
-                _ => row(&shared),
+                _ => row(shared),
             },
             None => None,
         };

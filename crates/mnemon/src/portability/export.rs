@@ -47,6 +47,9 @@ pub struct ExportHeader {
 }
 
 /// One line after the header.
+// Lines are read and written one at a time, so the size of the largest
+// variant costs one value, not one per line.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum ExportLine {

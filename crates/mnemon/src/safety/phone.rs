@@ -194,8 +194,12 @@ pub(crate) struct Candidate<'a> {
 /// redactor rescans after replacing, so the same digits come back.
 #[derive(Default)]
 pub(crate) struct PhoneCache {
-    seen: HashMap<(Written, bool, bool, String, Vec<usize>), Option<PiiKind>>,
+    seen: HashMap<PhoneCacheKey, Option<PiiKind>>,
 }
+
+/// What a verdict depends on: the candidate's `written`, `strict` and
+/// `vouched`, its digits and its `runs`.
+type PhoneCacheKey = (Written, bool, bool, String, Vec<usize>);
 
 /// What the library says about one parsed number.
 enum Verdict {
