@@ -225,7 +225,7 @@ impl LogStore for SealedStore {
             }
             // A new key is durable before any record sealed with it.
             if changed {
-                ring.save(&self.keys.path)?;
+                ring.save(&self.keys.path, "key")?;
             }
         }
         let staged = std::mem::take(&mut *self.staged.lock());
@@ -256,11 +256,14 @@ impl LogStore for SealedStore {
         let n = self.inner.flush()?;
         let pending = std::mem::take(&mut *self.pending_shreds.lock());
         if !pending.is_empty() {
+            // The forget is durable and its key not yet destroyed: a crash
+            // here has the next open finish the shred.
+            crate::crash::crash_point("shred.flushed");
             let mut ring = self.keys.ring.lock();
             for (ns, generation) in &pending {
                 ring.shred(ns, *generation);
             }
-            ring.save(&self.keys.path)?;
+            ring.save(&self.keys.path, "shred")?;
         }
         Ok(n)
     }
@@ -407,7 +410,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
         if id.as_slice() != ring.id() {
             return Err(Error::WrongKey(format!("{} is not the keyring this store was sealed under", from.display())));
         }
-        ring.save(&path)?;
+        ring.save(&path, "copy")?;
         ring
     } else {
         let Some(p) = &keys.provider else {
@@ -424,7 +427,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
             ));
         }
         let ring = Keyring::new(p.kek()?);
-        ring.save(&path)?;
+        ring.save(&path, "new")?;
         store.meta_put(META_KEYRING, &ring.id())?;
         ring
     };
