@@ -538,7 +538,9 @@ fn key(cli: &Cli, cmd: &KeyCmd) -> Result<(), ApiError> {
             require_store(cli)?;
             // The new key is read (and refused if missing or malformed)
             // before the store is opened: bad input writes nothing.
-            let new = mnemon::crypt::StaticKey(mnemon::crypt::KeyFile(new_key_file.clone()).kek()?);
+            let new = mnemon::crypt::StaticKey(mnemon::crypt::KeyProvider::kek(&mnemon::crypt::KeyFile(
+                new_key_file.clone(),
+            ))?);
             if KEYS.get().and_then(|k| k.provider.as_ref()).is_none() {
                 return Err(mnemon::Error::KeyRequired(
                     "key rotate needs the current key: --key-file, MNEMON_KEY_FILE or MNEMON_KEY".into(),

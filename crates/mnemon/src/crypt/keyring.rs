@@ -239,6 +239,18 @@ impl Keyring {
         generation
     }
 
+    /// Makes a fresh key for every namespace that holds a live key, one
+    /// generation above any it had (the caller saves): the keys a
+    /// compaction re-seals the live generation under. Returns how many.
+    pub(crate) fn renew_all(&mut self) -> usize {
+        let live: std::collections::BTreeSet<String> =
+            self.slots.iter().filter(|(_, s)| matches!(s, Slot::Live(_))).map(|((ns, _), _)| ns.clone()).collect();
+        for ns in &live {
+            self.create(ns);
+        }
+        live.len()
+    }
+
     /// The key of `(ns, generation)`.
     pub(crate) fn get(&self, ns: &str, generation: u32) -> KeyState<'_> {
         match self.slots.get(&(ns.to_string(), generation)) {

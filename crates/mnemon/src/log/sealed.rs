@@ -88,6 +88,38 @@ impl SealedStore {
             .ok_or_else(|| Error::Storage(format!("cached vector of memory {} vanished", id.0).into()))
     }
 
+    /// The stored record `bytes` at `seq` sealed afresh under the current
+    /// data key of its namespace, for a compaction that re-seals the live
+    /// generation; `None` to copy it as stored: a plain record, one
+    /// already under the current key, one whose key is shredded (or not in
+    /// the keyring), and a forget of the whole namespace (its key is the
+    /// one its shred destroys, so it stays under it).
+    ///
+    /// # Errors
+    /// [`Error::Corrupted`] for a damaged record; [`Error::Storage`].
+    pub(crate) fn reseal(&self, seq: Seq, bytes: &[u8]) -> Result<Option<Vec<u8>>> {
+        if bytes.first() != Some(&SEALED_VERSION) {
+            return Ok(None);
+        }
+        let h = head(seq, bytes)?;
+        if h.whole_namespace {
+            return Ok(None);
+        }
+        let ring = self.keys.ring.lock();
+        let KeyState::Live(old) = ring.get(&h.ns, h.generation) else {
+            return Ok(None);
+        };
+        let Some((generation, key)) = ring.current(&h.ns) else {
+            return Ok(None);
+        };
+        if generation == h.generation {
+            return Ok(None);
+        }
+        let plain = open_record(seq, bytes, old)?;
+        let (env, body) = split_plain(seq, &plain)?;
+        seal_record(env, body, generation, key).map(Some)
+    }
+
     /// Namespaces whose records read as shredded so far.
     pub(crate) fn shredded_seen(&self) -> Vec<String> {
         self.shredded_seen.lock().iter().cloned().collect()
