@@ -304,11 +304,16 @@ fn kill_during_shreds_rotations_and_compactions_loses_no_acknowledged_write() {
     let first = keys.join("first");
     mnemon::crypt::write_new_key_file(&first).unwrap();
     let mut key = first.clone();
+    // Kills that caught a shred, a rotation in flight.
+    let mut in_flight = [0usize; 2];
     for i in 0..iters {
         let mut c = spawn_child(&data, &key, &acks, &keys, rng.gen(), "loop").spawn().unwrap();
         std::thread::sleep(Duration::from_millis(rng.gen_range(150..900)));
         c.kill().unwrap(); // SIGKILL
         let out = c.wait_with_output().unwrap();
+        let at = read_acks(&acks);
+        in_flight[0] += usize::from(at.shred_in_flight);
+        in_flight[1] += usize::from(at.rotating.is_some());
         assert!(
             !out.status.success(),
             "seed {seed} kill {i}: the child ended: {}",
@@ -317,5 +322,12 @@ fn kill_during_shreds_rotations_and_compactions_loses_no_acknowledged_write() {
         key = check_after_crash(&data, &first, &acks, &format!("seed {seed} kill {i}"));
     }
     let acks = read_acks(&acks);
+    eprintln!(
+        "{iters} kills: {} shreds and {} memories acknowledged; kills during a shred {}, during a rotation {}",
+        acks.shreds,
+        acks.memories.len(),
+        in_flight[0],
+        in_flight[1]
+    );
     assert!(acks.shreds > 0 && acks.key.is_some(), "seed {seed}: no shred or no rotation happened: {acks:?}");
 }
