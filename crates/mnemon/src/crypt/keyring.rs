@@ -163,7 +163,9 @@ impl Keyring {
     /// the change for the crash hook (`MNEMON_CRASH_AT=keyring.STEP.written`
     /// aborts once the temporary file is durable, `keyring.STEP.renamed`
     /// once it is renamed, before the directory is synced); `STEP` is
-    /// `new`, `copy`, `key`, `shred`, `rotate` or `reseal`.
+    /// `new`, `copy`, `key`, `shred`, `rotate` or `reseal`. With the
+    /// `failpoints` feature, failpoint `keyring::rename::STEP` fails it
+    /// before the rename.
     ///
     /// # Errors
     /// [`Error::Io`].
@@ -197,6 +199,10 @@ impl Keyring {
             f.write_all(&out).and_then(|()| f.sync_all()).map_err(|e| Error::io_at(&tmp, e))?;
         }
         crate::crash::crash_point(&format!("keyring.{step}.written"));
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!(&format!("keyring::rename::{step}"), |_| Err(Error::Io(std::io::Error::other(format!(
+            "injected failure at keyring::rename::{step}"
+        )))));
         std::fs::rename(&tmp, path).map_err(|e| Error::io_at(path, e))?;
         crate::crash::crash_point(&format!("keyring.{step}.renamed"));
         if let Some(dir) = path.parent() {
