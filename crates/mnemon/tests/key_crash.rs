@@ -70,7 +70,11 @@ fn key_crash_child() {
     };
     let p: Vec<&str> = spec.split('\t').collect();
     let (dir, key, acks, keys, seed, mode) = (p[0], p[1], p[2], p[3], p[4], p[5]);
-    let mut rng = SmallRng::seed_from_u64(seed.parse().unwrap());
+    let seed: u64 = seed.parse().unwrap();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    // The child's tag in letters: a long number in a memory would be
+    // redacted as a card number.
+    let tag: String = (0..8).map(|i| char::from(b'a' + u8::try_from((seed >> (i * 5)) % 26).unwrap())).collect();
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(acks).unwrap();
     // A line the previous child was killed in the middle of ends here.
     if std::fs::read(acks).unwrap().last().is_some_and(|b| *b != b'\n') {
@@ -82,7 +86,7 @@ fn key_crash_child() {
     loop {
         for _ in 0..8 {
             for space in [&keep, &gone] {
-                let text = format!("{} memory {seed}-{n}", space.as_str());
+                let text = format!("{} memory {tag} {n}", space.as_str());
                 n += 1;
                 let id = e.remember(space, NewMemory::new(&text).dedup(DedupMode::Off)).unwrap().id;
                 ack(&mut f, &format!("m\t{}\t{}\t{text}", space.as_str(), id.0));
@@ -92,12 +96,12 @@ fn key_crash_child() {
         assert!(e.forget(&gone, ForgetRequest::All, "closed").unwrap().key_shredded);
         ack(&mut f, "shred-done");
         for space in [&keep, &gone] {
-            let text = format!("{} memory {seed}-{n} after the shred", space.as_str());
+            let text = format!("{} memory {tag} {n} after the shred", space.as_str());
             n += 1;
             let id = e.remember(space, NewMemory::new(&text).dedup(DedupMode::Off)).unwrap().id;
             ack(&mut f, &format!("m\t{}\t{}\t{text}", space.as_str(), id.0));
         }
-        let next = Path::new(keys).join(format!("k-{seed}-{n}-{}", rng.gen::<u32>()));
+        let next = Path::new(keys).join(format!("k-{tag}-{n}-{}", rng.gen::<u32>()));
         mnemon::crypt::write_new_key_file(&next).unwrap();
         ack(&mut f, &format!("rotate-start\t{}", next.display()));
         e.rotate_key(&KeyFile(next.clone())).unwrap();
