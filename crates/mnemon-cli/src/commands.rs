@@ -515,14 +515,51 @@ pub enum KeyCmd {
         /// Where to write it (keep it outside the data directory).
         file: std::path::PathBuf,
     },
+    /// Re-wrap every data key of the store under a new key (the log is
+    /// not rewritten); the store opens only with the new key afterwards.
+    /// The current key comes from --key-file, MNEMON_KEY_FILE or
+    /// MNEMON_KEY as for any command.
+    Rotate {
+        /// The new key file (make it with `mnemon key new`).
+        #[arg(long = "new-key-file", value_name = "FILE")]
+        new_key_file: std::path::PathBuf,
+    },
 }
 
 /// Runs `mnemon key …`.
-fn key(cmd: &KeyCmd) -> Result<()> {
+fn key(cli: &Cli, cmd: &KeyCmd) -> Result<(), ApiError> {
     match cmd {
         KeyCmd::New { file } => {
             mnemon::crypt::write_new_key_file(file)?;
             println!("wrote a new key to {}; keep it safe: a store made with it opens only with it", file.display());
+            Ok(())
+        }
+        KeyCmd::Rotate { new_key_file } => {
+            require_store(cli)?;
+            // The new key is read (and refused if missing or malformed)
+            // before the store is opened: bad input writes nothing.
+            let new = mnemon::crypt::StaticKey(mnemon::crypt::KeyProvider::kek(&mnemon::crypt::KeyFile(
+                new_key_file.clone(),
+            ))?);
+            if KEYS.get().and_then(|k| k.provider.as_ref()).is_none() {
+                return Err(mnemon::Error::KeyRequired(
+                    "key rotate needs the current key: --key-file, MNEMON_KEY_FILE or MNEMON_KEY".into(),
+                )
+                .into());
+            }
+            let engine = open_engine_for(cli, &cli.data, Graphs::Scan)?;
+            let rotated = engine.rotate_key(&new);
+            engine.close()?;
+            rotated?;
+            if cli.json {
+                println!("{}", serde_json::json!({ "rotated": true, "key_file": new_key_file }));
+            } else {
+                println!(
+                    "the keyring of {} is now wrapped by the key in {}; the old key no longer opens the store",
+                    cli.data.display(),
+                    new_key_file.display()
+                );
+            }
             Ok(())
         }
     }
@@ -936,7 +973,7 @@ pub(crate) fn text_arg(field: &str, value: &str) -> Result<String, ApiError> {
 pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     let _ = KEYS.set(key_settings(cli));
     match &cli.command {
-        Cmd::Key { cmd } => return Ok(key(cmd).map(|()| ExitCode::SUCCESS)?),
+        Cmd::Key { cmd } => return key(cli, cmd).map(|()| ExitCode::SUCCESS),
         Cmd::VerifyErasure(a) if a.shredded.is_some() => {
             return verify_shredded(cli, a, a.shredded.as_deref().unwrap_or_default())
         }

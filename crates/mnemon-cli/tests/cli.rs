@@ -1727,6 +1727,52 @@ fn encrypted_store_key_file_shred_and_backup() {
     assert!(in_backup("alice", "bees").is_empty());
 }
 
+/// `key rotate --new-key-file`: the current key (here `MNEMON_KEY`)
+/// opens the store, the keyring is re-wrapped under the new key, and from
+/// then on only the new key opens it; a missing new key file or a plain
+/// store is refused and changes nothing.
+#[test]
+fn key_rotate_rewraps_the_keyring() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (old, new) = (dir.path().join("old.key"), dir.path().join("new.key"));
+    for k in [&old, &new] {
+        let (ok, _, err) = mnemon(&data, &["key", "new", k.to_str().unwrap()]);
+        assert!(ok, "{err}");
+    }
+    let old_hex = std::fs::read_to_string(&old).unwrap().trim().to_string();
+    let env = [("MNEMON_KEY", old_hex.as_str())];
+    let (ok, _, err) = mnemon_with_env(&env, &data, &["remember", "--namespace", "u", "Keeps bees on the roof"]);
+    assert!(ok, "{err}");
+    let ring = data.join("KEYRING");
+    let before = std::fs::read(&ring).unwrap();
+
+    let missing = dir.path().join("missing.key");
+    let (ok, _, err) = mnemon_with_env(&env, &data, &["key", "rotate", "--new-key-file", missing.to_str().unwrap()]);
+    assert!(!ok && err.contains("missing.key"), "{err}");
+    let (ok, _, err) = mnemon(&data, &["--json", "key", "rotate", "--new-key-file", new.to_str().unwrap()]);
+    assert!(!ok && err.contains("\"key\""), "without the current key: {err}");
+    assert_eq!(std::fs::read(&ring).unwrap(), before, "a refused rotation wrote the keyring");
+
+    let (ok, out, err) =
+        mnemon_with_env(&env, &data, &["--json", "key", "rotate", "--new-key-file", new.to_str().unwrap()]);
+    assert!(ok, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["rotated"], true, "{out}");
+    assert_ne!(std::fs::read(&ring).unwrap(), before);
+
+    let (ok, _, err) = mnemon_with_env(&env, &data, &["--json", "list", "--namespace", "u"]);
+    assert!(!ok && err.contains("wrong key"), "the old key still opens: {err}");
+    let (ok, out, err) = mnemon(&data, &["--key-file", new.to_str().unwrap(), "list", "--namespace", "u"]);
+    assert!(ok && out.contains("Keeps bees on the roof"), "{out}{err}");
+
+    let plain = dir.path().join("plain");
+    let (ok, _, err) = mnemon(&plain, &["remember", "--namespace", "u", "plain text"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = mnemon_with_env(&env, &plain, &["key", "rotate", "--new-key-file", new.to_str().unwrap()]);
+    assert!(!ok, "a plain store has no key to rotate: {err}");
+}
+
 fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {

@@ -67,6 +67,7 @@
 #![warn(missing_docs)]
 
 mod cancel;
+mod crash;
 mod engine;
 mod error;
 mod log;

@@ -124,13 +124,13 @@ fn crate_graph() -> Graph {
 }
 
 /// The engine's top-level modules each module imports (`crate::m…`, also
-/// inside grouped `use crate::{…}`); `error.rs`, `types.rs` and `cancel.rs`
-/// count as one node, `(root)`.
+/// inside grouped `use crate::{…}`); `error.rs`, `types.rs`, `cancel.rs`
+/// and `crash.rs` count as one node, `(root)`.
 fn engine_graph() -> Graph {
     let src = root().join("crates/mnemon/src");
     let node = |m: &str| -> String {
         match m {
-            "error" | "types" | "cancel" => "(root)".to_string(),
+            "error" | "types" | "cancel" | "crash" => "(root)".to_string(),
             m => m.to_string(),
         }
     };

@@ -252,3 +252,163 @@ fn an_unfinished_shred_is_finished_at_open() -> TestResult {
     assert!(report.verified, "{report:?}");
     Ok(())
 }
+
+#[test]
+fn a_rotation_rewraps_the_keyring_and_only_the_new_key_opens_the_store() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (old, new) = (Kek::generate(), Kek::generate());
+    let live = dir.path().join("live");
+    let e = open(&live, &old)?;
+    let (a, b) = (ns("alice"), ns("bob"));
+    write_canaries(&e, &a)?;
+    e.remember(&b, NewMemory::new("bob likes green tea"))?;
+    let (alice, bob, digest) = (contents(&e, &a), contents(&e, &b), e.digest());
+    e.backup(dir.path().join("before"))?;
+    e.export(dir.path().join("before.jsonl"))?;
+
+    // Refused, writing nothing: the key already in use, and no key at all.
+    let ring = live.join(KEYRING_FILE);
+    let ring_before = std::fs::read(&ring)?;
+    match e.rotate_key(&StaticKey(old.clone())) {
+        Err(Error::InvalidInput { field: "key", .. }) => {}
+        other => panic!("expected InvalidInput(key), got {other:?}"),
+    }
+    let missing = mnemon::crypt::KeyFile(dir.path().join("no-such.key"));
+    assert!(matches!(e.rotate_key(&missing), Err(Error::KeyRequired(_))));
+    assert_eq!(std::fs::read(&ring)?, ring_before);
+
+    e.rotate_key(&StaticKey(new.clone()))?;
+    assert_ne!(std::fs::read(&ring)?, ring_before);
+    assert!(!live.join(format!("{KEYRING_FILE}.tmp")).exists());
+    // The running engine keeps writing and shredding with the new key.
+    e.remember(&b, NewMemory::new("bob moved to Lyon"))?;
+    let bob_after = contents(&e, &b);
+    e.close()?;
+
+    match open(&live, &old) {
+        Err(Error::WrongKey(_)) => {}
+        other => panic!("expected WrongKey with the old key, got {:?}", other.map(|_| ())),
+    }
+    let e = open(&live, &new)?;
+    assert_eq!(contents(&e, &a), alice);
+    assert_eq!(contents(&e, &b), bob_after);
+    assert!(e.check()?.consistent);
+    let hits = e.recall(&a, "spare key blue pot", &Default::default())?;
+    assert!(hits.iter().any(|h| h.memory.content.contains("CANARY-BRAVO")));
+    assert_eq!(e.open_report().vectors_embedded, 0, "cached vectors still open: the data keys are the same");
+    e.close()?;
+
+    // A backup and an export from before the rotation read with the
+    // store's keyring, so with the new key only.
+    let before = dir.path().join("before");
+    match Engine::builder(&before).key_provider(Arc::new(StaticKey(old.clone()))).keyring(&ring).open() {
+        Err(Error::WrongKey(_)) => {}
+        other => panic!("expected WrongKey for the backup with the old key, got {:?}", other.map(|_| ())),
+    }
+    let copy = Engine::builder(&before).key_provider(Arc::new(StaticKey(new.clone()))).keyring(&ring).open()?;
+    assert_eq!(contents(&copy, &a), alice);
+    assert_eq!(contents(&copy, &b), bob);
+    assert_eq!(copy.digest(), digest);
+    copy.close()?;
+    let restored = dir.path().join("restored");
+    mnemon::portability::restore(&dir.path().join("before.jsonl"), &restored)?;
+    let r = Engine::builder(&restored).key_provider(Arc::new(StaticKey(new.clone()))).keyring(&ring).open()?;
+    assert_eq!(contents(&r, &a), alice);
+    r.close()?;
+
+    // A shred after the rotation still reaches the copy taken before it.
+    let e = open(&live, &new)?;
+    assert!(e.forget(&a, ForgetRequest::All, "closed")?.key_shredded);
+    let report = e.verify_shred(&a, &[], &[dir.path().join("before.jsonl")])?;
+    assert!(report.verified, "{report:?}");
+    e.close()?;
+
+    // A plain store has no key to rotate.
+    let plain = Engine::open(dir.path().join("plain"))?;
+    match plain.rotate_key(&StaticKey(new)) {
+        Err(Error::InvalidInput { field: "key", .. }) => {}
+        other => panic!("expected InvalidInput(key), got {other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn compaction_reseals_the_live_generation_under_fresh_data_keys() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let live = dir.path().join("live");
+    let e = open(&live, &kek)?;
+    let (a, b) = (ns("alice"), ns("bob"));
+    write_canaries(&e, &a)?;
+    e.remember(&b, NewMemory::new("bob likes green tea"))?;
+    e.observe(&b, NewObservation::new("s9", Role::User, "bob said hello"))?;
+    let (alice, bob) = (contents(&e, &a), contents(&e, &b));
+    let ring = live.join(KEYRING_FILE);
+    let ring_before = dir.path().join("KEYRING.before");
+    std::fs::copy(&ring, &ring_before)?;
+    e.backup(dir.path().join("before"))?;
+    e.export(dir.path().join("before.jsonl"))?;
+
+    assert!(e.compact()?.verified);
+    assert_eq!(contents(&e, &a), alice);
+    assert_eq!(contents(&e, &b), bob);
+    e.remember(&b, NewMemory::new("bob moved to Lyon"))?;
+    let bob_after = contents(&e, &b);
+    e.backup(dir.path().join("after"))?;
+    let digest = e.digest();
+    e.close()?;
+
+    // The compacted generation is sealed under keys the keyring from
+    // before the compaction does not hold.
+    match Engine::builder(dir.path().join("after"))
+        .key_provider(Arc::new(StaticKey(kek.clone())))
+        .keyring(&ring_before)
+        .open()
+    {
+        Err(Error::WrongKey(m)) => assert!(m.contains("generation 2"), "{m}"),
+        other => panic!("expected WrongKey with the keyring from before, got {:?}", other.map(|_| ())),
+    }
+    let e = open(&live, &kek)?;
+    assert_eq!(e.digest(), digest);
+    assert_eq!(contents(&e, &a), alice);
+    assert_eq!(contents(&e, &b), bob_after);
+    assert!(e.check()?.consistent, "replay equals live after re-sealing");
+    assert_eq!(e.open_report().vectors_embedded, 0, "re-sealed vectors read back from the cache");
+    let hits = e.recall(&a, "spare key blue pot", &Default::default())?;
+    assert!(hits.iter().any(|h| h.memory.content.contains("CANARY-BRAVO")));
+    e.close()?;
+    for c in CANARIES {
+        let hits = found(&[live.clone()], c.as_bytes());
+        assert!(hits.is_empty(), "{c:?} found in {hits:?}");
+    }
+
+    // The backup from before the compaction still reads with the store's
+    // keyring: the old data keys stay until the namespace is shredded.
+    let copy = Engine::builder(dir.path().join("before"))
+        .key_provider(Arc::new(StaticKey(kek.clone())))
+        .keyring(&ring)
+        .open()?;
+    assert_eq!(contents(&copy, &a), alice);
+    assert_eq!(contents(&copy, &b), bob);
+    copy.close()?;
+
+    // A shred destroys every key of the namespace, the old ones too: the
+    // backup and export from before the compaction no longer open it.
+    let e = open(&live, &kek)?;
+    assert!(e.forget(&a, ForgetRequest::All, "closed")?.key_shredded);
+    let report = e.verify_shred(&a, &[dir.path().join("before")], &[dir.path().join("before.jsonl")])?;
+    assert!(report.verified, "{report:?}");
+    assert_eq!(report.shredded_keys, vec![1, 2], "{report:?}");
+    assert!(report.checks.iter().all(|c| c.sealed > 0 && c.opened == 0 && c.later == 0), "{report:?}");
+    // A second compaction re-seals what is left; the shredded namespace's
+    // records stay as they were and read as erased.
+    assert!(e.compact()?.verified);
+    assert!(contents(&e, &a).is_empty());
+    assert_eq!(contents(&e, &b), bob_after);
+    assert!(e.check()?.consistent);
+    e.close()?;
+    let e = open(&live, &kek)?;
+    assert!(contents(&e, &a).is_empty());
+    assert_eq!(contents(&e, &b), bob_after);
+    Ok(())
+}

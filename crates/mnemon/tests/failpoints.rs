@@ -1,5 +1,5 @@
-//! Injected I/O failures (the `fail` crate) at append, flush and the
-//! compaction steps. Fail-stop: a failed append or flush poisons the writer,
+//! Injected I/O failures (the `fail` crate) at append, flush, the
+//! compaction steps and the keyring's replacement. Fail-stop: a failed append or flush poisons the writer,
 //! later writes get `Error::Poisoned` (a failed flush is never retried),
 //! reads keep working, and a reopen has every acknowledged write.
 //! `return(enospc)` injects the OS error of a full disk.
@@ -130,6 +130,42 @@ fn interval_failure_keeps_the_mark_honest() {
     println!("failpoints: interval append failure: mark {n}, reopen recovered {} acknowledged", acked.len());
 }
 
+/// A keyring that cannot be replaced: a rotation returns the error and
+/// the old key still opens the store, with every write; a shred whose
+/// keyring save fails is not acknowledged, and the next open finishes it
+/// (its forget is durable).
+fn keyring_failure() {
+    use mnemon::crypt::{Kek, StaticKey};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (Kek::generate(), Kek::generate());
+    let open = |k: &Kek| Engine::builder(dir.path()).key_provider(Arc::new(StaticKey(k.clone()))).open();
+    let e = open(&old).unwrap();
+    let mut acked = Vec::new();
+    fill(&e, 0, 10, &mut acked);
+    fail::cfg("keyring::rename::rotate", "return").unwrap();
+    assert!(matches!(e.rotate_key(&StaticKey(new.clone())), Err(Error::Io(_))));
+    fail::remove("keyring::rename::rotate");
+    fill(&e, 10, 5, &mut acked);
+    e.close().unwrap();
+    assert!(matches!(open(&new), Err(Error::WrongKey(_))));
+    let e = open(&old).unwrap();
+    for (id, t) in &acked {
+        assert_eq!(&e.get(&ns(), *id).unwrap().content, t);
+    }
+    fail::cfg("keyring::rename::shred", "return").unwrap();
+    assert!(e.forget(&ns(), ForgetRequest::All, "closed").is_err(), "a shred whose key survived was acknowledged");
+    fail::remove("keyring::rename::shred");
+    assert!(e.close().is_err(), "the failed flush poisoned the writer");
+    let e = open(&old).unwrap();
+    for (id, _) in &acked {
+        assert!(e.get(&ns(), *id).is_err(), "memory {id} outlived a durable forget of its namespace");
+    }
+    assert!(e.verify_shred(&ns(), &[], &[]).unwrap().verified);
+    assert!(e.check().unwrap().consistent);
+    e.close().unwrap();
+}
+
 #[test]
 fn injected_failures() {
     // One test: failpoints are process-wide.
@@ -142,5 +178,6 @@ fn injected_failures() {
         compaction_failure(p);
     }
     interval_failure_keeps_the_mark_honest();
+    keyring_failure();
     scenario.teardown();
 }

@@ -159,11 +159,17 @@ impl Keyring {
     }
 
     /// Writes the keyring to `path` atomically: `path.tmp`, fsync, rename,
-    /// fsync the directory. Every live key is wrapped afresh.
+    /// fsync the directory. Every live key is wrapped afresh. `step` names
+    /// the change for the crash hook (`MNEMON_CRASH_AT=keyring.STEP.written`
+    /// aborts once the temporary file is durable, `keyring.STEP.renamed`
+    /// once it is renamed, before the directory is synced); `STEP` is
+    /// `new`, `copy`, `key`, `shred`, `rotate` or `reseal`. With the
+    /// `failpoints` feature, failpoint `keyring::rename::STEP` fails it
+    /// before the rename.
     ///
     /// # Errors
     /// [`Error::Io`].
-    pub(crate) fn save(&self, path: &Path) -> Result<()> {
+    pub(crate) fn save(&self, path: &Path, step: &str) -> Result<()> {
         let cipher = kek_cipher(&self.kek);
         let seal = |msg: &[u8], aad: &[u8]| -> Result<([u8; NONCE_LEN], Vec<u8>)> {
             let n = nonce();
@@ -192,11 +198,28 @@ impl Keyring {
             let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
             f.write_all(&out).and_then(|()| f.sync_all()).map_err(|e| Error::io_at(&tmp, e))?;
         }
+        crate::crash::crash_point(&format!("keyring.{step}.written"));
+        #[cfg(feature = "failpoints")]
+        fail::fail_point!(&format!("keyring::rename::{step}"), |_| Err(Error::Io(std::io::Error::other(format!(
+            "injected failure at keyring::rename::{step}"
+        )))));
         std::fs::rename(&tmp, path).map_err(|e| Error::io_at(path, e))?;
+        crate::crash::crash_point(&format!("keyring.{step}.renamed"));
         if let Some(dir) = path.parent() {
             std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io_at(dir, e))?;
         }
         Ok(())
+    }
+
+    /// Replaces the KEK that wraps the data keys (in memory; the caller
+    /// saves) and returns the one it replaces.
+    pub(crate) fn replace_kek(&mut self, kek: Kek) -> Kek {
+        std::mem::replace(&mut self.kek, kek)
+    }
+
+    /// Whether `kek` is the KEK this keyring is wrapped by.
+    pub(crate) fn wrapped_by(&self, kek: &Kek) -> bool {
+        self.kek.bytes() == kek.bytes()
     }
 
     /// The live key of `ns` with the highest generation, if any.
@@ -222,6 +245,18 @@ impl Keyring {
         generation
     }
 
+    /// Makes a fresh key for every namespace that holds a live key, one
+    /// generation above any it had (the caller saves): the keys a
+    /// compaction re-seals the live generation under. Returns how many.
+    pub(crate) fn renew_all(&mut self) -> usize {
+        let live: std::collections::BTreeSet<String> =
+            self.slots.iter().filter(|(_, s)| matches!(s, Slot::Live(_))).map(|((ns, _), _)| ns.clone()).collect();
+        for ns in &live {
+            self.create(ns);
+        }
+        live.len()
+    }
+
     /// The key of `(ns, generation)`.
     pub(crate) fn get(&self, ns: &str, generation: u32) -> KeyState<'_> {
         match self.slots.get(&(ns.to_string(), generation)) {
@@ -231,11 +266,17 @@ impl Keyring {
         }
     }
 
-    /// Destroys the key of `(ns, generation)` in memory (the caller saves).
-    /// Returns whether a live key was destroyed.
+    /// Destroys the key of `(ns, generation)` and every older live key of
+    /// `ns` (kept after compactions re-sealed the namespace under a newer
+    /// one) in memory; the caller saves. Returns whether a live key was
+    /// destroyed.
     pub(crate) fn shred(&mut self, ns: &str, generation: u32) -> bool {
-        let was_live = matches!(self.slots.get(&(ns.to_string(), generation)), Some(Slot::Live(_)));
-        self.slots.insert((ns.to_string(), generation), Slot::Shredded);
+        let mut was_live = false;
+        for (_, slot) in self.slots.range_mut((ns.to_string(), 0)..=(ns.to_string(), generation)) {
+            was_live |= matches!(slot, Slot::Live(_));
+            *slot = Slot::Shredded;
+        }
+        self.slots.entry((ns.to_string(), generation)).or_insert(Slot::Shredded);
         was_live
     }
 

@@ -11,6 +11,12 @@
 //! makes every copy of its records unreadable at once — the live store,
 //! backups and exports — without rewriting any of them.
 //!
+//! The KEK can be rotated (`Engine::rotate_key`): the keyring is re-wrapped
+//! and replaced in one rename, the log untouched. Each compaction gives
+//! every namespace with a live key a fresh data key and re-seals the new
+//! generation under it; older keys stay for the copies taken before, and a
+//! shred destroys them all.
+//!
 //! What stays plain: `Seq`s, times, namespace names, event kinds, record
 //! and vector sizes, the ids a `Forgotten` event erased, and the bodies of
 //! `Superseded`, `Archived` and `Tombstone` records (ids only). See

@@ -88,15 +88,4 @@ pub use receipt::{CompactionFigures, CompactionReceipt, ErasureReceipt, ScanSumm
 pub(crate) use verify::MIN_TEXT_BYTES;
 pub use verify::{verify_erasure, ErasurePatterns, PatternKind, PatternMatch, ScanReport, ScannedFile};
 
-use std::sync::OnceLock;
-
-/// The environment variable read by the crash hook.
-const CRASH_ENV: &str = "MNEMON_CRASH_AT";
-
-/// Testing hook: aborts the process when `MNEMON_CRASH_AT` equals `step`.
-pub(crate) fn crash_point(step: &str) {
-    static AT: OnceLock<Option<String>> = OnceLock::new();
-    if AT.get_or_init(|| std::env::var(CRASH_ENV).ok()).as_deref() == Some(step) {
-        std::process::abort();
-    }
-}
+pub(crate) use crate::crash::crash_point;

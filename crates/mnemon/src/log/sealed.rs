@@ -88,6 +88,38 @@ impl SealedStore {
             .ok_or_else(|| Error::Storage(format!("cached vector of memory {} vanished", id.0).into()))
     }
 
+    /// The stored record `bytes` at `seq` sealed afresh under the current
+    /// data key of its namespace, for a compaction that re-seals the live
+    /// generation; `None` to copy it as stored: a plain record, one
+    /// already under the current key, one whose key is shredded (or not in
+    /// the keyring), and a forget of the whole namespace (its key is the
+    /// one its shred destroys, so it stays under it).
+    ///
+    /// # Errors
+    /// [`Error::Corrupted`] for a damaged record; [`Error::Storage`].
+    pub(crate) fn reseal(&self, seq: Seq, bytes: &[u8]) -> Result<Option<Vec<u8>>> {
+        if bytes.first() != Some(&SEALED_VERSION) {
+            return Ok(None);
+        }
+        let h = head(seq, bytes)?;
+        if h.whole_namespace {
+            return Ok(None);
+        }
+        let ring = self.keys.ring.lock();
+        let KeyState::Live(old) = ring.get(&h.ns, h.generation) else {
+            return Ok(None);
+        };
+        let Some((generation, key)) = ring.current(&h.ns) else {
+            return Ok(None);
+        };
+        if generation == h.generation {
+            return Ok(None);
+        }
+        let plain = open_record(seq, bytes, old)?;
+        let (env, body) = split_plain(seq, &plain)?;
+        seal_record(env, body, generation, key).map(Some)
+    }
+
     /// Namespaces whose records read as shredded so far.
     pub(crate) fn shredded_seen(&self) -> Vec<String> {
         self.shredded_seen.lock().iter().cloned().collect()
@@ -225,7 +257,7 @@ impl LogStore for SealedStore {
             }
             // A new key is durable before any record sealed with it.
             if changed {
-                ring.save(&self.keys.path)?;
+                ring.save(&self.keys.path, "key")?;
             }
         }
         let staged = std::mem::take(&mut *self.staged.lock());
@@ -256,11 +288,14 @@ impl LogStore for SealedStore {
         let n = self.inner.flush()?;
         let pending = std::mem::take(&mut *self.pending_shreds.lock());
         if !pending.is_empty() {
+            // The forget is durable and its key not yet destroyed: a crash
+            // here has the next open finish the shred.
+            crate::crash::crash_point("shred.flushed");
             let mut ring = self.keys.ring.lock();
             for (ns, generation) in &pending {
                 ring.shred(ns, *generation);
             }
-            ring.save(&self.keys.path)?;
+            ring.save(&self.keys.path, "shred")?;
         }
         Ok(n)
     }
@@ -407,7 +442,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
         if id.as_slice() != ring.id() {
             return Err(Error::WrongKey(format!("{} is not the keyring this store was sealed under", from.display())));
         }
-        ring.save(&path)?;
+        ring.save(&path, "copy")?;
         ring
     } else {
         let Some(p) = &keys.provider else {
@@ -424,7 +459,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
             ));
         }
         let ring = Keyring::new(p.kek()?);
-        ring.save(&path)?;
+        ring.save(&path, "new")?;
         store.meta_put(META_KEYRING, &ring.id())?;
         ring
     };

@@ -1,5 +1,5 @@
-//! Proof of a shred across the store, its backups and its exports
-//! ([`crate::crypt`]).
+//! Proof of a shred across the store, its backups and its exports, and
+//! key rotation ([`crate::crypt`]).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -84,6 +84,50 @@ impl crate::Engine {
         };
         let store = self.shared().store();
         verify_shred(&keys, ns.as_str(), Some(store.as_ref()), backups, exports)
+    }
+
+    /// Rotates the store's key-encryption key: every data key of
+    /// `DATA/KEYRING` is wrapped afresh under the KEK of `new` and the
+    /// keyring is replaced atomically (a temporary file, fsync, rename,
+    /// fsync of the directory). The log, its records and its cached
+    /// vectors are not rewritten. Once this returns, the store opens only
+    /// with the new key (the old one gets [`Error::WrongKey`]); backups
+    /// and exports taken before, which carry no keyring, read with the
+    /// store's keyring and so with the new key. A crash during the call
+    /// leaves the store opening with exactly one of the two keys: the old
+    /// one until the new keyring is renamed into place, the new one after.
+    /// The keyring keeps its id, so copies still match it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `key`) for a plain store or when
+    /// `new` gives the key already in use; what `new` returns
+    /// ([`Error::KeyRequired`], [`Error::InvalidInput`]); [`Error::Poisoned`];
+    /// [`Error::Io`] when the disk is full or the keyring cannot be
+    /// written — nothing changed then, unless the rename happened and only
+    /// syncing the directory failed, in which case the store may open with
+    /// either key until the rotation is run again. Nothing is written for
+    /// the input errors.
+    pub fn rotate_key(&self, new: &dyn crate::crypt::KeyProvider) -> Result<()> {
+        let Some(keys) = self.shared().keys.clone() else {
+            return Err(Error::invalid("key", "the store is not encrypted: there is no key to rotate"));
+        };
+        if let Some(msg) = self.shared().poison_message() {
+            return Err(Error::Poisoned(msg));
+        }
+        if let Some(e) = self.shared().read_only_error() {
+            return Err(e);
+        }
+        let kek = new.kek()?;
+        let mut ring = keys.ring.lock();
+        if ring.wrapped_by(&kek) {
+            return Err(Error::invalid("key", format!("{} gives the key already in use", new.describe())));
+        }
+        let old = ring.replace_kek(kek);
+        if let Err(e) = ring.save(&keys.path, "rotate") {
+            ring.replace_kek(old);
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Whether the store is encrypted ([`crate::crypt`]).

@@ -7,7 +7,9 @@
 //!
 //! 1. write and fsync `COMPACTING`;
 //! 2. copy every event record of `gen-N` into `gen-M` (M = N+1, or one above any higher `gen-*` directory present): surviving records
-//!    byte for byte, forgotten `Observed`/`Extracted` payloads as a
+//!    byte for byte (in an encrypted store, first give every namespace
+//!    with a live data key a fresh one, durable in `KEYRING`, and re-seal
+//!    its records under it; see `docs/guide/encryption.md`), forgotten `Observed`/`Extracted` payloads as a
 //!    `Tombstone` under the same `Seq`, time and namespace; copy the cached
 //!    vectors of surviving memories and all metadata (crash point `copy`);
 //! 3. flush sled, fsync every file, then every directory (crash point
@@ -255,9 +257,25 @@ fn write_generation(
     let new = crate::log::wrap(SledStore::open(new_path, cache_bytes)?, keys);
     let mut h = Harvest::default();
 
+    // An encrypted store is re-sealed: every namespace with a live data
+    // key gets a fresh one, durable in the keyring before any record
+    // sealed under it, and the new generation's records and vectors are
+    // sealed under it. The keys they were under stay in the keyring for
+    // the backups and exports taken before, until the namespace is
+    // shredded.
+    if let Some(k) = keys {
+        // Shreds whose forget is durable are done first: a key about to be
+        // destroyed must not have its records re-sealed under a new one.
+        old.flush()?;
+        let mut ring = k.ring.lock();
+        if ring.renew_all() > 0 {
+            ring.save(&k.path, "reseal")?;
+        }
+    }
     let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(COPY_BATCH);
-    // Surviving records are copied as stored (sealed ones stay sealed
-    // under their own key); an erased one is read opened.
+    // Surviving records are copied as stored, sealed ones re-sealed under
+    // their namespace's fresh key (or kept as stored when their key is
+    // shredded); an erased one is read opened.
     for r in old.scan_raw(1, last_seq) {
         let (seq, bytes) = r?;
         h.events_copied += 1;
@@ -273,6 +291,8 @@ fn write_generation(
                 None => return Err(Error::Corrupted { seq, reason: "record vanished during compaction".into() }),
             };
             erase_payload(seq, opened, &mut h)?
+        } else if let Some(resealed) = new.sealed().map(|s| s.reseal(seq, &bytes)).transpose()?.flatten() {
+            resealed
         } else {
             bytes
         };
