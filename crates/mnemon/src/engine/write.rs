@@ -667,9 +667,8 @@ impl Engine {
         };
         // The text itself, case aside (a user asking to forget "i live in
         // berlin" means "I live in Berlin"), wherever it is still stored:
-        // the active versions are indexed by their text; older and
-        // archived ones are few and a forget is rare, so they are read one
-        // by one.
+        // the active versions first, then older and archived ones, all
+        // found through the index of versions by text.
         let mut out: Vec<(MemoryId, f32)> = Vec::new();
         let mut push = |id: MemoryId| {
             if out.len() < limit && !out.iter().any(|(e, _)| *e == id) {
@@ -679,14 +678,21 @@ impl Engine {
         for f in &folded {
             st.same_text_any_case(f).filter(|id| ok(id.0)).for_each(&mut push);
         }
-        let older = st.memories.values().filter(|m| {
-            let status = m.status_at(at);
-            m.visible_at(at)
-                && status != crate::types::Status::Active
-                && status != crate::types::Status::Forgotten
-                && folded.contains(&crate::projection::normalize_content(&m.content).to_lowercase())
-        });
-        older.for_each(|m| push(m.id));
+        let mut older: Vec<MemoryId> = folded
+            .iter()
+            .flat_map(|f| st.versions_any_case(f))
+            .filter(|id| {
+                st.memories.get(id).is_some_and(|m| {
+                    let status = m.status_at(at);
+                    m.visible_at(at)
+                        && status != crate::types::Status::Active
+                        && status != crate::types::Status::Forgotten
+                })
+            })
+            .collect();
+        older.sort_unstable();
+        older.dedup();
+        older.into_iter().for_each(push);
         let exact = out.len();
         for (id, s) in st.vectors.search(&qv, limit, &ok) {
             if out.len() >= limit || s < min_similarity {

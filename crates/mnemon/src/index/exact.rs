@@ -207,6 +207,11 @@ impl TopK {
         self.heap.push(Reverse(hit));
     }
 
+    /// The kept hits, in no particular order.
+    pub fn into_hits(self) -> Vec<Hit> {
+        self.heap.into_iter().map(|Reverse(h)| h).collect()
+    }
+
     /// Hits best first as `(id, score)`.
     pub fn into_sorted(self) -> Vec<(u64, f32)> {
         // into_sorted_vec is ascending in Reverse<Hit>, i.e. best first.

@@ -350,20 +350,25 @@ impl VectorIndex {
         let row = if self.params.rescore_factor == 0 { 1.0 } else { QUANT_ROW_COST };
         let scan = scan_cost(live, live_frac, row);
         // The tail (slots queued, or inserted since the graph's searched
-        // copy was made) is scored
-        // exactly, once, and merged into every round.
+        // copy was made) is scored exactly, once, and its best `k` passing
+        // hits are merged into every round: no other tail hit can be among
+        // a round's best `k`, and while fewer than `k` pass, every passing
+        // one is kept, so the count of hits found is the same. The filter
+        // is asked only for a row that would enter the tail's best `k`.
         let indexed = g.indexed();
         let tail_rows = g.points() - indexed;
         let mut tail = Vec::new();
         if (tail_rows as f64) < scan {
+            let mut best = TopK::new(k);
             for slot in indexed..g.points() {
                 let Some(id) = g.live_id(slot) else { continue };
-                if filter(id) {
-                    if let Some(score) = self.store.similarity(id, query) {
-                        tail.push(Hit { score, id });
-                    }
+                let Some(score) = self.store.similarity(id, query) else { continue };
+                let hit = Hit { score, id };
+                if best.would_accept(hit) && filter(id) {
+                    best.push(hit);
                 }
             }
+            tail = best.into_hits();
         }
         let want = self.params.ef_search.max(k);
         let mut ef = (want as f64 / graph_frac).ceil() as usize;

@@ -526,7 +526,11 @@ impl Engine {
         records: Vec<Located>,
         sum: &mut ImportSummary,
     ) -> Result<(Vec<ObsPlan>, Vec<MemPlan>)> {
-        let (mut obs_seen, mut by_source, mut mem_seen) = self.import_identities(ns);
+        // The file's own records; what the namespace holds is looked up
+        // per record through its indexes (`stored_*`), never read whole.
+        let mut obs_seen: HashSet<ObsIdentity> = HashSet::new();
+        let mut by_source: HashMap<String, Vec<SourceRef>> = HashMap::new();
+        let mut mem_seen: HashSet<MemIdentity> = HashSet::new();
         let mut obs_plans: Vec<ObsPlan> = Vec::new();
         let mut memories: Vec<(u64, String, ImportMemory)> = Vec::new();
         // Observations first: memories may cite one that comes later in the file.
@@ -544,7 +548,7 @@ impl Engine {
                             e.event_time.map(|t| t.timestamp_micros()),
                             id_form(&e.source),
                         );
-                        if !obs_seen.insert(id) {
+                        if self.stored_observation(ns, &id) || !obs_seen.insert(id) {
                             sum.duplicates += 1;
                             continue;
                         }
@@ -558,7 +562,12 @@ impl Engine {
         }
         let mut mem_plans = Vec::with_capacity(memories.len());
         for (line, at, m) in memories {
-            match self.check_import_memory(m, &by_source) {
+            let sources = |s: &str| {
+                let mut refs = self.stored_sources(ns, s);
+                refs.extend(by_source.get(s).into_iter().flatten().copied());
+                refs
+            };
+            match self.check_import_memory(m, &sources) {
                 Err(e) => sum.reject(Rejection { line, at, reason: e.to_string() }),
                 Ok((memory, prepared, sources)) => {
                     let id: MemIdentity = (
@@ -567,7 +576,7 @@ impl Engine {
                         id_form(&memory.session),
                         memory.event_time.map(|t| t.timestamp_micros()),
                     );
-                    if !mem_seen.insert(id) {
+                    if self.stored_memory(ns, &id) || !mem_seen.insert(id) {
                         sum.duplicates += 1;
                         continue;
                     }
@@ -578,39 +587,46 @@ impl Engine {
         Ok((obs_plans, mem_plans))
     }
 
-    /// What the namespace already holds: observation identities, stored
-    /// observations by source, memory identities (every version).
-    fn import_identities(
-        &self,
-        ns: &Namespace,
-    ) -> (HashSet<ObsIdentity>, HashMap<String, Vec<SourceRef>>, HashSet<MemIdentity>) {
+    /// Whether the namespace holds an observation with identity `id`.
+    fn stored_observation(&self, ns: &Namespace, id: &ObsIdentity) -> bool {
         let state = self.shared().state.read();
-        let mut obs = HashSet::new();
-        let mut by_source: HashMap<String, Vec<SourceRef>> = HashMap::new();
-        let mut mems = HashSet::new();
-        if let Some(st) = state.ns(ns) {
-            for o in st.observations.values() {
-                obs.insert((
-                    crate::canonical_id(&o.session).into_owned(),
-                    o.role,
-                    o.text.clone(),
-                    o.event_time.map(|t| t.timestamp_micros()),
-                    id_form(&o.source),
-                ));
-                if let Some(s) = &o.source {
-                    by_source.entry(s.clone()).or_default().push(SourceRef::Stored(o.id));
-                }
-            }
-            for m in st.memories.values() {
-                mems.insert((
-                    normalize_content(&m.content),
-                    id_form(&m.key),
-                    id_form(&m.session),
-                    m.event_time.map(|t| t.timestamp_micros()),
-                ));
-            }
-        }
-        (obs, by_source, mems)
+        let Some(st) = state.ns(ns) else {
+            return false;
+        };
+        let (session, role, text, time, source) = id;
+        let found = st.observations_with_text(text).any(|o| {
+            o.role == *role
+                && o.event_time.map(|t| t.timestamp_micros()) == *time
+                && crate::canonical_id(&o.session) == session.as_str()
+                && id_form(&o.source) == *source
+        });
+        found
+    }
+
+    /// The stored observations whose source reference is `source`, ids
+    /// ascending.
+    fn stored_sources(&self, ns: &Namespace, source: &str) -> Vec<SourceRef> {
+        let state = self.shared().state.read();
+        state
+            .ns(ns)
+            .map(|st| st.observations_with_source(source).map(|o| SourceRef::Stored(o.id)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether the namespace holds a memory version (any status) with
+    /// identity `id`.
+    fn stored_memory(&self, ns: &Namespace, id: &MemIdentity) -> bool {
+        let state = self.shared().state.read();
+        let Some(st) = state.ns(ns) else {
+            return false;
+        };
+        let (norm, key, session, time) = id;
+        let found = st.versions_with_text(norm).filter_map(|v| st.memories.get(&v)).any(|m| {
+            id_form(&m.key) == *key
+                && id_form(&m.session) == *session
+                && m.event_time.map(|t| t.timestamp_micros()) == *time
+        });
+        found
     }
 
     fn check_observation(&self, o: ImportObservation) -> Result<ObsPlan> {
@@ -637,19 +653,18 @@ impl Engine {
     fn check_import_memory(
         &self,
         m: ImportMemory,
-        by_source: &HashMap<String, Vec<SourceRef>>,
+        by_source: &dyn Fn(&str) -> Vec<SourceRef>,
     ) -> Result<(NewMemory, Prepared, Vec<SourceRef>)> {
         let mut sources = Vec::new();
         for s in &m.sources {
-            match by_source.get(s) {
-                Some(refs) => sources.extend(refs.iter().copied()),
-                None => {
-                    return Err(Error::invalid(
-                        "sources",
-                        format!("{s:?} is the source of no observation in this import or the namespace"),
-                    ))
-                }
+            let refs = by_source(s);
+            if refs.is_empty() {
+                return Err(Error::invalid(
+                    "sources",
+                    format!("{s:?} is the source of no observation in this import or the namespace"),
+                ));
             }
+            sources.extend(refs);
         }
         let mut n = NewMemory::new(m.content);
         if let Some(k) = m.kind {

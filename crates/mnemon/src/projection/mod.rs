@@ -48,17 +48,25 @@ pub(crate) struct NsState {
     /// that displaces it, the earliest surviving one; see
     /// [`NsState::shadow`].
     shadowed: HashMap<MemoryId, MemoryId>,
-    /// Every active version per normalised content (for the writer's
-    /// duplicate check and forget's text match), keyed by a case-blind hash
-    /// of the content (`norm_key`) so the text is not held twice; read
-    /// through [`NsState::same_text`] and [`NsState::same_text_any_case`],
-    /// which compare the texts themselves. Ids ascending: two active memories can hold the same
-    /// text (under different slot keys, or written with dedup off), and
-    /// when one goes the other must still be found.
-    /// The id list keeps one id inline (a text is almost always held by one
-    /// memory), so an entry needs no allocation of its own.
+    /// Every memory version, whatever its status, per normalised content
+    /// (for the writer's duplicate check, forget's text match and import's
+    /// identities), keyed by a case-blind hash of the content (`norm_key`)
+    /// so the text is not held twice; read through [`NsState::same_text`]
+    /// and [`NsState::same_text_any_case`] (active versions) and
+    /// [`NsState::versions_with_text`] (every version), which compare the
+    /// texts themselves, so that none of them reads the whole namespace.
+    /// Ids ascending: several versions can hold the same text (under
+    /// different slot keys, written with dedup off, or an older version of
+    /// a chain). A version leaves only when it is forgotten. The id list
+    /// keeps one id inline (a text is almost always held by one version),
+    /// so an entry needs no allocation of its own.
     by_norm: HashMap<u64, SmallVec<[MemoryId; 1]>>,
-    /// The hash of `by_norm`'s keys.
+    /// Every observation by the hash of its text and by the hash of its
+    /// source reference (`obs_key`, one domain each), for import's
+    /// identities and source lookups; readers compare the fields
+    /// themselves.
+    obs_index: HashMap<u64, SmallVec<[ObservationId; 1]>>,
+    /// The hash of `by_norm`'s and `obs_index`'s keys.
     norm_hasher: foldhash::fast::RandomState,
     pub(crate) forgotten_memories: HashSet<MemoryId>,
     pub(crate) forgotten_observations: HashSet<ObservationId>,
@@ -106,6 +114,7 @@ impl NsState {
             by_key: HashMap::new(),
             shadowed: HashMap::new(),
             by_norm: HashMap::new(),
+            obs_index: HashMap::new(),
             norm_hasher: foldhash::fast::RandomState::default(),
             forgotten_memories: HashSet::new(),
             forgotten_observations: HashSet::new(),
@@ -237,7 +246,7 @@ impl NsState {
     /// Marks active version `old` as displaced by `by`, a later version
     /// whose slot key has the same identifier form: it reads as superseded
     /// by `by` from `by`'s creation on (status, `next`, `superseded_seq`,
-    /// recorded and valid end) and leaves the duplicate map. `by` is not
+    /// recorded and valid end). `by` is not
     /// linked back: no event joined the two chains, and a link that an
     /// erasure of either could not reproduce on replay would make replay
     /// differ from live.
@@ -258,14 +267,11 @@ impl NsState {
         m.superseded_seq = Some(seq);
         m.recorded_to = Some(recorded);
         m.valid_to = Some(valid.max(m.valid_from));
-        let norm = normalize_content(&m.content);
-        self.unindex_norm(&norm, old);
         self.shadowed.insert(old, by);
     }
 
     /// Undoes [`NsState::shadow`] on `id` (already out of `shadowed`): the
-    /// version is active again and back in the duplicate map. The slot key
-    /// is left to the caller.
+    /// version is active again. The slot key is left to the caller.
     fn unshadow(&mut self, id: MemoryId) {
         let Some(m) = self.memories.get_mut(&id) else {
             return;
@@ -275,8 +281,6 @@ impl NsState {
         m.superseded_seq = None;
         m.recorded_to = None;
         m.valid_to = None;
-        let norm = normalize_content(&m.content);
-        self.index_norm(&norm, id);
     }
 
     /// Displaces active version `id` by the earliest surviving,
@@ -355,6 +359,12 @@ impl NsState {
     /// The active versions whose normalised content
     /// ([`normalize_content`]) is `norm`, ids ascending.
     pub(crate) fn same_text<'a>(&'a self, norm: &'a str) -> impl DoubleEndedIterator<Item = MemoryId> + 'a {
+        self.versions_with_text(norm).filter(move |id| self.is_active(*id))
+    }
+
+    /// Every version (active, superseded or archived) whose normalised
+    /// content is `norm`, ids ascending.
+    pub(crate) fn versions_with_text<'a>(&'a self, norm: &'a str) -> impl DoubleEndedIterator<Item = MemoryId> + 'a {
         self.by_norm
             .get(&self.norm_key(norm))
             .into_iter()
@@ -366,9 +376,77 @@ impl NsState {
     /// The active versions whose normalised content, lower-cased, is
     /// `folded` (a normalised text lower-cased), ids ascending.
     pub(crate) fn same_text_any_case<'a>(&'a self, folded: &'a str) -> impl Iterator<Item = MemoryId> + 'a {
+        self.versions_any_case(folded).filter(move |id| self.is_active(*id))
+    }
+
+    /// Every version whose normalised content, lower-cased, is `folded`,
+    /// ids ascending.
+    pub(crate) fn versions_any_case<'a>(&'a self, folded: &'a str) -> impl Iterator<Item = MemoryId> + 'a {
         self.by_norm.get(&self.norm_key(folded)).into_iter().flatten().copied().filter(move |id| {
             self.memories.get(id).is_some_and(|m| normalize_content(&m.content).to_lowercase() == folded)
         })
+    }
+
+    fn is_active(&self, id: MemoryId) -> bool {
+        self.memories.get(&id).is_some_and(|m| m.status == Status::Active)
+    }
+
+    /// Key of an observation's text (`domain` `b'T'`) or source reference
+    /// (`b'S'`) in `obs_index`.
+    fn obs_key(&self, domain: u8, s: &str) -> u64 {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = self.norm_hasher.build_hasher();
+        h.write_u8(domain);
+        h.write(s.as_bytes());
+        h.finish()
+    }
+
+    fn index_observation(&mut self, o: &Observation) {
+        let mut keys = vec![self.obs_key(b'T', &o.text)];
+        keys.extend(o.source.as_deref().map(|s| self.obs_key(b'S', s)));
+        for key in keys {
+            let ids = self.obs_index.entry(key).or_default();
+            if let Err(at) = ids.binary_search(&o.id) {
+                ids.insert(at, o.id);
+            }
+        }
+    }
+
+    fn unindex_observation(&mut self, o: &Observation) {
+        let mut keys = vec![self.obs_key(b'T', &o.text)];
+        keys.extend(o.source.as_deref().map(|s| self.obs_key(b'S', s)));
+        for key in keys {
+            if let Some(ids) = self.obs_index.get_mut(&key) {
+                ids.retain(|i| *i != o.id);
+                if ids.is_empty() {
+                    self.obs_index.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// The observations whose text is `text`, ids ascending.
+    pub(crate) fn observations_with_text<'a>(&'a self, text: &'a str) -> impl Iterator<Item = &'a Observation> + 'a {
+        self.obs_index
+            .get(&self.obs_key(b'T', text))
+            .into_iter()
+            .flatten()
+            .filter_map(move |id| self.observations.get(id).map(|o| &**o))
+            .filter(move |o| o.text == text)
+    }
+
+    /// The observations whose source reference is `source`, as given (not
+    /// in its identifier form), ids ascending.
+    pub(crate) fn observations_with_source<'a>(
+        &'a self,
+        source: &'a str,
+    ) -> impl Iterator<Item = &'a Observation> + 'a {
+        self.obs_index
+            .get(&self.obs_key(b'S', source))
+            .into_iter()
+            .flatten()
+            .filter_map(move |id| self.observations.get(id).map(|o| &**o))
+            .filter(move |o| o.source.as_deref() == Some(source))
     }
 }
 
@@ -527,9 +605,7 @@ impl State {
                     // An erased successor's start is not in the log any more:
                     // the `Forgotten` event that erased it sets this again.
                     old.valid_to = Some(new_start.unwrap_or(time).max(old.valid_from));
-                    let (first_seen, old_key, old_norm) =
-                        (old.first_seen, old.key.clone(), normalize_content(&old.content));
-                    st.unindex_norm(&old_norm, s.old);
+                    let (first_seen, old_key) = (old.first_seen, old.key.clone());
                     if let Some(k) = old_key {
                         st.release_key(&k, s.old);
                     }
@@ -573,7 +649,9 @@ impl State {
                 let ids: Vec<u64> = f.memories.iter().map(|m| m.0).collect();
                 st.lexical.remove_many(&ids);
                 for id in &f.observations {
-                    st.observations.remove(id);
+                    if let Some(o) = st.observations.remove(id) {
+                        st.unindex_observation(&o);
+                    }
                     st.forgotten_observations.insert(*id);
                 }
                 // No memory cites an observation that is gone.
@@ -601,9 +679,7 @@ impl State {
                     }
                     m.status = Status::Archived;
                     m.archived_seq = Some(ev.seq);
-                    let (key, norm) = (m.key.clone(), normalize_content(&m.content));
-                    st.unindex_norm(&norm, *id);
-                    if let Some(k) = key {
+                    if let Some(k) = m.key.clone() {
                         st.release_key(&k, *id);
                     }
                 }
@@ -630,7 +706,9 @@ impl State {
             recorded_at: ev.time,
             source: o.source.clone(),
         };
-        self.ns_mut(&ev.ns).observations.insert(id, Box::new(rec));
+        let st = self.ns_mut(&ev.ns);
+        st.index_observation(&rec);
+        st.observations.insert(id, Box::new(rec));
     }
 
     fn apply_extracted(&mut self, ev: &Event, x: &Extracted, vector: Option<&[f32]>) {

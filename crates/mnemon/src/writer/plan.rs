@@ -752,3 +752,7 @@ pub(crate) fn forget_preview(
         _ => Ok(ForgetOutcome::default()),
     }
 }
+
+#[cfg(test)]
+#[path = "restated_tests.rs"]
+mod restated_tests;
