@@ -33,6 +33,8 @@ CODES = [
     "storage",
     "internal",
     "unauthorized",
+    "key_required",
+    "wrong_key",
 ]
 
 

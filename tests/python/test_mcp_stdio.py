@@ -20,6 +20,7 @@ OPS = [
     "history",
     "list",
     "forget",
+    "forget_user",
     "extraction_prompt",
     "apply_extraction",
 ]

@@ -134,6 +134,13 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         true,
         true,
     ),
+    spec::<api::ForgetUserRequest>(
+        "Erase all of a user's namespaces at once, when they ask to be forgotten entirely.",
+        r#"{"namespaces":["u1","u1:work"],"reason":"account closed"}"#,
+        &["namespaces", "reason"],
+        true,
+        true,
+    ),
     spec::<api::ExtractionPromptRequest>(
         "Prompt to extract memories from a session: answer it, pass your JSON to {p}apply_extraction.",
         r#"{"session":"s1"}"#,
@@ -228,6 +235,8 @@ pub(crate) fn definitions(policy: &NamespacePolicy, prefix: &str) -> Vec<Tool> {
 /// The tool's description with its example call: names of other tools
 /// carry `prefix`; the example names a namespace when calls must.
 fn description(t: &ToolSpec, prefix: &str, named: bool) -> String {
+    // A tool that names a set of namespaces takes no `namespace`.
+    let named = named && !t.args.contains(&"namespaces");
     let example = match (named, t.example.strip_prefix('{')) {
         (true, Some(rest)) => format!(r#"{{"namespace":"u1",{rest}"#),
         _ => t.example.to_string(),
