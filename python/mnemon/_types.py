@@ -51,6 +51,7 @@ __all__ = [
     "ExtractionPromptResponse",
     "ExtractionReport",
     "ForgetResponse",
+    "ForgetUserResponse",
     "HistoryResponse",
     "Hit",
     "ImportSummary",
@@ -59,6 +60,7 @@ __all__ = [
     "LogResponse",
     "MaintenanceReport",
     "Memory",
+    "NamespaceForgotten",
     "NamespaceMaintenance",
     "NamespaceSummary",
     "NamespacesResponse",
@@ -987,7 +989,7 @@ class ExportHeader(Record):
     """The first line of a store export."""
 
     __slots__ = ()
-    _FIELDS = ('digest', 'dim', 'exported_at', 'last_seq', 'mnemon_export', 'model_id')
+    _FIELDS = ('digest', 'dim', 'exported_at', 'last_seq', 'mnemon_export', 'model_id', 'sealed')
 
     @property
     def digest(self) -> str:
@@ -1019,6 +1021,15 @@ class ExportHeader(Record):
     def model_id(self) -> str:
         """Model id of the exported vectors."""
         return self._data["model_id"]  # type: ignore[no-any-return]
+
+    @property
+    def sealed(self) -> Optional[str]:
+        """
+        For an export of an encrypted store: the id of the keyring its records are
+        sealed under (32 hex digits). Its events and vectors are then `sealed` and
+        `sealed_vector` lines. Absent otherwise.
+        """
+        return self._data.get("sealed")
 
 
 class ExportReport(Record):
@@ -1101,7 +1112,7 @@ class ForgetResponse(Record):
     """What `forget` erased (or, for a dry run, would erase)."""
 
     __slots__ = ()
-    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'preview_observations', 'quotes_cut', 'similarities')
+    _FIELDS = ('derived_memories', 'dry_run', 'ids_omitted', 'key_shredded', 'memories', 'memory_ids', 'observation_ids', 'observations', 'preview', 'preview_observations', 'quotes_cut', 'similarities')
 
     @property
     def derived_memories(self) -> int:
@@ -1120,6 +1131,16 @@ class ForgetResponse(Record):
     def ids_omitted(self) -> Optional[int]:
         """Ids left out of `memory_ids` / `observation_ids` by the budget."""
         return self._data.get("ids_omitted")
+
+    @property
+    def key_shredded(self) -> Optional[bool]:
+        """
+        True when the forget of a whole namespace of an encrypted store destroyed the
+        namespace's data key in the same group commit (`crate::crypt`): every copy of
+        its records (the log until compaction, backups, exports) is unreadable from then
+        on. Left out of JSON when false.
+        """
+        return self._data.get("key_shredded")
 
     @property
     def memories(self) -> int:
@@ -1179,6 +1200,29 @@ class ForgetResponse(Record):
         too).
         """
         return self._data.get("similarities", [])
+
+
+class ForgetUserResponse(Record):
+    """What `forget_user` erased: one receipt per namespace, in the order of the request."""
+
+    __slots__ = ()
+    _FIELDS = ('memories', 'namespaces', 'observations')
+
+    @property
+    def memories(self) -> int:
+        """Memory versions erased, over all namespaces."""
+        return self._data["memories"]  # type: ignore[no-any-return]
+
+    @property
+    def namespaces(self) -> List[NamespaceForgotten]:
+        """One receipt per namespace, in the order of the request."""
+        v = self._data["namespaces"]
+        return [NamespaceForgotten(x0) for x0 in v]
+
+    @property
+    def observations(self) -> int:
+        """Observations erased, over all namespaces."""
+        return self._data["observations"]  # type: ignore[no-any-return]
 
 
 class HistoryResponse(Record):
@@ -1651,6 +1695,41 @@ class Memory(Record):
         return None if v is None else parse_time(v)
 
 
+class NamespaceForgotten(Record):
+    """What `forget_user` erased in one namespace."""
+
+    __slots__ = ()
+    _FIELDS = ('key_shredded', 'memories', 'namespace', 'observations', 'quotes_cut')
+
+    @property
+    def key_shredded(self) -> bool:
+        """
+        True on an encrypted store: the namespace's data key was destroyed, so every
+        copy of its records (backups and exports included) is unreadable from now on.
+        """
+        return self._data["key_shredded"]  # type: ignore[no-any-return]
+
+    @property
+    def memories(self) -> int:
+        """Memory versions erased (0 for a namespace emptied before)."""
+        return self._data["memories"]  # type: ignore[no-any-return]
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def observations(self) -> int:
+        """Observations erased."""
+        return self._data["observations"]  # type: ignore[no-any-return]
+
+    @property
+    def quotes_cut(self) -> int:
+        """Spans of the reason replaced by `[erased]` because they quoted a forgotten text."""
+        return self._data["quotes_cut"]  # type: ignore[no-any-return]
+
+
 class NamespaceMaintenance(Record):
     """What `maintain` changed in one namespace."""
 
@@ -2054,7 +2133,7 @@ class RestoreReport(Record):
     """What `restore` rebuilt."""
 
     __slots__ = ()
-    _FIELDS = ('digest', 'digest_matches', 'dir', 'expected_digest', 'last_seq', 'model_id', 'tombstones', 'vectors')
+    _FIELDS = ('digest', 'digest_matches', 'dir', 'expected_digest', 'last_seq', 'model_id', 'shredded', 'tombstones', 'vectors')
 
     @property
     def digest(self) -> Optional[str]:
@@ -2085,6 +2164,16 @@ class RestoreReport(Record):
     def model_id(self) -> str:
         """Model id of the vectors (recorded in the store, so `--embedder auto` keeps it)."""
         return self._data["model_id"]  # type: ignore[no-any-return]
+
+    @property
+    def shredded(self) -> List[str]:
+        """
+        For an export of an encrypted store: namespaces whose data key was shredded
+        after the export was taken. They restore as erased, so the digest differs from
+        the export's without the file being damaged, and the store is not marked
+        (`RESTORE_MISMATCH`). Left out of JSON when empty.
+        """
+        return self._data.get("shredded", [])
 
     @property
     def tombstones(self) -> int:
@@ -2583,6 +2672,7 @@ RESPONSES: Dict[str, Any] = {
     "list": (ListResponse, False),
     "log": (LogResponse, False),
     "forget": (ForgetResponse, False),
+    "forget_user": (ForgetUserResponse, False),
     "extraction_prompt": (ExtractionPromptResponse, False),
     "apply_extraction": (ExtractionReport, False),
     "end_session": (SessionEnd, False),
