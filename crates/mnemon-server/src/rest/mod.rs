@@ -656,5 +656,9 @@ mod tests {
         assert_eq!(status_of(ErrorCode::Conflict), StatusCode::CONFLICT);
         assert_eq!(status_of(ErrorCode::Unavailable), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(status_of(ErrorCode::NamespaceNotAllowed), StatusCode::FORBIDDEN);
+        // An encrypted store without its key, or with another: neither the
+        // caller's token (401) nor its namespace (403) is at fault.
+        assert_eq!(status_of(ErrorCode::KeyRequired), StatusCode::LOCKED);
+        assert_eq!(status_of(ErrorCode::WrongKey), StatusCode::LOCKED);
     }
 }
