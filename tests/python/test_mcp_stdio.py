@@ -25,7 +25,7 @@ OPS = [
     "apply_extraction",
 ]
 TOOLS = [f"memory_{op}" for op in OPS]
-MAX_TOOL_TOKENS = 2000
+MAX_TOOL_TOKENS = 2100
 
 
 @pytest.mark.anyio

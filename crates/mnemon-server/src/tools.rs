@@ -51,7 +51,7 @@ pub(crate) struct ToolSpec {
 /// Most estimated tokens ([`api::json_tokens`]) of the whole `tools/list`
 /// answer: clients send every tool definition with every request, so they
 /// are a cost on each of the model's turns.
-pub const MAX_TOOL_TOKENS: usize = 2_000;
+pub const MAX_TOOL_TOKENS: usize = 2_100;
 
 fn schema_of<T: JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
@@ -135,9 +135,9 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
         true,
     ),
     spec::<api::ForgetUserRequest>(
-        "Erase all of a user's namespaces at once, when they ask to be forgotten entirely.",
-        r#"{"namespaces":["u1","u1:work"],"reason":"account closed"}"#,
-        &["namespaces", "reason"],
+        "Forget all of a user's namespaces whole, a receipt each.",
+        r#"{"namespaces":["u1","u1:work"]}"#,
+        &["namespaces"],
         true,
         true,
     ),
