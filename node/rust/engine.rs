@@ -29,6 +29,9 @@ const OPTIONS: &[&str] = &[
     "max_response_tokens",
     "embed_mode",
     "reranker",
+    "key_file",
+    "key_env",
+    "keyring",
 ];
 
 /// The embedder a store is opened with, as the options name it: one
@@ -183,6 +186,12 @@ fn parse(path: String, options: &str, embed: Option<EmbedFn>) -> napi::Result<(d
     let reranker = door::reranker(opt_str(&opts, "reranker")?.as_deref()).map_err(surface)?;
     let models_dir = opt_str(&opts, "models_dir")?.map(PathBuf::from).unwrap_or_else(embed::default_models_dir);
     let max_content_bytes = opt_uint(&opts, "max_content_bytes")?.map(size);
+    let keys = door::key_settings(
+        opt_str(&opts, "key_file")?.map(PathBuf::from),
+        opt_str(&opts, "key_env")?.as_deref(),
+        opt_str(&opts, "keyring")?.map(PathBuf::from),
+    )
+    .map_err(surface)?;
     let embedder = match choice {
         Choice::Named(choice) => door::DoorEmbedder::Named(choice),
         Choice::Caller { name, dims, func } => {
@@ -199,6 +208,7 @@ fn parse(path: String, options: &str, embed: Option<EmbedFn>) -> napi::Result<(d
         injection_policy,
         embed_mode,
         reranker,
+        keys,
     };
     Ok((settings, max_response_tokens))
 }

@@ -64,6 +64,18 @@ export interface OpenOptions {
   embed_mode?: T.EmbedMode;
   /** A rerank provider, `"rerank:MODEL@BASE_URL[?depth=N]"`, that orders the top hits of recall and context. Default none. */
   reranker?: string;
+  /**
+   * The key file (64 hex digits; `mnemon key new FILE` writes one) of an
+   * encrypted store; a new store opened with a key is encrypted at rest.
+   * Without `key_file` or `key_env`, `MNEMON_KEY_FILE` names the key file,
+   * else `MNEMON_KEY` holds the key, else the store opens without one. A
+   * key is never passed as a string.
+   */
+  key_file?: string;
+  /** Instead of `key_file`: the name of an environment variable holding the key (64 hex digits). */
+  key_env?: string;
+  /** The `KEYRING` of the store an encrypted backup or restore was made from (default `$MNEMON_KEYRING`). */
+  keyring?: string;
 }
 
 type Opts<O extends T.Op, Fixed extends string> = Omit<T.Requests[O], Fixed>;
@@ -188,6 +200,9 @@ export class Engine {
    *
    * @throws {InvalidInputError} a setting of the wrong type or out of range (`field` names it).
    * @throws {LockedError} another process or engine holds the store.
+   * @throws {KeyRequiredError} an encrypted store opened without its key, or a
+   *   `key_file` that does not exist; nothing opened or written.
+   * @throws {WrongKeyError} an encrypted store opened with another key; nothing opened or written.
    * @throws {EmbedderError} the model is not installed (under `"auto"`, for a
    *   new store: none is; the message names `mnemon model install e5-small`),
    *   or your embedder threw or answered wrongly.
@@ -363,6 +378,26 @@ export class Engine {
    */
   async forget(namespace: string, target: ForgetOptions): Promise<T.ForgetResponse> {
     return this.call("forget", { ...normalise(target), namespace } as T.ForgetRequest);
+  }
+
+  /**
+   * Forgets everything of a set of namespaces (every namespace a user's data
+   * lives in) in one call: each as `forget(ns, { all: true })` does, and on an
+   * encrypted store each namespace's data key is destroyed, so its records
+   * are unreadable in every backup and export too. `namespaces`: 1–1,000,
+   * each named once; `reason` is stored in each namespace's log (default
+   * "user request"). Resolves with one receipt per namespace, in the order
+   * given (`memories`, `observations`, `quotes_cut`, `key_shredded`), and
+   * the totals. Every namespace is checked before anything is written; each
+   * namespace's forget is atomic, the set is not one transaction (should the
+   * disk fail part way, calling again with the same set finishes the rest).
+   *
+   * @throws {InvalidInputError} an empty list, a bad or repeated namespace; nothing written.
+   * @throws {NotFoundError} a namespace nothing was ever written to; nothing written.
+   * @throws {ClosedError | PoisonedError}
+   */
+  async forgetUser(namespaces: string[], options: { reason?: string } = {}): Promise<T.ForgetUserResponse> {
+    return this.call("forget_user", { ...normalise(options), namespaces } as T.ForgetUserRequest);
   }
 
   /**

@@ -104,6 +104,23 @@ export class UnauthorizedError extends MnemonError {
   static override readonly CODE = "unauthorized";
 }
 
+/**
+ * The store is encrypted at rest and was opened without a key (no `keyFile`,
+ * no `MNEMON_KEY_FILE`, no `MNEMON_KEY`), or the key file named does not
+ * exist. Nothing was opened or written; `field` is `"key"`.
+ */
+export class KeyRequiredError extends MnemonError {
+  static override readonly CODE = "key_required";
+}
+/**
+ * The key given does not open the encrypted store (not the key it was
+ * created with). Nothing was opened or written; `field` is `"key"`. A key
+ * given to a store created without one is an {@link InvalidInputError}.
+ */
+export class WrongKeyError extends MnemonError {
+  static override readonly CODE = "wrong_key";
+}
+
 /** The class of each error code. */
 export const ERROR_CLASSES: Readonly<Record<string, typeof MnemonError>> = Object.freeze(
   Object.fromEntries(
@@ -127,6 +144,8 @@ export const ERROR_CLASSES: Readonly<Record<string, typeof MnemonError>> = Objec
       InternalError,
       FencedError,
       UnauthorizedError,
+      KeyRequiredError,
+      WrongKeyError,
     ].map((c) => [c.CODE, c]),
   ),
 );

@@ -202,6 +202,13 @@ export type ForgetTarget =
   | "namespace"
   | "matching";
 /**
+ * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "Namespace".
+ */
+export type Namespace = string;
+/**
  * The shape of the input.
  *
  * This interface was referenced by `Surface`'s JSON-Schema
@@ -238,13 +245,6 @@ export type Kind =
   | {
       other: string;
     };
-/**
- * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
- *
- * This interface was referenced by `Surface`'s JSON-Schema
- * via the `definition` "Namespace".
- */
-export type Namespace = string;
 /**
  * This interface was referenced by `Surface`'s JSON-Schema
  * via the `definition` "MaintainResponse".
@@ -362,6 +362,8 @@ export interface Surface {
   ForgetRequest?: ForgetRequest;
   ForgetResponse?: ForgetResponse;
   ForgetTarget?: ForgetTarget;
+  ForgetUserRequest?: ForgetUserRequest;
+  ForgetUserResponse?: ForgetUserResponse;
   Forgotten?: Forgotten;
   GetRequest?: GetRequest;
   Grounds?: Grounds;
@@ -384,6 +386,7 @@ export interface Surface {
   Memory?: Memory;
   MemoryId?: MemoryId;
   Namespace?: Namespace;
+  NamespaceForgotten?: NamespaceForgotten;
   NamespaceMaintenance?: NamespaceMaintenance;
   NamespaceSummary?: NamespaceSummary;
   NamespacesRequest?: NamespacesRequest;
@@ -2164,6 +2167,87 @@ export interface Observation {
   text: string;
 }
 /**
+ * `forget_user`: forget every memory and observation of each namespace
+ * named (1–1000, each once), as `forget` with `all` does, crypto-shredding
+ * each namespace's data key on an encrypted store. All namespaces are
+ * checked before anything is written: an empty list, a bad or repeated
+ * namespace is `invalid_input`, one nothing was ever written to is
+ * `not_found`, and then nothing is written. Each namespace's forget is
+ * atomic and durable before the response; the set is not one
+ * transaction: if the disk fails part way, the namespaces already
+ * forgotten stay so, and the same request sent again finishes the rest
+ * (zero counts for those done).
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ForgetUserRequest".
+ */
+export interface ForgetUserRequest {
+  /**
+   * The namespaces to forget, 1–1000, each named once.
+   *
+   * @minItems 1
+   * @maxItems 1000
+   */
+  namespaces: [Namespace, ...Namespace[]];
+  /**
+   * Why, kept in the log of each namespace.
+   * Default "user request".
+   */
+  reason?: string | null;
+}
+/**
+ * What `forget_user` erased: one receipt per namespace, in the order of
+ * the request.
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ForgetUserResponse".
+ */
+export interface ForgetUserResponse {
+  /**
+   * Memory versions erased, over all namespaces.
+   */
+  memories: number;
+  /**
+   * One receipt per namespace, in the order of the request.
+   */
+  namespaces: NamespaceForgotten[];
+  /**
+   * Observations erased, over all namespaces.
+   */
+  observations: number;
+}
+/**
+ * What `forget_user` erased in one namespace.
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "NamespaceForgotten".
+ */
+export interface NamespaceForgotten {
+  /**
+   * True on an encrypted store: the namespace's data key was destroyed,
+   * so every copy of its records (backups and exports included) is
+   * unreadable from now on.
+   */
+  key_shredded: boolean;
+  /**
+   * Memory versions erased (0 for a namespace emptied before).
+   */
+  memories: number;
+  /**
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
+   */
+  namespace: string;
+  /**
+   * Observations erased.
+   */
+  observations: number;
+  /**
+   * Spans of the reason replaced by `[erased]` because they quoted a
+   * forgotten text.
+   */
+  quotes_cut: number;
+}
+/**
  * `get`: one memory version.
  *
  * This interface was referenced by `Surface`'s JSON-Schema
@@ -2179,7 +2263,7 @@ export interface GetRequest {
    */
   id: number;
   /**
-   * Namespace.
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
    */
   namespace: string;
 }
@@ -2207,7 +2291,7 @@ export interface HistoryRequest {
    */
   limit?: number | null;
   /**
-   * Namespace.
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
    */
   namespace: string;
 }
@@ -2295,11 +2379,7 @@ export interface ImportRequest {
    */
   format?: ImportFormat | null;
   /**
-   * Namespace to import into. For `langgraph`, the `MnemonStore` prefix
-   * (`lg` by default): each item goes to the namespace that store keeps
-   * its namespace tuple in, and the import is then a store-wide call.
-   * For `mem0`, of a file of several users only the records of the user
-   * (or agent) of this name.
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
    */
   namespace: string;
   /**
@@ -2473,7 +2553,7 @@ export interface ListRequest {
    */
   limit?: number | null;
   /**
-   * Namespace.
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
    */
   namespace: string;
   /**
@@ -2536,7 +2616,7 @@ export interface LogRequest {
    */
   limit?: number | null;
   /**
-   * Namespace.
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
    */
   namespace: string;
   /**
@@ -3521,6 +3601,7 @@ export interface Requests {
   list: ListRequest;
   log: LogRequest;
   forget: ForgetRequest;
+  forget_user: ForgetUserRequest;
   extraction_prompt: ExtractionPromptRequest;
   apply_extraction: ApplyExtractionRequest;
   end_session: EndSessionRequest;
@@ -3551,6 +3632,7 @@ export interface Responses {
   list: ListResponse;
   log: LogResponse;
   forget: ForgetResponse;
+  forget_user: ForgetUserResponse;
   extraction_prompt: ExtractionPromptResponse;
   apply_extraction: ExtractionReport;
   end_session: SessionEnd;
@@ -3581,6 +3663,7 @@ export const OPS = [
   "list",
   "log",
   "forget",
+  "forget_user",
   "extraction_prompt",
   "apply_extraction",
   "end_session",

@@ -50,6 +50,8 @@ from ._errors import (
     ResponseTooLargeError,
     StorageError,
     UnauthorizedError,
+    KeyRequiredError,
+    WrongKeyError,
     UnavailableError,
 )
 from ._namespace import Namespace
@@ -89,6 +91,8 @@ __all__ = [
     "CancelledError",
     "FencedError",
     "UnauthorizedError",
+    "KeyRequiredError",
+    "WrongKeyError",
     "PoisonedError",
     "CorruptedError",
     "IncompatibleFormatError",

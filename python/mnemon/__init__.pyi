@@ -31,6 +31,8 @@ from ._errors import RejectedError as RejectedError
 from ._errors import ResponseTooLargeError as ResponseTooLargeError
 from ._errors import StorageError as StorageError
 from ._errors import UnauthorizedError as UnauthorizedError
+from ._errors import KeyRequiredError as KeyRequiredError
+from ._errors import WrongKeyError as WrongKeyError
 from ._errors import UnavailableError as UnavailableError
 from ._namespace import Namespace as Namespace
 from ._record import Record as Record
@@ -67,6 +69,8 @@ __all__ = [
     "StorageError",
     "InternalError",
     "UnauthorizedError",
+    "KeyRequiredError",
+    "WrongKeyError",
     "DEFAULT_MAX_RESPONSE_TOKENS",
     "DEFAULT_MAX_CONTENT_BYTES",
     "schemas",
@@ -107,6 +111,7 @@ __all__ = [
     "ExtractionPromptResponse",
     "ExtractionReport",
     "ForgetResponse",
+    "ForgetUserResponse",
     "HistoryResponse",
     "Hit",
     "ImportSummary",
@@ -115,6 +120,7 @@ __all__ = [
     "LogResponse",
     "MaintenanceReport",
     "Memory",
+    "NamespaceForgotten",
     "NamespaceMaintenance",
     "NamespaceSummary",
     "NamespacesResponse",

@@ -24,6 +24,7 @@ from ._types import (
     ExtractionPromptResponse,
     ExtractionReport,
     ForgetResponse,
+    ForgetUserResponse,
     HistoryResponse,
     ImportSummary,
     Lang,
@@ -165,6 +166,9 @@ class Engine:
         max_response_tokens: Optional[int] = None,
         embed_mode: Optional[EmbedMode] = None,
         reranker: Optional[str] = None,
+        key_file: Optional[PathLike] = None,
+        key_env: Optional[str] = None,
+        keyring: Optional[PathLike] = None,
     ) -> "Engine":
         """Opens (creating if missing) the store in directory `path`.
 
@@ -246,9 +250,24 @@ class Engine:
                 Cohere/Jina `/rerank` that TEI and Infinity serve; key from
                 `MNEMON_RERANKER_API_KEY`), that orders the top 20 hits
                 (`?depth=N`) of `recall` and `context`. Default: none.
+            key_file: the key file of an encrypted store (64 hex digits;
+                `mnemon key new FILE` writes one, mode 0600). A new store
+                opened with a key is encrypted at rest, and opens only with
+                it from then on (docs/guide/encryption.md). Default: the
+                file `$MNEMON_KEY_FILE` names, else the key in `$MNEMON_KEY`,
+                else no key. A key is never passed as a string.
+            key_env: instead of `key_file`, the name of an environment
+                variable holding the key (64 hex digits).
+            keyring: the `KEYRING` file of the store an encrypted backup or
+                restore was made from (default `$MNEMON_KEYRING`).
 
         Raises:
-            InvalidInputError: a setting of the wrong type or out of range.
+            InvalidInputError: a setting of the wrong type or out of range;
+                field `key` for a key given to a store created without one.
+            KeyRequiredError: the store is encrypted and no key was given,
+                or `key_file` does not exist; nothing opened or written.
+            WrongKeyError: the key does not open the encrypted store;
+                nothing opened or written.
             LockedError: another process or engine holds the store.
             EmbedderError: your own embedder raised or answered wrongly
                 (while probing its dimension, or re-embedding the store); the
@@ -275,6 +294,9 @@ class Engine:
         _check_type("max_response_tokens", max_response_tokens, int, optional=True)
         _check_type("embed_mode", embed_mode, str, optional=True)
         _check_type("reranker", reranker, str, optional=True)
+        _check_type("key_file", key_file, (str, os.PathLike), optional=True)
+        _check_type("key_env", key_env, str, optional=True)
+        _check_type("keyring", keyring, (str, os.PathLike), optional=True)
         if max_content_bytes is not None and max_content_bytes < 0:
             raise InvalidInputError(f"max_content_bytes: {max_content_bytes} is negative", "max_content_bytes")
         if max_response_tokens is not None and max_response_tokens < 0:
@@ -295,6 +317,9 @@ class Engine:
                 max_response_tokens=max_response_tokens,
                 embed_mode=embed_mode,
                 reranker=reranker,
+                key_file=None if key_file is None else os.fspath(key_file),
+                key_env=key_env,
+                keyring=None if keyring is None else os.fspath(keyring),
             )
         except _native.SurfaceError as e:
             raise error_for(*e.args) from None
@@ -646,6 +671,40 @@ class Engine:
         if dry_run:
             args["dry_run"] = dry_run
         return self._one(ForgetResponse, "forget", args)
+
+    def forget_user(self, namespaces: Sequence[str], *, reason: Optional[str] = None) -> ForgetUserResponse:
+        """Forgets everything of a set of namespaces (every namespace a
+        user's data lives in) in one call: each as `forget(ns, all=True)`
+        does, and on an encrypted store each namespace's data key is
+        destroyed, so its records are unreadable in every backup and export
+        too (crypto-shredding).
+
+        Arguments:
+            namespaces: 1–1,000 namespaces, each named once.
+            reason: why, stored in the log of each namespace (default
+                "user request").
+
+        Returns `ForgetUserResponse`: `namespaces`, one receipt per
+        namespace in the order given (`namespace`, `memories`,
+        `observations`, `quotes_cut`, `key_shredded`), and the totals
+        `memories` and `observations`.
+
+        Every namespace is checked before anything is written. Each
+        namespace's forget is atomic and durable before this returns; the
+        set is not one transaction: should the disk fail part way, those
+        already forgotten stay so and calling again with the same set
+        finishes the rest (zero counts for those done).
+
+        Raises:
+            InvalidInputError: an empty list, a bad or repeated namespace,
+                a bad reason; nothing is written.
+            NotFoundError: a namespace nothing was ever written to;
+                nothing is written.
+            ClosedError, PoisonedError.
+        """
+        if isinstance(namespaces, (str, bytes)) or not isinstance(namespaces, Sequence):
+            raise InvalidInputError("namespaces: expected a list of namespaces", "namespaces")
+        return self._one(ForgetUserResponse, "forget_user", _put({"namespaces": list(namespaces)}, reason=reason))
 
     def apply_extraction(self, namespace: str, extraction: Union[str, Mapping[str, Any]]) -> ExtractionReport:
         """Applies your LLM's answer to `extraction_prompt`: the JSON object

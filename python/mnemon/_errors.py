@@ -25,6 +25,8 @@ __all__ = [
     "InternalError",
     "FencedError",
     "UnauthorizedError",
+    "KeyRequiredError",
+    "WrongKeyError",
 ]
 
 
@@ -199,6 +201,25 @@ class FencedError(MnemonError):
     code = "fenced"
 
 
+class KeyRequiredError(MnemonError, PermissionError):
+    """The store is encrypted at rest and was opened without a key (no
+    ``key_file``, no ``MNEMON_KEY_FILE``, no ``MNEMON_KEY``), or the key
+    file named does not exist. Nothing was opened or written: open it with
+    its key (``Engine.open(path, key_file=...)``). `field` is ``"key"``.
+    Also a ``PermissionError``."""
+
+    code = "key_required"
+
+
+class WrongKeyError(MnemonError, PermissionError):
+    """The key given does not open the encrypted store (it is not the key
+    the store was created with). Nothing was opened or written. `field` is
+    ``"key"``. Also a ``PermissionError``. (A key given to a store created
+    without one raises ``InvalidInputError``, field ``"key"``.)"""
+
+    code = "wrong_key"
+
+
 _BY_CODE: Dict[str, Type[MnemonError]] = {
     cls.code: cls
     for cls in (
@@ -221,6 +242,8 @@ _BY_CODE: Dict[str, Type[MnemonError]] = {
         InternalError,
         FencedError,
         UnauthorizedError,
+        KeyRequiredError,
+        WrongKeyError,
     )
 }
 

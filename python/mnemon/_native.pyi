@@ -39,6 +39,9 @@ class Engine:
         max_response_tokens: Optional[int] = None,
         embed_mode: Optional[str] = None,
         reranker: Optional[str] = None,
+        key_file: Optional[str] = None,
+        key_env: Optional[str] = None,
+        keyring: Optional[str] = None,
     ) -> "Engine": ...
     def call(self, op: str, args: str) -> bytes: ...
     def embed(self, texts: List[str], *, query: bool = False) -> List[List[float]]: ...

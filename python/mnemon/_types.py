@@ -51,6 +51,7 @@ __all__ = [
     "ExtractionPromptResponse",
     "ExtractionReport",
     "ForgetResponse",
+    "ForgetUserResponse",
     "HistoryResponse",
     "Hit",
     "ImportSummary",
@@ -59,6 +60,7 @@ __all__ = [
     "LogResponse",
     "MaintenanceReport",
     "Memory",
+    "NamespaceForgotten",
     "NamespaceMaintenance",
     "NamespaceSummary",
     "NamespacesResponse",
@@ -1200,6 +1202,29 @@ class ForgetResponse(Record):
         return self._data.get("similarities", [])
 
 
+class ForgetUserResponse(Record):
+    """What `forget_user` erased: one receipt per namespace, in the order of the request."""
+
+    __slots__ = ()
+    _FIELDS = ('memories', 'namespaces', 'observations')
+
+    @property
+    def memories(self) -> int:
+        """Memory versions erased, over all namespaces."""
+        return self._data["memories"]  # type: ignore[no-any-return]
+
+    @property
+    def namespaces(self) -> List[NamespaceForgotten]:
+        """One receipt per namespace, in the order of the request."""
+        v = self._data["namespaces"]
+        return [NamespaceForgotten(x0) for x0 in v]
+
+    @property
+    def observations(self) -> int:
+        """Observations erased, over all namespaces."""
+        return self._data["observations"]  # type: ignore[no-any-return]
+
+
 class HistoryResponse(Record):
     """A page of a version chain."""
 
@@ -1668,6 +1693,41 @@ class Memory(Record):
         """
         v = self._data.get("valid_to")
         return None if v is None else parse_time(v)
+
+
+class NamespaceForgotten(Record):
+    """What `forget_user` erased in one namespace."""
+
+    __slots__ = ()
+    _FIELDS = ('key_shredded', 'memories', 'namespace', 'observations', 'quotes_cut')
+
+    @property
+    def key_shredded(self) -> bool:
+        """
+        True on an encrypted store: the namespace's data key was destroyed, so every
+        copy of its records (backups and exports included) is unreadable from now on.
+        """
+        return self._data["key_shredded"]  # type: ignore[no-any-return]
+
+    @property
+    def memories(self) -> int:
+        """Memory versions erased (0 for a namespace emptied before)."""
+        return self._data["memories"]  # type: ignore[no-any-return]
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def observations(self) -> int:
+        """Observations erased."""
+        return self._data["observations"]  # type: ignore[no-any-return]
+
+    @property
+    def quotes_cut(self) -> int:
+        """Spans of the reason replaced by `[erased]` because they quoted a forgotten text."""
+        return self._data["quotes_cut"]  # type: ignore[no-any-return]
 
 
 class NamespaceMaintenance(Record):
@@ -2626,6 +2686,7 @@ RESPONSES: Dict[str, Any] = {
     "list": (ListResponse, False),
     "log": (LogResponse, False),
     "forget": (ForgetResponse, False),
+    "forget_user": (ForgetUserResponse, False),
     "extraction_prompt": (ExtractionPromptResponse, False),
     "apply_extraction": (ExtractionReport, False),
     "end_session": (SessionEnd, False),

@@ -66,8 +66,20 @@ impl Engine {
     /// estimated tokens, at least 1,000 (default 25,000). `embed_mode`:
     /// `sync` (default: `remember` embeds before it writes) or `deferred`
     /// (`remember` returns once durable; a background embedder follows).
+    /// `key_file`: the key file (64 hex digits, `mnemon key new FILE`) of
+    /// an encrypted store; a new store opened with a key is encrypted at
+    /// rest. `key_env`: instead, the name of an environment variable that
+    /// holds the key. Without either, `MNEMON_KEY_FILE` names the key file,
+    /// else `MNEMON_KEY` holds the key, else the store opens without one.
+    /// `keyring`: the `KEYRING` of the store an encrypted backup or restore
+    /// was made from (default `$MNEMON_KEYRING`). A key is never passed as
+    /// a string.
     ///
-    /// Raises `SurfaceError`: `invalid_input` for a bad setting, `locked`
+    /// Raises `SurfaceError`: `invalid_input` for a bad setting (and field
+    /// `key` for a key given to a store created without one),
+    /// `key_required` for an encrypted store opened without its key (or a
+    /// key file that does not exist), `wrong_key` for one opened with
+    /// another key (nothing opened or written for either), `locked`
     /// when another process or engine holds the store, `embedder` when the
     /// model is missing (for a new store under `auto`: when no model is
     /// installed; the message names `mnemon model install e5-small`) or
@@ -90,6 +102,9 @@ impl Engine {
         max_response_tokens = None,
         embed_mode = None,
         reranker = None,
+        key_file = None,
+        key_env = None,
+        keyring = None,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -108,6 +123,9 @@ impl Engine {
         max_response_tokens: Option<usize>,
         embed_mode: Option<String>,
         reranker: Option<String>,
+        key_file: Option<PathBuf>,
+        key_env: Option<String>,
+        keyring: Option<PathBuf>,
     ) -> PyResult<Engine> {
         let embedder = match (embed_documents, embedder_name) {
             (Some(documents), Some(name)) => door::DoorEmbedder::Caller(Arc::new(
@@ -131,6 +149,7 @@ impl Engine {
             injection_policy: injection_policy.as_deref().map(door::injection_policy).transpose().map_err(surface)?,
             embed_mode: embed_mode.as_deref().map(door::embed_mode).transpose().map_err(surface)?,
             reranker: door::reranker(reranker.as_deref()).map_err(surface)?,
+            keys: door::key_settings(key_file, key_env.as_deref(), keyring).map_err(surface)?,
         };
         // Opening replays the log and may load a model or re-embed: no GIL.
         let (engine, notice) = py.detach(move || settings.open()).map_err(from_engine)?;

@@ -33,6 +33,8 @@ CODES = [
     "storage",
     "internal",
     "unauthorized",
+    "key_required",
+    "wrong_key",
 ]
 
 
@@ -261,6 +263,8 @@ def test_bad_open_settings(data):
         ({"pii_policy": "maybe"}, "pii_policy"),
         ({"injection_policy": "ignore"}, "injection_policy"),
         ({"max_response_tokens": 10}, "max_response_tokens"),
+        ({"key_file": 7}, "key_file"),
+        ({"key_env": "A=B"}, "key_env"),
     ]
     for kwargs, field in bad:
         with pytest.raises(mnemon.InvalidInputError) as exc:

@@ -30,6 +30,7 @@ METHODS = {
     "list": "list",
     "log": "log",
     "forget": "forget",
+    "forget_user": "forget_user",
     "extraction_prompt": "extraction_prompt",
     "apply_extraction": "apply_extraction",
     "end_session": "end_session",

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use mnemon::crypt::{KeyEnv, KeyFile, KeyProvider, KeySettings};
 use mnemon::embed::{self, Embedder, EmbedderChoice, ProviderSpec};
 use mnemon::safety::{InjectionPolicy, PiiPolicy};
 use mnemon::{Durability, EmbedMode, Engine};
@@ -66,6 +67,10 @@ pub struct OpenSettings {
     pub embed_mode: Option<EmbedMode>,
     /// A rerank provider, parsed ([`reranker`]).
     pub reranker: Option<&'static ProviderSpec>,
+    /// Where the key of an encrypted store comes from, and the keyring of
+    /// the store a copy was made from ([`key_settings`]); the default (no
+    /// key) opens and creates stores without encryption.
+    pub keys: KeySettings,
 }
 
 impl OpenSettings {
@@ -81,7 +86,11 @@ impl OpenSettings {
     ///
     /// # Errors
     /// Whatever [`embed::embedder_for_store`], the reranker's client or
-    /// [`mnemon::EngineBuilder::open`] give.
+    /// [`mnemon::EngineBuilder::open`] give; among them
+    /// [`mnemon::Error::KeyRequired`] for an encrypted store opened without
+    /// a key (or with a key file that does not exist) and
+    /// [`mnemon::Error::WrongKey`] for one opened with another key, nothing
+    /// opened or written.
     pub fn open(self) -> mnemon::Result<(Engine, Option<String>)> {
         let (embedder, notice, caller): (Arc<dyn Embedder>, _, _) = match self.embedder {
             DoorEmbedder::Named(choice) => {
@@ -91,6 +100,12 @@ impl OpenSettings {
             DoorEmbedder::Caller(e) => (e, None, true),
         };
         let mut b = Engine::builder(&self.path).embedder(embedder);
+        if let Some(p) = self.keys.provider {
+            b = b.key_provider(p);
+        }
+        if let Some(r) = &self.keys.keyring {
+            b = b.keyring(r);
+        }
         if let Some(d) = self.durability {
             b = b.durability(d);
         }
@@ -154,6 +169,63 @@ pub fn embed_texts(engine: &Engine, texts: &[String], query: bool, policy: PiiPo
         embed::normalize(v);
     }
     Ok(vectors)
+}
+
+/// Environment variable naming the key file of an encrypted store, read
+/// when no key file or key variable is given (as the CLI reads it).
+pub const KEY_FILE_ENV: &str = "MNEMON_KEY_FILE";
+
+/// Environment variable holding the key itself (64 hex digits), read when
+/// no key file is named anywhere.
+pub const KEY_ENV: &str = "MNEMON_KEY";
+
+/// Environment variable naming the keyring of the store a copy was made
+/// from, read when `keyring` is not given.
+pub const KEYRING_ENV: &str = "MNEMON_KEYRING";
+
+/// The key settings of an in-process door, in the CLI's order: the key
+/// file `key_file` when given; else the environment variable named
+/// `key_env` (holding 64 hex digits) when given; else the file that
+/// `MNEMON_KEY_FILE` names when set; else `MNEMON_KEY` when set; else no
+/// key. `keyring` (else `MNEMON_KEYRING`) is the `KEYRING` of the store an
+/// encrypted backup or export came from. A key is never taken as a string
+/// argument: only from a file or the environment. The key itself is read
+/// when the store opens, so a missing file or variable is
+/// [`mnemon::Error::KeyRequired`] then.
+///
+/// # Errors
+/// `invalid_input` (field `key_file`, `key_env` or `keyring`) for an empty
+/// path or name, both `key_file` and `key_env`, or a variable name with
+/// `=` or a NUL byte.
+pub fn key_settings(
+    key_file: Option<PathBuf>,
+    key_env: Option<&str>,
+    keyring: Option<PathBuf>,
+) -> Result<KeySettings, ApiError> {
+    if key_file.is_some() && key_env.is_some() {
+        return Err(ApiError::invalid("key_env", "give either key_file or key_env, not both"));
+    }
+    if key_file.as_ref().is_some_and(|f| f.as_os_str().is_empty()) {
+        return Err(ApiError::invalid("key_file", "must not be empty"));
+    }
+    if key_env.is_some_and(|v| v.is_empty() || v.contains(['=', '\0'])) {
+        return Err(ApiError::invalid("key_env", "must be an environment variable's name (no = or NUL byte)"));
+    }
+    if keyring.as_ref().is_some_and(|f| f.as_os_str().is_empty()) {
+        return Err(ApiError::invalid("keyring", "must not be empty"));
+    }
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let provider: Option<Arc<dyn KeyProvider>> = match (key_file, key_env) {
+        (Some(f), _) => Some(Arc::new(KeyFile(f))),
+        (None, Some(v)) => Some(Arc::new(KeyEnv(v.to_string()))),
+        (None, None) => match (set(KEY_FILE_ENV), set(KEY_ENV)) {
+            (Some(f), _) => Some(Arc::new(KeyFile(PathBuf::from(f)))),
+            (None, Some(_)) => Some(Arc::new(KeyEnv(KEY_ENV.to_string()))),
+            (None, None) => None,
+        },
+    };
+    let keyring = keyring.or_else(|| set(KEYRING_ENV).map(PathBuf::from));
+    Ok(KeySettings { provider, keyring })
 }
 
 /// `pii_policy`: `redact`, `reject` or `off`.

@@ -73,6 +73,17 @@ pub enum ErrorCode {
     /// In a cluster: this daemon lost the namespace's writer lease or log
     /// position (another daemon writes it); the write was not applied.
     Fenced,
+    /// The store is encrypted at rest and was opened without a key (no
+    /// key file, no `MNEMON_KEY_FILE`, no `MNEMON_KEY`), or the key file
+    /// named does not exist, or a copy was opened without the keyring of
+    /// the store it came from. Nothing was opened or written; open it
+    /// again with its key. (A key given to a store created without one is
+    /// `invalid_input`, field `key`.)
+    KeyRequired,
+    /// The key given does not open the store's keyring (it is not the key
+    /// the store was created with), or the keyring named is another
+    /// store's. Nothing was opened or written.
+    WrongKey,
 }
 
 impl ErrorCode {
@@ -98,6 +109,8 @@ impl ErrorCode {
             ErrorCode::Internal => "internal",
             ErrorCode::Fenced => "fenced",
             ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::KeyRequired => "key_required",
+            ErrorCode::WrongKey => "wrong_key",
         }
     }
 
@@ -113,6 +126,8 @@ impl ErrorCode {
                 | ErrorCode::NamespaceNotAllowed
                 | ErrorCode::ResponseTooLarge
                 | ErrorCode::Unauthorized
+                | ErrorCode::KeyRequired
+                | ErrorCode::WrongKey
         )
     }
 }
@@ -318,7 +333,8 @@ impl From<Error> for ApiError {
             Error::Rejected(_) => (ErrorCode::Rejected, None, e.to_string()),
             // An encrypted store opened without its key (or with another):
             // the caller's `key` is at fault; nothing was written.
-            Error::KeyRequired(_) | Error::WrongKey(_) => (ErrorCode::InvalidInput, Some("key".into()), e.to_string()),
+            Error::KeyRequired(_) => (ErrorCode::KeyRequired, Some("key".into()), e.to_string()),
+            Error::WrongKey(_) => (ErrorCode::WrongKey, Some("key".into()), e.to_string()),
             Error::Io(io) => (ErrorCode::Io, None, plain_io(io)),
             Error::Storage(m) => (ErrorCode::Storage, None, m.to_string()),
             Error::Fenced { .. } => (ErrorCode::Fenced, None, e.to_string()),

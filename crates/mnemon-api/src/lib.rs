@@ -42,6 +42,7 @@
 pub mod budget;
 pub mod door;
 mod error;
+mod forget_set;
 mod inspect;
 pub(crate) mod parse;
 pub use parse::Bounds;
@@ -52,6 +53,7 @@ mod write;
 
 pub use budget::{json_tokens, Limits, DEFAULT_MAX_RESPONSE_TOKENS};
 pub use error::{field_message, plain_io, ApiError, ErrorCode};
+pub use forget_set::{ForgetUserRequest, ForgetUserResponse, NamespaceForgotten};
 pub use inspect::{
     NamespacesRequest, NamespacesResponse, ReceiptsRequest, ReceiptsResponse, TimelineRequest, DEFAULT_TIMELINE_BUCKETS,
 };
@@ -93,8 +95,15 @@ pub trait Call: Serialize + DeserializeOwned + JsonSchema + Send + 'static {
         Self::READ_ONLY
     }
 
-    /// The namespace the call touches; `None` for store-wide calls.
+    /// The namespace the call touches; `None` for store-wide calls and
+    /// for calls that name a set of namespaces ([`Call::namespaces`]).
     fn namespace(&self) -> Option<&Namespace>;
+
+    /// Every namespace the call touches: [`Call::namespace`]'s one, or the
+    /// set a call such as `forget_user` names; empty for store-wide calls.
+    fn namespaces(&self) -> &[Namespace] {
+        self.namespace().map(std::slice::from_ref).unwrap_or(&[])
+    }
 
     /// Runs the call.
     ///
@@ -156,9 +165,15 @@ macro_rules! surface {
                 match self { $( Request::$variant(r) => r.is_read_only(), )* }
             }
 
-            /// The namespace the call touches; `None` for store-wide calls.
+            /// The namespace the call touches; `None` for store-wide calls
+            /// and for calls that name a set ([`Request::namespaces`]).
             pub fn namespace(&self) -> Option<&Namespace> {
                 match self { $( Request::$variant(r) => r.namespace(), )* }
+            }
+
+            /// Every namespace the call touches (see [`Call::namespaces`]).
+            pub fn namespaces(&self) -> &[Namespace] {
+                match self { $( Request::$variant(r) => r.namespaces(), )* }
             }
 
             /// Decodes the arguments of operation `op` (see [`Request::from_op`]).
@@ -228,6 +243,8 @@ surface! {
     Log(LogRequest),
     /// Forget memories or observations.
     Forget(ForgetRequest),
+    /// Forget every namespace of a set (a user's data), one receipt each.
+    ForgetUser(ForgetUserRequest),
     /// The extraction prompt of a session.
     ExtractionPrompt(ExtractionPromptRequest),
     /// Apply an LLM's extraction result.
@@ -321,7 +338,11 @@ impl Request {
             }
         }
         let req = Request::decode(op, args)?;
-        policy.check(req.namespace())?;
+        match (req.namespace(), req.namespaces()) {
+            // A call that names a set is allowed when every one is.
+            (None, set) if !set.is_empty() => set.iter().try_for_each(|ns| policy.check(Some(ns)))?,
+            (ns, _) => policy.check(ns)?,
+        }
         Ok(req)
     }
 

@@ -73,6 +73,7 @@ fn minimal_args(op: &str) -> Value {
         "get" | "history" => json!({"namespace": "u", "id": 1}),
         "list" | "log" | "consolidate" | "timeline" => json!({"namespace": "u"}),
         "forget" => json!({"namespace": "u", "all": true, "dry_run": true}),
+        "forget_user" => json!({"namespaces": ["u", "u:work"]}),
         "extraction_prompt" | "end_session" => json!({"namespace": "u", "session": "s"}),
         "apply_extraction" => json!({"namespace": "u", "extraction": {}}),
         "verify_erasure" => json!({"texts": ["abcdefgh"]}),

@@ -489,6 +489,16 @@ impl ForgetArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ForgetUserArgs {
+    /// A namespace to forget whole (repeatable, 1–1000, each once).
+    #[arg(long = "namespace", alias = "ns", value_name = "NAMESPACE", required = true)]
+    namespaces: Vec<String>,
+    /// Why (stored in the log of each namespace).
+    #[arg(long, default_value = "user request")]
+    reason: String,
+}
+
+#[derive(Args, Debug)]
 pub struct VerifyErasureArgs {
     /// A text to search for, at least 8 bytes (repeatable).
     #[arg(long, alias = "text", value_name = "TEXT", required_unless_present = "shredded")]
@@ -900,6 +910,15 @@ fn request(cmd: &Cmd, json: bool) -> Result<Option<Request>, ApiError> {
                 reason: Some(a.reason.clone()),
             })
         }
+        Cmd::ForgetUser(a) => Request::ForgetUser(api::ForgetUserRequest {
+            namespaces: a
+                .namespaces
+                .iter()
+                .enumerate()
+                .map(|(i, n)| Namespace::new(n).map_err(|e| field_error(&format!("namespaces[{i}]"), e)))
+                .collect::<Result<_, _>>()?,
+            reason: Some(a.reason.clone()),
+        }),
         Cmd::Compact => Request::Compact(CompactRequest {}),
         Cmd::VerifyErasure(a) => Request::VerifyErasure(VerifyErasureRequest { texts: a.texts.clone() }),
         Cmd::Stats => Request::Stats(StatsRequest {}),
@@ -1015,7 +1034,9 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     };
     // Compaction proves erasure: on a mistyped --data it would prove it of
     // an empty store.
-    if req.read_only() || matches!(req, Request::Compact(_)) {
+    // So is forgetting a user's namespaces: on a mistyped --data it would
+    // create an empty store only to answer that nothing is there.
+    if req.read_only() || matches!(req, Request::Compact(_) | Request::ForgetUser(_)) {
         require_store(cli)?;
     }
     let asked = read_namespace(&req);

@@ -133,6 +133,10 @@ pub enum Cmd {
     Context(commands::ContextArgs),
     /// Forget memories or observations.
     Forget(commands::ForgetArgs),
+    /// Forget every memory and observation of a set of namespaces (a
+    /// user's data), as `forget --all` does each, with a receipt per
+    /// namespace; on an encrypted store each namespace's key is destroyed.
+    ForgetUser(commands::ForgetUserArgs),
     /// Erase forgotten content from disk: rewrite the store without it, then
     /// scan every file for it and print the receipt (exit status 3 if any
     /// trace was found).

@@ -150,6 +150,7 @@ fn human(cli: &Cli, resp: &Response) {
             }
         }
         Response::Forget(f) => forget(f, matches!(&cli.command, Cmd::Forget(a) if a.is_search())),
+        Response::ForgetUser(r) => forget_user(r),
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
         Response::ApplyExtraction(r) => extraction_report(r),
         Response::EndSession(r) => session_end(r),
@@ -608,6 +609,30 @@ fn timeline(t: &mnemon::Timeline) {
 
 /// Prints a forget's counts, its dry-run preview and notes (`search`: the
 /// target was `--matching`).
+fn forget_user(r: &mnemon_api::ForgetUserResponse) {
+    for n in &r.namespaces {
+        let shredded = if n.key_shredded { "; data key destroyed" } else { "" };
+        println!(
+            "{}: forgot {} and {}{shredded}",
+            n.namespace,
+            count(n.memories, "memory", "memories"),
+            count(n.observations, "observation", "observations")
+        );
+    }
+    println!(
+        "forgot {} and {} in {}",
+        count(r.memories, "memory", "memories"),
+        count(r.observations, "observation", "observations"),
+        count(r.namespaces.len(), "namespace", "namespaces")
+    );
+    if r.namespaces.iter().any(|n| n.key_shredded) {
+        println!(
+            "each namespace's records are unreadable in the store, its backups and its exports (verify: mnemon \
+             verify-erasure --shredded NAMESPACE)"
+        );
+    }
+}
+
 fn forget(f: &mnemon_api::ForgetResponse, search: bool) {
     let o = &f.outcome;
     let verb = if f.dry_run { "would forget" } else { "forgot" };

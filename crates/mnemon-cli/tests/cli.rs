@@ -1672,6 +1672,83 @@ fn keys_and_sessions_in_any_unicode_form_are_one() {
     assert_eq!(json(&data, &["list", "--namespace", "u"])["memories"].as_array().map(Vec::len), Some(2));
 }
 
+/// `forget-user` forgets a user's namespaces whole in one call, a receipt
+/// line per namespace (and `key_shredded` on an encrypted store); bad sets
+/// are refused naming the field, with nothing written, and a mistyped
+/// `--data` creates no store.
+#[test]
+fn forget_user_forgets_each_namespace_and_refuses_bad_sets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, key) = (dir.path().join("store"), dir.path().join("store.key"));
+    let key_arg = key.to_str().unwrap();
+    let (ok, _, err) = mnemon(&data, &["key", "new", key_arg]);
+    assert!(ok, "{err}");
+    let with_key = |args: &[&str]| {
+        let mut all = vec!["--key-file", key_arg];
+        all.extend_from_slice(args);
+        mnemon(&data, &all)
+    };
+    for (ns, text) in [
+        ("alice", "Alice keeps bees behind the house"),
+        ("alice", "Alice is allergic to peanuts"),
+        ("alice:travel", "Alice flies out of Porto"),
+        ("bob", "Bob grows tomatoes"),
+    ] {
+        let (ok, _, err) = with_key(&["remember", "--namespace", ns, text]);
+        assert!(ok, "{err}");
+    }
+    let refused = |args: &[&str]| {
+        let mut all = vec!["--json", "forget-user"];
+        all.extend_from_slice(args);
+        let (ok, _, err) = with_key(&all);
+        assert!(!ok, "{args:?} succeeded");
+        let e: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
+        (
+            e["error"]["code"].as_str().unwrap_or_default().to_string(),
+            e["error"]["field"].as_str().unwrap_or_default().to_string(),
+        )
+    };
+    let invalid = |f: &str| ("invalid_input".to_string(), f.to_string());
+    assert_eq!(refused(&["--namespace", "alice", "--namespace", "bad name"]), invalid("namespaces[1]"));
+    assert_eq!(refused(&["--namespace", "alice", "--namespace", "alice"]), invalid("namespaces"));
+    assert_eq!(refused(&["--namespace", "alice", "--namespace", "nobody"]).0, "not_found");
+    let (ok, _, _) = mnemon(&data, &["forget-user"]);
+    assert!(!ok, "forget-user without a namespace succeeded");
+    assert_eq!(
+        json(&data, &["--key-file", key_arg, "list", "--namespace", "alice"])["memories"].as_array().map(Vec::len),
+        Some(2)
+    );
+
+    let (ok, out, err) = with_key(&[
+        "forget-user",
+        "--namespace",
+        "alice",
+        "--namespace",
+        "alice:travel",
+        "--reason",
+        "account deleted",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("alice: forgot 2 memories and 0 observations; data key destroyed"), "{out}");
+    assert!(out.contains("alice:travel: forgot 1 memory and 0 observations; data key destroyed"), "{out}");
+    let (ok, out, err) = with_key(&["--json", "forget-user", "--namespace", "alice", "--namespace", "alice:travel"]);
+    assert!(ok, "{err}");
+    let again: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (again["memories"].as_u64(), again["namespaces"][1]["key_shredded"].as_bool()),
+        (Some(0), Some(true)),
+        "{out}"
+    );
+    let (ok, out, err) = with_key(&["verify-erasure", "--shredded", "alice:travel"]);
+    assert!(ok && out.contains("verified: true"), "{out}{err}");
+    let bob = json(&data, &["--key-file", key_arg, "list", "--namespace", "bob"]);
+    assert_eq!(bob["memories"][0]["content"], "Bob grows tomatoes");
+
+    let missing = dir.path().join("no-store");
+    let (ok, _, _) = mnemon(&missing, &["forget-user", "--namespace", "alice"]);
+    assert!(!ok && !missing.exists(), "forget-user created a store");
+}
+
 /// An encrypted store through the CLI: made with `key new` and
 /// `--key-file`, refused without the key (JSON error with field `key`),
 /// and `forget --all` shreds the namespace so that a backup taken before
@@ -1701,6 +1778,7 @@ fn encrypted_store_key_file_shred_and_backup() {
     assert!(!ok);
     let e: serde_json::Value = serde_json::from_str(err.trim()).unwrap_or_else(|e| panic!("{e}: {err}"));
     assert_eq!(e["error"]["field"], "key", "{err}");
+    assert_eq!(e["error"]["code"], "key_required", "{err}");
     assert!(e["error"]["message"].as_str().unwrap().contains("key required"), "{err}");
 
     let backup = dir.path().join("backup");

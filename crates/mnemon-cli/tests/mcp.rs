@@ -158,6 +158,7 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
             "memory_history",
             "memory_list",
             "memory_forget",
+            "memory_forget_user",
             "memory_extraction_prompt",
             "memory_apply_extraction"
         ]
@@ -168,6 +169,7 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
     let hint = |name: &str| tools.iter().find(|t| t.name == name).unwrap().annotations.clone().unwrap();
     assert_eq!(hint("memory_forget").destructive_hint, Some(true));
     assert_ne!(hint("memory_forget").read_only_hint, Some(true));
+    assert_eq!(hint("memory_forget_user").destructive_hint, Some(true));
     assert_eq!(hint("memory_recall").read_only_hint, Some(true));
     assert_eq!(hint("memory_remember").destructive_hint, Some(false));
     // The recall tool lists the filters a model needs; every other field of
@@ -183,7 +185,12 @@ async fn stdio_serves_every_tool_and_refuses_bad_input() {
         let d = t.description.as_deref().unwrap_or_default();
         let example = d.split_once("Example: ").map(|(_, e)| e).unwrap_or_else(|| panic!("{}: {d}", t.name));
         let example: Value = serde_json::from_str(example).unwrap_or_else(|e| panic!("{}: {e}: {d}", t.name));
-        assert_eq!(example["namespace"], "u1", "{}: {d}", t.name);
+        if t.input_schema["properties"].get("namespaces").is_some() {
+            // A tool over a set of namespaces names them all, never one.
+            assert!(example["namespaces"].is_array() && example.get("namespace").is_none(), "{}: {d}", t.name);
+        } else {
+            assert_eq!(example["namespace"], "u1", "{}: {d}", t.name);
+        }
         let schema = t.output_schema.as_deref().unwrap_or_else(|| panic!("{} has no output schema", t.name));
         assert_eq!(schema.get("type"), Some(&json!("object")), "{}", t.name);
     }
@@ -321,7 +328,7 @@ async fn the_tool_list_fits_its_budget_and_the_instructions_fit_the_mode() {
         assert!(tokens <= MAX_TOOL_TOKENS, "{extra:?}: tool definitions take {tokens} tokens");
         let instructions = c.peer_info().and_then(|i| i.instructions.clone()).unwrap_or_default();
         assert_eq!(instructions.contains("namespace"), takes_namespace, "{extra:?}: {instructions}");
-        for t in &tools {
+        for t in tools.iter().filter(|t| t.input_schema["properties"].get("namespaces").is_none()) {
             let named = t.input_schema["properties"].get("namespace").is_some();
             assert_eq!(named, takes_namespace, "{extra:?}: {}", t.name);
             let d = t.description.as_deref().unwrap_or_default();
@@ -538,7 +545,7 @@ async fn http_requires_the_token_and_shuts_down_on_sigterm() {
 
     let c = http_client(&server.url(), Some("s3cret")).await.unwrap();
     let tools = c.list_all_tools().await.unwrap();
-    assert_eq!(tools.len(), 10);
+    assert_eq!(tools.len(), 11);
     println!("tool definitions over HTTP: {} tokens", tool_tokens(&tools));
     for i in 0..20 {
         ok(
@@ -1069,7 +1076,7 @@ async fn stdio_without_a_model_says_so_and_refuses_calls_until_one_is_installed(
     ] {
         assert!(instructions.contains(part), "{part:?} missing from: {instructions}");
     }
-    assert_eq!(c.list_all_tools().await.unwrap().len(), 10);
+    assert_eq!(c.list_all_tools().await.unwrap().len(), 11);
     let e = fails(&c, "memory_remember", json!({"content": "Prefers aisle seats", "key": "user.seat"})).await;
     assert_eq!(e["code"], "embedder", "{e}");
     assert!(e["message"].as_str().unwrap().contains("mnemon model install e5-small"), "{e}");
@@ -1163,4 +1170,68 @@ async fn http_without_a_model_says_so_and_a_hashing_store_gets_a_note() {
     ok(&c, "memory_recall", json!({"namespace": "u", "query": "aisle"})).await;
     drop(c);
     assert!(server.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_encrypted_store_is_served_with_its_key_and_forget_user_shreds_each_namespace() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let key = dir.path().join("store.key");
+    mnemon::crypt::write_new_key_file(&key).unwrap();
+    let key = key.to_str().unwrap();
+    let c = stdio_client(&data, &["--key-file", key]).await;
+    for (ns, content) in [
+        ("alice", "Alice prefers a window seat on long flights"),
+        ("alice", "Alice is allergic to peanuts"),
+        ("alice:work", "Alice's team ships the billing service on Thursdays"),
+        ("bob", "Bob lives in Porto"),
+    ] {
+        ok(&c, "memory_remember", json!({"namespace": ns, "content": content})).await;
+    }
+    let e = fails(&c, "memory_forget_user", json!({"namespaces": []})).await;
+    assert_eq!((e["code"].as_str(), e["field"].as_str()), (Some("invalid_input"), Some("namespaces")), "{e}");
+    let e = fails(&c, "memory_forget_user", json!({"namespaces": ["alice", "nobody"]})).await;
+    assert_eq!(e["code"], "not_found", "{e}");
+    let r =
+        ok(&c, "memory_forget_user", json!({"namespaces": ["alice", "alice:work"], "reason": "account closed"})).await;
+    let receipts: Vec<(String, u64, bool)> = r["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (n["namespace"].as_str().unwrap().to_string(), n["memories"].as_u64().unwrap(), n["key_shredded"] == true)
+        })
+        .collect();
+    assert_eq!(receipts, [("alice".to_string(), 2, true), ("alice:work".to_string(), 1, true)], "{r}");
+    let bob = ok(&c, "memory_list", json!({"namespace": "bob"})).await;
+    assert_eq!(bob["memories"][0]["content"], "Bob lives in Porto");
+    c.cancel().await.unwrap();
+
+    // Once the server is gone, the store opens only with its key.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let refused = loop {
+        let (ok, out, err) = mnemon(&data, &["--json", "list", "--namespace", "bob"]);
+        if !ok || Instant::now() > deadline {
+            break format!("{out}{err}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let v: Value = serde_json::from_str(refused.trim()).unwrap_or_default();
+    assert_eq!(
+        (v["error"]["code"].as_str(), v["error"]["field"].as_str()),
+        (Some("key_required"), Some("key")),
+        "{refused}"
+    );
+    let other = dir.path().join("other.key");
+    mnemon::crypt::write_new_key_file(&other).unwrap();
+    let (ok, _, err) = mnemon(&data, &["--key-file", other.to_str().unwrap(), "--json", "list", "--namespace", "bob"]);
+    let v: Value = serde_json::from_str(err.trim()).unwrap_or_default();
+    assert!(!ok);
+    assert_eq!(v["error"]["code"], "wrong_key", "{err}");
+    let (ok, out, err) = mnemon(&data, &["--key-file", key, "--json", "list", "--namespace", "bob"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("Bob lives in Porto"), "{out}");
+    let (ok, out, err) = mnemon(&data, &["--key-file", key, "--json", "verify-erasure", "--shredded", "alice:work"]);
+    assert!(ok, "{err}");
+    assert_eq!(serde_json::from_str::<Value>(&out).unwrap_or_default()["verified"], true, "{out}");
 }

@@ -51,7 +51,7 @@ pub(crate) struct ToolSpec {
 /// Most estimated tokens ([`api::json_tokens`]) of the whole `tools/list`
 /// answer: clients send every tool definition with every request, so they
 /// are a cost on each of the model's turns.
-pub const MAX_TOOL_TOKENS: usize = 2_000;
+pub const MAX_TOOL_TOKENS: usize = 2_100;
 
 fn schema_of<T: JsonSchema>() -> Value {
     schemars::schema_for!(T).to_value()
@@ -131,6 +131,13 @@ pub(crate) const TOOLS: &[ToolSpec] = &[
          dry_run first.",
         r#"{"matching":"home address","dry_run":true}"#,
         &["id", "observation", "session", "all", "matching", "dry_run", "reason"],
+        true,
+        true,
+    ),
+    spec::<api::ForgetUserRequest>(
+        "Forget all of a user's namespaces whole, a receipt each.",
+        r#"{"namespaces":["u1","u1:work"]}"#,
+        &["namespaces"],
         true,
         true,
     ),
@@ -228,6 +235,8 @@ pub(crate) fn definitions(policy: &NamespacePolicy, prefix: &str) -> Vec<Tool> {
 /// The tool's description with its example call: names of other tools
 /// carry `prefix`; the example names a namespace when calls must.
 fn description(t: &ToolSpec, prefix: &str, named: bool) -> String {
+    // A tool that names a set of namespaces takes no `namespace`.
+    let named = named && !t.args.contains(&"namespaces");
     let example = match (named, t.example.strip_prefix('{')) {
         (true, Some(rest)) => format!(r#"{{"namespace":"u1",{rest}"#),
         _ => t.example.to_string(),

@@ -125,6 +125,7 @@ impl Inspector {
             ErrorCode::InvalidInput => 400,
             ErrorCode::NotFound => 404,
             ErrorCode::NamespaceNotAllowed => 403,
+            ErrorCode::KeyRequired | ErrorCode::WrongKey => 423,
             ErrorCode::Closed | ErrorCode::Unavailable | ErrorCode::Locked => 503,
             _ => 500,
         };

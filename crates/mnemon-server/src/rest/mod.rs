@@ -92,7 +92,9 @@ pub(crate) fn owns(path: &str) -> bool {
 }
 
 /// The HTTP status of an error `code`: 400 for bad input, 403 for a
-/// namespace the server does not serve, 401 for a missing token, 404, 409, 422 for requests
+/// namespace the server does not serve, 401 for a missing token, 423 for
+/// an encrypted store the server holds no key (`key_required`) or the wrong
+/// key (`wrong_key`) for, 404, 409, 422 for requests
 /// refused as they stand (safety policy, an item above the response
 /// budget), 503 with `Retry-After` for conditions that pass (the store
 /// busy or handed over, a provider down, shutting down), 500 otherwise.
@@ -105,6 +107,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         C::Rejected | C::ResponseTooLarge => StatusCode::UNPROCESSABLE_ENTITY,
         C::NamespaceNotAllowed => StatusCode::FORBIDDEN,
         C::Unauthorized => StatusCode::UNAUTHORIZED,
+        C::KeyRequired | C::WrongKey => StatusCode::LOCKED,
         C::Locked | C::Unavailable | C::Closed | C::Cancelled | C::Poisoned | C::Embedder | C::Fenced => {
             StatusCode::SERVICE_UNAVAILABLE
         }
@@ -653,5 +656,9 @@ mod tests {
         assert_eq!(status_of(ErrorCode::Conflict), StatusCode::CONFLICT);
         assert_eq!(status_of(ErrorCode::Unavailable), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(status_of(ErrorCode::NamespaceNotAllowed), StatusCode::FORBIDDEN);
+        // An encrypted store without its key, or with another: neither the
+        // caller's token (401) nor its namespace (403) is at fault.
+        assert_eq!(status_of(ErrorCode::KeyRequired), StatusCode::LOCKED);
+        assert_eq!(status_of(ErrorCode::WrongKey), StatusCode::LOCKED);
     }
 }

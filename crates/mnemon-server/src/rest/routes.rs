@@ -177,6 +177,8 @@ pub(crate) static ROUTES: std::sync::LazyLock<Vec<Route>> = std::sync::LazyLock:
             .summary("Bulk-load observations and memories given as text")
             .excluded(&["path"]),
         route(M::GET, "/v1/namespaces", "namespaces", "namespaces").summary("Namespaces with their figures"),
+        route(M::POST, "/v1/forget-user", "forget_user", "forget_user")
+            .summary("Forget every namespace of a set (a user's data), one receipt each"),
         route(M::POST, "/v1/maintain", "maintain", "maintain").summary("Run decay, expiry, capacity and consolidation"),
         route(M::POST, "/v1/compact", "compact", "compact").summary("Erase forgotten content from disk"),
         route(M::POST, "/v1/verify-erasure", "verify_erasure", "verify_erasure")

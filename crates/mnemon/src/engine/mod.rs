@@ -3,6 +3,7 @@
 mod check;
 mod compact;
 mod config;
+mod forget_set;
 mod input;
 mod inspect;
 mod open;
@@ -12,6 +13,7 @@ pub(crate) mod write;
 pub use crate::writer::backfill::EmbedMode;
 pub use check::CheckReport;
 pub use config::{Config, EngineBuilder, Progress, ProgressFn, DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES};
+pub use forget_set::MAX_FORGET_NAMESPACES;
 pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 pub use inspect::{NamespaceSummary, Timeline, TimelineBucket, MAX_TIMELINE_BUCKETS};
 pub use open::OpenReport;

@@ -721,7 +721,7 @@ impl Engine {
 
     /// A forget's reason as it is stored: checked, personal data redacted
     /// (it outlives compaction in the `forgotten` event).
-    fn forget_reason(&self, reason: &str) -> Result<String> {
+    pub(crate) fn forget_reason(&self, reason: &str) -> Result<String> {
         check_short("reason", reason, MAX_REASON_BYTES, true)?;
         self.redact_label("reason", reason, Some(self.label_policy()), &mut BTreeMap::new())
     }
