@@ -696,8 +696,11 @@ fn forget_matching_the_exact_text_erases_it_whatever_its_cosine() -> R {
 }
 
 /// The `i8` codes the vector index keeps of `v` (as the HNSW graph and the
-/// graph file hold them): quantised from `v` rounded to binary16.
+/// graph file hold them): quantised from `v`, normalised as a write
+/// normalises it and rounded to binary16.
 fn graph_codes(v: &[f32]) -> Vec<u8> {
+    let mut v = v.to_vec();
+    mnemon::embed::normalize(&mut v);
     let w: Vec<f32> = v.iter().map(|x| half::f16::from_f32(*x).to_f32()).collect();
     let m = w.iter().fold(0.0f32, |m, x| m.max(x.abs()));
     w.iter()

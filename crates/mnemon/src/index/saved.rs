@@ -456,6 +456,9 @@ mod tests {
         ) {
             let mut b = encoded(40);
             for (at, byte, kind) in edits {
+                if b.len() <= HEADER_BYTES {
+                    break;
+                }
                 let i = HEADER_BYTES + at.index(b.len() - HEADER_BYTES);
                 match kind {
                     0 => b[i] = byte,
