@@ -410,5 +410,28 @@ fn compaction_reseals_the_live_generation_under_fresh_data_keys() -> TestResult 
     let e = open(&live, &kek)?;
     assert!(contents(&e, &a).is_empty());
     assert_eq!(contents(&e, &b), bob_after);
+
+/// An encrypted store saves no graph file (graph codes derive from the
+/// sealed vectors), and so rebuilds its graph at every open.
+#[test]
+fn an_encrypted_store_saves_no_graph_file() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let params = mnemon::index::HnswParams { exact_threshold: 20, parallel_build: false, ..Default::default() };
+    let open_small =
+        || Engine::builder(dir.path()).key_provider(Arc::new(StaticKey(kek.clone()))).hnsw(params.clone()).open();
+    let e = open_small()?;
+    let n = ns("enc");
+    for i in 0..40 {
+        e.remember(&n, NewMemory::new(format!("encrypted memory {i} about the river {}", i * 13)))?;
+    }
+    e.wait_for_graphs();
+    assert_eq!(e.stats().hnsw_namespaces, 1);
+    e.close()?;
+    assert!(!dir.path().join("graphs.bin").exists());
+    let e = open_small()?;
+    assert_eq!(e.open_report().graphs_loaded, 0);
+    e.wait_for_graphs();
+    assert_eq!(e.stats().hnsw_namespaces, 1);
     Ok(())
 }

@@ -694,3 +694,78 @@ fn forget_matching_the_exact_text_erases_it_whatever_its_cosine() -> R {
     assert!(engine.matching(&u, "My son is called Leo", 0.9, 10)?.is_empty());
     Ok(())
 }
+
+/// The `i8` codes the vector index keeps of `v` (as the HNSW graph and the
+/// graph file hold them): quantised from `v`, normalised as a write
+/// normalises it and rounded to binary16.
+fn graph_codes(v: &[f32]) -> Vec<u8> {
+    let mut v = v.to_vec();
+    mnemon::embed::normalize(&mut v);
+    let w: Vec<f32> = v.iter().map(|x| half::f16::from_f32(*x).to_f32()).collect();
+    let m = w.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    w.iter()
+        .map(|x| {
+            let y = (x * 127.0 / m).clamp(-127.0, 127.0);
+            ((y + 0.5f32.copysign(y)) as i8).to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// The graph file a clean close saves never holds a forgotten vector's
+/// codes: the open that follows a close deletes the file, and the next
+/// close writes it again with the codes of tombstoned slots zeroed; after
+/// compaction no file of the store holds them, and the graph still loads.
+#[test]
+fn forgotten_vectors_leave_the_graph_file() -> R {
+    let dir = tempfile::tempdir()?;
+    let u = ns("u1");
+    let params = mnemon::index::HnswParams { exact_threshold: 50, parallel_build: false, ..Default::default() };
+    let open = || Engine::builder(dir.path()).hnsw(params.clone()).open();
+    let vector = |seed: f32| -> Vec<f32> {
+        let v: Vec<f32> = (0..384).map(|j| ((j as f32 * 0.37 + seed) * (1.0 + seed * 0.01)).sin()).collect();
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.into_iter().map(|x| x / n).collect()
+    };
+    let graph = dir.path().join("graphs.bin");
+    let holds =
+        |needle: &[u8]| -> bool { std::fs::read(&graph).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle)) };
+    let e = open()?;
+    let mut gone = None;
+    for i in 0..80 {
+        let text = format!("Memory number {i} of the user, about topic {}", i * 7);
+        let m = e.remember(&u, mem(&text).vector(vector(i as f32 + 0.5)))?;
+        if i == 40 {
+            gone = Some(m.id);
+        }
+    }
+    let gone = gone.ok_or("no memory 40")?;
+    let codes = graph_codes(&vector(40.5));
+    e.wait_for_graphs();
+    e.close()?;
+    assert!(holds(&codes[..48]), "the saved graph holds the codes before the forget");
+
+    let e = open()?;
+    assert_eq!(e.open_report().graphs_loaded, 1);
+    assert!(!graph.exists(), "the open deleted the file");
+    e.forget(&u, ForgetRequest::Memory(gone), "user request")?;
+    e.close()?;
+    assert!(graph.exists());
+    assert!(!holds(&codes[..48]), "a tombstoned slot is saved without its codes");
+
+    let e = open()?;
+    assert_eq!(e.open_report().graphs_loaded, 1);
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{receipt}");
+    e.close()?;
+    assert!(graph.exists());
+    assert_eq!(files_containing(dir.path(), &codes[..48]), Vec::<PathBuf>::new());
+    let mut p = ErasurePatterns::new();
+    p.add_vector(&vector(40.5));
+    assert!(mnemon::verify_erasure(dir.path(), &p)?.is_clean());
+
+    let e = open()?;
+    assert_eq!(e.open_report().graphs_loaded, 1);
+    assert_eq!(e.stats().hnsw_namespaces, 1);
+    assert!(e.get(&u, gone).is_err());
+    Ok(())
+}

@@ -95,6 +95,9 @@ impl Drop for Inner {
         // so that an open that reads less knows the files are damaged.
         if self.shared.poison_message().is_none() {
             let _ = crate::log::record_high_water(&self.cfg.path, self.shared.state.read().visible);
+            // The graph file is derived: a failed save only means the next
+            // open rebuilds.
+            let _ = open::save_graphs(&self.cfg.path, &self.shared);
         }
     }
 }

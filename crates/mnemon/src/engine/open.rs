@@ -1,6 +1,6 @@
 //! Opening a store: lock, replay, load or rebuild vectors, start the writer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -10,6 +10,7 @@ use crate::engine::config::{Config, Progress};
 use crate::engine::{Engine, Inner};
 use crate::error::{Error, Result};
 use crate::event::{decode_record, STORE_FORMAT_VERSION};
+use crate::index::saved::{self, GraphToSave, SavedGraph};
 use crate::log::{content_hash, fnv1a64, DataDir, LogStore, SledStore};
 use crate::projection::State;
 use crate::types::{MemoryId, Namespace};
@@ -41,6 +42,10 @@ pub struct OpenReport {
     /// The receipt of a compaction that an earlier process started and did
     /// not finish, run again by this open.
     pub erasure: Option<crate::ErasureReceipt>,
+    /// Namespaces whose HNSW graph was loaded from the graph file written
+    /// at the last clean close, instead of being rebuilt (0 when there was
+    /// none, or it did not match the log exactly; see `docs/FORMAT.md`).
+    pub graphs_loaded: usize,
     /// Whether the store is encrypted ([`crate::crypt`]).
     pub encrypted: bool,
     /// Namespaces whose records could not be read because their data key
@@ -149,9 +154,24 @@ impl Engine {
         if let Some(record) = &copy {
             crate::log::check_extent(dir.root(), record, state.last_seq)?;
         }
+        // Every open reads and deletes the graph file (see `index::saved`);
+        // its graphs are used only when they cover exactly this log.
+        let saved = crate::index::saved::take(dir.root())?;
+        let saved: HashMap<String, SavedGraph> = match saved {
+            Some(f)
+                if !report.encrypted
+                    && f.last_seq == state.last_seq
+                    && f.model_hash == fnv1a64(model_id.as_bytes()) =>
+            {
+                f.graphs.into_iter().collect()
+            }
+            _ => HashMap::new(),
+        };
+        state.hold_graphs();
         let markers = pending_markers(store.as_ref())?;
         let backfill_queue =
             load_vectors(store.as_ref(), embedder.as_ref(), &mut state, &mut report, &cfg, true, &markers)?;
+        report.graphs_loaded = state.release_graphs(saved);
         state.finish_lexical()?;
         // Markers of memories that are gone (forgotten, or a write the crash
         // took before its event) are dropped.
@@ -431,4 +451,33 @@ fn take_cached(
     }
     out.missing.extend(next..want.len());
     Ok(out)
+}
+
+/// Saves every namespace's searched graph in the graph file of the store at
+/// `root` (see `index::saved`), after the writer stopped: only when the
+/// engine is healthy and writable, every event is durable, and the store is
+/// not encrypted (graph codes derive from the sealed vectors, so they are
+/// not written for an encrypted store). Namespaces whose graph is still in
+/// its first build are left out (their next open builds it).
+///
+/// # Errors
+/// The I/O error of writing the file; a failed save leaves no file.
+pub(crate) fn save_graphs(root: &std::path::Path, shared: &Shared) -> std::io::Result<()> {
+    if shared.poison_message().is_some() || shared.read_only.is_some() || shared.store.read().sealed().is_some() {
+        return Ok(());
+    }
+    let state = shared.state.read();
+    if state.visible != state.last_seq {
+        return Ok(());
+    }
+    let mut graphs: Vec<(&str, GraphToSave<'_>)> =
+        state.namespaces.iter().filter_map(|(ns, st)| st.vectors.saved_graph().map(|g| (ns.as_str(), g))).collect();
+    if graphs.is_empty() {
+        return Ok(());
+    }
+    graphs.sort_by(|a, b| a.0.cmp(b.0));
+    let bytes = saved::encode(state.last_seq, fnv1a64(shared.model_id.as_bytes()), &graphs);
+    drop(graphs);
+    drop(state);
+    saved::write(root, &bytes)
 }

@@ -533,6 +533,19 @@ impl Engine {
         s
     }
 
+    /// Blocks until every namespace's HNSW graph has its build done and
+    /// every vector in the copy that searches use (returns at once where
+    /// there is no graph). Recall is correct without it (vectors not yet in
+    /// a graph are scanned); benchmarks and tests use it for graph-speed
+    /// searches, and to give a clean close a whole graph to save in the
+    /// graph file. Holds the state's read lock meanwhile, so writes wait.
+    pub fn wait_for_graphs(&self) {
+        let state = self.shared().state.read();
+        for st in state.namespaces.values() {
+            st.vectors.wait_for_graph();
+        }
+    }
+
     /// SHA-256 digest (hex) of every projection at the durable position.
     /// Replaying the log into a fresh engine gives the same digest.
     pub fn digest(&self) -> String {

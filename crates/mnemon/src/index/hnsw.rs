@@ -285,12 +285,32 @@ impl Graph {
         points: Vec<(u64, Vec<i8>)>,
         expected: usize,
     ) -> std::io::Result<Self> {
+        let bulk = points.len();
+        let mut g = Graph::start(dim, params, None, 0)?;
+        g.bulk = bulk;
+        g.slot_ids.reserve(expected);
+        g.slot_live.reserve(expected);
+        let mut encoded = Vec::with_capacity(bulk);
+        for (id, p) in points {
+            g.assign(id);
+            encoded.push(p);
+        }
+        // A send fails only when the worker is gone, which `usable` reports.
+        let _ = g.jobs.send(Job { first: 0, points: encoded });
+        Ok(g)
+    }
+
+    /// Starts the worker; with `view`, publishes it first as the graph's
+    /// view of slots `0..slots`. The graph returned has no slots assigned
+    /// and no bulk.
+    fn start(dim: usize, params: &HnswParams, view: Option<View>, slots: usize) -> std::io::Result<Self> {
         let m = params.m.clamp(2, 128);
         let ef_c = params.ef_construction.max(m);
+        let initial = view.map(Arc::new);
         let shared = Arc::new(Shared {
-            inserted: AtomicUsize::new(0),
-            view: parking_lot::RwLock::new(None),
-            indexed: AtomicUsize::new(0),
+            inserted: AtomicUsize::new(slots),
+            view: parking_lot::RwLock::new(initial.clone()),
+            indexed: AtomicUsize::new(slots),
             want: AtomicUsize::new(0),
             cancelled: AtomicBool::new(false),
             stopped: AtomicBool::new(false),
@@ -302,30 +322,75 @@ impl Graph {
         let worker = Arc::clone(&shared);
         let build = Build { parallel: params.parallel_build, dim, m, ef_construction: ef_c, seed: params.seed };
         std::thread::Builder::new().name("mnemon-hnsw".into()).spawn(move || {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, &build)));
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_worker(&worker, &rx, &build, initial)));
             if outcome.is_err() {
                 worker.cancelled.store(true, Ordering::Release);
             }
             worker.stopped.store(true, Ordering::Release);
         })?;
-        let bulk = points.len();
-        let mut g = Graph {
+        let g = Graph {
             shared,
             jobs: tx,
-            bulk,
-            slot_ids: Vec::with_capacity(expected),
-            slot_live: Vec::with_capacity(expected),
+            bulk: 0,
+            slot_ids: Vec::new(),
+            slot_live: Vec::new(),
             id_slot: IdMap::default(),
             tombstones: 0,
         };
-        let mut encoded = Vec::with_capacity(bulk);
-        for (id, p) in points {
-            g.assign(id);
-            encoded.push(p);
-        }
-        // A send fails only when the worker is gone, which `usable` reports.
-        let _ = g.jobs.send(Job { first: 0, points: encoded });
         Ok(g)
+    }
+
+    /// A graph whose first view is `view` (loaded from the graph file),
+    /// slot `s` holding memory id `ids[s]`, live when `live[s]`; its worker
+    /// inserts later points into that view as into any other. `view` must
+    /// have `ids.len()` slots, `dim` components and `M = params.m` (as
+    /// clamped by [`build`](Self::build)). Returns `None` when a live id
+    /// repeats or the shapes differ.
+    ///
+    /// # Errors
+    /// The I/O error of the operating system when it refuses a thread.
+    pub fn from_view(
+        dim: usize,
+        params: &HnswParams,
+        view: View,
+        ids: Vec<u64>,
+        live: Vec<bool>,
+        expected: usize,
+    ) -> std::io::Result<Option<Self>> {
+        let m = params.m.clamp(2, 128);
+        if view.dim != dim || view.stride_up != m || view.slots != ids.len() || live.len() != ids.len() {
+            return Ok(None);
+        }
+        let mut id_slot = IdMap::default();
+        let mut tombstones = 0;
+        for (slot, (&id, &l)) in ids.iter().zip(&live).enumerate() {
+            if !l {
+                tombstones += 1;
+            } else if id_slot.insert(id, slot).is_some() {
+                return Ok(None);
+            }
+        }
+        let slots = view.slots;
+        let mut g = Graph::start(dim, params, Some(view), slots)?;
+        g.slot_ids = ids;
+        g.slot_live = live;
+        g.slot_ids.reserve(expected.saturating_sub(slots));
+        g.slot_live.reserve(expected.saturating_sub(slots));
+        g.id_slot = id_slot;
+        g.tombstones = tombstones;
+        Ok(Some(g))
+    }
+
+    /// The published view with the id and liveness of each of its slots,
+    /// or `None` while the bulk build has no view yet.
+    pub fn published(&self) -> Option<(Arc<View>, &[u64], &[bool])> {
+        if !self.usable() {
+            return None;
+        }
+        let view = self.shared.view.read().clone()?;
+        let n = view.slots().min(self.slot_ids.len());
+        Some((view, &self.slot_ids[..n], &self.slot_live[..n]))
     }
 
     /// Gives `id` the next slot, tombstoning its previous slot if any.
@@ -520,9 +585,12 @@ const CANCEL_EVERY: usize = 64;
 /// in slot order, at the level [`level_of`] gives its slot). The published
 /// view is shared with readers, so the worker inserts into its own copy
 /// (made when it first inserts after a publication) and publishes that.
-fn run_worker(shared: &Shared, rx: &Receiver<Job>, b: &Build) {
-    let mut cur = Arc::new(View::empty(b.dim, b.m));
-    let mut first_job = true;
+///
+/// With `initial` (a view loaded from the graph file, already published),
+/// there is no bulk: every point is inserted into that view.
+fn run_worker(shared: &Shared, rx: &Receiver<Job>, b: &Build, initial: Option<Arc<View>>) {
+    let mut first_job = initial.is_none();
+    let mut cur = initial.unwrap_or_else(|| Arc::new(View::empty(b.dim, b.m)));
     while let Ok(first) = rx.recv() {
         #[cfg(test)]
         while shared.paused.load(Ordering::Acquire) && !shared.cancelled.load(Ordering::Acquire) {

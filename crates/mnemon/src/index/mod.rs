@@ -14,6 +14,7 @@
 mod exact;
 mod hnsw;
 mod lexical;
+pub(crate) mod saved;
 mod view;
 
 use std::fmt;
@@ -116,6 +117,9 @@ pub struct VectorIndex {
     params: HnswParams,
     store: ExactStore,
     graph: Option<Graph>,
+    /// While set, inserts fill the store only: no graph is built (see
+    /// [`hold_graph`](Self::hold_graph)).
+    held: bool,
 }
 
 impl VectorIndex {
@@ -124,7 +128,7 @@ impl VectorIndex {
     /// `dim` is fixed for the life of the index (384 for all-MiniLM-L6-v2).
     /// Nothing is allocated until the first insert.
     pub fn new(dim: usize, params: HnswParams) -> Self {
-        VectorIndex { dim, params, store: ExactStore::new(dim), graph: None }
+        VectorIndex { dim, params, store: ExactStore::new(dim), graph: None, held: false }
     }
 
     /// Number of components of every vector in this index.
@@ -164,11 +168,89 @@ impl VectorIndex {
                 self.maintain();
             }
             None => {
-                if self.store.len() >= self.params.exact_threshold {
+                if !self.held && self.store.len() >= self.params.exact_threshold {
                     self.build_graph();
                 }
             }
         }
+    }
+
+    /// Holds back the graph while a store loads: until
+    /// [`release_graph`](Self::release_graph), inserts only fill the store
+    /// (searches scan), so that the graph is then either loaded from the
+    /// graph file or built once from every vector. Drops a graph held now.
+    pub(crate) fn hold_graph(&mut self) {
+        self.held = true;
+        self.graph = None;
+    }
+
+    /// Ends [`hold_graph`](Self::hold_graph): adopts `saved` when it
+    /// matches the index exactly (same `dim`, `M`, `ef_construction` and
+    /// seed; every live slot's id live in the store with the very codes and
+    /// scale the store holds; no id live twice), then queues the live
+    /// vectors it lacks for insertion (ascending id order), as later
+    /// inserts would be; otherwise builds the graph from the live vectors
+    /// when they reach the threshold. Returns whether `saved` was adopted.
+    ///
+    /// # Errors
+    /// None: when the system refuses the graph's thread, the index stays
+    /// without a graph (searches scan) and returns false.
+    pub(crate) fn release_graph(&mut self, saved: Option<saved::SavedGraph>) -> bool {
+        self.held = false;
+        let adopted = saved.is_some_and(|s| self.adopt(s));
+        if !adopted && self.graph.is_none() && self.store.len() >= self.params.exact_threshold {
+            self.build_graph();
+        }
+        adopted
+    }
+
+    fn adopt(&mut self, s: saved::SavedGraph) -> bool {
+        let m = self.params.m.clamp(2, 128);
+        if s.m != m
+            || s.ef_construction != self.params.ef_construction.max(m)
+            || s.seed != self.params.seed
+            || s.view.dim != self.dim
+            || self.store.len() < self.params.exact_threshold.saturating_mul(4) / 5
+        {
+            return false;
+        }
+        for (slot, (&id, &live)) in s.ids.iter().zip(&s.live).enumerate() {
+            if live && self.store.codes(id) != Some((s.view.codes.row(slot), s.view.scales[slot])) {
+                return false;
+            }
+        }
+        let mut missing: Vec<u64> = self.store.ids().to_vec();
+        let held: std::collections::HashSet<u64> =
+            s.ids.iter().zip(&s.live).filter(|(_, &l)| l).map(|(&id, _)| id).collect();
+        missing.retain(|id| !held.contains(id));
+        missing.sort_unstable();
+        let expected = self.store.len() + self.store.len() / 2;
+        let Ok(Some(mut g)) = Graph::from_view(self.dim, &self.params, s.view, s.ids, s.live, expected) else {
+            return false;
+        };
+        for id in missing {
+            if let Some((c, sc)) = self.store.codes(id) {
+                g.insert(id, hnsw::point(c, sc));
+            }
+        }
+        self.graph = Some(g);
+        self.maintain();
+        true
+    }
+
+    /// The graph's published view and slot table, to be saved in the graph
+    /// file; `None` without a graph or while its first build runs.
+    pub(crate) fn saved_graph(&self) -> Option<saved::GraphToSave<'_>> {
+        let (view, ids, live) = self.graph.as_ref()?.published()?;
+        let m = self.params.m.clamp(2, 128);
+        Some(saved::GraphToSave {
+            view,
+            ids,
+            live,
+            m,
+            ef_construction: self.params.ef_construction.max(m),
+            seed: self.params.seed,
+        })
     }
 
     /// Removes the vector of `id`. Returns `false` if there was none.

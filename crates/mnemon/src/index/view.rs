@@ -40,25 +40,25 @@ use super::hnsw::{decode, CodeDistance};
 use crate::embed::quant::{dot_i8_gather_with, quantize};
 
 /// No link (pads a node's link list to its stride).
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// A flat graph over slots `0..slots`: a copy of an `hnsw_rs` graph, or
 /// one grown by [`View::insert`].
 #[derive(Clone)]
 pub(crate) struct View {
     /// Slots covered: `0..slots`, every one a graph node.
-    slots: usize,
-    dim: usize,
+    pub(super) slots: usize,
+    pub(super) dim: usize,
     /// Each slot's `dim` codes, in chunks shared between copies.
-    codes: Codes,
+    pub(super) codes: Codes,
     /// Scale of each slot's codes.
-    scales: Vec<f32>,
+    pub(super) scales: Vec<f32>,
     /// Layer-0 links: `slots × stride0`, each list padded with [`NONE`].
-    links0: Vec<u32>,
-    stride0: usize,
+    pub(super) links0: Vec<u32>,
+    pub(super) stride0: usize,
     /// Offset into `upper` of each slot's upper-layer lists, [`NONE`] for a
     /// slot with links on layer 0 only.
-    upper_at: Vec<u32>,
+    pub(super) upper_at: Vec<u32>,
     /// Highest layer each slot's links are copied for: its level, or above
     /// it for a node that a node of a higher layer links to there. `hnsw_rs`
     /// gives a new point a list on each layer from its level up to the top
@@ -66,14 +66,14 @@ pub(crate) struct View {
     /// point is ever linked to on a layer above its level (a later point
     /// that opened a new top layer keeps it as a neighbour there); the other
     /// lists cannot be reached and are left out.
-    depth: Vec<u8>,
+    pub(super) depth: Vec<u8>,
     /// For a slot of depth `L ≥ 1`: `L` lists of `stride_up` links (layers
     /// `1..=L`), each padded with [`NONE`].
-    upper: Vec<u32>,
-    stride_up: usize,
+    pub(super) upper: Vec<u32>,
+    pub(super) stride_up: usize,
     /// The entry point (a node of the top layer) and the top layer.
-    entry: u32,
-    top: u8,
+    pub(super) entry: u32,
+    pub(super) top: u8,
 }
 
 /// Slots per chunk of [`Codes`] (a power of two: a row's chunk and place
@@ -88,7 +88,7 @@ const CHUNK_SLOTS: usize = 1024;
 /// first (`Arc::make_mut`). Full chunks never change, so copies of a
 /// growing graph hold its codes once.
 #[derive(Clone)]
-struct Codes {
+pub(super) struct Codes {
     dim: usize,
     slots: usize,
     chunks: Vec<Arc<Vec<i8>>>,
@@ -96,7 +96,7 @@ struct Codes {
 
 impl Codes {
     /// `slots` rows of zero codes.
-    fn zeroed(dim: usize, slots: usize) -> Codes {
+    pub(super) fn zeroed(dim: usize, slots: usize) -> Codes {
         let mut chunks = Vec::with_capacity(slots.div_ceil(CHUNK_SLOTS));
         let mut left = slots;
         while left > 0 {
@@ -111,13 +111,13 @@ impl Codes {
 
     /// The codes of `slot` (`slot < slots`).
     #[inline]
-    fn row(&self, slot: usize) -> &[i8] {
+    pub(super) fn row(&self, slot: usize) -> &[i8] {
         let at = (slot % CHUNK_SLOTS) * self.dim;
         &self.chunks[slot / CHUNK_SLOTS][at..at + self.dim]
     }
 
     /// The codes of `slot`, writable (copying its chunk if shared).
-    fn row_mut(&mut self, slot: usize) -> &mut [i8] {
+    pub(super) fn row_mut(&mut self, slot: usize) -> &mut [i8] {
         let at = (slot % CHUNK_SLOTS) * self.dim;
         &mut Arc::make_mut(&mut self.chunks[slot / CHUNK_SLOTS])[at..at + self.dim]
     }

@@ -795,6 +795,25 @@ impl State {
         }
     }
 
+    /// Holds back every namespace's graph while vectors load at open (see
+    /// [`VectorIndex::hold_graph`]).
+    pub(crate) fn hold_graphs(&mut self) {
+        for st in self.namespaces.values_mut() {
+            st.vectors.hold_graph();
+        }
+    }
+
+    /// Ends [`hold_graphs`](Self::hold_graphs): each namespace adopts its
+    /// graph from `saved` (by namespace name) when it matches, else builds
+    /// one. Returns how many were adopted.
+    pub(crate) fn release_graphs(&mut self, mut saved: HashMap<String, crate::index::saved::SavedGraph>) -> usize {
+        let mut adopted = 0;
+        for (ns, st) in &mut self.namespaces {
+            adopted += usize::from(st.vectors.release_graph(saved.remove(ns.as_str())));
+        }
+        adopted
+    }
+
     /// Marks memory `id` as waiting for its vector (deferred embedding).
     pub(crate) fn mark_pending(&mut self, ns: &Namespace, id: MemoryId) {
         if let Some(st) = self.namespaces.get_mut(ns) {
