@@ -410,6 +410,8 @@ fn compaction_reseals_the_live_generation_under_fresh_data_keys() -> TestResult 
     let e = open(&live, &kek)?;
     assert!(contents(&e, &a).is_empty());
     assert_eq!(contents(&e, &b), bob_after);
+    Ok(())
+}
 
 /// An encrypted store saves no graph file (graph codes derive from the
 /// sealed vectors), and so rebuilds its graph at every open.
