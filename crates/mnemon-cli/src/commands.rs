@@ -548,9 +548,15 @@ fn key(cli: &Cli, cmd: &KeyCmd) -> Result<(), ApiError> {
             require_store(cli)?;
             // The new key is read (and refused if missing or malformed)
             // before the store is opened: bad input writes nothing.
-            let new = mnemon::crypt::StaticKey(mnemon::crypt::KeyProvider::kek(&mnemon::crypt::KeyFile(
-                new_key_file.clone(),
-            ))?);
+            let new = mnemon::crypt::KeyFile(new_key_file.clone());
+            match mnemon::crypt::KeyProvider::kek(&new) {
+                Ok(_) => {}
+                Err(mnemon::Error::KeyRequired(m)) => return Err(ApiError::invalid("new_key_file", m)),
+                Err(mnemon::Error::InvalidInput { reason, .. }) => {
+                    return Err(ApiError::invalid("new_key_file", reason))
+                }
+                Err(e) => return Err(e.into()),
+            }
             if KEYS.get().and_then(|k| k.provider.as_ref()).is_none() {
                 return Err(mnemon::Error::KeyRequired(
                     "key rotate needs the current key: --key-file, MNEMON_KEY_FILE or MNEMON_KEY".into(),
@@ -598,6 +604,18 @@ fn verify_shredded(cli: &Cli, a: &VerifyErasureArgs, ns: &str) -> Result<ExitCod
                 c.plain,
                 c.later
             );
+            if c.own_keyring_unread {
+                println!(
+                    "{}: holds a keyring of its own that the store's key does not open: its keys cannot be tried; \
+                     delete its KEYRING (or the copy) to erase it",
+                    c.source.display()
+                );
+            } else if c.own_keyring {
+                println!(
+                    "{}: holds a keyring of its own (kept by its first open), which a shred does not reach; its keys were tried too",
+                    c.source.display()
+                );
+            }
         }
         println!("verified: {}", report.verified);
     }
@@ -1190,7 +1208,7 @@ fn surface_at<T>(
     #[cfg(unix)]
     {
         let backend = mnemon_server::Backend::open(dir, api::Limits::default(), opener_at(cli, dir, graphs))?;
-        if let Err(e) = forwarded_settings(cli, &backend) {
+        if let Err(e) = forwarded_settings(cli, dir, &backend) {
             let _ = backend.close();
             return Err(e);
         }
@@ -1245,10 +1263,12 @@ fn model_is(choice: EmbedderChoice, model_id: &str) -> bool {
 /// defaults, a note on standard error names the holder's regions.
 ///
 /// # Errors
-/// `invalid_input` (field `embedder` or `phone_regions`), naming the
-/// holder and both settings; the holder's own errors for its `stats`.
+/// `key_required` / `wrong_key` when `dir` is an encrypted store and this
+/// command has no key for it, or another one; `invalid_input` (field
+/// `embedder` or `phone_regions`), naming the holder and both settings;
+/// the holder's own errors for its `stats`.
 #[cfg(unix)]
-pub fn forwarded_settings(cli: &Cli, backend: &mnemon_server::Backend) -> Result<(), ApiError> {
+pub fn forwarded_settings(cli: &Cli, dir: &std::path::Path, backend: &mnemon_server::Backend) -> Result<(), ApiError> {
     // Only a holder that answers on the socket runs the calls; one that
     // serves none refuses them as `locked`, and this process, taking the
     // store over later, opens it with its own settings. A store not opened
@@ -1259,6 +1279,9 @@ pub fn forwarded_settings(cli: &Cli, backend: &mnemon_server::Backend) -> Result
         Some((pid, true)) => format!("process {pid}"),
         None => "another process".to_string(),
     };
+    // The holder opened the store with its key; a call passed to it needs
+    // the key too, as this command's own open would.
+    mnemon::crypt::check_key(dir, &key_settings(cli))?;
     let stats = match backend.call(Request::Stats(api::StatsRequest {})) {
         Ok(v) => Response::from_op_value("stats", v)?,
         // Not reached after all (it went away, or serves no socket): the

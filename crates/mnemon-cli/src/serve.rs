@@ -163,7 +163,7 @@ fn server(cli: &Cli, p: &PolicyArgs) -> Result<(Arc<Backend>, MemoryServer), Api
     // Checked before the store is opened: a refused setting opens nothing.
     mcp::check_tool_prefix(&p.tool_prefix)?;
     let backend = Arc::new(Backend::open(&cli.data, limits, opener(cli))?);
-    if let Err(e) = crate::commands::forwarded_settings(cli, &backend) {
+    if let Err(e) = crate::commands::forwarded_settings(cli, &cli.data, &backend) {
         let _ = backend.close();
         return Err(e);
     }

@@ -1662,7 +1662,7 @@ fn keys_and_sessions_in_any_unicode_form_are_one() {
     let out = json(&data, &["forget", "--namespace", "u", "--session", "\u{4f1a}\u{8bdd}:1"]);
     assert_eq!(out["observations"], 1, "{out}");
     let log = run(&["log", "--namespace", "u"]);
-    assert!(!log.contains("2291") && !log.contains("第一次对话"), "{log}");
+    assert!(!log.contains("locker code is 2291") && !log.contains("第一次对话"), "{log}");
     // A namespace in full-width letters is the namespace in ASCII.
     let list = json(&data, &["list", "--namespace", "\u{ff55}"]);
     assert_eq!(list["memories"].as_array().map(Vec::len), Some(2), "{list}");
@@ -1862,4 +1862,54 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A call passed to the process holding an encrypted store (here `mnemon
+/// serve`) needs the key as its own open would: without one it is refused
+/// with `key_required`, with another one `wrong_key`, and nothing is
+/// written; with the key it runs.
+#[test]
+fn a_call_passed_to_the_holder_of_an_encrypted_store_needs_its_key() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("store");
+    let (key, wrong) = (dir.path().join("store.key"), dir.path().join("wrong.key"));
+    let (key_arg, wrong_arg) = (key.to_str().unwrap(), wrong.to_str().unwrap());
+    for k in [key_arg, wrong_arg] {
+        let (ok, _, err) = mnemon(&data, &["key", "new", k]);
+        assert!(ok, "{err}");
+    }
+    let (ok, _, err) = mnemon(&data, &["--key-file", key_arg, "remember", "--namespace", "u1", "Keeps bees"]);
+    assert!(ok, "{err}");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+        .arg("--data")
+        .arg(&data)
+        .args(["--embedder", "hashing", "--key-file", key_arg, "serve", "--listen", "127.0.0.1:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run mnemon serve");
+    let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("server exited before listening").unwrap();
+        if line.starts_with("mnemon: serving") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let refused = |args: &[&str], code: &str| {
+        let (ok, out, err) = mnemon(&data, args);
+        assert!(!ok, "{out}");
+        assert!(err.contains(&format!("\"code\":\"{code}\"")), "{err}");
+    };
+    refused(&["--json", "list", "--namespace", "u1"], "key_required");
+    refused(&["--json", "--key-file", wrong_arg, "list", "--namespace", "u1"], "wrong_key");
+    refused(&["--json", "remember", "--namespace", "u9", "Written without a key"], "key_required");
+    let (ok, out, err) = mnemon(&data, &["--key-file", key_arg, "list", "--namespace", "u1"]);
+    assert!(ok && out.contains("Keeps bees"), "{out}{err}");
+    let (ok, out, err) = mnemon(&data, &["--key-file", key_arg, "namespaces"]);
+    assert!(ok && !out.contains("u9"), "nothing was written without the key: {out}{err}");
+    let _ = server.kill();
+    let _ = server.wait();
 }

@@ -23,6 +23,20 @@ fn open(path: &Path, kek: &Kek) -> mnemon::Result<Engine> {
     Engine::builder(path).key_provider(Arc::new(StaticKey(kek.clone()))).open()
 }
 
+/// A new encrypted store at `dir/live` under a fresh key, with the
+/// canaries in namespace `alice` and a memory and an observation in `bob`:
+/// the key, the store's path, the engine and the two namespaces.
+fn two_namespaces(dir: &Path) -> Result<(Kek, PathBuf, Engine, Namespace, Namespace), Box<dyn std::error::Error>> {
+    let kek = Kek::generate();
+    let live = dir.join("live");
+    let e = open(&live, &kek)?;
+    let (a, b) = (ns("alice"), ns("bob"));
+    write_canaries(&e, &a)?;
+    e.remember(&b, NewMemory::new("bob likes green tea"))?;
+    e.observe(&b, NewObservation::new("s9", Role::User, "bob said hello"))?;
+    Ok((kek, live, e, a, b))
+}
+
 const CANARIES: [&str; 5] = [
     "CANARY-ALPHA saw the heron by the mill pond",
     "CANARY-BRAVO keeps the spare key under the blue pot",
@@ -157,13 +171,7 @@ fn missing_or_wrong_key_is_a_typed_error_and_writes_nothing() -> TestResult {
 #[test]
 fn a_shred_reaches_backups_and_exports_taken_before_it() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let kek = Kek::generate();
-    let live = dir.path().join("live");
-    let e = open(&live, &kek)?;
-    let (a, b) = (ns("alice"), ns("bob"));
-    write_canaries(&e, &a)?;
-    e.remember(&b, NewMemory::new("bob likes green tea"))?;
-    e.observe(&b, NewObservation::new("s9", Role::User, "bob said hello"))?;
+    let (kek, live, e, a, b) = two_namespaces(dir.path())?;
     let bob_before = contents(&e, &b);
     e.backup(dir.path().join("before"))?;
     e.export(dir.path().join("before.jsonl"))?;
@@ -224,6 +232,46 @@ fn a_shred_reaches_backups_and_exports_taken_before_it() -> TestResult {
     assert_eq!(contents(&e, &a), vec!["alice came back".to_string()]);
     assert_eq!(contents(&e, &b), bob_before);
     assert!(e.check()?.consistent);
+    Ok(())
+}
+
+/// A backup opened once before the shred keeps a keyring of its own, which
+/// the shred does not reach: the proof tries its keys, finds the records
+/// they open and fails, until that keyring is deleted. A copy's keyring
+/// from before a rotation cannot be tried at all, and fails the proof too.
+#[test]
+fn a_backups_own_keyring_fails_the_proof_of_a_shred() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (kek, live, e, a, _b) = two_namespaces(dir.path())?;
+    let (opened_copy, untouched) = (dir.path().join("opened"), dir.path().join("untouched"));
+    e.backup(&opened_copy)?;
+    e.backup(&untouched)?;
+    e.close()?;
+    let ring = live.join(KEYRING_FILE);
+    let copy = Engine::builder(&opened_copy).key_provider(Arc::new(StaticKey(kek.clone()))).keyring(&ring).open()?;
+    assert!(!contents(&copy, &a).is_empty());
+    copy.close()?;
+    assert!(opened_copy.join(KEYRING_FILE).exists(), "the first open of a copy keeps its keyring");
+
+    let e = open(&live, &kek)?;
+    assert!(e.forget(&a, ForgetRequest::All, "account closed")?.key_shredded);
+    let report = e.verify_shred(&a, &[opened_copy.clone(), untouched.clone()], &[])?;
+    assert!(!report.verified, "{report:?}");
+    let (own, plain_copy) = (&report.checks[1], &report.checks[2]);
+    assert!(own.own_keyring && !own.own_keyring_unread && own.opened == own.sealed && own.sealed > 0, "{own:?}");
+    assert!(!plain_copy.own_keyring && plain_copy.opened == 0 && plain_copy.sealed > 0, "{plain_copy:?}");
+
+    // After a rotation the copy's keyring no longer opens with the store's
+    // key: it cannot be tried, and the proof still fails.
+    let new = Kek::generate();
+    e.rotate_key(&StaticKey(new.clone()))?;
+    let report = e.verify_shred(&a, &[opened_copy.clone()], &[])?;
+    assert!(!report.verified && report.checks[1].own_keyring_unread, "{report:?}");
+
+    // Deleting the copy's keyring erases it.
+    std::fs::remove_file(opened_copy.join(KEYRING_FILE))?;
+    let report = e.verify_shred(&a, &[opened_copy, untouched], &[])?;
+    assert!(report.verified, "{report:?}");
     Ok(())
 }
 
@@ -335,13 +383,7 @@ fn a_rotation_rewraps_the_keyring_and_only_the_new_key_opens_the_store() -> Test
 #[test]
 fn compaction_reseals_the_live_generation_under_fresh_data_keys() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let kek = Kek::generate();
-    let live = dir.path().join("live");
-    let e = open(&live, &kek)?;
-    let (a, b) = (ns("alice"), ns("bob"));
-    write_canaries(&e, &a)?;
-    e.remember(&b, NewMemory::new("bob likes green tea"))?;
-    e.observe(&b, NewObservation::new("s9", Role::User, "bob said hello"))?;
+    let (kek, live, e, a, b) = two_namespaces(dir.path())?;
     let (alice, bob) = (contents(&e, &a), contents(&e, &b));
     let ring = live.join(KEYRING_FILE);
     let ring_before = dir.path().join("KEYRING.before");
@@ -391,6 +433,10 @@ fn compaction_reseals_the_live_generation_under_fresh_data_keys() -> TestResult 
     assert_eq!(contents(&copy, &a), alice);
     assert_eq!(contents(&copy, &b), bob);
     copy.close()?;
+    // That open kept a keyring in the copy, out of a shred's reach (see
+    // `a_backups_own_keyring_fails_the_proof_of_a_shred`): removed, so the
+    // copy reads with the store's keyring again.
+    std::fs::remove_file(dir.path().join("before").join(KEYRING_FILE))?;
 
     // A shred destroys every key of the namespace, the old ones too: the
     // backup and export from before the compaction no longer open it.

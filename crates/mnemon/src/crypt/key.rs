@@ -96,13 +96,24 @@ impl KeyProvider for KeyFile {
             }
             Err(e) => return Err(Error::io_at(&self.0, e)),
         };
-        let k = Kek::from_hex(&text);
+        let k = Kek::from_hex(&text).map_err(|e| named(e, &self.describe()));
         text.zeroize();
         k
     }
 
     fn describe(&self) -> String {
         format!("key file {}", self.0.display())
+    }
+}
+
+/// `e` with `source` (a provider's [`KeyProvider::describe`]) before its
+/// reason, so that a malformed key names where it was read.
+fn named(e: Error, source: &str) -> Error {
+    match e {
+        Error::InvalidInput { field, reason } => {
+            Error::InvalidInput { field, reason: format!("the {source}: {reason}") }
+        }
+        other => other,
     }
 }
 
@@ -115,7 +126,7 @@ impl KeyProvider for KeyEnv {
     fn kek(&self) -> Result<Kek> {
         match std::env::var(&self.0) {
             Ok(mut v) => {
-                let k = Kek::from_hex(&v);
+                let k = Kek::from_hex(&v).map_err(|e| named(e, &self.describe()));
                 v.zeroize();
                 k
             }

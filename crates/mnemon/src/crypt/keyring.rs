@@ -211,6 +211,11 @@ impl Keyring {
         Ok(())
     }
 
+    /// The key-encryption key that wraps this keyring.
+    pub(crate) fn kek(&self) -> &Kek {
+        &self.kek
+    }
+
     /// Replaces the KEK that wraps the data keys (in memory; the caller
     /// saves) and returns the one it replaces.
     pub(crate) fn replace_kek(&mut self, kek: Kek) -> Kek {

@@ -45,7 +45,7 @@ pub(crate) use record::{
     vector_generation,
 };
 pub use record::{SEALED_VECTOR_TAG, SEALED_VERSION};
-pub(crate) use verify::{check_records, shredded_keys};
+pub(crate) use verify::{check_records, opened_by, shredded_keys};
 pub use verify::{ShredCheck, ShredReport};
 
 use crate::error::{Error, Result};
@@ -98,6 +98,20 @@ pub(crate) fn precheck(root: &Path, keys: &KeySettings) -> Result<()> {
         ))),
         Some(p) => Keyring::load(&ring, p.kek()?).map(|_| ()),
     }
+}
+
+/// Whether `keys` open the store at `root` (a data directory): the check
+/// an open makes of the key, made without opening anything. A process
+/// whose calls are passed to another one holding the store (the CLI beside
+/// `mnemon serve`) makes it first, so that such a call needs the key as
+/// its own open would.
+///
+/// # Errors
+/// [`Error::KeyRequired`] when `root` holds a keyring and `keys` give no
+/// key; [`Error::WrongKey`] when the key does not open it; what the key
+/// provider returns.
+pub fn check_key(root: &Path, keys: &KeySettings) -> Result<()> {
+    precheck(root, keys)
 }
 
 /// The event kind of a sealed record (after checking its envelope,

@@ -28,6 +28,18 @@ pub struct ShredCheck {
     /// Records of the namespace sealed under a key made after the shred
     /// (writes since): readable, and not part of the proof.
     pub later: u64,
+    /// For a backup: it holds a keyring of its own (`KEYRING`, kept by the
+    /// first open of the copy), which a shred of the store does not reach.
+    /// Its keys are tried too, and the records they open are counted in
+    /// `opened`.
+    #[serde(default)]
+    pub own_keyring: bool,
+    /// For a backup with a keyring of its own: that keyring does not open
+    /// with the store's key (it was copied before a rotation, or is
+    /// damaged), so its keys cannot be tried and the proof fails. Delete
+    /// the copy's `KEYRING`, or the copy, to erase it.
+    #[serde(default)]
+    pub own_keyring_unread: bool,
 }
 
 /// The proof that a namespace's shredded records are unreadable
@@ -40,8 +52,10 @@ pub struct ShredReport {
     pub shredded_keys: Vec<u32>,
     /// One entry per place searched.
     pub checks: Vec<ShredCheck>,
-    /// True when a key was shredded and no record under it opened and no
-    /// record of the namespace was readable in plain.
+    /// True when a key was shredded, no record under it opened (with the
+    /// store's keys, or a backup's own), no record of the namespace was
+    /// readable in plain, and no backup holds a keyring of its own that
+    /// could not be tried.
     pub verified: bool,
 }
 
@@ -88,6 +102,31 @@ pub(crate) fn check_records(
         }
     }
     Ok(c)
+}
+
+/// Records of `ns` in `records` (as stored) that a live key of `ring` (a
+/// copy's own keyring) opens.
+///
+/// # Errors
+/// Those `records` yields; [`crate::Error::Corrupted`] for a damaged sealed record.
+pub(crate) fn opened_by(
+    ring: &crate::crypt::Keyring,
+    ns: &str,
+    records: impl Iterator<Item = Result<(Seq, Vec<u8>)>>,
+) -> Result<u64> {
+    let mut opened = 0;
+    for r in records {
+        let (seq, bytes) = r?;
+        if bytes.first() != Some(&SEALED_VERSION) {
+            continue;
+        }
+        let h = head(seq, &bytes)?;
+        if h.ns == ns && matches!(ring.get(ns, h.generation), KeyState::Live(k) if open_record(seq, &bytes, k).is_ok())
+        {
+            opened += 1;
+        }
+    }
+    Ok(opened)
 }
 
 /// Generations of `ns`'s data key that were shredded.

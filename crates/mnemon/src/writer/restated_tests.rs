@@ -8,7 +8,6 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::event::{Event, Extracted};
-use crate::index::HnswParams;
 use crate::types::{Kind, Tier};
 
 const DIM: usize = 8;
@@ -91,7 +90,7 @@ fn written() -> impl Strategy<Value = Written> {
 
 fn build(mems: &[Written]) -> State {
     let ns = Namespace::new("p").expect("namespace");
-    let mut state = State::new(DIM, HnswParams::default());
+    let mut state = State::new(DIM, Default::default());
     let time = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).single().expect("time");
     let mut seq = 0u64;
     let mut last: Option<MemoryId> = None;
