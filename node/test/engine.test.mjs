@@ -118,6 +118,7 @@ test("every operation of the surface has a method", () => {
     end_session: "endSession",
     verify_erasure: "verifyErasure",
     extraction_prompt: "extractionPrompt",
+    forget_user: "forgetUser",
   };
   for (const op of OPS) {
     const name = methods[op] ?? op;
