@@ -165,8 +165,18 @@ def run_page(page: pathlib.Path, mnemon_bin: pathlib.Path, tmp: pathlib.Path) ->
     work.mkdir()
     state = tmp / "state.sh"
     env = {k: v for k, v in os.environ.items() if k not in CLEARED_ENV}
+    # A home of its own, so that a page writing under ~ (a key file in
+    # ~/.config/mnemon) runs the same every time; the installed models are
+    # still found where mnemon would look for them from the real home.
+    home = tmp / "home"
+    home.mkdir()
+    models = env.get("MNEMON_MODELS") or str(
+        pathlib.Path(env.get("XDG_DATA_HOME") or pathlib.Path.home() / ".local" / "share") / "mnemon" / "models"
+    )
     env.update(
         PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+        HOME=str(home),
+        MNEMON_MODELS=models,
         MNEMON_DATA=str(work / "mnemon-data"),
         MNEMON_DOCS_STATE=str(state),
     )

@@ -39,7 +39,7 @@ def post(server, body, token=None, extra=None):
 async def test_every_tool_over_http(http_server):
     async with http_server.client() as c:
         listed = await c.list_tools()
-        assert len(listed.tools) == 10
+        assert len(listed.tools) == 11
         o = await ok(c, "memory_observe", {"namespace": "u", "session": "s1", "text": "User: I am allergic to peanuts"})
         r = await ok(c, "memory_remember", {"namespace": "u", "content": "Allergic to peanuts", "kind": "fact", "sources": [o["observation_id"]]})
         hits = await ok(c, "memory_recall", {"namespace": "u", "query": "peanut allergy"})
@@ -55,6 +55,9 @@ async def test_every_tool_over_http(http_server):
         assert rep["items"][0]["status"] == "applied"
         dry = await ok(c, "memory_forget", {"namespace": "u", "all": True, "dry_run": True})
         assert dry["observations"] == 1
+        gone = await ok(c, "memory_forget_user", {"namespaces": ["u"], "reason": "account closed"})
+        assert gone["namespaces"][0]["namespace"] == "u" and gone["namespaces"][0]["observations"] == 1, gone
+        assert len((await ok(c, "memory_list", {"namespace": "u"}))["memories"]) == 0
 
 
 def test_missing_or_wrong_token_is_401_and_writes_nothing(http_server, data):

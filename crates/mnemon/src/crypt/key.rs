@@ -154,12 +154,23 @@ impl KeyProvider for StaticKey {
 }
 
 /// Writes a fresh key file at `path` (mode 0600 on Unix), refusing to
-/// replace an existing one.
+/// replace an existing one. Missing parent directories are made (mode
+/// 0700 on Unix), as for `~/.config/mnemon/store.key` on a new machine.
 ///
 /// # Errors
 /// [`Error::InvalidInput`] when `path` exists; [`Error::Io`] otherwise.
 pub fn write_new_key_file(path: &Path) -> Result<()> {
     use std::io::Write;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        let mut dirs = std::fs::DirBuilder::new();
+        dirs.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            dirs.mode(0o700);
+        }
+        dirs.create(parent).map_err(|e| Error::io_at(parent, e))?;
+    }
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]
