@@ -12,6 +12,22 @@ fn mnemon(data: &Path, args: &[&str]) -> (bool, String, String) {
     mnemon_with_env(&[], data, args)
 }
 
+/// A fresh key file `dir/store.key` (`mnemon key new`) for a store at
+/// `dir/store`, which is not made yet: the store's path and the key's.
+fn new_key(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (data, key) = (dir.join("store"), dir.join("store.key"));
+    let (ok, _, err) = mnemon(&data, &["key", "new", key.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    (data, key)
+}
+
+/// [`mnemon`] with `--key-file key` before `args`.
+fn mnemon_with_key(data: &Path, key: &Path, args: &[&str]) -> (bool, String, String) {
+    let mut all = vec!["--key-file", key.to_str().unwrap()];
+    all.extend_from_slice(args);
+    mnemon(data, &all)
+}
+
 /// [`mnemon`] with these environment variables set.
 fn mnemon_with_env(envs: &[(&str, &str)], data: &Path, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_mnemon"))
@@ -1679,15 +1695,9 @@ fn keys_and_sessions_in_any_unicode_form_are_one() {
 #[test]
 fn forget_user_forgets_each_namespace_and_refuses_bad_sets() {
     let dir = tempfile::tempdir().unwrap();
-    let (data, key) = (dir.path().join("store"), dir.path().join("store.key"));
+    let (data, key) = new_key(dir.path());
     let key_arg = key.to_str().unwrap();
-    let (ok, _, err) = mnemon(&data, &["key", "new", key_arg]);
-    assert!(ok, "{err}");
-    let with_key = |args: &[&str]| {
-        let mut all = vec!["--key-file", key_arg];
-        all.extend_from_slice(args);
-        mnemon(&data, &all)
-    };
+    let with_key = |args: &[&str]| mnemon_with_key(&data, &key, args);
     for (ns, text) in [
         ("alice", "Alice keeps bees behind the house"),
         ("alice", "Alice is allergic to peanuts"),
@@ -1757,15 +1767,9 @@ fn forget_user_forgets_each_namespace_and_refuses_bad_sets() {
 #[test]
 fn encrypted_store_key_file_shred_and_backup() {
     let dir = tempfile::tempdir().unwrap();
-    let (data, key) = (dir.path().join("store"), dir.path().join("store.key"));
+    let (data, key) = new_key(dir.path());
     let key_arg = key.to_str().unwrap();
-    let (ok, _, err) = mnemon(&data, &["key", "new", key_arg]);
-    assert!(ok, "{err}");
-    let with_key = |args: &[&str]| {
-        let mut all = vec!["--key-file", key_arg];
-        all.extend_from_slice(args);
-        mnemon(&data, &all)
-    };
+    let with_key = |args: &[&str]| mnemon_with_key(&data, &key, args);
     for (ns, text) in [("alice", "CANARY-CLI alice keeps bees"), ("bob", "bob grows tomatoes")] {
         let (ok, _, err) = with_key(&["remember", "--namespace", ns, text]);
         assert!(ok, "{err}");
