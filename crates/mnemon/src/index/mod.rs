@@ -19,6 +19,7 @@ mod view;
 
 use std::fmt;
 
+pub(crate) use hnsw::Backlog as GraphBacklog;
 pub use hnsw::HnswParams;
 pub use lexical::{query_names, relation_words, LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1, RELATIONS};
 
@@ -57,6 +58,26 @@ fn scan_cost(live: usize, frac: f64, row: f64) -> f64 {
     let per_row = if frac < FILTER_FIRST_BELOW { FILTER_CALL + frac * row } else { row };
     live as f64 * per_row
 }
+
+/// Vectors the graph's background thread may have queued before the
+/// engine's writer waits for it between groups
+/// ([`VectorIndex::graph_backlog`]). Every queued vector is in the graph's
+/// tail, which each search scans; a writer faster than the graph (0.1 ms
+/// of background time per vector at `ef_construction` 100, more as it
+/// grows, see [`HnswParams::exact_threshold`]) would grow the tail without bound,
+/// until every search, the near-duplicate check of each write among them,
+/// scanned the namespace. With the wait, a write costs what the graph's
+/// insert costs, whatever the store's size. 1,024 rows of tail are about
+/// 0.1 ms of exact scoring at 384-d (`view`'s figure); seed value, not
+/// tuned.
+pub(crate) const GRAPH_BACKLOG: usize = 1024;
+
+/// Candidate list of a graph search for the nearest vectors only
+/// ([`VectorIndex::search_near`], the near-duplicate check of every
+/// write): a restatement lies at a cosine of at least the near-duplicate
+/// threshold (0.85–0.95 by model), far nearer than the other neighbours,
+/// and a greedy search reaches it with a short list.
+const NEAR_EF: usize = 16;
 
 /// Below this estimated fraction of ids passing the filter, an exact scan
 /// asks the filter first and computes dot products only for passing ids.
@@ -322,6 +343,25 @@ impl VectorIndex {
         self.graph.as_ref().map_or(0, |g| g.points() - g.indexed())
     }
 
+    /// A handle on the graph's background thread while more than
+    /// [`GRAPH_BACKLOG`] vectors wait for it (the bulk of a build counts
+    /// while it is built); `None` without a graph or below that. The
+    /// engine's writer waits on it between groups, outside every lock, so
+    /// that inserts never outrun the graph by more than that and searches
+    /// keep the graph's speed (see [`GRAPH_BACKLOG`]).
+    pub(crate) fn graph_backlog(&self) -> Option<hnsw::Backlog> {
+        self.graph.as_ref()?.backlog(GRAPH_BACKLOG)
+    }
+
+    /// Holds the graph's background thread back (or lets it go): tests of
+    /// what waits for it.
+    #[cfg(test)]
+    pub(crate) fn pause_graph(&self, paused: bool) {
+        if let Some(g) = &self.graph {
+            g.pause(paused);
+        }
+    }
+
     /// Blocks until the graph's background thread has inserted every
     /// queued vector and copied them into the searched view (returns at
     /// once without a graph). For tests,
@@ -369,12 +409,23 @@ impl VectorIndex {
     /// filter), or when nothing in the sample passes. So a graph-mode index
     /// answers small or very selective queries by scanning.
     pub fn search(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        self.search_ef(query, k, filter, self.params.ef_search)
+    }
+
+    /// [`search`](Self::search) for the vectors nearest `query` only, as
+    /// the near-duplicate check asks: in graph mode with a candidate list
+    /// of [`NEAR_EF`] instead of `ef_search` (a scan is the same).
+    pub(crate) fn search_near(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        self.search_ef(query, k, filter, NEAR_EF)
+    }
+
+    fn search_ef(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool, ef: usize) -> Vec<(u64, f32)> {
         debug_assert_eq!(query.len(), self.dim, "query length must equal the index dimension");
         if k == 0 || query.len() != self.dim || self.store.len() == 0 || !query.iter().all(|x| x.is_finite()) {
             return Vec::new();
         }
         let mut hits = match &self.graph {
-            Some(g) if g.usable() => self.search_graph(g, query, k, filter),
+            Some(g) if g.usable() => self.search_graph(g, query, k, filter, ef),
             _ => {
                 let filter_first = self.exact_filter_first(filter);
                 self.scan(query, k, filter, filter_first)
@@ -419,7 +470,14 @@ impl VectorIndex {
         (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
     }
 
-    fn search_graph(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+    fn search_graph(
+        &self,
+        g: &Graph,
+        query: &[f32],
+        k: usize,
+        filter: &dyn Fn(u64) -> bool,
+        ef_search: usize,
+    ) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
         if pass == 0 || seen == 0 {
             return self.scan(query, k, filter, true);
@@ -432,27 +490,17 @@ impl VectorIndex {
         let row = if self.params.rescore_factor == 0 { 1.0 } else { QUANT_ROW_COST };
         let scan = scan_cost(live, live_frac, row);
         // The tail (slots queued, or inserted since the graph's searched
-        // copy was made) is scored exactly, once, and its best `k` passing
-        // hits are merged into every round: no other tail hit can be among
-        // a round's best `k`, and while fewer than `k` pass, every passing
-        // one is kept, so the count of hits found is the same. The filter
-        // is asked only for a row that would enter the tail's best `k`.
+        // copy was made) is searched once (`search_tail`) and its best `k`
+        // passing hits are merged into every round: no other tail hit can
+        // be among a round's best `k`, and while fewer than `k` pass, every
+        // passing one is kept, so the count of hits found is the same.
         let indexed = g.indexed();
         let tail_rows = g.points() - indexed;
         let mut tail = Vec::new();
         if (tail_rows as f64) < scan {
-            let mut best = TopK::new(k);
-            for slot in indexed..g.points() {
-                let Some(id) = g.live_id(slot) else { continue };
-                let Some(score) = self.store.similarity(id, query) else { continue };
-                let hit = Hit { score, id };
-                if best.would_accept(hit) && filter(id) {
-                    best.push(hit);
-                }
-            }
-            tail = best.into_hits();
+            tail = self.search_tail(g, query, k, filter);
         }
-        let want = self.params.ef_search.max(k);
+        let want = ef_search.max(k);
         let mut ef = (want as f64 / graph_frac).ceil() as usize;
         while (tail_rows as f64) + graph_cost(ef, self.params.m) < scan {
             #[cfg(test)]
@@ -463,9 +511,20 @@ impl VectorIndex {
             for hit in &tail {
                 top.push(*hit);
             }
+            // The list comes nearest first by the `i8` estimate: as in a
+            // scan, only the first `max(k, 4) · rescore_factor` passing
+            // slots are rescored from their rows; the rest count as found.
+            let rescored =
+                if self.params.rescore_factor == 0 { usize::MAX } else { rescore_count(k, self.params.rescore_factor) };
+            let mut passing = 0;
             for slot in &slots {
                 let Some(id) = g.live_id(*slot) else { continue };
                 if !filter(id) {
+                    continue;
+                }
+                passing += 1;
+                if passing > rescored {
+                    found += 1;
                     continue;
                 }
                 if let Some(score) = self.store.similarity(id, query) {
@@ -482,6 +541,46 @@ impl VectorIndex {
             ef = ef.saturating_mul(2);
         }
         self.scan(query, k, filter, live_frac < FILTER_FIRST_BELOW)
+    }
+
+    /// The best `k` passing hits among the graph's tail (slots from
+    /// [`Graph::indexed`] on), exactly scored, in no particular order: like
+    /// [`scan`](Self::scan), ranked first by the `i8` estimate (the best
+    /// `max(k, 4) · rescore_factor` passing rows kept) and those rescored
+    /// from their rows; every row exactly with `rescore_factor` 0. The
+    /// filter is asked only for a row that would enter the kept set.
+    fn search_tail(&self, g: &Graph, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<Hit> {
+        let slots = g.indexed()..g.points();
+        if self.params.rescore_factor == 0 {
+            let mut best = TopK::new(k);
+            for slot in slots {
+                let Some(id) = g.live_id(slot) else { continue };
+                let Some(score) = self.store.similarity(id, query) else { continue };
+                let hit = Hit { score, id };
+                if best.would_accept(hit) && filter(id) {
+                    best.push(hit);
+                }
+            }
+            return best.into_hits();
+        }
+        let mut codes = vec![0i8; self.dim];
+        quant::quantize(query, &mut codes);
+        let mut cand = TopK::new(rescore_count(k, self.params.rescore_factor));
+        for slot in slots {
+            let Some(id) = g.live_id(slot) else { continue };
+            let Some((row, scale)) = self.store.codes(id) else { continue };
+            let hit = Hit { score: scale * quant::dot_i8(&codes, row) as f32, id };
+            if cand.would_accept(hit) && filter(id) {
+                cand.push(hit);
+            }
+        }
+        let mut best = TopK::new(k);
+        for Hit { id, .. } in cand.into_hits() {
+            if let Some(score) = self.store.similarity(id, query) {
+                best.push(Hit { score, id });
+            }
+        }
+        best.into_hits()
     }
 
     /// Keeps the graph in its intended state after a change: dropped below

@@ -545,6 +545,13 @@ impl State {
         Ok(())
     }
 
+    /// Handles on the HNSW graph threads of `namespaces` that have more
+    /// than [`crate::index::GRAPH_BACKLOG`] vectors queued, to be waited on
+    /// once this lock is released (see `VectorIndex::graph_backlog`).
+    pub(crate) fn graph_backlogs(&self, namespaces: &[Namespace]) -> Vec<crate::index::GraphBacklog> {
+        namespaces.iter().filter_map(|ns| self.namespaces.get(ns)?.vectors.graph_backlog()).collect()
+    }
+
     pub(crate) fn ns(&self, ns: &Namespace) -> Option<&NsState> {
         self.namespaces.get(ns)
     }

@@ -316,6 +316,8 @@ impl Writer {
         let mut pending: Vec<Pending> = Vec::new();
         let mut must_flush = false;
         let mut shutdown: Option<Sender<Result<()>>> = None;
+        // Namespaces whose vector index this group may have grown.
+        let mut grown: Vec<Namespace> = Vec::new();
         for cmd in group {
             let poisoned = self.shared.poison_message();
             match cmd {
@@ -337,6 +339,9 @@ impl Writer {
                     }
                     let results =
                         ops.into_iter().map(|op| self.apply_op(&ns, op, &mut records, &mut vectors)).collect();
+                    if !grown.contains(&ns) {
+                        grown.push(ns);
+                    }
                     must_flush |= self.cfg.durability == Durability::PerGroup;
                     pending.push(Pending::Write(reply, results));
                 }
@@ -359,6 +364,9 @@ impl Writer {
                         continue;
                     }
                     for item in items {
+                        if !grown.contains(&item.ns) {
+                            grown.push(item.ns.clone());
+                        }
                         self.backfill(item, &mut records, &mut vectors);
                     }
                     must_flush |= self.cfg.durability == Durability::PerGroup;
@@ -394,7 +402,24 @@ impl Writer {
             let _ = reply.send(r);
             return true;
         }
+        self.pace_graphs(&grown);
         false
+    }
+
+    /// Waits, after a group is acknowledged and before the next is taken,
+    /// until the HNSW graph of each namespace in `grown` has at most
+    /// [`crate::index::GRAPH_BACKLOG`] vectors queued: writes never outrun
+    /// the graph by more than that, so searches (the near-duplicate check
+    /// of the next writes among them) keep the graph's speed instead of
+    /// scanning a growing tail. No lock is held while waiting; readers go
+    /// on. A namespace's first build (when it reaches
+    /// [`crate::index::HnswParams::exact_threshold`]) is waited for the
+    /// same way, once.
+    fn pace_graphs(&self, grown: &[Namespace]) {
+        let waits = self.shared.state.read().graph_backlogs(grown);
+        for w in waits {
+            w.wait();
+        }
     }
 
     fn reply_all(&self, pending: &mut Vec<Pending>, result: std::result::Result<(), Failed>) {
@@ -591,3 +616,6 @@ impl Writer {
         let _ = self.apply_op(&item.ns, op, records, vectors);
     }
 }
+
+#[cfg(test)]
+mod pace_tests;

@@ -565,7 +565,7 @@ fn restated<'a>(
                     .is_none_or(|b| m.id < b && m.key.as_ref().is_none_or(|k| key.is_some_and(|key| same_id(key, k))))
         })
     };
-    let hits = st.vectors.search(vector, RESTATEMENT_CANDIDATES, &active);
+    let hits = st.vectors.search_near(vector, RESTATEMENT_CANDIDATES, &active);
     let mut sig = None;
     for (id, similarity) in hits {
         if similarity < threshold {
