@@ -6,6 +6,13 @@ use std::hash::BuildHasher;
 use smallvec::SmallVec;
 
 use super::exact::{Hit, IdMap, TopK};
+
+thread_local! {
+    /// Per-thread score array and touched slots of [`LexicalIndex::search`]
+    /// (all zero and empty between searches), so that a search allocates
+    /// nothing once the array has grown to the largest index searched.
+    static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<u32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
 use crate::text::{has_cjk, is_stop_word, tokenize};
 
 /// BM25 term-frequency saturation `k1` (Robertson & Sparck Jones; the common
@@ -331,34 +338,61 @@ impl LexicalIndex {
         q.dedup_by(|a, b| a.0 == b.0);
         let n = self.docs.len() as f32;
         let avgdl = (self.total_len as f64 / self.docs.len() as f64) as f32;
-        // Scores by slot; a document's score sums its terms in the order
-        // of `q` whatever its slot.
-        let mut acc: IdMap<f32> = IdMap::default();
-        for (term, weight) in &q {
-            let Some(tid) = self.term_id(term) else {
-                continue;
-            };
-            let Some(list) = self.postings.get(tid as usize) else {
-                continue;
-            };
-            let df = list.len() as f32;
-            let idf = weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-            for p in list {
-                let tf = p.tf as f32;
-                let len = self.slot_lens.get(p.slot as usize).copied().unwrap_or(0);
-                let norm = if avgdl > 0.0 { len as f32 / avgdl } else { 0.0 };
-                let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
-                *acc.entry(u64::from(p.slot)).or_insert(0.0) += s;
-            }
-        }
+        // Scores by slot, in a dense array kept per thread (its length the
+        // slot count, zero outside a search) with the slots touched: a
+        // document's score sums its terms in the order of `q` whatever its
+        // slot. Every term's contribution is positive (idf > 0, tf ≥ 1), so
+        // a zero score marks a slot not touched yet.
         let mut top = TopK::new(k);
-        for (slot, score) in acc {
-            let Some(&id) = self.slot_ids.get(slot as usize) else { continue };
-            let hit = Hit { score, id };
-            if score > 0.0 && top.would_accept(hit) && filter(id) {
-                top.push(hit);
+        let mut rank = |scores: &mut Vec<f32>, touched: &mut Vec<u32>| {
+            // Left by a search whose filter panicked.
+            for slot in touched.drain(..) {
+                if let Some(acc) = scores.get_mut(slot as usize) {
+                    *acc = 0.0;
+                }
             }
-        }
+            if scores.len() < self.slot_ids.len() {
+                scores.resize(self.slot_ids.len(), 0.0);
+            }
+            for (term, weight) in &q {
+                let Some(tid) = self.term_id(term) else {
+                    continue;
+                };
+                let Some(list) = self.postings.get(tid as usize) else {
+                    continue;
+                };
+                let df = list.len() as f32;
+                let idf = weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                for p in list {
+                    let tf = p.tf as f32;
+                    let len = self.slot_lens.get(p.slot as usize).copied().unwrap_or(0);
+                    let norm = if avgdl > 0.0 { len as f32 / avgdl } else { 0.0 };
+                    let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
+                    let Some(acc) = scores.get_mut(p.slot as usize) else { continue };
+                    if *acc == 0.0 {
+                        touched.push(p.slot);
+                    }
+                    *acc += s;
+                }
+            }
+            for slot in touched.drain(..) {
+                let Some(acc) = scores.get_mut(slot as usize) else { continue };
+                let score = std::mem::take(acc);
+                let Some(&id) = self.slot_ids.get(slot as usize) else { continue };
+                let hit = Hit { score, id };
+                if score > 0.0 && top.would_accept(hit) && filter(id) {
+                    top.push(hit);
+                }
+            }
+        };
+        SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => {
+                let (scores, touched) = &mut *scratch;
+                rank(scores, touched);
+            }
+            // A search from inside a filter of this thread's search.
+            Err(_) => rank(&mut Vec::new(), &mut Vec::new()),
+        });
         top.into_sorted()
     }
 

@@ -1,0 +1,108 @@
+//! What a recall costs beside the vector search inside it: thread CPU time
+//! of `Engine::recall` (top 10, hybrid, the defaults: 50 candidates from
+//! each index) against `VectorIndex::search` for the same 50 candidates on
+//! an index holding the same vectors, same parameters, in the same run.
+//!
+//! ```text
+//! cargo bench -p mnemon --bench recall_cost                          # 10k and 100k
+//! MNEMON_BENCH_SIZES=10000 cargo bench -p mnemon --bench recall_cost
+//! ```
+//!
+//! The store: one namespace, hashing embedder (384-d), vectors given,
+//! built in groups of 1,000, its graph complete before the measurement.
+//! 300 queries, each the text of a stored memory with two words replaced.
+//! Printed per size: p50 of the thread CPU time (µs) of the index search
+//! (the baseline), of a recall with `record_access` off (the read alone),
+//! and with it on (the default: the `accessed` event is queued to the
+//! writer, whose work is not on this thread), each with its ratio to the
+//! baseline; the query's embedding is inside the recall's figure
+//! (measured apart, `embed`).
+
+use std::sync::Arc;
+
+use cpu_time::ThreadTime;
+use mnemon::embed::HashingEmbedder;
+use mnemon::index::{HnswParams, VectorIndex};
+use mnemon::{DedupMode, Engine, Namespace, NewMemory, RecallOptions};
+
+const GROUP: usize = 1000;
+const QUERIES: usize = 300;
+const CANDIDATES: usize = 50;
+const WORDS: [&str; 40] = [
+    "harbor", "violin", "pepper", "glacier", "lantern", "meadow", "copper", "falcon", "orchard", "thunder", "velvet",
+    "canyon", "saffron", "marble", "cobalt", "willow", "ember", "quartz", "juniper", "tundra", "basil", "onyx",
+    "mango", "cedar", "lisbon", "kyoto", "ticket", "dentist", "sister", "garden", "invoice", "recipe", "piano",
+    "river", "bakery", "tennis", "laptop", "museum", "coffee", "wedding",
+];
+
+fn word(i: usize, k: usize) -> &'static str {
+    let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(k as u32 * 7) ^ k as u64;
+    WORDS[(x % WORDS.len() as u64) as usize]
+}
+
+fn text(i: usize) -> String {
+    format!("On day {} the {} near the {} needed the {} and a {}", i, word(i, 1), word(i, 2), word(i, 3), word(i, 4))
+}
+
+fn query(i: usize) -> String {
+    format!("the {} near the {} needed a {}", word(i, 1), word(i + 7, 2), word(i, 4))
+}
+
+fn sizes() -> Vec<usize> {
+    std::env::var("MNEMON_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![10_000, 100_000])
+}
+
+fn p50(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn cpu_us(f: impl FnOnce()) -> f64 {
+    let t = ThreadTime::now();
+    f();
+    t.elapsed().as_secs_f64() * 1e6
+}
+
+fn main() {
+    let embedder = HashingEmbedder::new(384).expect("embedder");
+    println!("recall cost: thread CPU p50 (µs) over {QUERIES} queries; top 10, {CANDIDATES} candidates per index");
+    println!("| memories | index search (baseline) | embed | recall, no access | × | recall, default | × |");
+    println!("|---|---|---|---|---|---|---|");
+    for n in sizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let engine =
+            Engine::builder(dir.path()).embedder(Arc::new(HashingEmbedder::new(384).expect("embedder"))).open().expect("open");
+        let ns = Namespace::new("bench").expect("namespace");
+        let mut index = VectorIndex::new(384, HnswParams::default());
+        for g in 0..n / GROUP {
+            let vectors: Vec<Vec<f32>> = (g * GROUP..(g + 1) * GROUP).map(|i| embedder.embed_one(&text(i))).collect();
+            let mems = (g * GROUP..(g + 1) * GROUP)
+                .zip(&vectors)
+                .map(|(i, v)| NewMemory::new(text(i)).vector(v.clone()).dedup(DedupMode::Supersede))
+                .collect();
+            for (r, v) in engine.remember_batch(&ns, mems).expect("remember_batch").into_iter().zip(&vectors) {
+                index.insert(r.expect("remember").id.0, v);
+            }
+        }
+        engine.wait_for_graphs();
+        index.wait_for_graph();
+        let queries: Vec<String> = (0..QUERIES).map(|i| query(i * 31 % n)).collect();
+        let vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed_one(q)).collect();
+        let search = p50(vectors.iter().map(|v| cpu_us(|| drop(index.search(v, CANDIDATES, &|_| true)))).collect());
+        let embed = p50(queries.iter().map(|q| cpu_us(|| drop(embedder.embed_one(q)))).collect());
+        let quiet = RecallOptions { top_k: 10, record_access: false, ..RecallOptions::default() };
+        let read = p50(queries.iter().map(|q| cpu_us(|| drop(engine.recall(&ns, q, &quiet).expect("recall")))).collect());
+        let default = RecallOptions { top_k: 10, ..RecallOptions::default() };
+        let full =
+            p50(queries.iter().map(|q| cpu_us(|| drop(engine.recall(&ns, q, &default).expect("recall")))).collect());
+        println!(
+            "| {n} | {search:.0} | {embed:.0} | {read:.0} | {:.1}× | {full:.0} | {:.1}× |",
+            read / search,
+            full / search
+        );
+        engine.close().expect("close");
+    }
+}
