@@ -73,8 +73,10 @@ fn main() {
     println!("|---|---|---|---|---|---|---|");
     for n in sizes() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let engine =
-            Engine::builder(dir.path()).embedder(Arc::new(HashingEmbedder::new(384).expect("embedder"))).open().expect("open");
+        let engine = Engine::builder(dir.path())
+            .embedder(Arc::new(HashingEmbedder::new(384).expect("embedder")))
+            .open()
+            .expect("open");
         let ns = Namespace::new("bench").expect("namespace");
         let mut index = VectorIndex::new(384, HnswParams::default());
         for g in 0..n / GROUP {
@@ -94,7 +96,8 @@ fn main() {
         let search = p50(vectors.iter().map(|v| cpu_us(|| drop(index.search(v, CANDIDATES, &|_| true)))).collect());
         let embed = p50(queries.iter().map(|q| cpu_us(|| drop(embedder.embed_one(q)))).collect());
         let quiet = RecallOptions { top_k: 10, record_access: false, ..RecallOptions::default() };
-        let read = p50(queries.iter().map(|q| cpu_us(|| drop(engine.recall(&ns, q, &quiet).expect("recall")))).collect());
+        let read =
+            p50(queries.iter().map(|q| cpu_us(|| drop(engine.recall(&ns, q, &quiet).expect("recall")))).collect());
         let default = RecallOptions { top_k: 10, ..RecallOptions::default() };
         let full =
             p50(queries.iter().map(|q| cpu_us(|| drop(engine.recall(&ns, q, &default).expect("recall")))).collect());

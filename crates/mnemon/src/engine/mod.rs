@@ -248,3 +248,6 @@ impl Engine {
         &self.inner.rerank_failures
     }
 }
+
+#[cfg(test)]
+mod pace_tests;

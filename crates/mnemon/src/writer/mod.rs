@@ -616,6 +616,3 @@ impl Writer {
         let _ = self.apply_op(&item.ns, op, records, vectors);
     }
 }
-
-#[cfg(test)]
-mod pace_tests;
