@@ -524,11 +524,13 @@ impl Graph {
     }
 
     /// A handle to wait on while more than `max` points are queued and not
-    /// yet inserted by the worker (the bulk of a build counts while it is
-    /// built); `None` when at most `max` are.
+    /// yet inserted by the worker; `None` when at most `max` are, and while
+    /// the bulk of a build is being built (a store opened without its
+    /// graph file builds every vector at once: writes scan meanwhile
+    /// rather than wait for it).
     pub fn backlog(&self, max: usize) -> Option<Backlog> {
         let inserted = self.shared.inserted.load(Ordering::Acquire);
-        (self.points().saturating_sub(inserted) > max && !self.failed())
+        (self.usable() && self.points().saturating_sub(inserted) > max)
             .then(|| Backlog { shared: Arc::clone(&self.shared), target: self.points().saturating_sub(max) })
     }
 

@@ -344,8 +344,8 @@ impl VectorIndex {
     }
 
     /// A handle on the graph's background thread while more than
-    /// [`GRAPH_BACKLOG`] vectors wait for it (the bulk of a build counts
-    /// while it is built); `None` without a graph or below that. The
+    /// [`GRAPH_BACKLOG`] vectors wait for it; `None` without a graph, below
+    /// that, or while the graph's first build runs (searches scan then). The
     /// engine's writer waits on it between groups, outside every lock, so
     /// that inserts never outrun the graph by more than that and searches
     /// keep the graph's speed (see [`GRAPH_BACKLOG`]).

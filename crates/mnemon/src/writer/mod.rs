@@ -412,9 +412,10 @@ impl Writer {
     /// the graph by more than that, so searches (the near-duplicate check
     /// of the next writes among them) keep the graph's speed instead of
     /// scanning a growing tail. No lock is held while waiting; readers go
-    /// on. A namespace's first build (when it reaches
-    /// [`crate::index::HnswParams::exact_threshold`]) is waited for the
-    /// same way, once.
+    /// on. A graph's bulk build (when a namespace reaches
+    /// [`crate::index::HnswParams::exact_threshold`], or at an open without
+    /// the graph file) is not waited for: writes scan meanwhile, and what
+    /// they queue is waited for once it is done.
     fn pace_graphs(&self, grown: &[Namespace]) {
         let waits = self.shared.state.read().graph_backlogs(grown);
         for w in waits {
