@@ -62,14 +62,15 @@ fn scan_cost(live: usize, frac: f64, row: f64) -> f64 {
 /// Vectors the graph's background thread may have queued before the
 /// engine's writer waits for it between groups
 /// ([`VectorIndex::graph_backlog`]). Every queued vector is in the graph's
-/// tail, which each search scans; a writer faster than the graph (0.1 ms
+/// tail, which each search scans (`i8` estimates, the best rescored); a
+/// writer faster than the graph (0.1 ms
 /// of background time per vector at `ef_construction` 100, more as it
 /// grows, see [`HnswParams::exact_threshold`]) would grow the tail without bound,
 /// until every search, the near-duplicate check of each write among them,
 /// scanned the namespace. With the wait, a write costs what the graph's
-/// insert costs, whatever the store's size. 1,024 rows of tail are about
-/// 0.1 ms of exact scoring at 384-d (`view`'s figure); seed value, not
-/// tuned.
+/// insert costs, whatever the store's size. 1,024 rows of tail cost less
+/// than 0.1 ms at 384-d (`view`'s figure for exact scoring); seed value,
+/// not tuned.
 pub(crate) const GRAPH_BACKLOG: usize = 1024;
 
 /// Candidate list of a graph search for the nearest vectors only
@@ -500,6 +501,11 @@ impl VectorIndex {
         if (tail_rows as f64) < scan {
             tail = self.search_tail(g, query, k, filter);
         }
+        // The graph's list comes nearest first by the `i8` estimate: as in
+        // a scan, only the first `max(k, 4) · rescore_factor` passing slots
+        // of a round are rescored from their rows; the rest count as found.
+        let rescored =
+            if self.params.rescore_factor == 0 { usize::MAX } else { rescore_count(k, self.params.rescore_factor) };
         let want = ef_search.max(k);
         let mut ef = (want as f64 / graph_frac).ceil() as usize;
         while (tail_rows as f64) + graph_cost(ef, self.params.m) < scan {
@@ -511,11 +517,6 @@ impl VectorIndex {
             for hit in &tail {
                 top.push(*hit);
             }
-            // The list comes nearest first by the `i8` estimate: as in a
-            // scan, only the first `max(k, 4) · rescore_factor` passing
-            // slots are rescored from their rows; the rest count as found.
-            let rescored =
-                if self.params.rescore_factor == 0 { usize::MAX } else { rescore_count(k, self.params.rescore_factor) };
             let mut passing = 0;
             for slot in &slots {
                 let Some(id) = g.live_id(*slot) else { continue };

@@ -316,7 +316,8 @@ impl Writer {
         let mut pending: Vec<Pending> = Vec::new();
         let mut must_flush = false;
         let mut shutdown: Option<Sender<Result<()>>> = None;
-        // Namespaces whose vector index this group may have grown.
+        // Namespaces whose vector index this group may have grown (each
+        // once after the sort below; a clone shares the name).
         let mut grown: Vec<Namespace> = Vec::new();
         for cmd in group {
             let poisoned = self.shared.poison_message();
@@ -339,9 +340,7 @@ impl Writer {
                     }
                     let results =
                         ops.into_iter().map(|op| self.apply_op(&ns, op, &mut records, &mut vectors)).collect();
-                    if !grown.contains(&ns) {
-                        grown.push(ns);
-                    }
+                    grown.push(ns);
                     must_flush |= self.cfg.durability == Durability::PerGroup;
                     pending.push(Pending::Write(reply, results));
                 }
@@ -364,9 +363,7 @@ impl Writer {
                         continue;
                     }
                     for item in items {
-                        if !grown.contains(&item.ns) {
-                            grown.push(item.ns.clone());
-                        }
+                        grown.push(item.ns.clone());
                         self.backfill(item, &mut records, &mut vectors);
                     }
                     must_flush |= self.cfg.durability == Durability::PerGroup;
@@ -402,6 +399,8 @@ impl Writer {
             let _ = reply.send(r);
             return true;
         }
+        grown.sort_unstable();
+        grown.dedup();
         self.pace_graphs(&grown);
         false
     }
