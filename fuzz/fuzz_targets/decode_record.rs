@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mnemon::{event::decode_record, event::encode_record, Error};
+use mnemon::{event::decode_record, event::encode_record, event::SEALED_VERSION, Error};
 
 /// Version byte + CRC-32 of the payload.
 const HEADER_LEN: usize = 5;
@@ -20,8 +20,15 @@ fn check(seq: u64, record: &[u8]) {
             assert_eq!(s, seq, "a corruption error names the record's key");
             return;
         }
+        Err(Error::KeyRequired(_)) => {
+            assert_eq!(record[0], SEALED_VERSION, "only a sealed record asks for the store's key");
+            return;
+        }
         Err(Error::IncompatibleFormat(_)) => {
-            assert!(record[0] > mnemon::event::FORMAT_VERSION, "only a newer version byte is incompatible");
+            assert!(
+                record[0] > mnemon::event::FORMAT_VERSION && record[0] != SEALED_VERSION,
+                "only a newer version byte is incompatible"
+            );
             return;
         }
         Err(e) => panic!("decode_record returned an unexpected error kind: {e:?}"),

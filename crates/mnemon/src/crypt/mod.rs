@@ -40,11 +40,10 @@ use parking_lot::Mutex;
 pub use key::{write_new_key_file, Kek, KeyEnv, KeyFile, KeyProvider, StaticKey, KEY_LEN};
 pub use keyring::KEYRING_FILE;
 pub(crate) use keyring::{KeyState, Keyring};
+pub use record::{head as sealed_head, shredded_record, SealedHead, SEALED_VECTOR_TAG, SEALED_VERSION};
 pub(crate) use record::{
-    head, is_sealed_kind, open_record, open_vector, seal_record, seal_vector, shredded_record, split_plain,
-    vector_generation,
+    is_sealed_kind, open_record, open_vector, seal_record, seal_vector, split_plain, vector_generation,
 };
-pub use record::{SEALED_VECTOR_TAG, SEALED_VERSION};
 pub(crate) use verify::{check_records, opened_by, shredded_keys};
 pub use verify::{ShredCheck, ShredReport};
 

@@ -78,13 +78,20 @@ struct SealedRecord {
     sealed: Vec<u8>,
 }
 
-/// The plain parts of a sealed record.
-pub(crate) struct SealedHead {
-    pub(crate) ns: String,
-    pub(crate) kind: u32,
-    pub(crate) generation: u32,
+/// The plain parts of a sealed record: what anyone holding a copy can read
+/// without the store's key (`docs/FORMAT.md`, *Encryption at rest*).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedHead {
+    /// The record's namespace.
+    pub ns: String,
+    /// The event kind: the variant index of [`EventBody`] (0 `Observed`,
+    /// 1 `Extracted`, 3 `Accessed`, 4 `Forgotten`).
+    pub kind: u32,
+    /// The generation of the namespace's data key that sealed it (one per
+    /// compaction).
+    pub generation: u32,
     /// For `Forgotten`: whether it forgot the whole namespace (a shred).
-    pub(crate) whole_namespace: bool,
+    pub whole_namespace: bool,
 }
 
 fn aad(r: &SealedRecord) -> Result<Vec<u8>> {
@@ -162,11 +169,15 @@ fn parse(seq: Seq, bytes: &[u8]) -> Result<SealedRecord> {
     Ok(r)
 }
 
-/// The plain parts of the sealed record `bytes` under key `seq`.
+/// The plain parts of the sealed record `bytes` (a log value whose first
+/// byte is [`SEALED_VERSION`]) stored under key `seq`. Never panics on
+/// arbitrary bytes.
 ///
 /// # Errors
-/// [`Error::Corrupted`] when it is not a whole sealed record.
-pub(crate) fn head(seq: Seq, bytes: &[u8]) -> Result<SealedHead> {
+/// [`Error::Corrupted`] naming `seq` when it is not a whole sealed record:
+/// too short, too long, a checksum mismatch, a payload that does not
+/// decode, or a payload whose `seq` differs from the key.
+pub fn head(seq: Seq, bytes: &[u8]) -> Result<SealedHead> {
     let r = parse(seq, bytes)?;
     let whole_namespace = r.ids.as_ref().is_some_and(|i| i.target == 3);
     Ok(SealedHead { ns: r.ns, kind: r.kind, generation: r.generation, whole_namespace })
@@ -201,9 +212,14 @@ pub(crate) fn open_record(seq: Seq, bytes: &[u8], key: &DataKey) -> Result<Vec<u
 /// ids and no reason (a session target reads as `matching`: its name was
 /// sealed).
 ///
+/// Never panics on arbitrary bytes; what it returns decodes with
+/// [`crate::event::decode_record`].
+///
 /// # Errors
-/// [`Error::Corrupted`] when the bytes are damaged.
-pub(crate) fn shredded_record(seq: Seq, bytes: &[u8]) -> Result<Vec<u8>> {
+/// [`Error::Corrupted`] naming `seq` when the bytes are damaged, as
+/// [`head`] says, or name a kind that is never sealed, a time out of range
+/// or an invalid namespace.
+pub fn shredded_record(seq: Seq, bytes: &[u8]) -> Result<Vec<u8>> {
     let r = parse(seq, bytes)?;
     let time = crate::event::micros::from_micros(r.time)
         .ok_or_else(|| Error::Corrupted { seq, reason: "time out of range".into() })?;

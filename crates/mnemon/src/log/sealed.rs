@@ -8,8 +8,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use crate::crypt::{
-    head, is_sealed_kind, open_record, open_vector, seal_record, seal_vector, shredded_record, split_plain,
-    vector_generation, KeyState, Keys, SEALED_VERSION,
+    is_sealed_kind, open_record, open_vector, seal_record, seal_vector, sealed_head as head, shredded_record,
+    split_plain, vector_generation, KeyState, Keys, SEALED_VERSION,
 };
 use std::path::Path;
 
