@@ -12,7 +12,8 @@
 //! built in groups of 1,000, its graph complete before the measurement.
 //! 300 queries, each the text of a stored memory with two words replaced.
 //! Printed per size: p50 of the thread CPU time (µs) of the index search
-//! (the baseline), of a recall with `record_access` off (the read alone),
+//! (the baseline), of `LexicalIndex::search` for the same 50 candidates on
+//! an index of the same texts (the BM25 part of a recall), of a recall with `record_access` off (the read alone),
 //! and with it on (the default: the `accessed` event is queued to the
 //! writer, whose work is not on this thread), each with its ratio to the
 //! baseline; the query's embedding is inside the recall's figure
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use cpu_time::ThreadTime;
 use mnemon::embed::HashingEmbedder;
-use mnemon::index::{HnswParams, VectorIndex};
+use mnemon::index::{HnswParams, LexicalIndex, VectorIndex};
 use mnemon::{DedupMode, Engine, Namespace, NewMemory, RecallOptions};
 
 const GROUP: usize = 1000;
@@ -69,8 +70,8 @@ fn cpu_us(f: impl FnOnce()) -> f64 {
 fn main() {
     let embedder = HashingEmbedder::new(384).expect("embedder");
     println!("recall cost: thread CPU p50 (µs) over {QUERIES} queries; top 10, {CANDIDATES} candidates per index");
-    println!("| memories | index search (baseline) | embed | recall, no access | × | recall, default | × |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("| memories | index search (baseline) | BM25 search | × | embed | recall, no access | × | recall, default | × |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for n in sizes() {
         let dir = tempfile::tempdir().expect("tempdir");
         let engine = Engine::builder(dir.path())
@@ -79,14 +80,19 @@ fn main() {
             .expect("open");
         let ns = Namespace::new("bench").expect("namespace");
         let mut index = VectorIndex::new(384, HnswParams::default());
+        let mut lexical = LexicalIndex::new();
         for g in 0..n / GROUP {
             let vectors: Vec<Vec<f32>> = (g * GROUP..(g + 1) * GROUP).map(|i| embedder.embed_one(&text(i))).collect();
             let mems = (g * GROUP..(g + 1) * GROUP)
                 .zip(&vectors)
                 .map(|(i, v)| NewMemory::new(text(i)).vector(v.clone()).dedup(DedupMode::Supersede))
                 .collect();
-            for (r, v) in engine.remember_batch(&ns, mems).expect("remember_batch").into_iter().zip(&vectors) {
-                index.insert(r.expect("remember").id.0, v);
+            for ((r, v), i) in
+                engine.remember_batch(&ns, mems).expect("remember_batch").into_iter().zip(&vectors).zip(g * GROUP..)
+            {
+                let id = r.expect("remember").id.0;
+                index.insert(id, v);
+                lexical.insert(id, &text(i));
             }
         }
         engine.wait_for_graphs();
@@ -94,6 +100,7 @@ fn main() {
         let queries: Vec<String> = (0..QUERIES).map(|i| query(i * 31 % n)).collect();
         let vectors: Vec<Vec<f32>> = queries.iter().map(|q| embedder.embed_one(q)).collect();
         let search = p50(vectors.iter().map(|v| cpu_us(|| drop(index.search(v, CANDIDATES, &|_| true)))).collect());
+        let bm25 = p50(queries.iter().map(|q| cpu_us(|| drop(lexical.search(q, CANDIDATES, &|_| true)))).collect());
         let embed = p50(queries.iter().map(|q| cpu_us(|| drop(embedder.embed_one(q)))).collect());
         let quiet = RecallOptions { top_k: 10, record_access: false, ..RecallOptions::default() };
         let read =
@@ -102,7 +109,8 @@ fn main() {
         let full =
             p50(queries.iter().map(|q| cpu_us(|| drop(engine.recall(&ns, q, &default).expect("recall")))).collect());
         println!(
-            "| {n} | {search:.0} | {embed:.0} | {read:.0} | {:.1}× | {full:.0} | {:.1}× |",
+            "| {n} | {search:.0} | {bm25:.0} | {:.1}× | {embed:.0} | {read:.0} | {:.1}× | {full:.0} | {:.1}× |",
+            bm25 / search,
             read / search,
             full / search
         );

@@ -13,6 +13,12 @@ thread_local! {
     /// nothing once the array has grown to the largest index searched.
     static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<u32>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
+
+#[cfg(test)]
+thread_local! {
+    /// Searches of this thread that looked terms up instead of walking them.
+    static PRUNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 use crate::text::{has_cjk, is_stop_word, tokenize};
 
 /// BM25 term-frequency saturation `k1` (Robertson & Sparck Jones; the common
@@ -67,6 +73,28 @@ const NO_DOC: u64 = u64::MAX;
 /// at least half of all slots), so that a store that forgets much does not
 /// keep dead slots.
 const RENUMBER_FREE_SLOTS: usize = 1024;
+
+/// Relative margin of [`LexicalIndex::search`]'s pruning: a document is
+/// dropped only when its bound is under the floor by more than this share,
+/// far above the rounding of a sum of a few dozen `f32` terms (~10⁻⁶).
+const PRUNE_MARGIN: f64 = 1e-4;
+
+/// The first position at or after `from` of `list` (sorted by slot) whose
+/// slot is not below `slot`: an exponential search from `from`, so a run
+/// of ascending lookups costs `O(log gap)` each.
+fn gallop(list: &[Posting], from: usize, slot: u32) -> usize {
+    let mut lo = from;
+    let mut step = 1usize;
+    while let Some(p) = list.get(lo + step - 1) {
+        if p.slot >= slot {
+            break;
+        }
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step).min(list.len());
+    lo + list[lo..hi].partition_point(|p| p.slot < slot)
+}
 
 /// BM25 lexical index over the tokens of [`tokenize`] minus
 /// [stop words](super::is_stop_word), plus word bigrams.
@@ -326,8 +354,31 @@ impl LexicalIndex {
     /// Only documents sharing at least one term with the query are scored,
     /// so every returned score is > 0; a query with no indexed term returns
     /// nothing. Scores are unbounded above and comparable only within one
-    /// index state. `filter` is called once per matching document.
+    /// index state. `filter` must be a pure function of the id: it may be
+    /// called more than once for a document, and not at all for one that
+    /// cannot rank.
+    ///
+    /// **Pruning** (exact: the result is that of scoring every matching
+    /// document, bit for bit). The terms are walked from the highest upper
+    /// bound down (a term's contribution is below `idf·weight·(k1 + 1)`).
+    /// Before a term whose postings, with those after it, outnumber four
+    /// times the documents scored so far, the `k`-th best partial score of
+    /// a document that passes `filter` is a floor under the final `k`-th
+    /// score (contributions are positive); when the bounds of the terms
+    /// left sum under that floor, no document unseen so far can rank, and
+    /// the terms left are looked up for the documents seen only (a binary
+    /// search of each posting list, sorted by slot), dropping each document
+    /// whose partial score plus the bounds left falls under the floor. The
+    /// common words of a large store (held by most memories, with the
+    /// longest lists and the smallest `idf`) are so looked up instead of
+    /// walked. Comparisons keep a relative margin of 10⁻⁴ against rounding.
     pub fn search(&self, query: &str, k: usize, filter: &dyn Fn(u64) -> bool) -> Vec<(u64, f32)> {
+        self.search_pruned(query, k, filter, true)
+    }
+
+    /// [`LexicalIndex::search`], with the pruning on or off (off scores
+    /// every matching document; the two agree bit for bit).
+    fn search_pruned(&self, query: &str, k: usize, filter: &dyn Fn(u64) -> bool, prune: bool) -> Vec<(u64, f32)> {
         if k == 0 || self.docs.is_empty() {
             return Vec::new();
         }
@@ -338,11 +389,38 @@ impl LexicalIndex {
         q.dedup_by(|a, b| a.0 == b.0);
         let n = self.docs.len() as f32;
         let avgdl = (self.total_len as f64 / self.docs.len() as f64) as f32;
+        // The indexed query terms as (idf·weight, postings), in the order a
+        // document's score sums them: upper bound descending, then term
+        // text (a function of the index state, not of slots, so a rebuilt
+        // index scores bit for bit alike).
+        let mut terms: Vec<(f32, &PostingList, &str)> = q
+            .iter()
+            .filter_map(|(term, weight)| {
+                let list = self.postings.get(self.term_id(term)? as usize)?;
+                let df = list.len() as f32;
+                Some((weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln(), list, term.as_str()))
+            })
+            .collect();
+        terms.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.2.cmp(b.2)));
+        // rest[j]: the sum of the upper bounds of terms j.. (f64).
+        let mut rest = vec![0.0f64; terms.len() + 1];
+        let mut postings_left = vec![0usize; terms.len() + 1];
+        for j in (0..terms.len()).rev() {
+            rest[j] = rest[j + 1] + f64::from(terms[j].0) * f64::from(BM25_K1 + 1.0);
+            postings_left[j] = postings_left[j + 1] + terms[j].1.len();
+        }
+        // tf·(k1+1) / (tf + k1·(1 − b) + k1·b/avgdl·|d|): one division a
+        // posting.
+        let (fixed, per_token) = (BM25_K1 * (1.0 - BM25_B), if avgdl > 0.0 { BM25_K1 * BM25_B / avgdl } else { 0.0 });
+        let contribution = |idf: f32, p: &Posting| {
+            let tf = p.tf as f32;
+            let len = self.slot_lens.get(p.slot as usize).copied().unwrap_or(0);
+            idf * tf * (BM25_K1 + 1.0) / (tf + fixed + per_token * len as f32)
+        };
         // Scores by slot, in a dense array kept per thread (its length the
-        // slot count, zero outside a search) with the slots touched: a
-        // document's score sums its terms in the order of `q` whatever its
-        // slot. Every term's contribution is positive (idf > 0, tf ≥ 1), so
-        // a zero score marks a slot not touched yet.
+        // slot count, zero outside a search) with the slots touched. Every
+        // term's contribution is positive (idf > 0, tf ≥ 1), so a zero
+        // score marks a slot not touched yet.
         let mut top = TopK::new(k);
         let mut rank = |scores: &mut Vec<f32>, touched: &mut Vec<u32>| {
             // Left by a search whose filter panicked.
@@ -354,20 +432,17 @@ impl LexicalIndex {
             if scores.len() < self.slot_ids.len() {
                 scores.resize(self.slot_ids.len(), 0.0);
             }
-            for (term, weight) in &q {
-                let Some(tid) = self.term_id(term) else {
-                    continue;
-                };
-                let Some(list) = self.postings.get(tid as usize) else {
-                    continue;
-                };
-                let df = list.len() as f32;
-                let idf = weight * (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let mut probe_from = None;
+            for (j, &(idf, list, _)) in terms.iter().enumerate() {
+                if prune && j > 0 && touched.len() >= k && postings_left[j] >= 4 * touched.len() {
+                    let floor = self.partial_floor(scores, touched, k, filter);
+                    if rest[j] * (1.0 + PRUNE_MARGIN) < floor {
+                        probe_from = Some((j, floor));
+                        break;
+                    }
+                }
                 for p in list {
-                    let tf = p.tf as f32;
-                    let len = self.slot_lens.get(p.slot as usize).copied().unwrap_or(0);
-                    let norm = if avgdl > 0.0 { len as f32 / avgdl } else { 0.0 };
-                    let s = idf * tf * (BM25_K1 + 1.0) / (tf + BM25_K1 * (1.0 - BM25_B + BM25_B * norm));
+                    let s = contribution(idf, p);
                     let Some(acc) = scores.get_mut(p.slot as usize) else { continue };
                     if *acc == 0.0 {
                         touched.push(p.slot);
@@ -375,14 +450,61 @@ impl LexicalIndex {
                     *acc += s;
                 }
             }
-            for slot in touched.drain(..) {
-                let Some(acc) = scores.get_mut(slot as usize) else { continue };
+            let mut offer = |slot: u32, scores: &mut Vec<f32>| {
+                let Some(acc) = scores.get_mut(slot as usize) else { return };
                 let score = std::mem::take(acc);
-                let Some(&id) = self.slot_ids.get(slot as usize) else { continue };
+                let Some(&id) = self.slot_ids.get(slot as usize) else { return };
                 let hit = Hit { score, id };
                 if score > 0.0 && top.would_accept(hit) && filter(id) {
                     top.push(hit);
                 }
+            };
+            let Some((from, floor)) = probe_from else {
+                for slot in touched.drain(..) {
+                    offer(slot, scores);
+                }
+                return;
+            };
+            #[cfg(test)]
+            PRUNED.with(|c| c.set(c.get() + 1));
+            // The documents seen so far that can still rank, by slot; a
+            // document once dropped is never taken back.
+            let alive = |score: f32, rest: f64| (f64::from(score) + rest) * (1.0 + PRUNE_MARGIN) >= floor;
+            let mut cands: Vec<u32> =
+                touched.iter().copied().filter(|&slot| alive(scores[slot as usize], rest[from])).collect();
+            let mut sorted = false;
+            for (j, &(idf, list, _)) in terms.iter().enumerate().skip(from) {
+                if list.len() <= 2 * cands.len() {
+                    // A list about as short as the candidates: walked, its
+                    // contributions added to the documents seen (a dropped
+                    // one too, which no longer matters).
+                    for p in list {
+                        if let Some(acc) = scores.get_mut(p.slot as usize).filter(|acc| **acc > 0.0) {
+                            *acc += contribution(idf, p);
+                        }
+                    }
+                    continue;
+                }
+                // A longer list: each candidate looked up in it.
+                cands.retain(|&slot| alive(scores[slot as usize], rest[j]));
+                if !sorted {
+                    cands.sort_unstable();
+                    sorted = true;
+                }
+                let mut at = 0usize;
+                for &slot in &cands {
+                    at = gallop(list, at, slot);
+                    if let Some(p) = list.get(at).filter(|p| p.slot == slot) {
+                        scores[slot as usize] += contribution(idf, p);
+                    }
+                }
+            }
+            cands.retain(|&slot| alive(scores[slot as usize], 0.0));
+            for &slot in &cands {
+                offer(slot, scores);
+            }
+            for slot in touched.drain(..) {
+                scores[slot as usize] = 0.0;
             }
         };
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
@@ -394,6 +516,31 @@ impl LexicalIndex {
             Err(_) => rank(&mut Vec::new(), &mut Vec::new()),
         });
         top.into_sorted()
+    }
+
+    /// The `k`-th best partial score among the `touched` documents that
+    /// pass `filter`, or −∞ when it cannot be told cheaply (fewer than `k`
+    /// of the best `4·k` partial scores pass). A floor under the final
+    /// `k`-th best score, since every contribution left is positive.
+    fn partial_floor(&self, scores: &[f32], touched: &[u32], k: usize, filter: &dyn Fn(u64) -> bool) -> f64 {
+        let mut best = TopK::new(k.saturating_mul(4));
+        for &slot in touched {
+            let hit = Hit { score: scores[slot as usize], id: u64::from(slot) };
+            if best.would_accept(hit) {
+                best.push(hit);
+            }
+        }
+        let mut passed = 0usize;
+        for (slot, score) in best.into_sorted() {
+            let Some(&id) = self.slot_ids.get(slot as usize) else { continue };
+            if id != NO_DOC && filter(id) {
+                passed += 1;
+                if passed == k {
+                    return f64::from(score);
+                }
+            }
+        }
+        f64::NEG_INFINITY
     }
 
     /// The sum of `idf(t)` over the distinct non-stop-word tokens of `query`
@@ -1126,5 +1273,71 @@ mod tests {
         let r = ix.search("apple", 2, &all);
         assert_eq!(r[0].0, 2);
         assert!((r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6, "{r:?}");
+    }
+
+    /// Pruned and exhaustive search agree bit for bit: random stores where
+    /// a few words are in nearly every memory (the case the pruning is
+    /// for), random filters and `k`.
+    #[test]
+    fn pruned_search_equals_exhaustive_search() {
+        use proptest::prelude::*;
+        let common = ["user", "likes", "memory", "note", "said", "today"];
+        let rare: Vec<String> = (0..200).map(|i| format!("w{i}x")).collect();
+        let mut runner =
+            proptest::test_runner::TestRunner::new(proptest::test_runner::Config { cases: 48, ..Default::default() });
+        // Words 0..4 of `common` are in most memories, 4..6 in fewer.
+        let doc = (proptest::collection::vec(0usize..6, 1..8), proptest::collection::vec(0usize..200, 0..4));
+        let strategy = (
+            proptest::collection::vec(doc, 1..600),
+            proptest::collection::vec(0usize..6, 0..4),
+            proptest::collection::vec(0usize..200, 0..4),
+            1usize..40,
+            0u64..4,
+        );
+        runner
+            .run(&strategy, |(docs, q_common, q_rare, k, modulo)| {
+                let mut ix = LexicalIndex::new();
+                for (id, (c, r)) in docs.iter().enumerate() {
+                    let mut words: Vec<&str> = c.iter().map(|&i| common[if i < 4 { i } else { i % 2 }]).collect();
+                    if c.len() > 5 {
+                        words.push(common[c[0].max(4)]);
+                    }
+                    words.extend(r.iter().map(|&i| rare[i].as_str()));
+                    ix.insert(id as u64, &words.join(" "));
+                }
+                // Some removals, so that slots have holes.
+                for id in (0..docs.len() as u64).step_by(7) {
+                    ix.remove(id);
+                }
+                let mut words: Vec<&str> = q_common.iter().map(|&i| common[i]).collect();
+                words.extend(q_rare.iter().map(|&i| rare[i].as_str()));
+                let query = words.join(" ");
+                let filter = |id: u64| modulo == 0 || id % (modulo + 1) != 0;
+                let pruned = ix.search_pruned(&query, k, &filter, true);
+                let exhaustive = ix.search_pruned(&query, k, &filter, false);
+                let bits = |r: &[(u64, f32)]| r.iter().map(|&(id, s)| (id, s.to_bits())).collect::<Vec<_>>();
+                prop_assert_eq!(bits(&pruned), bits(&exhaustive), "query {:?}, k {}", query, k);
+                Ok(())
+            })
+            .unwrap();
+        assert!(PRUNED.with(|c| c.get()) >= 5, "the pruning was taken in too few cases to be tested");
+    }
+
+    /// A store where every memory holds the query's common words: the
+    /// pruned search skips their lists and finds the rare word's memories.
+    #[test]
+    fn common_words_are_looked_up_not_walked() {
+        let mut ix = LexicalIndex::new();
+        for id in 0..5_000u64 {
+            let text =
+                if id % 1000 == 3 { format!("user likes memory ferrets{id}") } else { "user likes memory".into() };
+            ix.insert(id, &text);
+        }
+        ix.insert(9_999, "user likes memory ferrets");
+        let before = PRUNED.with(|c| c.get());
+        let r = ix.search_pruned("does the user like ferrets memory", 3, &all, true);
+        assert_eq!(PRUNED.with(|c| c.get()), before + 1, "the common words were walked");
+        assert_eq!(r[0].0, 9_999);
+        assert_eq!(r, ix.search_pruned("does the user like ferrets memory", 3, &all, false));
     }
 }
