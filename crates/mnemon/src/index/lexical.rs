@@ -1312,7 +1312,7 @@ mod tests {
                 let mut words: Vec<&str> = q_common.iter().map(|&i| common[i]).collect();
                 words.extend(q_rare.iter().map(|&i| rare[i].as_str()));
                 let query = words.join(" ");
-                let filter = |id: u64| modulo == 0 || id % (modulo + 1) != 0;
+                let filter = |id: u64| modulo == 0 || !id.is_multiple_of(modulo + 1);
                 let pruned = ix.search_pruned(&query, k, &filter, true);
                 let exhaustive = ix.search_pruned(&query, k, &filter, false);
                 let bits = |r: &[(u64, f32)]| r.iter().map(|&(id, s)| (id, s.to_bits())).collect::<Vec<_>>();
