@@ -196,6 +196,10 @@ fn check_after_crash(data: &Path, first_key: &Path, acks_path: &Path, context: &
     );
     let key = opened.pop().unwrap();
     let e = open(data, &key).unwrap();
+    assert!(
+        !data.join(format!("{}.tmp", mnemon::crypt::KEYRING_FILE)).exists(),
+        "{context}: an open leaves no keyring written by a change that was not acknowledged"
+    );
     let mut f = std::fs::OpenOptions::new().append(true).open(acks_path).unwrap();
     f.write_all(b"\n").unwrap();
     if acks.rotating.is_some() {
