@@ -210,6 +210,14 @@ fn human(cli: &Cli, resp: &Response) {
                     s.last_rerank_error.as_deref().unwrap_or("?")
                 );
             }
+            if s.encrypted {
+                println!(
+                    "encryption: on, {} shredded",
+                    count(s.shredded_namespaces as u64, "namespace", "namespaces")
+                );
+            } else {
+                println!("encryption: off");
+            }
             println!(
                 "disk:       {} bytes, generation {}",
                 s.disk_bytes.map(|b| b.to_string()).unwrap_or_else(|| "?".into()),

@@ -1792,6 +1792,11 @@ fn encrypted_store_key_file_shred_and_backup() {
     assert!(ok && out.contains("data key was destroyed"), "{out}{err}");
     let (ok, out, err) = with_key(&["verify-erasure", "--shredded", "alice", "--backup", backup.to_str().unwrap()]);
     assert!(ok && out.contains("verified: true"), "{out}{err}");
+    let (ok, out, err) = with_key(&["stats"]);
+    assert!(ok && out.contains("encryption: on, 1 namespace shredded"), "{out}{err}");
+    let (ok, out, err) = with_key(&["--json", "stats"]);
+    let stats: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    assert!(ok && stats["encrypted"] == true && stats["shredded_namespaces"] == 1, "{out}{err}");
 
     let ring = data.join("KEYRING");
     let in_backup = |ns: &str, q: &str| {

@@ -215,4 +215,5 @@ fn stats_names_the_embedder_kind() {
     assert!(o.status.success(), "{}", stderr(&o));
     let line = out.lines().find(|l| l.starts_with("embedder:")).unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains("hashing-v1-384") && line.contains("lexical") && line.contains("exact words"), "{line}");
+    assert!(out.lines().any(|l| l == "encryption: off"), "a plain store says so: {out}");
 }

@@ -175,9 +175,12 @@ fn a_shred_reaches_backups_and_exports_taken_before_it() -> TestResult {
     let bob_before = contents(&e, &b);
     e.backup(dir.path().join("before"))?;
     e.export(dir.path().join("before.jsonl"))?;
+    let stats = e.stats();
+    assert!(stats.encrypted && stats.shredded_namespaces == 0, "{stats:?}");
 
     let out = e.forget(&a, ForgetRequest::All, "account closed")?;
     assert!(out.key_shredded, "{out:?}");
+    assert_eq!(e.stats().shredded_namespaces, 1);
     assert!(out.memories > 0);
     // New writes to the namespace take a key of their own.
     e.remember(&a, NewMemory::new("alice came back"))?;
@@ -190,6 +193,7 @@ fn a_shred_reaches_backups_and_exports_taken_before_it() -> TestResult {
 
     // The live store reopens: alice holds only what came after.
     let e = open(&live, &kek)?;
+    assert_eq!(e.stats().shredded_namespaces, 1, "a shred is counted after a reopen");
     assert_eq!(contents(&e, &a), vec!["alice came back".to_string()]);
     assert_eq!(contents(&e, &b), bob_before);
     assert!(e.check()?.consistent, "replay equals live after a shred");

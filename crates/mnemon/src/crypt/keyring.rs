@@ -285,8 +285,7 @@ impl Keyring {
         was_live
     }
 
-    /// Namespaces with at least one shredded key, and whether each has a
-    /// live key now.
+    /// `(namespace, generation)` of every shredded key, in that order.
     pub(crate) fn shredded(&self) -> Vec<(String, u32)> {
         self.slots.iter().filter(|(_, s)| matches!(s, Slot::Shredded)).map(|((ns, g), _)| (ns.clone(), *g)).collect()
     }

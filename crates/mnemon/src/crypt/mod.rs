@@ -62,6 +62,15 @@ pub struct Keys {
     pub(crate) path: PathBuf,
 }
 
+impl Keys {
+    /// The namespaces with at least one data key destroyed by a shred.
+    pub(crate) fn shredded_namespaces(&self) -> usize {
+        let mut names: Vec<String> = self.ring.lock().shredded().into_iter().map(|(ns, _)| ns).collect();
+        names.dedup();
+        names.len()
+    }
+}
+
 impl std::fmt::Debug for Keys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Keys").field("path", &self.path).finish_non_exhaustive()

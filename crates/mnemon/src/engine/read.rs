@@ -134,6 +134,16 @@ pub struct Stats {
     /// `/proc/self/status`, `VmRSS`; `None` elsewhere).
     #[serde(default)]
     pub rss_bytes: Option<u64>,
+    /// Whether the store is encrypted at rest: its records and cached
+    /// vectors sealed under per-namespace data keys (`docs/guide/encryption.md`).
+    #[serde(default)]
+    pub encrypted: bool,
+    /// Namespaces of an encrypted store with at least one data key
+    /// destroyed (a shred: forgetting a whole namespace); their records
+    /// sealed under those keys read as erased in every copy. 0 for a store
+    /// that is not encrypted.
+    #[serde(default)]
+    pub shredded_namespaces: usize,
 }
 
 /// Resident memory of this process in bytes, from the `VmRSS` line of
@@ -515,6 +525,8 @@ impl Engine {
             reserve_bytes: self.shared().reserve_bytes,
             log_cache_bytes: self.inner.cfg.cache_bytes,
             rss_bytes: rss_bytes(),
+            encrypted: self.shared().keys.is_some(),
+            shredded_namespaces: self.shared().keys.as_ref().map_or(0, |k| k.shredded_namespaces()),
         };
         for st in state.namespaces.values() {
             for m in st.memories.values() {
