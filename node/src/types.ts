@@ -3257,6 +3257,11 @@ export interface Stats {
    * stay pending in the store and are queued again at the next open.
    */
   embed_failed: number;
+  /**
+   * Whether the store is encrypted at rest: its records and cached
+   * vectors sealed under per-namespace data keys (`docs/guide/encryption.md`).
+   */
+  encrypted?: boolean;
   events: EventCounts1;
   /**
    * Data directory generation.
@@ -3343,6 +3348,13 @@ export interface Stats {
    * `/proc/self/status`, `VmRSS`; `None` elsewhere).
    */
   rss_bytes?: number | null;
+  /**
+   * Namespaces of an encrypted store with at least one data key
+   * destroyed (a shred: forgetting a whole namespace); their records
+   * sealed under those keys read as erased in every copy. 0 for a store
+   * that is not encrypted.
+   */
+  shredded_namespaces?: number;
   /**
    * Superseded memory versions, all namespaces.
    */

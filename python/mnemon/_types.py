@@ -2309,7 +2309,7 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_rerank_error', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'rerank_failed', 'reserve_bytes', 'rss_bytes', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'encrypted', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_rerank_error', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'rerank_failed', 'reserve_bytes', 'rss_bytes', 'shredded_namespaces', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
@@ -2350,6 +2350,14 @@ class Stats(Record):
         the store and are queued again at the next open.
         """
         return self._data["embed_failed"]  # type: ignore[no-any-return]
+
+    @property
+    def encrypted(self) -> Optional[bool]:
+        """
+        Whether the store is encrypted at rest: its records and cached vectors sealed
+        under per-namespace data keys (`docs/guide/encryption.md`).
+        """
+        return self._data.get("encrypted")
 
     @property
     def events(self) -> EventCounts:
@@ -2470,6 +2478,15 @@ class Stats(Record):
         `/proc/self/status`, `VmRSS`; `None` elsewhere).
         """
         return self._data.get("rss_bytes")
+
+    @property
+    def shredded_namespaces(self) -> Optional[int]:
+        """
+        Namespaces of an encrypted store with at least one data key destroyed (a shred:
+        forgetting a whole namespace); their records sealed under those keys read as
+        erased in every copy. 0 for a store that is not encrypted.
+        """
+        return self._data.get("shredded_namespaces")
 
     @property
     def superseded_memories(self) -> int:

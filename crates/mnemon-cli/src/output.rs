@@ -211,10 +211,7 @@ fn human(cli: &Cli, resp: &Response) {
                 );
             }
             if s.encrypted {
-                println!(
-                    "encryption: on, {} shredded",
-                    count(s.shredded_namespaces as u64, "namespace", "namespaces")
-                );
+                println!("encryption: on, {} shredded", count(s.shredded_namespaces as u64, "namespace", "namespaces"));
             } else {
                 println!("encryption: off");
             }
