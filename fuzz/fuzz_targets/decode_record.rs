@@ -7,11 +7,11 @@
 //! instead of stopping at the checksum check.
 #![no_main]
 
+#[path = "record_input.rs"]
+mod record_input;
+
 use libfuzzer_sys::fuzz_target;
 use mnemon::{event::decode_record, event::encode_record, event::SEALED_VERSION, Error};
-
-/// Version byte + CRC-32 of the payload.
-const HEADER_LEN: usize = 5;
 
 fn check(seq: u64, record: &[u8]) {
     let event = match decode_record(seq, record) {
@@ -43,28 +43,11 @@ fn check(seq: u64, record: &[u8]) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    if data.len() < 8 {
+    let Some((seq, record)) = record_input::split(data) else {
         return;
-    }
-    let (seq_bytes, record) = data.split_at(8);
-    let seq = u64::from_le_bytes(seq_bytes.try_into().unwrap_or([0; 8]));
+    };
     check(seq, record);
-    if record.len() >= HEADER_LEN {
-        let mut fixed = record.to_vec();
-        let crc = crc32(&fixed[HEADER_LEN..]);
-        fixed[1..HEADER_LEN].copy_from_slice(&crc.to_le_bytes());
+    if let Some(fixed) = record_input::with_checksum(record, None) {
         check(seq, &fixed);
     }
 });
-
-/// CRC-32 (IEEE, reflected), as the record header stores it.
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
-        }
-    }
-    !crc
-}
