@@ -366,9 +366,11 @@ impl LexicalIndex {
     /// a document that passes `filter` is a floor under the final `k`-th
     /// score (contributions are positive); when the bounds of the terms
     /// left sum under that floor, no document unseen so far can rank, and
-    /// the terms left are looked up for the documents seen only (a binary
-    /// search of each posting list, sorted by slot), dropping each document
-    /// whose partial score plus the bounds left falls under the floor. The
+    /// the terms left count for the documents seen only: a list longer than
+    /// twice the documents still in the running is searched for each of
+    /// them (an exponential search, lists being sorted by slot), a shorter
+    /// one walked; a document is dropped once its partial score plus the
+    /// bounds left falls under the floor. The
     /// common words of a large store (held by most memories, with the
     /// longest lists and the smallest `idf`) are so looked up instead of
     /// walked. Comparisons keep a relative margin of 10⁻⁴ against rounding.
