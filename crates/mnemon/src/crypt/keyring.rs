@@ -291,6 +291,23 @@ impl Keyring {
     }
 }
 
+/// Deletes the `KEYRING.tmp` beside the keyring at `path`, which only a
+/// crash between writing a keyring and renaming it over `KEYRING` leaves:
+/// the change it held (a rotation, a shred, a new keyring) was never
+/// acknowledged, and its wrapped data keys must not outlive a later shred
+/// in a file no save replaces.
+///
+/// # Errors
+/// [`Error::Io`] when the file is there and cannot be deleted.
+pub(crate) fn remove_stale_tmp(path: &Path) -> Result<()> {
+    let tmp = tmp_path(path);
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io_at(&tmp, e)),
+    }
+}
+
 fn tmp_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
     p.push(".tmp");

@@ -13,7 +13,7 @@ use crate::crypt::{
 };
 use std::path::Path;
 
-use crate::crypt::{Kek, KeySettings, Keyring, KEYRING_FILE, META_KEYRING};
+use crate::crypt::{remove_stale_tmp, Kek, KeySettings, Keyring, KEYRING_FILE, META_KEYRING};
 use crate::error::{Error, Result};
 use crate::log::{
     decode_vector, encode_vector, fnv1a64, CachedVector, LogStore, RecordIter, SledStore, VectorEntry, VectorIter,
@@ -446,7 +446,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
         ring
     } else {
         let Some(p) = &keys.provider else {
-            remove_stale_keyring_tmp(root)?;
+            remove_stale_tmp(&path)?;
             return Ok(None);
         };
         if store.last_seq()?.is_some() {
@@ -464,24 +464,8 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
         store.meta_put(META_KEYRING, &ring.id())?;
         ring
     };
-    remove_stale_keyring_tmp(root)?;
+    remove_stale_tmp(&path)?;
     Ok(Some(Arc::new(Keys { ring: Mutex::new(ring), path })))
-}
-
-/// Deletes `KEYRING.tmp`, which only a crash between writing a keyring and
-/// renaming it over `KEYRING` leaves: the change it held (a rotation, a
-/// shred, a new keyring) was never acknowledged, and its wrapped data keys
-/// must not outlive a later shred in a file no save replaces.
-///
-/// # Errors
-/// [`Error::Io`] when the file is there and cannot be deleted.
-fn remove_stale_keyring_tmp(root: &Path) -> Result<()> {
-    let tmp = root.join(format!("{KEYRING_FILE}.tmp"));
-    match std::fs::remove_file(&tmp) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io_at(&tmp, e)),
-    }
 }
 
 /// `sled` as the engine's store: sealed when `keys` is given.
