@@ -225,7 +225,7 @@ pub fn key_settings(
         },
     };
     let keyring = keyring.or_else(|| set(KEYRING_ENV).map(PathBuf::from));
-    Ok(KeySettings { provider, keyring })
+    Ok(KeySettings { provider, keyring, directory: None })
 }
 
 /// `pii_policy`: `redact`, `reject` or `off`.

@@ -161,6 +161,7 @@ fn forget_user_forgets_each_namespace_and_shreds_its_key() -> Res {
     let keys = mnemon::crypt::KeySettings {
         provider: Some(std::sync::Arc::new(mnemon::crypt::KeyFile(key))),
         keyring: Some(store.join(mnemon::crypt::KEYRING_FILE)),
+        directory: None,
     };
     let (copy, _) = settings(&backup, keys).open()?;
     let shredded = &copy.open_report().shredded;

@@ -710,7 +710,7 @@ pub fn key_settings(cli: &Cli) -> mnemon::crypt::KeySettings {
         }
         None => None,
     };
-    mnemon::crypt::KeySettings { provider, keyring: cli.keyring.clone() }
+    mnemon::crypt::KeySettings { provider, keyring: cli.keyring.clone(), directory: None }
 }
 
 /// Opens the store at `dir` with embedder choice `embedder` (models under

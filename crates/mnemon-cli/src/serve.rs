@@ -141,11 +141,22 @@ fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend
     mnemon::embed::check_new_store(choice, &crate::commands::models_dir(cli), &cli.data, None)?;
     let embedder = crate::commands::load_embedder(cli)?;
     let regions: Vec<String> = cli.phone_region_codes().map(str::to_owned).collect();
+    // With a key every namespace's store is encrypted, its data keys
+    // shared with the other daemons through the cluster's key bucket;
+    // checked here, so a key that does not load refuses the start.
+    let key = crate::commands::key_settings(cli).provider;
+    if let Some(p) = &key {
+        p.kek()?;
+    }
     let opener: mnemon_cluster::Opener = Arc::new(move |dir: &std::path::Path| {
-        mnemon::Engine::builder(dir)
+        let b = mnemon::Engine::builder(dir)
             .embedder(embedder.clone())
             .phone_regions(regions.iter().map(String::as_str))
-            .cache_bytes(16 << 20)
+            .cache_bytes(16 << 20);
+        match &key {
+            Some(p) => b.key_provider(p.clone()),
+            None => b,
+        }
     });
     let node = mnemon_cluster::ClusterNode::builder(&cli.data, id, &c.cluster)
         .prefix(c.cluster_prefix.as_str())

@@ -17,6 +17,10 @@
 //!   is a prefix of it), every acknowledged write is there once.
 //! * `erasure`: a canary forgotten and compacted is absent from every file
 //!   of every daemon and every NATS node (and was present before).
+//! * `encrypted`: with a key, no file of a daemon or NATS node holds a
+//!   memory in plain; a takeover reads it (keys from the key bucket); a
+//!   forget of the whole namespace shreds its key across the cluster, and
+//!   the proof covers the namespace's stream.
 //! * `log_unavailable`: NATS stops mid-run → writes fail with
 //!   `Unavailable`, nothing acknowledged is lost, writes resume after.
 //!
@@ -105,6 +109,15 @@ fn run(s: &Served<'_>, req: &Value) -> mnemon::Result<Value> {
             json!({"consistent": c.consistent, "digest": c.digest, "last_seq": c.last_seq})
         }
         "digest" => json!({"digest": e.digest()}),
+        "forget_all" => {
+            let f = e.forget(ns, ForgetRequest::All, "erase the user")?;
+            json!({"memories": f.memories, "key_shredded": f.key_shredded})
+        }
+        "recall" => {
+            let hits = e.recall(ns, req["query"].as_str().unwrap_or(""), &mnemon::RecallOptions::default())?;
+            json!({"ids": hits.iter().map(|h| h.memory.id.0).collect::<Vec<_>>()})
+        }
+        "verify_shred" => serde_json::to_value(s.verify_shred(&[], &[])?).unwrap(),
         other => json!({"error": "invalid", "message": format!("unknown op {other:?}")}),
     })
 }
@@ -120,11 +133,17 @@ fn daemon(spec: &str) {
     // and tried again.
     let mut tries = 0;
     let node = loop {
-        let started = ClusterNode::builder(v["data"].as_str().unwrap(), v["id"].as_str().unwrap(), &urls)
+        let mut builder = ClusterNode::builder(v["data"].as_str().unwrap(), v["id"].as_str().unwrap(), &urls)
             .prefix(v["prefix"].as_str().unwrap())
             .lease_ttl(TTL)
-            .timeout(TIMEOUT)
-            .start();
+            .timeout(TIMEOUT);
+        if let Some(key) = v["key"].as_str() {
+            let key: Arc<dyn mnemon::crypt::KeyProvider> = Arc::new(mnemon::crypt::KeyFile(key.into()));
+            builder = builder.engine(Arc::new(move |p: &Path| {
+                mnemon::Engine::builder(p).cache_bytes(16 << 20).key_provider(key.clone())
+            }));
+        }
+        let started = builder.start();
         match started {
             Err(mnemon::Error::Unavailable(why)) if tries < 10 => {
                 tries += 1;
@@ -153,8 +172,16 @@ struct Daemon {
 
 impl Daemon {
     fn start(id: &str, data: &Path, urls: &[String], prefix: &str) -> Daemon {
-        let spec = json!({"id": id, "data": data, "urls": urls, "prefix": prefix}).to_string();
-        let mut d = Daemon { id: id.into(), data: data.into(), child: None, stdin: None, spec };
+        Daemon::start_with(id, data, json!({"id": id, "data": data, "urls": urls, "prefix": prefix}))
+    }
+
+    /// A daemon whose namespaces are encrypted with the key in `key`.
+    fn start_encrypted(id: &str, data: &Path, urls: &[String], prefix: &str, key: &Path) -> Daemon {
+        Daemon::start_with(id, data, json!({"id": id, "data": data, "urls": urls, "prefix": prefix, "key": key}))
+    }
+
+    fn start_with(id: &str, data: &Path, spec: Value) -> Daemon {
+        let mut d = Daemon { id: id.into(), data: data.into(), child: None, stdin: None, spec: spec.to_string() };
         d.spawn();
         d
     }
@@ -581,6 +608,65 @@ fn erasure(nats: &mut NatsCluster) {
     drop(e2);
 }
 
+/// An encrypted cluster: a canary written through one daemon is on no
+/// disk in plain (neither daemon's copies nor any NATS node's files), the
+/// other daemon reads it after a takeover (its data keys come from the
+/// key bucket, its vectors sealed from the stream), and a forget of the
+/// whole namespace shreds its key across the cluster: the stream's
+/// records open with no key left, while another namespace stays readable.
+fn encrypted(nats: &mut NatsCluster) {
+    let root = tempfile::tempdir().unwrap();
+    let key = root.path().join("cluster.key");
+    mnemon::crypt::write_new_key_file(&key).unwrap();
+    let urls = nats.urls();
+    let prefix = "crypt";
+    let mut c1 = Daemon::start_encrypted("c1", &root.path().join("c1"), &urls, prefix, &key);
+    let mut c2 = Daemon::start_encrypted("c2", &root.path().join("c2"), &urls, prefix, &key);
+    let client = Client::connect(&urls, prefix);
+    let canary = "Canary amber-lynx-sextant: the safe code is 4417 behind the clock";
+    let c = client.call(Some("c1"), "secret", json!({"op": "remember", "content": canary})).unwrap();
+    client.call(Some("c1"), "secret", json!({"op": "remember", "content": "Prefers aisle seats"})).unwrap();
+    let keep =
+        client.call(Some("c1"), "other", json!({"op": "remember", "content": "Keeps bees on the roof"})).unwrap();
+    // c1 lets go (its copies stay on disk), c2 takes both over.
+    c1.shutdown();
+    let got = client.call(Some("c2"), "secret", json!({"op": "get", "id": c["id"]})).unwrap();
+    assert_eq!(got["content"], json!(canary));
+    let found =
+        client.call(Some("c2"), "secret", json!({"op": "recall", "query": "safe code behind the clock"})).unwrap();
+    assert_eq!(found["ids"][0], c["id"], "the vector came over sealed: {found}");
+    let got = client.call(Some("c2"), "other", json!({"op": "get", "id": keep["id"]})).unwrap();
+    assert_eq!(got["content"], json!("Keeps bees on the roof"));
+    let mut dirs: Vec<PathBuf> = vec![c1.data.clone(), c2.data.clone()];
+    dirs.extend(nats.store_dirs());
+    assert_eq!(scan(&dirs, canary), 0, "the canary is on disk in plain");
+    assert_eq!(scan(&dirs, "Keeps bees on the roof"), 0, "a memory is on disk in plain");
+
+    let f = client.call(Some("c2"), "secret", json!({"op": "forget_all"})).unwrap();
+    assert_eq!(f["key_shredded"], json!(true), "{f}");
+    let proof = client.call(Some("c2"), "secret", json!({"op": "verify_shred"})).unwrap();
+    println!("  proof: {proof}");
+    assert_eq!(proof["verified"], json!(true), "{proof}");
+    let stream =
+        proof["checks"].as_array().unwrap().iter().find(|c| c["source"].as_str().unwrap().starts_with("nats:"));
+    let stream = stream.expect("the stream was checked");
+    assert!(stream["sealed"].as_u64().unwrap() >= 2, "{stream}");
+    assert_eq!((stream["opened"].clone(), stream["plain"].clone()), (json!(0), json!(0)));
+
+    // c1's old copy of the namespace takes the shred when c1 serves it
+    // again: nothing of it opens there either.
+    c2.shutdown();
+    c1.spawn();
+    let all = client.call(Some("c1"), "secret", json!({"op": "all"})).unwrap();
+    assert_eq!(all["memories"], json!([]), "{all}");
+    let got = client.call(Some("c1"), "other", json!({"op": "get", "id": keep["id"]})).unwrap();
+    assert_eq!(got["content"], json!("Keeps bees on the roof"));
+    client.call(Some("c1"), "secret", json!({"op": "remember", "content": "Written after the shred"})).unwrap();
+    let check = client.call(Some("c1"), "secret", json!({"op": "check"})).unwrap();
+    assert_eq!(check["consistent"], json!(true), "{check}");
+    drop(c1);
+}
+
 fn log_unavailable(nats: &mut NatsCluster) {
     let dir = tempfile::tempdir().unwrap();
     let node = ClusterNode::builder(dir.path(), "u1", &nats.urls())
@@ -722,13 +808,14 @@ fn main() {
         return;
     }
     let only = std::env::var("MNEMON_CLUSTER_TESTS").ok();
-    let scenarios: [(&str, fn(&mut NatsCluster)); 7] = [
+    let scenarios: [(&str, fn(&mut NatsCluster)); 8] = [
         ("serve_daemons", serve_daemons),
         ("unreachable_at_start", unreachable_at_start),
         ("fencing_check", fencing_check),
         ("mixed_load", mixed_load),
         ("sigstop", sigstop),
         ("erasure", erasure),
+        ("encrypted", encrypted),
         ("log_unavailable", log_unavailable),
     ];
     let started = Instant::now();

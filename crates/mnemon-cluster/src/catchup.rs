@@ -12,7 +12,8 @@ use std::time::Instant;
 use crate::conn::Conn;
 use crate::replica::{Position, META_NAMESPACE, META_POSITION};
 use crate::stream::NsLog;
-use crate::wire::{self, GroupPart, LogMessage};
+use crate::wire::{self, GroupPart, LogMessage, SealedVector};
+use mnemon::crypt::{sealed_head, SEALED_VERSION};
 use mnemon::replication::DataDir;
 use mnemon::{event::decode_record, EventBody};
 use mnemon::{storage::LogStore, storage::SledStore};
@@ -57,27 +58,30 @@ pub(crate) fn catch_up(conn: &Conn, log: &NsLog, dir: &Path, ns: &Namespace, up_
         _ => 1,
     };
     let mut apply = Apply { store: &store, local_last, next: local_last + 1, batch: Vec::new(), seen_last: 0 };
-    let mut pending: Vec<GroupPart> = Vec::new();
+    let mut pending: Vec<(GroupPart, Vec<SealedVector>)> = Vec::new();
     conn.block_on(log.read(from, up_to, conn.timeout * 4, |seq, payload| {
         report.messages += 1;
-        match wire::decode(seq, payload)? {
-            LogMessage::Takeover { .. } => pending.clear(),
-            LogMessage::Group(p) => {
-                if p.part == 0 {
-                    pending.clear();
-                } else if pending.last().is_none_or(|q| q.group_first != p.group_first || q.part + 1 != p.part) {
-                    // A later part without its predecessors: the group
-                    // started before `from` or was cut short; void.
-                    pending.clear();
-                    return Ok(());
-                }
-                let complete = p.part + 1 == p.parts;
-                pending.push(p);
-                if complete {
-                    for part in pending.drain(..) {
-                        apply.part(part)?;
-                    }
-                }
+        let (p, sealed) = match wire::decode(seq, payload)? {
+            LogMessage::Takeover { .. } => {
+                pending.clear();
+                return Ok(());
+            }
+            LogMessage::Group(p) => (p, Vec::new()),
+            LogMessage::SealedGroup { part, vectors } => (part, vectors),
+        };
+        if p.part == 0 {
+            pending.clear();
+        } else if pending.last().is_none_or(|(q, _)| q.group_first != p.group_first || q.part + 1 != p.part) {
+            // A later part without its predecessors: the group started
+            // before `from` or was cut short; void.
+            pending.clear();
+            return Ok(());
+        }
+        let complete = p.part + 1 == p.parts;
+        pending.push((p, sealed));
+        if complete {
+            for (part, sealed) in pending.drain(..) {
+                apply.part(part, sealed)?;
             }
         }
         Ok(())
@@ -129,6 +133,16 @@ fn open_copy(dir: &Path, ns: &Namespace, log: &NsLog, report: &mut CatchUp) -> R
     Ok((data_dir, store))
 }
 
+/// Checks a record from the stream before it is stored: a plain one
+/// decodes, a sealed one (an encrypted namespace's) has a sound envelope.
+fn check_record(seq: Seq, bytes: &[u8]) -> Result<()> {
+    if bytes.first() == Some(&SEALED_VERSION) {
+        sealed_head(seq, bytes).map(|_| ())
+    } else {
+        decode_record(seq, bytes).map(|_| ())
+    }
+}
+
 struct Apply<'a> {
     store: &'a SledStore,
     local_last: Seq,
@@ -139,7 +153,7 @@ struct Apply<'a> {
 }
 
 impl Apply<'_> {
-    fn part(&mut self, p: GroupPart) -> Result<()> {
+    fn part(&mut self, p: GroupPart, sealed: Vec<SealedVector>) -> Result<()> {
         let mut new_vectors: Vec<(MemoryId, u64, Vec<f32>)> = Vec::new();
         for (i, bytes) in p.records.into_iter().enumerate() {
             let seq = p.first + u64::try_from(i).map_err(|_| Error::invalid("group", "too long"))?;
@@ -147,7 +161,7 @@ impl Apply<'_> {
             if seq <= self.local_last {
                 self.compare(seq, &bytes)?;
             } else if seq == self.next {
-                decode_record(seq, &bytes)?;
+                check_record(seq, &bytes)?;
                 self.batch.push((seq, bytes));
                 self.next += 1;
             } else {
@@ -161,6 +175,14 @@ impl Apply<'_> {
             if v.id > self.local_last && v.id < self.next {
                 new_vectors.push((MemoryId(v.id), v.content_hash, v.vector));
             }
+        }
+        let new_sealed: Vec<(MemoryId, Vec<u8>)> = sealed
+            .into_iter()
+            .filter(|v| v.id > self.local_last && v.id < self.next)
+            .map(|v| (MemoryId(v.id), v.value))
+            .collect();
+        if !new_sealed.is_empty() {
+            self.store.put_sealed_vectors(&p.model, &new_sealed)?;
         }
         if !new_vectors.is_empty() {
             let entries: Vec<(MemoryId, u64, &[f32])> =
@@ -183,15 +205,28 @@ impl Apply<'_> {
         if local == bytes {
             return Ok(());
         }
-        let (mine, theirs) = (decode_record(seq, &local)?, decode_record(seq, bytes)?);
+        let differs = || Error::Corrupted { seq, reason: "the local copy differs from the log of record".into() };
+        if local.first() == Some(&SEALED_VERSION) {
+            return Err(differs());
+        }
+        let mine = decode_record(seq, &local)?;
+        // (namespace, time in microseconds, whether it holds content).
+        let (ns, time_us, content) = if bytes.first() == Some(&SEALED_VERSION) {
+            let h = sealed_head(seq, bytes)?;
+            (h.ns, h.time_us, matches!(h.kind, 0 | 1))
+        } else {
+            let theirs = decode_record(seq, bytes)?;
+            let content = matches!(theirs.body, EventBody::Observed(_) | EventBody::Extracted(_));
+            (theirs.ns.as_str().to_string(), theirs.time.timestamp_micros(), content)
+        };
         let erased = matches!(mine.body, EventBody::Tombstone(_))
-            && matches!(theirs.body, EventBody::Observed(_) | EventBody::Extracted(_))
-            && mine.time == theirs.time
-            && mine.ns == theirs.ns;
+            && content
+            && mine.time.timestamp_micros() == time_us
+            && mine.ns.as_str() == ns;
         if erased {
             return Ok(());
         }
-        Err(Error::Corrupted { seq, reason: "the local copy differs from the log of record".into() })
+        Err(differs())
     }
 
     fn flush(&mut self) -> Result<()> {

@@ -29,6 +29,7 @@ use crate::node::{ClusterNode, Held, NS_DIR};
 use crate::replica::{Position, META_NAMESPACE, META_POSITION};
 use crate::stream::{delete_stream, NsLog};
 use crate::wire::{self, LogMessage};
+use mnemon::crypt::{sealed_head, SEALED_VERSION};
 use mnemon::replication::DataDir;
 use mnemon::replication::{Group, Shared};
 use mnemon::ErasureReceipt;
@@ -120,6 +121,51 @@ impl ClusterNode {
         })
     }
 
+    /// Proves the shred of `ns` (a `forget --all` of an encrypted
+    /// namespace) across the cluster: [`mnemon::Engine::verify_shred`] on
+    /// this daemon's copy and the `backups` and `exports` named, plus every
+    /// record of the namespace's stream (source `nats:STREAM`), each tried
+    /// against every key the namespace still has. The keys are the key
+    /// bucket's: the shred replaced the wrapped key there, so the other
+    /// daemons' copies and the stream on every NATS node open with no key
+    /// left in the cluster.
+    ///
+    /// # Errors
+    /// [`Error::Fenced`] when this daemon does not serve `ns`;
+    /// [`Error::InvalidInput`] (field `namespace`) for a plain namespace or
+    /// one never shredded; [`Error::Unavailable`] when the stream cannot be
+    /// read; those of [`mnemon::Engine::verify_shred`].
+    pub fn verify_shred(
+        &self,
+        ns: &Namespace,
+        backups: &[std::path::PathBuf],
+        exports: &[std::path::PathBuf],
+    ) -> Result<mnemon::crypt::ShredReport> {
+        let held = self.inner.held.lock().get(ns).cloned().ok_or_else(|| Error::Fenced {
+            namespace: ns.to_string(),
+            reason: format!("{} does not serve it", self.daemon_id()),
+        })?;
+        let mut report = held.engine.verify_shred(ns, backups, exports)?;
+        let (log, _) = held.sink.position();
+        let conn = &self.inner.conn;
+        let last = conn.run("reading the stream", log.last_seq())?;
+        let mut records = Vec::new();
+        conn.block_on(log.read(1, last, conn.timeout * 4, |seq, payload| {
+            match wire::decode(seq, payload)? {
+                LogMessage::Group(p) | LogMessage::SealedGroup { part: p, .. } => {
+                    records.extend((p.first..).zip(p.records));
+                }
+                LogMessage::Takeover { .. } => {}
+            }
+            Ok(())
+        }))?;
+        let source = std::path::PathBuf::from(format!("nats:{}", log.name));
+        let check = held.engine.check_shredded_records(ns, source, records)?;
+        report.verified &= check.opened == 0 && check.plain == 0;
+        report.checks.push(check);
+        Ok(report)
+    }
+
     /// Steps 2–4, on the writer thread after the local compaction.
     fn rewrite(&self, ns: &Namespace, held: &Arc<Held>, shared: &Shared) -> Result<Rewrite> {
         let inner = &self.inner;
@@ -173,11 +219,16 @@ impl ClusterNode {
         let store = shared.store();
         let model = shared.model_id().to_string();
         let model_hash = fnv1a64(model.as_bytes());
+        // An encrypted namespace's records and vectors go as stored:
+        // sealed, under keys in the cluster's key bucket.
+        let sealed = store.sealed();
         let mut vectors: std::collections::HashMap<u64, (u64, Vec<f32>)> = std::collections::HashMap::new();
-        for e in store.vector_entries() {
-            let e = e?;
-            if e.model_hash == model_hash {
-                vectors.insert(e.id.0, (e.cached.content_hash, e.cached.vector));
+        if sealed.is_none() {
+            for e in store.vector_entries() {
+                let e = e?;
+                if e.model_hash == model_hash {
+                    vectors.insert(e.id.0, (e.cached.content_hash, e.cached.vector));
+                }
             }
         }
         let mut records: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(REWRITE_GROUP);
@@ -187,14 +238,25 @@ impl ClusterNode {
                 return Ok(());
             }
             let mut vs: Vec<(MemoryId, u64, Vec<f32>)> = Vec::new();
+            let mut sealed_vs: Vec<(MemoryId, Vec<u8>)> = Vec::new();
             for (seq, bytes) in records.iter() {
-                if let Some((h, v)) = vectors.get(seq) {
+                if let Some(s) = sealed {
+                    let extracted = bytes.first() == Some(&SEALED_VERSION) && sealed_head(*seq, bytes)?.kind == 1;
+                    if let Some(v) = s.sealed_vector(&model, MemoryId(*seq))?.filter(|_| extracted) {
+                        sealed_vs.push((MemoryId(*seq), v));
+                    }
+                } else if let Some((h, v)) = vectors.get(seq) {
                     if matches!(decode_record(*seq, bytes)?.body, EventBody::Extracted(_)) {
                         vs.push((MemoryId(*seq), *h, v.clone()));
                     }
                 }
             }
-            let group = Group { records, vectors: &vs, model_id: &model };
+            let group = Group {
+                records,
+                vectors: &vs,
+                model_id: &model,
+                sealed_vectors: sealed.is_some().then_some(sealed_vs.as_slice()),
+            };
             for part in wire::split(&group, inner.max_message)? {
                 held.lease.check().map_err(|why| Error::Fenced { namespace: log.ns.clone(), reason: why })?;
                 *last = conn.run("rewriting the log", log.append(part, *last))?;
@@ -202,7 +264,7 @@ impl ClusterNode {
             records.clear();
             Ok(())
         };
-        for r in store.scan(1, u64::MAX) {
+        for r in store.scan_raw(1, u64::MAX) {
             records.push(r?);
             total += 1;
             if records.len() >= REWRITE_GROUP {

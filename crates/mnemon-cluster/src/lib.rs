@@ -38,6 +38,7 @@ mod catchup;
 mod conn;
 mod directory;
 mod erase;
+mod keys;
 mod lease;
 mod names;
 mod node;

@@ -35,6 +35,12 @@ impl Names {
         format!("{}-logs", self.prefix)
     }
 
+    /// The key-value bucket of an encrypted cluster's data keys (key:
+    /// namespace token; see `keys.rs`).
+    pub(crate) fn key_bucket(&self) -> String {
+        format!("{}-keys", self.prefix)
+    }
+
     /// The key-value bucket of live daemons (key: daemon id).
     pub(crate) fn daemon_bucket(&self) -> String {
         format!("{}-daemons", self.prefix)

@@ -14,6 +14,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::conn::Conn;
 use crate::directory::Directory;
+use crate::keys::KeyBucket;
 use crate::lease::{Holder, LeaseBucket, LeaseState};
 use crate::names::{check_daemon_id, token, Names};
 use crate::replica::StreamSink;
@@ -66,6 +67,19 @@ impl Served<'_> {
     /// As [`ClusterNode::compact`].
     pub fn compact(&self) -> Result<crate::ClusterErasure> {
         self.node.compact(self.ns)
+    }
+
+    /// The proof of this namespace's shred across the cluster
+    /// ([`ClusterNode::verify_shred`]).
+    ///
+    /// # Errors
+    /// As [`ClusterNode::verify_shred`].
+    pub fn verify_shred(
+        &self,
+        backups: &[std::path::PathBuf],
+        exports: &[std::path::PathBuf],
+    ) -> Result<mnemon::crypt::ShredReport> {
+        self.node.verify_shred(self.ns, backups, exports)
     }
 }
 
@@ -179,6 +193,8 @@ pub(crate) struct NodeInner {
     pub(crate) leases: LeaseBucket,
     pub(crate) daemons: LeaseBucket,
     pub(crate) directory: Directory,
+    /// The data keys of encrypted namespaces.
+    pub(crate) keys: KeyBucket,
     /// Largest message appended to a stream (bytes).
     pub(crate) max_message: usize,
     pub(crate) held: Mutex<HashMap<Namespace, Arc<Held>>>,
@@ -262,12 +278,13 @@ impl ClusterNode {
         // A server that just (re)joined its cluster may not answer JetStream
         // requests for a moment: a few attempts before giving up.
         let mut attempt = 0;
-        let (leases, daemons, directory) = loop {
+        let (leases, daemons, directory, keys) = loop {
             let opened = conn.run("opening the cluster's buckets", async {
                 Ok((
                     LeaseBucket::open(&conn.js, &names.lease_bucket(), cfg.lease_ttl, cfg.replicas).await?,
                     LeaseBucket::open(&conn.js, &names.daemon_bucket(), cfg.lease_ttl, cfg.replicas).await?,
                     Directory::open(&conn.js, &names.directory_bucket(), cfg.replicas).await?,
+                    KeyBucket::open(&conn.js, &names.key_bucket(), cfg.replicas).await?,
                 ))
             });
             attempt += 1;
@@ -285,6 +302,7 @@ impl ClusterNode {
             leases,
             daemons,
             directory,
+            keys,
             max_message,
             held: Mutex::new(HashMap::new()),
             turns: Mutex::new(HashMap::new()),

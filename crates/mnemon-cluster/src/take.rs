@@ -99,7 +99,16 @@ impl ClusterNode {
         let report = retry_locked(inner.cfg.timeout, || catch_up(conn, &log, &dir, ns, at))?;
         inner.catch_ups.lock().push((ns.clone(), report));
         let sink = Arc::new(StreamSink::new(conn.clone(), lease.clone(), log, at, inner.max_message));
-        let engine = retry_locked(inner.cfg.timeout, || (inner.cfg.opener)(&dir).group_sink(sink.clone()).open())?;
+        let engine = retry_locked(inner.cfg.timeout, || {
+            let builder = (inner.cfg.opener)(&dir).group_sink(sink.clone());
+            // An encrypted namespace shares its data keys with the other
+            // daemons through the key bucket.
+            if builder.has_key() {
+                builder.key_directory(Arc::new(inner.keys.namespace(conn.clone(), key, ns.as_str()))).open()
+            } else {
+                builder.open()
+            }
+        })?;
         if entry.generation > 1 {
             // A compaction that switched generations but did not get to
             // delete the old stream: finish it.

@@ -40,6 +40,28 @@ pub(crate) enum LogMessage {
         /// The lease revision it holds.
         epoch: u64,
     },
+    /// Records of one writer group of an encrypted namespace (all of it,
+    /// or one part): the records sealed as the local log stores them, the
+    /// part's `vectors` empty, and the vectors as sealed vector-cache
+    /// values instead. Its data keys are in the cluster's key bucket.
+    SealedGroup {
+        /// The part, its `vectors` empty.
+        part: GroupPart,
+        /// Vectors of memories created by its records, sealed.
+        vectors: Vec<SealedVector>,
+    },
+}
+
+/// A memory's vector as an encrypted namespace's stream carries it: the
+/// vector-cache value sealed under the namespace's data key (format in
+/// `docs/FORMAT.md`, *Encryption at rest*), bound to the memory's id and
+/// the part's model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SealedVector {
+    /// The memory id (`Seq` of its `extracted` record).
+    pub(crate) id: u64,
+    /// The sealed vector-cache value.
+    pub(crate) value: Vec<u8>,
 }
 
 /// Part `part` of `parts` of a group whose first record is `group_first`.
@@ -116,7 +138,7 @@ pub(crate) fn decode(at: u64, bytes: &[u8]) -> Result<LogMessage> {
     if !rest.is_empty() {
         return Err(bad(format!("{} trailing bytes", rest.len())));
     }
-    if let LogMessage::Group(p) = &msg {
+    if let LogMessage::Group(p) | LogMessage::SealedGroup { part: p, .. } = &msg {
         if p.parts == 0 || p.part >= p.parts || p.first < p.group_first || p.records.is_empty() {
             return Err(bad(format!("part {} of {} starting at {}", p.part, p.parts, p.first)));
         }
@@ -135,12 +157,17 @@ pub(crate) fn split(group: &Group<'_>, max_bytes: usize) -> Result<Vec<Vec<u8>>>
         return Err(Error::invalid("group", "no records"));
     };
     let vector_of = |seq: Seq| group.vectors.iter().find(|(id, _, _)| id.0 == seq);
+    let sealed_of = |seq: Seq| group.sealed_vectors.and_then(|s| s.iter().find(|(id, _)| id.0 == seq));
+    let vector_bytes = |seq: Seq| match group.sealed_vectors {
+        Some(_) => sealed_of(seq).map_or(0, |v| v.1.len() + 16),
+        None => vector_of(seq).map_or(0, |v| 4 * v.2.len() + 24),
+    };
     // Cut points by estimated size: record bytes + vector bytes + slack.
     let mut cuts: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = 0;
     let mut size = 0;
     for (i, (seq, bytes)) in group.records.iter().enumerate() {
-        let add = bytes.len() + vector_of(*seq).map_or(0, |v| 4 * v.2.len() + 24) + 8;
+        let add = bytes.len() + vector_bytes(*seq) + 8;
         if i > start && size + add > max_bytes {
             cuts.push(start..i);
             start = i;
@@ -153,20 +180,30 @@ pub(crate) fn split(group: &Group<'_>, max_bytes: usize) -> Result<Vec<Vec<u8>>>
     let mut out = Vec::with_capacity(cuts.len());
     for (part, range) in cuts.into_iter().enumerate() {
         let slice = &group.records[range];
-        let vectors = slice
-            .iter()
-            .filter_map(|(seq, _)| vector_of(*seq))
-            .map(|(id, h, v)| WireVector { id: id.0, content_hash: *h, vector: v.clone() })
-            .collect();
-        let msg = LogMessage::Group(GroupPart {
+        let mut p = GroupPart {
             group_first,
             part: u32::try_from(part).map_err(|_| Error::invalid("group", "too many parts"))?,
             parts,
             first: slice[0].0,
             records: slice.iter().map(|(_, b)| b.clone()).collect(),
             model: group.model_id.to_string(),
-            vectors,
-        });
+            vectors: Vec::new(),
+        };
+        let msg = if group.sealed_vectors.is_some() {
+            let vectors = slice
+                .iter()
+                .filter_map(|(seq, _)| sealed_of(*seq))
+                .map(|(id, v)| SealedVector { id: id.0, value: v.clone() })
+                .collect();
+            LogMessage::SealedGroup { part: p, vectors }
+        } else {
+            p.vectors = slice
+                .iter()
+                .filter_map(|(seq, _)| vector_of(*seq))
+                .map(|(id, h, v)| WireVector { id: id.0, content_hash: *h, vector: v.clone() })
+                .collect();
+            LogMessage::Group(p)
+        };
         out.push(encode(&msg)?);
     }
     Ok(out)
@@ -196,7 +233,7 @@ mod tests {
     fn split_keeps_order_and_vectors() {
         let records: Vec<(Seq, Vec<u8>)> = (1..=10).map(|s| (s, vec![s as u8; 100])).collect();
         let vectors = vec![(MemoryId(3), 9, vec![0.5f32; 8]), (MemoryId(9), 1, vec![1.0f32; 8])];
-        let g = Group { records: &records, vectors: &vectors, model_id: "m" };
+        let g = Group { records: &records, vectors: &vectors, model_id: "m", sealed_vectors: None };
         let parts = split(&g, 350).unwrap();
         assert!(parts.len() > 1);
         let mut seqs = Vec::new();
@@ -210,5 +247,26 @@ mod tests {
         assert_eq!(seqs, (1..=10).collect::<Vec<u64>>());
         assert_eq!(vecs, vec![3, 9]);
         assert_eq!(split(&g, 1 << 20).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_encrypted_group_carries_sealed_vectors_only() {
+        let records: Vec<(Seq, Vec<u8>)> = (1..=10).map(|s| (s, vec![s as u8; 100])).collect();
+        let vectors = vec![(MemoryId(3), 9, vec![0.5f32; 8]), (MemoryId(9), 1, vec![1.0f32; 8])];
+        let sealed = vec![(MemoryId(3), vec![3u8; 80]), (MemoryId(9), vec![9u8; 80])];
+        let g = Group { records: &records, vectors: &vectors, model_id: "m", sealed_vectors: Some(&sealed) };
+        let parts = split(&g, 350).unwrap();
+        assert!(parts.len() > 1);
+        let mut vecs = Vec::new();
+        for p in &parts {
+            let LogMessage::SealedGroup { part, vectors } = decode(1, p).unwrap() else { panic!("a plain group") };
+            assert!(part.vectors.is_empty(), "plain vectors left the process");
+            for v in vectors {
+                assert!(part.first <= v.id && v.id < part.first + part.records.len() as u64);
+                assert_eq!(v.value, vec![v.id as u8; 80]);
+                vecs.push(v.id);
+            }
+        }
+        assert_eq!(vecs, vec![3, 9]);
     }
 }

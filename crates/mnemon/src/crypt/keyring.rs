@@ -106,6 +106,85 @@ impl Keyring {
         Keyring { id, kek, slots: BTreeMap::new() }
     }
 
+    /// A new keyring with id `id` (a key directory's) and no keys.
+    pub(crate) fn with_id(kek: Kek, id: [u8; 16]) -> Keyring {
+        Keyring { id, kek, slots: BTreeMap::new() }
+    }
+
+    /// Every key, live ones wrapped afresh by the KEK, as a key directory
+    /// holds them.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when wrapping fails.
+    pub(crate) fn export(&self) -> Result<Vec<crate::crypt::SharedKey>> {
+        let cipher = kek_cipher(&self.kek);
+        let mut out = Vec::with_capacity(self.slots.len());
+        for ((ns, generation), slot) in &self.slots {
+            let wrapped = match slot {
+                Slot::Shredded => None,
+                Slot::Live(k) => {
+                    let n = nonce();
+                    let aad = wrap_aad(&self.id, ns, *generation);
+                    let ct = cipher
+                        .encrypt(XNonce::from_slice(&n), Payload { msg: &k.0, aad: &aad })
+                        .map_err(|_| Error::Storage("sealing a data key failed".into()))?;
+                    let mut w = n.to_vec();
+                    w.extend_from_slice(&ct);
+                    Some(w)
+                }
+            };
+            out.push(crate::crypt::SharedKey { namespace: ns.clone(), generation: *generation, wrapped });
+        }
+        Ok(out)
+    }
+
+    /// Takes the keys of a key directory: a live key this keyring lacks is
+    /// unwrapped and added, a shredded one destroys the key here. Returns
+    /// whether anything changed (the caller saves).
+    ///
+    /// # Errors
+    /// [`Error::WrongKey`] when a key does not unwrap with this keyring's
+    /// KEK and id (the directory is another store's, or its KEK another).
+    pub(crate) fn import(&mut self, keys: &[crate::crypt::SharedKey]) -> Result<bool> {
+        let cipher = kek_cipher(&self.kek);
+        let mut changed = false;
+        for k in keys {
+            let at = (k.namespace.clone(), k.generation);
+            match (&k.wrapped, self.slots.get(&at)) {
+                (None, Some(Slot::Shredded)) | (Some(_), Some(_)) => {}
+                (None, _) => {
+                    self.slots.insert(at, Slot::Shredded);
+                    changed = true;
+                }
+                (Some(w), None) => {
+                    let bad = || {
+                        Error::WrongKey(format!(
+                            "the shared data key of namespace {} (generation {}) does not open with this key",
+                            k.namespace, k.generation
+                        ))
+                    };
+                    if w.len() <= NONCE_LEN {
+                        return Err(bad());
+                    }
+                    let aad = wrap_aad(&self.id, &k.namespace, k.generation);
+                    let mut plain = cipher
+                        .decrypt(XNonce::from_slice(&w[..NONCE_LEN]), Payload { msg: &w[NONCE_LEN..], aad: &aad })
+                        .map_err(|_| bad())?;
+                    if plain.len() != KEY_LEN {
+                        plain.zeroize();
+                        return Err(bad());
+                    }
+                    let mut key = [0u8; KEY_LEN];
+                    key.copy_from_slice(&plain);
+                    plain.zeroize();
+                    self.slots.insert(at, Slot::Live(DataKey(key)));
+                    changed = true;
+                }
+            }
+        }
+        Ok(changed)
+    }
+
     /// The keyring's id (also in the store's `meta` as `crypt.keyring`).
     pub(crate) fn id(&self) -> [u8; 16] {
         self.id

@@ -27,6 +27,7 @@
 //! shred (they can still open that namespace's records), and memory of the
 //! running process.
 
+mod directory;
 mod key;
 mod keyring;
 mod record;
@@ -37,6 +38,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+pub use directory::{merge_keys, KeyDirectory, SharedKey};
 pub use key::{write_new_key_file, Kek, KeyEnv, KeyFile, KeyProvider, StaticKey, KEY_LEN};
 pub use keyring::KEYRING_FILE;
 pub(crate) use keyring::{remove_stale_tmp, KeyState, Keyring};
@@ -60,9 +62,32 @@ pub struct Keys {
     pub(crate) ring: Mutex<Keyring>,
     /// Where the keyring is saved: `DATA/KEYRING`.
     pub(crate) path: PathBuf,
+    /// The key directory the keys are shared through, if any.
+    pub(crate) directory: Option<Arc<dyn KeyDirectory>>,
 }
 
 impl Keys {
+    /// Saves `ring` (this store's keyring, locked by the caller) to
+    /// `DATA/KEYRING` ([`Keyring::save`]; `step` names the change), then
+    /// hands every key to the key directory, if there is one: a new key
+    /// is shared before any record sealed with it is, and a shred reaches
+    /// the directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; what the directory returns.
+    pub(crate) fn save(&self, ring: &Keyring, step: &str) -> Result<()> {
+        ring.save(&self.path, step)?;
+        match &self.directory {
+            Some(d) => d.store(&ring.export()?),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the keys are shared through a key directory.
+    pub(crate) fn shared(&self) -> bool {
+        self.directory.is_some()
+    }
+
     /// The namespaces with at least one data key destroyed by a shred.
     pub(crate) fn shredded_namespaces(&self) -> usize {
         let mut names: Vec<String> = self.ring.lock().shredded().into_iter().map(|(ns, _)| ns).collect();
@@ -87,6 +112,9 @@ pub struct KeySettings {
     /// The keyring of the store a copy was made from, for a data directory
     /// without `KEYRING` of its own (copied in at its first open).
     pub keyring: Option<PathBuf>,
+    /// Where the data keys are shared with the other copies of the store
+    /// (a cluster's daemons); `None`: the keyring is the store's alone.
+    pub directory: Option<Arc<dyn KeyDirectory>>,
 }
 
 /// Refuses, before anything is opened or written, a data directory with

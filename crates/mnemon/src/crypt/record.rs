@@ -92,6 +92,9 @@ pub struct SealedHead {
     pub generation: u32,
     /// For `Forgotten`: whether it forgot the whole namespace (a shred).
     pub whole_namespace: bool,
+    /// The event's time, microseconds since the Unix epoch (the plain
+    /// record's `time`).
+    pub time_us: i64,
 }
 
 fn aad(r: &SealedRecord) -> Result<Vec<u8>> {
@@ -180,7 +183,7 @@ fn parse(seq: Seq, bytes: &[u8]) -> Result<SealedRecord> {
 pub fn head(seq: Seq, bytes: &[u8]) -> Result<SealedHead> {
     let r = parse(seq, bytes)?;
     let whole_namespace = r.ids.as_ref().is_some_and(|i| i.target == 3);
-    Ok(SealedHead { ns: r.ns, kind: r.kind, generation: r.generation, whole_namespace })
+    Ok(SealedHead { ns: r.ns, kind: r.kind, generation: r.generation, whole_namespace, time_us: r.time })
 }
 
 /// Opens a sealed record with its data key: the plain record sealed.

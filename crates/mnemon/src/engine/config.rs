@@ -147,6 +147,23 @@ impl EngineBuilder {
         self
     }
 
+    /// Shares the store's data keys through `d` (a cluster's key bucket):
+    /// the keyring takes its id and keys from it at open, and hands it
+    /// every new key before a record sealed with it is sent to the group
+    /// sink, and every shred ([`crate::crypt::KeyDirectory`]). Needed, with
+    /// a key, by an encrypted store that has a [`EngineBuilder::group_sink`].
+    /// Default: none.
+    pub fn key_directory(mut self, d: Arc<dyn crate::crypt::KeyDirectory>) -> Self {
+        self.cfg.keys.directory = Some(d);
+        self
+    }
+
+    /// Whether a key was given ([`EngineBuilder::key_provider`]): the store
+    /// opens encrypted.
+    pub fn has_key(&self) -> bool {
+        self.cfg.keys.provider.is_some()
+    }
+
     /// The keyring (`DATA/KEYRING`) of the store a backup or restore was
     /// made from, for opening that copy: copies carry no keyring of their
     /// own, so that a shred in the original reaches them. At its first

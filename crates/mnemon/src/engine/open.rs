@@ -118,9 +118,12 @@ impl Engine {
             });
         // An encrypted store without its key is refused before sled opens.
         crate::crypt::precheck(dir.root(), &cfg.keys)?;
-        if cfg.keys.provider.is_some() && cfg.sink.is_some() {
-            // The replicated log would receive the records unsealed.
-            return Err(Error::invalid("key", "encryption at rest is not available in cluster mode yet"));
+        if cfg.keys.provider.is_some() && cfg.sink.is_some() && cfg.keys.directory.is_none() {
+            // The other copies of the replicated log could not read it.
+            return Err(Error::invalid(
+                "key",
+                "an encrypted store whose groups go to a replicated log needs a key directory to share its data keys",
+            ));
         }
         dir.note_holder(cfg.serves_socket);
         let sled = SledStore::open(&dir.current_path(), cfg.cache_bytes)?;

@@ -222,44 +222,111 @@ impl SealedStore {
     }
 }
 
-impl LogStore for SealedStore {
-    fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+impl SealedStore {
+    /// Seals the records of a group (plain records as the writer encodes
+    /// them) as [`LogStore::append`] would store them, making and saving a
+    /// data key where a namespace has none live (shared through the key
+    /// directory, if any, before this returns). A forget of a whole
+    /// namespace makes the key later writes take and has its own destroyed
+    /// at the flush after the append. For a writer that sends the group
+    /// elsewhere before appending it: [`LogStore::append`] stores the
+    /// sealed records as they are. Records already sealed are kept.
+    ///
+    /// # Errors
+    /// [`Error::Corrupted`] for a record that does not decode; what saving
+    /// the keyring returns.
+    pub fn seal(&self, records: &[(Seq, Vec<u8>)]) -> Result<Vec<(Seq, Vec<u8>)>> {
         let mut out = Vec::with_capacity(records.len());
-        {
-            let mut ring = self.keys.ring.lock();
-            let mut changed = false;
-            for (seq, bytes) in records {
-                let (env, body) = split_plain(*seq, bytes)?;
-                if env.kind == 1 {
-                    self.note_ns(*seq, &env.ns);
+        let mut ring = self.keys.ring.lock();
+        let mut changed = false;
+        for (seq, bytes) in records {
+            if bytes.first() == Some(&SEALED_VERSION) {
+                let h = head(*seq, bytes)?;
+                if h.kind == 1 {
+                    self.note_ns(*seq, &h.ns);
                 }
-                if !is_sealed_kind(env.kind) {
-                    out.push((*seq, bytes.clone()));
-                    continue;
-                }
-                if ring.current(&env.ns).is_none() {
-                    ring.create(&env.ns);
-                    changed = true;
-                }
-                let (ns, env_kind) = (env.ns.clone(), env.kind);
-                let Some((generation, key)) = ring.current(&ns) else {
-                    return Err(Error::Storage("a new data key is missing".into()));
-                };
-                let sealed = seal_record(env, body, generation, key)?;
-                if env_kind == 4 && head(*seq, &sealed)?.whole_namespace {
-                    // The key goes once this forget is durable; later
-                    // writes to the namespace take a key of their own.
-                    self.pending_shreds.lock().push((ns.clone(), generation));
-                    ring.create(&ns);
-                    changed = true;
-                }
-                out.push((*seq, sealed));
+                out.push((*seq, bytes.clone()));
+                continue;
             }
-            // A new key is durable before any record sealed with it.
-            if changed {
-                ring.save(&self.keys.path, "key")?;
+            let (env, body) = split_plain(*seq, bytes)?;
+            if env.kind == 1 {
+                self.note_ns(*seq, &env.ns);
+            }
+            if !is_sealed_kind(env.kind) {
+                out.push((*seq, bytes.clone()));
+                continue;
+            }
+            if ring.current(&env.ns).is_none() {
+                ring.create(&env.ns);
+                changed = true;
+            }
+            let (ns, env_kind) = (env.ns.clone(), env.kind);
+            let Some((generation, key)) = ring.current(&ns) else {
+                return Err(Error::Storage("a new data key is missing".into()));
+            };
+            let sealed = seal_record(env, body, generation, key)?;
+            if env_kind == 4 && head(*seq, &sealed)?.whole_namespace {
+                // The key goes once this forget is durable; later
+                // writes to the namespace take a key of their own.
+                self.pending_shreds.lock().push((ns.clone(), generation));
+                ring.create(&ns);
+                changed = true;
+            }
+            out.push((*seq, sealed));
+        }
+        // A new key is durable (and shared) before any record sealed with it.
+        if changed {
+            self.keys.save(&ring, "key")?;
+        }
+        Ok(out)
+    }
+
+    /// The vector-cache values of `vectors` (memory, FNV-1a 64 of its
+    /// content, vector) for model `model_id`, sealed under the current key
+    /// of each memory's namespace as [`LogStore::put_vectors`] stores them,
+    /// for copies that put them as they are ([`SledStore::put_sealed_vectors`]).
+    /// A memory whose namespace is unknown here or has no live key is left
+    /// out (its copy embeds it again).
+    ///
+    /// # Errors
+    /// [`Error::Storage`] when sealing fails.
+    pub fn seal_vectors(
+        &self,
+        model_id: &str,
+        vectors: &[(MemoryId, u64, Vec<f32>)],
+    ) -> Result<Vec<(MemoryId, Vec<u8>)>> {
+        let model_hash = fnv1a64(model_id.as_bytes());
+        let mut out = Vec::with_capacity(vectors.len());
+        for (id, hash, v) in vectors {
+            let ns = {
+                let map = self.ns_of.read();
+                map.by_id.get(&id.0).and_then(|&ix| map.names.get(ix as usize).cloned())
+            };
+            let Some(ns) = ns else {
+                continue;
+            };
+            let ring = self.keys.ring.lock();
+            if let Some((generation, dk)) = ring.current(&ns) {
+                let key = SledStore::vector_key_hashed(*id, model_hash);
+                out.push((*id, seal_vector(&key, &ns, generation, dk, &encode_vector(*hash, v))?));
             }
         }
+        Ok(out)
+    }
+
+    /// The vector-cache value of `(id, model_id)` as stored (sealed), for
+    /// a copy that puts it as it is; `None` when there is none.
+    ///
+    /// # Errors
+    /// Backend errors.
+    pub fn sealed_vector(&self, model_id: &str, id: MemoryId) -> Result<Option<Vec<u8>>> {
+        self.inner.raw_vector_get(SledStore::vector_key_hashed(id, fnv1a64(model_id.as_bytes())))
+    }
+}
+
+impl LogStore for SealedStore {
+    fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
+        let out = self.seal(records)?;
         let staged = std::mem::take(&mut *self.staged.lock());
         for (key, value) in staged {
             let mut id = [0u8; 8];
@@ -295,7 +362,7 @@ impl LogStore for SealedStore {
             for (ns, generation) in &pending {
                 ring.shred(ns, *generation);
             }
-            ring.save(&self.keys.path, "shred")?;
+            self.keys.save(&ring, "shred")?;
         }
         Ok(n)
     }
@@ -405,6 +472,9 @@ impl LogStore for SealedStore {
 /// another store's; [`Error::InvalidInput`] (field `key`) for a key given
 /// to a store created without encryption; [`Error::Io`].
 pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> Result<Option<Arc<Keys>>> {
+    if let Some(directory) = &keys.directory {
+        return open_shared_keys(root, store, keys, directory.clone()).map(Some);
+    }
     let path = root.join(KEYRING_FILE);
     let recorded = store.meta_get(META_KEYRING)?;
     let kek = |why: &str| -> Result<Kek> {
@@ -465,7 +535,91 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
         ring
     };
     remove_stale_tmp(&path)?;
-    Ok(Some(Arc::new(Keys { ring: Mutex::new(ring), path })))
+    Ok(Some(Arc::new(Keys { ring: Mutex::new(ring), path, directory: None })))
+}
+
+/// The keyring of a store whose data keys are shared through `directory`
+/// (a cluster's copy of a namespace): its id is the directory's, it takes
+/// every key the directory holds, and gives the directory every shred it
+/// has that the directory lacks. A copy caught up from the replicated log
+/// has no keyring yet; its first open makes one.
+///
+/// # Errors
+/// [`Error::KeyRequired`] without a key; [`Error::WrongKey`] when the
+/// keyring, the store or the directory's keys belong to another keyring,
+/// or the key does not open them; [`Error::InvalidInput`] (field `key`)
+/// for a copy whose log was written without encryption; what the
+/// directory returns; [`Error::Io`].
+fn open_shared_keys(
+    root: &Path,
+    store: &SledStore,
+    keys: &KeySettings,
+    directory: Arc<dyn crate::crypt::KeyDirectory>,
+) -> Result<Arc<Keys>> {
+    let path = root.join(KEYRING_FILE);
+    let Some(provider) = &keys.provider else {
+        return Err(Error::KeyRequired(format!(
+            "the store at {} shares its keys through a key directory: open it with its key",
+            root.display()
+        )));
+    };
+    let kek = provider.kek()?;
+    let recorded = store.meta_get(META_KEYRING)?;
+    let mut ring = if path.exists() {
+        Keyring::load(&path, kek)?
+    } else {
+        if recorded.is_none() && holds_plain_content(store)? {
+            return Err(Error::invalid(
+                "key",
+                format!(
+                    "the store at {} was written without encryption; open it without a key (encryption is chosen \
+                     when a store is created)",
+                    root.display()
+                ),
+            ));
+        }
+        let mut proposed = [0u8; 16];
+        rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut proposed);
+        Keyring::with_id(kek, directory.keyring_id(proposed)?)
+    };
+    let id = directory.keyring_id(ring.id())?;
+    if id != ring.id() {
+        return Err(Error::WrongKey(format!("{} is not the keyring the key directory shares", path.display())));
+    }
+    match recorded {
+        Some(r) if r.as_slice() != id => {
+            return Err(Error::WrongKey(format!(
+                "the store at {} was sealed under another keyring than the key directory shares",
+                root.display()
+            )))
+        }
+        Some(_) => {}
+        None => store.meta_put(META_KEYRING, &id)?,
+    }
+    let changed = ring.import(&directory.load()?)?;
+    if changed || !path.exists() {
+        ring.save(&path, "key")?;
+    }
+    // Shreds made here that the directory did not get (a failure between
+    // the local shred and the directory's) reach it now.
+    directory.store(&ring.export()?)?;
+    remove_stale_tmp(&path)?;
+    Ok(Arc::new(Keys { ring: Mutex::new(ring), path, directory: Some(directory) }))
+}
+
+/// Whether the log holds content written without encryption: its first
+/// record of a sealed kind is plain.
+fn holds_plain_content(store: &SledStore) -> Result<bool> {
+    for r in store.scan(1, u64::MAX) {
+        let (seq, bytes) = r?;
+        if bytes.first() == Some(&SEALED_VERSION) {
+            return Ok(false);
+        }
+        if is_sealed_kind(split_plain(seq, &bytes)?.0.kind) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// `sled` as the engine's store: sealed when `keys` is given.

@@ -85,6 +85,26 @@ impl SledStore {
         Ok(self.vectors.get(key)?.map(|v| v.to_vec()))
     }
 
+    /// Puts vector-cache values of model `model_id` sealed by an encrypted
+    /// copy of the store ([`crate::log::SealedStore::seal_vectors`]) as
+    /// they are: how a copy caught up from a replicated log takes the
+    /// vectors it carries. Opening them needs the data keys of the copy
+    /// they came from.
+    ///
+    /// # Errors
+    /// [`crate::Error::Storage`] for a value that is not a sealed vector
+    /// (nothing is put then); backend errors.
+    pub fn put_sealed_vectors(&self, model_id: &str, values: &[(MemoryId, Vec<u8>)]) -> Result<()> {
+        if let Some((id, _)) = values.iter().find(|(_, v)| crate::crypt::vector_generation(v).is_none()) {
+            return Err(crate::Error::Storage(format!("the vector of memory {} is not sealed", id.0).into()));
+        }
+        let model_hash = crate::log::fnv1a64(model_id.as_bytes());
+        for (id, value) in values {
+            self.vectors.insert(SledStore::vector_key_hashed(*id, model_hash), value.clone())?;
+        }
+        Ok(())
+    }
+
     /// Every well-formed key of the vector tree with its value, in key order.
     pub(crate) fn raw_vectors(&self) -> impl Iterator<Item = Result<([u8; 16], Vec<u8>)>> + '_ {
         self.vectors.iter().filter_map(|r| match r {

@@ -98,6 +98,32 @@ impl crate::Engine {
         verify_shred(&keys, ns.as_str(), Some(store.as_ref()), backups, exports)
     }
 
+    /// Checks the records of another copy of this store for the proof of a
+    /// shred of `ns` ([`Engine::verify_shred`](crate::Engine::verify_shred)):
+    /// `records` as that copy holds them (`(seq, record)`; a cluster's
+    /// stream of the namespace), reported under `source`. Push the result
+    /// into a [`ShredReport`]'s `checks`; it proves nothing unless its
+    /// `opened` and `plain` are 0.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] (field `namespace`) for a plain store or a
+    /// namespace never shredded; [`Error::Corrupted`] for a damaged
+    /// sealed record.
+    pub fn check_shredded_records(
+        &self,
+        ns: &crate::Namespace,
+        source: PathBuf,
+        records: impl IntoIterator<Item = (Seq, Vec<u8>)>,
+    ) -> Result<crate::crypt::ShredCheck> {
+        let Some(keys) = self.shared().keys.clone() else {
+            return Err(Error::invalid("namespace", "the store is not encrypted: nothing was shredded"));
+        };
+        if shredded_keys(&keys, ns.as_str()).is_empty() {
+            return Err(Error::invalid("namespace", format!("no data key of namespace {ns} was shredded")));
+        }
+        check_records(&keys, ns.as_str(), source, records.into_iter().map(Ok))
+    }
+
     /// Rotates the store's key-encryption key: every data key of
     /// `DATA/KEYRING` is wrapped afresh under the KEK of `new` and the
     /// keyring is replaced atomically (a temporary file, fsync, rename,
@@ -128,6 +154,13 @@ impl crate::Engine {
         }
         if let Some(e) = self.shared().read_only_error() {
             return Err(e);
+        }
+        if keys.shared() {
+            return Err(Error::invalid(
+                "key",
+                "the data keys of this store are shared through a key directory (a cluster): a key rotated in one \
+                 copy would leave the others unable to read them",
+            ));
         }
         let kek = new.kek()?;
         let mut ring = keys.ring.lock();

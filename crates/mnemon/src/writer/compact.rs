@@ -269,7 +269,7 @@ fn write_generation(
         old.flush()?;
         let mut ring = k.ring.lock();
         if ring.renew_all() > 0 {
-            ring.save(&k.path, "reseal")?;
+            k.save(&ring, "reseal")?;
         }
     }
     let mut batch: Vec<(Seq, Vec<u8>)> = Vec::with_capacity(COPY_BATCH);

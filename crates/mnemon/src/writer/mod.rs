@@ -102,6 +102,11 @@ pub struct Group<'a> {
     pub vectors: &'a [(MemoryId, u64, Vec<f32>)],
     /// The model id that produced `vectors`.
     pub model_id: &'a str,
+    /// For an encrypted store: the vector-cache values of `vectors`,
+    /// sealed as the store keeps them ([`crate::storage::SealedStore::seal_vectors`]),
+    /// for copies to put as they are; `records` are then sealed too, and
+    /// `vectors` must not leave the process. `None` for a plain store.
+    pub sealed_vectors: Option<&'a [(MemoryId, Vec<u8>)]>,
 }
 
 /// A destination every group must reach before it is written locally and
@@ -454,7 +459,22 @@ impl Writer {
             // acknowledged) that the log of record does not hold.
             let mut meta = Vec::new();
             if let (Some(sink), false) = (&self.shared.sink, records.is_empty()) {
-                meta = sink.publish(&Group { records, vectors, model_id: &self.shared.model_id })?;
+                // An encrypted store's records leave sealed, under keys the
+                // other copies share (`crate::crypt::KeyDirectory`), and
+                // are stored here as sealed.
+                let sealed_vectors = match store.sealed() {
+                    Some(s) => {
+                        *records = s.seal(records)?;
+                        Some(s.seal_vectors(&self.shared.model_id, vectors)?)
+                    }
+                    None => None,
+                };
+                meta = sink.publish(&Group {
+                    records,
+                    vectors,
+                    model_id: &self.shared.model_id,
+                    sealed_vectors: sealed_vectors.as_deref(),
+                })?;
             }
             // New markers before the events, cleared markers after them:
             // a durable memory without a vector always keeps its marker
