@@ -641,6 +641,26 @@ fn encrypted(nats: &mut NatsCluster) {
     dirs.extend(nats.store_dirs());
     assert_eq!(scan(&dirs, canary), 0, "the canary is on disk in plain");
     assert_eq!(scan(&dirs, "Keeps bees on the roof"), 0, "a memory is on disk in plain");
+    // c1 runs again, holding an idle copy of the namespace (with its key).
+    c1.spawn();
+    let idle = c1.data.join("ns").join("secret");
+    let read_idle = || {
+        let open = || mnemon::Engine::builder(&idle).key_provider(Arc::new(mnemon::crypt::KeyFile(key.clone()))).open();
+        let started = Instant::now();
+        let e = loop {
+            match open() {
+                Err(Error::Locked { .. }) if started.elapsed() < Duration::from_secs(10) => {
+                    std::thread::sleep(Duration::from_millis(100))
+                }
+                other => break other.unwrap(),
+            }
+        };
+        let shredded = e.open_report().shredded.clone();
+        let listed = e.list(&Namespace::new("secret").unwrap(), &ListOptions::default()).len();
+        e.close().unwrap();
+        (shredded, listed)
+    };
+    assert_eq!(read_idle(), (vec![], 2), "the idle copy reads before the shred");
 
     let f = client.call(Some("c2"), "secret", json!({"op": "forget_all"})).unwrap();
     assert_eq!(f["key_shredded"], json!(true), "{f}");
@@ -652,11 +672,19 @@ fn encrypted(nats: &mut NatsCluster) {
     let stream = stream.expect("the stream was checked");
     assert!(stream["sealed"].as_u64().unwrap() >= 2, "{stream}");
     assert_eq!((stream["opened"].clone(), stream["plain"].clone()), (json!(0), json!(0)));
+    // The idle copy on c1 takes the shred from its notice.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (shredded, _) = read_idle();
+        if shredded == vec!["secret".to_string()] {
+            break;
+        }
+        assert!(Instant::now() < deadline, "c1's idle copy did not take the shred: {shredded:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
 
-    // c1's old copy of the namespace takes the shred when c1 serves it
-    // again: nothing of it opens there either.
+    // c1 serves the namespace again: nothing of it opens there either.
     c2.shutdown();
-    c1.spawn();
     let all = client.call(Some("c1"), "secret", json!({"op": "all"})).unwrap();
     assert_eq!(all["memories"], json!([]), "{all}");
     let got = client.call(Some("c1"), "other", json!({"op": "get", "id": keep["id"]})).unwrap();

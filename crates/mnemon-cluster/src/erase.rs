@@ -365,14 +365,53 @@ impl ClusterNode {
         Ok((true, true))
     }
 
+    /// Answers a shred notice (payload: the namespace token): destroys, in
+    /// this daemon's idle copy of the namespace, every data key the key
+    /// bucket holds shredded. A copy this daemon serves took the shred
+    /// itself. Answers `ok` or the error's text.
+    pub(crate) fn take_shreds(&self, payload: &[u8]) -> Vec<u8> {
+        let done = std::str::from_utf8(payload)
+            .map_err(|e| Error::invalid("token", e.to_string()))
+            .and_then(|t| self.shred_copy(t));
+        match done {
+            Ok(_) => b"ok".to_vec(),
+            Err(e) => e.to_string().into_bytes(),
+        }
+    }
+
+    /// Applies the key bucket's shreds to the idle copy with token `key`;
+    /// whether its keyring changed.
+    fn shred_copy(&self, key: &str) -> Result<bool> {
+        let dir = self.copy_dir(key);
+        let ring = dir.join(mnemon::crypt::KEYRING_FILE);
+        if !ring.exists() || self.inner.held.lock().values().any(|h| h.token == key) {
+            return Ok(false);
+        }
+        // An engine opening the copy (a take of the namespace here) holds
+        // its lock for a moment; that engine takes the shred itself.
+        let Some(ns) = crate::take::retry_locked(self.inner.cfg.timeout, || copy_namespace(&dir))? else {
+            return Ok(false);
+        };
+        let turn = self.turn(&ns);
+        let _g = turn.lock();
+        if self.inner.held.lock().contains_key(&ns) {
+            return Ok(false);
+        }
+        let shredded = self.inner.conn.run("reading a namespace's keys", self.inner.keys.shredded(key))?;
+        mnemon::crypt::shred_in_keyring(&ring, &shredded)
+    }
+
     /// At start: deletes every local copy that follows an older generation
-    /// than the log directory names (compacted while this daemon was away).
+    /// than the log directory names (compacted while this daemon was away),
+    /// and destroys in every encrypted copy the data keys shredded while it
+    /// was away.
     pub(crate) fn scrub_stale_copies(&self) -> Result<()> {
         let root = self.inner.cfg.data_dir.join(NS_DIR);
         for entry in std::fs::read_dir(&root)? {
             let path = entry?.path();
             let Some(ns) = copy_namespace(&path)? else { continue };
             let key = token(&ns);
+            self.shred_copy(&key)?;
             let current = self.inner.conn.run("reading the log directory", self.inner.directory.get(&key))?;
             let name = self.inner.names.stream(&key, current.generation);
             self.scrub_copy(&ns, |stream| stream != name)?;

@@ -42,9 +42,21 @@ impl KeyBucket {
         Ok(KeyBucket { kv })
     }
 
-    /// The key directory of one namespace (its token and name).
-    pub(crate) fn namespace(&self, conn: Arc<Conn>, token: &str, ns: &str) -> NsKeys {
-        NsKeys { conn, kv: self.kv.clone(), token: token.to_string(), ns: ns.to_string() }
+    /// The key directory of one namespace (its token and name); a shred
+    /// it stores is announced on `notice` (the daemons' shred subject).
+    pub(crate) fn namespace(&self, conn: Arc<Conn>, token: &str, ns: &str, notice: String) -> NsKeys {
+        NsKeys { conn, kv: self.kv.clone(), token: token.to_string(), ns: ns.to_string(), notice }
+    }
+
+    /// The `(namespace, generation)` of every shredded key of the
+    /// namespace with token `token`.
+    ///
+    /// # Errors
+    /// [`Error::Unavailable`]; [`Error::Storage`] for an entry that does not
+    /// decode.
+    pub(crate) async fn shredded(&self, token: &str) -> Result<Vec<(String, u32)>> {
+        let keys = read_entry(&self.kv, token).await?.0;
+        Ok(keys.into_iter().filter(|k| k.wrapped.is_none()).map(|k| (k.namespace, k.generation)).collect())
     }
 }
 
@@ -55,6 +67,7 @@ pub(crate) struct NsKeys {
     kv: kv::Store,
     token: String,
     ns: String,
+    notice: String,
 }
 
 impl std::fmt::Debug for NsKeys {
@@ -63,22 +76,24 @@ impl std::fmt::Debug for NsKeys {
     }
 }
 
-impl NsKeys {
-    /// The namespace's keys and the entry's revision (0: none).
-    async fn read(&self) -> Result<(Vec<SharedKey>, u64)> {
-        let what = || format!("reading the keys of {}", self.ns);
-        match self.kv.entry(self.token.as_str()).await.map_err(|e| unavailable(&what(), e))? {
-            Some(e) if e.operation == Operation::Put => {
-                let keys: Vec<SharedKey> = serde_json::from_slice(&e.value).map_err(|e| {
-                    Error::Storage(mnemon::Failure::with_source(
-                        format!("the key entry of {} does not decode", self.ns),
-                        e,
-                    ))
-                })?;
-                Ok((keys, e.revision))
-            }
-            _ => Ok((Vec::new(), 0)),
+/// The keys of the namespace with token `token` and the entry's revision
+/// (0: none).
+async fn read_entry(kv: &kv::Store, token: &str) -> Result<(Vec<SharedKey>, u64)> {
+    let what = || format!("reading the keys of namespace token {token}");
+    match kv.entry(token).await.map_err(|e| unavailable(&what(), e))? {
+        Some(e) if e.operation == Operation::Put => {
+            let keys: Vec<SharedKey> = serde_json::from_slice(&e.value).map_err(|e| {
+                Error::Storage(mnemon::Failure::with_source(format!("the key entry {token} does not decode"), e))
+            })?;
+            Ok((keys, e.revision))
         }
+        _ => Ok((Vec::new(), 0)),
+    }
+}
+
+impl NsKeys {
+    async fn read(&self) -> Result<(Vec<SharedKey>, u64)> {
+        read_entry(&self.kv, &self.token).await
     }
 }
 
@@ -114,6 +129,9 @@ impl KeyDirectory for NsKeys {
                 let Some(merged) = merge_keys(&stored, &mine) else {
                     return Ok(());
                 };
+                let shreds = merged.iter().any(|m| {
+                    m.wrapped.is_none() && stored.iter().any(|s| s.generation == m.generation && s.wrapped.is_some())
+                });
                 let value = serde_json::to_vec(&merged)
                     .map_err(|e| Error::Storage(mnemon::Failure::with_source("encoding keys".to_string(), e)))?;
                 let what = || format!("storing the keys of {}", self.ns);
@@ -131,6 +149,16 @@ impl KeyDirectory for NsKeys {
                     }
                 };
                 if written {
+                    if shreds {
+                        // The daemons holding an idle copy of the namespace
+                        // destroy the key in it (`ClusterNode::take_shreds`);
+                        // one that misses this does so when it next starts
+                        // or serves the namespace.
+                        let client = &self.conn.client;
+                        let _ = client
+                            .publish_with_reply(self.notice.clone(), client.new_inbox(), self.token.clone().into())
+                            .await;
+                    }
                     return Ok(());
                 }
             }

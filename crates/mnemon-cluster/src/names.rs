@@ -76,6 +76,12 @@ impl Names {
         format!("{}-daemons", self.prefix)
     }
 
+    /// The subject on which every daemon hears that a namespace's data key
+    /// was shredded (payload: the namespace token).
+    pub(crate) fn shred_notice(&self) -> String {
+        format!("{}.shred", self.prefix)
+    }
+
     /// The subject on which every daemon hears erasure notices.
     pub(crate) fn scrub(&self) -> String {
         format!("{}.scrub", self.prefix)

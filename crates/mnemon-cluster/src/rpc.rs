@@ -205,6 +205,7 @@ impl ClusterNode {
             let subs = [
                 (client.subscribe(names.rpc(&inner.me.daemon)).await.map_err(fail)?, Service::Forwarded),
                 (client.subscribe(names.scrub()).await.map_err(fail)?, Service::Scrub),
+                (client.subscribe(names.shred_notice()).await.map_err(fail)?, Service::Shred),
                 (client.queue_subscribe(names.door(), names.door_group()).await.map_err(fail)?, Service::Door),
                 (client.subscribe(names.door_of(&inner.me.daemon)).await.map_err(fail)?, Service::Door),
             ];
@@ -230,6 +231,7 @@ impl ClusterNode {
                             Some(match service {
                                 Service::Forwarded => node.answer(&msg.payload),
                                 Service::Scrub => node.scrub(&msg.payload),
+                                Service::Shred => node.take_shreds(&msg.payload),
                                 Service::Door => node.door(&msg.payload),
                             })
                         })
@@ -249,5 +251,6 @@ impl ClusterNode {
 enum Service {
     Forwarded,
     Scrub,
+    Shred,
     Door,
 }

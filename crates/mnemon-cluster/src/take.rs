@@ -104,7 +104,8 @@ impl ClusterNode {
             // An encrypted namespace shares its data keys with the other
             // daemons through the key bucket.
             if builder.has_key() {
-                builder.key_directory(Arc::new(inner.keys.namespace(conn.clone(), key, ns.as_str()))).open()
+                let keys = inner.keys.namespace(conn.clone(), key, ns.as_str(), inner.names.shred_notice());
+                builder.key_directory(Arc::new(keys)).open()
             } else {
                 builder.open()
             }
@@ -148,7 +149,7 @@ impl ClusterNode {
 
 /// Retries `f` while the local copy is still locked by an engine that is
 /// closing (a caller may hold a clone for the length of one call).
-fn retry_locked<T>(timeout: Duration, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+pub(crate) fn retry_locked<T>(timeout: Duration, mut f: impl FnMut() -> Result<T>) -> Result<T> {
     let deadline = Instant::now() + timeout;
     loop {
         match f() {

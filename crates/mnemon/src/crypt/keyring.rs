@@ -196,18 +196,8 @@ impl Keyring {
     /// [`Error::WrongKey`] when the KEK does not open it; [`Error::Storage`]
     /// for a damaged file; [`Error::Io`].
     pub(crate) fn load(path: &Path, kek: Kek) -> Result<Keyring> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io_at(path, e))?;
         let damaged = |why: &str| Error::Storage(format!("the keyring {} is damaged: {why}", path.display()).into());
-        if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
-            return Err(damaged("it does not begin with the keyring magic"));
-        }
-        let mut crc = [0u8; 4];
-        crc.copy_from_slice(&bytes[MAGIC.len()..MAGIC.len() + 4]);
-        let body = &bytes[MAGIC.len() + 4..];
-        if u32::from_le_bytes(crc) != crc32fast::hash(body) {
-            return Err(damaged("checksum mismatch"));
-        }
-        let file: KeyringFile = postcard::from_bytes(body).map_err(|_| damaged("it does not decode"))?;
+        let file = read_file(path)?;
         let cipher = kek_cipher(&kek);
         let check = cipher.decrypt(XNonce::from_slice(&file.check_nonce), Payload { msg: &file.check, aad: &file.id });
         if check.as_deref() != Ok(CHECK_TEXT) {
@@ -266,28 +256,7 @@ impl Keyring {
             };
             keys.push(KeyEntry { ns: ns.clone(), generation: *generation, wrapped });
         }
-        let body = postcard::to_allocvec(&KeyringFile { id: self.id, check_nonce, check, keys })
-            .map_err(|e| Error::Storage(format!("cannot encode the keyring: {e}").into()))?;
-        let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
-        out.extend_from_slice(&body);
-        let tmp = tmp_path(path);
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
-            f.write_all(&out).and_then(|()| f.sync_all()).map_err(|e| Error::io_at(&tmp, e))?;
-        }
-        crate::crash::crash_point(&format!("keyring.{step}.written"));
-        #[cfg(feature = "failpoints")]
-        fail::fail_point!(&format!("keyring::rename::{step}"), |_| Err(Error::Io(std::io::Error::other(format!(
-            "injected failure at keyring::rename::{step}"
-        )))));
-        std::fs::rename(&tmp, path).map_err(|e| Error::io_at(path, e))?;
-        crate::crash::crash_point(&format!("keyring.{step}.renamed"));
-        if let Some(dir) = path.parent() {
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io_at(dir, e))?;
-        }
-        Ok(())
+        write_file(path, &KeyringFile { id: self.id, check_nonce, check, keys }, step)
     }
 
     /// The key-encryption key that wraps this keyring.
@@ -368,6 +337,77 @@ impl Keyring {
     pub(crate) fn shredded(&self) -> Vec<(String, u32)> {
         self.slots.iter().filter(|(_, s)| matches!(s, Slot::Shredded)).map(|((ns, g), _)| (ns.clone(), *g)).collect()
     }
+}
+
+/// Writes `file` to `path` atomically (see [`Keyring::save`]).
+fn write_file(path: &Path, file: &KeyringFile, step: &str) -> Result<()> {
+    let body =
+        postcard::to_allocvec(file).map_err(|e| Error::Storage(format!("cannot encode the keyring: {e}").into()))?;
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&crc32fast::hash(&body).to_le_bytes());
+    out.extend_from_slice(&body);
+    let tmp = tmp_path(path);
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io_at(&tmp, e))?;
+        f.write_all(&out).and_then(|()| f.sync_all()).map_err(|e| Error::io_at(&tmp, e))?;
+    }
+    crate::crash::crash_point(&format!("keyring.{step}.written"));
+    #[cfg(feature = "failpoints")]
+    fail::fail_point!(&format!("keyring::rename::{step}"), |_| Err(Error::Io(std::io::Error::other(format!(
+        "injected failure at keyring::rename::{step}"
+    )))));
+    std::fs::rename(&tmp, path).map_err(|e| Error::io_at(path, e))?;
+    crate::crash::crash_point(&format!("keyring.{step}.renamed"));
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| Error::io_at(dir, e))?;
+    }
+    Ok(())
+}
+
+/// Reads the keyring file at `path` without unwrapping anything.
+fn read_file(path: &Path) -> Result<KeyringFile> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io_at(path, e))?;
+    let damaged = |why: &str| Error::Storage(format!("the keyring {} is damaged: {why}", path.display()).into());
+    if bytes.len() < MAGIC.len() + 4 || &bytes[..MAGIC.len()] != MAGIC {
+        return Err(damaged("it does not begin with the keyring magic"));
+    }
+    let mut crc = [0u8; 4];
+    crc.copy_from_slice(&bytes[MAGIC.len()..MAGIC.len() + 4]);
+    let body = &bytes[MAGIC.len() + 4..];
+    if u32::from_le_bytes(crc) != crc32fast::hash(body) {
+        return Err(damaged("checksum mismatch"));
+    }
+    postcard::from_bytes(body).map_err(|_| damaged("it does not decode"))
+}
+
+/// Destroys, in the keyring file at `path` (a store that is not open),
+/// the data keys of `shredded` (`(namespace, generation)`) that it holds
+/// live: their wrapped bytes are dropped and the file is replaced
+/// atomically, as a shred in the store itself would leave it. Needs no
+/// key, so a process that holds a copy of a store without serving it (a
+/// cluster daemon's idle copy of a namespace another daemon shredded)
+/// can apply a shred it learns of. Returns whether the file changed; a
+/// missing file changes nothing.
+///
+/// # Errors
+/// [`Error::Storage`] for a damaged keyring; [`Error::Io`].
+pub fn shred_in_keyring(path: &Path, shredded: &[(String, u32)]) -> Result<bool> {
+    if !path.exists() {
+        return Ok(false);
+    }
+    let mut file = read_file(path)?;
+    let mut changed = false;
+    for e in &mut file.keys {
+        if e.wrapped.is_some() && shredded.iter().any(|(ns, g)| *ns == e.ns && *g == e.generation) {
+            e.wrapped = None;
+            changed = true;
+        }
+    }
+    if changed {
+        write_file(path, &file, "shred")?;
+    }
+    Ok(changed)
 }
 
 /// Deletes the `KEYRING.tmp` beside the keyring at `path`, which only a
