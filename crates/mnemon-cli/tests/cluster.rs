@@ -21,6 +21,8 @@
 //!   memory in plain; a takeover reads it (keys from the key bucket); a
 //!   forget of the whole namespace shreds its key across the cluster, and
 //!   the proof covers the namespace's stream.
+//! * `serve_encrypted`: the same through `mnemon serve --cluster
+//!   --key-file`; a daemon with another key is refused the namespace.
 //! * `log_unavailable`: NATS stops mid-run → writes fail with
 //!   `Unavailable`, nothing acknowledged is lost, writes resume after.
 //!
@@ -757,6 +759,80 @@ fn log_unavailable(nats: &mut NatsCluster) {
 /// serves the namespace with every acknowledged write; the first daemon
 /// comes back, and a cluster compaction through the surface erases a
 /// forgotten canary from both daemons' directories and every NATS node.
+/// `mnemon serve --cluster --key-file`: two daemons with the same key
+/// keep a namespace sealed on every disk, the second reads it after the
+/// first stops, a forget of the whole namespace through the surface says
+/// its key was shredded, and a daemon started with another key is refused
+/// the namespace (`wrong_key`).
+fn serve_encrypted(nats: &mut NatsCluster) {
+    let root = tempfile::tempdir().unwrap();
+    let key = root.path().join("fleet.key");
+    let other_key = root.path().join("other.key");
+    mnemon::crypt::write_new_key_file(&key).unwrap();
+    mnemon::crypt::write_new_key_file(&other_key).unwrap();
+    let urls = nats.urls().join(",");
+    let spawn = |id: &str, key: &Path| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
+            .arg("--data")
+            .arg(root.path().join(id))
+            .arg("--key-file")
+            .arg(key)
+            .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0", "--cluster", &urls])
+            .args(["--daemon-id", id, "--cluster-prefix", "srvk", "--lease-ttl-secs", "2"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            assert!(err.read_line(&mut line).unwrap() > 0, "daemon {id} exited: {seen}");
+            seen.push_str(&line);
+            if line.contains("serving MCP on") {
+                break;
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+        child
+    };
+    let stop = |mut c: Child| {
+        assert!(Command::new("kill").arg("-TERM").arg(c.id().to_string()).status().unwrap().success());
+        assert!(c.wait().unwrap().success());
+    };
+    let a = spawn("k1", &key);
+    let client = Client::connect(&nats.urls(), "srvk");
+    let canary = "Canary teal-sparrow-anvil: the gate code is 8086";
+    let write = |via: &str, content: &str| {
+        client.surface(Some(via), "bob", json!({"op": "remember", "namespace": "bob", "content": content})).unwrap()
+    };
+    let c = write("k1", canary);
+    write("k1", "Bob walks the dog at seven");
+    stop(a);
+    let b = spawn("k2", &key);
+    let m = client.surface(Some("k2"), "bob", json!({"op": "get", "namespace": "bob", "id": c["id"]})).unwrap();
+    assert_eq!(m["content"], json!(canary));
+    let mut dirs = vec![root.path().join("k1"), root.path().join("k2")];
+    dirs.extend(nats.store_dirs());
+    assert_eq!(scan(&dirs, canary), 0, "the canary is on disk in plain");
+    let stats = client.surface(Some("k2"), "bob", json!({"op": "stats"})).unwrap();
+    assert_eq!(stats["encrypted"], json!(true), "{stats}");
+    stop(b);
+    // Another key: the namespace's keys do not open with it.
+    let wrong = spawn("k3", &other_key);
+    let refused =
+        client.surface(Some("k3"), "bob", json!({"op": "get", "namespace": "bob", "id": c["id"]})).unwrap_err();
+    assert!(refused.to_string().contains("wrong_key") || refused.to_string().contains("does not open"), "{refused}");
+    stop(wrong);
+    let b = spawn("k2", &key);
+    let f = client.surface(Some("k2"), "bob", json!({"op": "forget", "namespace": "bob", "all": true})).unwrap();
+    assert_eq!(f["memories"], json!(2), "{f}");
+    let stats = client.surface(Some("k2"), "bob", json!({"op": "stats"})).unwrap();
+    assert_eq!(stats["shredded_namespaces"], json!(1), "{stats}");
+    stop(b);
+}
+
 fn serve_daemons(nats: &mut NatsCluster) {
     let root = tempfile::tempdir().unwrap();
     let urls = nats.urls().join(",");
@@ -848,7 +924,7 @@ fn main() {
         return;
     }
     let only = std::env::var("MNEMON_CLUSTER_TESTS").ok();
-    let scenarios: [(&str, fn(&mut NatsCluster)); 8] = [
+    let scenarios: [(&str, fn(&mut NatsCluster)); 9] = [
         ("serve_daemons", serve_daemons),
         ("unreachable_at_start", unreachable_at_start),
         ("fencing_check", fencing_check),
@@ -856,6 +932,7 @@ fn main() {
         ("sigstop", sigstop),
         ("erasure", erasure),
         ("encrypted", encrypted),
+        ("serve_encrypted", serve_encrypted),
         ("log_unavailable", log_unavailable),
     ];
     let started = Instant::now();
