@@ -379,13 +379,13 @@ fn responses_stay_within_the_token_budget() {
         call_with(&e, json!({"op": "recall", "namespace": "u", "query": "shared topic words", "top_k": 40}), &small)
             .unwrap();
     let hits = v["hits"].as_array().unwrap().len();
-    assert!(hits >= 1 && hits < 40, "{hits}");
+    assert!((1..40).contains(&hits), "{hits}");
     assert_eq!(hits + v["omitted"].as_u64().unwrap() as usize, 40);
     assert!(json_tokens(&v) <= small.max_response_tokens, "{}", json_tokens(&v));
 
     let v = call_with(&e, json!({"op": "list", "namespace": "u", "limit": 1000}), &small).unwrap();
     let n = v["memories"].as_array().unwrap().len();
-    assert!(n >= 1 && n < 40 && v["next_cursor"].is_string(), "{n}");
+    assert!((1..40).contains(&n) && v["next_cursor"].is_string(), "{n}");
     assert!(json_tokens(&v) <= small.max_response_tokens);
 
     let v = call_with(&e, json!({"op": "forget", "namespace": "u", "all": true, "dry_run": true}), &small).unwrap();

@@ -918,13 +918,16 @@ fn serve_daemons(nats: &mut NatsCluster) {
     }
 }
 
+/// A named scenario run on the shared NATS cluster.
+type Scenario = (&'static str, fn(&mut NatsCluster));
+
 fn main() {
     if let Ok(spec) = std::env::var(CHILD) {
         daemon(&spec);
         return;
     }
     let only = std::env::var("MNEMON_CLUSTER_TESTS").ok();
-    let scenarios: [(&str, fn(&mut NatsCluster)); 9] = [
+    let scenarios: [Scenario; 9] = [
         ("serve_daemons", serve_daemons),
         ("unreachable_at_start", unreachable_at_start),
         ("fencing_check", fencing_check),
