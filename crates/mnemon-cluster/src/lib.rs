@@ -26,6 +26,11 @@
 //!   daemon.
 //! * **Erasure**: [`ClusterNode::compact`] rewrites the namespace into a
 //!   new stream generation and deletes the old stream (see `erase.rs`).
+//! * **Encryption**: with a key in the engine builder, every namespace is
+//!   an encrypted store whose data keys live in the key bucket (see
+//!   `keys.rs`): records and vectors travel sealed, and forgetting a whole
+//!   namespace shreds its keys on every daemon ([`ClusterNode::verify_shred`]
+//!   proves it, the stream included).
 //! * **Surface**: [`surface_handler`] runs command-surface requests
 //!   ([`mnemon_api`]) at the owner; `mnemon serve --cluster` installs it
 //!   behind its MCP server and the NATS door.

@@ -17,6 +17,12 @@
 //! generation under it; older keys stay for the copies taken before, and a
 //! shred destroys them all.
 //!
+//! Copies of a store that live in several places (a cluster's daemons)
+//! share their data keys through a [`KeyDirectory`]: the writer seals a
+//! group before it leaves for the replicated log, every copy holds the
+//! same sealed bytes, and a shred stored in the directory reaches every
+//! copy that takes it ([`shred_in_keyring`] for one that is not open).
+//!
 //! What stays plain: `Seq`s, times, namespace names, event kinds, record
 //! and vector sizes, the ids a `Forgotten` event erased, and the bodies of
 //! `Superseded`, `Archived` and `Tombstone` records (ids only). See
