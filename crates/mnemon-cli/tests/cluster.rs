@@ -759,6 +759,38 @@ fn log_unavailable(nats: &mut NatsCluster) {
 /// serves the namespace with every acknowledged write; the first daemon
 /// comes back, and a cluster compaction through the surface erases a
 /// forgotten canary from both daemons' directories and every NATS node.
+/// Starts `mnemon serve --cluster` (hashing embedder, 2 s lease) for
+/// daemon `id` with data directory `data`, encrypted with the key file
+/// `key` if given; returns once it serves MCP and has joined the cluster.
+fn serve_daemon(data: &Path, id: &str, urls: &str, prefix: &str, key: Option<&Path>) -> Child {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mnemon"));
+    cmd.arg("--data").arg(data);
+    if let Some(k) = key {
+        cmd.arg("--key-file").arg(k);
+    }
+    let mut child = cmd
+        .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0", "--cluster", urls])
+        .args(["--daemon-id", id, "--cluster-prefix", prefix, "--lease-ttl-secs", "2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "daemon {id} exited: {seen}");
+        seen.push_str(&line);
+        if line.contains("serving MCP on") {
+            break;
+        }
+    }
+    assert!(seen.contains(&format!("daemon {id} joined the cluster")), "{seen}");
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    child
+}
+
 /// `mnemon serve --cluster --key-file`: two daemons with the same key
 /// keep a namespace sealed on every disk, the second reads it after the
 /// first stops, a forget of the whole namespace through the surface says
@@ -771,32 +803,7 @@ fn serve_encrypted(nats: &mut NatsCluster) {
     mnemon::crypt::write_new_key_file(&key).unwrap();
     mnemon::crypt::write_new_key_file(&other_key).unwrap();
     let urls = nats.urls().join(",");
-    let spawn = |id: &str, key: &Path| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-            .arg("--data")
-            .arg(root.path().join(id))
-            .arg("--key-file")
-            .arg(key)
-            .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0", "--cluster", &urls])
-            .args(["--daemon-id", id, "--cluster-prefix", "srvk", "--lease-ttl-secs", "2"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            assert!(err.read_line(&mut line).unwrap() > 0, "daemon {id} exited: {seen}");
-            seen.push_str(&line);
-            if line.contains("serving MCP on") {
-                break;
-            }
-        }
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        child
-    };
+    let spawn = |id: &str, key: &Path| serve_daemon(&root.path().join(id), id, &urls, "srvk", Some(key));
     let stop = |mut c: Child| {
         assert!(Command::new("kill").arg("-TERM").arg(c.id().to_string()).status().unwrap().success());
         assert!(c.wait().unwrap().success());
@@ -836,31 +843,7 @@ fn serve_encrypted(nats: &mut NatsCluster) {
 fn serve_daemons(nats: &mut NatsCluster) {
     let root = tempfile::tempdir().unwrap();
     let urls = nats.urls().join(",");
-    let spawn = |id: &str| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_mnemon"))
-            .arg("--data")
-            .arg(root.path().join(id))
-            .args(["--embedder", "hashing", "serve", "--listen", "127.0.0.1:0", "--cluster", &urls])
-            .args(["--daemon-id", id, "--cluster-prefix", "srv", "--lease-ttl-secs", "2"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut seen = String::new();
-        loop {
-            let mut line = String::new();
-            assert!(err.read_line(&mut line).unwrap() > 0, "daemon {id} exited: {seen}");
-            seen.push_str(&line);
-            if line.contains("serving MCP on") {
-                break;
-            }
-        }
-        assert!(seen.contains(&format!("daemon {id} joined the cluster")), "{seen}");
-        std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
-        child
-    };
+    let spawn = |id: &str| serve_daemon(&root.path().join(id), id, &urls, "srv", None);
     let mut a = spawn("a1");
     let mut b = spawn("b1");
     let client = Client::connect(&nats.urls(), "srv");

@@ -56,25 +56,9 @@ const CANDIDATES: usize = 50;
 /// Environment variable naming the store to measure: set for the child.
 const CHILD: &str = "MNEMON_BENCH_MILLION_STORE";
 
-const WORDS: [&str; 40] = [
-    "harbor", "violin", "pepper", "glacier", "lantern", "meadow", "copper", "falcon", "orchard", "thunder", "velvet",
-    "canyon", "saffron", "marble", "cobalt", "willow", "ember", "quartz", "juniper", "tundra", "basil", "onyx",
-    "mango", "cedar", "lisbon", "kyoto", "ticket", "dentist", "sister", "garden", "invoice", "recipe", "piano",
-    "river", "bakery", "tennis", "laptop", "museum", "coffee", "wedding",
-];
-
-fn word(i: usize, k: usize) -> &'static str {
-    let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(k as u32 * 7) ^ k as u64;
-    WORDS[(x % WORDS.len() as u64) as usize]
-}
-
-fn text(i: usize) -> String {
-    format!("On day {} the {} near the {} needed the {} and a {}", i, word(i, 1), word(i, 2), word(i, 3), word(i, 4))
-}
-
-fn query(i: usize) -> String {
-    format!("the {} near the {} needed a {}", word(i, 1), word(i + 7, 2), word(i, 4))
-}
+#[path = "common/notes.rs"]
+mod notes;
+use notes::{query, text};
 
 fn size() -> usize {
     std::env::var("MNEMON_BENCH_MEMORIES").ok().and_then(|s| s.parse().ok()).unwrap_or(1_000_000).max(GROUP) / GROUP

@@ -29,25 +29,9 @@ use mnemon::{DedupMode, Engine, Namespace, NewMemory, RecallOptions};
 const GROUP: usize = 1000;
 const QUERIES: usize = 300;
 const CANDIDATES: usize = 50;
-const WORDS: [&str; 40] = [
-    "harbor", "violin", "pepper", "glacier", "lantern", "meadow", "copper", "falcon", "orchard", "thunder", "velvet",
-    "canyon", "saffron", "marble", "cobalt", "willow", "ember", "quartz", "juniper", "tundra", "basil", "onyx",
-    "mango", "cedar", "lisbon", "kyoto", "ticket", "dentist", "sister", "garden", "invoice", "recipe", "piano",
-    "river", "bakery", "tennis", "laptop", "museum", "coffee", "wedding",
-];
-
-fn word(i: usize, k: usize) -> &'static str {
-    let x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(k as u32 * 7) ^ k as u64;
-    WORDS[(x % WORDS.len() as u64) as usize]
-}
-
-fn text(i: usize) -> String {
-    format!("On day {} the {} near the {} needed the {} and a {}", i, word(i, 1), word(i, 2), word(i, 3), word(i, 4))
-}
-
-fn query(i: usize) -> String {
-    format!("the {} near the {} needed a {}", word(i, 1), word(i + 7, 2), word(i, 4))
-}
+#[path = "common/notes.rs"]
+mod notes;
+use notes::{query, text};
 
 fn sizes() -> Vec<usize> {
     std::env::var("MNEMON_BENCH_SIZES")
