@@ -287,12 +287,21 @@ impl Client {
             None => format!("{}.call", self.prefix),
         };
         let req = CallRequest { ns: ns.into(), body: serde_json::to_vec(body).unwrap() }.encode().unwrap();
-        let request = async_nats::Request::new().payload(req.into()).timeout(Some(Duration::from_secs(20)));
-        let msg = self
-            .rt
-            .block_on(self.nc.send_request(subject, request))
-            .map_err(|e| ("transport".to_string(), e.to_string()))?;
-        Ok(CallReply::decode(&msg.payload).unwrap())
+        // A daemon that has just started is subscribed on its own NATS node;
+        // the others learn of it a moment later. A request nobody received
+        // ("no responders") is sent again for a few seconds.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let request =
+                async_nats::Request::new().payload(req.clone().into()).timeout(Some(Duration::from_secs(20)));
+            match self.rt.block_on(self.nc.send_request(subject.clone(), request)) {
+                Ok(msg) => return Ok(CallReply::decode(&msg.payload).unwrap()),
+                Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                Err(e) => return Err(("transport".to_string(), e.to_string())),
+            }
+        }
     }
 }
 
