@@ -148,6 +148,7 @@ fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend
     if let Some(p) = &key {
         p.kek()?;
     }
+    let encrypted = key.is_some();
     let opener: mnemon_cluster::Opener = Arc::new(move |dir: &std::path::Path| {
         let b = mnemon::Engine::builder(dir)
             .embedder(embedder.clone())
@@ -165,6 +166,12 @@ fn cluster_backend(cli: &Cli, c: &ClusterArgs, limits: Limits) -> Result<Backend
         .engine(opener)
         .start()?;
     eprintln!("mnemon: daemon {} joined the cluster at {}", node.daemon_id(), c.cluster.join(","));
+    if encrypted {
+        eprintln!(
+            "mnemon: every namespace is encrypted at rest; data keys are shared in bucket {}-keys",
+            c.cluster_prefix
+        );
+    }
     Ok(Backend::cluster(node, limits))
 }
 

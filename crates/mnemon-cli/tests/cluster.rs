@@ -292,8 +292,7 @@ impl Client {
         // ("no responders") is sent again for a few seconds.
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let request =
-                async_nats::Request::new().payload(req.clone().into()).timeout(Some(Duration::from_secs(20)));
+            let request = async_nats::Request::new().payload(req.clone().into()).timeout(Some(Duration::from_secs(20)));
             match self.rt.block_on(self.nc.send_request(subject.clone(), request)) {
                 Ok(msg) => return Ok(CallReply::decode(&msg.payload).unwrap()),
                 Err(e) if e.kind() == async_nats::RequestErrorKind::NoResponders && Instant::now() < deadline => {
@@ -796,6 +795,7 @@ fn serve_daemon(data: &Path, id: &str, urls: &str, prefix: &str, key: Option<&Pa
         }
     }
     assert!(seen.contains(&format!("daemon {id} joined the cluster")), "{seen}");
+    assert_eq!(seen.contains("every namespace is encrypted at rest"), key.is_some(), "{seen}");
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     child
 }
