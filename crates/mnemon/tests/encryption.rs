@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mnemon::crypt::{Kek, StaticKey, KEYRING_FILE};
+use mnemon::crypt::{Kek, KeyDirectory, StaticKey, KEYRING_FILE};
 use mnemon::{Engine, Error, ForgetRequest, ListOptions, Namespace, NewMemory, NewObservation, Role};
 
 type TestResult = Result<(), Box<dyn std::error::Error>>;
@@ -485,5 +485,80 @@ fn an_encrypted_store_saves_no_graph_file() -> TestResult {
     assert_eq!(e.open_report().graphs_loaded, 0);
     e.wait_for_graphs();
     assert_eq!(e.stats().hnsw_namespaces, 1);
+    Ok(())
+}
+
+/// A key directory in memory, as a cluster's key bucket would hold keys.
+#[derive(Debug, Default)]
+struct MemoryKeys {
+    id: std::sync::Mutex<Option<[u8; 16]>>,
+    keys: std::sync::Mutex<Vec<mnemon::crypt::SharedKey>>,
+}
+
+impl mnemon::crypt::KeyDirectory for MemoryKeys {
+    fn keyring_id(&self, proposed: [u8; 16]) -> mnemon::Result<[u8; 16]> {
+        Ok(*self.id.lock().unwrap().get_or_insert(proposed))
+    }
+
+    fn load(&self) -> mnemon::Result<Vec<mnemon::crypt::SharedKey>> {
+        Ok(self.keys.lock().unwrap().clone())
+    }
+
+    fn store(&self, keys: &[mnemon::crypt::SharedKey]) -> mnemon::Result<()> {
+        let mut stored = self.keys.lock().unwrap();
+        if let Some(merged) = mnemon::crypt::merge_keys(&stored, keys) {
+            *stored = merged;
+        }
+        Ok(())
+    }
+}
+
+/// A replicated log that confirms groups until it is told to refuse them.
+#[derive(Default)]
+struct Sink {
+    refuse: std::sync::atomic::AtomicBool,
+    sealed: std::sync::Mutex<Vec<Vec<u8>>>,
+}
+
+impl mnemon::replication::GroupSink for Sink {
+    fn publish(&self, group: &mnemon::replication::Group<'_>) -> mnemon::Result<Vec<(String, Vec<u8>)>> {
+        if self.refuse.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::Unavailable("the log did not confirm the group".into()));
+        }
+        assert!(group.sealed_vectors.is_some(), "an encrypted store's group carries sealed vectors");
+        self.sealed.lock().unwrap().extend(group.records.iter().map(|(_, r)| r.clone()));
+        Ok(Vec::new())
+    }
+}
+
+/// With a replicated log, a group leaves sealed, under keys the key
+/// directory holds first; a forget of the whole namespace whose group the
+/// log refuses was never acknowledged, and its key survives: the store
+/// reopens with every memory readable.
+#[test]
+fn a_refused_forget_of_a_namespace_destroys_no_key() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let keys = Arc::new(MemoryKeys::default());
+    let sink = Arc::new(Sink::default());
+    let path = dir.path().join("copy");
+    let e = Engine::builder(&path)
+        .key_provider(Arc::new(StaticKey(kek.clone())))
+        .key_directory(keys.clone())
+        .group_sink(sink.clone())
+        .open()?;
+    let a = ns("alice");
+    e.remember(&a, NewMemory::new(CANARIES[0]))?;
+    let sent = sink.sealed.lock().unwrap().clone();
+    assert!(!sent.is_empty() && !sent.iter().any(|r| r.windows(12).any(|w| w == &CANARIES[0].as_bytes()[..12])));
+    assert!(keys.load()?.iter().any(|k| k.namespace == "alice" && k.wrapped.is_some()), "the key was shared first");
+    sink.refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(matches!(e.forget(&a, ForgetRequest::All, "refused"), Err(Error::Unavailable(_))));
+    let _ = e.close();
+    assert!(keys.load()?.iter().all(|k| k.wrapped.is_some()), "a key was shredded in the directory");
+    let e = open(&path, &kek)?;
+    assert!(e.open_report().shredded.is_empty(), "{:?}", e.open_report().shredded);
+    assert_eq!(contents(&e, &a), vec![CANARIES[0].to_string()]);
+    e.close()?;
     Ok(())
 }

@@ -227,16 +227,26 @@ impl SealedStore {
     /// them) as [`LogStore::append`] would store them, making and saving a
     /// data key where a namespace has none live (shared through the key
     /// directory, if any, before this returns). A forget of a whole
-    /// namespace makes the key later writes take and has its own destroyed
-    /// at the flush after the append. For a writer that sends the group
-    /// elsewhere before appending it: [`LogStore::append`] stores the
-    /// sealed records as they are. Records already sealed are kept.
+    /// namespace makes the key later writes take; its own key is destroyed
+    /// only at the flush after [`LogStore::append`] stored the forget, so a
+    /// group sealed and then refused (its publish failed) destroys nothing.
+    /// For a writer that sends the group elsewhere before appending it:
+    /// [`LogStore::append`] stores the sealed records as they are. Records
+    /// already sealed are kept.
     ///
     /// # Errors
     /// [`Error::Corrupted`] for a record that does not decode; what saving
     /// the keyring returns.
     pub fn seal(&self, records: &[(Seq, Vec<u8>)]) -> Result<Vec<(Seq, Vec<u8>)>> {
+        self.seal_group(records).map(|(out, _)| out)
+    }
+
+    /// [`SealedStore::seal`], with the `(namespace, generation)` of the key
+    /// each forget of a whole namespace in `records` destroys once stored.
+    #[allow(clippy::type_complexity)]
+    fn seal_group(&self, records: &[(Seq, Vec<u8>)]) -> Result<(Vec<(Seq, Vec<u8>)>, Vec<(String, u32)>)> {
         let mut out = Vec::with_capacity(records.len());
+        let mut shreds = Vec::new();
         let mut ring = self.keys.ring.lock();
         let mut changed = false;
         for (seq, bytes) in records {
@@ -244,6 +254,9 @@ impl SealedStore {
                 let h = head(*seq, bytes)?;
                 if h.kind == 1 {
                     self.note_ns(*seq, &h.ns);
+                }
+                if h.whole_namespace {
+                    shreds.push((h.ns, h.generation));
                 }
                 out.push((*seq, bytes.clone()));
                 continue;
@@ -268,7 +281,7 @@ impl SealedStore {
             if env_kind == 4 && head(*seq, &sealed)?.whole_namespace {
                 // The key goes once this forget is durable; later
                 // writes to the namespace take a key of their own.
-                self.pending_shreds.lock().push((ns.clone(), generation));
+                shreds.push((ns.clone(), generation));
                 ring.create(&ns);
                 changed = true;
             }
@@ -278,7 +291,7 @@ impl SealedStore {
         if changed {
             self.keys.save(&ring, "key")?;
         }
-        Ok(out)
+        Ok((out, shreds))
     }
 
     /// The vector-cache values of `vectors` (memory, FNV-1a 64 of its
@@ -326,7 +339,7 @@ impl SealedStore {
 
 impl LogStore for SealedStore {
     fn append(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
-        let out = self.seal(records)?;
+        let (out, shreds) = self.seal_group(records)?;
         let staged = std::mem::take(&mut *self.staged.lock());
         for (key, value) in staged {
             let mut id = [0u8; 8];
@@ -336,7 +349,10 @@ impl LogStore for SealedStore {
                 self.seal_vector_value(key, id, value)?;
             }
         }
-        self.inner.append(&out)
+        self.inner.append(&out)?;
+        // The keys of the forgets stored here go at the next flush.
+        self.pending_shreds.lock().extend(shreds);
+        Ok(())
     }
 
     fn append_raw(&self, records: &[(Seq, Vec<u8>)]) -> Result<()> {
