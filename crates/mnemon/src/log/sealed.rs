@@ -327,6 +327,17 @@ impl SealedStore {
         Ok(out)
     }
 
+    /// Caches the vector values [`SealedStore::seal_vectors`] sealed for
+    /// model `model_id` as they are, so that a group sent elsewhere sealed
+    /// is not sealed a second time for the local cache.
+    ///
+    /// # Errors
+    /// [`Error::Storage`] for a value that is not a sealed vector; backend
+    /// errors.
+    pub fn put_sealed_vectors(&self, model_id: &str, values: &[(MemoryId, Vec<u8>)]) -> Result<()> {
+        self.inner.put_sealed_vectors(model_id, values)
+    }
+
     /// The vector-cache value of `(id, model_id)` as stored (sealed), for
     /// a copy that puts it as it is; `None` when there is none.
     ///
@@ -536,14 +547,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
             return Ok(None);
         };
         if store.last_seq()?.is_some() {
-            return Err(Error::invalid(
-                "key",
-                format!(
-                    "the store at {} was created without encryption; open it without a key (encryption is chosen \
-                     when a store is created)",
-                    root.display()
-                ),
-            ));
+            return Err(written_plain(root));
         }
         let ring = Keyring::new(p.kek()?);
         ring.save(&path, "new")?;
@@ -585,14 +589,7 @@ fn open_shared_keys(
         Keyring::load(&path, kek)?
     } else {
         if recorded.is_none() && holds_plain_content(store)? {
-            return Err(Error::invalid(
-                "key",
-                format!(
-                    "the store at {} was written without encryption; open it without a key (encryption is chosen \
-                     when a store is created)",
-                    root.display()
-                ),
-            ));
+            return Err(written_plain(root));
         }
         let mut proposed = [0u8; 16];
         rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut proposed);
@@ -621,6 +618,18 @@ fn open_shared_keys(
     directory.store(&ring.export()?)?;
     remove_stale_tmp(&path)?;
     Ok(Arc::new(Keys { ring: Mutex::new(ring), path, directory: Some(directory) }))
+}
+
+/// The refusal of a key for the plain store at `root`.
+fn written_plain(root: &Path) -> Error {
+    Error::invalid(
+        "key",
+        format!(
+            "the store at {} was created without encryption; open it without a key (encryption is chosen when a \
+             store is created)",
+            root.display()
+        ),
+    )
 }
 
 /// Whether the log holds content written without encryption: its first

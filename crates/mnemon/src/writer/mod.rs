@@ -458,11 +458,12 @@ impl Writer {
             // The replicated log first: nothing is written here (or
             // acknowledged) that the log of record does not hold.
             let mut meta = Vec::new();
+            let mut sealed_vectors = None;
             if let (Some(sink), false) = (&self.shared.sink, records.is_empty()) {
                 // An encrypted store's records leave sealed, under keys the
                 // other copies share (`crate::crypt::KeyDirectory`), and
                 // are stored here as sealed.
-                let sealed_vectors = match store.sealed() {
+                sealed_vectors = match store.sealed() {
                     Some(s) => {
                         *records = s.seal(records)?;
                         Some(s.seal_vectors(&self.shared.model_id, vectors)?)
@@ -484,10 +485,15 @@ impl Writer {
             for p in &self.deferred {
                 store.meta_put(&pending_key(p.id), &[dedup_byte(p.dedup)])?;
             }
-            if !vectors.is_empty() {
-                let entries: Vec<(MemoryId, u64, &[f32])> =
-                    vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
-                store.put_vectors(&self.shared.model_id, &entries)?;
+            match (&sealed_vectors, store.sealed()) {
+                // Sealed once, for the replicated log and the cache alike.
+                (Some(values), Some(s)) => s.put_sealed_vectors(&self.shared.model_id, values)?,
+                _ if !vectors.is_empty() => {
+                    let entries: Vec<(MemoryId, u64, &[f32])> =
+                        vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
+                    store.put_vectors(&self.shared.model_id, &entries)?;
+                }
+                _ => {}
             }
             if !records.is_empty() {
                 store.append(records)?;
