@@ -461,6 +461,28 @@ export class Engine {
     return this.call("verify_erasure", { texts });
   }
 
+  /**
+   * Proves that `namespace` of an encrypted store, forgotten whole
+   * ({@link Engine.forget} with `all`, or {@link Engine.forgetUser}, which
+   * destroy its data key), is unreadable: every record of it sealed under a
+   * destroyed key is tried with every key the store still holds, in the
+   * store and in each backup directory (`backups`) and export file
+   * (`exports`) named. Resolves to the report: `shredded_keys`, one entry
+   * of `checks` per place (`source`, `sealed`, `opened`, `plain`, `later`)
+   * and `verified`, true only when no record opened and none was readable
+   * in plain.
+   *
+   * @throws {InvalidInputError} the store is not encrypted, no key of the
+   *   namespace was shredded, or a path is not a backup or an export.
+   * @throws {CorruptedError | IoError | ClosedError}
+   */
+  async verifyShred(
+    namespace: string,
+    options: { backups?: string[]; exports?: string[] } = {},
+  ): Promise<T.ShredReport> {
+    return this.call("verify_shred", { ...normalise(options), namespace } as T.VerifyShredRequest);
+  }
+
   // -- getting data in and out ------------------------------------------------
 
   /**

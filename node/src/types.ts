@@ -415,6 +415,8 @@ export interface Surface {
   ScannedFile?: ScannedFile;
   Section?: Section;
   SessionEnd?: SessionEnd;
+  ShredCheck?: ShredCheck;
+  ShredReport?: ShredReport;
   SimilarityNorm?: SimilarityNorm;
   Stats?: Stats;
   StatsRequest?: StatsRequest;
@@ -430,6 +432,7 @@ export interface Surface {
   Tombstone?: Tombstone;
   Unmapped?: Unmapped;
   VerifyErasureRequest?: VerifyErasureRequest;
+  VerifyShredRequest?: VerifyShredRequest;
 }
 /**
  * When recall abstains: returns no hit because nothing stored is relevant
@@ -3223,6 +3226,79 @@ export interface SessionEnd {
   rejected: [unknown, unknown][];
 }
 /**
+ * What the check found in one place (the store, a backup, an export).
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ShredCheck".
+ */
+export interface ShredCheck {
+  /**
+   * Records of the namespace sealed under a key made after the shred
+   * (writes since): readable, and not part of the proof.
+   */
+  later: number;
+  /**
+   * Of those, records some key of the keyring opened (must be 0).
+   */
+  opened: number;
+  /**
+   * For a backup: it holds a keyring of its own (`KEYRING`, kept by the
+   * first open of the copy), which a shred of the store does not reach.
+   * Its keys are tried too, and the records they open are counted in
+   * `opened`.
+   */
+  own_keyring?: boolean;
+  /**
+   * For a backup with a keyring of its own: that keyring does not open
+   * with the store's key (it was copied before a rotation, or is
+   * damaged), so its keys cannot be tried and the proof fails. Delete
+   * the copy's `KEYRING`, or the copy, to erase it.
+   */
+  own_keyring_unread?: boolean;
+  /**
+   * Records of the namespace whose content can be read without a key:
+   * an `Observed` or `Extracted` record in plain (must be 0; a plain
+   * store or export is outside what a shred reaches).
+   */
+  plain: number;
+  /**
+   * Records of the namespace sealed under a shredded key.
+   */
+  sealed: number;
+  /**
+   * The data directory or export file; `store` for the open store.
+   */
+  source: string;
+}
+/**
+ * The proof that a namespace's shredded records are unreadable
+ * everywhere they were looked for.
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ShredReport".
+ */
+export interface ShredReport {
+  /**
+   * One entry per place searched.
+   */
+  checks: ShredCheck[];
+  /**
+   * The namespace.
+   */
+  namespace: string;
+  /**
+   * Generations of the namespace's data key that were destroyed.
+   */
+  shredded_keys: number[];
+  /**
+   * True when a key was shredded, no record under it opened (with the
+   * store's keys, or a backup's own), no record of the namespace was
+   * readable in plain, and no backup holds a keyring of its own that
+   * could not be tried.
+   */
+  verified: boolean;
+}
+/**
  * Store-wide figures for `mnemon stats`.
  *
  * This interface was referenced by `Surface`'s JSON-Schema
@@ -3600,6 +3676,43 @@ export interface VerifyErasureRequest {
    */
   texts: string[];
 }
+/**
+ * `verify_shred`: the proof that a shredded namespace of an encrypted
+ * store is unreadable wherever it was copied. Every record of the
+ * namespace sealed under a destroyed data key is tried with every key
+ * the store still holds, in the store itself, in each backup and export
+ * named (files on the store's machine), and, on a cluster daemon, in the
+ * namespace's JetStream stream (source `nats:STREAM`). Responds with the
+ * [`ShredReport`]; its `verified` is true only when no record opened and
+ * none was readable in plain.
+ *
+ * Errors: [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput)
+ * (field `namespace`) for a plain store or a namespace whose key was
+ * never shredded (`forget` with `all`, or `forget_user`, shreds it), and
+ * (fields `backup`, `export`) for a path that is not a data directory or
+ * an export; [`ErrorCode::Corrupted`](crate::ErrorCode::Corrupted) for a
+ * damaged sealed record.
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "VerifyShredRequest".
+ */
+export interface VerifyShredRequest {
+  /**
+   * Backup data directories on the store's machine to check too (made
+   * by `backup`; absolute paths, or relative to the server's working
+   * directory). Not taken over HTTP.
+   */
+  backups?: string[];
+  /**
+   * Store exports on the store's machine to check too (made by
+   * `export`). Not taken over HTTP.
+   */
+  exports?: string[];
+  /**
+   * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
+   */
+  namespace: string;
+}
 
 /** The request type of each operation of the surface, by operation name. */
 export interface Requests {
@@ -3621,6 +3734,7 @@ export interface Requests {
   maintain: MaintainRequest;
   compact: CompactRequest;
   verify_erasure: VerifyErasureRequest;
+  verify_shred: VerifyShredRequest;
   stats: StatsRequest;
   check: CheckRequest;
   namespaces: NamespacesRequest;
@@ -3652,6 +3766,7 @@ export interface Responses {
   maintain: MaintainResponse;
   compact: ErasureReceipt;
   verify_erasure: ErasureReceipt;
+  verify_shred: ShredReport;
   stats: Stats;
   check: CheckReport;
   namespaces: NamespacesResponse;
@@ -3683,6 +3798,7 @@ export const OPS = [
   "maintain",
   "compact",
   "verify_erasure",
+  "verify_shred",
   "stats",
   "check",
   "namespaces",

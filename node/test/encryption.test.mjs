@@ -103,3 +103,33 @@ test("forgetUser forgets each namespace whole and shreds its key", async () => {
     await e.close();
   }
 });
+
+test("verifyShred proves a shredded namespace unreadable in the store, a backup and an export", async () => {
+  const dir = tempDir();
+  const key = newKey(dir);
+  const path = storePath();
+  await fill(path, key);
+  const e = await Engine.open(path, { embedder: "hashing", key_file: key });
+  try {
+    const backup = storePath("before-backup");
+    const exported = join(dir, "before.jsonl");
+    await e.backup(backup);
+    await e.export(exported);
+    await assert.rejects(e.verifyShred("alice"), (err) => err instanceof InvalidInputError && err.field === "namespace");
+    await e.forgetUser(["alice"]);
+    const report = await e.verifyShred("alice", { backups: [backup], exports: [exported] });
+    assert.equal(report.namespace, "alice");
+    assert.deepEqual(report.shredded_keys, [1]);
+    assert.equal(report.verified, true);
+    assert.deepEqual(report.checks.map((c) => c.source).sort(), [backup, exported, "store"].sort());
+    for (const c of report.checks) {
+      assert.ok(c.sealed >= 2, JSON.stringify(c));
+      assert.equal(c.opened, 0);
+      assert.equal(c.plain, 0);
+    }
+    await assert.rejects(e.verifyShred("alice", { backups: [dir] }), (err) => err instanceof InvalidInputError && err.field === "backup");
+    await assert.rejects(e.verifyShred("alice", { colour: "red" }), InvalidInputError);
+  } finally {
+    await e.close();
+  }
+});

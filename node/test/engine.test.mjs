@@ -117,6 +117,7 @@ test("every operation of the surface has a method", () => {
     apply_extraction: "applyExtraction",
     end_session: "endSession",
     verify_erasure: "verifyErasure",
+    verify_shred: "verifyShred",
     extraction_prompt: "extractionPrompt",
     forget_user: "forgetUser",
   };

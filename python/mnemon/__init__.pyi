@@ -136,6 +136,8 @@ __all__ = [
     "ScanSummary",
     "ScannedFile",
     "SessionEnd",
+    "ShredCheck",
+    "ShredReport",
     "Stats",
     "TimeSpan",
     "Timeline",

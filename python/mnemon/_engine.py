@@ -41,6 +41,7 @@ from ._types import (
     RestoreReport,
     Role,
     SessionEnd,
+    ShredReport,
     SimilarityNorm,
     Stats,
     Tier,
@@ -793,6 +794,47 @@ class Engine:
         if isinstance(texts, str):
             raise InvalidInputError("texts: expected a list of strings, got one string", "texts")
         return self._one(ErasureReceipt, "verify_erasure", {"texts": list(texts)})
+
+    def verify_shred(
+        self,
+        namespace: str,
+        *,
+        backups: Sequence[PathLike] = (),
+        exports: Sequence[PathLike] = (),
+    ) -> ShredReport:
+        """Proves that `namespace` of an encrypted store, forgotten whole
+        (`forget(ns, all=True)` or `forget_user`, which destroy its data
+        key), is unreadable: every record of it sealed under a destroyed key
+        is tried with every key the store still holds, in the store and in
+        each backup directory and export file named.
+
+        Arguments:
+            namespace: the shredded namespace.
+            backups: backup data directories (made by `backup`) to check too.
+            exports: export files (made by `export`) to check too.
+
+        Returns `ShredReport`: `shredded_keys` (the destroyed generations),
+        one entry of `checks` per place (`source`, `sealed`, `opened`,
+        `plain`, `later`, `own_keyring`, `own_keyring_unread`) and
+        `verified`, True only when no record opened and none was readable
+        in plain.
+
+        Raises:
+            InvalidInputError: the store is not encrypted, no key of the
+                namespace was shredded, or a path is not a backup or export.
+            CorruptedError: a damaged sealed record. IoError, ClosedError.
+        """
+        for field, paths in (("backups", backups), ("exports", exports)):
+            if isinstance(paths, (str, os.PathLike)):
+                raise InvalidInputError(f"{field}: expected a list of paths, got one path", field)
+            for p in paths:
+                _check_type(field, p, (str, os.PathLike))
+        args: Dict[str, Any] = {"namespace": namespace}
+        if backups:
+            args["backups"] = [os.fspath(p) for p in backups]
+        if exports:
+            args["exports"] = [os.fspath(p) for p in exports]
+        return self._one(ShredReport, "verify_shred", args)
 
     # -- getting data in and out -----------------------------------------------
 

@@ -76,6 +76,8 @@ __all__ = [
     "ScanSummary",
     "ScannedFile",
     "SessionEnd",
+    "ShredCheck",
+    "ShredReport",
     "Stats",
     "TimeSpan",
     "Timeline",
@@ -2305,6 +2307,99 @@ class SessionEnd(Record):
         return self._data["rejected"]  # type: ignore[no-any-return]
 
 
+class ShredCheck(Record):
+    """What the check found in one place (the store, a backup, an export)."""
+
+    __slots__ = ()
+    _FIELDS = ('later', 'opened', 'own_keyring', 'own_keyring_unread', 'plain', 'sealed', 'source')
+
+    @property
+    def later(self) -> int:
+        """
+        Records of the namespace sealed under a key made after the shred (writes since):
+        readable, and not part of the proof.
+        """
+        return self._data["later"]  # type: ignore[no-any-return]
+
+    @property
+    def opened(self) -> int:
+        """Of those, records some key of the keyring opened (must be 0)."""
+        return self._data["opened"]  # type: ignore[no-any-return]
+
+    @property
+    def own_keyring(self) -> Optional[bool]:
+        """
+        For a backup: it holds a keyring of its own (`KEYRING`, kept by the first open
+        of the copy), which a shred of the store does not reach. Its keys are tried too,
+        and the records they open are counted in `opened`.
+        """
+        return self._data.get("own_keyring")
+
+    @property
+    def own_keyring_unread(self) -> Optional[bool]:
+        """
+        For a backup with a keyring of its own: that keyring does not open with the
+        store's key (it was copied before a rotation, or is damaged), so its keys cannot
+        be tried and the proof fails. Delete the copy's `KEYRING`, or the copy, to erase
+        it.
+        """
+        return self._data.get("own_keyring_unread")
+
+    @property
+    def plain(self) -> int:
+        """
+        Records of the namespace whose content can be read without a key: an `Observed`
+        or `Extracted` record in plain (must be 0; a plain store or export is outside
+        what a shred reaches).
+        """
+        return self._data["plain"]  # type: ignore[no-any-return]
+
+    @property
+    def sealed(self) -> int:
+        """Records of the namespace sealed under a shredded key."""
+        return self._data["sealed"]  # type: ignore[no-any-return]
+
+    @property
+    def source(self) -> str:
+        """The data directory or export file; `store` for the open store."""
+        return self._data["source"]  # type: ignore[no-any-return]
+
+
+class ShredReport(Record):
+    """
+    The proof that a namespace's shredded records are unreadable everywhere they were
+    looked for.
+    """
+
+    __slots__ = ()
+    _FIELDS = ('checks', 'namespace', 'shredded_keys', 'verified')
+
+    @property
+    def checks(self) -> List[ShredCheck]:
+        """One entry per place searched."""
+        v = self._data["checks"]
+        return [ShredCheck(x0) for x0 in v]
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def shredded_keys(self) -> List[int]:
+        """Generations of the namespace's data key that were destroyed."""
+        return self._data["shredded_keys"]  # type: ignore[no-any-return]
+
+    @property
+    def verified(self) -> bool:
+        """
+        True when a key was shredded, no record under it opened (with the store's keys,
+        or a backup's own), no record of the namespace was readable in plain, and no
+        backup holds a keyring of its own that could not be tried.
+        """
+        return self._data["verified"]  # type: ignore[no-any-return]
+
+
 class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
@@ -2711,6 +2806,7 @@ RESPONSES: Dict[str, Any] = {
     "maintain": (NamespaceMaintenance, True),
     "compact": (ErasureReceipt, False),
     "verify_erasure": (ErasureReceipt, False),
+    "verify_shred": (ShredReport, False),
     "stats": (Stats, False),
     "check": (CheckReport, False),
     "namespaces": (NamespacesResponse, False),

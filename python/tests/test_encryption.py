@@ -141,6 +141,45 @@ def test_forget_user_shreds_each_namespace(data, key, no_key_env):
     assert '"verified":true' in check.stdout.replace(" ", "")
 
 
+def test_verify_shred_proves_the_store_a_backup_and_an_export_unreadable(data, key, tmp_path, no_key_env):
+    fill(data, key)
+    backup, export = tmp_path / "before-backup", tmp_path / "before.jsonl"
+    with mnemon.Engine.open(data, embedder="hashing", key_file=key) as e:
+        e.backup(backup)
+        e.export(export)
+        with pytest.raises(mnemon.InvalidInputError) as never:
+            e.verify_shred("alice")
+        assert never.value.field == "namespace"
+        e.forget_user(["alice"])
+        report = e.verify_shred("alice", backups=[backup], exports=[str(export)])
+        assert isinstance(report, mnemon.ShredReport)
+        assert report.namespace == "alice" and report.shredded_keys == [1]
+        assert report.verified
+        by_source = {c.source: c for c in report.checks}
+        assert set(by_source) == {"store", str(backup), str(export)}
+        for c in report.checks:
+            # Both memories of alice were sealed in every copy; none opens.
+            assert c.sealed >= 2 and (c.opened, c.plain) == (0, 0), c
+        with pytest.raises(mnemon.InvalidInputError) as one_path:
+            e.verify_shred("alice", backups=str(backup))  # type: ignore[arg-type]
+        assert one_path.value.field == "backups"
+        with pytest.raises(mnemon.InvalidInputError) as not_a_backup:
+            e.verify_shred("alice", backups=[tmp_path])
+        assert not_a_backup.value.field == "backup"
+    # The CLI's proof is the same operation, with the same answer.
+    cli_check = cli(data, "--key-file", str(key), "--json", "verify-erasure", "--shredded", "alice", "--backup", str(backup))
+    assert cli_check.returncode == 0, cli_check.stderr
+    assert '"verified":true' in cli_check.stdout.replace(" ", "")
+
+
+def test_verify_shred_refuses_a_plain_store(engine):
+    engine.remember("u1", "Prefers tea to coffee")
+    engine.forget("u1", all=True)
+    with pytest.raises(mnemon.InvalidInputError) as plain:
+        engine.verify_shred("u1")
+    assert plain.value.field == "namespace" and "not encrypted" in plain.value.message
+
+
 def test_forget_user_refuses_bad_sets_and_writes_nothing(engine):
     engine.remember("u1", "Prefers tea to coffee")
     before = engine.stats().last_seq

@@ -38,6 +38,7 @@ METHODS = {
     "maintain": "maintain",
     "compact": "compact",
     "verify_erasure": "verify_erasure",
+    "verify_shred": "verify_shred",
     "stats": "stats",
     "check": "check",
     "namespaces": "namespaces",

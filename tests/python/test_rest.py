@@ -256,3 +256,31 @@ def test_calls_beyond_max_in_flight_get_429_and_run_nothing(tmp_path):
         assert not {text for _, text in refused} & stored, "a refused call wrote"
     finally:
         s.stop()
+
+
+def test_verify_shred_over_rest_proves_a_shredded_namespace_unreadable(tmp_path):
+    """An encrypted store served over REST: the forget of a namespace
+    destroys its key, and `POST …/verify-shred` answers the proof the CLI
+    gives for the same store. Paths of the server's machine are not taken."""
+    key = tmp_path / "store.key"
+    made = subprocess.run([BIN, "key", "new", str(key)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    s = HttpServer(tmp_path / "data", "--key-file", str(key))
+    try:
+        with client(s) as c:
+            for text in ["Lena's passport number is X4417 amber", "Lena is allergic to shellfish"]:
+                assert c.post("/v1/namespaces/lena/memories", json={"content": text}).status_code == 201
+            never = c.post("/v1/namespaces/lena/verify-shred", json={})
+            assert never.status_code == 400 and never.json()["error"]["field"] == "namespace", never.text
+            gone = c.delete("/v1/namespaces/lena", params={"reason": "account closed"})
+            assert gone.status_code == 200 and gone.json()["key_shredded"] is True, gone.text
+            r = c.post("/v1/namespaces/lena/verify-shred", json={})
+            assert r.status_code == 200, r.text
+            proof = r.json()
+            assert proof["verified"] is True and proof["shredded_keys"] == [1], proof
+            [store] = proof["checks"]
+            assert store["source"] == "store" and store["sealed"] >= 2 and store["opened"] == 0, proof
+            files = c.post("/v1/namespaces/lena/verify-shred", json={"backups": ["/etc"]})
+            assert files.status_code == 400 and files.json()["error"]["field"] == "backups", files.text
+    finally:
+        s.stop()

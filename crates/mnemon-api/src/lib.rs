@@ -67,7 +67,7 @@ pub use transfer::{read_import_file, BackupRequest, ExportRequest, ImportRequest
 pub use write::{
     ApplyExtractionRequest, CompactRequest, ConsolidateRequest, EndSessionRequest, ForgetRequest, ForgetResponse,
     MaintainRequest, MemoryFields, NamespaceMaintenance, ObserveRequest, ObserveResponse, RememberRequest,
-    SupersedeRequest, VerifyErasureRequest,
+    SupersedeRequest, VerifyErasureRequest, VerifyShredRequest,
 };
 
 use schemars::JsonSchema;
@@ -259,6 +259,8 @@ surface! {
     Compact(CompactRequest),
     /// Scan the store's files for texts.
     VerifyErasure(VerifyErasureRequest),
+    /// Prove a shredded namespace unreadable in the store and its copies.
+    VerifyShred(VerifyShredRequest),
     /// Store-wide figures.
     Stats(StatsRequest),
     /// Verify the store against a fresh replay.

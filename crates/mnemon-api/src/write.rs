@@ -1,6 +1,8 @@
 //! Requests that write: remember, observe, supersede, forget, extraction,
 //! lifecycle and compaction.
 
+use std::path::PathBuf;
+
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -9,6 +11,7 @@ use serde_json::Value;
 use super::budget::{Limits, Packer};
 use super::error::ApiError;
 use super::Call;
+use mnemon::crypt::ShredReport;
 use mnemon::ErasureReceipt;
 use mnemon::ExtractionReport;
 use mnemon::{lifecycle::Consolidation, lifecycle::MaintenanceReport, lifecycle::SessionEnd};
@@ -593,5 +596,49 @@ impl Call for VerifyErasureRequest {
         }
         let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
         Ok(engine.verify_erasure_text(&texts)?)
+    }
+}
+
+/// `verify_shred`: the proof that a shredded namespace of an encrypted
+/// store is unreadable wherever it was copied. Every record of the
+/// namespace sealed under a destroyed data key is tried with every key
+/// the store still holds, in the store itself, in each backup and export
+/// named (files on the store's machine), and, on a cluster daemon, in the
+/// namespace's JetStream stream (source `nats:STREAM`). Responds with the
+/// [`ShredReport`]; its `verified` is true only when no record opened and
+/// none was readable in plain.
+///
+/// Errors: [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput)
+/// (field `namespace`) for a plain store or a namespace whose key was
+/// never shredded (`forget` with `all`, or `forget_user`, shreds it), and
+/// (fields `backup`, `export`) for a path that is not a data directory or
+/// an export; [`ErrorCode::Corrupted`](crate::ErrorCode::Corrupted) for a
+/// damaged sealed record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct VerifyShredRequest {
+    /// Namespace whose keys were shredded.
+    pub namespace: Namespace,
+    /// Backup data directories on the store's machine to check too (made
+    /// by `backup`; absolute paths, or relative to the server's working
+    /// directory). Not taken over HTTP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backups: Vec<PathBuf>,
+    /// Store exports on the store's machine to check too (made by
+    /// `export`). Not taken over HTTP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exports: Vec<PathBuf>,
+}
+
+impl Call for VerifyShredRequest {
+    type Output = ShredReport;
+    const OP: &'static str = "verify_shred";
+    const READ_ONLY: bool = true;
+
+    fn namespace(&self) -> Option<&Namespace> {
+        Some(&self.namespace)
+    }
+
+    fn call(self, engine: &Engine, _: &Limits) -> Result<ShredReport, ApiError> {
+        Ok(engine.verify_shred(&self.namespace, &self.backups, &self.exports)?)
     }
 }

@@ -71,7 +71,7 @@ fn minimal_args(op: &str) -> Value {
         "supersede" => json!({"namespace": "u", "id": 1, "content": "x"}),
         "recall" | "context" => json!({"namespace": "u", "query": "x"}),
         "get" | "history" => json!({"namespace": "u", "id": 1}),
-        "list" | "log" | "consolidate" | "timeline" => json!({"namespace": "u"}),
+        "list" | "log" | "consolidate" | "timeline" | "verify_shred" => json!({"namespace": "u"}),
         "forget" => json!({"namespace": "u", "all": true, "dry_run": true}),
         "forget_user" => json!({"namespaces": ["u", "u:work"]}),
         "extraction_prompt" | "end_session" => json!({"namespace": "u", "session": "s"}),

@@ -15,7 +15,7 @@ use mnemon_api::{
     self as api, ApiError, CheckRequest, CompactRequest, ContextRequest, ForgetRequest, GetRequest, HistoryRequest,
     ListRequest, LogRequest, MemoryFields, NamespacesRequest, ObserveRequest, RecallFilters, RecallRequest,
     ReceiptsRequest, RememberRequest, Request, Response, StatsRequest, SupersedeRequest, TimelineRequest,
-    VerifyErasureRequest,
+    VerifyErasureRequest, VerifyShredRequest,
 };
 
 use crate::output;
@@ -505,7 +505,8 @@ pub struct VerifyErasureArgs {
     texts: Vec<String>,
     /// Instead of texts: prove the shred of this namespace of an
     /// encrypted store (every record of it, in the store and in the
-    /// backups and exports named, fails to decrypt). Opens the store here.
+    /// backups and exports named, fails to decrypt; on a cluster daemon,
+    /// in the namespace's stream too).
     #[arg(long, value_name = "NAMESPACE", conflicts_with = "texts")]
     shredded: Option<String>,
     /// A backup data directory to check too (repeatable; with --shredded).
@@ -579,47 +580,6 @@ fn key(cli: &Cli, cmd: &KeyCmd) -> Result<(), ApiError> {
             Ok(())
         }
     }
-}
-
-/// `verify-erasure --shredded NS`: the proof of a shred, on a store opened here.
-fn verify_shredded(cli: &Cli, a: &VerifyErasureArgs, ns: &str) -> Result<ExitCode, ApiError> {
-    let engine = open_engine_for(cli, &cli.data, Graphs::Scan)?;
-    let ns = mnemon::Namespace::new(ns)?;
-    let report = engine.verify_shred(&ns, &a.backups, &a.exports)?;
-    engine.close()?;
-    if cli.json {
-        println!(
-            "{}",
-            serde_json::to_string(&report)
-                .map_err(|e| ApiError::new(mnemon_api::ErrorCode::Internal, e.to_string()))?
-        );
-    } else {
-        println!("shredded keys of {}: generations {:?}", report.namespace, report.shredded_keys);
-        for c in &report.checks {
-            println!(
-                "{}: {} sealed records under a shredded key, {} opened, {} readable in plain, {} written since",
-                c.source.display(),
-                c.sealed,
-                c.opened,
-                c.plain,
-                c.later
-            );
-            if c.own_keyring_unread {
-                println!(
-                    "{}: holds a keyring of its own that the store's key does not open: its keys cannot be tried; \
-                     delete its KEYRING (or the copy) to erase it",
-                    c.source.display()
-                );
-            } else if c.own_keyring {
-                println!(
-                    "{}: holds a keyring of its own (kept by its first open), which a shred does not reach; its keys were tried too",
-                    c.source.display()
-                );
-            }
-        }
-        println!("verified: {}", report.verified);
-    }
-    Ok(if report.verified { ExitCode::SUCCESS } else { ExitCode::from(crate::output::FOUND_ON_DISK) })
 }
 
 #[derive(Args, Debug)]
@@ -938,7 +898,14 @@ fn request(cmd: &Cmd, json: bool) -> Result<Option<Request>, ApiError> {
             reason: Some(a.reason.clone()),
         }),
         Cmd::Compact => Request::Compact(CompactRequest {}),
-        Cmd::VerifyErasure(a) => Request::VerifyErasure(VerifyErasureRequest { texts: a.texts.clone() }),
+        Cmd::VerifyErasure(a) => match &a.shredded {
+            Some(namespace) => Request::VerifyShred(VerifyShredRequest {
+                namespace: ns(namespace)?,
+                backups: a.backups.iter().map(|p| crate::transfer::absolute(p)).collect::<Result<_, _>>()?,
+                exports: a.exports.iter().map(|p| crate::transfer::absolute(p)).collect::<Result<_, _>>()?,
+            }),
+            None => Request::VerifyErasure(VerifyErasureRequest { texts: a.texts.clone() }),
+        },
         Cmd::Stats => Request::Stats(StatsRequest {}),
         Cmd::Namespaces(a) => Request::Namespaces(NamespacesRequest { cursor: a.cursor.clone(), limit: a.limit }),
         Cmd::Receipts(a) => Request::Receipts(ReceiptsRequest { cursor: a.cursor.clone(), limit: a.limit }),
@@ -1011,9 +978,6 @@ pub fn dispatch(cli: &Cli) -> Result<ExitCode, ApiError> {
     let _ = KEYS.set(key_settings(cli));
     match &cli.command {
         Cmd::Key { cmd } => return key(cli, cmd).map(|()| ExitCode::SUCCESS),
-        Cmd::VerifyErasure(a) if a.shredded.is_some() => {
-            return verify_shredded(cli, a, a.shredded.as_deref().unwrap_or_default())
-        }
         Cmd::Demo(a) => return Ok(crate::demo::run(cli, a).map(|()| ExitCode::SUCCESS)?),
         Cmd::Eval(a) => return Ok(crate::eval::run(cli, a).map(|()| ExitCode::SUCCESS)?),
         Cmd::Model { cmd } => return Ok(model(cli, cmd).map(|()| ExitCode::SUCCESS)?),

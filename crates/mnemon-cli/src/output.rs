@@ -26,6 +26,7 @@ pub fn json<T: serde::Serialize + ?Sized>(v: &T) {
 pub fn print(cli: &Cli, resp: &Response) -> ExitCode {
     let code = match resp {
         Response::Compact(r) | Response::VerifyErasure(r) if !r.verified => ExitCode::from(FOUND_ON_DISK),
+        Response::VerifyShred(r) if !r.verified => ExitCode::from(FOUND_ON_DISK),
         Response::Check(r) if !r.consistent => ExitCode::from(CHECK_MISMATCH),
         _ => ExitCode::SUCCESS,
     };
@@ -168,6 +169,7 @@ fn human(cli: &Cli, resp: &Response) {
         }
         Response::Maintain(r) => maintenance_report(r),
         Response::Compact(r) | Response::VerifyErasure(r) => println!("{r}"),
+        Response::VerifyShred(r) => shred_report(r),
         Response::Stats(s) => {
             let e = &s.events;
             println!(
@@ -700,4 +702,32 @@ fn wire_name(v: &impl serde::Serialize) -> String {
         Ok(serde_json::Value::String(s)) => s,
         _ => String::new(),
     }
+}
+
+/// `verify-erasure --shredded`: a line per place checked, then the verdict.
+fn shred_report(report: &mnemon::crypt::ShredReport) {
+    println!("shredded keys of {}: generations {:?}", report.namespace, report.shredded_keys);
+    for c in &report.checks {
+        println!(
+            "{}: {} sealed records under a shredded key, {} opened, {} readable in plain, {} written since",
+            c.source.display(),
+            c.sealed,
+            c.opened,
+            c.plain,
+            c.later
+        );
+        if c.own_keyring_unread {
+            println!(
+                "{}: holds a keyring of its own that the store's key does not open: its keys cannot be tried; \
+                 delete its KEYRING (or the copy) to erase it",
+                c.source.display()
+            );
+        } else if c.own_keyring {
+            println!(
+                "{}: holds a keyring of its own (kept by its first open), which a shred does not reach; its keys were tried too",
+                c.source.display()
+            );
+        }
+    }
+    println!("verified: {}", report.verified);
 }

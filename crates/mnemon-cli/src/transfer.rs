@@ -72,7 +72,7 @@ pub struct RestoreArgs {
     into: PathBuf,
 }
 
-fn absolute(p: &Path) -> Result<PathBuf, ApiError> {
+pub(crate) fn absolute(p: &Path) -> Result<PathBuf, ApiError> {
     std::path::absolute(p).map_err(|e| ApiError::from(mnemon::Error::io_at(p, e)))
 }
 

@@ -846,6 +846,14 @@ fn serve_encrypted(nats: &mut NatsCluster) {
     assert_eq!(f["memories"], json!(2), "{f}");
     let stats = client.surface(Some("k2"), "bob", json!({"op": "stats"})).unwrap();
     assert_eq!(stats["shredded_namespaces"], json!(1), "{stats}");
+    // The proof through the surface, as every door asks for it: the
+    // owner's copy and every record of the namespace's stream.
+    let proof = client.surface(Some("k2"), "bob", json!({"op": "verify_shred", "namespace": "bob"})).unwrap();
+    assert_eq!(proof["verified"], json!(true), "{proof}");
+    let checks = proof["checks"].as_array().unwrap();
+    let stream = checks.iter().find(|c| c["source"].as_str().is_some_and(|s| s.starts_with("nats:"))).unwrap();
+    assert!(stream["sealed"].as_u64().unwrap() >= 2 && stream["opened"] == json!(0), "{proof}");
+    assert!(checks.iter().any(|c| c["source"] == json!("store")), "{proof}");
     stop(b);
 }
 

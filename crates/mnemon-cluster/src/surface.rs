@@ -2,10 +2,14 @@
 //! `mnemon serve --cluster` installs. A call's body is one surface request
 //! (`{"op": …, …}`, JSON) and runs on the namespace's engine at its owner;
 //! `compact` there is the cluster compaction ([`ClusterNode::compact`]),
-//! whose receipt covers the stream and every daemon. The reply is JSON:
+//! whose receipt covers the stream and every daemon, and `verify_shred`
+//! checks the namespace's stream as well ([`ClusterNode::verify_shred`];
+//! the backups and exports it names are files on the owner's machine).
+//! The reply is JSON:
 //! `{"ok": RESPONSE}` or `{"error": ApiError}`.
 //!
 //! [`ClusterNode::compact`]: crate::ClusterNode::compact
+//! [`ClusterNode::verify_shred`]: crate::ClusterNode::verify_shred
 
 use std::sync::Arc;
 
@@ -39,6 +43,8 @@ fn run(s: &Served<'_>, body: &[u8], limits: &Limits) -> Result<Value, ApiError> 
     match req {
         Request::Compact(_) => serde_json::to_value(s.compact()?)
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("encoding a receipt: {e}"))),
+        Request::VerifyShred(r) => serde_json::to_value(s.verify_shred(&r.backups, &r.exports)?)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("encoding a report: {e}"))),
         req => api::execute_with(s.engine(), req, limits).map(|r| r.to_value()),
     }
 }

@@ -13,8 +13,8 @@
 //! its code ([`status_of`]). A field the path gives may not appear in the
 //! body or query too.
 //!
-//! Writes (`POST` other than recall, context and verify-erasure, and every
-//! `DELETE`) honour an `Idempotency-Key` header ([`idempotency`]): a retry
+//! Writes (`POST` other than recall, context, verify-erasure and
+//! verify-shred, and every `DELETE`) honour an `Idempotency-Key` header ([`idempotency`]): a retry
 //! with the same key and the same request gets the first answer again,
 //! marked `Idempotent-Replayed: true`, without running twice.
 //!

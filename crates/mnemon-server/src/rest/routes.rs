@@ -88,7 +88,7 @@ impl Route {
 
     /// Whether the route may change the store (honours `Idempotency-Key`).
     pub(crate) fn writes(&self) -> bool {
-        self.method == Method::POST && !matches!(self.op, "recall" | "context" | "verify_erasure")
+        self.method == Method::POST && !matches!(self.op, "recall" | "context" | "verify_erasure" | "verify_shred")
             || self.method == Method::DELETE
     }
 
@@ -120,8 +120,9 @@ const TARGET_OPTIONS: &[&str] = &["dry_run", "reason"];
 pub const REST_PREFIX: &str = "/v1";
 
 /// Every route. Operations on the server's own files (`backup`,
-/// `export`, `restore`, `import` from a `path`) have none: over HTTP a
-/// caller names no file on the server's machine.
+/// `export`, `restore`, `import` from a `path`, the `backups` and
+/// `exports` of `verify_shred`) have none: over HTTP a caller names no
+/// file on the server's machine.
 pub(crate) static ROUTES: std::sync::LazyLock<Vec<Route>> = std::sync::LazyLock::new(|| {
     use Method as M;
     vec![
@@ -183,6 +184,9 @@ pub(crate) static ROUTES: std::sync::LazyLock<Vec<Route>> = std::sync::LazyLock:
         route(M::POST, "/v1/compact", "compact", "compact").summary("Erase forgotten content from disk"),
         route(M::POST, "/v1/verify-erasure", "verify_erasure", "verify_erasure")
             .summary("Scan the store's files for texts"),
+        route(M::POST, "/v1/namespaces/{namespace}/verify-shred", "verify_shred", "verify_shred")
+            .summary("Prove a shredded namespace unreadable in the store (and, in a cluster, its stream)")
+            .excluded(&["backups", "exports"]),
         route(M::GET, "/v1/stats", "stats", "stats").summary("Store-wide figures"),
         route(M::GET, "/v1/check", "check", "check").summary("Verify the store against a fresh replay"),
         route(M::GET, "/v1/receipts", "receipts", "receipts").summary("The stored receipts of the store's compactions"),
