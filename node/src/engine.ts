@@ -472,8 +472,10 @@ export class Engine {
    * and `verified`, true only when no record opened and none was readable
    * in plain.
    *
+   * @throws {NotFoundError} nothing was ever written to the namespace.
    * @throws {InvalidInputError} the store is not encrypted, no key of the
-   *   namespace was shredded, or a path is not a backup or an export.
+   *   namespace was shredded (field `namespace`), or a path is not a backup
+   *   or an export of this store (field `backups` or `exports`).
    * @throws {CorruptedError | IoError | ClosedError}
    */
   async verifyShred(

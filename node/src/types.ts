@@ -1934,8 +1934,9 @@ export interface ForgetResponse {
    * True when the forget of a whole namespace of an encrypted store
    * destroyed the namespace's data key in the same group commit
    * ([`crate::crypt`]): every copy of its records (the log until
-   * compaction, backups, exports) is unreadable from then on. Left out
-   * of JSON when false.
+   * compaction, backups, exports) is unreadable from then on. In a dry
+   * run: true when the forget would destroy it. Left out of JSON when
+   * false.
    */
   key_shredded?: boolean;
   /**
@@ -2739,6 +2740,15 @@ export interface NamespaceSummary {
    * Observations forgotten.
    */
   forgotten_observations: number;
+  /**
+   * True on an encrypted store when a data key of the namespace was
+   * destroyed (a forget of the whole namespace, or `forget_user`): the
+   * records that key sealed are unreadable, here and in every backup and
+   * export; writes since then are under a new key. A copy opened with
+   * the keyring of a store that shredded the namespace later says so too.
+   * Left out of JSON when false.
+   */
+  key_shredded?: boolean;
   /**
    * Namespace: 1–128 characters of [A-Za-z0-9_.:@-].
    */
@@ -3686,12 +3696,16 @@ export interface VerifyErasureRequest {
  * [`ShredReport`]; its `verified` is true only when no record opened and
  * none was readable in plain.
  *
- * Errors: [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput)
- * (field `namespace`) for a plain store or a namespace whose key was
- * never shredded (`forget` with `all`, or `forget_user`, shreds it), and
- * (fields `backup`, `export`) for a path that is not a data directory or
- * an export; [`ErrorCode::Corrupted`](crate::ErrorCode::Corrupted) for a
- * damaged sealed record.
+ * Errors: [`ErrorCode::NotFound`](crate::ErrorCode::NotFound) for a
+ * namespace nothing was ever written to;
+ * [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) (field
+ * `namespace`) for a plain store or a namespace whose key was never
+ * shredded (`forget` with `all`, or `forget_user`, shreds it), (field
+ * `backups`) for a path that is not a data directory, is the store's own
+ * or is a copy of another store, and (field `exports`) for a path that is
+ * not a store export or is an export of another store (another keyring);
+ * [`ErrorCode::Corrupted`](crate::ErrorCode::Corrupted) for a damaged
+ * sealed record.
  *
  * This interface was referenced by `Surface`'s JSON-Schema
  * via the `definition` "VerifyShredRequest".

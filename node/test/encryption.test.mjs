@@ -127,7 +127,7 @@ test("verifyShred proves a shredded namespace unreadable in the store, a backup 
       assert.equal(c.opened, 0);
       assert.equal(c.plain, 0);
     }
-    await assert.rejects(e.verifyShred("alice", { backups: [dir] }), (err) => err instanceof InvalidInputError && err.field === "backup");
+    await assert.rejects(e.verifyShred("alice", { backups: [dir] }), (err) => err instanceof InvalidInputError && err.field === "backups");
     await assert.rejects(e.verifyShred("alice", { colour: "red" }), InvalidInputError);
   } finally {
     await e.close();

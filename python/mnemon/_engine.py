@@ -820,8 +820,11 @@ class Engine:
         in plain.
 
         Raises:
+            NotFoundError: nothing was ever written to the namespace.
             InvalidInputError: the store is not encrypted, no key of the
-                namespace was shredded, or a path is not a backup or export.
+                namespace was shredded (field `namespace`), or a path is not
+                a backup or export of this store (field `backups` or
+                `exports`).
             CorruptedError: a damaged sealed record. IoError, ClosedError.
         """
         for field, paths in (("backups", backups), ("exports", exports)):

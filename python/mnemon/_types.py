@@ -1140,7 +1140,8 @@ class ForgetResponse(Record):
         True when the forget of a whole namespace of an encrypted store destroyed the
         namespace's data key in the same group commit (`crate::crypt`): every copy of
         its records (the log until compaction, backups, exports) is unreadable from then
-        on. Left out of JSON when false.
+        on. In a dry run: true when the forget would destroy it. Left out of JSON when
+        false.
         """
         return self._data.get("key_shredded")
 
@@ -1757,7 +1758,7 @@ class NamespaceSummary(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('active', 'archived', 'forgotten_memories', 'forgotten_observations', 'namespace', 'observations', 'quarantined', 'superseded')
+    _FIELDS = ('active', 'archived', 'forgotten_memories', 'forgotten_observations', 'key_shredded', 'namespace', 'observations', 'quarantined', 'superseded')
 
     @property
     def active(self) -> int:
@@ -1782,6 +1783,17 @@ class NamespaceSummary(Record):
     def forgotten_observations(self) -> int:
         """Observations forgotten."""
         return self._data["forgotten_observations"]  # type: ignore[no-any-return]
+
+    @property
+    def key_shredded(self) -> Optional[bool]:
+        """
+        True on an encrypted store when a data key of the namespace was destroyed (a
+        forget of the whole namespace, or `forget_user`): the records that key sealed
+        are unreadable, here and in every backup and export; writes since then are under
+        a new key. A copy opened with the keyring of a store that shredded the namespace
+        later says so too. Left out of JSON when false.
+        """
+        return self._data.get("key_shredded")
 
     @property
     def namespace(self) -> str:

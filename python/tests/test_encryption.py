@@ -150,6 +150,10 @@ def test_verify_shred_proves_the_store_a_backup_and_an_export_unreadable(data, k
         with pytest.raises(mnemon.InvalidInputError) as never:
             e.verify_shred("alice")
         assert never.value.field == "namespace"
+        with pytest.raises(mnemon.NotFoundError):
+            e.verify_shred("nobody")
+        preview = e.forget("alice", all=True, dry_run=True)
+        assert preview.dry_run and preview.key_shredded, "the preview warns that the key would go"
         e.forget_user(["alice"])
         report = e.verify_shred("alice", backups=[backup], exports=[str(export)])
         assert isinstance(report, mnemon.ShredReport)
@@ -165,7 +169,30 @@ def test_verify_shred_proves_the_store_a_backup_and_an_export_unreadable(data, k
         assert one_path.value.field == "backups"
         with pytest.raises(mnemon.InvalidInputError) as not_a_backup:
             e.verify_shred("alice", backups=[tmp_path])
-        assert not_a_backup.value.field == "backup"
+        assert not_a_backup.value.field == "backups"
+        # Files that prove nothing are refused, never counted as clean.
+        junk = tmp_path / "junk.txt"
+        junk.write_text("hello\n")
+        for bad in [junk, backup]:
+            with pytest.raises(mnemon.InvalidInputError) as refused:
+                e.verify_shred("alice", exports=[bad])
+            assert refused.value.field == "exports"
+        shredded = {s.namespace: s.key_shredded for s in e.namespaces().namespaces}
+        assert shredded["alice"] and not shredded["bob"]
+        [forgotten] = [ev for ev in e.log("alice").events if "forgotten" in ev.body]
+        assert forgotten.body["forgotten"]["reason"] == "[unreadable: sealed under a destroyed key]"
+    # A copy of another store (another keyring) proves nothing of this one.
+    other_key = new_key(tmp_path / "other.key")
+    other = tmp_path / "other"
+    with mnemon.Engine.open(other, embedder="hashing", key_file=other_key) as o:
+        o.remember("alice", "Another store's Alice likes jazz")
+        o.export(tmp_path / "other.jsonl")
+        o.backup(tmp_path / "other-backup")
+    with mnemon.Engine.open(data, embedder="hashing", key_file=key) as e:
+        for kw, field in [({"exports": [tmp_path / "other.jsonl"]}, "exports"), ({"backups": [tmp_path / "other-backup"]}, "backups")]:
+            with pytest.raises(mnemon.InvalidInputError) as foreign:
+                e.verify_shred("alice", **kw)
+            assert foreign.value.field == field and "another store" in foreign.value.message
     # The CLI's proof is the same operation, with the same answer.
     cli_check = cli(data, "--key-file", str(key), "--json", "verify-erasure", "--shredded", "alice", "--backup", str(backup))
     assert cli_check.returncode == 0, cli_check.stderr

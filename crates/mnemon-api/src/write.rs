@@ -608,12 +608,16 @@ impl Call for VerifyErasureRequest {
 /// [`ShredReport`]; its `verified` is true only when no record opened and
 /// none was readable in plain.
 ///
-/// Errors: [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput)
-/// (field `namespace`) for a plain store or a namespace whose key was
-/// never shredded (`forget` with `all`, or `forget_user`, shreds it), and
-/// (fields `backup`, `export`) for a path that is not a data directory or
-/// an export; [`ErrorCode::Corrupted`](crate::ErrorCode::Corrupted) for a
-/// damaged sealed record.
+/// Errors: [`ErrorCode::NotFound`](crate::ErrorCode::NotFound) for a
+/// namespace nothing was ever written to;
+/// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) (field
+/// `namespace`) for a plain store or a namespace whose key was never
+/// shredded (`forget` with `all`, or `forget_user`, shreds it), (field
+/// `backups`) for a path that is not a data directory, is the store's own
+/// or is a copy of another store, and (field `exports`) for a path that is
+/// not a store export or is an export of another store (another keyring);
+/// [`ErrorCode::Corrupted`](crate::ErrorCode::Corrupted) for a damaged
+/// sealed record.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct VerifyShredRequest {
     /// Namespace whose keys were shredded.

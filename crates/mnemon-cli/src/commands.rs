@@ -481,6 +481,11 @@ pub struct ForgetArgs {
 }
 
 impl ForgetArgs {
+    /// The namespace named.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
     /// Whether the target is a search (`--matching`), not a named id,
     /// session or namespace.
     pub fn is_search(&self) -> bool {
@@ -1061,7 +1066,8 @@ fn found_nothing(resp: &Response) -> bool {
 }
 
 /// A note when `ns` was never written to (most often a mistyped `--namespace`),
-/// naming the store's namespaces when there are few. Reads every page of
+/// naming the store's namespaces when there are few, or when it was
+/// shredded and holds nothing readable. Reads every page of
 /// the `namespaces` op; runs only after a read found nothing.
 fn unknown_namespace(
     run: &dyn Fn(Request) -> Result<Response, ApiError>,
@@ -1075,8 +1081,13 @@ fn unknown_namespace(
         let Response::Namespaces(page) = page else {
             return Ok(None);
         };
-        if page.namespaces.iter().any(|s| &s.namespace == ns) {
-            return Ok(None);
+        if let Some(s) = page.namespaces.iter().find(|s| &s.namespace == ns) {
+            return Ok((s.key_shredded && s.active == 0).then(|| {
+                format!(
+                    "note: namespace {ns} was shredded (its data key destroyed): what that key sealed cannot be read, \
+                     here or in any copy"
+                )
+            }));
         }
         names.extend(page.namespaces.iter().map(|s| s.namespace.to_string()));
         match page.next_cursor {

@@ -150,7 +150,13 @@ fn human(cli: &Cli, resp: &Response) {
                 eprintln!("{:<9} {what}: {fate}", wire_name(&e.part));
             }
         }
-        Response::Forget(f) => forget(f, matches!(&cli.command, Cmd::Forget(a) if a.is_search())),
+        Response::Forget(f) => {
+            let (search, ns) = match &cli.command {
+                Cmd::Forget(a) => (a.is_search(), a.namespace()),
+                _ => (false, "NAMESPACE"),
+            };
+            forget(f, search, ns)
+        }
         Response::ForgetUser(r) => forget_user(r),
         Response::ExtractionPrompt(p) => print!("{}", p.prompt),
         Response::ApplyExtraction(r) => extraction_report(r),
@@ -249,6 +255,9 @@ fn human(cli: &Cli, resp: &Response) {
                     count(s.forgotten_memories, "memory", "memories"),
                     count(s.forgotten_observations, "observation", "observations")
                 );
+                if s.key_shredded {
+                    println!("{:<32} data key destroyed: what it sealed is unreadable", "");
+                }
             }
             next_page(n.next_cursor.as_ref());
         }
@@ -632,15 +641,16 @@ fn forget_user(r: &mnemon_api::ForgetUserResponse) {
         count(r.observations, "observation", "observations"),
         count(r.namespaces.len(), "namespace", "namespaces")
     );
-    if r.namespaces.iter().any(|n| n.key_shredded) {
+    if let Some(first) = r.namespaces.iter().find(|n| n.key_shredded) {
         println!(
             "each namespace's records are unreadable in the store, its backups and its exports (verify: mnemon \
-             verify-erasure --shredded NAMESPACE)"
+             verify-erasure --shredded {}, and so for each)",
+            first.namespace
         );
     }
 }
 
-fn forget(f: &mnemon_api::ForgetResponse, search: bool) {
+fn forget(f: &mnemon_api::ForgetResponse, search: bool, ns: &str) {
     let o = &f.outcome;
     let verb = if f.dry_run { "would forget" } else { "forgot" };
     println!(
@@ -649,10 +659,15 @@ fn forget(f: &mnemon_api::ForgetResponse, search: bool) {
         o.derived_memories,
         count(o.observations, "observation", "observations")
     );
-    if o.key_shredded {
+    if o.key_shredded && f.dry_run {
+        println!(
+            "the forget would destroy the namespace's data key: its records would be unreadable in the store, its \
+             backups and its exports, for good"
+        );
+    } else if o.key_shredded {
         println!(
             "the namespace's data key was destroyed: its records are unreadable in the store, its backups and its \
-             exports (verify: mnemon verify-erasure --shredded NAMESPACE)"
+             exports (verify: mnemon verify-erasure --shredded {ns})"
         );
     }
     if o.memories == 0 && o.observations == 0 {
@@ -709,9 +724,9 @@ fn shred_report(report: &mnemon::crypt::ShredReport) {
     println!("shredded keys of {}: generations {:?}", report.namespace, report.shredded_keys);
     for c in &report.checks {
         println!(
-            "{}: {} sealed records under a shredded key, {} opened, {} readable in plain, {} written since",
+            "{}: {} under a shredded key, {} opened, {} readable in plain, {} written since",
             c.source.display(),
-            c.sealed,
+            count(c.sealed, "sealed record", "sealed records"),
             c.opened,
             c.plain,
             c.later

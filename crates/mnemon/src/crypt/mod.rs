@@ -48,7 +48,9 @@ pub use directory::{merge_keys, KeyDirectory, SharedKey};
 pub use key::{write_new_key_file, Kek, KeyEnv, KeyFile, KeyProvider, StaticKey, KEY_LEN};
 pub(crate) use keyring::{remove_stale_tmp, KeyState, Keyring};
 pub use keyring::{shred_in_keyring, KEYRING_FILE};
-pub use record::{head as sealed_head, shredded_record, SealedHead, SEALED_VECTOR_TAG, SEALED_VERSION};
+pub use record::{
+    head as sealed_head, shredded_record, SealedHead, SEALED_VECTOR_TAG, SEALED_VERSION, SHREDDED_REASON,
+};
 pub(crate) use record::{
     is_sealed_kind, open_record, open_vector, seal_record, seal_vector, split_plain, vector_generation,
 };

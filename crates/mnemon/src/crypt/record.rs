@@ -209,11 +209,17 @@ pub(crate) fn open_record(seq: Seq, bytes: &[u8], key: &DataKey) -> Result<Vec<u
     Ok(out)
 }
 
+/// The reason a `Forgotten` event of a shredded namespace reads with: the
+/// reason and requester it was given were sealed under the key the forget
+/// destroyed (they may name the person forgotten), so they are unreadable
+/// too.
+pub const SHREDDED_REASON: &str = "[unreadable: sealed under a destroyed key]";
+
 /// The plain record a sealed record reads as once its key is shredded:
 /// an erased `Observed` or `Extracted` payload as the tombstone compaction
 /// leaves, an `Accessed` event without ids, a `Forgotten` event with its
-/// ids and no reason (a session target reads as `matching`: its name was
-/// sealed).
+/// ids and [`SHREDDED_REASON`] for its reason (a session target reads as
+/// `matching`: its name was sealed).
 ///
 /// Never panics on arbitrary bytes; what it returns decodes with
 /// [`crate::event::decode_record`].
@@ -237,7 +243,7 @@ pub fn shredded_record(seq: Seq, bytes: &[u8]) -> Result<Vec<u8>> {
                 (3, _) => ForgetTarget::Namespace,
                 _ => ForgetTarget::Matching,
             },
-            reason: String::new(),
+            reason: SHREDDED_REASON.to_string(),
             requester: None,
             memories: ids.memories,
             observations: ids.observations,

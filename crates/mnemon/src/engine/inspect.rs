@@ -35,6 +35,14 @@ pub struct NamespaceSummary {
     pub forgotten_memories: usize,
     /// Observations forgotten.
     pub forgotten_observations: usize,
+    /// True on an encrypted store when a data key of the namespace was
+    /// destroyed (a forget of the whole namespace, or `forget_user`): the
+    /// records that key sealed are unreadable, here and in every backup and
+    /// export; writes since then are under a new key. A copy opened with
+    /// the keyring of a store that shredded the namespace later says so too.
+    /// Left out of JSON when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub key_shredded: bool,
 }
 
 /// Events of one time bucket of a [`Timeline`], by kind.
@@ -139,6 +147,12 @@ impl Engine {
     /// Every namespace that holds a record, by name, with its figures at
     /// the last durable position.
     pub fn namespaces(&self) -> Vec<NamespaceSummary> {
+        let shredded: std::collections::HashSet<String> = self
+            .shared()
+            .keys
+            .as_ref()
+            .map(|k| k.ring.lock().shredded().into_iter().map(|(ns, _)| ns).collect())
+            .unwrap_or_default();
         let state = self.shared().state.read();
         let at = state.visible;
         let mut out: Vec<NamespaceSummary> = state
@@ -154,6 +168,7 @@ impl Engine {
                     observations: st.observations.keys().filter(|o| o.0 <= at).count(),
                     forgotten_memories: st.forgotten_memories.iter().filter(|m| m.0 <= at).count(),
                     forgotten_observations: st.forgotten_observations.iter().filter(|o| o.0 <= at).count(),
+                    key_shredded: shredded.contains(ns.as_str()),
                 };
                 for m in st.memories.values().filter(|m| m.visible_at(at)) {
                     match (m.status_at(at), m.quarantine.is_some()) {

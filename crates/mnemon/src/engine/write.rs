@@ -708,15 +708,20 @@ impl Engine {
     /// What [`Engine::forget`] with the same arguments would do, without
     /// writing anything: the same checks of the target and of `reason`
     /// (input rules, length, personal data redacted), and the same outcome,
-    /// `quotes_cut` included.
+    /// `quotes_cut` included, and `key_shredded` true when the forget would
+    /// destroy the namespace's data key (a whole namespace of an encrypted
+    /// store).
     ///
     /// # Errors
     /// As [`Engine::forget`], without the write errors.
     pub fn forget_dry_run(&self, ns: &Namespace, req: ForgetRequest, reason: &str) -> Result<ForgetOutcome> {
         let reason = self.forget_reason(reason)?;
         let (target, ids, observations) = self.resolve_forget(ns, &req)?;
+        let shreds = matches!(target, ForgetTarget::Namespace) && self.shared().keys.is_some();
         let state = self.shared().state.read();
-        crate::writer::forget_preview(&state, ns, target, reason, ids, observations)
+        let mut f = crate::writer::forget_preview(&state, ns, target, reason, ids, observations)?;
+        f.key_shredded = shreds;
+        Ok(f)
     }
 
     /// A forget's reason as it is stored: checked, personal data redacted

@@ -4,7 +4,7 @@
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use crate::crypt::{check_records, opened_by, shredded_keys, Keyring, Keys, ShredReport, KEYRING_FILE};
+use crate::crypt::{check_records, opened_by, shredded_keys, Keyring, Keys, ShredReport, KEYRING_FILE, META_KEYRING};
 use crate::error::{Error, Result};
 use crate::log::{DataDir, LogStore, SledStore};
 use crate::types::Seq;
@@ -14,8 +14,12 @@ use crate::types::Seq;
 /// of every store export in `exports`.
 ///
 /// # Errors
+/// [`Error::NotFound`] when nothing was ever written to `ns`;
 /// [`Error::InvalidInput`] (field `namespace`) when the keyring never
-/// shredded a key of `ns`; [`Error::Locked`] for a backup in use;
+/// shredded a key of `ns`, (field `backups`) for a path that is not a
+/// data directory, is the store's own, or is a copy of another store
+/// (another keyring), (field `exports`) for a path that is not a store
+/// export or is one of another store; [`Error::Locked`] for a backup in use;
 /// [`Error::Io`] / [`Error::Storage`] / [`Error::Corrupted`] reading them.
 pub fn verify_shred(
     keys: &Keys,
@@ -26,18 +30,54 @@ pub fn verify_shred(
 ) -> Result<ShredReport> {
     let shredded_keys = shredded_keys(keys, ns);
     if shredded_keys.is_empty() {
-        return Err(Error::invalid("namespace", format!("no data key of namespace {ns} was shredded")));
+        if matches!(keys.ring.lock().get(ns, 1), crate::crypt::KeyState::Unknown) {
+            return Err(Error::not_found(format!("namespace {ns} (nothing was ever written to it)")));
+        }
+        return Err(Error::invalid(
+            "namespace",
+            format!(
+                "no data key of namespace {ns} was shredded (forget it whole first: forget with all, or forget_user)"
+            ),
+        ));
     }
+    let ring_id = keys.ring.lock().id();
+    let own_dir = keys.path.parent().and_then(|d| d.canonicalize().ok());
     let mut checks = Vec::new();
     if let Some(s) = store {
         checks.push(check_records(keys, ns, PathBuf::from("store"), s.scan_raw(1, u64::MAX))?);
     }
     for b in backups {
+        let field = "backups";
         if !b.join("CURRENT").exists() {
-            return Err(Error::invalid("backup", format!("{} is not a data directory", b.display())));
+            let why = if b.is_file() {
+                format!("{} is a file, not a data directory (an export goes in exports)", b.display())
+            } else {
+                format!("{} is not a data directory (no CURRENT file in it)", b.display())
+            };
+            return Err(Error::invalid(field, why));
+        }
+        if own_dir.is_some() && b.canonicalize().ok() == own_dir {
+            return Err(Error::invalid(
+                field,
+                format!("{} is this store's own data directory: it is checked as `store`", b.display()),
+            ));
         }
         let dir = DataDir::open(b)?;
         let sled = SledStore::open(&dir.current_path(), 8 << 20)?;
+        if let Some(id) = sled.meta_get(META_KEYRING)? {
+            if id.as_slice() != ring_id.as_slice() {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "{} is a copy of another store (sealed under keyring {}, this store's is {}): it proves \
+                         nothing of this one",
+                        b.display(),
+                        hex::encode(&id),
+                        hex::encode(ring_id)
+                    ),
+                ));
+            }
+        }
         let mut check = check_records(keys, ns, b.clone(), sled.scan(1, u64::MAX))?;
         // The first open of a copy keeps a keyring of its own, which the
         // shred did not reach: its keys are tried as well.
@@ -53,7 +93,8 @@ pub fn verify_shred(
         checks.push(check);
     }
     for e in exports {
-        checks.push(check_records(keys, ns, e.clone(), export_records(e)?.into_iter().map(Ok))?);
+        let records = export_records(e, "exports", &ring_id)?;
+        checks.push(check_records(keys, ns, e.clone(), records.into_iter().map(Ok))?);
     }
     let verified = checks.iter().all(|c| c.opened == 0 && c.plain == 0 && !c.own_keyring_unread);
     Ok(ShredReport { namespace: ns.to_string(), shredded_keys, checks, verified })
@@ -61,15 +102,48 @@ pub fn verify_shred(
 
 /// Every record of a store export as bytes: sealed lines as stored, plain
 /// event lines encoded as the log would hold them.
-fn export_records(path: &Path) -> Result<Vec<(Seq, Vec<u8>)>> {
+///
+/// # Errors
+/// [`Error::InvalidInput`] on `field` for a directory, a file whose first
+/// line is not an export header, an export of another store (its header
+/// names another keyring than `ring_id`) or a line that does not decode.
+fn export_records(path: &Path, field: &'static str, ring_id: &[u8; 16]) -> Result<Vec<(Seq, Vec<u8>)>> {
+    if path.is_dir() {
+        return Err(Error::invalid(
+            field,
+            format!("{} is a directory, not an export file (a backup directory goes in backups)", path.display()),
+        ));
+    }
     let file = std::fs::File::open(path).map_err(|e| Error::io_at(path, e))?;
     let mut out = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line?;
-        if i == 0 || line.trim().is_empty() {
+    let mut lines = std::io::BufReader::new(file).lines();
+    let not_export = || {
+        Error::invalid(
+            field,
+            format!("{} is not a store export (its first line is not an export header)", path.display()),
+        )
+    };
+    let first = lines.next().ok_or_else(not_export)?.map_err(|e| Error::io_at(path, e))?;
+    let header: crate::portability::ExportHeader = serde_json::from_str(&first).map_err(|_| not_export())?;
+    if let Some(id) = &header.sealed {
+        if !id.eq_ignore_ascii_case(&hex::encode(ring_id)) {
+            return Err(Error::invalid(
+                field,
+                format!(
+                    "{} is an export of another store (sealed under keyring {id}, this store's is {}): it proves \
+                     nothing of this one",
+                    path.display(),
+                    hex::encode(ring_id)
+                ),
+            ));
+        }
+    }
+    for (i, line) in lines.enumerate() {
+        let line = line.map_err(|e| Error::io_at(path, e))?;
+        if line.trim().is_empty() {
             continue;
         }
-        let bad = |why: String| Error::invalid("export", format!("{} line {}: {why}", path.display(), i + 1));
+        let bad = |why: String| Error::invalid(field, format!("{} line {}: {why}", path.display(), i + 2));
         match serde_json::from_str(&line).map_err(|e| bad(e.to_string()))? {
             crate::portability::ExportLine::Event(ev) => out.push((ev.seq, crate::event::encode_record(&ev)?)),
             crate::portability::ExportLine::Sealed(s) => {

@@ -159,8 +159,9 @@ pub struct ForgetOutcome {
     /// True when the forget of a whole namespace of an encrypted store
     /// destroyed the namespace's data key in the same group commit
     /// ([`crate::crypt`]): every copy of its records (the log until
-    /// compaction, backups, exports) is unreadable from then on. Left out
-    /// of JSON when false.
+    /// compaction, backups, exports) is unreadable from then on. In a dry
+    /// run: true when the forget would destroy it. Left out of JSON when
+    /// false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub key_shredded: bool,
 }
