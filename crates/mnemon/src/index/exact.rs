@@ -162,6 +162,22 @@ impl Ord for Hit {
     }
 }
 
+/// When a quantised scan ([`ExactStore::search_quantized`]) asks its
+/// filter, chosen from a sample of rows by the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FilterPlan {
+    /// Of every row, before its estimate: few rows pass.
+    First,
+    /// Of the rows that rank by estimate, best first, until the
+    /// candidates to rescore are found.
+    Ranked,
+    /// Of the rescored candidates, best first, until `k` pass: every
+    /// sampled row passed, so the filter is asked about `k` times instead
+    /// of once per candidate. Should fewer than `k` of the candidates pass
+    /// (and rows were left out), the scan runs again as [`FilterPlan::Ranked`].
+    AfterRescore,
+}
+
 /// Bounded top-k collector: a min-heap (by goodness) of at most `k` hits.
 pub(crate) struct TopK {
     k: usize,
@@ -439,8 +455,12 @@ impl ExactStore {
     ///
     /// `query_codes` are the query's codes from
     /// [`quantize`](crate::embed::quant::quantize) (its scale is a common factor of
-    /// every estimate and is not needed). `filter_first` as in `search`:
-    /// with it, estimates are computed for passing rows only.
+    /// every estimate and is not needed). `plan` says when `filter` is
+    /// asked ([`FilterPlan`]): with [`FilterPlan::First`], estimates are
+    /// computed for passing rows only; with [`FilterPlan::AfterRescore`],
+    /// the best `candidates` rows by estimate are rescored whatever the
+    /// filter says and the best `k` that pass are returned (the same hits
+    /// as the other plans whenever those candidates all pass).
     pub fn search_quantized(
         &self,
         query: &[f32],
@@ -448,14 +468,37 @@ impl ExactStore {
         k: usize,
         candidates: usize,
         filter: &dyn Fn(u64) -> bool,
-        filter_first: bool,
+        plan: FilterPlan,
     ) -> Vec<(u64, f32)> {
         let dim = self.dim;
         if k == 0 {
             return Vec::new();
         }
         if dim == 0 || candidates <= k {
-            return self.search(query, k, filter, filter_first);
+            return self.search(query, k, filter, plan == FilterPlan::First);
+        }
+        let filter_first = plan == FilterPlan::First;
+        if plan == FilterPlan::AfterRescore {
+            let mut best = TopK::new(candidates);
+            self.rank_estimates(query_codes, &mut best, &|_| true);
+            let mut rescored: Vec<Hit> = best
+                .heap
+                .into_iter()
+                .filter_map(|Reverse(Hit { id, .. })| self.get(id).map(|v| Hit { score: dot_f16(query, v), id }))
+                .collect();
+            rescored.sort_unstable_by(|a, b| b.cmp(a));
+            let mut out = Vec::with_capacity(k);
+            for h in rescored {
+                if out.len() == k {
+                    break;
+                }
+                if filter(h.id) {
+                    out.push((h.id, h.score));
+                }
+            }
+            if out.len() == k || self.ids.len() <= candidates {
+                return out;
+            }
         }
         // `i32 → f32` is exact below 2^24, i.e. for |dot| ≤ dim · 127² up to
         // dim 1040; beyond that the estimate is rounded, still deterministically.
@@ -468,23 +511,29 @@ impl ExactStore {
                 }
             }
         } else {
-            let mut dots = [0i32; SCAN_BLOCK];
-            let mut floor = cand.floor();
-            for (b, block) in self.codes.chunks(SCAN_BLOCK * dim).enumerate() {
-                let n = block.len() / dim;
-                dot_i8_rows(query_codes, block, &mut dots[..n]);
-                for (j, &d) in dots[..n].iter().enumerate() {
-                    let row = b * SCAN_BLOCK + j;
-                    // Cheap reject first: most rows score below the floor.
-                    if self.scales[row] * (d as f32) < floor {
-                        continue;
-                    }
-                    let hit = estimate(row, d);
-                    if cand.would_accept(hit) && filter(hit.id) {
-                        cand.push(hit);
-                        floor = cand.floor();
-                    }
+            // The filter is asked of the rows that rank only: the best
+            // `wide` rows by estimate are kept unfiltered, then asked best
+            // first until `candidates` pass. Every row outside them ranks
+            // below all of them, so those are the best `candidates` passing
+            // rows of the whole store, exactly as asking the filter of each
+            // row that would enter (about `candidates · ln(len/candidates)`
+            // calls, each a lookup of the caller's) finds. When fewer pass
+            // and rows were left out, the scan runs again asking as it goes.
+            let wide = candidates.saturating_add(candidates / 2);
+            let mut best = TopK::new(wide);
+            self.rank_estimates(query_codes, &mut best, &|_| true);
+            let complete = self.ids.len() <= wide;
+            for (id, score) in best.into_sorted() {
+                if cand.heap.len() == candidates {
+                    break;
                 }
+                if filter(id) {
+                    cand.push(Hit { score, id });
+                }
+            }
+            if cand.heap.len() < candidates && !complete {
+                cand = TopK::new(candidates);
+                self.rank_estimates(query_codes, &mut cand, filter);
             }
         }
         let mut top = TopK::new(k);
@@ -495,6 +544,30 @@ impl ExactStore {
             }
         }
         top.into_sorted()
+    }
+
+    /// Ranks every row by its `i8` estimate into `top`, asking `filter` of
+    /// a row only when it would enter.
+    fn rank_estimates(&self, query_codes: &[i8], top: &mut TopK, filter: &dyn Fn(u64) -> bool) {
+        let dim = self.dim;
+        let mut dots = [0i32; SCAN_BLOCK];
+        let mut floor = top.floor();
+        for (b, block) in self.codes.chunks(SCAN_BLOCK * dim).enumerate() {
+            let n = block.len() / dim;
+            dot_i8_rows(query_codes, block, &mut dots[..n]);
+            for (j, &d) in dots[..n].iter().enumerate() {
+                let row = b * SCAN_BLOCK + j;
+                // Cheap reject first: most rows score below the floor.
+                if self.scales[row] * (d as f32) < floor {
+                    continue;
+                }
+                let hit = Hit { score: self.scales[row] * d as f32, id: self.ids[row] };
+                if top.would_accept(hit) && filter(hit.id) {
+                    top.push(hit);
+                    floor = top.floor();
+                }
+            }
+        }
     }
 
     /// Heap bytes held (capacity-based estimate).
@@ -537,6 +610,53 @@ mod tests {
                 assert!((x - y).abs() <= x.abs() * 2f32.powi(-11), "n={n}: {x} -> {y}");
             }
         }
+    }
+
+    /// Every filter plan of a quantised scan gives the hits of asking the
+    /// filter of every row first, bit for bit (`AfterRescore` when every
+    /// row passes): random stores, filters, `k` and candidate counts.
+    #[test]
+    fn filter_plans_agree() {
+        use proptest::prelude::*;
+        let mut runner =
+            proptest::test_runner::TestRunner::new(proptest::test_runner::Config { cases: 64, ..Default::default() });
+        let strategy = (50usize..700, 0u64..1000, 1usize..30, 1usize..6, 0u64..5);
+        runner
+            .run(&strategy, |(n, seed, k, factor, modulo)| {
+                let dim = 24;
+                let unit = |i: u64| {
+                    let v: Vec<f32> =
+                        (0..dim).map(|j| ((i * 7919 + seed * 104_729 + j as u64 * 31) as f32 * 0.37).sin()).collect();
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                    v.into_iter().map(|x| x / norm).collect::<Vec<f32>>()
+                };
+                let mut s = ExactStore::new(dim);
+                for id in 0..n as u64 {
+                    s.insert(id, &unit(id));
+                }
+                let q = unit(1_000_000 + seed);
+                let mut codes = vec![0i8; dim];
+                crate::embed::quant::quantize(&q, &mut codes);
+                let candidates = k * factor + 1;
+                let filter = |id: u64| modulo == 0 || !id.is_multiple_of(modulo + 1);
+                let first = s.search_quantized(&q, &codes, k, candidates, &filter, FilterPlan::First);
+                let ranked = s.search_quantized(&q, &codes, k, candidates, &filter, FilterPlan::Ranked);
+                let bits = |r: &[(u64, f32)]| r.iter().map(|&(id, x)| (id, x.to_bits())).collect::<Vec<_>>();
+                prop_assert_eq!(bits(&ranked), bits(&first));
+                if modulo == 0 {
+                    let after = s.search_quantized(&q, &codes, k, candidates, &filter, FilterPlan::AfterRescore);
+                    prop_assert_eq!(bits(&after), bits(&first));
+                } else {
+                    // Some rows fail: the plan still returns `k` passing hits
+                    // (or every passing row), best first.
+                    let after = s.search_quantized(&q, &codes, k, candidates, &filter, FilterPlan::AfterRescore);
+                    prop_assert!(after.iter().all(|&(id, _)| filter(id)));
+                    prop_assert_eq!(after.len(), first.len());
+                    prop_assert!(after.windows(2).all(|w| w[0].1 >= w[1].1));
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 
     #[test]

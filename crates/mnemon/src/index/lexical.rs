@@ -1277,7 +1277,8 @@ mod tests {
         assert!((r[0].1 - s2).abs() < 1e-6 && (r[1].1 - s1).abs() < 1e-6, "{r:?}");
     }
 
-    /// Pruned and exhaustive search agree bit for bit: random stores where
+    /// Pruned and exhaustive search agree bit for bit, and with every
+    /// matching memory ranked, filtered and cut to `k`: random stores where
     /// a few words are in nearly every memory (the case the pruning is
     /// for), random filters and `k`.
     #[test]
@@ -1328,6 +1329,10 @@ mod tests {
                     let exhaustive = ix.search_pruned(&query, k, &filter, false);
                     let bits = |r: &[(u64, f32)]| r.iter().map(|&(id, s)| (id, s.to_bits())).collect::<Vec<_>>();
                     prop_assert_eq!(bits(&pruned), bits(&exhaustive), "query {:?}, k {}", query, k);
+                    // Every matching memory ranked, filtered and cut to `k`.
+                    let all = ix.search_pruned(&query, docs.len(), &|_| true, false);
+                    let oracle: Vec<(u64, f32)> = all.into_iter().filter(|&(id, _)| filter(id)).take(k).collect();
+                    prop_assert_eq!(bits(&exhaustive), bits(&oracle), "query {:?}, k {}", query, k);
                     Ok(())
                 })
                 .unwrap();

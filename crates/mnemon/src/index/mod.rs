@@ -24,7 +24,7 @@ pub use hnsw::HnswParams;
 pub use lexical::{query_names, relation_words, LexicalIndex, BIGRAM_WEIGHT, BM25_B, BM25_K1, RELATIONS};
 
 use crate::embed::quant;
-use exact::{rescore_count, ExactStore, Hit, TopK};
+use exact::{rescore_count, ExactStore, FilterPlan, Hit, TopK};
 use hnsw::Graph;
 
 /// Planner cost of a graph search with candidate list `ef`, in units of one
@@ -428,8 +428,8 @@ impl VectorIndex {
         let mut hits = match &self.graph {
             Some(g) if g.usable() => self.search_graph(g, query, k, filter, ef),
             _ => {
-                let filter_first = self.exact_filter_first(filter);
-                self.scan(query, k, filter, filter_first)
+                let plan = self.exact_filter_plan(filter);
+                self.scan(query, k, filter, plan)
             }
         };
         // After ranking, so that the order is the unclamped one.
@@ -441,14 +441,14 @@ impl VectorIndex {
 
     /// A scan of every live row: quantised with exact rescoring, or of the
     /// `f16` rows themselves when [`HnswParams::rescore_factor`] is 0.
-    fn scan(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool, filter_first: bool) -> Vec<(u64, f32)> {
+    fn scan(&self, query: &[f32], k: usize, filter: &dyn Fn(u64) -> bool, plan: FilterPlan) -> Vec<(u64, f32)> {
         if self.params.rescore_factor == 0 {
-            return self.store.search(query, k, filter, filter_first);
+            return self.store.search(query, k, filter, plan == FilterPlan::First);
         }
         let mut codes = vec![0i8; self.dim];
         quant::quantize(query, &mut codes);
         let candidates = rescore_count(k, self.params.rescore_factor);
-        self.store.search_quantized(query, &codes, k, candidates, filter, filter_first)
+        self.store.search_quantized(query, &codes, k, candidates, filter, plan)
     }
 
     /// Estimated heap bytes held: the contiguous store (`len × dim × 3`: `f16`
@@ -461,14 +461,24 @@ impl VectorIndex {
         std::mem::size_of::<Self>() + self.store.memory_bytes() + self.graph.as_ref().map_or(0, Graph::memory_bytes)
     }
 
-    fn exact_filter_first(&self, filter: &dyn Fn(u64) -> bool) -> bool {
+    /// How a scan asks `filter`, from a sample of 64 rows: of every row
+    /// first when under [`FILTER_FIRST_BELOW`] of them pass, after
+    /// rescoring when all do, else of the rows that rank (see
+    /// [`FilterPlan`]). A store under 256 rows is not sampled.
+    fn exact_filter_plan(&self, filter: &dyn Fn(u64) -> bool) -> FilterPlan {
         const SAMPLE: usize = 64;
         let ids = self.store.ids();
         if ids.len() < 4 * SAMPLE {
-            return false;
+            return FilterPlan::Ranked;
         }
         let pass = exact::sample_positions(ids.len(), SAMPLE).filter(|&row| filter(ids[row])).count();
-        (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64
+        if (pass as f64) < FILTER_FIRST_BELOW * SAMPLE as f64 {
+            FilterPlan::First
+        } else if pass == SAMPLE {
+            FilterPlan::AfterRescore
+        } else {
+            FilterPlan::Ranked
+        }
     }
 
     fn search_graph(
@@ -481,7 +491,7 @@ impl VectorIndex {
     ) -> Vec<(u64, f32)> {
         let (pass, seen) = g.sample_pass(filter);
         if pass == 0 || seen == 0 {
-            return self.scan(query, k, filter, true);
+            return self.scan(query, k, filter, FilterPlan::First);
         }
         // Share of graph slots that are live and pass; share of live rows
         // that pass (the graph also holds tombstones).
@@ -541,7 +551,8 @@ impl VectorIndex {
             }
             ef = ef.saturating_mul(2);
         }
-        self.scan(query, k, filter, live_frac < FILTER_FIRST_BELOW)
+        let plan = if live_frac < FILTER_FIRST_BELOW { FilterPlan::First } else { FilterPlan::Ranked };
+        self.scan(query, k, filter, plan)
     }
 
     /// The best `k` passing hits among the graph's tail (slots from
