@@ -345,6 +345,14 @@ fn restore_refuses_what_is_not_a_whole_export() -> TestResult {
     assert!(err.to_string().contains("mnemon export"), "{err}");
     assert!(!dir.path().join("r1").exists(), "nothing left behind");
 
+    // A backup directory is not an export: refused naming it.
+    e.backup(dir.path().join("a-backup"))?;
+    let err =
+        mnemon::portability::restore(&dir.path().join("a-backup"), &dir.path().join("r3")).expect_err("a directory");
+    assert!(matches!(&err, mnemon::Error::InvalidInput { field, .. } if *field == "from"), "{err}");
+    assert!(err.to_string().contains("a-backup is a directory"), "{err}");
+    assert!(!dir.path().join("r3").exists(), "nothing left behind");
+
     // A cut export.
     let text = std::fs::read_to_string(&export)?;
     let cut: Vec<&str> = text.lines().take(5).collect();

@@ -157,6 +157,16 @@ pub fn restore_verified(from: &Path, into: &Path, open: impl FnOnce(&Path) -> Re
 /// store in its staging directory (removed again on any error). The
 /// report's `dir` is the staging directory.
 fn restore_staged(from: &Path, into: &Path) -> Result<(RestoreReport, Staging)> {
+    if from.is_dir() {
+        return Err(Error::invalid(
+            "from",
+            format!(
+                "{} is a directory: restore reads an export file (a backup directory is a store as it is: open it \
+                 with --data, or copy it)",
+                from.display()
+            ),
+        ));
+    }
     let file = File::open(from).map_err(|e| Error::io_at(from, e))?;
     check_target("into", into)?;
     let mut reader = BufReader::new(file);
