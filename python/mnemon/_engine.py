@@ -827,6 +827,8 @@ class Engine:
                 `exports`).
             CorruptedError: a damaged sealed record. IoError, ClosedError.
         """
+        backups = () if backups is None else backups
+        exports = () if exports is None else exports
         for field, paths in (("backups", backups), ("exports", exports)):
             if isinstance(paths, (str, os.PathLike)):
                 raise InvalidInputError(f"{field}: expected a list of paths, got one path", field)

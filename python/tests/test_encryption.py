@@ -188,11 +188,35 @@ def test_verify_shred_proves_the_store_a_backup_and_an_export_unreadable(data, k
         o.remember("alice", "Another store's Alice likes jazz")
         o.export(tmp_path / "other.jsonl")
         o.backup(tmp_path / "other-backup")
+    plain = tmp_path / "plain"
+    with mnemon.Engine.open(plain, embedder="hashing") as o:
+        o.remember("zz", "A plain store's note about jazz")
+        o.export(tmp_path / "plain.jsonl")
+        o.backup(tmp_path / "plain-backup")
+    fifo = tmp_path / "a-fifo"
+    os.mkfifo(fifo)
+    before = {p: p.read_bytes() for p in backup.rglob("*") if p.is_file()}
     with mnemon.Engine.open(data, embedder="hashing", key_file=key) as e:
-        for kw, field in [({"exports": [tmp_path / "other.jsonl"]}, "exports"), ({"backups": [tmp_path / "other-backup"]}, "backups")]:
+        for kw, field in [
+            ({"exports": [tmp_path / "other.jsonl"]}, "exports"),
+            ({"backups": [tmp_path / "other-backup"]}, "backups"),
+            ({"exports": [tmp_path / "plain.jsonl"]}, "exports"),
+            ({"backups": [tmp_path / "plain-backup"]}, "backups"),
+        ]:
             with pytest.raises(mnemon.InvalidInputError) as foreign:
                 e.verify_shred("alice", **kw)
-            assert foreign.value.field == field and "another store" in foreign.value.message
+            assert foreign.value.field == field, foreign.value.message
+            assert "another store" in foreign.value.message or "without encryption" in foreign.value.message
+        with pytest.raises(mnemon.InvalidInputError) as not_regular:
+            e.verify_shred("alice", exports=[fifo])
+        assert not_regular.value.field == "exports"
+        with pytest.raises(mnemon.InvalidInputError) as missing:
+            e.verify_shred("alice", exports=[tmp_path / "nowhere.jsonl"])
+        assert missing.value.field == "exports"
+        assert e.verify_shred("alice", backups=[backup], exports=None).verified
+    # The proof leaves the backups it reads as they were.
+    after = {p: p.read_bytes() for p in backup.rglob("*") if p.is_file()}
+    assert after == before
     # The CLI's proof is the same operation, with the same answer.
     cli_check = cli(data, "--key-file", str(key), "--json", "verify-erasure", "--shredded", "alice", "--backup", str(backup))
     assert cli_check.returncode == 0, cli_check.stderr

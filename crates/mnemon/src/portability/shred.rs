@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::crypt::{check_records, opened_by, shredded_keys, Keyring, Keys, ShredReport, KEYRING_FILE, META_KEYRING};
 use crate::error::{Error, Result};
-use crate::log::{DataDir, LogStore, SledStore};
+use crate::log::{parse_gen, LogStore, SledStore};
 use crate::types::Seq;
 
 /// Verifies the shred of `ns`: the records of `store` (the open store,
@@ -62,10 +62,12 @@ pub fn verify_shred(
                 format!("{} is this store's own data directory: it is checked as `store`", b.display()),
             ));
         }
-        let dir = DataDir::open(b)?;
-        let sled = SledStore::open(&dir.current_path(), 8 << 20)?;
-        if let Some(id) = sled.meta_get(META_KEYRING)? {
-            if id.as_slice() != ring_id.as_slice() {
+        // Opening a sled database writes to it: the copy is opened in a
+        // scratch directory, and the backup is left as it was.
+        let (_scratch, sled) = open_backup_copy(b)?;
+        match sled.meta_get(META_KEYRING)? {
+            Some(id) if id.as_slice() == ring_id.as_slice() => {}
+            Some(id) => {
                 return Err(Error::invalid(
                     field,
                     format!(
@@ -75,7 +77,17 @@ pub fn verify_shred(
                         hex::encode(&id),
                         hex::encode(ring_id)
                     ),
-                ));
+                ))
+            }
+            None => {
+                return Err(Error::invalid(
+                    field,
+                    format!(
+                        "{} is a copy of a store without encryption: this store is encrypted since its creation, so \
+                         it is not a copy of this one",
+                        b.display()
+                    ),
+                ))
             }
         }
         let mut check = check_records(keys, ns, b.clone(), sled.scan(1, u64::MAX))?;
@@ -114,6 +126,16 @@ fn export_records(path: &Path, field: &'static str, ring_id: &[u8; 16]) -> Resul
             format!("{} is a directory, not an export file (a backup directory goes in backups)", path.display()),
         ));
     }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => {}
+        Ok(_) => {
+            return Err(Error::invalid(field, format!("{} is not a regular file: an export is one", path.display())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::invalid(field, format!("{}: no such file", path.display())))
+        }
+        Err(e) => return Err(Error::io_at(path, e)),
+    }
     let file = std::fs::File::open(path).map_err(|e| Error::io_at(path, e))?;
     let mut out = Vec::new();
     let mut lines = std::io::BufReader::new(file).lines();
@@ -123,23 +145,31 @@ fn export_records(path: &Path, field: &'static str, ring_id: &[u8; 16]) -> Resul
             format!("{} is not a store export (its first line is not an export header)", path.display()),
         )
     };
-    let first = lines.next().ok_or_else(not_export)?.map_err(|e| Error::io_at(path, e))?;
+    let first = lines.next().ok_or_else(not_export)?.map_err(|_| not_export())?;
     let header: crate::portability::ExportHeader = serde_json::from_str(&first).map_err(|_| not_export())?;
-    if let Some(id) = &header.sealed {
-        if !id.eq_ignore_ascii_case(&hex::encode(ring_id)) {
-            return Err(Error::invalid(
-                field,
-                format!(
-                    "{} is an export of another store (sealed under keyring {id}, this store's is {}): it proves \
-                     nothing of this one",
-                    path.display(),
-                    hex::encode(ring_id)
-                ),
-            ));
-        }
+    let Some(id) = &header.sealed else {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{} is an export of a store without encryption (its header names no keyring): this store is \
+                 encrypted since its creation, so it is not an export of this one",
+                path.display()
+            ),
+        ));
+    };
+    if !id.eq_ignore_ascii_case(&hex::encode(ring_id)) {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "{} is an export of another store (sealed under keyring {id}, this store's is {}): it proves \
+                 nothing of this one",
+                path.display(),
+                hex::encode(ring_id)
+            ),
+        ));
     }
     for (i, line) in lines.enumerate() {
-        let line = line.map_err(|e| Error::io_at(path, e))?;
+        let line = line.map_err(|e| Error::invalid(field, format!("{} line {}: {e}", path.display(), i + 2)))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -256,4 +286,41 @@ impl crate::Engine {
     pub fn is_encrypted(&self) -> bool {
         self.shared().keys.is_some()
     }
+}
+
+/// The live generation of the backup data directory `b`, copied into a
+/// scratch directory (removed when the returned guard drops) and opened
+/// there: sled writes to a database it opens, and a proof leaves the copies
+/// it inspects as they were. `b`'s `CURRENT` is read, not taken as a lock.
+///
+/// # Errors
+/// [`Error::InvalidInput`] (field `backups`) when `CURRENT` does not name
+/// a generation present in `b`; [`Error::Io`] copying; what opening sled
+/// returns.
+fn open_backup_copy(b: &Path) -> Result<(tempfile::TempDir, SledStore)> {
+    let bad = |why: String| Error::invalid("backups", format!("{}: {why}", b.display()));
+    let current = std::fs::read_to_string(b.join("CURRENT")).map_err(|e| bad(e.to_string()))?;
+    let generation = parse_gen(current.trim())
+        .map(crate::log::gen_name)
+        .filter(|g| b.join(g).is_dir())
+        .ok_or_else(|| bad(format!("its CURRENT names {:?}, not a generation present there", current.trim())))?;
+    let scratch = tempfile::tempdir()?;
+    copy_tree(&b.join(&generation), scratch.path())?;
+    let sled = SledStore::open(scratch.path(), 8 << 20)?;
+    Ok((scratch, sled))
+}
+
+/// Copies the files under `from` into the existing directory `to`.
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for entry in std::fs::read_dir(from).map_err(|e| Error::io_at(from, e))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            std::fs::create_dir(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target).map_err(|e| Error::io_at(&entry.path(), e))?;
+        }
+    }
+    Ok(())
 }
