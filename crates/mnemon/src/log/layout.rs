@@ -113,7 +113,7 @@ fn generations(root: &Path) -> Result<Vec<(u64, String)>> {
     Ok(out)
 }
 
-pub(crate) fn parse_gen(name: &str) -> Option<u64> {
+fn parse_gen(name: &str) -> Option<u64> {
     name.strip_prefix("gen-")?.parse().ok()
 }
 

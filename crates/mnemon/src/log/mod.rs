@@ -13,7 +13,7 @@ pub use durability::RESTORE_MISMATCH;
 pub(crate) use durability::{check_high_water, record_high_water, sync_tree, with_recovery_hint, HighWaterMark};
 
 pub use layout::DataDir;
-pub(crate) use layout::{gen_name, has_reserve, parse_gen, sync_dir};
+pub(crate) use layout::{gen_name, has_reserve, sync_dir};
 pub use layout::{lock_holder, LockHolder};
 pub use sealed::SealedStore;
 pub(crate) use sealed::{open_keys, wrap};

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::crypt::{check_records, opened_by, shredded_keys, Keyring, Keys, ShredReport, KEYRING_FILE, META_KEYRING};
 use crate::error::{Error, Result};
-use crate::log::{parse_gen, LogStore, SledStore};
+use crate::log::{LogStore, SledStore};
 use crate::types::Seq;
 
 /// Verifies the shred of `ns`: the records of `store` (the open store,
@@ -298,12 +298,10 @@ impl crate::Engine {
 /// a generation present in `b`; [`Error::Io`] copying; what opening sled
 /// returns.
 fn open_backup_copy(b: &Path) -> Result<(tempfile::TempDir, SledStore)> {
-    let bad = |why: String| Error::invalid("backups", format!("{}: {why}", b.display()));
-    let current = std::fs::read_to_string(b.join("CURRENT")).map_err(|e| bad(e.to_string()))?;
-    let generation = parse_gen(current.trim())
-        .map(crate::log::gen_name)
-        .filter(|g| b.join(g).is_dir())
-        .ok_or_else(|| bad(format!("its CURRENT names {:?}, not a generation present there", current.trim())))?;
+    let generation =
+        crate::log::copy::live_generation(b).map(crate::log::gen_name).filter(|g| b.join(g).is_dir()).ok_or_else(
+            || Error::invalid("backups", format!("{}: its CURRENT names no generation present there", b.display())),
+        )?;
     let scratch = tempfile::tempdir()?;
     copy_tree(&b.join(&generation), scratch.path())?;
     let sled = SledStore::open(scratch.path(), 8 << 20)?;
