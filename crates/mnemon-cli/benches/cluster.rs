@@ -7,8 +7,10 @@
 //! * replay rate: a fresh daemon catching a namespace up from its stream
 //!   vs a standalone engine replaying the same number of records from its
 //!   local log;
-//! * failover time: an owner process killed (SIGKILL) → the namespace
-//!   served (and written) again by another daemon, against the lease TTL.
+//! * failover time, with the default lease TTL and timeouts: an owner
+//!   process killed (SIGKILL), and one paused (SIGSTOP) → the namespace
+//!   served (and written) again by another daemon, against the lease TTL
+//!   ([`mnemon_cluster::DEFAULT_LEASE_TTL`]).
 //!
 //! Run: `cargo bench --bench cluster` (`MNEMON_BENCH_WRITES`: writes per
 //! client thread, default 150). Needs `nats-server` (see tests/nats).
@@ -26,7 +28,7 @@ use mnemon::{Engine, Namespace, NewMemory};
 use mnemon_cluster::{ClusterNode, Route};
 
 const CHILD: &str = "MNEMON_BENCH_CLUSTER_DAEMON";
-const TTL: Duration = Duration::from_secs(2);
+const TTL: Duration = mnemon_cluster::DEFAULT_LEASE_TTL;
 const CLIENTS: usize = 12;
 
 fn writes() -> usize {
@@ -38,12 +40,7 @@ fn text(c: usize, i: usize) -> String {
 }
 
 fn node(dir: &Path, id: &str, urls: &[String]) -> ClusterNode {
-    ClusterNode::builder(dir, id, urls)
-        .prefix("bench")
-        .lease_ttl(TTL)
-        .timeout(Duration::from_secs(2))
-        .start()
-        .expect("node")
+    ClusterNode::builder(dir, id, urls).prefix("bench").start().expect("node")
 }
 
 /// Writes/s of `CLIENTS` threads, each `writes()` remembers into its own
@@ -75,12 +72,13 @@ fn ns(c: usize) -> Namespace {
 
 fn main() {
     if let Ok(spec) = std::env::var(CHILD) {
-        // A daemon owning namespace "failover", killed by the parent.
-        let mut parts = spec.splitn(2, '|');
-        let (dir, urls) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        // A daemon owning one namespace, killed or paused by the parent:
+        // DIR|URLS|NAMESPACE.
+        let mut parts = spec.splitn(3, '|');
+        let (dir, urls, name) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let urls: Vec<String> = urls.split(',').map(str::to_string).collect();
-        let n = node(Path::new(dir), "victim", &urls);
-        let fo = Namespace::new("failover").expect("namespace");
+        let n = node(Path::new(dir), &format!("victim-{name}"), &urls);
+        let fo = Namespace::new(name).expect("namespace");
         let Ok(Route::Local(e)) = n.route(&fo) else { panic!("victim did not take the namespace") };
         e.remember(&fo, NewMemory::new("written by the victim before it dies")).expect("remember");
         println!("ready");
@@ -123,17 +121,8 @@ fn main() {
         stream_rate / local_rate
     );
 
-    // Failover: the owner process is killed; time until another daemon
-    // serves (and writes) the namespace.
-    let mut child = Command::new(std::env::current_exe().expect("exe"))
-        .env(CHILD, format!("{}|{}", root.path().join("victim").display(), urls.join(",")))
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("ready");
-    assert_eq!(line.trim(), "ready");
-    let fo = Namespace::new("failover").expect("namespace");
+    // Failover: the owner process is killed, or paused; time until
+    // another daemon serves (and writes) the namespace.
     fresh.serve(Arc::new(|s: &mnemon_cluster::Served<'_>, _: &[u8]| {
         let written = s.engine().remember(s.namespace(), NewMemory::new("written after failover"));
         if written.is_ok() {
@@ -142,17 +131,41 @@ fn main() {
             Vec::new()
         }
     }));
-    child.kill().expect("kill");
-    let killed = Instant::now();
-    child.wait().expect("wait");
-    assert_eq!(fresh.call(&fo, b"").expect("served again"), b"ok");
-    let failover = killed.elapsed();
-    println!(
-        "failover: owner killed -> served again in {:.2} s; lease TTL {:.1} s; ratio {:.2}",
-        failover.as_secs_f64(),
-        TTL.as_secs_f64(),
-        failover.as_secs_f64() / TTL.as_secs_f64()
-    );
+    for (name, signal) in [("killed", "-KILL"), ("paused", "-STOP")] {
+        let mut child = Command::new(std::env::current_exe().expect("exe"))
+            .env(CHILD, format!("{}|{}|{name}", root.path().join(name).display(), urls.join(",")))
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("ready");
+        assert_eq!(line.trim(), "ready");
+        let fo = Namespace::new(name).expect("namespace");
+        let sent = Command::new("kill").arg(signal).arg(child.id().to_string()).status().expect("kill");
+        assert!(sent.success());
+        let stopped = Instant::now();
+        // A paused owner's lease moves while the first call is forwarded
+        // to it: that call fails (its outcome unknown) and the client
+        // writes again.
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match fresh.call(&fo, b"") {
+                Ok(b) if b == b"ok" => break,
+                Err(mnemon::Error::Unavailable(why)) if tries < 3 => println!("  {name}: {why}"),
+                other => panic!("not served again: {other:?}"),
+            }
+        }
+        let failover = stopped.elapsed();
+        println!(
+            "failover: owner {name} ({signal}) -> served again in {:.2} s; lease TTL {:.1} s; ratio {:.2}",
+            failover.as_secs_f64(),
+            TTL.as_secs_f64(),
+            failover.as_secs_f64() / TTL.as_secs_f64()
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     for n in &nodes[1..] {
         n.shutdown().expect("shutdown");
     }

@@ -123,8 +123,8 @@ pub struct ClusterArgs {
     /// Prefix of the cluster's NATS streams, buckets and subjects (1-32 of [a-z0-9]).
     #[arg(long, default_value = "mnemon", requires = "cluster")]
     cluster_prefix: String,
-    /// Writer lease TTL in seconds (an owner that dies is replaced after about this long).
-    #[arg(long, default_value_t = 10, requires = "cluster", allow_hyphen_values = true)]
+    /// Writer lease TTL in seconds (an owner that dies or stops is replaced after about this long; every daemon of a cluster should use the same).
+    #[arg(long, default_value_t = mnemon_cluster::DEFAULT_LEASE_TTL.as_secs(), requires = "cluster", allow_hyphen_values = true)]
     lease_ttl_secs: u64,
     /// JetStream replicas of every stream and bucket (at most the NATS cluster's size).
     #[arg(long, default_value_t = 3, requires = "cluster", allow_hyphen_values = true)]

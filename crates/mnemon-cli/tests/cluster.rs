@@ -65,6 +65,22 @@ fn handler() -> Handler {
     })
 }
 
+/// Which test calls may run again: reads, and calls refused as `fenced`
+/// or `locked`.
+struct TestRetry;
+
+impl mnemon_cluster::Retry for TestRetry {
+    fn read_only(&self, body: &[u8]) -> bool {
+        let op = serde_json::from_slice::<Value>(body).ok().and_then(|v| v["op"].as_str().map(str::to_owned));
+        matches!(op.as_deref(), Some("get" | "check" | "all" | "recall"))
+    }
+
+    fn refused(&self, reply: &[u8]) -> bool {
+        let v: Value = serde_json::from_slice(reply).unwrap_or_default();
+        matches!(v["error"].as_str(), Some("fenced" | "locked"))
+    }
+}
+
 fn error_json(e: &Error) -> Value {
     let kind = match e {
         Error::Fenced { .. } => "fenced",
@@ -156,6 +172,7 @@ fn daemon(spec: &str) {
         }
     };
     node.serve(handler());
+    node.serve_retry(Arc::new(TestRetry));
     println!("ready");
     let mut line = String::new();
     while std::io::stdin().read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
@@ -540,6 +557,33 @@ fn sigstop(nats: &mut NatsCluster) {
             load(Client::connect(&urls, prefix), seed, Some(via.into()), ns.clone(), acks.clone(), stop.clone())
         })
         .collect();
+    // Through s2 while s1 is paused: reads and writes forwarded to s1.
+    // Once s1's lease moves, a read is forwarded again to the new owner
+    // and answered; a write fails at once, its outcome unknown, instead
+    // of waiting out the forwarded call's timeout.
+    let first_id = first["id"].clone();
+    let (probe_stop, probe_client) = (Arc::new(AtomicBool::new(false)), Client::connect(&urls, prefix));
+    let probe = {
+        let stop = probe_stop.clone();
+        std::thread::spawn(move || {
+            let (mut reads, mut failures) = (0u64, Vec::new());
+            while !stop.load(Ordering::SeqCst) {
+                match probe_client.call(Some("s2"), "paused", json!({"op": "get", "id": first_id})) {
+                    Ok(v) => {
+                        assert_eq!(v["content"], json!("First words 0"));
+                        reads += 1;
+                    }
+                    Err(e) => failures.push(format!("read: {e:?}")),
+                }
+                let w = probe_client.call(Some("s2"), "paused", json!({"op": "remember", "content": "Probe write"}));
+                if let Err(e) = w {
+                    failures.push(format!("write: {e:?}"));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            (reads, failures)
+        })
+    };
     std::thread::sleep(Duration::from_millis(800));
     s1.signal("-STOP");
     let paused = acks.lock().unwrap().len();
@@ -552,6 +596,10 @@ fn sigstop(nats: &mut NatsCluster) {
     s1.signal("-CONT");
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::SeqCst);
+    probe_stop.store(true, Ordering::SeqCst);
+    let (reads, failures) = probe.join().unwrap();
+    println!("  through s2: {reads} reads answered; failed: {failures:?}");
+    assert!(failures.iter().all(|f| f.starts_with("write") && f.contains("lost the lease")), "{failures:?}");
     for w in writers {
         let (ok, failed, _) = w.join().unwrap();
         println!("  writer: {ok} acknowledged, {failed} failed");

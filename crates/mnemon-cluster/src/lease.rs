@@ -165,25 +165,35 @@ pub(crate) async fn bucket_store(
     replicas: usize,
 ) -> Result<kv::Store> {
     use async_nats::jetstream::stream::{Config, DiscardPolicy, StorageType};
-    js.get_or_create_stream(Config {
-        name: format!("KV_{bucket}"),
-        description: Some(format!("mnemon {bucket}")),
-        subjects: vec![format!("$KV.{bucket}.>")],
-        max_messages_per_subject: 1,
-        max_bytes: -1,
-        max_messages: -1,
-        max_message_size: -1,
-        max_age,
-        storage: StorageType::File,
-        num_replicas: replicas,
-        allow_rollup: true,
-        deny_delete: true,
-        allow_direct: true,
-        discard: DiscardPolicy::New,
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| unavailable(&format!("creating key-value bucket {bucket}"), e))?;
+    let mut stream = js
+        .get_or_create_stream(Config {
+            name: format!("KV_{bucket}"),
+            description: Some(format!("mnemon {bucket}")),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            max_bytes: -1,
+            max_messages: -1,
+            max_message_size: -1,
+            max_age,
+            storage: StorageType::File,
+            num_replicas: replicas,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            discard: DiscardPolicy::New,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| unavailable(&format!("creating key-value bucket {bucket}"), e))?;
+    // A bucket made with another TTL (an older default, another setting)
+    // takes this daemon's: a lease must expire when its holder stops
+    // relying on it, and a daemon relies on its own setting.
+    let config = stream.cached_info().config.clone();
+    if config.max_age != max_age {
+        let config = Config { max_age, ..config };
+        js.update_stream(&config).await.map_err(|e| unavailable(&format!("setting the TTL of bucket {bucket}"), e))?;
+        stream.info().await.map_err(|e| unavailable(&format!("reading bucket {bucket}"), e))?;
+    }
     js.get_key_value(bucket).await.map_err(|e| unavailable(&format!("opening key-value bucket {bucket}"), e))
 }
 

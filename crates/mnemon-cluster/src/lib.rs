@@ -57,6 +57,6 @@ mod wire;
 
 pub use catchup::CatchUp;
 pub use erase::{ClusterErasure, ScrubReport};
-pub use node::{ClusterBuilder, ClusterNode, Handler, Opener, Route, Served, DEFAULT_LEASE_TTL};
+pub use node::{ClusterBuilder, ClusterNode, Handler, Opener, Retry, Route, Served, DEFAULT_LEASE_TTL};
 pub use rpc::{CallReply, CallRequest};
-pub use surface::{surface_body, surface_handler, surface_reply};
+pub use surface::{surface_body, surface_handler, surface_reply, SurfaceRetry};

@@ -13,13 +13,15 @@
 //! Both carry [`CallRequest`] and answer [`CallReply`] (postcard); the body
 //! is the handler's own format.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::RequestErrorKind;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 
-use crate::node::{ClusterNode, Handler, Route, Served};
+use crate::names::token;
+use crate::node::{ClusterNode, Handler, Retry, Route, Served};
 use mnemon::Namespace;
 use mnemon::{Error, Result};
 
@@ -89,24 +91,50 @@ impl ClusterNode {
         *self.inner.handler.write() = Some(handler);
     }
 
+    /// Installs which calls may run again ([`Retry`]). A call forwarded to
+    /// an owner that loses its lease before answering (paused,
+    /// partitioned) is then forwarded again to the new owner if it is
+    /// read-only, and a write fails at once with its outcome unknown
+    /// instead of waiting out the forwarded call's timeout; a call refused
+    /// here because this daemon's hold ended during it runs again at the
+    /// new owner.
+    pub fn serve_retry(&self, retry: Arc<dyn Retry>) {
+        *self.inner.retry.write() = Some(retry);
+    }
+
     /// Runs one call on `ns` wherever it is served: here (taking the
     /// namespace if nobody holds it) or forwarded to its owner. While a
     /// namespace has no reachable owner (its owner died and the lease has
-    /// not expired yet) the call waits, up to the forward wait.
+    /// not expired yet) the call waits, up to the forward wait. While a
+    /// forwarded call runs, the owner's lease is watched (every TTL/4): if
+    /// it expires or moves before the answer, a read-only call
+    /// ([`ClusterNode::serve_read_only`]) goes to the new owner and a write
+    /// fails at once, its outcome unknown.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] before [`ClusterNode::serve`];
     /// [`Error::Unavailable`] when no owner answered within the wait, or a
-    /// forwarded call got no answer (its outcome is then unknown); errors
-    /// of taking the namespace ([`ClusterNode::route`]).
+    /// forwarded write got no answer or its owner lost the lease while
+    /// running it (its outcome is then unknown); errors of taking the
+    /// namespace ([`ClusterNode::route`]).
     pub fn call(&self, ns: &Namespace, body: &[u8]) -> Result<Vec<u8>> {
         let handler = self.handler()?;
+        let retry = self.inner.retry.read().clone();
+        let read_only = retry.as_ref().is_some_and(|r| r.read_only(body));
         let deadline = Instant::now() + self.inner.cfg.forward_wait;
         let mut pause = Duration::from_millis(20);
         loop {
             let why = match self.route(ns) {
-                Ok(Route::Local(engine)) => return Ok(handler(&Served { node: self, ns, engine }, body)),
-                Ok(Route::Remote(owner)) => match self.forward(&owner, ns, body)? {
+                Ok(Route::Local(engine)) => {
+                    let reply = handler(&Served { node: self, ns, engine }, body);
+                    match &retry {
+                        Some(r) if r.refused(&reply) && Instant::now() < deadline => {
+                            format!("{} lost {ns} during the call", self.daemon_id())
+                        }
+                        _ => return Ok(reply),
+                    }
+                }
+                Ok(Route::Remote(owner)) => match self.forward(&owner, ns, body, read_only)? {
                     Forwarded::Done(b) => return Ok(b),
                     Forwarded::Refused(why) => why,
                 },
@@ -129,14 +157,26 @@ impl ClusterNode {
             .ok_or_else(|| Error::invalid("handler", "install one with ClusterNode::serve"))
     }
 
-    fn forward(&self, owner: &str, ns: &Namespace, body: &[u8]) -> Result<Forwarded> {
+    fn forward(&self, owner: &str, ns: &Namespace, body: &[u8], read_only: bool) -> Result<Forwarded> {
         let inner = &self.inner;
         let req = postcard::to_stdvec(&RpcRequest { ns: ns.to_string(), body: body.to_vec() })
             .map_err(|e| Error::Storage(mnemon::Failure::with_source(format!("encoding a forwarded call: {e}"), e)))?;
         let timeout = inner.cfg.timeout * CALL_TIMEOUTS;
         let request = async_nats::Request::new().payload(req.into()).timeout(Some(timeout));
         let subject = inner.names.rpc(owner);
-        let answer = inner.conn.block_on(inner.conn.client.send_request(subject, request));
+        let answer = inner.conn.block_on(async {
+            tokio::select! {
+                answer = inner.conn.client.send_request(subject, request) => Some(answer),
+                () = self.lease_leaves(ns, owner) => None,
+            }
+        });
+        let Some(answer) = answer else {
+            let why = format!("{owner} lost the lease of {ns} while running the call");
+            if read_only {
+                return Ok(Forwarded::Refused(why));
+            }
+            return Err(Error::Unavailable(format!("{why}; the call's outcome is unknown")));
+        };
         match answer {
             Ok(msg) => match postcard::from_bytes::<RpcReply>(&msg.payload) {
                 Ok(RpcReply::Done(b)) => Ok(Forwarded::Done(b)),
@@ -154,6 +194,23 @@ impl ClusterNode {
         }
     }
 
+    /// Returns once the lease of `ns` is no longer `owner`'s (expired,
+    /// released or taken by another daemon); polls every TTL/4, and never
+    /// returns while the lease table cannot be read.
+    async fn lease_leaves(&self, ns: &Namespace, owner: &str) {
+        let inner = &self.inner;
+        let key = token(ns);
+        let period = inner.leases.ttl() / 4;
+        loop {
+            tokio::time::sleep(period).await;
+            match inner.leases.holder(&key).await {
+                Ok(Some((h, _))) if h.daemon == owner => {}
+                Ok(_) => return,
+                Err(_) => {}
+            }
+        }
+    }
+
     /// Runs a forwarded call if this daemon serves its namespace.
     fn answer(&self, payload: &[u8]) -> Vec<u8> {
         let reply = match postcard::from_bytes::<RpcRequest>(payload) {
@@ -166,7 +223,13 @@ impl ClusterNode {
                 // namespace back after a failed append; never forward.
                 (Ok(ns), Ok(handler)) => match self.route(&ns) {
                     Ok(Route::Local(engine)) => {
-                        RpcReply::Done(handler(&Served { node: self, ns: &ns, engine }, &req.body))
+                        let reply = handler(&Served { node: self, ns: &ns, engine }, &req.body);
+                        let retry = self.inner.retry.read().clone();
+                        if retry.is_some_and(|r| r.refused(&reply)) {
+                            RpcReply::NotOwner(format!("{} lost {ns} during the call", self.daemon_id()))
+                        } else {
+                            RpcReply::Done(reply)
+                        }
                     }
                     Ok(Route::Remote(owner)) => {
                         RpcReply::NotOwner(format!("{} does not serve {ns}; {owner} holds it", self.daemon_id()))

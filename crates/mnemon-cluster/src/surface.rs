@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::node::{Handler, Served};
+use crate::node::{Handler, Retry, Served};
 use mnemon_api::{self as api, ApiError, ErrorCode, Limits, Request};
 
 /// The handler running surface requests within `limits` (response size).
@@ -49,6 +49,27 @@ fn run(s: &Served<'_>, body: &[u8], limits: &Limits) -> Result<Value, ApiError> 
     }
 }
 
+/// Which [`surface_handler`] calls may run again ([`Retry`]): a request
+/// that parses and is read-only ([`Request::read_only`]; a body that does
+/// not parse counts as a write), and a reply whose error is `fenced` or
+/// `locked` (nothing ran: the daemon's hold on the namespace ended).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SurfaceRetry;
+
+impl Retry for SurfaceRetry {
+    fn read_only(&self, body: &[u8]) -> bool {
+        serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| Request::from_value(v).ok())
+            .is_some_and(|r| r.read_only())
+    }
+
+    fn refused(&self, reply: &[u8]) -> bool {
+        let Ok(v) = serde_json::from_slice::<Value>(reply) else { return false };
+        matches!(v["error"]["code"].as_str(), Some("fenced" | "locked"))
+    }
+}
+
 /// The body of a call running `req` through [`surface_handler`].
 pub fn surface_body(req: &Request) -> Vec<u8> {
     serde_json::to_vec(&req.to_value()).unwrap_or_default()
@@ -68,5 +89,24 @@ pub fn surface_reply(bytes: &[u8]) -> Result<Value, ApiError> {
     match v.get_mut("error") {
         Some(e) => Err(serde_json::from_value(e.take()).map_err(|e| bad(e.to_string()))?),
         None => Err(bad("neither ok nor error".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn surface_retry_reads_requests_and_replies() {
+        let r = SurfaceRetry;
+        assert!(r.read_only(br#"{"op":"recall","namespace":"u","query":"tea"}"#));
+        assert!(!r.read_only(br#"{"op":"remember","namespace":"u","content":"tea"}"#));
+        assert!(!r.read_only(b"not json"), "a body that does not parse counts as a write");
+        let fenced = ApiError::new(ErrorCode::Fenced, "not the owner");
+        let reply = serde_json::to_vec(&json!({ "error": fenced })).unwrap();
+        assert!(r.refused(&reply));
+        let bad = serde_json::to_vec(&json!({ "error": ApiError::invalid("content", "empty") })).unwrap();
+        assert!(!r.refused(&bad), "an error the caller made is its answer");
+        assert!(!r.refused(br#"{"ok":{"id":3}}"#));
     }
 }

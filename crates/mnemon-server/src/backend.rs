@@ -139,6 +139,7 @@ impl Backend {
     #[cfg(feature = "cluster")]
     pub fn cluster(node: mnemon_cluster::ClusterNode, limits: Limits) -> Backend {
         node.serve(mnemon_cluster::surface_handler(limits));
+        node.serve_retry(std::sync::Arc::new(mnemon_cluster::SurfaceRetry));
         let open: Opener = Box::new(|| Err(Error::Closed));
         Backend { limits, socket: None, data_dir: None, open, mode: RwLock::new(Arc::new(Mode::Cluster(node))) }
     }
