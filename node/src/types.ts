@@ -1213,7 +1213,9 @@ export interface EndSessionRequest {
  * [`crate::Engine::verify_erasure_text`].
  *
  * `verified` is true when the scan of every file under the data directory
- * found none of the searched patterns. The patterns come from the erased
+ * (and, for an encrypted store, of every record and cached vector opened
+ * with its keys: [`ScanReport::opened`]) found none of the searched
+ * patterns. The patterns come from the erased
  * payloads themselves (held in memory only while compaction runs): whole
  * texts, 32-byte windows of them, and windows of the f32 and f16 bytes of their
  * cached vectors, minus patterns that also occur in surviving content.
@@ -1267,6 +1269,15 @@ export interface ErasureReceipt {
    * Total matches (overlapping matches of different patterns all count).
    */
   matches_total: number;
+  /**
+   * Records and cached vectors of an encrypted store opened with its
+   * keys and searched in plain as well (their bytes on disk are sealed,
+   * so the file scan alone cannot find a text in them); a match there
+   * has the path `opened:log/SEQ` (offset in the opened record) or
+   * `opened:vectors/ID`. 0 for a plain store, and for a scan of a
+   * directory alone ([`verify_erasure`]).
+   */
+  opened?: number;
   /**
    * Number of patterns searched.
    */

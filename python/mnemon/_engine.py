@@ -784,7 +784,9 @@ class Engine:
     def verify_erasure(self, texts: Sequence[str]) -> ErasureReceipt:
         """Scans every file of the store for `texts` (each at least 8 bytes
         of at least 4 distinct byte values) and returns the receipt
-        (`verified`, `matches`).
+        (`verified`, `matches`). On an encrypted store, whose files hold
+        only sealed bytes, every record and cached vector is also opened
+        with the store's keys and searched (`scan.opened` counts them).
 
         Raises:
             InvalidInputError: no texts, a text shorter than 8 bytes, or one

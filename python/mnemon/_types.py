@@ -673,11 +673,12 @@ class ErasureReceipt(Record):
     Proof of erasure, returned by `crate::Engine::compact` and
     `crate::Engine::verify_erasure_text`.
 
-    `verified` is true when the scan of every file under the data directory found none
-    of the searched patterns. The patterns come from the erased payloads themselves
-    (held in memory only while compaction runs): whole texts, 32-byte windows of them,
-    and windows of the f32 and f16 bytes of their cached vectors, minus patterns that
-    also occur in surviving content.
+    `verified` is true when the scan of every file under the data directory (and, for an
+    encrypted store, of every record and cached vector opened with its keys:
+    `ScanReport::opened`) found none of the searched patterns. The patterns come from
+    the erased payloads themselves (held in memory only while compaction runs): whole
+    texts, 32-byte windows of them, and windows of the f32 and f16 bytes of their cached
+    vectors, minus patterns that also occur in surviving content.
 
     Out of its scope: blocks an SSD or a copy-on-write file system keeps after a file is
     deleted, file-system snapshots, backups, swap, and copies of the content sent
@@ -685,7 +686,7 @@ class ErasureReceipt(Record):
     """
 
     __slots__ = ()
-    _FIELDS = ('at', 'bytes_scanned', 'compaction', 'files', 'forgotten_memories', 'forgotten_observations', 'generation', 'last_seq', 'matches', 'matches_total', 'patterns', 'patterns_excluded_shared', 'patterns_low_information', 'root', 'skipped', 'texts_too_short', 'verified')
+    _FIELDS = ('at', 'bytes_scanned', 'compaction', 'files', 'forgotten_memories', 'forgotten_observations', 'generation', 'last_seq', 'matches', 'matches_total', 'opened', 'patterns', 'patterns_excluded_shared', 'patterns_low_information', 'root', 'skipped', 'texts_too_short', 'verified')
 
     @property
     def at(self) -> datetime:
@@ -743,6 +744,17 @@ class ErasureReceipt(Record):
     def matches_total(self) -> int:
         """Total matches (overlapping matches of different patterns all count)."""
         return self._data["matches_total"]  # type: ignore[no-any-return]
+
+    @property
+    def opened(self) -> Optional[int]:
+        """
+        Records and cached vectors of an encrypted store opened with its keys and
+        searched in plain as well (their bytes on disk are sealed, so the file scan
+        alone cannot find a text in them); a match there has the path `opened:log/SEQ`
+        (offset in the opened record) or `opened:vectors/ID`. 0 for a plain store, and
+        for a scan of a directory alone (`verify_erasure`).
+        """
+        return self._data.get("opened")
 
     @property
     def patterns(self) -> int:

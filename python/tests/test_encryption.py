@@ -253,3 +253,18 @@ def test_forget_user_refuses_bad_sets_and_writes_nothing(engine):
     # On a store without encryption, the same forget, no key to destroy.
     r = engine.forget_user(["u1"])
     assert r.namespaces[0].memories == 1 and r.namespaces[0].key_shredded is False
+
+
+def test_a_text_proof_on_an_encrypted_store_searches_the_opened_records(data, key, no_key_env):
+    fill(data, key)
+    secret = "Alice is allergic to peanuts"
+    with mnemon.Engine.open(data, embedder="hashing", key_file=key) as e:
+        # Still stored: the files hold it sealed, the opened records in plain.
+        r = e.verify_erasure([secret])
+        assert not r.verified
+        assert r.opened > 0
+        assert all(m.path.startswith("opened:") for m in r.matches)
+        target = next(m for m in e.list("alice").memories if m.content == secret)
+        e.forget("alice", id=target.id, reason="asked to")
+        assert e.compact().verified
+        assert e.verify_erasure([secret]).verified

@@ -504,15 +504,17 @@ pub struct ForgetUserArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("proof").required(true).args(["texts", "shredded"])))]
 pub struct VerifyErasureArgs {
-    /// A text to search for, at least 8 bytes (repeatable).
-    #[arg(long, alias = "text", value_name = "TEXT", required_unless_present = "shredded")]
+    /// A text to search for, at least 8 bytes (repeatable; `--texts A B` or
+    /// `--texts A --texts B`).
+    #[arg(long, alias = "text", value_name = "TEXT", num_args = 1..)]
     texts: Vec<String>,
     /// Instead of texts: prove the shred of this namespace of an
     /// encrypted store (every record of it, in the store and in the
     /// backups and exports named, fails to decrypt; on a cluster daemon,
     /// in the namespace's stream too).
-    #[arg(long, value_name = "NAMESPACE", conflicts_with = "texts")]
+    #[arg(long, value_name = "NAMESPACE")]
     shredded: Option<String>,
     /// A backup data directory to check too (repeatable; with --shredded).
     #[arg(long = "backup", value_name = "DIR", requires = "shredded")]

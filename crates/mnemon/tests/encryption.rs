@@ -562,3 +562,54 @@ fn a_refused_forget_of_a_namespace_destroys_no_key() -> TestResult {
     e.close()?;
     Ok(())
 }
+
+#[test]
+fn a_text_scan_of_an_encrypted_store_searches_its_records_opened() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let kek = Kek::generate();
+    let e = open(&dir.path().join("live"), &kek)?;
+    let n = ns("carol");
+    let secret = "ZEBRAPLUMTWIST the locker code is 4471";
+    let m = e.remember(&n, NewMemory::new(secret))?;
+    e.remember(&n, NewMemory::new("carol walks the dog at seven"))?;
+    // Still stored: the file scan alone sees only sealed bytes, the opened
+    // records hold it.
+    let r = e.verify_erasure_text(&[secret])?;
+    assert!(!r.verified, "a stored text must not pass: {:?}", r.scan.matches);
+    assert!(r.scan.opened > 0);
+    assert!(r.scan.matches.iter().all(|m| m.path.starts_with("opened:")), "{:?}", r.scan.matches);
+    assert!(found(&[dir.path().to_path_buf()], secret.as_bytes()).is_empty());
+    // Forgotten and compacted: gone from the opened records as well.
+    e.forget(&n, ForgetRequest::Memory(m.id), "asked to")?;
+    let receipt = e.compact()?;
+    assert!(receipt.verified, "{:?}", receipt.scan.matches);
+    assert!(receipt.scan.opened > 0, "compaction searched the opened records");
+    let r = e.verify_erasure_text(&[secret])?;
+    assert!(r.verified, "{:?}", r.scan.matches);
+    Ok(())
+}
+
+#[test]
+fn a_keyring_that_is_not_one_is_a_wrong_argument_not_a_damaged_store() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (kek, _live, e, a, _b) = two_namespaces(dir.path())?;
+    let copy = dir.path().join("copy");
+    e.backup(&copy)?;
+    e.close()?;
+    let key_file = dir.path().join("store.key");
+    std::fs::write(&key_file, kek.to_hex())?;
+    let before = snapshot(&copy);
+    for wrong in [key_file, dir.path().join("no-such-keyring"), dir.path().to_path_buf()] {
+        let opened = Engine::builder(&copy).key_provider(Arc::new(StaticKey(kek.clone()))).keyring(&wrong).open();
+        match opened {
+            Err(Error::InvalidInput { field, reason }) => {
+                assert_eq!(field, "keyring");
+                assert!(reason.contains(&wrong.display().to_string()), "{reason}");
+            }
+            other => panic!("{}: {:?}", wrong.display(), other.map(|_| ())),
+        }
+    }
+    assert_eq!(snapshot(&copy), before, "a refused open writes nothing");
+    let _ = a;
+    Ok(())
+}

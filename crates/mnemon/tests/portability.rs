@@ -335,6 +335,15 @@ fn restore_refuses_what_is_not_a_whole_export() -> TestResult {
     let export = dir.path().join("store.jsonl");
     e.export(&export)?;
     assert!(e.export(&export).is_err(), "an export never overwrites a file");
+    let nodir = dir.path().join("nodir").join("x.jsonl");
+    match e.export(&nodir) {
+        Err(mnemon::Error::InvalidInput { field, reason }) => {
+            assert_eq!(field, "path");
+            assert!(reason.contains("nodir") && reason.contains("does not exist"), "{reason}");
+        }
+        other => panic!("an export into a missing directory: {:?}", other.map(|_| ())),
+    }
+    assert!(!dir.path().join("nodir").exists(), "nothing created");
 
     // The per-namespace audit export is not a store export.
     let audit: String =

@@ -133,6 +133,11 @@ pub struct KeySettings {
 pub(crate) fn precheck(root: &Path, keys: &KeySettings) -> Result<()> {
     let ring = root.join(KEYRING_FILE);
     if !ring.exists() {
+        // A copy opened with the keyring of its store: that file is
+        // checked before anything of the copy is opened.
+        if let (Some(p), Some(from)) = (&keys.provider, &keys.keyring) {
+            load_named_keyring(from, p.kek()?)?;
+        }
         return Ok(());
     }
     match &keys.provider {
@@ -142,6 +147,29 @@ pub(crate) fn precheck(root: &Path, keys: &KeySettings) -> Result<()> {
         ))),
         Some(p) => Keyring::load(&ring, p.kek()?).map(|_| ()),
     }
+}
+
+/// Loads the keyring file a caller named ([`KeySettings::keyring`]): one
+/// that is not there, is a directory or is not a keyring is a wrong
+/// argument (field `keyring`), not a damaged store.
+///
+/// # Errors
+/// [`Error::InvalidInput`] (field `keyring`) as above; [`Error::WrongKey`]
+/// when the key does not open it; [`Error::Io`] for other read failures.
+pub(crate) fn load_named_keyring(from: &Path, kek: Kek) -> Result<Keyring> {
+    Keyring::load(from, kek).map_err(|e| match e {
+        Error::Storage(why) => Error::invalid(
+            "keyring",
+            format!(
+                "{} is not a readable keyring ({why}); give DATA/KEYRING of the store the copy was made from",
+                from.display()
+            ),
+        ),
+        Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound || from.is_dir() => {
+            Error::invalid("keyring", format!("{io}: give the file DATA/KEYRING of the store the copy was made from"))
+        }
+        e => e,
+    })
 }
 
 /// Whether `keys` open the store at `root` (a data directory): the check

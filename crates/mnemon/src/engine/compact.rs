@@ -160,7 +160,8 @@ impl Engine {
             let d = self.inner.dir.lock();
             (d.root().to_path_buf(), d.current_generation())
         };
-        let scan = verify_erasure(&root, &patterns)?;
+        let mut scan = verify_erasure(&root, &patterns)?;
+        crate::erase::scan_opened(self.shared().store().as_ref(), &patterns, &mut scan)?;
         Ok(ErasureReceipt {
             at: Utc::now(),
             generation,

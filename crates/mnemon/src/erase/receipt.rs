@@ -33,7 +33,9 @@ pub struct CompactionFigures {
 /// [`crate::Engine::verify_erasure_text`].
 ///
 /// `verified` is true when the scan of every file under the data directory
-/// found none of the searched patterns. The patterns come from the erased
+/// (and, for an encrypted store, of every record and cached vector opened
+/// with its keys: [`ScanReport::opened`]) found none of the searched
+/// patterns. The patterns come from the erased
 /// payloads themselves (held in memory only while compaction runs): whole
 /// texts, 32-byte windows of them, and windows of the f32 and f16 bytes of their
 /// cached vectors, minus patterns that also occur in surviving content.

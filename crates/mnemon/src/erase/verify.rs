@@ -416,6 +416,14 @@ pub struct ScanReport {
     pub matches_total: u64,
     /// The first 1000 matches.
     pub matches: Vec<PatternMatch>,
+    /// Records and cached vectors of an encrypted store opened with its
+    /// keys and searched in plain as well (their bytes on disk are sealed,
+    /// so the file scan alone cannot find a text in them); a match there
+    /// has the path `opened:log/SEQ` (offset in the opened record) or
+    /// `opened:vectors/ID`. 0 for a plain store, and for a scan of a
+    /// directory alone ([`verify_erasure`]).
+    #[serde(default)]
+    pub opened: u64,
 }
 
 impl ScanReport {
@@ -460,6 +468,7 @@ pub fn verify_erasure(dir: &Path, patterns: &ErasurePatterns) -> Result<ScanRepo
         patterns: patterns.len(),
         matches_total: 0,
         matches: Vec::new(),
+        opened: 0,
     };
     for (rel, path) in paths {
         let file = match File::open(&path) {
@@ -475,6 +484,50 @@ pub fn verify_erasure(dir: &Path, patterns: &ErasurePatterns) -> Result<ScanRepo
         report.files.push(ScannedFile { path: rel, len, sha256 });
     }
     Ok(report)
+}
+
+/// Searches `patterns` in every record and cached vector of `store`
+/// opened with its keys, when the store is encrypted (a record sealed under
+/// a destroyed key opens to the placeholder of a shredded record, and is
+/// searched as that); adds what it finds to `report` (see
+/// [`ScanReport::opened`]). Nothing for a plain store, whose files the
+/// directory scan reads in plain.
+///
+/// # Errors
+/// Errors reading or opening a record ([`Error::Corrupted`] for a damaged
+/// one).
+pub(crate) fn scan_opened(
+    store: &dyn crate::log::LogStore,
+    patterns: &ErasurePatterns,
+    report: &mut ScanReport,
+) -> Result<()> {
+    if store.sealed().is_none() || patterns.is_empty() {
+        return Ok(());
+    }
+    let m = Matcher::new(&patterns.patterns);
+    let search = |path: &dyn Fn() -> String, bytes: &[u8], report: &mut ScanReport| {
+        let mut found = Vec::new();
+        m.find(&patterns.patterns, bytes, bytes.len(), |i, at| found.push((i, at)));
+        for (i, at) in found {
+            report.matches_total += 1;
+            if report.matches.len() < MAX_LISTED_MATCHES {
+                report.matches.push(PatternMatch { path: path(), offset: at as u64, kind: patterns.patterns[i].1 });
+            }
+        }
+        report.opened += 1;
+    };
+    for r in store.scan(0, u64::MAX) {
+        let (seq, bytes) = r?;
+        search(&|| format!("opened:log/{seq}"), &bytes, report);
+    }
+    for e in store.vector_entries() {
+        let e = e?;
+        let wide: Vec<u8> = e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let mut bytes = wide;
+        bytes.extend(crate::log::vector_f16_bytes(&e.cached.vector));
+        search(&|| format!("opened:vectors/{}", e.id.0), &bytes, report);
+    }
+    Ok(())
 }
 
 /// Streams one file: hashes it and finds every occurrence of every
@@ -662,6 +715,7 @@ mod tests {
                     patterns: p.len(),
                     matches_total: 0,
                     matches: vec![],
+                    opened: 0,
                 };
                 scan_file(File::open(&path).unwrap(), "f", Some(&m), &p, &mut r, chunk).unwrap();
                 let mut got: Vec<(u64, usize)> = Vec::new();

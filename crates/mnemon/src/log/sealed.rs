@@ -535,7 +535,7 @@ pub(crate) fn open_keys(root: &Path, store: &SledStore, keys: &KeySettings) -> R
                 root.display()
             )));
         };
-        let ring = Keyring::load(from, kek)?;
+        let ring = crate::crypt::load_named_keyring(from, kek)?;
         if id.as_slice() != ring.id() {
             return Err(Error::WrongKey(format!("{} is not the keyring this store was sealed under", from.display())));
         }

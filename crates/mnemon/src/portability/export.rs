@@ -132,8 +132,9 @@ impl Engine {
     /// what a replay needs.
     ///
     /// # Errors
-    /// [`Error::InvalidInput`] when `path` exists; [`Error::Io`] when it
-    /// cannot be written (the partial file is removed);
+    /// [`Error::InvalidInput`] (field `path`) when `path` exists or its
+    /// directory does not; [`Error::Io`] when it cannot be written (the
+    /// partial file is removed);
     /// [`Error::Corrupted`] for a record that does not decode;
     /// [`Error::Poisoned`] / [`Error::Closed`].
     pub fn export(&self, path: impl AsRef<Path>) -> Result<ExportReport> {
@@ -146,7 +147,14 @@ impl Engine {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(Error::invalid("path", format!("{} exists; name a new file", path.display())))
             }
-            Err(e) => return Err(Error::Io(e)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                return Err(Error::invalid(
+                    "path",
+                    format!("{}: the directory {} does not exist; create it first", path.display(), parent.display()),
+                ));
+            }
+            Err(e) => return Err(Error::io_at(&path, e)),
         };
         let (model_id, dim) = (self.embedder().model_id().to_string(), self.embedder().dim());
         let (tx, rx) = crossbeam_channel::bounded(1);

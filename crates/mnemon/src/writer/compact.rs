@@ -166,7 +166,8 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
             [wide, crate::log::vector_f16_bytes(&e.cached.vector)]
         }));
     }
-    let scan = verify_erasure(&root, &patterns)?;
+    let mut scan = verify_erasure(&root, &patterns)?;
+    crate::erase::scan_opened(shared.store().as_ref(), &patterns, &mut scan)?;
     let verify_ms = millis(verify_started.elapsed());
     let receipt = ErasureReceipt {
         at: Utc::now(),
