@@ -565,6 +565,12 @@ fn key(cli: &Cli, cmd: &KeyCmd) -> Result<(), ApiError> {
                 }
                 Err(e) => return Err(e.into()),
             }
+            if !cli.data.join(mnemon::crypt::KEYRING_FILE).exists() {
+                return Err(ApiError::invalid(
+                    "data",
+                    format!("the store at {} is not encrypted: it has no key to rotate", cli.data.display()),
+                ));
+            }
             if KEYS.get().and_then(|k| k.provider.as_ref()).is_none() {
                 return Err(mnemon::Error::KeyRequired(
                     "key rotate needs the current key: --key-file, MNEMON_KEY_FILE or MNEMON_KEY".into(),
