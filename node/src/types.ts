@@ -335,6 +335,7 @@ export interface Surface {
   BlockPart?: BlockPart;
   CheckReport?: CheckReport;
   CheckRequest?: CheckRequest;
+  ClusterView?: ClusterView;
   CompactRequest?: CompactRequest;
   CompactionFigures?: CompactionFigures;
   CompactionReceipt?: CompactionReceipt;
@@ -414,6 +415,7 @@ export interface Surface {
   ScanSummary?: ScanSummary;
   ScannedFile?: ScannedFile;
   Section?: Section;
+  ServedNamespace?: ServedNamespace;
   SessionEnd?: SessionEnd;
   ShredCheck?: ShredCheck;
   ShredReport?: ShredReport;
@@ -684,6 +686,69 @@ export interface CheckReport {
  * via the `definition` "CheckRequest".
  */
 export interface CheckRequest {}
+/**
+ * A cluster daemon's view of what it serves, in [`Stats::cluster`].
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ClusterView".
+ */
+export interface ClusterView {
+  /**
+   * The daemon that answered (its id).
+   */
+  daemon: string;
+  /**
+   * Its writer lease TTL, in milliseconds.
+   */
+  lease_ttl_ms: number;
+  /**
+   * The namespaces it owns now (holds the writer lease of), by name.
+   */
+  served: ServedNamespace[];
+}
+/**
+ * One namespace a cluster daemon owns, in [`ClusterView::served`].
+ *
+ * This interface was referenced by `Surface`'s JSON-Schema
+ * via the `definition` "ServedNamespace".
+ */
+export interface ServedNamespace {
+  /**
+   * Messages in the stream past `stream_seq`: 0 while this daemon is
+   * its only writer; more means another writer appended and this
+   * daemon's next append will be fenced. Absent with `stream_last_seq`.
+   */
+  lag?: number | null;
+  /**
+   * Milliseconds the daemon may still rely on its lease before it must
+   * have renewed it (80 % of the TTL from the start of the last
+   * renewal; renewals go every TTL/4); 0 once it is lost.
+   */
+  lease_left_ms: number;
+  /**
+   * The lease's revision in the lease bucket (each renewal moves it).
+   */
+  lease_revision: number;
+  /**
+   * The namespace.
+   */
+  namespace: string;
+  /**
+   * The namespace's stream (its log of record; a cluster compaction
+   * moves it to a new generation).
+   */
+  stream: string;
+  /**
+   * The stream's last sequence as NATS reports it; absent when NATS did
+   * not answer within the request timeout.
+   */
+  stream_last_seq?: number | null;
+  /**
+   * The stream sequence of the last message this daemon appended or
+   * caught up to.
+   */
+  stream_seq: number;
+}
 /**
  * `compact`: rewrite the store without forgotten content, then prove it
  * is gone from every file. Responds with the [`ErasureReceipt`].
@@ -3335,6 +3400,12 @@ export interface Stats {
    * Archived memory versions, all namespaces.
    */
   archived_memories: number;
+  /**
+   * Set when a cluster daemon (`mnemon serve --cluster`) answered: the
+   * namespaces it owns now, each with its lease and its stream. Absent
+   * for a store opened on its own.
+   */
+  cluster?: ClusterView | null;
   /**
    * Vector dimension.
    */

@@ -38,6 +38,7 @@ __all__ = [
     "BackupReport",
     "BlockEntry",
     "CheckReport",
+    "ClusterView",
     "CompactionFigures",
     "CompactionReceipt",
     "Consolidation",
@@ -75,6 +76,7 @@ __all__ = [
     "RestoreReport",
     "ScanSummary",
     "ScannedFile",
+    "ServedNamespace",
     "SessionEnd",
     "ShredCheck",
     "ShredReport",
@@ -348,6 +350,29 @@ class CheckReport(Record):
     def vectors_embedded(self) -> int:
         """Memory vectors that the replay had to compute (cache missing or stale)."""
         return self._data["vectors_embedded"]  # type: ignore[no-any-return]
+
+
+class ClusterView(Record):
+    """A cluster daemon's view of what it serves, in `Stats::cluster`."""
+
+    __slots__ = ()
+    _FIELDS = ('daemon', 'lease_ttl_ms', 'served')
+
+    @property
+    def daemon(self) -> str:
+        """The daemon that answered (its id)."""
+        return self._data["daemon"]  # type: ignore[no-any-return]
+
+    @property
+    def lease_ttl_ms(self) -> int:
+        """Its writer lease TTL, in milliseconds."""
+        return self._data["lease_ttl_ms"]  # type: ignore[no-any-return]
+
+    @property
+    def served(self) -> List[ServedNamespace]:
+        """The namespaces it owns now (holds the writer lease of), by name."""
+        v = self._data["served"]
+        return [ServedNamespace(x0) for x0 in v]
 
 
 class CompactionFigures(Record):
@@ -2306,6 +2331,62 @@ class ScannedFile(Record):
         return self._data["sha256"]  # type: ignore[no-any-return]
 
 
+class ServedNamespace(Record):
+    """One namespace a cluster daemon owns, in `ClusterView::served`."""
+
+    __slots__ = ()
+    _FIELDS = ('lag', 'lease_left_ms', 'lease_revision', 'namespace', 'stream', 'stream_last_seq', 'stream_seq')
+
+    @property
+    def lag(self) -> Optional[int]:
+        """
+        Messages in the stream past `stream_seq`: 0 while this daemon is its only
+        writer; more means another writer appended and this daemon's next append will be
+        fenced. Absent with `stream_last_seq`.
+        """
+        return self._data.get("lag")
+
+    @property
+    def lease_left_ms(self) -> int:
+        """
+        Milliseconds the daemon may still rely on its lease before it must have renewed
+        it (80 % of the TTL from the start of the last renewal; renewals go every
+        TTL/4); 0 once it is lost.
+        """
+        return self._data["lease_left_ms"]  # type: ignore[no-any-return]
+
+    @property
+    def lease_revision(self) -> int:
+        """The lease's revision in the lease bucket (each renewal moves it)."""
+        return self._data["lease_revision"]  # type: ignore[no-any-return]
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+        return self._data["namespace"]  # type: ignore[no-any-return]
+
+    @property
+    def stream(self) -> str:
+        """
+        The namespace's stream (its log of record; a cluster compaction moves it to a
+        new generation).
+        """
+        return self._data["stream"]  # type: ignore[no-any-return]
+
+    @property
+    def stream_last_seq(self) -> Optional[int]:
+        """
+        The stream's last sequence as NATS reports it; absent when NATS did not answer
+        within the request timeout.
+        """
+        return self._data.get("stream_last_seq")
+
+    @property
+    def stream_seq(self) -> int:
+        """The stream sequence of the last message this daemon appended or caught up to."""
+        return self._data["stream_seq"]  # type: ignore[no-any-return]
+
+
 class SessionEnd(Record):
     """What `Engine::end_session` did."""
 
@@ -2428,7 +2509,7 @@ class Stats(Record):
     """Store-wide figures for `mnemon stats`."""
 
     __slots__ = ()
-    _FIELDS = ('active_memories', 'archived_memories', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'encrypted', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_rerank_error', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'rerank_failed', 'reserve_bytes', 'rss_bytes', 'shredded_namespaces', 'superseded_memories', 'vectors')
+    _FIELDS = ('active_memories', 'archived_memories', 'cluster', 'dim', 'disk_bytes', 'embed_backlog', 'embed_failed', 'encrypted', 'events', 'generation', 'hnsw_namespaces', 'index_bytes', 'last_rerank_error', 'last_seq', 'log_cache_bytes', 'model_id', 'namespaces', 'observations', 'pending_erasure', 'phone_regions', 'poisoned', 'quarantined_memories', 'read_only', 'rerank_failed', 'reserve_bytes', 'rss_bytes', 'shredded_namespaces', 'superseded_memories', 'vectors')
 
     @property
     def active_memories(self) -> int:
@@ -2442,6 +2523,16 @@ class Stats(Record):
     def archived_memories(self) -> int:
         """Archived memory versions, all namespaces."""
         return self._data["archived_memories"]  # type: ignore[no-any-return]
+
+    @property
+    def cluster(self) -> Optional[ClusterView]:
+        """
+        Set when a cluster daemon (`mnemon serve --cluster`) answered: the namespaces it
+        owns now, each with its lease and its stream. Absent for a store opened on its
+        own.
+        """
+        v = self._data.get("cluster")
+        return None if v is None else ClusterView(v)
 
     @property
     def dim(self) -> int:

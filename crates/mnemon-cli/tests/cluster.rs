@@ -882,6 +882,14 @@ fn serve_encrypted(nats: &mut NatsCluster) {
     assert_eq!(scan(&dirs, canary), 0, "the canary is on disk in plain");
     let stats = client.surface(Some("k2"), "bob", json!({"op": "stats"})).unwrap();
     assert_eq!(stats["encrypted"], json!(true), "{stats}");
+    // The owner's view: the namespace it owns, its lease and its stream.
+    let view = &stats["cluster"];
+    assert_eq!(view["daemon"], json!("k2"), "{stats}");
+    let served = view["served"].as_array().unwrap();
+    let bob = served.iter().find(|s| s["namespace"] == json!("bob")).expect("k2 owns bob");
+    assert!(bob["lease_left_ms"].as_u64().unwrap() > 0, "{bob}");
+    assert!(bob["stream_seq"].as_u64().unwrap() >= 3, "two writes and the takeover markers: {bob}");
+    assert_eq!(bob["lag"], json!(0), "{bob}");
     stop(b);
     // Another key: the namespace's keys do not open with it.
     let wrong = spawn("k3", &other_key);

@@ -253,6 +253,16 @@ impl LeaseState {
         }
     }
 
+    /// How long the lease may still be relied on (zero once lost or run
+    /// out).
+    pub(crate) fn left(&self) -> Duration {
+        let g = self.inner.lock();
+        if g.lost.is_some() {
+            return Duration::ZERO;
+        }
+        g.valid_until.saturating_duration_since(Instant::now())
+    }
+
     /// `Ok` while the lease is held and valid; otherwise why not (and the
     /// lease is marked lost).
     pub(crate) fn check(&self) -> std::result::Result<(), String> {

@@ -389,6 +389,44 @@ impl ClusterNode {
         Ok(h.map(|(h, _)| h.daemon))
     }
 
+    /// What this daemon serves now: each namespace it owns with its
+    /// lease and its stream position, and the stream's last sequence as
+    /// NATS reports it (asked for every namespace at once, within the
+    /// request timeout; absent where NATS did not answer).
+    pub fn status(&self) -> mnemon::ClusterView {
+        let inner = &self.inner;
+        let mut held: Vec<(Namespace, Arc<Held>)> =
+            inner.held.lock().iter().map(|(ns, h)| (ns.clone(), h.clone())).collect();
+        held.sort_by(|a, b| a.0.cmp(&b.0));
+        let positions: Vec<_> = held.iter().map(|(_, h)| h.sink.position()).collect();
+        let lasts = inner.conn.block_on(async {
+            let asks = positions.iter().map(|(log, _)| async move { log.last_seq().await.ok() });
+            tokio::time::timeout(inner.cfg.timeout, futures_util::future::join_all(asks)).await.ok()
+        });
+        let served = held
+            .iter()
+            .zip(&positions)
+            .enumerate()
+            .map(|(i, ((ns, h), (log, at)))| {
+                let last = lasts.as_ref().and_then(|l| l[i]);
+                mnemon::ServedNamespace {
+                    namespace: ns.to_string(),
+                    lease_left_ms: u64::try_from(h.lease.left().as_millis()).unwrap_or(u64::MAX),
+                    lease_revision: h.lease.revision(),
+                    stream: log.name.clone(),
+                    stream_seq: *at,
+                    stream_last_seq: last,
+                    lag: last.map(|l| l.saturating_sub(*at)),
+                }
+            })
+            .collect();
+        mnemon::ClusterView {
+            daemon: inner.me.daemon.clone(),
+            lease_ttl_ms: u64::try_from(inner.cfg.lease_ttl.as_millis()).unwrap_or(u64::MAX),
+            served,
+        }
+    }
+
     /// What each catch-up since start did, in order (namespace, figures).
     pub fn catch_ups(&self) -> Vec<(Namespace, CatchUp)> {
         self.inner.catch_ups.lock().clone()

@@ -4,12 +4,15 @@
 //! `compact` there is the cluster compaction ([`ClusterNode::compact`]),
 //! whose receipt covers the stream and every daemon, and `verify_shred`
 //! checks the namespace's stream as well ([`ClusterNode::verify_shred`];
-//! the backups and exports it names are files on the owner's machine).
+//! the backups and exports it names are files on the owner's machine), and
+//! `stats` adds the owner's view ([`ClusterNode::status`]: the namespaces
+//! it owns, their leases and stream positions).
 //! The reply is JSON:
 //! `{"ok": RESPONSE}` or `{"error": ApiError}`.
 //!
 //! [`ClusterNode::compact`]: crate::ClusterNode::compact
 //! [`ClusterNode::verify_shred`]: crate::ClusterNode::verify_shred
+//! [`ClusterNode::status`]: crate::ClusterNode::status
 
 use std::sync::Arc;
 
@@ -43,6 +46,11 @@ fn run(s: &Served<'_>, body: &[u8], limits: &Limits) -> Result<Value, ApiError> 
     match req {
         Request::Compact(_) => serde_json::to_value(s.compact()?)
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("encoding a receipt: {e}"))),
+        Request::Stats(_) => {
+            let mut stats = s.engine().stats();
+            stats.cluster = Some(s.node.status());
+            serde_json::to_value(stats).map_err(|e| ApiError::new(ErrorCode::Internal, format!("encoding stats: {e}")))
+        }
         Request::VerifyShred(r) => serde_json::to_value(s.verify_shred(&r.backups, &r.exports)?)
             .map_err(|e| ApiError::new(ErrorCode::Internal, format!("encoding a report: {e}"))),
         req => api::execute_with(s.engine(), req, limits).map(|r| r.to_value()),

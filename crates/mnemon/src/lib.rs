@@ -116,9 +116,10 @@ pub mod replication {
 
 pub use cancel::CancelToken;
 pub use engine::{
-    AsOf, CheckReport, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions, NamespaceSummary,
-    NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, Stats, Timeline, TimelineBucket, View,
-    DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES, MAX_FORGET_NAMESPACES, MAX_TIMELINE_BUCKETS,
+    AsOf, CheckReport, ClusterView, Config, EmbedMode, Engine, EngineBuilder, ForgetRequest, ListOptions,
+    NamespaceSummary, NewMemory, NewObservation, OpenReport, Progress, ProgressFn, Remembered, ServedNamespace, Stats,
+    Timeline, TimelineBucket, View, DEFAULT_MAX_CONTENT_BYTES, DEFAULT_RESERVE_BYTES, MAX_FORGET_NAMESPACES,
+    MAX_TIMELINE_BUCKETS,
 };
 pub use erase::{verify_erasure, CompactionReceipt, ErasureReceipt};
 pub use error::{plain_json_words, range_reason, Error, Failure, Result};

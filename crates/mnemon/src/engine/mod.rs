@@ -18,7 +18,7 @@ pub use input::{ForgetRequest, NewMemory, NewObservation, Remembered};
 pub use inspect::{NamespaceSummary, Timeline, TimelineBucket, MAX_TIMELINE_BUCKETS};
 pub use open::OpenReport;
 pub(crate) use read::ReadPoint;
-pub use read::{AsOf, ListOptions, Stats, View};
+pub use read::{AsOf, ClusterView, ListOptions, ServedNamespace, Stats, View};
 
 use std::path::Path;
 use std::sync::Arc;

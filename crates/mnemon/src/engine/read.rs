@@ -144,6 +144,50 @@ pub struct Stats {
     /// that is not encrypted.
     #[serde(default)]
     pub shredded_namespaces: usize,
+    /// Set when a cluster daemon (`mnemon serve --cluster`) answered: the
+    /// namespaces it owns now, each with its lease and its stream. Absent
+    /// for a store opened on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterView>,
+}
+
+/// A cluster daemon's view of what it serves, in [`Stats::cluster`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ClusterView {
+    /// The daemon that answered (its id).
+    pub daemon: String,
+    /// Its writer lease TTL, in milliseconds.
+    pub lease_ttl_ms: u64,
+    /// The namespaces it owns now (holds the writer lease of), by name.
+    pub served: Vec<ServedNamespace>,
+}
+
+/// One namespace a cluster daemon owns, in [`ClusterView::served`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct ServedNamespace {
+    /// The namespace.
+    pub namespace: String,
+    /// Milliseconds the daemon may still rely on its lease before it must
+    /// have renewed it (80 % of the TTL from the start of the last
+    /// renewal; renewals go every TTL/4); 0 once it is lost.
+    pub lease_left_ms: u64,
+    /// The lease's revision in the lease bucket (each renewal moves it).
+    pub lease_revision: u64,
+    /// The namespace's stream (its log of record; a cluster compaction
+    /// moves it to a new generation).
+    pub stream: String,
+    /// The stream sequence of the last message this daemon appended or
+    /// caught up to.
+    pub stream_seq: u64,
+    /// The stream's last sequence as NATS reports it; absent when NATS did
+    /// not answer within the request timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_last_seq: Option<u64>,
+    /// Messages in the stream past `stream_seq`: 0 while this daemon is
+    /// its only writer; more means another writer appended and this
+    /// daemon's next append will be fenced. Absent with `stream_last_seq`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lag: Option<u64>,
 }
 
 /// Resident memory of this process in bytes, from the `VmRSS` line of
@@ -527,6 +571,7 @@ impl Engine {
             rss_bytes: rss_bytes(),
             encrypted: self.shared().keys.is_some(),
             shredded_namespaces: self.shared().keys.as_ref().map_or(0, |k| k.shredded_namespaces()),
+            cluster: None,
         };
         for st in state.namespaces.values() {
             for m in st.memories.values() {
