@@ -4,9 +4,9 @@
 //! * write throughput: 3 daemons (in-process `ClusterNode`s, 12 namespaces
 //!   spread over them) vs one standalone engine holding the same 12
 //!   namespaces, 12 client threads each writing its own namespace;
-//! * replay rate: a fresh daemon catching a namespace up from its stream
-//!   vs a standalone engine replaying the same number of records from its
-//!   local log;
+//! * replay rate: a fresh daemon catching a namespace of 5,000 memories
+//!   (`MNEMON_BENCH_REPLAY`) up from its stream vs a standalone engine
+//!   replaying a store of the same memories from its local log;
 //! * failover time, with the default lease TTL and timeouts: an owner
 //!   process killed (SIGKILL), and one paused (SIGSTOP) → the namespace
 //!   served (and written) again by another daemon, against the lease TTL
@@ -33,6 +33,11 @@ const CLIENTS: usize = 12;
 
 fn writes() -> usize {
     std::env::var("MNEMON_BENCH_WRITES").ok().and_then(|s| s.parse().ok()).unwrap_or(150)
+}
+
+/// Memories of the replay figure (`MNEMON_BENCH_REPLAY`, default 5,000).
+fn replays() -> usize {
+    std::env::var("MNEMON_BENCH_REPLAY").ok().and_then(|s| s.parse().ok()).unwrap_or(5000)
 }
 
 fn text(c: usize, i: usize) -> String {
@@ -105,21 +110,42 @@ fn main() {
         cluster_rate / solo_rate
     );
 
-    // Replay: a fresh daemon catches namespace 0 up from its stream.
-    nodes[0].shutdown().expect("shutdown");
+    // Replay: `replays()` memories written to one namespace in batches of
+    // 100 (one group each) through d1; a fresh daemon catches the namespace
+    // up from its stream, against a standalone engine reopening a store of
+    // the same memories (its replay).
+    let replay_ns = Namespace::new("replay").expect("namespace");
+    let batches: Vec<Vec<NewMemory>> = (0..replays())
+        .collect::<Vec<_>>()
+        .chunks(100)
+        .map(|c| c.iter().map(|&i| NewMemory::new(text(99, i))).collect())
+        .collect();
+    let Route::Local(e1) = nodes[1].route(&replay_ns).expect("route") else { panic!("d1 did not take it") };
+    let replay_dir = root.path().join("replay-solo");
+    let replay_solo = Engine::open(&replay_dir).expect("engine");
+    for b in &batches {
+        e1.remember_batch(&replay_ns, b.clone()).expect("batch");
+        replay_solo.remember_batch(&replay_ns, b.clone()).expect("batch");
+    }
+    drop(e1);
+    drop(replay_solo);
+    nodes[1].shutdown().expect("shutdown");
     let fresh = node(&root.path().join("fresh"), "fresh", &urls);
-    let Route::Local(_) = fresh.route(&ns(0)).expect("route") else { panic!("fresh did not take it") };
+    let Route::Local(_) = fresh.route(&replay_ns).expect("route") else { panic!("fresh did not take it") };
     let c = fresh.catch_ups().pop().expect("catch-up").1;
     let stream_rate = c.records as f64 / (c.millis.max(1) as f64 / 1000.0);
-    drop(solo);
     let t = Instant::now();
-    let solo = Engine::open(root.path().join("solo")).expect("reopen");
-    let local_rate = solo.open_report().events_replayed as f64 / t.elapsed().as_secs_f64();
+    let reopened = Engine::open(&replay_dir).expect("reopen");
+    let replayed = reopened.open_report().events_replayed;
+    let local_rate = replayed as f64 / t.elapsed().as_secs_f64();
+    drop(reopened);
     println!(
-        "replay: {} records from the stream at {stream_rate:.0} records/s; local log replay {local_rate:.0} records/s; ratio {:.2}",
+        "replay: {} records ({} stream messages) from the stream at {stream_rate:.0} records/s; local log replay of {replayed} at {local_rate:.0} records/s; ratio {:.2}",
         c.records,
+        c.messages,
         stream_rate / local_rate
     );
+    drop(solo);
 
     // Failover: the owner process is killed, or paused; time until
     // another daemon serves (and writes) the namespace.
@@ -166,7 +192,7 @@ fn main() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    for n in &nodes[1..] {
+    for n in [&nodes[0], &nodes[2]] {
         n.shutdown().expect("shutdown");
     }
     fresh.shutdown().expect("shutdown");
