@@ -15,8 +15,8 @@ use crate::stream::NsLog;
 use crate::wire::{self, GroupPart, LogMessage, SealedVector};
 use mnemon::crypt::{sealed_head, SEALED_VERSION};
 use mnemon::replication::DataDir;
+use mnemon::storage::{fnv1a64, CachedVector, LogStore, SledStore, VectorEntry};
 use mnemon::{event::decode_record, EventBody};
-use mnemon::{storage::LogStore, storage::SledStore};
 use mnemon::{Error, Result};
 use mnemon::{MemoryId, Namespace, Seq};
 
@@ -57,7 +57,8 @@ pub(crate) fn catch_up(conn: &Conn, log: &NsLog, dir: &Path, ns: &Namespace, up_
         Some(p) if p.stream == log.name && p.event_seq == local_last && p.stream_seq <= up_to => p.stream_seq + 1,
         _ => 1,
     };
-    let mut apply = Apply { store: &store, local_last, next: local_last + 1, batch: Vec::new(), seen_last: 0 };
+    let mut apply =
+        Apply { store: &store, local_last, next: local_last + 1, batch: Vec::new(), vectors: Vec::new(), seen_last: 0 };
     let mut pending: Vec<(GroupPart, Vec<SealedVector>)> = Vec::new();
     conn.block_on(log.read(from, up_to, conn.timeout * 4, |seq, payload| {
         report.messages += 1;
@@ -148,13 +149,15 @@ struct Apply<'a> {
     local_last: Seq,
     next: Seq,
     batch: Vec<(Seq, Vec<u8>)>,
+    /// Plain vectors of the records in `batch`, written with them in one
+    /// sled batch (a cache: each is checked against its memory on use).
+    vectors: Vec<VectorEntry>,
     /// Highest `Seq` the stream showed.
     seen_last: Seq,
 }
 
 impl Apply<'_> {
     fn part(&mut self, p: GroupPart, sealed: Vec<SealedVector>) -> Result<()> {
-        let mut new_vectors: Vec<(MemoryId, u64, Vec<f32>)> = Vec::new();
         for (i, bytes) in p.records.into_iter().enumerate() {
             let seq = p.first + u64::try_from(i).map_err(|_| Error::invalid("group", "too long"))?;
             self.seen_last = self.seen_last.max(seq);
@@ -171,9 +174,14 @@ impl Apply<'_> {
                 });
             }
         }
+        let model_hash = fnv1a64(p.model.as_bytes());
         for v in p.vectors {
             if v.id > self.local_last && v.id < self.next {
-                new_vectors.push((MemoryId(v.id), v.content_hash, v.vector));
+                self.vectors.push(VectorEntry {
+                    id: MemoryId(v.id),
+                    model_hash,
+                    cached: CachedVector { content_hash: v.content_hash, vector: v.vector },
+                });
             }
         }
         let new_sealed: Vec<(MemoryId, Vec<u8>)> = sealed
@@ -183,11 +191,6 @@ impl Apply<'_> {
             .collect();
         if !new_sealed.is_empty() {
             self.store.put_sealed_vectors(&p.model, &new_sealed)?;
-        }
-        if !new_vectors.is_empty() {
-            let entries: Vec<(MemoryId, u64, &[f32])> =
-                new_vectors.iter().map(|(id, h, v)| (*id, *h, v.as_slice())).collect();
-            self.store.put_vectors(&p.model, &entries)?;
         }
         if self.batch.len() >= BATCH {
             self.flush()?;
@@ -230,6 +233,10 @@ impl Apply<'_> {
     }
 
     fn flush(&mut self) -> Result<()> {
+        if !self.vectors.is_empty() {
+            self.store.put_vector_entries(&self.vectors)?;
+            self.vectors.clear();
+        }
         if !self.batch.is_empty() {
             self.store.append(&self.batch)?;
             self.batch.clear();
