@@ -108,7 +108,7 @@ impl ClusterNode {
     /// not expired yet) the call waits, up to the forward wait. While a
     /// forwarded call runs, the owner's lease is watched (every TTL/4): if
     /// it expires or moves before the answer, a read-only call
-    /// ([`ClusterNode::serve_read_only`]) goes to the new owner and a write
+    /// ([`ClusterNode::serve_retry`]) goes to the new owner and a write
     /// fails at once, its outcome unknown.
     ///
     /// # Errors
@@ -120,7 +120,8 @@ impl ClusterNode {
     pub fn call(&self, ns: &Namespace, body: &[u8]) -> Result<Vec<u8>> {
         let handler = self.handler()?;
         let retry = self.inner.retry.read().clone();
-        let read_only = retry.as_ref().is_some_and(|r| r.read_only(body));
+        // Read only when a call is forwarded: a local call never needs it.
+        let mut read_only = None;
         let deadline = Instant::now() + self.inner.cfg.forward_wait;
         let mut pause = Duration::from_millis(20);
         loop {
@@ -134,10 +135,13 @@ impl ClusterNode {
                         _ => return Ok(reply),
                     }
                 }
-                Ok(Route::Remote(owner)) => match self.forward(&owner, ns, body, read_only)? {
-                    Forwarded::Done(b) => return Ok(b),
-                    Forwarded::Refused(why) => why,
-                },
+                Ok(Route::Remote(owner)) => {
+                    let read_only = *read_only.get_or_insert_with(|| retry.as_ref().is_some_and(|r| r.read_only(body)));
+                    match self.forward(&owner, ns, body, read_only)? {
+                        Forwarded::Done(b) => return Ok(b),
+                        Forwarded::Refused(why) => why,
+                    }
+                }
                 Err(Error::Unavailable(m)) => m,
                 Err(e) => return Err(e),
             };

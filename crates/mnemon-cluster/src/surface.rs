@@ -73,6 +73,11 @@ impl Retry for SurfaceRetry {
     }
 
     fn refused(&self, reply: &[u8]) -> bool {
+        // Every reply is read here, and most are `{"ok": …}`: only an
+        // error is parsed ([`surface_handler`] writes the one key first).
+        if !reply.starts_with(br#"{"error""#) {
+            return false;
+        }
         let Ok(v) = serde_json::from_slice::<Value>(reply) else { return false };
         matches!(v["error"]["code"].as_str(), Some("fenced" | "locked"))
     }

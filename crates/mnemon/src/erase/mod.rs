@@ -85,7 +85,7 @@ pub(crate) mod stored;
 mod verify;
 
 pub use receipt::{CompactionFigures, CompactionReceipt, ErasureReceipt, ScanSummary};
-pub(crate) use verify::{scan_opened, MIN_TEXT_BYTES};
+pub(crate) use verify::{scan_opened, vector_layouts, MIN_TEXT_BYTES};
 pub use verify::{verify_erasure, ErasurePatterns, PatternKind, PatternMatch, ScanReport, ScannedFile};
 
 pub(crate) use crate::crash::crash_point;

@@ -125,8 +125,7 @@ impl ErasurePatterns {
     /// uninformative in [`ErasurePatterns::low_information`], and neither
     /// counts as searched whatever its f32 windows give.
     pub fn add_vector(&mut self, v: &[f32]) {
-        let narrow = crate::log::vector_f16_bytes(v);
-        let wide: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let [narrow, wide] = vector_layouts(v);
         if narrow.len() < WINDOW_BYTES {
             self.too_short += 1;
         } else if self.add_vector_windows(&narrow) == 0 {
@@ -514,20 +513,27 @@ pub(crate) fn scan_opened(
                 report.matches.push(PatternMatch { path: path(), offset: at as u64, kind: patterns.patterns[i].1 });
             }
         }
-        report.opened += 1;
     };
     for r in store.scan(0, u64::MAX) {
         let (seq, bytes) = r?;
         search(&|| format!("opened:log/{seq}"), &bytes, report);
+        report.opened += 1;
     }
     for e in store.vector_entries() {
         let e = e?;
-        let wide: Vec<u8> = e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-        let mut bytes = wide;
-        bytes.extend(crate::log::vector_f16_bytes(&e.cached.vector));
-        search(&|| format!("opened:vectors/{}", e.id.0), &bytes, report);
+        for bytes in vector_layouts(&e.cached.vector) {
+            search(&|| format!("opened:vectors/{}", e.id.0), &bytes, report);
+        }
+        report.opened += 1;
     }
     Ok(())
+}
+
+/// The two byte layouts a vector is found in: IEEE 754 binary16 LE (the
+/// vector cache's, [`crate::log::vector_f16_bytes`]) and f32 LE (the
+/// cache's earlier layout, and the embedder's output).
+pub(crate) fn vector_layouts(v: &[f32]) -> [Vec<u8>; 2] {
+    [crate::log::vector_f16_bytes(v), v.iter().flat_map(|x| x.to_le_bytes()).collect()]
 }
 
 /// Streams one file: hashes it and finds every occurrence of every

@@ -161,10 +161,9 @@ pub(crate) fn run(shared: &Shared, dir: &Mutex<DataDir>, cache_bytes: u64) -> Re
     if !patterns.is_empty() {
         patterns.exclude_found_in(surviving_strings(&shared.state.read()));
         let store = shared.store();
-        patterns.exclude_found_in(store.vector_entries().filter_map(|r| r.ok()).flat_map(|e| {
-            let wide: Vec<u8> = e.cached.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
-            [wide, crate::log::vector_f16_bytes(&e.cached.vector)]
-        }));
+        patterns.exclude_found_in(
+            store.vector_entries().filter_map(|r| r.ok()).flat_map(|e| crate::erase::vector_layouts(&e.cached.vector)),
+        );
     }
     let mut scan = verify_erasure(&root, &patterns)?;
     crate::erase::scan_opened(shared.store().as_ref(), &patterns, &mut scan)?;
