@@ -89,6 +89,38 @@ fn a_question_that_names_only_a_span_is_answered_by_the_span() -> R {
 }
 
 #[test]
+fn a_memory_from_the_span_about_someone_else_does_not_answer() -> R {
+    let dir = tempfile::tempdir()?;
+    let (engine, ns) = open(dir.path())?;
+    let at = |y: i32, m: u32, d: u32| Utc.with_ymd_and_hms(y, m, d, 12, 0, 0).single().expect("day");
+    // Last year (2025, asked in June 2026): the father's gift.
+    engine.remember(
+        &ns,
+        NewMemory::new("Gave Dad a set of golf lessons for his birthday")
+            .event_time(at(2025, 9, 14))
+            .kind(Kind::Episode),
+    )?;
+    engine.remember(&ns, NewMemory::new("Mom lives in Leeds"))?;
+    let floors = engine.embedder().context_floor();
+    let opts = RecallOptions {
+        abstain: Some(floors),
+        reference_time: Some(asked_at()),
+        record_access: false,
+        ..RecallOptions::default()
+    };
+    let golf = |q: &str| -> mnemon::Result<Option<Grounds>> {
+        let hits = engine.recall(&ns, q, &opts)?;
+        Ok(hits.iter().find(|h| h.memory.content.contains("golf")).and_then(|h| h.explain.grounds))
+    };
+    // From the span, but about the father: no answer to the mother's gift.
+    assert_eq!(golf("What did I get Mom for her birthday last year?")?, None);
+    // Asked about the father, or about the span alone, it answers.
+    assert!(golf("What did I get Dad for his birthday last year?")?.is_some());
+    assert!(golf("What did I do last year?")?.is_some());
+    Ok(())
+}
+
+#[test]
 fn a_relation_the_store_never_names_grounds_nothing() -> R {
     let dir = tempfile::tempdir()?;
     let (engine, ns) = open(dir.path())?;

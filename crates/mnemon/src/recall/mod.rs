@@ -473,7 +473,9 @@ pub enum Grounds {
     /// Not for advice questions ("what should I cook tonight?" names when
     /// the plan is for, not which memories to read), nor for a question
     /// naming someone the store never mentions ("What did Jean do last
-    /// week?").
+    /// week?"), nor for a memory about someone else than the one the
+    /// question asks about (the father's gift of last year for "What did I
+    /// get Mom last year?"; see [`Abstain::judge`]).
     Time,
     /// It states a standing constraint or preference (an allergy, a diet, a
     /// dislike, a need, a budget, an "always" or "never";
@@ -538,7 +540,7 @@ impl Abstain {
     /// query asks about ([`crate::index::query_names`]; "What did Mark
     /// say?" over what Lena said) has neither meaning nor words, where the
     /// query is at most [`NAMED_QUESTION_WORDS`] words and weighs no
-    /// alternatives (no "or").
+    /// alternatives (no "or"). Such a hit is not grounded by time either.
     /// No hit at all is not an abstention, just an empty result.
     ///
     /// Returns `Some` with the best hit's cosine and the floor it fell under
@@ -645,7 +647,7 @@ impl Abstain {
                 Some(Grounds::Meaning)
             } else if !stranger && !elsewhere && (words(h) || same) {
                 Some(Grounds::Words)
-            } else if e.time >= 1.0 && !advice && !stranger {
+            } else if e.time >= 1.0 && !advice && !stranger && !elsewhere {
                 Some(Grounds::Time)
             } else if advice
                 && (h.memory.kind == crate::types::Kind::Preference
