@@ -10,7 +10,12 @@
 //! * failover time, with the default lease TTL and timeouts: an owner
 //!   process killed (SIGKILL), and one paused (SIGSTOP) → the namespace
 //!   served (and written) again by another daemon, against the lease TTL
-//!   ([`mnemon_cluster::DEFAULT_LEASE_TTL`]).
+//!   ([`mnemon_cluster::DEFAULT_LEASE_TTL`]);
+//! * loss of a NATS node: one client per namespace (12,
+//!   `MNEMON_BENCH_NATS_NS`) writes without pause through the daemons while
+//!   one of the three NATS nodes is killed (SIGKILL); the longest time any
+//!   namespace then goes without an acknowledged write, against the lease
+//!   TTL.
 //!
 //! Run: `cargo bench --bench cluster` (`MNEMON_BENCH_WRITES`: writes per
 //! client thread, default 150). Needs `nats-server` (see tests/nats).
@@ -149,14 +154,7 @@ fn main() {
 
     // Failover: the owner process is killed, or paused; time until
     // another daemon serves (and writes) the namespace.
-    fresh.serve(Arc::new(|s: &mnemon_cluster::Served<'_>, _: &[u8]| {
-        let written = s.engine().remember(s.namespace(), NewMemory::new("written after failover"));
-        if written.is_ok() {
-            b"ok".to_vec()
-        } else {
-            Vec::new()
-        }
-    }));
+    fresh.serve(write_handler());
     for (name, signal) in [("killed", "-KILL"), ("paused", "-STOP")] {
         let mut child = Command::new(std::env::current_exe().expect("exe"))
             .env(CHILD, format!("{}|{}|{name}", root.path().join(name).display(), urls.join(",")))
@@ -192,9 +190,100 @@ fn main() {
         let _ = child.kill();
         let _ = child.wait();
     }
+    nats_node_loss(&mut cluster, [&nodes[0], &nodes[2], &fresh]);
     for n in [&nodes[0], &nodes[2]] {
         n.shutdown().expect("shutdown");
     }
     fresh.shutdown().expect("shutdown");
     cluster.kill(0);
+}
+
+/// A handler that remembers the request's body (or a fixed text for an
+/// empty one) and answers `ok`, or nothing when the write failed.
+fn write_handler() -> mnemon_cluster::Handler {
+    Arc::new(|s: &mnemon_cluster::Served<'_>, body: &[u8]| {
+        let text =
+            if body.is_empty() { "written after failover".to_string() } else { String::from_utf8_lossy(body).into() };
+        match s.engine().remember(s.namespace(), NewMemory::new(text)) {
+            Ok(_) => b"ok".to_vec(),
+            Err(_) => Vec::new(),
+        }
+    })
+}
+
+/// Namespaces written while a NATS node is killed (`MNEMON_BENCH_NATS_NS`,
+/// default 12).
+fn loss_namespaces() -> usize {
+    std::env::var("MNEMON_BENCH_NATS_NS").ok().and_then(|s| s.parse().ok()).unwrap_or(12)
+}
+
+/// Loss of a NATS node under load: one client per namespace writes through
+/// the three daemons in turn, without pause, while NATS node 2 of 3 is
+/// killed; for each namespace, the longest time between two acknowledged
+/// writes from the kill on (the time it had no writer), against the lease
+/// TTL.
+fn nats_node_loss(cluster: &mut nats::NatsCluster, daemons: [&ClusterNode; 3]) {
+    for d in &daemons[..2] {
+        d.serve(write_handler());
+    }
+    let count = loss_namespaces();
+    let names: Vec<Namespace> =
+        (0..count).map(|i| Namespace::new(format!("nats-loss-{i:02}")).expect("namespace")).collect();
+    for (i, n) in names.iter().enumerate() {
+        daemons[i % 3].call(n, b"first write").expect("first write");
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let start = Instant::now();
+    let acks: Vec<_> = std::thread::scope(|s| {
+        let clients: Vec<_> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let (stop, d) = (stop.clone(), daemons[i % 3]);
+                s.spawn(move || {
+                    let mut at = Vec::new();
+                    let mut k = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        k += 1;
+                        match d.call(n, format!("write {k} to {n}").as_bytes()) {
+                            Ok(b) if b == b"ok" => at.push(start.elapsed()),
+                            _ => std::thread::sleep(Duration::from_millis(20)),
+                        }
+                    }
+                    at
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_secs(3));
+        let killed = start.elapsed();
+        cluster.kill(1);
+        std::thread::sleep(Duration::from_secs(15));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        clients.into_iter().map(|c| (killed, c.join().expect("client"))).collect()
+    });
+    let mut gaps: Vec<f64> = acks
+        .iter()
+        .map(|(killed, at)| {
+            let before = at.iter().rev().find(|t| *t <= killed).copied().unwrap_or(*killed);
+            let after: Vec<Duration> = at.iter().copied().filter(|t| t > killed).collect();
+            let mut longest = after.first().map_or(Duration::from_secs(15), |f| *f - before);
+            for w in after.windows(2) {
+                longest = longest.max(w[1] - w[0]);
+            }
+            longest.as_secs_f64()
+        })
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    let writes: usize = acks.iter().map(|(_, a)| a.len()).sum();
+    // Namespaces not written again in the 15 s after the kill (their gap
+    // counts as 15 s).
+    let silent = acks.iter().filter(|(killed, at)| !at.iter().any(|t| t > killed)).count();
+    println!(
+        "NATS node loss: {count} namespaces, {writes} writes acknowledged, {silent} not written again within 15 s; longest time without a write after the kill: median {:.2} s, worst {:.2} s; lease TTL {:.1} s; worst / TTL {:.2}",
+        gaps[gaps.len() / 2],
+        gaps[gaps.len() - 1],
+        TTL.as_secs_f64(),
+        gaps[gaps.len() - 1] / TTL.as_secs_f64()
+    );
+    cluster.restart(1);
 }

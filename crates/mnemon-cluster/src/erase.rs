@@ -183,7 +183,7 @@ impl ClusterNode {
         conn.run("deleting a leftover stream", delete_stream(&conn.js, &new_name))?;
         let log = Arc::new(conn.run(
             "creating the new stream",
-            NsLog::open(&conn.js, &inner.names, ns.as_str(), &key, generation, inner.cfg.replicas),
+            NsLog::open(&conn.js, &inner.names, ns.as_str(), &key, generation, inner.cfg.replicas, conn.timeout),
         )?);
         let written = self.write_generation(&log, held, shared);
         let (last, records) = match written {

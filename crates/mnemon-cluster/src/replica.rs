@@ -47,15 +47,22 @@ pub(crate) struct StreamSink {
     conn: Arc<Conn>,
     lease: Arc<LeaseState>,
     max_message: usize,
+    /// Held for the length of an append (seconds, while NATS does not
+    /// answer).
     inner: Mutex<SinkInner>,
+    /// Set by the first failed append or by [`StreamSink::stop`]: the sink
+    /// refuses everything after. Apart from `inner`, so that stopping the
+    /// sink or asking why it stopped never waits for an append (the lease
+    /// keeper asks it of every namespace it renews).
+    failed: Mutex<Option<Error>>,
+    /// Wakes an append in flight when the sink is stopped.
+    abort: tokio::sync::Notify,
 }
 
 struct SinkInner {
     log: Arc<NsLog>,
     /// Sequence of the last message this writer appended or saw.
     last: u64,
-    /// Set by the first failed append: the sink refuses everything after.
-    failed: Option<Error>,
 }
 
 impl StreamSink {
@@ -67,12 +74,19 @@ impl StreamSink {
         last: u64,
         max_message: usize,
     ) -> StreamSink {
-        StreamSink { conn, lease, max_message, inner: Mutex::new(SinkInner { log, last, failed: None }) }
+        StreamSink {
+            conn,
+            lease,
+            max_message,
+            inner: Mutex::new(SinkInner { log, last }),
+            failed: Mutex::new(None),
+            abort: tokio::sync::Notify::new(),
+        }
     }
 
     /// Why appends stopped, if they did.
     pub(crate) fn failure(&self) -> Option<String> {
-        self.inner.lock().failed.as_ref().map(ToString::to_string)
+        self.failed.lock().as_ref().map(ToString::to_string)
     }
 
     /// The stream and the sequence of its last message appended here.
@@ -89,11 +103,23 @@ impl StreamSink {
         g.last = last;
     }
 
-    /// Stops all further appends with `e` (the namespace is being let go).
+    /// Stops all further appends with `e` (the namespace is being let go),
+    /// and ends an append in flight at once: its caller gets
+    /// [`Error::Unavailable`], its outcome unknown (JetStream may yet have
+    /// stored it), as when NATS does not answer in time.
     pub(crate) fn stop(&self, e: Error) {
-        let mut g = self.inner.lock();
-        if g.failed.is_none() {
-            g.failed = Some(e);
+        let mut f = self.failed.lock();
+        if f.is_none() {
+            *f = Some(e);
+        }
+        drop(f);
+        self.abort.notify_waiters();
+    }
+
+    fn fail(&self, e: &Error) {
+        let mut f = self.failed.lock();
+        if f.is_none() {
+            *f = Some(copy(e));
         }
     }
 }
@@ -109,22 +135,39 @@ fn copy(e: &Error) -> Error {
 impl GroupSink for StreamSink {
     fn publish(&self, group: &Group<'_>) -> Result<Vec<(String, Vec<u8>)>> {
         let mut g = self.inner.lock();
-        if let Some(e) = &g.failed {
+        if let Some(e) = self.failed.lock().as_ref() {
             return Err(copy(e));
         }
         if let Err(why) = self.lease.check() {
             let e = Error::Fenced { namespace: g.log.ns.clone(), reason: why };
-            g.failed = Some(copy(&e));
+            self.fail(&e);
             return Err(e);
         }
         let parts = wire::split(group, self.max_message)?;
         let log = g.log.clone();
         for part in parts {
             let last = g.last;
-            match self.conn.run("appending a group", log.append(part, last)) {
+            let appended = self.conn.run("appending a group", async {
+                // Registered before the flag is read, so that a stop
+                // between the two still wakes it.
+                let stopped = self.abort.notified();
+                tokio::pin!(stopped);
+                stopped.as_mut().enable();
+                if let Some(e) = self.failed.lock().as_ref() {
+                    return Err(copy(e));
+                }
+                tokio::select! {
+                    r = log.append(part, last) => r,
+                    () = &mut stopped => Err(Error::Unavailable(format!(
+                        "appending to {}: the namespace was let go while the append was unanswered; its outcome is unknown",
+                        log.name
+                    ))),
+                }
+            });
+            match appended {
                 Ok(seq) => g.last = seq,
                 Err(e) => {
-                    g.failed = Some(copy(&e));
+                    self.fail(&e);
                     return Err(e);
                 }
             }

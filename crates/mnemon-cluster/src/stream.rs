@@ -16,6 +16,16 @@ use crate::conn::unavailable;
 use crate::names::Names;
 use mnemon::{Error, Result};
 
+/// How long one publish of an append waits for its acknowledgement before
+/// the same message is sent again ([`NsLog::append`]): a quarter of the
+/// request timeout, at least 250 ms. An acknowledgement lost with a NATS
+/// node, or held back while the stream elects a new leader, then costs a
+/// quarter of the timeout instead of all of it (which also costs the daemon
+/// the namespace).
+fn ack_step(timeout: Duration) -> Duration {
+    (timeout / 4).max(Duration::from_millis(250))
+}
+
 /// One generation of one namespace's stream.
 pub(crate) struct NsLog {
     /// The namespace (for errors).
@@ -26,6 +36,8 @@ pub(crate) struct NsLog {
     pub(crate) subject: String,
     /// The generation (a new one is written by each cluster compaction).
     pub(crate) generation: u64,
+    /// How long an append may wait for its acknowledgement in all.
+    timeout: Duration,
     js: Context,
     stream: async_nats::jetstream::stream::Stream,
 }
@@ -51,6 +63,7 @@ impl NsLog {
         token: &str,
         generation: u64,
         replicas: usize,
+        timeout: Duration,
     ) -> Result<NsLog> {
         let name = names.stream(token, generation);
         let subject = names.subject(token, generation);
@@ -66,7 +79,7 @@ impl NsLog {
             })
             .await
             .map_err(|e| unavailable(&format!("opening stream {name}"), e))?;
-        Ok(NsLog { ns: ns.to_string(), name, subject, generation, js: js.clone(), stream })
+        Ok(NsLog { ns: ns.to_string(), name, subject, generation, timeout, js: js.clone(), stream })
     }
 
     /// The stream sequence of the last message (0 when empty).
@@ -91,24 +104,56 @@ impl NsLog {
         let mut headers = HeaderMap::new();
         headers.insert("Nats-Expected-Stream", self.name.as_str());
         headers.insert("Nats-Expected-Last-Subject-Sequence", expected_last.to_string().as_str());
+        // One id for every copy of this message sent: JetStream stores the
+        // first and acknowledges the others as duplicates of it (within the
+        // stream's duplicate window, two minutes by default).
+        let id = format!("{}.{expected_last}.{:016x}", self.name, rand::random::<u64>());
+        headers.insert("Nats-Msg-Id", id.as_str());
         let len = payload.len();
-        let sent = self
-            .js
-            .publish_with_headers(self.subject.clone(), headers, payload.into())
-            .await
-            .map_err(|e| unavailable(&format!("appending to {}", self.name), e))?;
-        match sent.await {
-            Ok(ack) => Ok(ack.sequence),
-            Err(e) => Err(match e.kind() {
-                PublishErrorKind::WrongLastSequence => Error::Fenced {
-                    namespace: self.ns.clone(),
-                    reason: format!("{} moved past sequence {expected_last}: another daemon writes it", self.name),
-                },
-                PublishErrorKind::MaxPayloadExceeded => {
-                    Error::Storage(format!("a log message of {len} bytes exceeds the NATS server's max_payload").into())
+        let payload = bytes::Bytes::from(payload);
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        let step = ack_step(self.timeout);
+        loop {
+            let sent = self
+                .js
+                .publish_with_headers(self.subject.clone(), headers.clone(), payload.clone())
+                .await
+                .map_err(|e| unavailable(&format!("appending to {}", self.name), e))?;
+            let wait = step.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+            let Ok(acked) = tokio::time::timeout(wait, sent).await else {
+                // No acknowledgement yet: the connection moved to another
+                // NATS node, or the stream is electing a leader. The same
+                // message is sent again.
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(Error::Unavailable(format!(
+                        "appending to {}: not acknowledged within {:?}",
+                        self.name, self.timeout
+                    )));
                 }
-                _ => unavailable(&format!("appending to {}", self.name), e),
-            }),
+                continue;
+            };
+            return match acked {
+                Ok(ack) => Ok(ack.sequence),
+                Err(e) => Err(match e.kind() {
+                    PublishErrorKind::WrongLastSequence => Error::Fenced {
+                        namespace: self.ns.clone(),
+                        reason: format!("{} moved past sequence {expected_last}: another daemon writes it", self.name),
+                    },
+                    PublishErrorKind::MaxPayloadExceeded => Error::Storage(
+                        format!("a log message of {len} bytes exceeds the NATS server's max_payload").into(),
+                    ),
+                    // No server answered for the stream: it is electing a
+                    // leader, or the connection is moving; send again while
+                    // time is left.
+                    PublishErrorKind::StreamNotFound | PublishErrorKind::TimedOut | PublishErrorKind::BrokenPipe
+                        if tokio::time::Instant::now() + step / 4 < deadline =>
+                    {
+                        tokio::time::sleep(step / 4).await;
+                        continue;
+                    }
+                    _ => unavailable(&format!("appending to {}", self.name), e),
+                }),
+            };
         }
     }
 

@@ -72,7 +72,7 @@ impl ClusterNode {
         let entry = conn.run("reading the log directory", inner.directory.get(key))?;
         let log = Arc::new(conn.run(
             "opening the namespace's stream",
-            NsLog::open(&conn.js, &inner.names, ns.as_str(), key, entry.generation, inner.cfg.replicas),
+            NsLog::open(&conn.js, &inner.names, ns.as_str(), key, entry.generation, inner.cfg.replicas, conn.timeout),
         )?);
         // The takeover marker moves the stream past anything a previous
         // owner knew, so its next append fails the fencing check.
