@@ -93,13 +93,18 @@ impl NsLog {
 
     /// Appends one message if the stream's last sequence is still
     /// `expected_last`; returns the message's sequence once a quorum of the
-    /// stream's replicas holds it.
+    /// stream's replicas holds it. A message unacknowledged for
+    /// [`ack_step`] is sent again, with the same `Nats-Msg-Id` (so
+    /// JetStream keeps one copy), until the request timeout; so is one that
+    /// found no server answering for the stream (electing a leader, or
+    /// deleted: a deleted stream's error then comes at the timeout).
     ///
     /// # Errors
     /// [`Error::Fenced`] when the stream moved past `expected_last` (another
     /// writer appended); [`Error::Unavailable`] when the append was not
-    /// confirmed (it may or may not have been stored); [`Error::Storage`]
-    /// when the message exceeds the server's size limit.
+    /// confirmed within the request timeout (it may or may not have been
+    /// stored); [`Error::Storage`] when the message exceeds the server's
+    /// size limit.
     pub(crate) async fn append(&self, payload: Vec<u8>, expected_last: u64) -> Result<u64> {
         let mut headers = HeaderMap::new();
         headers.insert("Nats-Expected-Stream", self.name.as_str());
